@@ -1,0 +1,93 @@
+// The IR: a Graph of Values (dtype, static shape, optional constant data) and Nodes (op, inputs,
+// outputs, attributes) kept in topological order. Values are addressed by ValueId (an index into
+// Graph::values) and never deleted; a value no node or graph output refers to is simply dead.
+// Passes edit `nodes` directly and call verify() (ir/verifier.h) in tests.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/attribute.h"
+#include "ir/status.h"
+#include "ir/tensor.h"
+
+namespace aotc {
+
+using ValueId = int32_t;
+constexpr ValueId kNoValue = -1;  // an absent optional input ("" in ONNX)
+
+struct Value {
+  std::string name;               // the ONNX name; unique in the graph
+  DType dtype = DType::kUndefined;
+  Shape shape;                    // static; valid once shape_known
+  bool shape_known = false;
+  std::shared_ptr<const Tensor> constant;  // non-null for initializers and folded constants
+
+  // Set by the memory plan (opt/memory_plan): where the bytes live at run time.
+  int64_t arena_offset = -1;      // byte offset in the arena; -1 when not in the arena
+  ValueId alias_of = kNoValue;    // a view: same bytes as this other value (reshape-like ops)
+
+  bool is_constant() const { return constant != nullptr; }
+  int64_t numel() const { return shape_numel(shape); }
+  int64_t byte_size() const { return numel() * dtype_size(dtype); }
+};
+
+struct Node {
+  std::string name;       // the ONNX node name (may be empty or contain anything: escape it)
+  std::string op_type;    // "Conv", or an aotc-internal op such as "FusedConv"
+  std::string domain;     // "" for the ONNX default domain, "aotc" for internal ops
+  std::vector<ValueId> inputs;   // kNoValue for an absent optional input
+  std::vector<ValueId> outputs;
+  Attributes attrs;
+
+  bool has_attr(const std::string& key) const { return attrs.count(key) != 0; }
+  int64_t attr_int(const std::string& key, int64_t fallback) const;
+  float attr_float(const std::string& key, float fallback) const;
+  std::string attr_string(const std::string& key, const std::string& fallback) const;
+  std::vector<int64_t> attr_ints(const std::string& key, std::vector<int64_t> fallback = {}) const;
+  std::vector<float> attr_floats(const std::string& key, std::vector<float> fallback = {}) const;
+  // Number of inputs that are present (trailing kNoValue entries are not counted).
+  int num_present_inputs() const;
+  // The input at `index`, or kNoValue when absent or out of range.
+  ValueId input(size_t index) const { return index < inputs.size() ? inputs[index] : kNoValue; }
+};
+
+class Graph {
+ public:
+  std::string name;
+  int64_t opset = 0;              // version of the default ONNX domain the model imports
+  std::vector<Value> values;
+  std::vector<Node> nodes;        // topological order
+  std::vector<ValueId> inputs;    // runtime inputs (not initializers)
+  std::vector<ValueId> outputs;
+
+  ValueId add_value(std::string name, DType dtype = DType::kUndefined, Shape shape = {},
+                    bool shape_known = false);
+  ValueId add_constant(std::string name, Tensor data);
+  // A fresh value name that no existing value uses, derived from `base`.
+  std::string unique_name(const std::string& base) const;
+  // Find a value by name; kNoValue if absent. O(n): for importers and tests, not hot loops.
+  ValueId find_value(const std::string& name) const;
+
+  Value& value(ValueId id) { return values[static_cast<size_t>(id)]; }
+  const Value& value(ValueId id) const { return values[static_cast<size_t>(id)]; }
+
+  // Index of the node producing each value (-1 for graph inputs, constants and dead values).
+  std::vector<int> producers() const;
+  // For each value, the indices of the nodes reading it.
+  std::vector<std::vector<int>> consumers() const;
+  bool is_graph_output(ValueId id) const;
+  bool is_graph_input(ValueId id) const;
+};
+
+// Builds the one-line error for a problem with a node:
+//   node 'conv1' (Conv): input 1 has rank 3, expected 4
+// The node name is escaped (non-printable bytes as \xNN, quotes and backslashes escaped, length
+// capped), so a hostile name cannot break the line or the terminal.
+Status node_error(const Node& node, const std::string& reason);
+// Escape arbitrary text from a model for a one-line message.
+std::string escape_for_message(const std::string& text, size_t max_len = 120);
+
+}  // namespace aotc

@@ -1,0 +1,80 @@
+// What an op asks codegen to emit for one node, as plain data: which template to instantiate with
+// which hole values and launch shape, or which cuBLASLt matmul to call. ir/ops/* produce it;
+// codegen/ consumes it. ir/ never includes codegen/.
+//
+// Conventions shared by every template in templates/:
+//  - a kernel is declared `extern "C" __global__ void {{kernel_name}}(...)`; codegen fills
+//    kernel_name, every other hole comes from KernelStep::holes (the renderer fails on a missing or
+//    unused hole);
+//  - the kernel's parameters are exactly one device pointer per entry of KernelStep::args, in order;
+//    everything else (shapes, strides, attribute values) is a compile-time constant in a hole;
+//  - element types appear in holes as C types from dtype_c_type() ("float", "__half", ...).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/dtype.h"
+
+namespace aotc {
+
+using ValueId = int32_t;
+constexpr ValueId kScratchArg = -2;  // pointer to this node's scratch buffer (Lowering::scratch_bytes)
+constexpr ValueId kNullArg = -1;     // nullptr (an absent optional input)
+
+struct Dim3 {
+  int64_t x = 1, y = 1, z = 1;
+};
+
+struct KernelStep {
+  std::string template_name;  // templates/<template_name>.cu.in
+  std::vector<std::pair<std::string, std::string>> holes;
+  std::vector<ValueId> args;  // one pointer parameter each, in the kernel's parameter order
+  Dim3 grid, block;
+  int64_t shared_bytes = 0;
+};
+
+// D[b] = alpha * op(A[b]) x op(B[b]) + beta * C[b] (+ bias broadcast over rows) (then ReLU),
+// described in ROW-MAJOR terms: A is m x k (k x m if trans_a), B is k x n (n x k if trans_b),
+// C and D are m x n; ld* are row strides in elements; stride_* are batch strides in elements
+// (0 broadcasts one matrix over the batch). bias has n elements. Codegen maps this onto cuBLASLt
+// (column-major) by swapping operands. fp32 uses CUBLAS_COMPUTE_32F: no silent TF32.
+struct MatmulStep {
+  enum class Epilogue { kNone, kBias, kRelu, kBiasRelu };
+  DType dtype = DType::kFloat32;
+  ValueId a = kNullArg, b = kNullArg, c = kNullArg, d = kNullArg, bias = kNullArg;
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  bool trans_a = false, trans_b = false;
+  int64_t lda = 0, ldb = 0, ldc = 0, ldd = 0;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0, stride_d = 0;
+  float alpha = 1.0f, beta = 0.0f;
+  Epilogue epilogue = Epilogue::kNone;
+};
+
+struct LoweredStep {
+  enum class Kind { kKernel, kMatmul };
+  Kind kind = Kind::kKernel;
+  KernelStep kernel;
+  MatmulStep matmul;
+};
+
+struct Lowering {
+  // Output 0 is input 0's bytes under another shape (Reshape, Flatten, Identity, Squeeze...):
+  // no step runs, and the memory plan makes the output an alias of the input.
+  bool is_view = false;
+  std::vector<LoweredStep> steps;  // run in order
+  int64_t scratch_bytes = 0;       // a scratch buffer live only while this node runs
+};
+
+// Launch helper: a 1-D grid of `threads` threads per block covering `n` items, capped so a
+// grid-stride loop handles the rest.
+inline Dim3 grid_for(int64_t n, int64_t threads = 256, int64_t max_blocks = 65535LL * 16) {
+  int64_t blocks = (n + threads - 1) / threads;
+  if (blocks < 1) blocks = 1;
+  if (blocks > max_blocks) blocks = max_blocks;
+  return Dim3{blocks, 1, 1};
+}
+
+}  // namespace aotc

@@ -1,0 +1,72 @@
+// The op registry: one OpDef per op type, registered explicitly (ir/ops/all_ops.cc lists every
+// op family's register function; no static-initializer magic). An OpDef bundles, for one op:
+// import-time normalisation, shape inference, the CPU reference, and the lowering to templates.
+// Passes ask traits (OpTraits), never op names.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/lowering.h"
+#include "ir/status.h"
+
+namespace aotc {
+
+struct OpTraits {
+  bool elementwise = false;          // out[i] depends only on inputs at i (after broadcasting)
+  bool is_view = false;              // output 0 is input 0's bytes under a new shape
+  bool epilogue_activation = false;  // unary op a conv/gemm epilogue may absorb (scalar_expr set)
+  bool commutative = false;          // binary op with f(a, b) == f(b, a)
+  bool shape_only = false;           // output depends only on input shapes (Shape, Size)
+  bool data_dependent_shape = false; // output shape depends on input values (NonZero, Unique)
+};
+
+struct OpDef {
+  std::string op_type;
+  std::string domain;  // "" = ONNX default domain, "aotc" = internal fused ops
+  OpTraits traits;
+
+  // Optional. Runs once in the frontend right after the node is created from ONNX, before shape
+  // inference: resolve opset differences into the canonical form (attribute -> input or back,
+  // defaults filled in, legacy semantics rewritten). `opset` is the model's default-domain opset.
+  Status (*import)(Node& node, Graph& graph, int64_t opset) = nullptr;
+
+  // Required. Check inputs (count, dtypes, ranks, constant-ness where required) and set every
+  // output Value's dtype, shape and shape_known. Inputs' shapes are known when this runs.
+  Status (*infer)(Node& node, Graph& graph) = nullptr;
+
+  // Required. The CPU reference: numerical truth for tests and constant folding. `inputs` has one
+  // entry per node input (nullptr for absent ones); `outputs` are already allocated with the
+  // dtypes and shapes that infer() set, zero-filled; the function fills them.
+  Status (*reference)(const Node& node, const std::vector<const Tensor*>& inputs,
+                      std::vector<Tensor>& outputs) = nullptr;
+
+  // Required for ops that can run on the GPU. Shapes are known; weights are constants in `graph`.
+  Expected<Lowering> (*lower)(const Node& node, const Graph& graph) = nullptr;
+
+  // Optional, for unary elementwise ops: the CUDA C++ expression computing one output element
+  // from the element expression `x` (of the node's dtype). Used by the op's own lowering and by
+  // epilogue/elementwise fusion, e.g. Relu -> "(x > 0.f ? x : 0.f)".
+  std::string (*scalar_expr)(const Node& node, const Graph& graph, const std::string& x) = nullptr;
+};
+
+class OpRegistry {
+ public:
+  // Adds an op; a second registration of the same (domain, op_type) is a programming error.
+  void add(OpDef def);
+  const OpDef* find(const std::string& op_type, const std::string& domain = "") const;
+  std::vector<const OpDef*> all() const;
+
+ private:
+  std::map<std::pair<std::string, std::string>, OpDef> defs_;
+};
+
+// The registry with every op aotc supports (built on first use by register_all_ops).
+const OpRegistry& default_registry();
+
+// The one place that lists every op family (ir/ops/all_ops.cc).
+void register_all_ops(OpRegistry& registry);
+
+}  // namespace aotc

@@ -1,0 +1,40 @@
+// Small checks and conversions shared by the op families in ir/ops/. Each returns a node_error
+// with a precise reason, so an op's infer() reads as a list of requirements.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/lowering.h"
+#include "ir/status.h"
+
+namespace aotc {
+
+// The node has between min and max present inputs (absent trailing optionals not counted).
+Status expect_inputs(const Node& node, int min_count, int max_count);
+// Input `index` is present and has one of `allowed` dtypes.
+Status expect_dtype(const Node& node, const Graph& graph, size_t index, const std::vector<DType>& allowed);
+// Input `index` has the given rank.
+Status expect_rank(const Node& node, const Graph& graph, size_t index, int64_t rank);
+// Input `index` is present and constant; returns its data (nullptr + error otherwise).
+Expected<const Tensor*> expect_constant(const Node& node, const Graph& graph, size_t index,
+                                        const std::string& why);
+// Map a possibly negative axis into [0, rank); error if out of range.
+Expected<int64_t> normalize_axis(const Node& node, int64_t axis, int64_t rank);
+// Sets output `index`'s dtype and shape and marks it known.
+void set_output(Graph& graph, const Node& node, size_t index, DType dtype, Shape shape);
+
+const Value& input_value(const Graph& graph, const Node& node, size_t index);
+const Value& output_value(const Graph& graph, const Node& node, size_t index);
+
+// Numpy-style (multidirectional) broadcast of two shapes; error names the node.
+Expected<Shape> broadcast_shapes(const Node& node, const Shape& a, const Shape& b);
+
+// Hole text for generated code: integer literals ("128LL"), float literals that round-trip
+// exactly ("0x1.8p+1f" style hex floats, or "INFINITY"/"NAN").
+std::string int_literal(int64_t v);
+std::string float_literal(float v);
+std::string dims_literal(const std::vector<int64_t>& dims);  // "{1LL, 3LL}"
+
+}  // namespace aotc

@@ -1,0 +1,15 @@
+// Shape inference over a whole graph: calls each node's OpDef::infer in topological order.
+// Shapes are computed once, here; passes that create nodes call infer_node for the new ones, and
+// codegen only reads the results.
+#pragma once
+
+#include "ir/graph.h"
+#include "ir/op_registry.h"
+
+namespace aotc {
+
+// Infer one node's outputs. Fails with node_error if the op is unknown or the inputs are invalid.
+Status infer_node(Node& node, Graph& graph, const OpRegistry& registry = default_registry());
+Status infer_shapes(Graph& graph, const OpRegistry& registry = default_registry());
+
+}  // namespace aotc

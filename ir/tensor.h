@@ -1,0 +1,72 @@
+// Host tensors: a dtype, a static shape and the bytes. Used for initializers, folded constants,
+// the CPU reference evaluator and test data. Storage is row-major (C order), like ONNX.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ir/dtype.h"
+
+namespace aotc {
+
+using Shape = std::vector<int64_t>;
+
+// Product of dims (1 for a scalar, 0 if any dim is 0).
+int64_t shape_numel(const Shape& shape);
+// "1x3x224x224"; "scalar" for rank 0.
+std::string shape_str(const Shape& shape);
+// Row-major strides in elements.
+std::vector<int64_t> shape_strides(const Shape& shape);
+
+// IEEE half <-> float conversions (round to nearest even), for host-side f16 data.
+float half_to_float(uint16_t h);
+uint16_t float_to_half(float f);
+float bfloat16_to_float(uint16_t b);
+uint16_t float_to_bfloat16(float f);
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Zero-filled tensor of the given type and shape.
+  Tensor(DType dtype, Shape shape);
+
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
+  int64_t numel() const { return shape_numel(shape_); }
+  int64_t byte_size() const { return static_cast<int64_t>(bytes_.size()); }
+
+  template <class T> T* data() { return reinterpret_cast<T*>(bytes_.data()); }
+  template <class T> const T* data() const { return reinterpret_cast<const T*>(bytes_.data()); }
+  uint8_t* raw() { return bytes_.data(); }
+  const uint8_t* raw() const { return bytes_.data(); }
+
+  // Element access through double / int64, for generic reference code and tests. Floats of any
+  // width convert exactly to double; int64 values beyond 2^53 need get_int.
+  double get(int64_t flat_index) const;
+  void set(int64_t flat_index, double value);
+  int64_t get_int(int64_t flat_index) const;
+  void set_int(int64_t flat_index, int64_t value);
+
+  // Same bytes, new shape (numel must match).
+  Tensor reshaped(Shape shape) const;
+
+  // Convenience constructors.
+  static Tensor from_floats(Shape shape, const std::vector<float>& values);
+  static Tensor from_int64s(Shape shape, const std::vector<int64_t>& values);
+  static Tensor scalar_float(float v) { return from_floats({}, {v}); }
+  static Tensor scalar_int64(int64_t v) { return from_int64s({}, {v}); }
+
+  // All elements as int64 (for shape-like tensors) / as double.
+  std::vector<int64_t> to_int64s() const;
+  std::vector<double> to_doubles() const;
+
+ private:
+  DType dtype_ = DType::kUndefined;
+  Shape shape_;
+  std::vector<uint8_t> bytes_;
+};
+
+}  // namespace aotc
