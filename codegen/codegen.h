@@ -1,0 +1,44 @@
+// From a planned Graph to a shared library: renders templates/ into one CUDA source (one kernel
+// per fused group), compiles it with nvcc into a fatbin for every --arch, writes the host code
+// (plain C: driver-API launch sequence, cuBLASLt calls, arena offsets, the C ABI from runtime/),
+// embeds the fatbin and the weight blob with assembler .incbin, and links libNAME.so with the host
+// compiler. External programs run with a fixed argument vector, never through a shell. The
+// output file appears only when everything succeeded (written to a temp name, then renamed).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/status.h"
+#include "opt/memory_plan.h"
+
+namespace aotc {
+
+struct CodegenOptions {
+  std::string name;                        // ABI prefix, [A-Za-z_][A-Za-z0-9_]*
+  std::vector<std::string> archs{"sm_90"};  // e.g. sm_87, sm_90
+  std::string output_path;                 // the .so to write (may be empty with emit_source_dir)
+  std::string emit_source_dir;             // if set: write sources, blobs and a Makefile here
+  std::string nvcc = "nvcc";               // found from CUDA_HOME or /usr/local/cuda by the CLI
+  std::string cuda_include_dir;            // for cuda.h / cublasLt.h headers used by host code
+  std::string host_cc = "cc";              // host C compiler (a cross compiler for Jetson)
+  std::string model_hash;                  // provenance: hash of the model file
+  std::string aotc_version;
+  std::function<void(const std::string&)> progress;  // one line per long step
+};
+
+struct CodegenStats {
+  int kernels = 0;             // __global__ functions emitted
+  int matmul_calls = 0;        // cuBLASLt calls in the launch sequence
+  int64_t weight_bytes = 0;    // size of the embedded weight blob
+  double render_seconds = 0;   // template rendering and host code generation
+  double nvcc_seconds = 0;
+  double host_cc_seconds = 0;
+};
+
+Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& plan,
+                                       const CodegenOptions& options);
+
+}  // namespace aotc

@@ -1,0 +1,29 @@
+// Reads an ONNX model file into the IR. Checks the protobuf, resolves initializers (raw or typed
+// fields, external data confined to the model's folder), turns Constant nodes into constants,
+// fixes symbolic input dims, imports each node through its op's OpDef::import and infers shapes.
+// Any problem ends in one Status naming the node, op and reason.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/status.h"
+
+namespace aotc {
+
+struct ImportOptions {
+  // Shapes for named inputs ("--input-shape name:1x3x224x224"); override the model's dims.
+  std::map<std::string, Shape> input_shapes;
+  // Value for a symbolic (dim_param / unknown) FIRST dim of an input not named above.
+  int64_t default_batch = 1;
+};
+
+Expected<Graph> load_onnx_model(const std::string& path, const ImportOptions& options = {});
+
+// Like load_onnx_model, but keeps going past unsupported ops and invalid nodes and returns every
+// problem found (one Status per node), for `aotc check`. Empty result = the model imports.
+std::vector<Status> check_onnx_model(const std::string& path, const ImportOptions& options = {});
+
+}  // namespace aotc
