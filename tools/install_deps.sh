@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what building and testing aotc needs on a Debian/Ubuntu machine: compilers, CMake,
+# protobuf, the ONNX C++ protobuf classes and backend test data (Debian packages), GoogleTest, and
+# the Python packages used to build example models and reference outputs. CUDA is expected at
+# $CUDA_HOME or /usr/local/cuda (nvcc is only needed to compile models, not to build aotc).
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+packages=(build-essential cmake g++ libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
+          libgtest-dev googletest python3 python3-pip)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "[install_deps] apt-get install ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# Python: onnx to build example models, onnxruntime + numpy for reference outputs.
+if ! python3 -c 'import onnx, onnxruntime, numpy' 2>/dev/null; then
+  echo "[install_deps] pip install onnx onnxruntime numpy"
+  python3 -m pip install -q onnx onnxruntime numpy 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages onnx onnxruntime numpy
+fi
+
+cuda="${CUDA_HOME:-/usr/local/cuda}"
+if [ -x "$cuda/bin/nvcc" ]; then
+  echo "[install_deps] CUDA: $("$cuda/bin/nvcc" --version | tail -n 2 | head -n 1)"
+else
+  echo "[install_deps] note: no nvcc at $cuda/bin/nvcc: aotc builds, but compiling models needs CUDA (set CUDA_HOME)"
+fi
