@@ -1,0 +1,220 @@
+// Conv and aotc.FusedConv (Y = act(conv(X, W) + B + Residual)): checks and shape inference, an
+// N-D CPU reference (1-, 2- and 3-D through one rank-3 loop), and the lowering to two templates:
+// an implicit-GEMM kernel (templates/conv_implicit_gemm.cu.in) and, when every output channel reads
+// one input channel (depthwise), a direct kernel (templates/conv_depthwise.cu.in).
+#include <algorithm>
+#include <cmath>
+
+#include "ir/op_registry.h"
+#include "ir/ops/epilogue.h"
+#include "ir/ops/op_helpers.h"
+#include "ir/ops/window.h"
+
+namespace aotc {
+namespace {
+
+const std::vector<DType> kConvTypes = {DType::kFloat32, DType::kFloat16, DType::kFloat64};
+constexpr size_t kResidualInput = 3;
+
+struct ConvShape {
+  int64_t batch = 0, cin = 0, cout = 0, group = 1;
+  WindowGeometry geo;  // spatial geometry of the node's own rank
+  Shape out;
+};
+
+bool is_fused(const Node& node) { return node.op_type == "FusedConv"; }
+
+// Everything infer checks about the inputs, shared with reference and lower (which see the same
+// shapes, already validated, but recompute rather than trust attributes written elsewhere).
+Expected<ConvShape> conv_shape(const Node& node, const Shape& x, const Shape& w) {
+  ConvShape cs;
+  if (x.size() < 3) return node_error(node, "input 0 (X) has rank " + std::to_string(x.size()) + ", expected >= 3 (N, C, spatial...)");
+  if (w.size() != x.size())
+    return node_error(node, "input 1 (W) has rank " + std::to_string(w.size()) + ", X has rank " + std::to_string(x.size()));
+  cs.batch = x[0];
+  cs.cin = x[1];
+  cs.cout = w[0];
+  cs.group = node.attr_int("group", 1);
+  if (cs.group <= 0) return node_error(node, "group " + std::to_string(cs.group) + " must be positive");
+  if (cs.cin % cs.group != 0)
+    return node_error(node, "input channels " + std::to_string(cs.cin) + " are not divisible by group " + std::to_string(cs.group));
+  if (cs.cout % cs.group != 0)
+    return node_error(node, "output channels " + std::to_string(cs.cout) + " are not divisible by group " + std::to_string(cs.group));
+  if (w[1] != cs.cin / cs.group)
+    return node_error(node, "W has " + std::to_string(w[1]) + " input channels per group, X gives " +
+                                std::to_string(cs.cin / cs.group) + " (C " + std::to_string(cs.cin) + " / group " +
+                                std::to_string(cs.group) + ")");
+  std::vector<int64_t> in(x.begin() + 2, x.end());
+  std::vector<int64_t> kernel(w.begin() + 2, w.end());
+  if (node.has_attr("kernel_shape") && node.attr_ints("kernel_shape") != kernel)
+    return node_error(node, "kernel_shape attribute does not match W's spatial dims " + shape_str(kernel));
+  auto geo = resolve_window(node, in, kernel, WindowOptions{});
+  if (!geo) return geo.status();
+  cs.geo = *geo;
+  cs.out = {cs.batch, cs.cout};
+  cs.out.insert(cs.out.end(), cs.geo.out.begin(), cs.geo.out.end());
+  return cs;
+}
+
+Status conv_infer(Node& node, Graph& graph) {
+  AOTC_RETURN_IF_ERROR(expect_inputs(node, 2, is_fused(node) ? 4 : 3));
+  if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
+  AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 0, kConvTypes));
+  DType t = input_value(graph, node, 0).dtype;
+  for (size_t i = 1; i < node.inputs.size(); ++i)
+    if (node.input(i) != kNoValue) AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, i, {t}));
+  auto cs = conv_shape(node, input_value(graph, node, 0).shape, input_value(graph, node, 1).shape);
+  if (!cs) return cs.status();
+  if (node.input(2) != kNoValue && input_value(graph, node, 2).shape != Shape{cs->cout})
+    return node_error(node, "input 2 (B) has shape " + shape_str(input_value(graph, node, 2).shape) +
+                                ", expected " + std::to_string(cs->cout));
+  if (node.input(kResidualInput) != kNoValue && input_value(graph, node, kResidualInput).shape != cs->out)
+    return node_error(node, "input 3 (Residual) has shape " + shape_str(input_value(graph, node, kResidualInput).shape) +
+                                ", expected the output shape " + shape_str(cs->out));
+  if (has_activation(node) && !default_registry().find(load_activation(node).op_type))
+    return node_error(node, "absorbed activation '" + escape_for_message(load_activation(node).op_type) + "' is unknown");
+  set_output(graph, node, 0, t, cs->out);
+  return Status::ok();
+}
+
+Status conv_reference(const Node& node, const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) {
+  const Tensor& x = *inputs[0];
+  const Tensor& w = *inputs[1];
+  const Tensor* b = inputs.size() > 2 ? inputs[2] : nullptr;
+  const Tensor* r = inputs.size() > kResidualInput ? inputs[kResidualInput] : nullptr;
+  auto cs = conv_shape(node, x.shape(), w.shape());
+  if (!cs) return cs.status();
+  WindowGeometry g = to_rank3(cs->geo);
+  std::vector<double> xd = x.to_doubles(), wd = w.to_doubles();
+  const int64_t cin_g = cs->cin / cs->group, cout_g = cs->cout / cs->group;
+  const int64_t in_sp = g.in[0] * g.in[1] * g.in[2], k_sp = g.kernel[0] * g.kernel[1] * g.kernel[2];
+  const int64_t out_sp = g.out[0] * g.out[1] * g.out[2];
+  Tensor& y = outputs[0];
+  for (int64_t n = 0; n < cs->batch; ++n)
+    for (int64_t oc = 0; oc < cs->cout; ++oc) {
+      const int64_t ic0 = (oc / cout_g) * cin_g;
+      for (int64_t od = 0; od < g.out[0]; ++od)
+        for (int64_t oh = 0; oh < g.out[1]; ++oh)
+          for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+            double acc = 0;
+            for (int64_t ic = 0; ic < cin_g; ++ic) {
+              const double* xc = &xd[static_cast<size_t>((n * cs->cin + ic0 + ic) * in_sp)];
+              const double* wc = &wd[static_cast<size_t>((oc * cin_g + ic) * k_sp)];
+              for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+                int64_t id = od * g.strides[0] - g.pad_begin[0] + kd * g.dilations[0];
+                if (id < 0 || id >= g.in[0]) continue;
+                for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+                  int64_t ih = oh * g.strides[1] - g.pad_begin[1] + kh * g.dilations[1];
+                  if (ih < 0 || ih >= g.in[1]) continue;
+                  for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+                    int64_t iw = ow * g.strides[2] - g.pad_begin[2] + kw * g.dilations[2];
+                    if (iw < 0 || iw >= g.in[2]) continue;
+                    acc += xc[(id * g.in[1] + ih) * g.in[2] + iw] * wc[(kd * g.kernel[1] + kh) * g.kernel[2] + kw];
+                  }
+                }
+              }
+            }
+            int64_t yi = (n * cs->cout + oc) * out_sp + (od * g.out[1] + oh) * g.out[2] + ow;
+            if (b) acc += b->get(oc);
+            if (r) acc += r->get(yi);
+            y.set(yi, acc);
+          }
+    }
+  return apply_activation_reference(node, y);
+}
+
+std::string compute_type(DType t) { return t == DType::kFloat64 ? "double" : "float"; }
+
+Status check_activation_lowerable(const Node& node) {
+  if (!has_activation(node)) return Status::ok();
+  const OpDef* def = default_registry().find(load_activation(node).op_type);
+  if (!def || !def->scalar_expr)
+    return node_error(node, "absorbed activation '" + escape_for_message(load_activation(node).op_type) +
+                                "' has no CUDA expression");
+  return Status::ok();
+}
+
+// Implicit-GEMM tile configurations: (BM, BN, TM, TN), 256 threads each. The tall one keeps
+// threads busy when a group has few output channels.
+struct TileConfig { int64_t bm, bn, tm, tn; };
+constexpr TileConfig kWideTile{64, 64, 4, 4};
+constexpr TileConfig kShortTile{16, 128, 1, 8};
+constexpr int64_t kConvBK = 16;
+
+Expected<Lowering> conv_lower(const Node& node, const Graph& graph) {
+  AOTC_RETURN_IF_ERROR(check_activation_lowerable(node));
+  const Value& xv = input_value(graph, node, 0);
+  auto cs = conv_shape(node, xv.shape, input_value(graph, node, 1).shape);
+  if (!cs) return cs.status();
+  if (cs->geo.rank() > 3)
+    return node_error(node, "the GPU kernel supports 1-, 2- and 3-D convolutions, not " + std::to_string(cs->geo.rank()) + "-D");
+  WindowGeometry g = to_rank3(cs->geo);
+  const int64_t cin_g = cs->cin / cs->group, cout_g = cs->cout / cs->group;
+  const bool depthwise = cin_g == 1;
+  const bool has_bias = node.input(2) != kNoValue, has_res = node.input(kResidualInput) != kNoValue;
+  KernelStep k;
+  k.template_name = depthwise ? "conv_depthwise" : "conv_implicit_gemm";
+  std::string comment = node.op_type + (depthwise ? " (depthwise)" : " (implicit GEMM)") + " X " +
+                        shape_str(xv.shape) + " W " + shape_str(input_value(graph, node, 1).shape) + " -> " +
+                        shape_str(cs->out) + " group " + std::to_string(cs->group) +
+                        (has_activation(node) ? " act " + load_activation(node).op_type : "");
+  k.holes = {{"comment", comment},
+             {"T", dtype_c_type(xv.dtype)},
+             {"ACC", compute_type(xv.dtype)},
+             {"N", int_literal(cs->batch)},
+             {"C", int_literal(cs->cin)},
+             {"K", int_literal(cs->cout)},
+             {"G", int_literal(cs->group)},
+             {"D", int_literal(g.in[0])}, {"H", int_literal(g.in[1])}, {"W", int_literal(g.in[2])},
+             {"KD", int_literal(g.kernel[0])}, {"KH", int_literal(g.kernel[1])}, {"KW", int_literal(g.kernel[2])},
+             {"OD", int_literal(g.out[0])}, {"OH", int_literal(g.out[1])}, {"OW", int_literal(g.out[2])},
+             {"SD", int_literal(g.strides[0])}, {"SH", int_literal(g.strides[1])}, {"SW", int_literal(g.strides[2])},
+             {"PD", int_literal(g.pad_begin[0])}, {"PH", int_literal(g.pad_begin[1])}, {"PW", int_literal(g.pad_begin[2])},
+             {"DD", int_literal(g.dilations[0])}, {"DH", int_literal(g.dilations[1])}, {"DW", int_literal(g.dilations[2])},
+             {"HAS_BIAS", has_bias ? "1" : "0"},
+             {"HAS_RES", has_res ? "1" : "0"},
+             {"act_expr", activation_expr(node, graph, "v")}};
+  k.args = {node.inputs[0], node.inputs[1], has_bias ? node.inputs[2] : kNullArg,
+            has_res ? node.inputs[kResidualInput] : kNullArg, node.outputs[0]};
+  const int64_t out_sp = g.out[0] * g.out[1] * g.out[2];
+  // 32-bit index arithmetic is much cheaper; it is exact while every tensor stays below 2^31
+  // elements (the margin covers the loop bound overshooting by one tile).
+  const int64_t largest = std::max({xv.numel(), input_value(graph, node, 1).numel(), shape_numel(cs->out)});
+  k.holes.push_back({"IDX", largest < (int64_t{1} << 31) - (int64_t{1} << 20) ? "int" : "long long"});
+  if (depthwise) {
+    k.block = Dim3{256, 1, 1};
+    k.grid = grid_for(cs->batch * cs->cout * out_sp, 256);
+  } else {
+    const int64_t gemm_n = cs->batch * out_sp;
+    const TileConfig t = cout_g <= 16 ? kShortTile : kWideTile;
+    k.holes.push_back({"BM", int_literal(t.bm)});
+    k.holes.push_back({"BN", int_literal(t.bn)});
+    k.holes.push_back({"BK", int_literal(kConvBK)});
+    k.holes.push_back({"TM", int_literal(t.tm)});
+    k.holes.push_back({"TN", int_literal(t.tn)});
+    k.block = Dim3{(t.bm / t.tm) * (t.bn / t.tn), 1, 1};
+    k.grid = Dim3{(gemm_n + t.bn - 1) / t.bn, (cout_g + t.bm - 1) / t.bm, cs->group};
+    if (k.grid.x > 2147483647LL || k.grid.y > 65535 || k.grid.z > 65535)
+      return node_error(node, "convolution too large for one launch (grid " + std::to_string(k.grid.x) + "x" +
+                                  std::to_string(k.grid.y) + "x" + std::to_string(k.grid.z) + ")");
+  }
+  Lowering l;
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  return l;
+}
+
+}  // namespace
+
+void register_conv_ops(OpRegistry& registry) {
+  for (const char* domain : {"", "aotc"}) {
+    OpDef def;
+    def.op_type = std::string(domain).empty() ? "Conv" : "FusedConv";
+    def.domain = domain;
+    def.infer = conv_infer;
+    def.reference = conv_reference;
+    def.lower = conv_lower;
+    registry.add(def);
+  }
+}
+
+}  // namespace aotc

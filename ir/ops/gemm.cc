@@ -1,0 +1,356 @@
+// Gemm, aotc.FusedGemm (Y = act(alpha * A'B' + beta * C + Residual)) and MatMul (numpy semantics:
+// 1-D operands, broadcast batch dims). The product is a cuBLASLt call (MatmulStep, fp32 compute,
+// no TF32) using its C / bias / ReLU epilogue where that is exact; what it cannot express (a
+// broadcast C with beta != 1, a broadcast residual, other activations) runs in a small epilogue
+// kernel (templates/gemm_epilogue.cu.in) over Y in place. Batched MatMul whose batch broadcast
+// strides cannot express runs in one kernel (templates/gemm_batched_broadcast.cu.in) instead.
+#include <algorithm>
+
+#include "ir/op_registry.h"
+#include "ir/ops/epilogue.h"
+#include "ir/ops/op_helpers.h"
+
+namespace aotc {
+namespace {
+
+const std::vector<DType> kFloatTypes = {DType::kFloat32, DType::kFloat16, DType::kFloat64};
+constexpr size_t kResidualInput = 3;
+
+std::string compute_type(DType t) { return t == DType::kFloat64 ? "double" : "float"; }
+
+// ---- Gemm / FusedGemm ----
+
+struct GemmDims { int64_t m = 0, n = 0, k = 0; };
+
+GemmDims gemm_dims(const Node& node, const Shape& a, const Shape& b) {
+  GemmDims d;
+  const bool ta = node.attr_int("transA", 0) != 0, tb = node.attr_int("transB", 0) != 0;
+  d.m = ta ? a[1] : a[0];
+  d.k = ta ? a[0] : a[1];
+  d.n = tb ? b[0] : b[1];
+  return d;
+}
+
+// C (and Residual) must broadcast one way to [M, N]: rank <= 2, each right-aligned dim 1 or equal.
+bool broadcasts_to(const Shape& s, int64_t m, int64_t n) {
+  if (s.size() > 2) return false;
+  int64_t rows = s.size() == 2 ? s[0] : 1, cols = s.empty() ? 1 : s.back();
+  return (rows == 1 || rows == m) && (cols == 1 || cols == n);
+}
+
+Status gemm_import(Node& node, Graph&, int64_t opset) {
+  // Gemm before opset 7 broadcast C only when broadcast=1; always broadcasting accepts every
+  // valid old model with the same result.
+  if (opset < 7) node.attrs.erase("broadcast");
+  return Status::ok();
+}
+
+Status gemm_infer(Node& node, Graph& graph) {
+  const bool fused = node.op_type == "FusedGemm";
+  AOTC_RETURN_IF_ERROR(expect_inputs(node, 2, fused ? 4 : 3));
+  if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
+  AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 0, kFloatTypes));
+  DType t = input_value(graph, node, 0).dtype;
+  for (size_t i = 1; i < node.inputs.size(); ++i)
+    if (node.input(i) != kNoValue) AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, i, {t}));
+  AOTC_RETURN_IF_ERROR(expect_rank(node, graph, 0, 2));
+  AOTC_RETURN_IF_ERROR(expect_rank(node, graph, 1, 2));
+  const Shape& a = input_value(graph, node, 0).shape;
+  const Shape& b = input_value(graph, node, 1).shape;
+  GemmDims d = gemm_dims(node, a, b);
+  int64_t kb = node.attr_int("transB", 0) ? b[1] : b[0];
+  if (kb != d.k)
+    return node_error(node, "inner dims differ: A " + shape_str(a) + (node.attr_int("transA", 0) ? " (transposed)" : "") +
+                                " and B " + shape_str(b) + (node.attr_int("transB", 0) ? " (transposed)" : ""));
+  for (size_t i : {size_t{2}, kResidualInput})
+    if (node.input(i) != kNoValue && !broadcasts_to(input_value(graph, node, i).shape, d.m, d.n))
+      return node_error(node, std::string("input ") + std::to_string(i) + (i == 2 ? " (C)" : " (Residual)") +
+                                  " of shape " + shape_str(input_value(graph, node, i).shape) +
+                                  " does not broadcast to " + shape_str({d.m, d.n}));
+  if (has_activation(node) && !default_registry().find(load_activation(node).op_type))
+    return node_error(node, "absorbed activation '" + escape_for_message(load_activation(node).op_type) + "' is unknown");
+  set_output(graph, node, 0, t, {d.m, d.n});
+  return Status::ok();
+}
+
+// Flat index into a tensor of shape s (broadcast to [M, N]) for element (i, j).
+int64_t broadcast_index(const Shape& s, int64_t i, int64_t j) {
+  int64_t rows = s.size() == 2 ? s[0] : 1, cols = s.empty() ? 1 : s.back();
+  return (rows == 1 ? 0 : i) * cols + (cols == 1 ? 0 : j);
+}
+
+Status gemm_reference(const Node& node, const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) {
+  const Tensor& a = *inputs[0];
+  const Tensor& b = *inputs[1];
+  const Tensor* c = inputs.size() > 2 ? inputs[2] : nullptr;
+  const Tensor* r = inputs.size() > kResidualInput ? inputs[kResidualInput] : nullptr;
+  const bool ta = node.attr_int("transA", 0) != 0, tb = node.attr_int("transB", 0) != 0;
+  const double alpha = node.attr_float("alpha", 1.0f), beta = node.attr_float("beta", 1.0f);
+  GemmDims d = gemm_dims(node, a.shape(), b.shape());
+  std::vector<double> ad = a.to_doubles(), bd = b.to_doubles();
+  Tensor& y = outputs[0];
+  for (int64_t i = 0; i < d.m; ++i)
+    for (int64_t j = 0; j < d.n; ++j) {
+      double acc = 0;
+      for (int64_t p = 0; p < d.k; ++p)
+        acc += ad[static_cast<size_t>(ta ? p * d.m + i : i * d.k + p)] * bd[static_cast<size_t>(tb ? j * d.k + p : p * d.n + j)];
+      double v = alpha * acc;
+      if (c) v += beta * c->get(broadcast_index(c->shape(), i, j));
+      if (r) v += r->get(broadcast_index(r->shape(), i, j));
+      y.set(i * d.n + j, v);
+    }
+  return apply_activation_reference(node, y);
+}
+
+bool is_plain_relu(const Node& node) {
+  if (!has_activation(node)) return false;
+  Node act = load_activation(node);
+  return act.op_type == "Relu" && act.attrs.empty();
+}
+
+LoweredStep matmul_step(MatmulStep m) {
+  LoweredStep s;
+  s.kind = LoweredStep::Kind::kMatmul;
+  s.matmul = m;
+  return s;
+}
+
+Expected<Lowering> gemm_lower(const Node& node, const Graph& graph) {
+  if (has_activation(node)) {
+    const OpDef* def = default_registry().find(load_activation(node).op_type);
+    if (!def || !def->scalar_expr)
+      return node_error(node, "absorbed activation '" + escape_for_message(load_activation(node).op_type) + "' has no CUDA expression");
+  }
+  const Value& av = input_value(graph, node, 0);
+  const Value& bv = input_value(graph, node, 1);
+  GemmDims d = gemm_dims(node, av.shape, bv.shape);
+  Lowering l;
+  if (d.m * d.n == 0) return l;  // nothing to write
+  if (d.k == 0) return node_error(node, "a Gemm with inner dimension 0 is not supported on the GPU");
+  const float beta = node.attr_float("beta", 1.0f);
+  const ValueId c = node.input(2), r = node.input(kResidualInput);
+  const Shape full = {d.m, d.n};
+
+  MatmulStep mm;
+  mm.dtype = av.dtype;
+  mm.a = node.inputs[0];
+  mm.b = node.inputs[1];
+  mm.d = node.outputs[0];
+  mm.m = d.m; mm.n = d.n; mm.k = d.k;
+  mm.trans_a = node.attr_int("transA", 0) != 0;
+  mm.trans_b = node.attr_int("transB", 0) != 0;
+  mm.lda = mm.trans_a ? d.m : d.k;
+  mm.ldb = mm.trans_b ? d.k : d.n;
+  mm.ldc = d.n;
+  mm.ldd = d.n;
+  mm.alpha = node.attr_float("alpha", 1.0f);
+  mm.beta = 0.0f;
+
+  bool kernel_c = false, kernel_r = false, bias = false;
+  if (c != kNoValue) {
+    const Shape& cs = graph.value(c).shape;
+    if (cs == full) {
+      mm.c = c;
+      mm.beta = beta;
+    } else if (beta == 1.0f && (cs == Shape{d.n} || cs == Shape{1, d.n})) {
+      mm.bias = c;  // a row vector added to every row: cuBLASLt's bias epilogue, exactly
+      bias = true;
+    } else {
+      kernel_c = true;
+    }
+  }
+  if (r != kNoValue) {
+    if (graph.value(r).shape == full && mm.c == kNullArg) {
+      mm.c = r;
+      mm.beta = 1.0f;
+    } else {
+      kernel_r = true;
+    }
+  }
+  const bool kernel_act = has_activation(node) && (kernel_c || kernel_r || !is_plain_relu(node));
+  const bool relu_in_matmul = has_activation(node) && !kernel_act;
+  mm.epilogue = bias ? (relu_in_matmul ? MatmulStep::Epilogue::kBiasRelu : MatmulStep::Epilogue::kBias)
+                     : (relu_in_matmul ? MatmulStep::Epilogue::kRelu : MatmulStep::Epilogue::kNone);
+  l.steps.push_back(matmul_step(mm));
+  if (!kernel_c && !kernel_r && !kernel_act) return l;
+
+  auto strides = [](const Shape& s) {
+    int64_t rows = s.size() == 2 ? s[0] : 1, cols = s.empty() ? 1 : s.back();
+    return std::make_pair(rows == 1 ? int64_t{0} : cols, cols == 1 ? int64_t{0} : int64_t{1});
+  };
+  auto cst = kernel_c ? strides(graph.value(c).shape) : std::make_pair(int64_t{0}, int64_t{0});
+  auto rst = kernel_r ? strides(graph.value(r).shape) : std::make_pair(int64_t{0}, int64_t{0});
+  KernelStep k;
+  k.template_name = "gemm_epilogue";
+  k.holes = {{"comment", node.op_type + " epilogue over " + shape_str(full) + (kernel_c ? " +beta*C" : "") +
+                             (kernel_r ? " +residual" : "") + (kernel_act ? " act " + load_activation(node).op_type : "")},
+             {"T", dtype_c_type(av.dtype)},
+             {"ACC", compute_type(av.dtype)},
+             {"M", int_literal(d.m)},
+             {"N", int_literal(d.n)},
+             {"HAS_C", kernel_c ? "1" : "0"},
+             {"C_RS", int_literal(cst.first)},
+             {"C_CS", int_literal(cst.second)},
+             {"BETA", float_literal(beta)},
+             {"HAS_R", kernel_r ? "1" : "0"},
+             {"R_RS", int_literal(rst.first)},
+             {"R_CS", int_literal(rst.second)},
+             {"act_expr", kernel_act ? activation_expr(node, graph, "v") : "v"}};
+  k.args = {node.outputs[0], kernel_c ? c : kNullArg, kernel_r ? r : kNullArg};
+  k.block = Dim3{256, 1, 1};
+  k.grid = grid_for(d.m * d.n, 256);
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  return l;
+}
+
+// ---- MatMul ----
+
+struct MatmulDims {
+  int64_t m = 1, n = 1, k = 0;
+  Shape batch;            // broadcast batch dims of the output
+  Shape a_batch, b_batch; // operands' batch dims, left-padded with 1 to batch's rank
+  Shape out;
+};
+
+Expected<MatmulDims> matmul_dims(const Node& node, const Shape& a, const Shape& b) {
+  if (a.empty() || b.empty()) return node_error(node, "MatMul operands must have rank >= 1 (got " + shape_str(a) + " and " + shape_str(b) + ")");
+  MatmulDims d;
+  d.k = a.back();
+  d.m = a.size() >= 2 ? a[a.size() - 2] : 1;
+  const int64_t kb = b.size() >= 2 ? b[b.size() - 2] : b[0];
+  d.n = b.size() >= 2 ? b.back() : 1;
+  if (kb != d.k) return node_error(node, "inner dims differ: A " + shape_str(a) + " and B " + shape_str(b));
+  Shape ab(a.begin(), a.end() - std::min<size_t>(a.size(), 2)), bb(b.begin(), b.end() - std::min<size_t>(b.size(), 2));
+  auto batch = broadcast_shapes(node, ab, bb);
+  if (!batch) return batch.status();
+  d.batch = *batch;
+  d.a_batch = Shape(d.batch.size() - ab.size(), 1);
+  d.a_batch.insert(d.a_batch.end(), ab.begin(), ab.end());
+  d.b_batch = Shape(d.batch.size() - bb.size(), 1);
+  d.b_batch.insert(d.b_batch.end(), bb.begin(), bb.end());
+  d.out = d.batch;
+  if (a.size() >= 2) d.out.push_back(d.m);
+  if (b.size() >= 2) d.out.push_back(d.n);
+  return d;
+}
+
+Status matmul_infer(Node& node, Graph& graph) {
+  AOTC_RETURN_IF_ERROR(expect_inputs(node, 2, 2));
+  if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
+  AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 0, kFloatTypes));
+  AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 1, {input_value(graph, node, 0).dtype}));
+  auto d = matmul_dims(node, input_value(graph, node, 0).shape, input_value(graph, node, 1).shape);
+  if (!d) return d.status();
+  set_output(graph, node, 0, input_value(graph, node, 0).dtype, d->out);
+  return Status::ok();
+}
+
+// Per output-batch-dim element strides of an operand (0 where it broadcasts).
+std::vector<int64_t> batch_strides(const Shape& operand_batch, int64_t matrix_size) {
+  std::vector<int64_t> s(operand_batch.size());
+  int64_t step = matrix_size;
+  for (size_t i = operand_batch.size(); i-- > 0;) {
+    s[i] = operand_batch[i] == 1 ? 0 : step;
+    step *= operand_batch[i];
+  }
+  return s;
+}
+
+Status matmul_reference(const Node& node, const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) {
+  auto d = matmul_dims(node, inputs[0]->shape(), inputs[1]->shape());
+  if (!d) return d.status();
+  std::vector<double> ad = inputs[0]->to_doubles(), bd = inputs[1]->to_doubles();
+  std::vector<int64_t> sa = batch_strides(d->a_batch, d->m * d->k), sb = batch_strides(d->b_batch, d->k * d->n);
+  const int64_t batches = shape_numel(d->batch);
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    int64_t oa = 0, ob = 0, rest = bi;
+    for (size_t i = d->batch.size(); i-- > 0;) {
+      int64_t idx = rest % d->batch[i];
+      rest /= d->batch[i];
+      oa += idx * sa[i];
+      ob += idx * sb[i];
+    }
+    for (int64_t i = 0; i < d->m; ++i)
+      for (int64_t j = 0; j < d->n; ++j) {
+        double acc = 0;
+        for (int64_t p = 0; p < d->k; ++p)
+          acc += ad[static_cast<size_t>(oa + i * d->k + p)] * bd[static_cast<size_t>(ob + p * d->n + j)];
+        outputs[0].set((bi * d->m + i) * d->n + j, acc);
+      }
+  }
+  return Status::ok();
+}
+
+Expected<Lowering> matmul_lower(const Node& node, const Graph& graph) {
+  const Value& av = input_value(graph, node, 0);
+  auto dd = matmul_dims(node, av.shape, input_value(graph, node, 1).shape);
+  if (!dd) return dd.status();
+  const MatmulDims& d = *dd;
+  Lowering l;
+  const int64_t batches = shape_numel(d.batch);
+  if (batches * d.m * d.n == 0) return l;
+  if (d.k == 0) return node_error(node, "a MatMul with inner dimension 0 is not supported on the GPU");
+  const bool a_full = d.a_batch == d.batch, b_full = d.b_batch == d.batch;
+  const bool a_one = shape_numel(d.a_batch) == 1, b_one = shape_numel(d.b_batch) == 1;
+  if ((a_full || a_one) && (b_full || b_one)) {
+    MatmulStep mm;
+    mm.dtype = av.dtype;
+    mm.a = node.inputs[0];
+    mm.b = node.inputs[1];
+    mm.d = node.outputs[0];
+    mm.m = d.m; mm.n = d.n; mm.k = d.k;
+    mm.lda = d.k; mm.ldb = d.n; mm.ldc = d.n; mm.ldd = d.n;
+    if (b_one && batches > 1) {
+      mm.m = batches * d.m;  // A's matrices are consecutive rows: one GEMM with B shared
+    } else {
+      mm.batch = batches;
+      mm.stride_a = a_one ? 0 : d.m * d.k;
+      mm.stride_b = b_one ? 0 : d.k * d.n;
+      mm.stride_c = mm.stride_d = d.m * d.n;
+    }
+    l.steps.push_back(matmul_step(mm));
+    return l;
+  }
+  // Partly broadcast batch dims (e.g. [2,1,M,K] x [3,K,N]): per-dim strides in one kernel.
+  KernelStep k;
+  k.template_name = "gemm_batched_broadcast";
+  k.holes = {{"comment", "MatMul " + shape_str(av.shape) + " x " + shape_str(input_value(graph, node, 1).shape) +
+                             " (broadcast batch dims)"},
+             {"T", dtype_c_type(av.dtype)},
+             {"ACC", compute_type(av.dtype)},
+             {"M", int_literal(d.m)}, {"N", int_literal(d.n)}, {"K", int_literal(d.k)},
+             {"RANK", int_literal(static_cast<int64_t>(d.batch.size()))},
+             {"OUT_DIMS", dims_literal(d.batch)},
+             {"A_STRIDES", dims_literal(batch_strides(d.a_batch, d.m * d.k))},
+             {"B_STRIDES", dims_literal(batch_strides(d.b_batch, d.k * d.n))}};
+  k.args = {node.inputs[0], node.inputs[1], node.outputs[0]};
+  k.block = Dim3{16, 16, 1};
+  k.grid = Dim3{(d.n + 15) / 16, (d.m + 15) / 16, batches};
+  if (k.grid.y > 65535 || k.grid.z > 65535)
+    return node_error(node, "broadcast batched MatMul too large for one launch");
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  return l;
+}
+
+}  // namespace
+
+void register_gemm_ops(OpRegistry& registry) {
+  for (const char* domain : {"", "aotc"}) {
+    OpDef def;
+    def.op_type = std::string(domain).empty() ? "Gemm" : "FusedGemm";
+    def.domain = domain;
+    if (def.domain.empty()) def.import = gemm_import;
+    def.infer = gemm_infer;
+    def.reference = gemm_reference;
+    def.lower = gemm_lower;
+    registry.add(def);
+  }
+  OpDef mm;
+  mm.op_type = "MatMul";
+  mm.infer = matmul_infer;
+  mm.reference = matmul_reference;
+  mm.lower = matmul_lower;
+  registry.add(mm);
+}
+
+}  // namespace aotc

@@ -1,0 +1,233 @@
+// Pooling: MaxPool (optional Indices output, storage_order), AveragePool (count_include_pad) and
+// GlobalAveragePool / GlobalMaxPool. Window geometry comes from window.h (auto_pad, ceil_mode,
+// dilations); references and kernels handle 1-, 2- and 3-D windows through one rank-3 form.
+// Templates: templates/pool_window.cu.in and templates/pool_global.cu.in.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ir/op_registry.h"
+#include "ir/ops/op_helpers.h"
+#include "ir/ops/window.h"
+
+namespace aotc {
+namespace {
+
+const std::vector<DType> kFloatTypes = {DType::kFloat32, DType::kFloat16, DType::kFloat64};
+const std::vector<DType> kMaxPoolTypes = {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kInt8,
+                                          DType::kUInt8};
+
+bool is_max(const Node& node) { return node.op_type == "MaxPool" || node.op_type == "GlobalMaxPool"; }
+bool has_indices(const Node& node) { return node.outputs.size() > 1 && node.outputs[1] != kNoValue; }
+
+// What MaxPool yields for a window that lies entirely in the padding.
+double lowest_value(DType t) {
+  if (t == DType::kInt8) return -128;
+  if (t == DType::kUInt8) return 0;
+  return -std::numeric_limits<double>::infinity();
+}
+
+std::string lowest_literal(DType t) {
+  if (t == DType::kInt8) return "-128";
+  if (t == DType::kUInt8) return "0";
+  return "-INFINITY";
+}
+
+Expected<WindowGeometry> pool_geometry(const Node& node, const Shape& x) {
+  if (x.size() < 3) return node_error(node, "input 0 has rank " + std::to_string(x.size()) + ", expected >= 3 (N, C, spatial...)");
+  if (!node.has_attr("kernel_shape")) return node_error(node, "attribute kernel_shape is required");
+  std::vector<int64_t> in(x.begin() + 2, x.end());
+  WindowOptions options;
+  options.allow_ceil_mode = true;
+  return resolve_window(node, in, node.attr_ints("kernel_shape"), options);
+}
+
+Status window_pool_infer(Node& node, Graph& graph) {
+  AOTC_RETURN_IF_ERROR(expect_inputs(node, 1, 1));
+  const bool max = is_max(node);
+  AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 0, max ? kMaxPoolTypes : kFloatTypes));
+  if (node.outputs.empty() || node.outputs.size() > (max ? 2u : 1u))
+    return node_error(node, max ? "expects 1 or 2 outputs (Y, Indices)" : "expects 1 output");
+  int64_t storage_order = node.attr_int("storage_order", 0);
+  if (storage_order != 0 && storage_order != 1)
+    return node_error(node, "storage_order " + std::to_string(storage_order) + " must be 0 or 1");
+  int64_t count_include_pad = node.attr_int("count_include_pad", 0);
+  if (count_include_pad != 0 && count_include_pad != 1)
+    return node_error(node, "count_include_pad " + std::to_string(count_include_pad) + " must be 0 or 1");
+  const Value& x = input_value(graph, node, 0);
+  auto geo = pool_geometry(node, x.shape);
+  if (!geo) return geo.status();
+  if (geo->rank() > 3) return node_error(node, std::to_string(geo->rank()) + "-D pooling is not supported (1-D to 3-D are)");
+  Shape out = {x.shape[0], x.shape[1]};
+  out.insert(out.end(), geo->out.begin(), geo->out.end());
+  set_output(graph, node, 0, x.dtype, out);
+  if (has_indices(node)) set_output(graph, node, 1, DType::kInt64, out);
+  return Status::ok();
+}
+
+Status window_pool_reference(const Node& node, const std::vector<const Tensor*>& inputs,
+                             std::vector<Tensor>& outputs) {
+  const Tensor& x = *inputs[0];
+  auto geo = pool_geometry(node, x.shape());
+  if (!geo) return geo.status();
+  const WindowGeometry g = to_rank3(*geo);
+  const bool max = is_max(node);
+  const bool include_pad = node.attr_int("count_include_pad", 0) != 0;
+  const bool column_major = node.attr_int("storage_order", 0) == 1;
+  const int64_t nc = x.shape()[0] * x.shape()[1];
+  const int64_t in_sp = g.in[0] * g.in[1] * g.in[2];
+  std::vector<double> xd = x.to_doubles();
+  Tensor* indices = has_indices(node) ? &outputs[1] : nullptr;
+  int64_t yi = 0;
+  for (int64_t p = 0; p < nc; ++p)
+    for (int64_t od = 0; od < g.out[0]; ++od)
+      for (int64_t oh = 0; oh < g.out[1]; ++oh)
+        for (int64_t ow = 0; ow < g.out[2]; ++ow, ++yi) {
+          double best = -std::numeric_limits<double>::infinity(), sum = 0;
+          int64_t best_index = -1, count_in = 0, count_padded = 0;
+          const int64_t pos[3] = {od, oh, ow};
+          int64_t k[3];
+          for (k[0] = 0; k[0] < g.kernel[0]; ++k[0])
+            for (k[1] = 0; k[1] < g.kernel[1]; ++k[1])
+              for (k[2] = 0; k[2] < g.kernel[2]; ++k[2]) {
+                int64_t at[3];
+                bool inside = true, inside_padded = true;
+                for (int a = 0; a < 3; ++a) {
+                  at[a] = pos[a] * g.strides[a] - g.pad_begin[a] + k[a] * g.dilations[a];
+                  inside = inside && at[a] >= 0 && at[a] < g.in[a];
+                  inside_padded = inside_padded && at[a] < g.in[a] + g.pad_end[a];
+                }
+                count_padded += inside_padded;
+                if (!inside) continue;
+                ++count_in;
+                const double v = xd[static_cast<size_t>(p * in_sp + (at[0] * g.in[1] + at[1]) * g.in[2] + at[2])];
+                sum += v;
+                if (v > best) {
+                  best = v;
+                  // Row-major: the flat NCHW index. Column-major (storage_order 1): the spatial
+                  // offset with the first spatial axis fastest, as ONNX Runtime computes it.
+                  best_index = p * in_sp + (column_major ? at[0] + g.in[0] * (at[1] + g.in[1] * at[2])
+                                                         : (at[0] * g.in[1] + at[1]) * g.in[2] + at[2]);
+                }
+              }
+          if (max) {
+            outputs[0].set(yi, best_index < 0 ? lowest_value(x.dtype()) : best);
+            if (indices) indices->set_int(yi, best_index);
+          } else {
+            const int64_t count = include_pad ? count_padded : count_in;
+            outputs[0].set(yi, count > 0 ? sum / static_cast<double>(count) : 0.0);
+          }
+        }
+  return Status::ok();
+}
+
+Status global_pool_infer(Node& node, Graph& graph) {
+  AOTC_RETURN_IF_ERROR(expect_inputs(node, 1, 1));
+  if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
+  AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 0, kFloatTypes));
+  const Value& x = input_value(graph, node, 0);
+  if (x.shape.size() < 3) return node_error(node, "input 0 has rank " + std::to_string(x.shape.size()) + ", expected >= 3");
+  Shape out(x.shape.size(), 1);
+  out[0] = x.shape[0];
+  out[1] = x.shape[1];
+  set_output(graph, node, 0, x.dtype, out);
+  return Status::ok();
+}
+
+Status global_pool_reference(const Node& node, const std::vector<const Tensor*>& inputs,
+                             std::vector<Tensor>& outputs) {
+  const Tensor& x = *inputs[0];
+  const int64_t nc = x.shape()[0] * x.shape()[1];
+  const int64_t sp = nc == 0 ? 0 : x.numel() / nc;
+  for (int64_t p = 0; p < nc; ++p) {
+    double sum = 0, best = -std::numeric_limits<double>::infinity();
+    for (int64_t i = 0; i < sp; ++i) {
+      double v = x.get(p * sp + i);
+      sum += v;
+      if (v > best) best = v;  // NaN is skipped, as in MaxPool
+    }
+    outputs[0].set(p, is_max(node) ? best : sum / static_cast<double>(sp));
+  }
+  return Status::ok();
+}
+
+std::string compute_type(DType t) { return t == DType::kFloat64 ? "double" : "float"; }
+
+Expected<Lowering> window_pool_lower(const Node& node, const Graph& graph) {
+  const Value& x = input_value(graph, node, 0);
+  auto geo = pool_geometry(node, x.shape);
+  if (!geo) return geo.status();
+  const WindowGeometry g = to_rank3(*geo);
+  const Value& y = output_value(graph, node, 0);
+  KernelStep k;
+  k.template_name = "pool_window";
+  k.holes = {{"comment", node.op_type + " " + shape_str(x.shape) + " -> " + shape_str(y.shape) + " kernel " +
+                             shape_str(geo->kernel)},
+             {"T", dtype_c_type(x.dtype)},
+             {"ACC", compute_type(x.dtype)},
+             {"NC", int_literal(x.shape[0] * x.shape[1])},
+             {"D", int_literal(g.in[0])}, {"H", int_literal(g.in[1])}, {"W", int_literal(g.in[2])},
+             {"KD", int_literal(g.kernel[0])}, {"KH", int_literal(g.kernel[1])}, {"KW", int_literal(g.kernel[2])},
+             {"OD", int_literal(g.out[0])}, {"OH", int_literal(g.out[1])}, {"OW", int_literal(g.out[2])},
+             {"SD", int_literal(g.strides[0])}, {"SH", int_literal(g.strides[1])}, {"SW", int_literal(g.strides[2])},
+             {"PD", int_literal(g.pad_begin[0])}, {"PH", int_literal(g.pad_begin[1])}, {"PW", int_literal(g.pad_begin[2])},
+             {"QD", int_literal(g.pad_end[0])}, {"QH", int_literal(g.pad_end[1])}, {"QW", int_literal(g.pad_end[2])},
+             {"DD", int_literal(g.dilations[0])}, {"DH", int_literal(g.dilations[1])}, {"DW", int_literal(g.dilations[2])},
+             {"IS_MAX", is_max(node) ? "1" : "0"},
+             {"LOWEST", lowest_literal(x.dtype)},
+             {"COUNT_INCLUDE_PAD", node.attr_int("count_include_pad", 0) ? "1" : "0"},
+             {"HAS_INDICES", has_indices(node) ? "1" : "0"},
+             {"COLUMN_MAJOR", node.attr_int("storage_order", 0) ? "1" : "0"}};
+  k.args = {node.inputs[0], node.outputs[0], has_indices(node) ? node.outputs[1] : kNullArg};
+  k.block = Dim3{256, 1, 1};
+  k.grid = grid_for(y.numel(), 256);
+  Lowering l;
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  return l;
+}
+
+constexpr int64_t kGlobalPoolThreads = 256;
+
+Expected<Lowering> global_pool_lower(const Node& node, const Graph& graph) {
+  const Value& x = input_value(graph, node, 0);
+  const int64_t nc = x.shape[0] * x.shape[1];
+  KernelStep k;
+  k.template_name = "pool_global";
+  k.holes = {{"comment", node.op_type + " " + shape_str(x.shape)},
+             {"T", dtype_c_type(x.dtype)},
+             {"ACC", compute_type(x.dtype)},
+             {"NC", int_literal(nc)},
+             {"SP", int_literal(nc == 0 ? 0 : x.numel() / nc)},
+             {"THREADS", int_literal(kGlobalPoolThreads)},
+             {"IS_MAX", is_max(node) ? "1" : "0"}};
+  k.args = {node.inputs[0], node.outputs[0]};
+  k.block = Dim3{kGlobalPoolThreads, 1, 1};
+  k.grid = Dim3{std::max<int64_t>(nc, 1), 1, 1};
+  if (nc > 2147483647LL) return node_error(node, "too many channels for one launch");
+  Lowering l;
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  return l;
+}
+
+}  // namespace
+
+void register_pool_ops(OpRegistry& registry) {
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    OpDef def;
+    def.op_type = op;
+    def.infer = window_pool_infer;
+    def.reference = window_pool_reference;
+    def.lower = window_pool_lower;
+    registry.add(def);
+  }
+  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
+    OpDef def;
+    def.op_type = op;
+    def.infer = global_pool_infer;
+    def.reference = global_pool_reference;
+    def.lower = global_pool_lower;
+    registry.add(def);
+  }
+}
+
+}  // namespace aotc
