@@ -1,0 +1,146 @@
+// Model inspection for the conformance runner: inference-set exclusions, which inputs are bound
+// as constants, the op label of a test, and the model rewrite that binds constants.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <cstdio>
+#include <fstream>
+#include <set>
+
+#include "tools/conformance/model_info.h"
+
+namespace aotc::conformance {
+namespace {
+
+onnx::ValueInfoProto tensor_input(const std::string& name, std::vector<int64_t> dims) {
+  onnx::ValueInfoProto vi;
+  vi.set_name(name);
+  auto* t = vi.mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+  return vi;
+}
+
+onnx::NodeProto* add_node(onnx::GraphProto* g, const std::string& op, std::vector<std::string> in,
+                          std::vector<std::string> out) {
+  onnx::NodeProto* n = g->add_node();
+  n->set_op_type(op);
+  for (auto& s : in) n->add_input(s);
+  for (auto& s : out) n->add_output(s);
+  return n;
+}
+
+std::string save(const onnx::ModelProto& m, const std::string& tag) {
+  std::string path = ::testing::TempDir() + "/conformance_" + tag + ".onnx";
+  std::ofstream out(path, std::ios::binary);
+  m.SerializeToOstream(&out);
+  return path;
+}
+
+ModelInfo info_of(const onnx::ModelProto& m, const std::string& tag) {
+  Expected<ModelInfo> info = read_model_info(save(m, tag));
+  EXPECT_TRUE(info.is_ok()) << info.status().message();
+  return info.is_ok() ? *info : ModelInfo{};
+}
+
+TEST(ModelInfo, PlainModelIsInInferenceSet) {
+  onnx::ModelProto m;
+  *m.mutable_graph()->add_input() = tensor_input("x", {2, 3});
+  *m.mutable_graph()->add_output() = tensor_input("y", {2, 3});
+  add_node(m.mutable_graph(), "Relu", {"x"}, {"y"});
+  ModelInfo info = info_of(m, "plain");
+  EXPECT_EQ(info.exclusion, "");
+  EXPECT_EQ(info.op_types, std::vector<std::string>{"Relu"});
+  EXPECT_EQ(info.input_names, std::vector<std::string>{"x"});
+  EXPECT_TRUE(info.input_static[0]);
+  EXPECT_TRUE(info.constant_inputs.empty());
+}
+
+TEST(ModelInfo, ExclusionCategories) {
+  onnx::ModelProto loop;
+  add_node(loop.mutable_graph(), "Loop", {"m", "c"}, {"y"});
+  EXPECT_EQ(info_of(loop, "loop").exclusion.rfind("control flow: Loop", 0), 0u);
+
+  onnx::ModelProto bn;
+  auto* n = add_node(bn.mutable_graph(), "BatchNormalization", {"x", "s", "b", "m", "v"}, {"y"});
+  auto* a = n->add_attribute();
+  a->set_name("training_mode");
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(1);
+  EXPECT_EQ(info_of(bn, "bn").exclusion.rfind("training:", 0), 0u);
+
+  onnx::ModelProto seq;
+  onnx::ValueInfoProto in;
+  in.set_name("s");
+  in.mutable_type()->mutable_sequence_type();
+  *seq.mutable_graph()->add_input() = in;
+  add_node(seq.mutable_graph(), "Identity", {"s"}, {"y"});
+  EXPECT_EQ(info_of(seq, "seq").exclusion.rfind("sequence/optional/map/string types:", 0), 0u);
+
+  onnx::ModelProto rnd;
+  add_node(rnd.mutable_graph(), "RandomUniformLike", {"x"}, {"y"});
+  EXPECT_EQ(info_of(rnd, "rnd").exclusion.rfind("random generator:", 0), 0u);
+
+  onnx::ModelProto nz;
+  add_node(nz.mutable_graph(), "NonZero", {"x"}, {"y"});
+  EXPECT_EQ(info_of(nz, "nz").exclusion.rfind("data-dependent output shape: NonZero", 0), 0u);
+}
+
+TEST(ModelInfo, ShapeInputsBecomeConstantsOnlyWhenUsedOnlyAsShapes) {
+  onnx::ModelProto m;
+  onnx::GraphProto* g = m.mutable_graph();
+  *g->add_input() = tensor_input("x", {2, 3});
+  *g->add_input() = tensor_input("shape", {2});
+  *g->add_input() = tensor_input("both", {2});
+  add_node(g, "Reshape", {"x", "shape"}, {"y"});
+  add_node(g, "Reshape", {"x", "both"}, {"z"});
+  add_node(g, "Add", {"both", "both"}, {"w"});
+  ModelInfo info = info_of(m, "slots");
+  EXPECT_EQ(info.constant_inputs, std::vector<int>{1});
+}
+
+TEST(ModelInfo, PrimaryOp) {
+  std::set<std::string> known = {"Softmax", "SoftmaxCrossEntropyLoss", "Exp", "ReduceSum", "Reshape"};
+  ModelInfo single;
+  single.op_types = {"Reshape"};
+  EXPECT_EQ(primary_op("test_reshape_reduced_dims", single, known), "Reshape");
+  ModelInfo expanded;
+  expanded.op_types = {"Exp", "ReduceSum", "Reshape"};
+  EXPECT_EQ(primary_op("test_softmax_axis_0_expanded", expanded, known), "Softmax");
+  EXPECT_EQ(primary_op("test_reduce_sum_keepdims", expanded, known), "ReduceSum");
+  EXPECT_EQ(primary_op("test_unrelated", expanded, known), "Exp+ReduceSum+Reshape");
+}
+
+TEST(ModelInfo, BindingConstantsMovesInputToInitializer) {
+  onnx::ModelProto m;
+  onnx::GraphProto* g = m.mutable_graph();
+  *g->add_input() = tensor_input("x", {2, 3});
+  *g->add_input() = tensor_input("shape", {2});
+  add_node(g, "Reshape", {"x", "shape"}, {"y"});
+  std::string model = save(m, "bind_src");
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::INT64);
+  t.add_dims(2);
+  t.add_int64_data(3);
+  t.add_int64_data(2);
+  std::string pb = ::testing::TempDir() + "/conformance_shape.pb";
+  {
+    std::ofstream out(pb, std::ios::binary);
+    t.SerializeToOstream(&out);
+  }
+  std::string bound = ::testing::TempDir() + "/conformance_bound.onnx";
+  ASSERT_TRUE(write_model_with_constants(model, {"shape"}, {pb}, bound).is_ok());
+  Expected<ModelInfo> info = read_model_info(bound);
+  ASSERT_TRUE(info.is_ok());
+  EXPECT_EQ(info->input_names, std::vector<std::string>{"x"});
+  onnx::ModelProto back;
+  std::ifstream in(bound, std::ios::binary);
+  ASSERT_TRUE(back.ParseFromIstream(&in));
+  ASSERT_EQ(back.graph().initializer_size(), 1);
+  EXPECT_EQ(back.graph().initializer(0).name(), "shape");
+  EXPECT_EQ(back.graph().initializer(0).int64_data(1), 2);
+  EXPECT_FALSE(write_model_with_constants(model, {"shape"}, {"/nonexistent.pb"}, bound).is_ok());
+}
+
+}  // namespace
+}  // namespace aotc::conformance

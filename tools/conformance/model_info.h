@@ -1,0 +1,42 @@
+// What the conformance runner needs to know about one ONNX node test before running it, read
+// straight from the ModelProto (independent of our frontend, which may refuse the model): the op
+// types, the op under test, the inference-set exclusion, and which inputs must become constants
+// because a static-shape compiler needs their values (Reshape's shape, Slice's starts, ...).
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/status.h"
+
+namespace aotc::conformance {
+
+struct ModelInfo {
+  std::vector<std::string> op_types;     // distinct, sorted, incl. nested graphs; "domain.Op" off default
+  std::vector<std::string> input_names;  // graph inputs that are not initializers (= input_K.pb order)
+  std::vector<std::string> output_names; // graph outputs (= output_K.pb order)
+  std::vector<bool> input_static;        // the declared input shape is fully static
+  std::string exclusion;                 // "" = in the inference set, else "category: detail"
+  // Inputs (by index into input_names) read only at positions whose values decide output shapes
+  // or that our importers require constant (see kConstantInputSlots in model_info.cc).
+  std::vector<int> constant_inputs;
+  bool expanded = false;                 // a *_expanded test (the function body of an op)
+};
+
+// Parses `model_path` (model.onnx). Errors only when the file is not a readable ModelProto.
+Expected<ModelInfo> read_model_info(const std::string& model_path);
+
+// The op a test exercises: the single op of a one-op model, else the longest op type (from
+// `known_ops`, compared lower-case without underscores) that prefixes the test name, else the
+// model's ops joined with '+'.
+std::string primary_op(const std::string& test_name, const ModelInfo& info,
+                       const std::set<std::string>& known_ops);
+
+// Writes a copy of the model in which the listed inputs are initializers holding the test's
+// values (TensorProto files, in the same order as `inputs`).
+Status write_model_with_constants(const std::string& model_path, const std::vector<std::string>& inputs,
+                                  const std::vector<std::string>& tensor_files,
+                                  const std::string& out_path);
+
+}  // namespace aotc::conformance

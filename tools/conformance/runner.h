@@ -1,0 +1,54 @@
+// The conformance runner: discovers node tests, runs each in a forked child with a timeout (a
+// crash or hang is a failed test, never the end of the run), and classifies the outcome as
+// passed, failed (with the first mismatch) or unsupported (with the import/lowering reason).
+#pragma once
+
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tools/conformance/model_info.h"
+
+namespace aotc::conformance {
+
+struct TestCase {
+  std::string name;  // folder name, "test_relu"
+  std::string dir;
+  std::string op;    // primary_op()
+  ModelInfo info;
+  std::string info_error;  // model.onnx unreadable (then the test is failed)
+  std::vector<std::string> data_sets;  // test_data_set_N folders, in numeric order
+};
+
+struct TestResult {
+  std::string name, op, status, detail, exclusion;  // status: passed / failed / unsupported
+  std::vector<std::string> ops;
+  double seconds = 0;
+};
+
+struct RunOptions {
+  bool gpu = false;
+  int jobs = 1;
+  double timeout_s = 120;
+  std::string workdir;              // per-test scratch (models with constants, .so files, logs)
+  bool keep = false;                // keep per-test scratch folders
+  std::vector<std::string> archs;   // --gpu: nvcc archs
+  std::string nvcc, cuda_include_dir;
+};
+
+// Every test folder under data_dir (sorted), with model info and primary op filled in.
+std::vector<TestCase> discover_tests(const std::string& data_dir);
+
+// Runs one test in the current process (the child calls this).
+TestResult execute_test(const TestCase& test, const RunOptions& options);
+
+// Runs `tests` with options.jobs children at a time; calls on_done as each finishes (in the
+// parent, in completion order); returns results in the order of `tests`.
+std::vector<TestResult> run_tests(const std::vector<TestCase>& tests, const RunOptions& options,
+                                  const std::function<void(const TestResult&)>& on_done);
+
+// Runs probe_gpu in a forked child so the parent never initialises CUDA before forking.
+Status probe_gpu_in_child(std::string* arch);
+
+}  // namespace aotc::conformance
