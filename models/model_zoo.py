@@ -1,0 +1,167 @@
+# The models aotc is measured on: their input/output specs (pure data, importable without torch)
+# and their construction with seeded random weights (imports torch lazily). The exporter and the
+# PyTorch peer benchmark both build models here, so both see the same weights for the same seed.
+# Random weights need care: BatchNorm statistics are re-estimated on random data and all-zero
+# weight matrices (torchvision's ViT head) are re-initialised, or outputs vanish or explode.
+from dataclasses import dataclass, field
+from typing import Dict, List, Tuple
+
+kBatchDim = "batch"
+kCalibrationPasses = 4  # train-mode forward passes that re-estimate BatchNorm statistics
+kCalibrationBatch = 16
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    name: str
+    dtype: str                 # numpy dtype name: "float32" or "int64"
+    shape: Tuple[int, ...]     # without the leading (dynamic) batch dimension
+    kind: str = "normal"       # normal: N(0,1) floats; tokens: ints in [0, high); mask: 1s then 0s
+    high: int = 0              # exclusive upper bound for kind == "tokens"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    source: str                          # "torchvision" or "transformers"
+    inputs: Tuple[InputSpec, ...]
+    outputs: Tuple[str, ...]
+    default_batches: Tuple[int, ...]
+    notes: str = ""
+    extra: Dict[str, str] = field(default_factory=dict)
+
+
+def _image_input():
+    return (InputSpec("input", "float32", (3, 224, 224)),)
+
+
+kSequence = 128
+kGpt2Vocab = 50257
+kBertVocab = 30522
+
+MODEL_SPECS: Dict[str, ModelSpec] = {
+    "resnet50": ModelSpec("resnet50", "torchvision", _image_input(), ("output",), (1, 32)),
+    "mobilenet_v2": ModelSpec("mobilenet_v2", "torchvision", _image_input(), ("output",), (1, 32)),
+    "vit_b_16": ModelSpec("vit_b_16", "torchvision", _image_input(), ("output",), (1, 8),
+                          notes="zero-initialised head re-initialised"),
+    "gpt2": ModelSpec("gpt2", "transformers",
+                      (InputSpec("input_ids", "int64", (kSequence,), "tokens", kGpt2Vocab),),
+                      ("logits",), (1, 8), notes="GPT2LMHeadModel, default GPT2Config, eager attention"),
+    "bert_base": ModelSpec("bert_base", "transformers",
+                           (InputSpec("input_ids", "int64", (kSequence,), "tokens", kBertVocab),
+                            InputSpec("attention_mask", "int64", (kSequence,), "mask")),
+                           ("last_hidden_state",), (1, 8),
+                           notes="BertModel, default BertConfig, eager attention"),
+}
+
+
+def get_spec(name: str) -> ModelSpec:
+    if name not in MODEL_SPECS:
+        raise KeyError(f"unknown model '{name}'; known: {', '.join(sorted(MODEL_SPECS))}")
+    return MODEL_SPECS[name]
+
+
+def input_shape(spec: InputSpec, batch: int) -> Tuple[int, ...]:
+    return (batch,) + tuple(spec.shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# Construction (torch from here on; imported inside the functions so the specs stay importable).
+
+def _build_transformers(spec: ModelSpec):
+    import torch
+    import transformers
+
+    class LastOutput(torch.nn.Module):
+        # Export and benchmark one tensor, not a ModelOutput with caches.
+        def __init__(self, inner, field_name):
+            super().__init__()
+            self.inner = inner
+            self.field_name = field_name
+
+        def forward(self, *args):
+            names = [i.name for i in spec.inputs]
+            kwargs = dict(zip(names, args))
+            if spec.name == "gpt2":
+                kwargs["use_cache"] = False
+            return getattr(self.inner(**kwargs), self.field_name)
+
+    if spec.name == "gpt2":
+        config = transformers.GPT2Config()
+        config.use_cache = False
+        inner_cls, field_name = transformers.GPT2LMHeadModel, "logits"
+    elif spec.name == "bert_base":
+        config = transformers.BertConfig()
+        inner_cls, field_name = transformers.BertModel, "last_hidden_state"
+    else:
+        raise KeyError(spec.name)
+    # Eager attention: an explicit softmax(QK^T)V graph that both exporters trace the same way.
+    try:
+        config._attn_implementation = "eager"
+    except Exception:  # older/newer configs without the setter: keep their default
+        pass
+    return LastOutput(inner_cls(config), field_name)
+
+
+def reinit_zero_weights(model) -> List[str]:
+    """Re-initialises every all-zero weight with >= 2 dims (default nn.Linear init); names them."""
+    import math
+    import torch
+    changed = []
+    for name, param in model.named_parameters():
+        if param.dim() >= 2 and name.endswith("weight") and not bool(param.detach().any()):
+            with torch.no_grad():
+                torch.nn.init.kaiming_uniform_(param, a=math.sqrt(5))
+            changed.append(name)
+    return changed
+
+
+def recalibrate_batchnorm(model, spec: ModelSpec, seed: int) -> int:
+    """Re-estimates running mean/var of every BatchNorm on seeded random inputs (cumulative
+    average: momentum=None), then returns to eval mode. Returns the number of BatchNorm layers."""
+    import torch
+    from models.reference_data import make_inputs
+    bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if not bns:
+        model.eval()
+        return 0
+    saved_momentum = [bn.momentum for bn in bns]
+    for bn in bns:
+        bn.reset_running_stats()
+        bn.momentum = None
+    model.train()
+    with torch.no_grad():
+        for i in range(kCalibrationPasses):
+            arrays = make_inputs(spec, kCalibrationBatch, calibration_seed(seed, i))
+            model(*[torch.from_numpy(a) for a in arrays])
+    for bn, m in zip(bns, saved_momentum):
+        bn.momentum = m
+    model.eval()
+    return len(bns)
+
+
+def calibration_seed(seed: int, index: int) -> int:
+    return seed * 7919 + 100 + index
+
+
+def test_input_seed(seed: int, batch: int) -> int:
+    return seed * 7919 + 10000 + batch
+
+
+def build_model(name: str, seed: int = 0):
+    """Returns (eval-mode torch module on CPU, info dict). Same name and seed: same weights."""
+    import torch
+    spec = get_spec(name)
+    torch.manual_seed(seed)
+    if spec.source == "torchvision":
+        import torchvision
+        model = getattr(torchvision.models, name)(weights=None)
+    else:
+        model = _build_transformers(spec)
+    model = model.float()
+    reinitialised = reinit_zero_weights(model)
+    bn_count = recalibrate_batchnorm(model, spec, seed)
+    model.eval()
+    params = sum(p.numel() for p in model.parameters())
+    return model, {"reinitialised": reinitialised, "batchnorm_recalibrated": bn_count,
+                   "parameters": int(params), "seed": seed}

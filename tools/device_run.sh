@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# The one script for the GPU machine (one device call, < 10 min): set up carried dependencies,
+# build aotc, run the test suites, export the models with seeded random weights and ONNX Runtime
+# references, compile each with aotc, check it against ONNX Runtime, time it against PyTorch eager
+# and torch.compile, and print ONE table. Each step is timed; a failing step is reported and the
+# rest goes on. Usage (repo root):  OUT=/some/dir bash tools/device_run.sh
+# Env: MODELS="resnet50 mobilenet_v2"  BATCHES="1 32" (default: each model's own)  SKIP_BUILD=1
+#      SKIP_CTEST=1  SKIP_EXPORT=1 (reuse $WORK/models)  SKIP_PEERS=1  PEER_MODES="eager
+#      reduce-overhead max-autotune"  EXPORTER=torchscript|dynamo  ARCH=sm_90  BENCH_ITERS=200
+#      CTEST_ARGS="-R gpu"  TIME_BUDGET=540 (s; later steps shrink their limits to fit)
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+repo="$(pwd)"
+OUT="${OUT:-$repo/out/device}"
+WORK="${WORK:-/tmp/aotc-device}"
+MODELS="${MODELS:-resnet50 mobilenet_v2}"
+BATCHES="${BATCHES:-}"
+PEER_MODES="${PEER_MODES:-eager reduce-overhead}"
+PEER_TIMEOUT="${PEER_TIMEOUT:-240}"
+BENCH_ITERS="${BENCH_ITERS:-200}"
+EXPORTER="${EXPORTER:-torchscript}"
+BUILD_DIR="${AOTC_BUILD_DIR:-$repo/build-device}"
+CTEST_ARGS="${CTEST_ARGS:-}"
+CTEST_TIMEOUT="${CTEST_TIMEOUT:-150}"
+TIME_BUDGET="${TIME_BUDGET:-540}"
+PY="${PYTHON:-python3}"
+jobs="$(nproc 2>/dev/null || echo 16)"
+
+mkdir -p "$OUT" "$WORK/logs"
+rm -rf "$WORK/cases" "$WORK/logs"/* "$WORK/steps.tsv" "$WORK/peers.jsonl"
+mkdir -p "$WORK/cases"
+exec 3>&1  # progress lines go to the real stdout even inside steps whose output is logged
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+t_script="$(now)"
+remaining() { awk -v a="$t_script" -v b="$(now)" -v t="$TIME_BUDGET" 'BEGIN { printf "%d", t - (b - a) }'; }
+cap() {  # cap SECONDS: the smaller of SECONDS and what is left of the budget (at least 5)
+  local r; r="$(remaining)"
+  if [ "$r" -lt "$1" ]; then echo $((r > 5 ? r : 5)); else echo "$1"; fi
+}
+say() { echo "[device] $*" >&3; }
+
+run_step() {  # run_step NAME FUNCTION: output to logs/NAME.log, one status line on stdout
+  local name="$1"; shift
+  local t0 rc dt detail=""
+  t0="$(now)"
+  if [ "$(remaining)" -le 10 ]; then
+    printf '%s\tskipped\t0\n' "$name" >>"$WORK/steps.tsv"
+    say "$(printf '%-7s' "$name") skipped: time budget ($TIME_BUDGET s) spent"
+    return 1
+  fi
+  "$@" >"$WORK/logs/$name.log" 2>&1
+  rc=$?
+  dt="$(since "$t0")"
+  printf '%s\t%s\t%s\n' "$name" "$rc" "$dt" >>"$WORK/steps.tsv"
+  if [ "$rc" -ne 0 ]; then
+    detail="$(grep -iE 'error|fail' "$WORK/logs/$name.log" | tail -n 1 | cut -c1-150)"
+  fi
+  say "$(printf '%-7s %6s s' "$name" "$dt")  $([ "$rc" -eq 0 ] && echo ok || echo "FAILED (rc $rc) $detail")  [total $(since "$t_script") s]"
+  return "$rc"
+}
+
+# ---- (a) dependencies carried in .deps/ ------------------------------------------------------
+step_setup() {
+  bash tools/device/setup_deps.sh "$repo/.deps" /tmp/aotc-deps "$WORK/deps.env"
+}
+# ---- (b) build ---------------------------------------------------------------------------------
+step_build() {
+  local gen=() gen_name="Unix Makefiles" keep=(-k)
+  if command -v ninja >/dev/null 2>&1; then gen=(-G Ninja); gen_name="Ninja"; keep=(-k 0); fi
+  if [ -f "$BUILD_DIR/CMakeCache.txt" ] &&
+     ! grep -q "^CMAKE_GENERATOR:INTERNAL=$gen_name\$" "$BUILD_DIR/CMakeCache.txt"; then
+    rm -rf "$BUILD_DIR"  # made by another generator (or machine): start clean
+  fi
+  cmake "${gen[@]}" -S "$repo" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="${AOTC_PREFIX_PATH:-}" -DAOTC_BUILD_TESTS="${AOTC_BUILD_TESTS:-OFF}" &&
+  timeout "$(cap 300)" cmake --build "$BUILD_DIR" -j "$jobs" -- "${keep[@]}"
+}
+# ---- (c) test suites -----------------------------------------------------------------------------
+step_ctest() {
+  # shellcheck disable=SC2086  # CTEST_ARGS is a list of options
+  timeout "$(cap "$CTEST_TIMEOUT")" ctest --test-dir "$BUILD_DIR" -j "$jobs" --timeout 120 \
+    --output-on-failure $CTEST_ARGS >"$OUT/ctest.log" 2>&1
+  local rc=$?
+  tail -n 3 "$OUT/ctest.log"
+  return $rc
+}
+# ---- (d) export --------------------------------------------------------------------------------
+step_export() {
+  local args=(--out-dir "$WORK/models" --exporter "$EXPORTER")
+  if [ -n "$BATCHES" ]; then args+=(--batches "$BATCHES"); fi
+  for m in $MODELS; do args+=(--model "$m"); done
+  rm -rf "$WORK/models"
+  timeout "$(cap 240)" "$PY" models/export_torchvision.py "${args[@]}"
+  local rc=$?
+  grep -E 'ORT vs PyTorch|FAILED' "$WORK/logs/export.log" 2>/dev/null | sed 's/^/[device]   /' >&3
+  return $rc
+}
+# ---- (e) aotc compile, check against ONNX Runtime, benchmark -------------------------------------
+step_aotc() {
+  local aotc="$BUILD_DIR/bin/aotc" aotc_run="$BUILD_DIR/bin/aotc-run" failures=0
+  if [ ! -x "$aotc" ] || [ ! -x "$aotc_run" ]; then
+    echo "error: $aotc or $aotc_run missing (build failed?)"; return 2
+  fi
+  # shellcheck disable=SC2086  # labels (below) is a space separated list
+  while read -r label batch model data; do
+    local c="$WORK/cases/${label}_bs${batch}" name="${label}_bs${batch}" t0 dt rc
+    mkdir -p "$c"
+    t0="$(now)"
+    timeout "$(cap 240)" "$aotc" "$model" -o "$c/lib$name.so" --name "$name" --arch "$ARCH" \
+      --batch "$batch" --report "$c/report.json" </dev/null >"$c/compile.log" 2>&1
+    rc=$?; dt="$(since "$t0")"
+    echo "{\"rc\": $rc, \"seconds\": $dt}" >"$c/compile.json"
+    if [ "$rc" -ne 0 ]; then
+      failures=$((failures + 1))
+      say "  $name: aotc FAILED (rc $rc, $dt s): $(grep -m1 'error' "$c/compile.log" | cut -c1-150)"
+      continue
+    fi
+    timeout "$(cap 120)" "$aotc_run" "$c/lib$name.so" --expect-dir "$data" --model-metric \
+      --output-dir "$c/outputs" --json "$c/check.json" </dev/null >"$c/check.log" 2>&1
+    echo "{\"rc\": $?}" >"$c/check_rc.json"
+    "$PY" tools/device/device_steps.py compare --expected "$data" --actual "$c/outputs" \
+      --json "$c/metric.json" </dev/null >>"$c/check.log" 2>&1 || failures=$((failures + 1))
+    local inputs=() k=0
+    while [ -f "$data/input_$k.pb" ]; do inputs+=("$data/input_$k.pb"); k=$((k + 1)); done
+    timeout "$(cap 120)" "$aotc_run" "$c/lib$name.so" "${inputs[@]}" --bench "$BENCH_ITERS" \
+      --json "$c/bench.json" </dev/null >"$c/bench.log" 2>&1 || failures=$((failures + 1))
+    say "  $name: compiled in $dt s; $(tail -n 1 "$c/check.log" | cut -c1-100); $(grep -m1 -i 'median' "$c/bench.log" | cut -c1-60)"
+  done < <("$PY" tools/device/device_steps.py cases "$WORK/models" $labels)
+  return $failures
+}
+# ---- (f) PyTorch peers -------------------------------------------------------------------------
+step_peers() {
+  local failures=0
+  for m in $MODELS; do
+    local batches
+    batches="$("$PY" tools/device/device_steps.py cases "$WORK/models" "$(label_of "$m")" |
+               awk '{ printf "%s ", $2 }')"
+    if [ -z "$batches" ]; then batches="${BATCHES:-}"; fi
+    "$PY" bench/torch_peers.py --model "$m" ${batches:+--batches "$batches"} --modes "$PEER_MODES" \
+      --timeout "$(cap "$PEER_TIMEOUT")" --data-dir "$WORK/models/$(label_of "$m")" \
+      --jsonl "$WORK/peers.jsonl" >"$WORK/logs/peers_$m.json" || failures=$((failures + 1))
+  done
+  return $failures
+}
+
+label_of() { if [ "$EXPORTER" = torchscript ]; then echo "$1"; else echo "${1}_$EXPORTER"; fi; }
+labels=""
+for m in $MODELS; do labels="$labels $(label_of "$m")"; done
+
+gpu="$(nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader 2>/dev/null | head -n 1)"
+if [ -z "${ARCH:-}" ]; then
+  cc="$(echo "$gpu" | awk -F', ' '{ print $3 }' | tr -d ' .')"
+  ARCH="sm_${cc:-90}"
+fi
+say "gpu: ${gpu:-none found}; arch $ARCH; $jobs cores; models: $MODELS; budget $TIME_BUDGET s"
+
+run_step setup step_setup
+# shellcheck disable=SC1091
+[ -f "$WORK/deps.env" ] && . "$WORK/deps.env"
+export LD_LIBRARY_PATH="${AOTC_LD_PATH:-}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+say "deps: ${AOTC_DEPS_NOTE:-?}"
+if [ -z "${SKIP_BUILD:-}" ]; then run_step build step_build; fi
+if [ -z "${SKIP_CTEST:-}" ] && [ "${AOTC_BUILD_TESTS:-OFF}" = ON ]; then run_step ctest step_ctest; fi
+if [ -z "${SKIP_EXPORT:-}" ]; then run_step export step_export; fi
+run_step aotc step_aotc
+if [ -z "${SKIP_PEERS:-}" ]; then run_step peers step_peers; fi
+
+# ---- (g) the table ------------------------------------------------------------------------------
+ctest_line="$(grep -E 'tests passed|tests failed' "$OUT/ctest.log" 2>/dev/null | tail -n 1)"
+torch_v="$("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null)"
+header="gpu: ${gpu:-?} | torch ${torch_v:-?} | arch $ARCH | ctest: ${ctest_line:-not run} | deps: ${AOTC_DEPS_NOTE:-?}
+steps (s): $(awk -F'\t' '{ printf "%s %s%s  ", $1, $3, ($2 == "0" ? "" : " [rc " $2 "]") }' "$WORK/steps.tsv") | total $(since "$t_script") s"
+"$PY" tools/device/summarize.py --work "$WORK" --out "$OUT" --models "$labels" --header "$header"
+
+# Logs, reports and small results into one archive (the .so files and outputs stay behind).
+(cd "$WORK" && find logs cases models steps.tsv peers.jsonl deps.env -type f \
+   \( -name '*.log' -o -name '*.json' -o -name '*.jsonl' -o -name '*.txt' -o -name '*.tsv' \
+      -o -name '*.env' -o -name '*.h' \) -size -8M 2>/dev/null | tar -czf "$OUT/logs.tar.gz" -T -)
+if [ -f "$OUT/ctest.log" ] && [ "$(stat -c %s "$OUT/ctest.log")" -gt 15000000 ]; then
+  tail -c 15000000 "$OUT/ctest.log" >"$OUT/ctest.tail.log" && mv "$OUT/ctest.tail.log" "$OUT/ctest.log"
+fi
