@@ -165,7 +165,15 @@ def main(argv=None):
             if args.jsonl:
                 with open(args.jsonl, "a") as f:
                     f.write(line + "\n")
-        run_child(args, args.child_batch, emit)
+        emitted = []
+        try:
+            run_child(args, args.child_batch, lambda r: (emitted.append(r["mode"]), emit(r)))
+        except Exception as exc:  # e.g. no torch, model construction failed: say so per mode
+            for mode in args.mode_list:
+                if mode not in emitted:
+                    emit({"model": args.model, "batch": args.child_batch, "mode": mode,
+                          "ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]})
+            return 1
         return 0
     # Parent: one child per batch, each under the time limit; collect what the children wrote.
     results = []

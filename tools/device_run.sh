@@ -7,7 +7,9 @@
 # Env: MODELS="resnet50 mobilenet_v2"  BATCHES="1 32" (default: each model's own)  SKIP_BUILD=1
 #      SKIP_CTEST=1  SKIP_EXPORT=1 (reuse $WORK/models)  SKIP_PEERS=1  PEER_MODES="eager
 #      reduce-overhead max-autotune"  EXPORTER=torchscript|dynamo  ARCH=sm_90  BENCH_ITERS=200
-#      CTEST_ARGS="-R gpu"  TIME_BUDGET=540 (s; later steps shrink their limits to fit)
+#      CTEST_ARGS (default "-LE conformance": the CPU node-test sweep is CI's job)
+#      CONFORMANCE=claimed|all (node tests as .so files on the GPU; default off)
+#      TIME_BUDGET=540 (s; later steps shrink their limits to fit)  DEPS_PREFIX=/tmp/aotc-deps
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 repo="$(pwd)"
@@ -20,7 +22,9 @@ PEER_TIMEOUT="${PEER_TIMEOUT:-240}"
 BENCH_ITERS="${BENCH_ITERS:-200}"
 EXPORTER="${EXPORTER:-torchscript}"
 BUILD_DIR="${AOTC_BUILD_DIR:-$repo/build-device}"
-CTEST_ARGS="${CTEST_ARGS:-}"
+CTEST_ARGS="${CTEST_ARGS--LE conformance}"
+CONFORMANCE="${CONFORMANCE:-}"
+DEPS_PREFIX="${DEPS_PREFIX:-/tmp/aotc-deps}"
 CTEST_TIMEOUT="${CTEST_TIMEOUT:-150}"
 TIME_BUDGET="${TIME_BUDGET:-540}"
 PY="${PYTHON:-python3}"
@@ -63,7 +67,7 @@ run_step() {  # run_step NAME FUNCTION: output to logs/NAME.log, one status line
 
 # ---- (a) dependencies carried in .deps/ ------------------------------------------------------
 step_setup() {
-  bash tools/device/setup_deps.sh "$repo/.deps" /tmp/aotc-deps "$WORK/deps.env"
+  bash tools/device/setup_deps.sh "$repo/.deps" "$DEPS_PREFIX" "$WORK/deps.env"
 }
 # ---- (b) build ---------------------------------------------------------------------------------
 step_build() {
@@ -74,7 +78,8 @@ step_build() {
     rm -rf "$BUILD_DIR"  # made by another generator (or machine): start clean
   fi
   cmake "${gen[@]}" -S "$repo" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_PREFIX_PATH="${AOTC_PREFIX_PATH:-}" -DAOTC_BUILD_TESTS="${AOTC_BUILD_TESTS:-OFF}" &&
+    -DCMAKE_PREFIX_PATH="${AOTC_PREFIX_PATH:-}" -DAOTC_BUILD_TESTS="${AOTC_BUILD_TESTS:-OFF}" \
+    ${AOTC_NODE_TEST_DATA:+-DAOTC_NODE_TEST_DATA="$AOTC_NODE_TEST_DATA"} &&
   timeout "$(cap 300)" cmake --build "$BUILD_DIR" -j "$jobs" -- "${keep[@]}"
 }
 # ---- (c) test suites -----------------------------------------------------------------------------
@@ -84,6 +89,18 @@ step_ctest() {
     --output-on-failure $CTEST_ARGS >"$OUT/ctest.log" 2>&1
   local rc=$?
   tail -n 3 "$OUT/ctest.log"
+  return $rc
+}
+# ---- (c2) ONNX node tests compiled and run on the GPU (optional) ----------------------------------
+kClaimedOps="Conv,Gemm,MatMul,BatchNormalization,Relu,Clip,Sigmoid,Add,Sub,Mul,Div,MaxPool,AveragePool,GlobalAveragePool,Flatten,Reshape,Identity,Constant,Concat,Transpose,Softmax"
+step_conformance() {
+  local runner="$BUILD_DIR/bin/aotc-conformance" args=()
+  if [ ! -x "$runner" ]; then echo "error: $runner missing"; return 2; fi
+  if [ "$CONFORMANCE" = claimed ]; then args+=(--ops "$kClaimedOps"); fi
+  timeout "$(cap 240)" "$runner" --gpu --data "${AOTC_NODE_TEST_DATA:-/usr/include/onnx/backend/test/data/node}" \
+    --jobs "$jobs" --timeout 120 --quiet --arch "$ARCH" --log "$WORK/logs/conformance_tests.log" \
+    --json "$OUT/conformance_gpu.json" </dev/null
+  local rc=$?
   return $rc
 }
 # ---- (d) export --------------------------------------------------------------------------------
@@ -163,6 +180,10 @@ export LD_LIBRARY_PATH="${AOTC_LD_PATH:-}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 say "deps: ${AOTC_DEPS_NOTE:-?}"
 if [ -z "${SKIP_BUILD:-}" ]; then run_step build step_build; fi
 if [ -z "${SKIP_CTEST:-}" ] && [ "${AOTC_BUILD_TESTS:-OFF}" = ON ]; then run_step ctest step_ctest; fi
+if [ -n "$CONFORMANCE" ]; then
+  run_step conform step_conformance
+  grep -iE 'pass|rate' "$WORK/logs/conform.log" | tail -n 4 | sed 's/^/[device]   /'
+fi
 if [ -z "${SKIP_EXPORT:-}" ]; then run_step export step_export; fi
 run_step aotc step_aotc
 if [ -z "${SKIP_PEERS:-}" ]; then run_step peers step_peers; fi

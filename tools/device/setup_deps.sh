@@ -5,7 +5,7 @@
 # system, or built from sources (the prefix, /usr/src/googletest, or a carried folder).
 # AOTC_IGNORE_SYSTEM_GTEST=1 skips the system's GoogleTest (to test the source build here).
 # Usage: tools/device/setup_deps.sh DEPS_DIR PREFIX ENV_FILE   (writes shell assignments to ENV_FILE:
-#   AOTC_PREFIX_PATH, AOTC_LD_PATH, AOTC_BUILD_TESTS, AOTC_DEPS_NOTE)
+#   AOTC_PREFIX_PATH, AOTC_LD_PATH, AOTC_BUILD_TESTS, AOTC_NODE_TEST_DATA, AOTC_DEPS_NOTE)
 set -uo pipefail
 deps="${1:-.deps}"
 prefix="${2:-/tmp/aotc-deps}"
@@ -90,12 +90,31 @@ else
   fi
 fi
 
+# ONNX backend node tests (libonnx-testdata .deb): some suites read the Debian path directly, so
+# where that path is absent it is linked to the unpacked copy (the GPU machine is disposable).
+node_data=""
+kNodeData=/usr/include/onnx/backend/test/data/node
+if [ -d "$kNodeData" ]; then
+  node_data="$kNodeData"
+elif [ -d "$usr$kNodeData" ]; then
+  node_data="$usr$kNodeData"
+  if [ ! -e "$kNodeData" ] && mkdir -p "$(dirname "$kNodeData")" 2>/dev/null &&
+     ln -s "$node_data" "$kNodeData" 2>/dev/null; then
+    node_data="$kNodeData"; note="$note; node tests linked at $kNodeData"
+  else
+    note="$note; node tests at $node_data"
+  fi
+else
+  note="$note; no ONNX node test data"
+fi
+
 prefix_path="$usr"
 if [ -n "${extra_prefix:-}" ]; then prefix_path="$usr;$extra_prefix"; fi
 {
   echo "AOTC_PREFIX_PATH='$prefix_path'"
   echo "AOTC_LD_PATH='$libdir'"
   echo "AOTC_BUILD_TESTS=$build_tests"
+  echo "AOTC_NODE_TEST_DATA='$node_data'"
   echo "AOTC_DEPS_NOTE='$note'"
 } >"$env_file"
 echo "$note"
