@@ -100,7 +100,13 @@ def _build_transformers(spec: ModelSpec):
         config._attn_implementation = "eager"
     except Exception:  # older/newer configs without the setter: keep their default
         pass
-    return LastOutput(inner_cls(config), field_name)
+    inner = inner_cls(config)
+    if hasattr(inner, "set_attn_implementation"):  # transformers 5.x: the model-level switch
+        try:
+            inner.set_attn_implementation("eager")
+        except Exception:
+            pass
+    return LastOutput(inner, field_name)
 
 
 def reinit_zero_weights(model) -> List[str]:

@@ -143,7 +143,7 @@ step_aotc() {
     while [ -f "$data/input_$k.pb" ]; do inputs+=("$data/input_$k.pb"); k=$((k + 1)); done
     timeout "$(cap 120)" "$aotc_run" "$c/lib$name.so" "${inputs[@]}" --bench "$BENCH_ITERS" \
       --json "$c/bench.json" </dev/null >"$c/bench.log" 2>&1 || failures=$((failures + 1))
-    say "  $name: compiled in $dt s; $(tail -n 1 "$c/check.log" | cut -c1-100); $(grep -m1 -i 'median' "$c/bench.log" | cut -c1-60)"
+    say "  $name: compiled in $dt s; $(tail -n 1 "$c/check.log" | cut -c1-100); $(grep -o -m1 'median [0-9.]* ms' "$c/bench.log")"
   done < <("$PY" tools/device/device_steps.py cases "$WORK/models" $labels)
   return $failures
 }

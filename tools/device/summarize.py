@@ -19,7 +19,8 @@ kColumns = [  # (header, row key, format)
     ("maxabs/max|ref|", "max_ratio", "e"), ("check", "check", "s"),
     ("aotc ms", "aotc_ms", "ms"), ("eager ms", "eager_ms", "ms"),
     ("c-ro ms", "reduce_overhead_ms", "ms"), ("c-ma ms", "max_autotune_ms", "ms"),
-    ("best/aotc", "ratio", "x"), ("arena MB", "arena_mb", "mb"), ("wts MB", "weights_mb", "mb"),
+    ("best/aotc", "ratio", "x"), ("arena MB", "arena_mb", "mb"), ("arena/LB", "arena_ratio", "r"),
+    ("wts MB", "weights_mb", "mb"),
     ("torch peak MB", "torch_peak_mb", "mb"), ("compile s", "compile_s", "s1"),
 ]
 
@@ -90,6 +91,8 @@ def fmt(value, kind):
         return f"{value:.2f}x"
     if kind == "mb":
         return f"{value:.1f}"
+    if kind == "r":
+        return f"{value:.3f}"
     if kind == "s1":
         return f"{value:.1f}"
     raise ValueError(kind)
@@ -133,6 +136,7 @@ def build_row(work, label, batch, peers, notes):
     arena = find_number(report, ["arena_bytes"])
     weights = find_number(report, ["weight_bytes", "weights_bytes"])
     row["arena_mb"] = arena / 2**20 if arena is not None else None
+    row["arena_ratio"] = find_number(report, ["ratio_to_lower_bound"])
     row["weights_mb"] = weights / 2**20 if weights is not None else None
     if metric is not None:
         row["rel_l2"] = metric.get("rel_l2")
@@ -190,7 +194,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     rows, notes = summarize(args.work, args.models.split())
     legend = ("relL2, maxabs/max|ref|: aotc vs ONNX Runtime CPU (pass: < 1e-4 and < 1e-3). ms: "
-              "CUDA-event medians. c-ro/c-ma: torch.compile reduce-overhead/max-autotune, fp32 "
+              "CUDA-event medians. arena/LB: arena over the liveness lower bound. c-ro/c-ma: torch.compile reduce-overhead/max-autotune, fp32 "
               "TF32 off. best/aotc > 1: aotc faster than the best peer. torch peak: eager "
               "max_memory_allocated (weights included).")
     text = "\n".join(filter(None, [args.header, format_table(rows), legend] +

@@ -78,7 +78,8 @@ class SummaryTest(unittest.TestCase):
                                                       {"batch": 8, "data_dir": "d8"}]})
             c1 = os.path.join(work, "cases", "m_bs1")
             write_json(os.path.join(c1, "compile.json"), {"rc": 0, "seconds": 12.5})
-            write_json(os.path.join(c1, "report.json"), {"memory": {"arena_bytes": 3 * 2**20},
+            write_json(os.path.join(c1, "report.json"), {"memory": {"arena_bytes": 3 * 2**20,
+                                                                    "ratio_to_lower_bound": 1.0},
                                                          "weight_bytes": 2**21})
             write_json(os.path.join(c1, "metric.json"), {"ok": True, "rel_l2": 2e-6,
                                                          "max_abs_over_max_ref": 1e-5})
@@ -101,6 +102,7 @@ class SummaryTest(unittest.TestCase):
         self.assertEqual(r1["check"], "pass")
         self.assertEqual(r1["arena_mb"], 3.0)
         self.assertEqual(r1["weights_mb"], 2.0)
+        self.assertEqual(r1["arena_ratio"], 1.0)
         self.assertEqual(r1["aotc_ms"], 0.5)
         self.assertEqual(r1["ratio"], 2.0)          # best peer 1.0 ms / aotc 0.5 ms
         self.assertEqual(r1["torch_peak_mb"], 99.0)
