@@ -171,9 +171,24 @@ def build_row(work, label, batch, peers, notes):
     return row
 
 
+def precision_line(peers):
+    """What the peers' fp32 really was: the worst TF32 probe over all peer runs."""
+    probes = [r for r in peers if "probe_matmul_rel_err" in r]
+    if not probes:
+        return ""
+    mm = max(float(r["probe_matmul_rel_err"]) for r in probes)
+    cv = max(float(r["probe_conv_rel_err"]) for r in probes)
+    suspected = any(r.get("tf32_suspected") for r in probes)
+    return (f"torch fp32 check: GPU vs float64 rel err matmul {mm:.1e}, conv {cv:.1e} -> "
+            + ("TF32 SUSPECTED: peer timings are not plain fp32" if suspected else "TF32 off"))
+
+
 def summarize(work, models):
     notes = []
     peers = read_jsonl(os.path.join(work, "peers.jsonl"))
+    line = precision_line(peers)
+    if line:
+        notes.append(line)
     rows = []
     for label in models:
         meta_dir = os.path.join(work, "models", label)

@@ -89,7 +89,8 @@ class SummaryTest(unittest.TestCase):
             with open(os.path.join(c8, "compile.log"), "w") as f:
                 f.write("[aotc] frontend\naotc: error: node 'n1' (Foo): unsupported op\n")
             peers = [{"model": "m", "batch": 1, "mode": "eager", "ok": True, "median_ms": 2.0,
-                      "peak_mb": 99.0},
+                      "peak_mb": 99.0, "probe_matmul_rel_err": 1e-7, "probe_conv_rel_err": 2e-3,
+                      "tf32_suspected": True},
                      {"model": "m", "batch": 1, "mode": "reduce-overhead", "ok": True,
                       "median_ms": 1.0},
                      {"model": "m", "batch": 1, "mode": "max-autotune", "ok": False,
@@ -111,6 +112,7 @@ class SummaryTest(unittest.TestCase):
         self.assertIn("node 'n1' (Foo): unsupported op", text)
         self.assertIn("max-autotune: timeout after 240 s", text)
         self.assertIn("gone: export failed", text)
+        self.assertIn("conv 2.0e-03 -> TF32 SUSPECTED", text)
 
 
 class CompareTest(unittest.TestCase):
