@@ -167,3 +167,61 @@ class ExporterArgsTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ExportOneWithStandInTorchTest(unittest.TestCase):
+    """export_one's flow (layout, ORT references, meta.json, the torch sanity metric) with a
+    stand-in 'torch' module and a model computing y = 2x + 1, so that only the torch calls
+    themselves are left untested without torch."""
+
+    def test_export_one_writes_the_layout_and_meta(self):
+        import contextlib
+        import json
+        import types
+        spec = model_zoo.ModelSpec("tiny", "torchvision", (model_zoo.InputSpec("x", "float32", (3,)),),
+                                   ("y",), (1, 4))
+
+        class Out:
+            def __init__(self, a):
+                self.a = a
+
+            def numpy(self):
+                return self.a
+
+        fake_torch = types.SimpleNamespace(from_numpy=lambda a: a, no_grad=contextlib.nullcontext)
+        saved = (sys.modules.get("torch"), dict(model_zoo.MODEL_SPECS), model_zoo.build_model,
+                 exporter.export_onnx)
+        try:
+            sys.modules["torch"] = fake_torch
+            model_zoo.MODEL_SPECS["tiny"] = spec
+            model_zoo.build_model = lambda name, seed: (
+                lambda x: Out(x * 2 + 1), {"reinitialised": [], "batchnorm_recalibrated": 0,
+                                           "parameters": 6, "seed": seed})
+            exporter.export_onnx = lambda model, s, example, path, exp, opset: (
+                tiny_add_model(path), opset)[1]
+            with tempfile.TemporaryDirectory() as tmp:
+                args = exporter.parse_args(["--model", "tiny", "--out-dir", tmp])
+                logs = []
+                meta = exporter.export_one("tiny", args, logs.append)
+                with open(os.path.join(tmp, "tiny", "meta.json")) as f:
+                    self.assertEqual(json.load(f), json.loads(json.dumps(meta)))
+                self.assertEqual(meta["opset"], 17)
+                self.assertEqual([c["batch"] for c in meta["cases"]], [1, 4])
+                for case in meta["cases"]:
+                    d = os.path.join(tmp, "tiny", case["data_dir"])
+                    (x,) = ref.read_test_data_set(d, "input")
+                    (y,) = ref.read_test_data_set(d, "output")
+                    self.assertEqual(x.shape, (case["batch"], 3))
+                    np.testing.assert_allclose(y, x * 2 + 1, rtol=1e-6)
+                    seed = model_zoo.test_input_seed(0, case["batch"])
+                    np.testing.assert_array_equal(x, ref.make_inputs(spec, case["batch"], seed)[0])
+                    self.assertLess(case["ort_vs_torch_cpu"]["rel_l2"], 1e-6)
+                self.assertTrue(any("ORT vs PyTorch" in m for m in logs))
+        finally:
+            if saved[0] is None:
+                sys.modules.pop("torch", None)
+            else:
+                sys.modules["torch"] = saved[0]
+            model_zoo.MODEL_SPECS.clear()
+            model_zoo.MODEL_SPECS.update(saved[1])
+            model_zoo.build_model, exporter.export_onnx = saved[2], saved[3]
