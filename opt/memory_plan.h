@@ -29,6 +29,9 @@ class MemoryPlanner {
   int64_t arena_bytes() const;    // end of the highest buffer, aligned
   int64_t lower_bound() const;    // max over steps of the sum of live (aligned) sizes
   int64_t offset(int buffer) const;
+  // Places a buffer by hand (tests of check_no_overlap, externally computed plans).
+  void set_offset(int buffer, int64_t offset);
+  int num_buffers() const { return static_cast<int>(buffers_.size()); }
   Status check_no_overlap() const;  // two buffers live at the same step never share bytes
   std::string to_string() const;   // one line per buffer: label, size, [first,last], offset
 

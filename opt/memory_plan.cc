@@ -1,0 +1,214 @@
+// The arena planner (TFLite Micro's GreedyMemoryPlanner, simplified) and plan_memory(), which
+// turns a Graph into planner buffers: one per intermediate value (views alias their root and
+// extend its lifetime instead) and one per node scratch buffer. See memory_plan.h.
+#include "opt/memory_plan.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <sstream>
+
+#include "ir/op_registry.h"
+
+namespace aotc {
+
+namespace {
+
+int64_t align_up(int64_t n) { return (n + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
+
+bool lifetimes_intersect(int a_first, int a_last, int b_first, int b_last) {
+  return a_first <= b_last && b_first <= a_last;
+}
+
+}  // namespace
+
+int MemoryPlanner::add_buffer(int64_t size, int first_use, int last_use, std::string label) {
+  buffers_.push_back(Buffer{size, first_use, last_use, std::move(label)});
+  return static_cast<int>(buffers_.size() - 1);
+}
+
+Status MemoryPlanner::plan_greedy_by_size() {
+  for (const Buffer& b : buffers_)
+    if (b.size < 0 || b.first_use > b.last_use)
+      return Status::error("memory plan: buffer '" + escape_for_message(b.label) + "' has size " +
+                           std::to_string(b.size) + " and lifetime [" + std::to_string(b.first_use) + "," +
+                           std::to_string(b.last_use) + "]");
+  // Largest first; ties keep insertion order (stable), so plans are deterministic.
+  std::vector<int> order(buffers_.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return align_up(buffers_[static_cast<size_t>(a)].size) > align_up(buffers_[static_cast<size_t>(b)].size);
+  });
+  std::vector<int> placed;
+  for (int idx : order) {
+    Buffer& cur = buffers_[static_cast<size_t>(idx)];
+    const int64_t size = align_up(cur.size);
+    // Placed buffers live at the same time as `cur`, by offset: take the first gap that fits.
+    std::vector<const Buffer*> live;
+    for (int p : placed) {
+      const Buffer& o = buffers_[static_cast<size_t>(p)];
+      if (align_up(o.size) > 0 && lifetimes_intersect(cur.first_use, cur.last_use, o.first_use, o.last_use))
+        live.push_back(&o);
+    }
+    std::sort(live.begin(), live.end(), [](const Buffer* a, const Buffer* b) { return a->offset < b->offset; });
+    int64_t candidate = 0;
+    for (const Buffer* o : live) {
+      if (candidate + size <= o->offset) break;
+      candidate = std::max(candidate, o->offset + align_up(o->size));
+    }
+    cur.offset = candidate;
+    placed.push_back(idx);
+  }
+  return Status::ok();
+}
+
+Status MemoryPlanner::plan_linear() {
+  int64_t next = 0;
+  for (Buffer& b : buffers_) {
+    if (b.size < 0) return Status::error("memory plan: buffer '" + escape_for_message(b.label) + "' has a negative size");
+    b.offset = next;
+    next += align_up(b.size);
+  }
+  return Status::ok();
+}
+
+int64_t MemoryPlanner::arena_bytes() const {
+  int64_t end = 0;
+  for (const Buffer& b : buffers_)
+    if (b.offset >= 0) end = std::max(end, b.offset + align_up(b.size));
+  return align_up(end);
+}
+
+int64_t MemoryPlanner::lower_bound() const {
+  // The sum of live sizes only changes where a lifetime starts, so checking each first_use suffices.
+  int64_t best = 0;
+  for (const Buffer& at : buffers_) {
+    int64_t sum = 0;
+    for (const Buffer& b : buffers_)
+      if (b.first_use <= at.first_use && at.first_use <= b.last_use) sum += align_up(b.size);
+    best = std::max(best, sum);
+  }
+  return best;
+}
+
+int64_t MemoryPlanner::offset(int buffer) const { return buffers_[static_cast<size_t>(buffer)].offset; }
+
+void MemoryPlanner::set_offset(int buffer, int64_t offset) { buffers_[static_cast<size_t>(buffer)].offset = offset; }
+
+Status MemoryPlanner::check_no_overlap() const {
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    const Buffer& a = buffers_[i];
+    if (a.offset < 0 || a.offset % kArenaAlignment != 0)
+      return Status::error("memory plan: buffer '" + escape_for_message(a.label) + "' has offset " +
+                           std::to_string(a.offset) + " (unplaced or unaligned)");
+    for (size_t j = i + 1; j < buffers_.size(); ++j) {
+      const Buffer& b = buffers_[j];
+      if (a.size == 0 || b.size == 0 || !lifetimes_intersect(a.first_use, a.last_use, b.first_use, b.last_use))
+        continue;
+      if (a.offset < b.offset + b.size && b.offset < a.offset + a.size)
+        return Status::error("memory plan: buffers '" + escape_for_message(a.label) + "' [" +
+                             std::to_string(a.offset) + ", +" + std::to_string(a.size) + ") and '" +
+                             escape_for_message(b.label) + "' [" + std::to_string(b.offset) + ", +" +
+                             std::to_string(b.size) + ") are live together at step " +
+                             std::to_string(std::max(a.first_use, b.first_use)) + " and overlap");
+    }
+  }
+  return Status::ok();
+}
+
+std::string MemoryPlanner::to_string() const {
+  std::ostringstream os;
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    const Buffer& b = buffers_[i];
+    os << "  buffer " << i << " " << escape_for_message(b.label, 80) << ": " << b.size << " bytes, steps ["
+       << b.first_use << "," << b.last_use << "], offset " << b.offset << "\n";
+  }
+  return os.str();
+}
+
+Expected<MemoryPlan> plan_memory(Graph& graph) {
+  const OpRegistry& registry = default_registry();
+  const int num_nodes = static_cast<int>(graph.nodes.size());
+  const std::vector<int> producers = graph.producers();
+  std::vector<int> last_use(graph.values.size(), -1);
+  for (int n = 0; n < num_nodes; ++n)
+    for (ValueId in : graph.nodes[static_cast<size_t>(n)].inputs)
+      if (in != kNoValue) last_use[static_cast<size_t>(in)] = n;
+
+  for (Value& v : graph.values) {
+    v.arena_offset = -1;
+    v.alias_of = kNoValue;
+  }
+  // Lowerings: views and scratch sizes.
+  std::vector<int64_t> scratch(static_cast<size_t>(num_nodes), 0);
+  for (int n = 0; n < num_nodes; ++n) {
+    const Node& node = graph.nodes[static_cast<size_t>(n)];
+    const OpDef* def = registry.find(node.op_type, node.domain);
+    if (!def) return node_error(node, "unsupported op");
+    if (!def->lower) return node_error(node, "has no GPU lowering");
+    Expected<Lowering> low = def->lower(node, graph);
+    if (!low) return low.status();
+    scratch[static_cast<size_t>(n)] = low->scratch_bytes;
+    // A view whose output is a graph output is not a view: that output lives in the caller's
+    // buffer, so codegen copies the bytes there instead.
+    bool view = (def->traits.is_view || low->is_view) && !node.inputs.empty() && node.input(0) != kNoValue &&
+                !node.outputs.empty() && node.outputs[0] != kNoValue && !graph.is_graph_output(node.outputs[0]);
+    if (!view) continue;
+    ValueId root = node.inputs[0];
+    while (graph.value(root).alias_of != kNoValue) root = graph.value(root).alias_of;
+    graph.value(node.outputs[0]).alias_of = root;
+  }
+  // A root lives until the last use of any of its views.
+  for (size_t id = 0; id < graph.values.size(); ++id) {
+    ValueId root = graph.values[id].alias_of;
+    if (root != kNoValue)
+      last_use[static_cast<size_t>(root)] = std::max(last_use[static_cast<size_t>(root)], last_use[id]);
+  }
+
+  MemoryPlanner planner;
+  std::vector<std::pair<ValueId, int>> value_buffers;
+  for (size_t id = 0; id < graph.values.size(); ++id) {
+    const Value& v = graph.values[id];
+    const ValueId vid = static_cast<ValueId>(id);
+    int producer = producers[id];
+    if (producer < 0 || v.is_constant() || v.alias_of != kNoValue || graph.is_graph_input(vid) ||
+        graph.is_graph_output(vid))
+      continue;
+    int last = std::max(producer, last_use[id]);  // an unread output still gets written
+    value_buffers.push_back({vid, planner.add_buffer(v.byte_size(), producer, last, "%" + v.name)});
+  }
+  std::vector<std::pair<int, int>> scratch_buffers;
+  for (int n = 0; n < num_nodes; ++n)
+    if (scratch[static_cast<size_t>(n)] > 0)
+      scratch_buffers.push_back({n, planner.add_buffer(scratch[static_cast<size_t>(n)], n, n,
+                                                       "scratch of node " + std::to_string(n) + " '" +
+                                                           graph.nodes[static_cast<size_t>(n)].name + "'")});
+
+  MemoryPlan plan;
+  AOTC_RETURN_IF_ERROR(planner.plan_linear());
+  plan.linear_bytes = planner.arena_bytes();
+  AOTC_RETURN_IF_ERROR(planner.plan_greedy_by_size());
+  AOTC_RETURN_IF_ERROR(planner.check_no_overlap());
+  plan.arena_bytes = planner.arena_bytes();
+  plan.lower_bound = planner.lower_bound();
+  for (const auto& vb : value_buffers) graph.value(vb.first).arena_offset = planner.offset(vb.second);
+  // Views inside the arena share their root's offset; views of inputs/constants keep -1.
+  for (Value& v : graph.values)
+    if (v.alias_of != kNoValue) v.arena_offset = graph.value(v.alias_of).arena_offset;
+  plan.scratch_offset.assign(static_cast<size_t>(num_nodes), -1);
+  for (const auto& sb : scratch_buffers) plan.scratch_offset[static_cast<size_t>(sb.first)] = planner.offset(sb.second);
+
+  std::ostringstream os;
+  os << "arena " << plan.arena_bytes << " bytes (lower bound " << plan.lower_bound << ", linear "
+     << plan.linear_bytes << "), " << value_buffers.size() << " tensors, " << scratch_buffers.size()
+     << " scratch buffers\n"
+     << planner.to_string();
+  for (const Value& v : graph.values)
+    if (v.alias_of != kNoValue)
+      os << "  view %" << escape_for_message(v.name, 80) << " = %" << escape_for_message(graph.value(v.alias_of).name, 80)
+         << "\n";
+  plan.text = os.str();
+  return plan;
+}
+
+}  // namespace aotc

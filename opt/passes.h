@@ -1,0 +1,25 @@
+// The individual passes of the pipeline (opt/pipeline.h lists them in order). Each is a function
+// Graph& -> Expected<bool changed>, defined in its own file opt/<name>.cc. Passes expect a graph
+// whose shapes are inferred (the frontend runs infer_shapes) and keep it valid for verify().
+#pragma once
+
+#include "ir/graph.h"
+#include "ir/status.h"
+
+namespace aotc {
+
+// Outputs larger than this are not folded (the weight blob would grow for little gain).
+constexpr int64_t kMaxFoldedBytes = 64LL << 20;
+
+// Evaluates nodes whose inputs are all constants (and shape-only ops whose input shape is known)
+// with the CPU reference; their outputs become constants and the nodes disappear.
+Expected<bool> fold_constants(Graph& graph);
+// Drops nodes none of whose outputs reach a graph output.
+Expected<bool> dead_code(Graph& graph);
+// Conv (or aotc.FusedConv without activation/residual) -> BatchNormalization becomes one Conv
+// with rescaled weights and a new bias, computed in double.
+Expected<bool> fold_batchnorm(Graph& graph);
+// Conv/Gemm + bias Add + residual Add + one activation -> aotc.FusedConv / aotc.FusedGemm.
+Expected<bool> fuse_epilogue(Graph& graph);
+
+}  // namespace aotc

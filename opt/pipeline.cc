@@ -1,0 +1,59 @@
+// The pass pipeline driver: runs passes in order, times them, verifies after each one and hands
+// the graph to the dump callback after the requested pass. The pass list itself is data.
+#include "opt/pipeline.h"
+
+#include <chrono>
+
+#include "ir/verifier.h"
+#include "opt/passes.h"
+
+namespace aotc {
+
+const std::vector<Pass>& default_pipeline() {
+  // Constants first so shape subgraphs vanish before the pattern passes look at the graph;
+  // BN folding before epilogue fusion so Conv+BN+Relu becomes one fused conv.
+  static const std::vector<Pass> kPasses = {
+      {"fold_constants", fold_constants},
+      {"dead_code", dead_code},
+      {"fold_batchnorm", fold_batchnorm},
+      {"fuse_epilogue", fuse_epilogue},
+  };
+  return kPasses;
+}
+
+Expected<std::vector<PassStats>> run_pipeline(Graph& graph, const PipelineOptions& options,
+                                              const std::vector<Pass>& passes) {
+  const bool dump_all = options.dump_after == "all";
+  if (!options.dump_after.empty() && !dump_all) {
+    bool found = false;
+    std::string names;
+    for (const Pass& p : passes) {
+      found = found || options.dump_after == p.name;
+      names += std::string(names.empty() ? "" : ", ") + p.name;
+    }
+    if (!found)
+      return Status::error("unknown pass '" + escape_for_message(options.dump_after) +
+                           "' for --dump-after; passes: " + names + " (or all)");
+  }
+  std::vector<PassStats> stats;
+  for (const Pass& p : passes) {
+    PassStats s;
+    s.name = p.name;
+    s.nodes_before = static_cast<int>(graph.nodes.size());
+    auto start = std::chrono::steady_clock::now();
+    Expected<bool> changed = p.run(graph);
+    s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!changed) return Status::error("pass " + s.name + ": " + changed.status().message());
+    s.changed = *changed;
+    s.nodes_after = static_cast<int>(graph.nodes.size());
+    if (options.verify_each) {
+      Status v = verify(graph);
+      if (!v) return Status::error("after pass " + s.name + ": " + v.message());
+    }
+    if (options.on_dump && (dump_all || options.dump_after == p.name)) options.on_dump(p.name, graph);
+    stats.push_back(s);
+  }
+  return stats;
+}
+
+}  // namespace aotc
