@@ -1,0 +1,162 @@
+// End-to-end tests of the aotc executable: malformed models end in exit 2, exactly one line
+// "aotc: error: ..." naming the node, and no library; `aotc check` names every unsupported node;
+// the --report JSON parses and holds the documented keys (ok: false on failure).
+#include <gtest/gtest.h>
+
+#include "tests/tools/tool_test_util.h"
+
+namespace {
+
+using aotc_test::chain_model;
+using aotc_test::count_lines;
+using aotc_test::file_exists;
+using aotc_test::fresh_dir;
+using aotc_test::run_program;
+using aotc_test::write_model;
+
+const std::string kAotc = AOTC_BINARY;
+
+void expect_one_error_line(const aotc_test::ProgramResult& r) {
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("aotc: error: ", 0), 0u) << r.err;
+}
+
+bool have_python_json() { return std::system("python3 -c 'import json' 2>/dev/null") == 0; }
+
+// Evaluates a Python expression over the parsed report `d`; prints its value.
+std::string python_on_json(const std::string& path, const std::string& expr, const std::string& dir) {
+  auto r = run_program({"python3", "-c", "import json,sys; d=json.load(open(sys.argv[1])); print(" + expr + ")", path},
+                       dir);
+  return r.exit_code == 0 ? r.out : "python failed: " + r.err;
+}
+
+TEST(AotcCli, HelpAndVersion) {
+  std::string dir = fresh_dir("help");
+  auto help = run_program({kAotc, "--help"}, dir);
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("usage: aotc MODEL.onnx -o libNAME.so"), std::string::npos);
+  EXPECT_NE(help.out.find("examples:"), std::string::npos);
+  auto version = run_program({kAotc, "--version"}, dir);
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_EQ(version.out.rfind("aotc ", 0), 0u);
+}
+
+TEST(AotcCli, UsageErrorsExit2OneLine) {
+  std::string dir = fresh_dir("usage");
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{kAotc},
+                                             {kAotc, "m.onnx", "-o", "libm.so", "--bogus"},
+                                             {kAotc, "m.onnx", "-o", "libm.so", "--arch", "sm9"},
+                                             {kAotc, "m.onnx", "-o", "libm.so", "--input-shape", "x:1x?"},
+                                             {kAotc, "m.onnx", "-o", "libm.so", "--precision", "fp16"}}) {
+    auto r = run_program(args, dir);
+    expect_one_error_line(r);
+  }
+}
+
+TEST(AotcCli, MalformedModelsLeaveNoLibrary) {
+  std::string dir = fresh_dir("malformed");
+  std::string empty = dir + "/empty.onnx", truncated = dir + "/truncated.onnx", garbage = dir + "/garbage.onnx";
+  { std::ofstream f(empty); }
+  std::string valid;
+  chain_model({"Relu", "Relu"}, {"r1", "r2"}).SerializeToString(&valid);
+  { std::ofstream f(truncated, std::ios::binary); f << valid.substr(0, valid.size() / 2); }
+  { std::ofstream f(garbage, std::ios::binary); f << std::string("\xff\xff\xff\xff garbage \x01\x02", 16); }
+  for (const std::string& model : {empty, truncated, garbage, dir + "/missing.onnx"}) {
+    std::string lib = dir + "/libm.so";
+    auto r = run_program({kAotc, model, "-o", lib}, dir);
+    expect_one_error_line(r);
+    EXPECT_FALSE(file_exists(lib)) << model;
+  }
+}
+
+TEST(AotcCli, UnknownOpNamesTheNode) {
+  std::string dir = fresh_dir("unknown_op");
+  std::string model = dir + "/m.onnx", lib = dir + "/libm.so", report = dir + "/report.json";
+  write_model(chain_model({"Relu", "FrobnicateOp"}, {"fine", "weird_node"}), model);
+  auto r = run_program({kAotc, model, "-o", lib, "--report", report}, dir);
+  expect_one_error_line(r);
+  EXPECT_NE(r.err.find("weird_node"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("FrobnicateOp"), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(lib));
+  // The documented choice: a failed compile still writes the report, with ok false and the error.
+  ASSERT_TRUE(file_exists(report));
+  if (!have_python_json()) GTEST_SKIP() << "no python3 to parse the report";
+  EXPECT_EQ(python_on_json(report, "d['ok'], 'weird_node' in d['error'], d['codegen']", dir), "False True None\n");
+}
+
+TEST(AotcCli, HostileNodeNameStaysOnOneLine) {
+  std::string dir = fresh_dir("hostile");
+  std::string model = dir + "/m.onnx", lib = dir + "/libm.so";
+  write_model(chain_model({"NoSuchOp"}, {"evil\n#include <stdio.h>\r*/ \"quoted\""}), model);
+  auto r = run_program({kAotc, model, "-o", lib}, dir);
+  expect_one_error_line(r);
+  EXPECT_NE(r.err.find("evil"), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(lib));
+}
+
+TEST(AotcCli, CheckNamesAllThreeUnsupportedNodes) {
+  std::string dir = fresh_dir("check3");
+  std::string model = dir + "/m.onnx";
+  write_model(chain_model({"Relu", "MadeUpA", "Relu", "MadeUpB", "MadeUpC"},
+                          {"ok1", "bad_one", "ok2", "bad_two", "bad_three"}),
+              model);
+  auto r = run_program({kAotc, "check", model}, dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(count_lines(r.out), 3) << r.out;
+  for (const char* name : {"bad_one", "bad_two", "bad_three"}) {
+    EXPECT_NE(r.out.find(name), std::string::npos) << name << " missing in:\n" << r.out;
+  }
+  EXPECT_EQ(r.out.find("ok1"), std::string::npos) << r.out;
+}
+
+TEST(AotcCli, CheckPassesOnSupportedModel) {
+  std::string dir = fresh_dir("check_ok");
+  std::string model = dir + "/m.onnx";
+  write_model(chain_model({"Relu", "Sigmoid"}, {"a", "b"}), model);
+  auto r = run_program({kAotc, "check", model}, dir);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(AotcCli, UnknownDumpPassIsRefusedBeforeWork) {
+  std::string dir = fresh_dir("dump");
+  std::string model = dir + "/m.onnx", lib = dir + "/libm.so";
+  write_model(chain_model({"Relu"}, {"a"}), model);
+  auto r = run_program({kAotc, model, "-o", lib, "--dump-after", "no_such_pass"}, dir);
+  expect_one_error_line(r);
+  EXPECT_NE(r.err.find("no_such_pass"), std::string::npos);
+  EXPECT_FALSE(file_exists(lib));
+}
+
+TEST(AotcCli, CompilesAndReports) {
+  std::string dir = fresh_dir("compile");
+  std::string model = dir + "/m.onnx", lib = dir + "/libtiny.so", report = dir + "/report.json";
+  write_model(chain_model({"Relu", "Sigmoid"}, {"first", "second"}), model);
+  auto r = run_program({kAotc, model, "-o", lib, "--report", report, "--dump-after", "all", "--dump-dir",
+                        dir + "/dumps"},
+                       dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(file_exists(lib));
+  EXPECT_NE(r.err.find("[aotc] frontend:"), std::string::npos) << r.err;
+  ASSERT_TRUE(file_exists(report));
+  if (!have_python_json()) GTEST_SKIP() << "no python3 to parse the report";
+  std::string keys = python_on_json(
+      report,
+      "d['ok'], len(d['model']['sha256']), d['name'], d['inputs'][0]['name'], d['inputs'][0]['shape'], "
+      "d['outputs'][0]['dtype'], all(k in p for p in d['passes'] for k in "
+      "('name','nodes_before','nodes_after','changed','seconds')), "
+      "sorted(d['memory']), sorted(d['codegen']), sorted(d['seconds']), d['shape_ops_on_gpu'], "
+      "sum(d['gpu_ops'].values()) >= 1",
+      dir);
+  EXPECT_EQ(keys,
+            "True 64 tiny x [1, 4] float True ['arena_bytes', 'linear_bytes', 'lower_bound_bytes', "
+            "'ratio_to_lower_bound'] ['kernels', 'matmul_calls', 'weight_bytes'] ['frontend', 'host_cc', "
+            "'memory_plan', 'nvcc', 'passes', 'render', 'total'] 0 True\n");
+  // The hash is the file's SHA-256 as sha256sum computes it.
+  auto sum = run_program({"sha256sum", model}, dir);
+  if (sum.exit_code == 0) EXPECT_EQ(python_on_json(report, "d['model']['sha256']", dir), sum.out.substr(0, 64) + "\n");
+}
+
+}  // namespace

@@ -1,0 +1,179 @@
+// Argument parsing of aotc and aotc-run (tools/cli_options.h): name derivation, validation of
+// --arch / --input-shape / --name / --precision, and one-line usage errors with a hint.
+#include "tools/cli_options.h"
+
+#include <gtest/gtest.h>
+
+namespace aotc {
+namespace {
+
+using Args = std::vector<std::string>;
+
+std::string error_of(const Args& args) {
+  auto r = parse_aotc_args(args);
+  EXPECT_FALSE(r.is_ok());
+  return r.is_ok() ? "" : r.status().message();
+}
+
+TEST(AbiName, DerivedFromOutputPath) {
+  EXPECT_EQ(*abi_name_from_path("libresnet50.so"), "resnet50");
+  EXPECT_EQ(*abi_name_from_path("out/dir.x/libres-net.v2.so"), "res_net_v2");
+  EXPECT_EQ(*abi_name_from_path("model.so"), "model");
+  EXPECT_EQ(*abi_name_from_path("/abs/libfoo"), "foo");
+  EXPECT_EQ(*abi_name_from_path("lib_x.so"), "_x");
+  // "lib" alone and ".so" alone are names, not affixes to strip.
+  EXPECT_EQ(*abi_name_from_path("lib.so"), "lib");
+  EXPECT_EQ(*abi_name_from_path("libm\xc3\xa9.so"), "m__");  // two UTF-8 bytes, two '_' 
+}
+
+TEST(AbiName, RefusesNamesThatAreNotIdentifiers) {
+  auto digit = abi_name_from_path("lib3d.so");
+  ASSERT_FALSE(digit.is_ok());
+  EXPECT_NE(digit.status().message().find("--name"), std::string::npos);
+  EXPECT_FALSE(abi_name_from_path("dir/").is_ok());
+  EXPECT_TRUE(check_abi_name("resnet50").is_ok());
+  EXPECT_TRUE(check_abi_name("_m").is_ok());
+  EXPECT_FALSE(check_abi_name("3d").is_ok());
+  EXPECT_FALSE(check_abi_name("a-b").is_ok());
+  EXPECT_FALSE(check_abi_name("").is_ok());
+  EXPECT_FALSE(check_abi_name(std::string(65, 'a')).is_ok());
+}
+
+TEST(AotcArgs, DefaultsAndNameFromOutput) {
+  auto r = parse_aotc_args({"model.onnx", "-o", "build/libtiny_cnn.so"});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ(r->mode, AotcOptions::Mode::kCompile);
+  EXPECT_EQ(r->model_path, "model.onnx");
+  EXPECT_EQ(r->name, "tiny_cnn");
+  EXPECT_EQ(r->archs, (std::vector<std::string>{"sm_90"}));
+  EXPECT_EQ(r->batch, 1);
+  EXPECT_FALSE(r->nvcc.empty());
+  EXPECT_FALSE(r->host_cc.empty());
+}
+
+TEST(AotcArgs, EveryOption) {
+  auto r = parse_aotc_args({"--arch", "sm_90,sm_87", "--arch=sm_90", "--arch", "sm_100a", "m.onnx", "-o", "libx.so",
+                            "--name", "net", "--input-shape", "in:1x3x224x224", "--input-shape=a:b:scalar",
+                            "--batch", "8", "--precision", "fp32", "--report", "r.json", "--dump-after",
+                            "all", "--dump-dir", "d", "--emit-source", "src", "--nvcc", "/x/nvcc",
+                            "--host-cc", "aarch64-linux-gnu-gcc", "--quiet"});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ(r->archs, (std::vector<std::string>{"sm_90", "sm_87", "sm_100a"}));
+  EXPECT_EQ(r->name, "net");
+  EXPECT_EQ(r->input_shapes.at("in"), (Shape{1, 3, 224, 224}));
+  EXPECT_EQ(r->input_shapes.at("a:b"), Shape{});  // the LAST ':' separates; names may hold ':'
+  EXPECT_EQ(r->batch, 8);
+  EXPECT_EQ(r->report_path, "r.json");
+  EXPECT_EQ(r->dump_after, "all");
+  EXPECT_EQ(r->dump_dir, "d");
+  EXPECT_EQ(r->emit_source_dir, "src");
+  EXPECT_EQ(r->nvcc, "/x/nvcc");
+  EXPECT_EQ(r->host_cc, "aarch64-linux-gnu-gcc");
+  EXPECT_TRUE(r->quiet);
+}
+
+TEST(AotcArgs, BadArch) {
+  for (const char* bad : {"sm90", "sm_9", "compute_90", "sm_90,", "sm_90,,sm_87", "sm_9000", "sm_90b", ""}) {
+    std::string e = error_of({"m.onnx", "-o", "libm.so", "--arch", bad});
+    EXPECT_NE(e.find("--arch"), std::string::npos) << bad << ": " << e;
+  }
+}
+
+TEST(AotcArgs, BadInputShape) {
+  for (const char* bad : {"x", ":1x2", "x:1x-2", "x:1xx2", "x:", "x:1x2.5", "x:abc", "x:99999999999999999999"}) {
+    std::string e = error_of({"m.onnx", "-o", "libm.so", "--input-shape", bad});
+    EXPECT_NE(e.find("--input-shape"), std::string::npos) << bad << ": " << e;
+  }
+  std::string twice = error_of({"m.onnx", "-o", "libm.so", "--input-shape", "x:1", "--input-shape", "x:2"});
+  EXPECT_NE(twice.find("twice"), std::string::npos);
+}
+
+TEST(AotcArgs, UsageErrorsAreOneLineWithHint) {
+  for (const Args& args : std::vector<Args>{{"m.onnx", "-o", "libm.so", "--frobnicate"},
+                                            {"m.onnx", "-o"},
+                                            {},
+                                            {"a.onnx", "b.onnx", "-o", "libm.so"},
+                                            {"m.onnx"},
+                                            {"m.onnx", "-o", "libm.so", "--batch", "0"},
+                                            {"m.onnx", "-o", "libm.so", "--precision", "fp64"},
+                                            {"m.onnx", "-o", "libm.so", "--dump-dir", "d"}}) {
+    std::string e = error_of(args);
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+    EXPECT_NE(e.find("aotc --help"), std::string::npos) << e;
+  }
+  EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--frobnicate"}).find("'--frobnicate'"), std::string::npos);
+}
+
+TEST(AotcArgs, PrecisionNotSupportedYet) {
+  for (const char* p : {"fp16", "int8"}) {
+    std::string e = error_of({"m.onnx", "-o", "libm.so", "--precision", p});
+    EXPECT_NE(e.find("not supported yet"), std::string::npos) << e;
+  }
+}
+
+TEST(AotcArgs, NameMustBeIdentifier) {
+  EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--name", "9lives"}).find("--name"), std::string::npos);
+  EXPECT_NE(error_of({"m.onnx", "-o", "lib9lives.so"}).find("--name"), std::string::npos);
+  EXPECT_TRUE(parse_aotc_args({"m.onnx", "-o", "lib9lives.so", "--name", "lives"}).is_ok());
+}
+
+TEST(AotcArgs, HelpVersionCheck) {
+  EXPECT_EQ(parse_aotc_args({"--help"})->mode, AotcOptions::Mode::kHelp);
+  EXPECT_EQ(parse_aotc_args({"m.onnx", "-h"})->mode, AotcOptions::Mode::kHelp);
+  EXPECT_EQ(parse_aotc_args({"--version"})->mode, AotcOptions::Mode::kVersion);
+  auto check = parse_aotc_args({"check", "m.onnx", "--input-shape", "x:2x3"});
+  ASSERT_TRUE(check.is_ok()) << check.status().message();
+  EXPECT_EQ(check->mode, AotcOptions::Mode::kCheck);
+  EXPECT_EQ(check->model_path, "m.onnx");
+  // "check" is a subcommand only in first position: later it is a model file name.
+  EXPECT_EQ(parse_aotc_args({"-o", "libm.so", "check"})->model_path, "check");
+  // Every option the parser knows is in the help text.
+  std::string help = aotc_usage();
+  for (const char* opt : {"-o", "--name", "--arch", "--input-shape", "--batch", "--precision", "--report",
+                          "--dump-after", "--dump-dir", "--emit-source", "--nvcc", "--host-cc", "--quiet",
+                          "--version", "--help", "aotc check"}) {
+    EXPECT_NE(help.find(opt), std::string::npos) << opt;
+  }
+}
+
+TEST(RunArgs, ParsesAndDerivesName) {
+  auto r = parse_run_args({"build/libtiny_cnn.so", "--input", "x=a.npy", "--seed", "7", "--expect-dir", "d",
+                           "--atol", "1e-3", "--rtol=0", "--model-metric", "--bench", "50", "--warmup", "3",
+                           "--json", "out.json", "--output-dir", "o", "--device", "1"});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ(r->name, "tiny_cnn");
+  EXPECT_EQ(r->input_specs, (std::vector<std::string>{"x=a.npy"}));
+  EXPECT_EQ(r->seed, 7u);
+  EXPECT_TRUE(r->atol_set);
+  EXPECT_DOUBLE_EQ(r->atol, 1e-3);
+  EXPECT_TRUE(r->rtol_set);
+  EXPECT_DOUBLE_EQ(r->rtol, 0);
+  EXPECT_TRUE(r->model_metric);
+  EXPECT_EQ(r->bench_runs, 50);
+  EXPECT_EQ(r->warmup_runs, 3);
+  EXPECT_EQ(r->device, 1);
+  auto pos = parse_run_args({"libm.so", "a.pb", "b.npy", "--name", "net"});
+  ASSERT_TRUE(pos.is_ok());
+  EXPECT_EQ(pos->positional_inputs, (std::vector<std::string>{"a.pb", "b.npy"}));
+  EXPECT_EQ(pos->name, "net");
+}
+
+TEST(RunArgs, Refusals) {
+  for (const Args& args : std::vector<Args>{{},
+                                            {"libm.so", "--bogus"},
+                                            {"libm.so", "--bench", "0"},
+                                            {"libm.so", "--bench", "x"},
+                                            {"libm.so", "--atol", "-1"},
+                                            {"libm.so", "--atol", "nan"},
+                                            {"libm.so", "--input", "nofile"},
+                                            {"libm.so", "--expect", "a.pb", "--expect-dir", "d"},
+                                            {"libm.so", "a.pb", "--input", "x=b.pb"},
+                                            {"lib3.so"}}) {
+    auto r = parse_run_args(args);
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_EQ(r.status().message().find('\n'), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace aotc

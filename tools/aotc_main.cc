@@ -1,0 +1,233 @@
+// aotc: the compiler driver. frontend (load_onnx_model) -> run_pipeline -> plan_memory ->
+// compile_library, with progress lines on stderr, --dump-after, and the JSON report. Every failure
+// is one line "aotc: error: <message>" and exit code 2; codegen writes the .so atomically, so a
+// failed run leaves no library behind. `aotc check` lists every problem of a model instead.
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "codegen/codegen.h"
+#include "frontend/onnx_loader.h"
+#include "ir/dump.h"
+#include "opt/memory_plan.h"
+#include "opt/pipeline.h"
+#include "tools/cli_options.h"
+#include "tools/compile_report.h"
+#include "tools/json_writer.h"
+#include "tools/sha256.h"
+
+namespace aotc {
+namespace {
+
+constexpr int kExitOk = 0, kExitError = 2;
+
+std::string one_line(std::string text) {
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return text;
+}
+
+int print_error(const std::string& message) {
+  std::fprintf(stderr, "aotc: error: %s\n", one_line(message).c_str());
+  return kExitError;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The names --dump-after accepts: every pipeline pass, plus the stages around the pipeline.
+Status check_dump_after(const std::string& what) {
+  if (what.empty() || what == "all" || what == "frontend" || what == "memory_plan") return Status::ok();
+  std::string names = "frontend";
+  for (const Pass& p : default_pipeline()) {
+    if (what == p.name) return Status::ok();
+    names += std::string(", ") + p.name;
+  }
+  return Status::error("unknown --dump-after '" + escape_for_message(what) + "'; expected all, " + names +
+                       ", memory_plan (see aotc --help)");
+}
+
+class Dumper {
+ public:
+  explicit Dumper(const AotcOptions& o) : o_(o) {}
+  bool wants(const std::string& stage) const {
+    return !o_.dump_after.empty() && (o_.dump_after == "all" || o_.dump_after == stage);
+  }
+  void write(const std::string& stage, const std::string& text) {
+    if (o_.dump_dir.empty()) {
+      std::fprintf(stderr, "[aotc] ---- after %s ----\n%s", stage.c_str(), text.c_str());
+      return;
+    }
+    char prefix[16];
+    std::snprintf(prefix, sizeof(prefix), "%02d_", counter_++);
+    std::string path = o_.dump_dir + "/" + prefix + stage + ".txt";
+    Status s = write_file_atomically(path, text);
+    if (!s.is_ok() && status_.is_ok()) status_ = s;
+  }
+  const Status& status() const { return status_; }
+
+ private:
+  const AotcOptions& o_;
+  int counter_ = 0;
+  Status status_ = Status::ok();
+};
+
+int run_check(const AotcOptions& o) {
+  ImportOptions import;
+  import.input_shapes = o.input_shapes;
+  import.default_batch = o.batch;
+  std::vector<Status> problems = check_onnx_model(o.model_path, import);
+  for (const Status& s : problems) std::printf("%s\n", one_line(s.message()).c_str());
+  if (problems.empty()) {
+    std::fprintf(stderr, "aotc: check: '%s' imports: every node is supported\n",
+                 escape_for_message(o.model_path).c_str());
+    return kExitOk;
+  }
+  std::fprintf(stderr, "aotc: check: %zu problem(s) in '%s'\n", problems.size(),
+               escape_for_message(o.model_path).c_str());
+  return kExitError;
+}
+
+// The compile proper; fills `report` as far as it gets.
+Status compile(const AotcOptions& o, CompileReport& report) {
+  auto t_start = std::chrono::steady_clock::now();
+  auto progress = [&](const std::string& line) {
+    if (!o.quiet) std::fprintf(stderr, "[aotc] %s\n", one_line(line).c_str());
+  };
+  char buf[256];
+  AOTC_RETURN_IF_ERROR(check_dump_after(o.dump_after));
+  if (!o.dump_dir.empty() && ::mkdir(o.dump_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Status::error("cannot create --dump-dir '" + escape_for_message(o.dump_dir) + "'");
+  }
+  auto hash = sha256_file(o.model_path);
+  if (!hash) return hash.status();
+  report.model_sha256 = *hash;
+
+  Dumper dumper(o);
+  auto t0 = std::chrono::steady_clock::now();
+  ImportOptions import;
+  import.input_shapes = o.input_shapes;
+  import.default_batch = o.batch;
+  auto loaded = load_onnx_model(o.model_path, import);
+  if (!loaded) return loaded.status();
+  Graph& graph = *loaded;
+  report.frontend_s = seconds_since(t0);
+  report.nodes_imported = static_cast<int>(graph.nodes.size());
+  record_signature(graph, &report);
+  std::snprintf(buf, sizeof(buf), "frontend: %.2f s, %d nodes", report.frontend_s, report.nodes_imported);
+  progress(buf);
+  if (dumper.wants("frontend")) dumper.write("frontend", dump_graph(graph));
+
+  t0 = std::chrono::steady_clock::now();
+  PipelineOptions popts;
+  popts.dump_after = (o.dump_after == "frontend" || o.dump_after == "memory_plan") ? "" : o.dump_after;
+  popts.on_dump = [&](const std::string& pass, const Graph& g) { dumper.write(pass, dump_graph(g)); };
+  auto stats = run_pipeline(graph, popts);
+  if (!stats) return stats.status();
+  report.passes = *stats;
+  report.passes_s = seconds_since(t0);
+  report.nodes_final = static_cast<int>(graph.nodes.size());
+  std::snprintf(buf, sizeof(buf), "passes: %.2f s, %d -> %d nodes (%zu passes)", report.passes_s,
+                report.nodes_imported, report.nodes_final, stats->size());
+  progress(buf);
+
+  t0 = std::chrono::steady_clock::now();
+  auto plan = plan_memory(graph);
+  if (!plan) return plan.status();
+  report.memory_plan_s = seconds_since(t0);
+  report.plan = *plan;
+  report.have_plan = true;
+  record_gpu_ops(graph, &report);
+  double ratio = plan->lower_bound > 0 ? double(plan->arena_bytes) / double(plan->lower_bound) : 1.0;
+  std::snprintf(buf, sizeof(buf), "memory plan: %.2f s, arena %lld bytes, lower bound %lld (ratio %.3f), linear %lld",
+                report.memory_plan_s, static_cast<long long>(plan->arena_bytes),
+                static_cast<long long>(plan->lower_bound), ratio, static_cast<long long>(plan->linear_bytes));
+  progress(buf);
+  if (dumper.wants("memory_plan")) dumper.write("memory_plan", plan->text);
+  AOTC_RETURN_IF_ERROR(dumper.status());
+
+  CodegenOptions cg;
+  cg.name = o.name;
+  cg.archs = o.archs;
+  cg.output_path = o.output_path;
+  cg.emit_source_dir = o.emit_source_dir;
+  cg.nvcc = o.nvcc;
+  size_t slash = o.nvcc.find_last_of('/');
+  cg.cuda_include_dir = slash == std::string::npos ? "/usr/local/cuda/include" : o.nvcc.substr(0, slash) + "/../include";
+  cg.host_cc = o.host_cc;
+  cg.model_hash = report.model_sha256;
+  cg.aotc_version = aotc_version_string();
+  cg.progress = progress;
+  auto cstats = compile_library(graph, *plan, cg);
+  if (!cstats) return cstats.status();
+  report.codegen = *cstats;
+  report.have_codegen = true;
+  report.total_s = seconds_since(t_start);
+  std::snprintf(buf, sizeof(buf), "codegen: %d kernels, %d matmul calls, %lld weight bytes; render %.2f s, nvcc %.2f s, host cc %.2f s",
+                cstats->kernels, cstats->matmul_calls, static_cast<long long>(cstats->weight_bytes),
+                cstats->render_seconds, cstats->nvcc_seconds, cstats->host_cc_seconds);
+  progress(buf);
+  std::string where = o.output_path.empty() ? o.emit_source_dir : o.output_path;
+  std::snprintf(buf, sizeof(buf), "wrote %s in %.2f s total", escape_for_message(where).c_str(), report.total_s);
+  progress(buf);
+  return Status::ok();
+}
+
+int aotc_main(const std::vector<std::string>& args) {
+  auto parsed = parse_aotc_args(args);
+  if (!parsed) return print_error(parsed.status().message());
+  const AotcOptions& o = *parsed;
+  if (o.mode == AotcOptions::Mode::kHelp) {
+    std::fputs(aotc_usage().c_str(), stdout);
+    return kExitOk;
+  }
+  if (o.mode == AotcOptions::Mode::kVersion) {
+    std::printf("aotc %s\n", aotc_version_string());
+    return kExitOk;
+  }
+  if (o.mode == AotcOptions::Mode::kCheck) return run_check(o);
+
+  auto t_start = std::chrono::steady_clock::now();
+  CompileReport report;
+  report.aotc_version = aotc_version_string();
+  report.model_path = o.model_path;
+  report.output_path = o.output_path;
+  report.name = o.name;
+  report.archs = o.archs;
+  Status s = compile(o, report);
+  report.ok = s.is_ok();
+  if (!s.is_ok()) report.error = one_line(s.message());
+  if (report.total_s < 0) report.total_s = seconds_since(t_start);
+  if (!o.report_path.empty()) {
+    Status w = write_file_atomically(o.report_path, report_to_json(report));
+    if (!w.is_ok() && s.is_ok()) {
+      // Exit 2 must mean "no library": take back the one just written.
+      if (!o.output_path.empty()) std::remove(o.output_path.c_str());
+      s = w;
+    }
+  }
+  if (!s.is_ok()) return print_error(s.message());
+  return kExitOk;
+}
+
+}  // namespace
+}  // namespace aotc
+
+int main(int argc, char** argv) {
+  try {
+    return aotc::aotc_main(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "aotc: error: internal error: %s\n", e.what());
+    return 2;
+  } catch (...) {
+    std::fprintf(stderr, "aotc: error: internal error (unknown exception)\n");
+    return 2;
+  }
+}

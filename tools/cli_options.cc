@@ -1,0 +1,401 @@
+// Argument parsing for aotc and aotc-run (see cli_options.h). Both accept "--opt value" and
+// "--opt=value"; every refusal is one line that names the option and ends with a hint.
+#include "tools/cli_options.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <optional>
+#include <set>
+
+#include "ir/graph.h"
+
+namespace aotc {
+namespace {
+
+constexpr size_t kMaxNameLength = 64;
+const char kAotcHint[] = " (see aotc --help)";
+const char kRunHint[] = " (see aotc-run --help)";
+
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool is_ident_start(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
+bool is_ident_char(char c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Strict integer parse: the whole text, decimal, in [min, max].
+bool parse_int(const std::string& text, int64_t min, int64_t max, int64_t* out) {
+  if (text.empty() || text.size() > 19) return false;
+  size_t i = (text[0] == '-') ? 1 : 0;
+  if (i == text.size()) return false;
+  for (size_t k = i; k < text.size(); ++k) {
+    if (!is_digit(text[k])) return false;
+  }
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), nullptr, 10);
+  if (errno != 0 || v < min || v > max) return false;
+  *out = v;
+  return true;
+}
+
+bool parse_double(const std::string& text, double* out) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(text.c_str(), &end);
+  if (errno != 0 || end != text.c_str() + text.size() || !(v >= 0) || v > 1e30) return false;
+  *out = v;
+  return true;
+}
+
+// Walks an argument list; splits "--opt=value" and fetches the value of an option that needs one.
+class ArgCursor {
+ public:
+  ArgCursor(const std::vector<std::string>& args, const char* hint) : args_(args), hint_(hint) {}
+  bool done() const { return index_ >= args_.size(); }
+  // Advances to the next argument; returns the option part ("--report" of "--report=x").
+  std::string next() {
+    const std::string& arg = args_[index_++];
+    inline_value_.reset();
+    if (arg.size() > 2 && arg[0] == '-' && arg[1] == '-') {
+      size_t eq = arg.find('=');
+      if (eq != std::string::npos) {
+        inline_value_ = arg.substr(eq + 1);
+        return arg.substr(0, eq);
+      }
+    }
+    return arg;
+  }
+  Expected<std::string> value(const std::string& option) {
+    if (inline_value_) return *inline_value_;
+    if (done()) return Status::error("option " + option + " needs a value" + hint_);
+    return args_[index_++];
+  }
+  bool has_inline_value() const { return inline_value_.has_value(); }
+  Status usage(const std::string& message) const { return Status::error(message + hint_); }
+
+ private:
+  const std::vector<std::string>& args_;
+  const char* hint_;
+  size_t index_ = 0;
+  std::optional<std::string> inline_value_;
+};
+
+}  // namespace
+
+Status check_abi_name(const std::string& name) {
+  if (name.empty()) return Status::error("--name must not be empty");
+  if (name.size() > kMaxNameLength) {
+    return Status::error("--name is longer than " + std::to_string(kMaxNameLength) + " characters");
+  }
+  if (!is_ident_start(name[0])) {
+    return Status::error("--name '" + escape_for_message(name) +
+                         "' must start with a letter or '_' (it prefixes C identifiers)");
+  }
+  for (char c : name) {
+    if (!is_ident_char(c)) {
+      return Status::error("--name '" + escape_for_message(name) +
+                           "' may only contain [A-Za-z0-9_] (it prefixes C identifiers)");
+    }
+  }
+  return Status::ok();
+}
+
+Expected<std::string> abi_name_from_path(const std::string& path) {
+  std::string base = path;
+  size_t slash = base.find_last_of('/');
+  if (slash != std::string::npos) base = base.substr(slash + 1);
+  if (base.size() > 3 && base.compare(base.size() - 3, 3, ".so") == 0) base.resize(base.size() - 3);
+  if (base.size() > 3 && base.compare(0, 3, "lib") == 0) base = base.substr(3);
+  std::string name;
+  for (char c : base) name += is_ident_char(c) ? c : '_';
+  if (name.size() > kMaxNameLength) name.resize(kMaxNameLength);
+  if (name.empty() || is_digit(name[0])) {
+    return Status::error("cannot derive an ABI prefix from '" + escape_for_message(path) +
+                         "' (it would be '" + name + "', which is not a C identifier); pass --name");
+  }
+  return name;
+}
+
+Expected<std::vector<std::string>> parse_arch_list(const std::string& text) {
+  std::vector<std::string> archs;
+  size_t start = 0;
+  while (true) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    size_t digits = 0;
+    while (3 + digits < item.size() && is_digit(item[3 + digits])) ++digits;
+    size_t rest = item.size() - 3 - digits;
+    bool ok = item.size() >= 5 && item.compare(0, 3, "sm_") == 0 && (digits == 2 || digits == 3) &&
+              (rest == 0 || (rest == 1 && item.back() == 'a'));
+    if (!ok) {
+      return Status::error("bad --arch '" + escape_for_message(item) +
+                           "': expected sm_NN, e.g. sm_90 or sm_87 (comma list allowed)");
+    }
+    archs.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return archs;
+}
+
+Expected<std::pair<std::string, Shape>> parse_input_shape(const std::string& text) {
+  size_t colon = text.find_last_of(':');
+  if (colon == std::string::npos || colon == 0) {
+    return Status::error("bad --input-shape '" + escape_for_message(text) +
+                         "': expected NAME:DIMS, e.g. input:1x3x224x224");
+  }
+  std::string name = text.substr(0, colon), dims = text.substr(colon + 1);
+  Shape shape;
+  if (dims != "scalar") {
+    size_t start = 0;
+    while (true) {
+      size_t x = dims.find('x', start);
+      std::string item = dims.substr(start, x == std::string::npos ? std::string::npos : x - start);
+      int64_t d = 0;
+      if (!parse_int(item, 0, int64_t{1} << 40, &d)) {
+        return Status::error("bad --input-shape '" + escape_for_message(text) + "': dim '" +
+                             escape_for_message(item) +
+                             "' is not an integer >= 0; expected NAME:DIMS, e.g. input:1x3x224x224");
+      }
+      shape.push_back(d);
+      if (x == std::string::npos) break;
+      start = x + 1;
+    }
+  }
+  return std::make_pair(name, shape);
+}
+
+std::string find_nvcc() {
+  const char* cuda_home = std::getenv("CUDA_HOME");
+  if (cuda_home && *cuda_home) {
+    std::string p = std::string(cuda_home) + "/bin/nvcc";
+    if (file_exists(p)) return p;
+  }
+  if (file_exists("/usr/local/cuda/bin/nvcc")) return "/usr/local/cuda/bin/nvcc";
+  return "nvcc";
+}
+
+const char* aotc_version_string() {
+#ifdef AOTC_VERSION
+  return AOTC_VERSION;
+#else
+  return "0.0.0";
+#endif
+}
+
+Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
+  AotcOptions o;
+  ArgCursor cur(args, kAotcHint);
+  bool first = true;
+  std::vector<std::string> positional;
+  std::set<std::string> seen_arch;
+  while (!cur.done()) {
+    std::string opt = cur.next();
+    if (first && opt == "check") {
+      o.mode = AotcOptions::Mode::kCheck;
+      first = false;
+      continue;
+    }
+    first = false;
+    auto need = [&]() { return cur.value(opt); };
+#define AOTC_TAKE(var)                               \
+  do {                                               \
+    auto v_ = need();                                \
+    if (!v_) return v_.status();                     \
+    var = *v_;                                       \
+  } while (0)
+    if (opt == "-h" || opt == "--help") {
+      o.mode = AotcOptions::Mode::kHelp;
+      return o;
+    } else if (opt == "--version") {
+      o.mode = AotcOptions::Mode::kVersion;
+      return o;
+    } else if (opt == "-o" || opt == "--output") {
+      AOTC_TAKE(o.output_path);
+    } else if (opt == "--name") {
+      AOTC_TAKE(o.name);
+      AOTC_RETURN_IF_ERROR(check_abi_name(o.name));
+    } else if (opt == "--arch") {
+      std::string text;
+      AOTC_TAKE(text);
+      auto list = parse_arch_list(text);
+      if (!list) return list.status();
+      for (const auto& a : *list) {
+        if (seen_arch.insert(a).second) o.archs.push_back(a);
+      }
+    } else if (opt == "--input-shape") {
+      std::string text;
+      AOTC_TAKE(text);
+      auto parsed = parse_input_shape(text);
+      if (!parsed) return parsed.status();
+      if (o.input_shapes.count(parsed->first)) {
+        return cur.usage("--input-shape given twice for input '" + escape_for_message(parsed->first) + "'");
+      }
+      o.input_shapes[parsed->first] = parsed->second;
+    } else if (opt == "--batch") {
+      std::string text;
+      AOTC_TAKE(text);
+      if (!parse_int(text, 1, int64_t{1} << 31, &o.batch)) {
+        return cur.usage("bad --batch '" + escape_for_message(text) + "': expected an integer >= 1");
+      }
+    } else if (opt == "--precision") {
+      AOTC_TAKE(o.precision);
+      if (o.precision == "fp16" || o.precision == "int8") {
+        return Status::error("--precision " + o.precision + " is not supported yet; only fp32 is");
+      }
+      if (o.precision != "fp32") {
+        return cur.usage("bad --precision '" + escape_for_message(o.precision) + "': expected fp32");
+      }
+    } else if (opt == "--report") {
+      AOTC_TAKE(o.report_path);
+    } else if (opt == "--dump-after") {
+      AOTC_TAKE(o.dump_after);
+    } else if (opt == "--dump-dir") {
+      AOTC_TAKE(o.dump_dir);
+    } else if (opt == "--emit-source") {
+      AOTC_TAKE(o.emit_source_dir);
+    } else if (opt == "--nvcc") {
+      AOTC_TAKE(o.nvcc);
+    } else if (opt == "--host-cc") {
+      AOTC_TAKE(o.host_cc);
+    } else if (opt == "-q" || opt == "--quiet") {
+      if (cur.has_inline_value()) return cur.usage("option --quiet takes no value");
+      o.quiet = true;
+    } else if (!opt.empty() && opt[0] == '-' && opt != "-") {
+      return cur.usage("unknown option '" + escape_for_message(opt) + "'");
+    } else {
+      positional.push_back(opt);
+    }
+#undef AOTC_TAKE
+  }
+  if (positional.empty()) return cur.usage("no model given; usage: aotc MODEL.onnx -o libNAME.so");
+  if (positional.size() > 1) {
+    return cur.usage("more than one model given ('" + escape_for_message(positional[0]) + "', '" +
+                     escape_for_message(positional[1]) + "')");
+  }
+  o.model_path = positional[0];
+  if (o.archs.empty()) o.archs.push_back("sm_90");
+  if (o.host_cc.empty()) {
+    const char* cc = std::getenv("CC");
+    o.host_cc = (cc && *cc) ? cc : "cc";
+  }
+  if (o.nvcc.empty()) o.nvcc = find_nvcc();
+  if (!o.dump_dir.empty() && o.dump_after.empty()) return cur.usage("--dump-dir needs --dump-after");
+  if (o.mode == AotcOptions::Mode::kCheck) return o;
+  if (o.output_path.empty() && o.emit_source_dir.empty()) {
+    return cur.usage("no output given; pass -o libNAME.so (or --emit-source DIR)");
+  }
+  if (o.name.empty()) {
+    std::string from = o.output_path.empty() ? o.model_path : o.output_path;
+    auto name = abi_name_from_path(from);
+    if (!name) return name.status();
+    o.name = *name;
+  }
+  return o;
+}
+
+Expected<RunOptions> parse_run_args(const std::vector<std::string>& args) {
+  RunOptions o;
+  ArgCursor cur(args, kRunHint);
+  std::vector<std::string> positional;
+  while (!cur.done()) {
+    std::string opt = cur.next();
+    auto take = [&](std::string* var) -> Status {
+      auto v = cur.value(opt);
+      if (!v) return v.status();
+      *var = *v;
+      return Status::ok();
+    };
+    auto take_int = [&](int64_t min, int64_t max, int64_t* out) -> Status {
+      std::string text;
+      AOTC_RETURN_IF_ERROR(take(&text));
+      if (!parse_int(text, min, max, out)) {
+        return cur.usage("bad " + opt + " '" + escape_for_message(text) + "': expected an integer in [" +
+                         std::to_string(min) + ", " + std::to_string(max) + "]");
+      }
+      return Status::ok();
+    };
+    auto take_double = [&](double* out) -> Status {
+      std::string text;
+      AOTC_RETURN_IF_ERROR(take(&text));
+      if (!parse_double(text, out)) {
+        return cur.usage("bad " + opt + " '" + escape_for_message(text) + "': expected a number >= 0");
+      }
+      return Status::ok();
+    };
+    int64_t n = 0;
+    std::string s;
+    if (opt == "-h" || opt == "--help") {
+      o.mode = RunOptions::Mode::kHelp;
+      return o;
+    } else if (opt == "--info") {
+      o.mode = RunOptions::Mode::kInfo;
+    } else if (opt == "--name") {
+      AOTC_RETURN_IF_ERROR(take(&o.name));
+      AOTC_RETURN_IF_ERROR(check_abi_name(o.name));
+    } else if (opt == "--input") {
+      AOTC_RETURN_IF_ERROR(take(&s));
+      if (s.find('=') == std::string::npos) {
+        return cur.usage("bad --input '" + escape_for_message(s) + "': expected NAME=FILE or INDEX=FILE");
+      }
+      o.input_specs.push_back(s);
+    } else if (opt == "--seed") {
+      AOTC_RETURN_IF_ERROR(take_int(0, INT64_MAX, &n));
+      o.seed = static_cast<uint64_t>(n);
+    } else if (opt == "--output-dir") {
+      AOTC_RETURN_IF_ERROR(take(&o.output_dir));
+    } else if (opt == "--expect") {
+      AOTC_RETURN_IF_ERROR(take(&s));
+      o.expect_files.push_back(s);
+    } else if (opt == "--expect-dir") {
+      AOTC_RETURN_IF_ERROR(take(&o.expect_dir));
+    } else if (opt == "--atol") {
+      AOTC_RETURN_IF_ERROR(take_double(&o.atol));
+      o.atol_set = true;
+    } else if (opt == "--rtol") {
+      AOTC_RETURN_IF_ERROR(take_double(&o.rtol));
+      o.rtol_set = true;
+    } else if (opt == "--model-metric") {
+      o.model_metric = true;
+    } else if (opt == "--bench") {
+      AOTC_RETURN_IF_ERROR(take_int(1, 1000000, &n));
+      o.bench_runs = static_cast<int>(n);
+    } else if (opt == "--warmup") {
+      AOTC_RETURN_IF_ERROR(take_int(0, 1000000, &n));
+      o.warmup_runs = static_cast<int>(n);
+    } else if (opt == "--json") {
+      AOTC_RETURN_IF_ERROR(take(&o.json_path));
+    } else if (opt == "--device") {
+      AOTC_RETURN_IF_ERROR(take_int(0, 1024, &n));
+      o.device = static_cast<int>(n);
+    } else if (opt == "-q" || opt == "--quiet") {
+      o.quiet = true;
+    } else if (!opt.empty() && opt[0] == '-' && opt != "-") {
+      return cur.usage("unknown option '" + escape_for_message(opt) + "'");
+    } else {
+      positional.push_back(opt);
+    }
+  }
+  if (positional.empty()) return cur.usage("no library given; usage: aotc-run libNAME.so [options]");
+  o.library_path = positional[0];
+  o.positional_inputs.assign(positional.begin() + 1, positional.end());
+  if (!o.expect_files.empty() && !o.expect_dir.empty()) {
+    return cur.usage("--expect and --expect-dir exclude each other");
+  }
+  if (!o.positional_inputs.empty() && !o.input_specs.empty()) {
+    return cur.usage("give inputs either by position or with --input, not both");
+  }
+  if (o.name.empty()) {
+    auto name = abi_name_from_path(o.library_path);
+    if (!name) return name.status();
+    o.name = *name;
+  }
+  return o;
+}
+
+}  // namespace aotc

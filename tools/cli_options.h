@@ -1,0 +1,80 @@
+// Command-line parsing for `aotc`, `aotc check` and `aotc-run`, kept apart from the drivers so
+// tests call it directly. Parsing never prints and never exits: it returns the options or a Status
+// whose one-line message the driver prints as "aotc: error: <message>" with exit code 2.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/status.h"
+#include "ir/tensor.h"
+
+namespace aotc {
+
+// `aotc MODEL.onnx -o libNAME.so [options]` and `aotc check MODEL.onnx [options]`.
+struct AotcOptions {
+  enum class Mode { kCompile, kCheck, kHelp, kVersion };
+  Mode mode = Mode::kCompile;
+  std::string model_path;
+  std::string output_path;             // -o
+  std::string name;                    // --name, else derived from -o (abi_name_from_path)
+  std::vector<std::string> archs;      // --arch, deduplicated, in order; default {"sm_90"}
+  std::map<std::string, Shape> input_shapes;  // --input-shape name:1x3x224x224
+  int64_t batch = 1;                   // --batch: value of symbolic first dims
+  std::string precision = "fp32";      // --precision (only fp32 today)
+  std::string report_path;             // --report
+  std::string dump_after;              // --dump-after PASS|all
+  std::string dump_dir;                // --dump-dir (default: dumps go to stderr)
+  std::string emit_source_dir;         // --emit-source
+  std::string nvcc;                    // --nvcc, else find_nvcc()
+  std::string host_cc;                 // --host-cc, else $CC, else "cc"
+  bool quiet = false;
+};
+
+// `aotc-run libX.so [options]`.
+struct RunOptions {
+  enum class Mode { kRun, kHelp, kInfo };
+  Mode mode = Mode::kRun;
+  std::string library_path;
+  std::string name;                            // --name, else derived from the file name
+  std::vector<std::string> input_specs;        // --input NAME=FILE or INDEX=FILE (resolved later)
+  std::vector<std::string> positional_inputs;  // FILE ... after the library, by input index
+  uint64_t seed = 1;                           // --seed for random inputs
+  std::string output_dir;                      // --output-dir
+  std::vector<std::string> expect_files;       // --expect FILE (in output order)
+  std::string expect_dir;                      // --expect-dir DIR (ONNX test_data_set layout)
+  bool atol_set = false, rtol_set = false;
+  double atol = 0, rtol = 0;                   // --atol / --rtol (floating outputs only)
+  bool model_metric = false;                   // --model-metric
+  int bench_runs = 0;                          // --bench N
+  int warmup_runs = 10;                        // --warmup N (only with --bench)
+  std::string json_path;                       // --json FILE
+  int device = 0;                              // --device N
+  bool quiet = false;
+};
+
+// args excludes argv[0].
+Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args);
+Expected<RunOptions> parse_run_args(const std::vector<std::string>& args);
+
+// The ABI prefix from an output path: directory, a leading "lib" and a trailing ".so" stripped,
+// every other character outside [A-Za-z0-9_] replaced by '_'. Refuses an empty result or one that
+// starts with a digit (the prefix becomes C identifiers), asking for --name instead.
+Expected<std::string> abi_name_from_path(const std::string& path);
+// An explicit --name must already be a C identifier: [A-Za-z_][A-Za-z0-9_]*, at most 64 chars.
+Status check_abi_name(const std::string& name);
+// "sm_90,sm_87" -> {"sm_90", "sm_87"}; each item must be sm_NN or sm_NNN with an optional 'a'.
+Expected<std::vector<std::string>> parse_arch_list(const std::string& text);
+// "name:1x3x224x224" (the last ':' separates; "name:scalar" is rank 0). Dims are integers >= 0.
+Expected<std::pair<std::string, Shape>> parse_input_shape(const std::string& text);
+
+// nvcc: $CUDA_HOME/bin/nvcc if it exists, else /usr/local/cuda/bin/nvcc, else "nvcc" (PATH).
+std::string find_nvcc();
+
+std::string aotc_usage();
+std::string run_usage();
+const char* aotc_version_string();
+
+}  // namespace aotc

@@ -1,0 +1,91 @@
+// The --help texts of aotc and aotc-run: complete usage with examples. Kept beside the parser
+// (cli_options.cc) so that every option the parser accepts is documented in one place.
+#include "tools/cli_options.h"
+
+namespace aotc {
+
+std::string aotc_usage() {
+  return R"(usage: aotc MODEL.onnx -o libNAME.so [options]
+       aotc check MODEL.onnx [--input-shape NAME:DIMS ...] [--batch N]
+
+Compiles an ONNX model into one self-contained CUDA shared library (see docs/abi.md) and writes
+NAME.h next to it. Progress goes to stderr; errors are one line "aotc: error: ...", exit code 2,
+and no output file is left behind.
+
+options:
+  -o, --output PATH        the library to write (libNAME.so)
+  --name PREFIX            ABI prefix of every exported symbol; default from -o: directory,
+                           "lib" and ".so" stripped, other characters than [A-Za-z0-9_] -> '_'
+  --arch LIST              GPU architectures, sm_NN, comma list or repeated (default sm_90)
+  --input-shape NAME:DIMS  fix an input's shape, e.g. input:1x3x224x224 (NAME:scalar = rank 0);
+                           repeatable
+  --batch N                value for a symbolic first dim of inputs not named above (default 1)
+  --precision fp32         numeric precision (fp16 and int8 are not supported yet)
+  --report FILE            write a JSON compile report (stages, passes, memory plan, kernels).
+                           On failure the report is still written, with "ok": false and "error"
+  --dump-after PASS|all    dump the IR after that pass (or every pass); "frontend" dumps the
+                           imported graph, "memory_plan" the memory plan
+  --dump-dir DIR           write dumps to DIR/NN_PASS.txt instead of stderr
+  --emit-source DIR        also write the generated sources, blobs and a Makefile to DIR
+                           (-o may then be omitted)
+  --nvcc PATH              nvcc to use (default $CUDA_HOME/bin/nvcc, /usr/local/cuda/bin/nvcc,
+                           else nvcc on PATH)
+  --host-cc CC             host C compiler, e.g. aarch64-linux-gnu-gcc (default $CC, else cc)
+  -q, --quiet              no progress lines
+  --version                print the version
+  -h, --help               this text
+
+aotc check lists every node the compiler cannot handle (one line each); exit 0 if the model
+imports, 2 otherwise.
+
+examples:
+  aotc resnet50.onnx -o libresnet50.so --report report.json
+  aotc bert.onnx -o out/libbert.so --name bert --input-shape input_ids:1x128 \
+       --input-shape attention_mask:1x128
+  aotc model.onnx -o libmodel.so --arch sm_90,sm_87 --host-cc aarch64-linux-gnu-gcc
+  aotc model.onnx -o libmodel.so --dump-after all --dump-dir dumps/
+  aotc check model.onnx
+)";
+}
+
+std::string run_usage() {
+  return R"(usage: aotc-run libNAME.so [INPUT_FILE ...] [options]
+
+Loads a library made by aotc (dlopen), runs it once on the GPU with the given or seeded random
+inputs, writes and/or compares the outputs, and optionally benchmarks it. Needs only the NVIDIA
+driver (libcuda.so.1, opened at run time). Exit codes: 0 pass, 1 mismatch, 2 error (including
+"no GPU").
+
+options:
+  --name PREFIX        ABI prefix (default from the file name like aotc: libNAME.so -> NAME)
+  --input NAME=FILE    an input from an ONNX TensorProto (.pb) or NumPy (.npy) file; NAME may
+                       also be the input's index. Positional FILEs are taken by index.
+  --seed N             seed of the random inputs for inputs not given (default 1): floats
+                       uniform in [-1, 1), integers in [1, 4], bools random
+  --output-dir DIR     write each output as DIR/output_K.pb and DIR/output_K.npy
+  --expect FILE        expected output (.pb/.npy), repeat in output order
+  --expect-dir DIR     ONNX test_data_set layout: expected DIR/output_K.pb; if no input is given,
+                       the inputs are DIR/input_K.pb
+  --atol X, --rtol X   per-element tolerance |got-ref| <= atol + rtol*|ref| for floating outputs
+                       (default fp32 1e-5/1e-4, fp16 2.5e-3/1e-3; integers and bools exact)
+  --model-metric       pass when relative L2 error < 1e-4 and max abs error < 1e-3 * max|ref|
+                       (the whole-model metric) instead of per element
+  --bench N            after the checked run: warm-up, then N runs timed with CUDA events;
+                       prints median/p90/p99 in ms
+  --warmup N           warm-up runs before --bench (default 10)
+  --json FILE          machine-readable results (comparisons, timings)
+  --device N           CUDA device ordinal (default 0)
+  --info               print the library's inputs, outputs and sizes (no GPU needed)
+  -q, --quiet          print only failures and the summary
+  -h, --help           this text
+NaN and Inf positions must match. Outputs are filled with 0xFF bytes before the run, so
+elements the library does not write show up as mismatches.
+
+examples:
+  aotc-run libresnet50.so --input input=x.npy --expect ref.npy --model-metric
+  aotc-run libconv.so --expect-dir test_data_set_0
+  aotc-run libresnet50.so --bench 200 --json bench.json
+)";
+}
+
+}  // namespace aotc
