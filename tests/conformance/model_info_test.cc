@@ -95,8 +95,11 @@ TEST(ModelInfo, ShapeInputsBecomeConstantsOnlyWhenUsedOnlyAsShapes) {
   add_node(g, "Reshape", {"x", "shape"}, {"y"});
   add_node(g, "Reshape", {"x", "both"}, {"z"});
   add_node(g, "Add", {"both", "both"}, {"w"});
+  *g->add_input() = tensor_input("lo", {});
+  add_node(g, "Clip", {"x", "lo"}, {"c"});
   ModelInfo info = info_of(m, "slots");
   EXPECT_EQ(info.constant_inputs, std::vector<int>{1});
+  EXPECT_EQ(info.attribute_inputs, std::vector<int>{3});
 }
 
 TEST(ModelInfo, PrimaryOp) {

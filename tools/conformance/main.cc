@@ -213,7 +213,10 @@ int main(int argc, char** argv) {
   for (const TestResult& r : results) {
     bool all_claimed = true;
     for (const std::string& op : r.ops) all_claimed = all_claimed && op_set.count(op);
-    if (!r.exclusion.empty()) continue;
+    if (!r.exclusion.empty()) {
+      std::cout << "  not required (excluded: " << r.exclusion << "): " << r.name << " " << r.status << "\n";
+      continue;
+    }
     if (!all_claimed) {
       std::cout << "  not required (uses ops outside --ops): " << r.name << " " << r.status << "\n";
       continue;

@@ -15,15 +15,14 @@
 namespace aotc::conformance {
 namespace {
 
-// (op, input index) whose values decide the output shape, or which replaced an attribute in a
-// newer opset (importers read them as attributes). Real models carry these as constants.
-const std::map<std::string, std::vector<int>> kConstantInputSlots = {
+// (op, input index) whose values decide the output shape or the op's structure (axes). A
+// static-shape compiler needs them at compile time; real models carry them as constants.
+const std::map<std::string, std::vector<int>> kShapeInputSlots = {
     {"Reshape", {1}},        {"Expand", {1}},          {"Tile", {1}},
     {"ConstantOfShape", {0}}, {"Range", {0, 1, 2}},     {"Slice", {1, 2, 3, 4}},
-    {"Pad", {1, 2, 3}},      {"Resize", {1, 2, 3}},    {"Upsample", {1}},
+    {"Pad", {1, 3}},         {"Resize", {1, 2, 3}},    {"Upsample", {1}},
     {"TopK", {1}},           {"Squeeze", {1}},         {"Unsqueeze", {1}},
-    {"Split", {1}},          {"Clip", {1, 2}},         {"Dropout", {1, 2}},
-    {"Trilu", {1}},          {"CumSum", {1}},          {"OneHot", {1, 2}},
+    {"Split", {1}},          {"CumSum", {1}},          {"OneHot", {1}},
     {"ReduceSum", {1}},      {"ReduceMean", {1}},      {"ReduceMax", {1}},
     {"ReduceMin", {1}},      {"ReduceProd", {1}},      {"ReduceL1", {1}},
     {"ReduceL2", {1}},       {"ReduceLogSum", {1}},    {"ReduceLogSumExp", {1}},
@@ -31,6 +30,12 @@ const std::map<std::string, std::vector<int>> kConstantInputSlots = {
     {"Col2Im", {1, 2}},      {"BlackmanWindow", {0}},  {"HannWindow", {0}},
     {"HammingWindow", {0}},  {"DFT", {1}},             {"STFT", {1, 3}},
     {"MelWeightMatrix", {0, 1, 2, 3, 4}},
+};
+
+// (op, input index) that replaced an attribute in a newer opset. Ops may take them at run time,
+// so they stay inputs unless the import refuses that; then the runner retries with them bound.
+const std::map<std::string, std::vector<int>> kAttributeInputSlots = {
+    {"Clip", {1, 2}},  {"Dropout", {1, 2}}, {"Pad", {2}},  {"OneHot", {2}}, {"Trilu", {1}},
     {"QuantizeLinear", {1, 2}}, {"DequantizeLinear", {1, 2}},
 };
 
@@ -144,21 +149,27 @@ Expected<ModelInfo> read_model_info(const std::string& model_path) {
   }
   for (const auto& vi : graph.output()) info.output_names.push_back(vi.name());
 
-  // An input becomes a constant only when every use is a constant slot (and it is no output).
+  // An input becomes a constant only when every use is a listed slot (and it is no output).
   std::set<std::string> outputs(info.output_names.begin(), info.output_names.end());
+  auto in_table = [](const std::map<std::string, std::vector<int>>& table, const onnx::NodeProto& node,
+                     int k) {
+    auto it = table.find(node.op_type());
+    return node.domain().empty() && it != table.end() &&
+           std::count(it->second.begin(), it->second.end(), k) > 0;
+  };
   for (size_t i = 0; i < info.input_names.size(); ++i) {
     const std::string& name = info.input_names[i];
-    bool used = false, only_slots = !outputs.count(name);
+    bool used = false, shape_only = !outputs.count(name), slot_only = shape_only;
     for (const auto& node : graph.node())
       for (int k = 0; k < node.input_size(); ++k) {
         if (node.input(k) != name) continue;
         used = true;
-        auto it = kConstantInputSlots.find(node.op_type());
-        bool slot = node.domain().empty() && it != kConstantInputSlots.end() &&
-                    std::count(it->second.begin(), it->second.end(), k) > 0;
-        if (!slot) only_slots = false;
+        bool shape = in_table(kShapeInputSlots, node, k);
+        if (!shape) shape_only = false;
+        if (!shape && !in_table(kAttributeInputSlots, node, k)) slot_only = false;
       }
-    if (used && only_slots) info.constant_inputs.push_back(static_cast<int>(i));
+    if (used && shape_only) info.constant_inputs.push_back(static_cast<int>(i));
+    else if (used && slot_only) info.attribute_inputs.push_back(static_cast<int>(i));
   }
   info.expanded = model_path.find("_expanded") != std::string::npos;
   return info;

@@ -19,8 +19,11 @@ struct ModelInfo {
   std::vector<bool> input_static;        // the declared input shape is fully static
   std::string exclusion;                 // "" = in the inference set, else "category: detail"
   // Inputs (by index into input_names) read only at positions whose values decide output shapes
-  // or that our importers require constant (see kConstantInputSlots in model_info.cc).
+  // (kShapeInputSlots in model_info.cc): always bound as constants.
   std::vector<int> constant_inputs;
+  // Inputs read only at positions that replaced an attribute (Clip's min/max, ...; see
+  // kAttributeInputSlots): bound as constants only when the import refuses them at run time.
+  std::vector<int> attribute_inputs;
   bool expanded = false;                 // a *_expanded test (the function body of an op)
 };
 

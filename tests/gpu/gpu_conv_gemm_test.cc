@@ -1,0 +1,140 @@
+// GPU op tests for the compute ops: Conv (groups, depthwise, stride, dilation, asymmetric pads),
+// Conv fused with residual Add and Relu/Clip by the pipeline, Gemm (transposes, alpha/beta, every
+// bias shape) and batched MatMul. Sizes include 1, primes and channel counts past 64.
+#include "tests/gpu/gpu_harness.h"
+
+namespace aotc::gpu_test {
+namespace {
+
+Graph conv_graph(Shape x, Shape w, Attributes attrs, bool bias) {
+  GraphBuilder b;
+  ValueId xi = b.input("x", x);
+  std::vector<ValueId> ins = {xi, b.weight("w", w)};
+  if (bias) ins.push_back(b.weight("b", {w[0]}));
+  b.output(b.node("Conv", ins, attrs));
+  return b.graph();
+}
+
+TEST(GpuConv, Plain3x3WithPadsAndBias) {
+  AOTC_REQUIRE_GPU();
+  run_case(conv_graph({1, 3, 13, 17}, {5, 3, 3, 3}, {{"pads", ints({1, 1, 1, 1})}}, true), "conv_plain");
+}
+
+TEST(GpuConv, BatchTwoNoBiasOutputChannelsPast64) {
+  AOTC_REQUIRE_GPU();
+  run_case(conv_graph({2, 7, 11, 5}, {67, 7, 3, 3}, {}, false), "conv_c67");
+}
+
+TEST(GpuConv, Pointwise129To65) {
+  AOTC_REQUIRE_GPU();
+  run_case(conv_graph({1, 129, 5, 3}, {65, 129, 1, 1}, {}, true), "conv_1x1");
+}
+
+TEST(GpuConv, Groups) {
+  AOTC_REQUIRE_GPU();
+  run_case(conv_graph({2, 6, 11, 7}, {9, 2, 3, 3}, {{"group", i64(3)}, {"pads", ints({1, 0, 1, 0})}}, true),
+           "conv_groups");
+}
+
+TEST(GpuConv, DepthwiseStride2) {
+  AOTC_REQUIRE_GPU();
+  run_case(conv_graph({1, 7, 19, 23}, {7, 1, 3, 3},
+                      {{"group", i64(7)}, {"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}}, true),
+           "conv_depthwise");
+}
+
+TEST(GpuConv, DepthwiseMultiplierTwo) {
+  AOTC_REQUIRE_GPU();
+  run_case(conv_graph({1, 5, 9, 9}, {10, 1, 5, 5}, {{"group", i64(5)}, {"pads", ints({2, 2, 2, 2})}}, false),
+           "conv_depthwise_mult2");
+}
+
+TEST(GpuConv, DilationStrideAsymmetricPads) {
+  AOTC_REQUIRE_GPU();
+  run_case(conv_graph({1, 4, 31, 29}, {67, 4, 3, 5},
+                      {{"dilations", ints({2, 1})}, {"strides", ints({2, 3})}, {"pads", ints({1, 2, 0, 3})}},
+                      true),
+           "conv_dilated");
+}
+
+TEST(GpuConv, ResidualAddReluFusedByPipeline) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  ValueId x = b.input("x", {1, 8, 9, 11});
+  ValueId r = b.input("residual", {1, 13, 9, 11});
+  ValueId c = b.node("Conv", {x, b.weight("w", {13, 8, 3, 3}), b.weight("b", {13})},
+                     {{"pads", ints({1, 1, 1, 1})}});
+  b.output(b.node("Relu", {b.node("Add", {c, r})}));
+  CaseOptions options;
+  options.expect_ops_after_pipeline = {"FusedConv"};
+  run_case(b.graph(), "conv_residual_relu", options);
+}
+
+TEST(GpuConv, ClipFusedByPipeline) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  ValueId x = b.input("x", {2, 3, 7, 7});
+  ValueId c = b.node("Conv", {x, b.weight("w", {16, 3, 3, 3}), b.weight("b", {16})}, {{"strides", ints({2, 2})}});
+  b.output(b.node("Clip", {c}, {{"min", f32(0.f)}, {"max", f32(0.5f)}}));
+  CaseOptions options;
+  options.expect_ops_after_pipeline = {"FusedConv"};
+  run_case(b.graph(), "conv_clip", options);
+}
+
+Graph gemm_graph(Shape a, Shape bshape, Shape c, Attributes attrs, bool b_const) {
+  GraphBuilder b;
+  ValueId ai = b.input("a", a);
+  ValueId bi = b_const ? b.weight("b", bshape) : b.input("b", bshape);
+  std::vector<ValueId> ins = {ai, bi};
+  if (!c.empty() || attrs.count("scalar_c")) ins.push_back(b.weight("c", c));
+  attrs.erase("scalar_c");
+  b.output(b.node("Gemm", ins, attrs));
+  return b.graph();
+}
+
+TEST(GpuGemm, VectorBiasConstantB) {
+  AOTC_REQUIRE_GPU();
+  run_case(gemm_graph({7, 13}, {13, 67}, {67}, {}, true), "gemm_vector_bias");
+}
+
+TEST(GpuGemm, TransposesAlphaBetaMatrixC) {
+  AOTC_REQUIRE_GPU();
+  run_case(gemm_graph({13, 7}, {67, 13}, {7, 67},
+                      {{"transA", i64(1)}, {"transB", i64(1)}, {"alpha", f32(0.5f)}, {"beta", f32(2.f)}}, false),
+           "gemm_trans_alpha_beta");
+}
+
+TEST(GpuGemm, ColumnBiasAndScalarBias) {
+  AOTC_REQUIRE_GPU();
+  run_case(gemm_graph({5, 3}, {3, 1}, {5, 1}, {{"beta", f32(-1.5f)}}, false), "gemm_column_bias");
+  run_case(gemm_graph({1, 31}, {31, 129}, {}, {{"scalar_c", i64(1)}}, true), "gemm_scalar_bias");
+}
+
+TEST(GpuGemm, NoBias) {
+  AOTC_REQUIRE_GPU();
+  run_case(gemm_graph({3, 65}, {65, 1}, {}, {{"transB", i64(0)}}, true), "gemm_no_bias");
+}
+
+TEST(GpuMatMul, BatchedBothRuntime) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  b.output(b.node("MatMul", {b.input("a", {3, 5, 17}), b.input("b", {3, 17, 11})}));
+  run_case(b.graph(), "matmul_batched");
+}
+
+TEST(GpuMatMul, BroadcastConstantRightHandSide) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  b.output(b.node("MatMul", {b.input("a", {2, 3, 5, 67}), b.weight("w", {67, 1})}));
+  run_case(b.graph(), "matmul_broadcast");
+}
+
+TEST(GpuMatMul, Plain2D) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  b.output(b.node("MatMul", {b.input("a", {1, 127}), b.input("b", {127, 65})}));
+  run_case(b.graph(), "matmul_2d");
+}
+
+}  // namespace
+}  // namespace aotc::gpu_test

@@ -1,0 +1,69 @@
+// The GPU op-test harness: build a tiny Graph in C++, compile it to a .so through the same
+// stages as aotc (pipeline, memory plan, codegen), run it on seeded random inputs through the C
+// ABI and compare every output with the CPU reference evaluator on the unoptimised graph.
+// Without a usable CUDA GPU each test skips with "no CUDA GPU: <why>".
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace aotc::gpu_test {
+
+// Skip the current test when no GPU can run the libraries (call first in every test).
+#define AOTC_REQUIRE_GPU()                                                  \
+  do {                                                                      \
+    std::string aotc_why_;                                                  \
+    if (!::aotc::gpu_test::gpu_available(&aotc_why_)) {                     \
+      GTEST_SKIP() << "no CUDA GPU: " << aotc_why_;                         \
+    }                                                                       \
+  } while (0)
+
+// Probes once per process (dlopen libcuda.so.1, cuInit, device count).
+bool gpu_available(std::string* why);
+
+// Builds a graph node by node with seeded random weights.
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(uint64_t seed = 1) : rng_(seed) { graph_.opset = 17; }
+
+  // A runtime input of the graph.
+  ValueId input(const std::string& name, Shape shape, DType dtype = DType::kFloat32);
+  // A constant (weight) with values uniform in [lo, hi).
+  ValueId weight(const std::string& name, Shape shape, double lo = -1, double hi = 1,
+                 DType dtype = DType::kFloat32);
+  // A node with one output; returns the output value. `domain` "aotc" for internal ops.
+  ValueId node(const std::string& op, std::vector<ValueId> inputs, Attributes attrs = {},
+               const std::string& domain = "");
+  void output(ValueId v) { graph_.outputs.push_back(v); }
+  Graph& graph() { return graph_; }
+
+ private:
+  Graph graph_;
+  std::mt19937_64 rng_;
+  int counter_ = 0;
+};
+
+struct CaseOptions {
+  uint64_t seed = 7;
+  double input_lo = -1, input_hi = 1;  // range of the random inputs
+  // Ops that must appear in the graph the pipeline produced (e.g. "FusedConv"): proves that
+  // the path under test (fusion) was taken, not only that the numbers match.
+  std::vector<std::string> expect_ops_after_pipeline;
+};
+
+// Infers shapes, evaluates the reference, compiles, runs twice (two input sets, host outputs
+// poisoned before each run, so stale or unwritten elements show) and compares with gtest
+// assertions. `label` names the .so and the failure messages.
+void run_case(Graph graph, const std::string& label, const CaseOptions& options = {});
+
+// Attribute shorthands.
+inline Attribute ints(std::vector<int64_t> v) { return Attribute::of_ints(std::move(v)); }
+inline Attribute i64(int64_t v) { return Attribute::of_int(v); }
+inline Attribute f32(float v) { return Attribute::of_float(v); }
+
+}  // namespace aotc::gpu_test

@@ -1,0 +1,125 @@
+// GPU op tests for pools, Softmax (a long prime-length row), Concat, Transpose, binary
+// broadcasting, BatchNormalization, the unary activations and views feeding a kernel.
+#include "tests/gpu/gpu_harness.h"
+
+namespace aotc::gpu_test {
+namespace {
+
+Graph unary(const std::string& op, Shape x, Attributes attrs = {}) {
+  GraphBuilder b;
+  b.output(b.node(op, {b.input("x", x)}, attrs));
+  return b.graph();
+}
+
+TEST(GpuPool, MaxPoolStride2Pads) {
+  AOTC_REQUIRE_GPU();
+  run_case(unary("MaxPool", {1, 3, 17, 13},
+                 {{"kernel_shape", ints({3, 3})}, {"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}}),
+           "maxpool");
+}
+
+TEST(GpuPool, MaxPoolCeilModeDilation) {
+  AOTC_REQUIRE_GPU();
+  run_case(unary("MaxPool", {2, 5, 11, 10},
+                 {{"kernel_shape", ints({2, 3})}, {"strides", ints({2, 2})}, {"ceil_mode", i64(1)},
+                  {"dilations", ints({1, 2})}}),
+           "maxpool_ceil");
+}
+
+TEST(GpuPool, AveragePoolPadsCountIncludePadBothWays) {
+  AOTC_REQUIRE_GPU();
+  for (int64_t include : {0, 1})
+    run_case(unary("AveragePool", {1, 7, 13, 11},
+                   {{"kernel_shape", ints({3, 2})}, {"strides", ints({2, 1})}, {"pads", ints({1, 0, 1, 1})},
+                    {"count_include_pad", i64(include)}}),
+             "avgpool_" + std::to_string(include));
+}
+
+TEST(GpuPool, GlobalAveragePool) {
+  AOTC_REQUIRE_GPU();
+  run_case(unary("GlobalAveragePool", {2, 67, 7, 11}), "global_avgpool");
+}
+
+TEST(GpuSoftmax, LongPrimeRow) {
+  AOTC_REQUIRE_GPU();
+  CaseOptions options;
+  options.input_lo = -20;  // a wide range exercises the max subtraction
+  options.input_hi = 20;
+  run_case(unary("Softmax", {3, 4099}, {{"axis", i64(-1)}}), "softmax_4099", options);
+}
+
+TEST(GpuSoftmax, InnerAxisOfRank4) {
+  AOTC_REQUIRE_GPU();
+  run_case(unary("Softmax", {2, 5, 3, 7}, {{"axis", i64(1)}}), "softmax_axis1");
+}
+
+TEST(GpuConcat, ChannelsAndLeadingAxis) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  b.output(b.node("Concat", {b.input("a", {1, 3, 5}), b.input("b", {1, 1, 5}), b.input("c", {1, 7, 5})},
+                  {{"axis", i64(1)}}));
+  run_case(b.graph(), "concat_axis1");
+  GraphBuilder b0;
+  b0.output(b0.node("Concat", {b0.input("a", {2, 3}), b0.weight("w", {5, 3})}, {{"axis", i64(0)}}));
+  run_case(b0.graph(), "concat_axis0_const");
+}
+
+TEST(GpuTranspose, Perms) {
+  AOTC_REQUIRE_GPU();
+  run_case(unary("Transpose", {2, 3, 5, 7}, {{"perm", ints({0, 3, 1, 2})}}), "transpose_nhwc");
+  run_case(unary("Transpose", {67, 1, 13}, {{"perm", ints({2, 0, 1})}}), "transpose_201");
+  run_case(unary("Transpose", {65, 33}), "transpose_default");
+}
+
+TEST(GpuBinary, BroadcastAddSubMul) {
+  AOTC_REQUIRE_GPU();
+  for (const char* op : {"Add", "Sub", "Mul"}) {
+    GraphBuilder b;
+    b.output(b.node(op, {b.input("a", {2, 3, 1, 7}), b.input("b", {5, 1})}));
+    run_case(b.graph(), std::string("broadcast_") + op);
+  }
+  GraphBuilder s;
+  s.output(s.node("Mul", {s.input("a", {1, 67, 3}), s.weight("k", {})}));
+  run_case(s.graph(), "scalar_mul");
+}
+
+TEST(GpuBinary, DivByNonZero) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  b.output(b.node("Div", {b.input("a", {3, 1, 13}), b.weight("d", {1, 11, 1}, 0.5, 2.0)}));
+  run_case(b.graph(), "div_broadcast");
+}
+
+TEST(GpuBatchNorm, Inference) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  b.output(b.node("BatchNormalization",
+                  {b.input("x", {2, 5, 7, 3}), b.weight("scale", {5}), b.weight("bias", {5}),
+                   b.weight("mean", {5}), b.weight("var", {5}, 0.1, 2.0)},
+                  {{"epsilon", f32(1e-3f)}}));
+  run_case(b.graph(), "batchnorm");
+}
+
+TEST(GpuUnary, ReluSigmoidClipOddSizes) {
+  AOTC_REQUIRE_GPU();
+  CaseOptions wide;
+  wide.input_lo = -8;
+  wide.input_hi = 8;
+  run_case(unary("Relu", {1, 1031}), "relu", wide);
+  run_case(unary("Sigmoid", {3, 5, 7}), "sigmoid", wide);
+  run_case(unary("Clip", {257}, {{"min", f32(-0.25f)}, {"max", f32(0.75f)}}), "clip", wide);
+}
+
+TEST(GpuViews, ReshapeAndFlattenFeedAKernel) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  ValueId x = b.input("x", {2, 3, 5, 7});
+  ValueId shape = b.graph().add_constant("shape", Tensor::from_int64s({2}, {6, 35}));
+  ValueId r = b.node("Reshape", {x, shape});
+  ValueId f = b.node("Flatten", {b.node("Relu", {r})}, {{"axis", i64(1)}});
+  b.output(b.node("Sigmoid", {f}));
+  run_case(b.graph(), "views");
+}
+
+}  // namespace
+}  // namespace aotc::gpu_test

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Writes docs/ops.md from aotc-conformance JSON results (CPU, and GPU when given): the pass
+rates over all node tests and over the inference set, a per-op table, and the excluded tests by
+reason. The file is generated: edit this script or rerun the conformance, never the output.
+
+usage: gen_ops_md.py --cpu cpu.json [--gpu gpu.json] [-o docs/ops.md]
+"""
+import argparse
+import collections
+import datetime
+import json
+import shlex
+import subprocess
+import sys
+
+
+def test_data_version():
+    """The Debian test-data package version, e.g. '1.12.0-2', or None when dpkg cannot say."""
+    try:
+        out = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "libonnx-testdata"],
+                             capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    version = out.stdout.strip()
+    return version if out.returncode == 0 and version else None
+
+
+def rate(results, inference_only):
+    tests = [t for t in results["tests"] if not inference_only or not t["exclusion"]]
+    passed = sum(t["status"] == "passed" for t in tests)
+    pct = 100.0 * passed / len(tests) if tests else 0.0
+    return f"{pct:.1f}% ({passed}/{len(tests)})"
+
+
+def cell(text, limit=140):
+    text = " ".join(text.split()).replace("|", "\\|")
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def per_op(results):
+    ops = collections.OrderedDict()
+    for t in sorted(results["tests"], key=lambda t: (t["op"], t["name"])):
+        ops.setdefault(t["op"], []).append(t)
+    return ops
+
+
+def note_for(tests, label):
+    """Why tests of one op do not all pass: counts by status and the first problem."""
+    bad = [t for t in tests if t["status"] != "passed"]
+    if not bad:
+        return ""
+    counts = collections.Counter(t["status"] for t in bad)
+    first = bad[0]
+    parts = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    detail = first["detail"] or first["status"]
+    return f"{label}: {parts}; {first['name']}: {detail}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cpu", required=True, help="JSON of aotc-conformance --cpu")
+    parser.add_argument("--gpu", help="JSON of aotc-conformance --gpu")
+    parser.add_argument("-o", "--output", default="docs/ops.md")
+    args = parser.parse_args()
+    with open(args.cpu) as f:
+        cpu = json.load(f)
+    gpu = None
+    if args.gpu:
+        with open(args.gpu) as f:
+            gpu = json.load(f)
+
+    version = test_data_version()
+    data = (f"onnx {version.split('-')[0]} (Debian libonnx-testdata {version})" if version
+            else "unknown version (dpkg-query found no libonnx-testdata)")
+    command = "python3 tools/conformance/gen_ops_md.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+
+    lines = [
+        "<!-- GENERATED FILE, do not edit: rerun the conformance and this command instead. -->",
+        "# ONNX operator conformance",
+        "",
+        f"Generated on {today} by `{command}`.",
+        "",
+        f"Test data: the ONNX backend node tests of {data}, folder `{cpu['data_dir']}`.",
+        f"CPU results: `{cpu['command']}` ({cpu['date']}).",
+    ]
+    if gpu:
+        lines.append(f"GPU results: `{gpu['command']}` ({gpu['date']}).")
+    lines += [
+        "",
+        "Tolerances per element: fp32/fp64 atol 1e-5 rtol 1e-4, fp16 atol 2.5e-3 rtol 1e-3; integers",
+        "and bool exact; NaN and Inf positions must match. The inference set is every node test except",
+        "training ops, sequence/optional/map/string types, control flow (If/Loop/Scan), random",
+        "generators and data-dependent output shapes (see docs/conformance.md).",
+        "",
+        f"inference set (CPU reference): {rate(cpu, True)}",
+        "",
+        f"all node tests (CPU reference): {rate(cpu, False)}",
+        "",
+    ]
+    if gpu:
+        lines += [f"inference set (GPU): {rate(gpu, True)}", "",
+                  f"all node tests (GPU): {rate(gpu, False)}", ""]
+    else:
+        lines += ["GPU: not run in this build", ""]
+
+    gpu_by_name = {t["name"]: t for t in gpu["tests"]} if gpu else {}
+    lines += ["## Per op", "",
+              "| op | tests | passed on CPU | passed on GPU | notes |",
+              "|---|---:|---:|---:|---|"]
+    for op, tests in per_op(cpu).items():
+        passed_cpu = sum(t["status"] == "passed" for t in tests)
+        if gpu:
+            gpu_tests = [gpu_by_name[t["name"]] for t in tests if t["name"] in gpu_by_name]
+            passed_gpu = str(sum(t["status"] == "passed" for t in gpu_tests))
+            if len(gpu_tests) != len(tests):
+                passed_gpu += f" (of {len(gpu_tests)} run)"
+        else:
+            gpu_tests, passed_gpu = [], "not run"
+        excluded = sorted({t["exclusion"].split(":")[0] for t in tests if t["exclusion"]})
+        notes = []
+        if excluded:
+            n = sum(bool(t["exclusion"]) for t in tests)
+            notes.append(f"{n} excluded ({', '.join(excluded)})")
+        for label, group in (("CPU", tests), ("GPU", gpu_tests)):
+            note = note_for(group, label)
+            if note:
+                notes.append(note)
+        lines.append(f"| {cell(op, 60)} | {len(tests)} | {passed_cpu} | {passed_gpu} | "
+                     f"{cell('; '.join(notes), 220)} |")
+
+    lines += ["", "## Excluded from the inference set", "", "| test | reason |", "|---|---|"]
+    for t in sorted(cpu["tests"], key=lambda t: (t["exclusion"], t["name"])):
+        if t["exclusion"]:
+            lines.append(f"| {t['name']} | {cell(t['exclusion'])} |")
+    lines.append("")
+    with open(args.output, "w") as f:
+        f.write("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
