@@ -10,6 +10,8 @@
 namespace aotc {
 
 Expected<Tensor> load_tensor_pb(const std::string& path);
+// Same, also returning the TensorProto's name (empty when it has none) in *name.
+Expected<Tensor> load_tensor_pb(const std::string& path, std::string* name);
 Status save_tensor_pb(const std::string& path, const Tensor& tensor, const std::string& name = "");
 Expected<Tensor> load_npy(const std::string& path);
 Status save_npy(const std::string& path, const Tensor& tensor);

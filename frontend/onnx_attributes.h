@@ -1,0 +1,23 @@
+// Node-level conversion from ONNX protobuf to the IR, used by the loader: attributes (kinds the IR
+// stores; subgraphs and sparse tensors refused for now) and the value of a Constant node, which the
+// loader turns into a constant Value instead of a node.
+#pragma once
+
+#include <string>
+
+#include <onnx/onnx_pb.h>
+
+#include "ir/graph.h"
+#include "ir/status.h"
+
+namespace aotc {
+
+// Fills node.attrs from proto's attributes. Errors name the node (node.name/op_type must be set).
+// `base_dir` is the model's folder, for tensor attributes with external data.
+Status convert_attributes(const onnx::NodeProto& proto, const std::string& base_dir, Node& node);
+
+// The tensor a Constant node produces, from its already converted attributes (exactly one of
+// value, value_float, value_floats, value_int, value_ints; strings and sparse refused).
+Expected<Tensor> constant_node_value(const Node& node);
+
+}  // namespace aotc

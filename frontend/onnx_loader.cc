@@ -1,0 +1,332 @@
+// The ONNX model loader: file -> ModelProto -> Graph. One walk serves both load_onnx_model (stop at
+// the first problem) and check_onnx_model (report every problem; values a failed node would have
+// produced become "unknown" and nodes reading them are skipped quietly, so each cause is reported
+// once). ONNX requires topological node order, so a name not yet defined is a dangling input or a cycle.
+#include "frontend/onnx_loader.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <sys/stat.h>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <onnx/onnx_pb.h>
+
+#include "frontend/onnx_attributes.h"
+#include "frontend/tensor_proto.h"
+#include "ir/shape_inference.h"
+#include "ir/verifier.h"
+
+namespace aotc {
+namespace {
+
+constexpr int64_t kOldestOpset = 7;
+
+std::string quoted(const std::string& name) { return "'" + escape_for_message(name) + "'"; }
+
+// Reads and parses the file; every failure is a one-line Status naming the (escaped) path.
+Status read_model(const std::string& path, onnx::ModelProto* model) {
+  const std::string file = "model file " + quoted(path);
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    return Status::error("cannot open " + file + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return Status::error(file + " is not a regular file");
+  if (st.st_size == 0) return Status::error(file + " is empty");
+  if (st.st_size > INT_MAX)
+    return Status::error(file + " is larger than 2 GB, the protobuf limit; store the weights as "
+                                "external data (onnx.save_model(..., save_as_external_data=True))");
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return Status::error("cannot open " + file + ": " + std::strerror(errno));
+  size_t got = std::fread(&bytes[0], 1, bytes.size(), f);
+  std::fclose(f);
+  if (got != bytes.size()) return Status::error("short read from " + file);
+  google::protobuf::io::CodedInputStream stream(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                                static_cast<int>(bytes.size()));
+  stream.SetTotalBytesLimit(INT_MAX);
+  if (!model->ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage())
+    return Status::error(file + " is not a valid ONNX protobuf (truncated or corrupted)");
+  if (!model->has_graph())
+    return Status::error(file + " has no graph (not an ONNX model?)");
+  return Status::ok();
+}
+
+class Importer {
+ public:
+  Importer(const ImportOptions& options, bool keep_going, std::string base_dir)
+      : options_(options), keep_going_(keep_going), base_dir_(std::move(base_dir)) {}
+
+  // Strict mode: the first problem. Check mode: ok unless the model cannot be walked at all;
+  // the problems are in problems().
+  Status run(const onnx::ModelProto& model);
+  Graph& graph() { return graph_; }
+  std::vector<Status>& problems() { return problems_; }
+
+ private:
+  // Records a problem; returns true when the walk should go on.
+  bool record(Status s) {
+    problems_.push_back(std::move(s));
+    return keep_going_;
+  }
+  Status import_opset(const onnx::ModelProto& model);
+  Status import_initializer(const onnx::TensorProto& proto);
+  Status import_input(const onnx::ValueInfoProto& info);
+  Expected<Shape> input_shape(const onnx::ValueInfoProto& info, DType dtype);
+  Status import_node(const onnx::NodeProto& proto);
+  Status import_output(const onnx::ValueInfoProto& info);
+  void mark_outputs_unknown(const onnx::NodeProto& proto);
+  ValueId define(const std::string& name, ValueId id) { return names_[name] = id; }
+
+  const ImportOptions& options_;
+  const bool keep_going_;
+  const std::string base_dir_;
+  Graph graph_;
+  std::vector<Status> problems_;
+  std::unordered_map<std::string, ValueId> names_;
+  std::unordered_set<std::string> unknown_;  // check mode: names whose producer failed
+};
+
+Status Importer::import_opset(const onnx::ModelProto& model) {
+  int64_t opset = -1;
+  for (const auto& entry : model.opset_import())
+    if (entry.domain().empty() || entry.domain() == "ai.onnx") opset = entry.version();
+  if (opset < 0)
+    return Status::error("model imports no version of the default ONNX domain (opset_import)");
+  if (opset < kOldestOpset)
+    return Status::error("model uses opset " + std::to_string(opset) + "; aotc supports opset " +
+                         std::to_string(kOldestOpset) + " and newer (convert it with "
+                         "onnx.version_converter.convert_version)");
+  graph_.opset = opset;
+  return Status::ok();
+}
+
+Status Importer::import_initializer(const onnx::TensorProto& proto) {
+  const std::string what = "initializer " + quoted(proto.name());
+  if (proto.name().empty()) return Status::error("an initializer has no name");
+  if (names_.count(proto.name())) return Status::error(what + " is defined twice");
+  auto tensor = tensor_from_proto(proto, base_dir_, what);
+  if (!tensor) return tensor.status();
+  define(proto.name(), graph_.add_constant(proto.name(), std::move(*tensor)));
+  return Status::ok();
+}
+
+Expected<Shape> Importer::input_shape(const onnx::ValueInfoProto& info, DType dtype) {
+  const std::string& name = info.name();
+  const std::string what = "graph input " + quoted(name);
+  const std::string hint = "pass --input-shape " + escape_for_message(name) + ":AxBxC";
+  const auto& type = info.type().tensor_type();
+  auto given = options_.input_shapes.find(name);
+  Shape shape;
+  if (given != options_.input_shapes.end()) {
+    shape = given->second;
+    if (type.has_shape() && type.shape().dim_size() != static_cast<int>(shape.size()))
+      return Status::error(what + ": --input-shape gives rank " + std::to_string(shape.size()) +
+                           ", the model's input has rank " + std::to_string(type.shape().dim_size()));
+  } else if (!type.has_shape()) {
+    return Status::error(what + " has no shape in the model; " + hint);
+  } else {
+    for (int i = 0; i < type.shape().dim_size(); ++i) {
+      const auto& dim = type.shape().dim(i);
+      if (dim.has_dim_value()) {
+        shape.push_back(dim.dim_value());
+      } else if (i == 0) {
+        if (options_.default_batch < 0)
+          return Status::error(what + ": default batch " + std::to_string(options_.default_batch) +
+                               " is negative");
+        shape.push_back(options_.default_batch);
+      } else {
+        std::string param = dim.has_dim_param() ? " (" + quoted(dim.dim_param()) + ")" : "";
+        return Status::error(what + ": dim " + std::to_string(i) + param + " is symbolic; " + hint);
+      }
+    }
+  }
+  auto numel = checked_numel(shape, dtype, what);
+  if (!numel) return numel.status();
+  return shape;
+}
+
+Status Importer::import_input(const onnx::ValueInfoProto& info) {
+  const std::string& name = info.name();
+  auto known = names_.find(name);
+  // An input that is also an initializer is a constant with a default value: we fold it.
+  if (known != names_.end() && graph_.value(known->second).is_constant()) return Status::ok();
+  const std::string what = "graph input " + quoted(name);
+  if (name.empty()) return Status::error("a graph input has no name");
+  if (known != names_.end()) return Status::error(what + " is listed twice");
+  if (!info.type().has_tensor_type())
+    return Status::error(what + " is not a tensor (sequence, map and optional inputs are not supported)");
+  const int32_t elem = info.type().tensor_type().elem_type();
+  if (!dtype_is_known(elem) || elem == static_cast<int32_t>(DType::kString))
+    return Status::error(what + " has unsupported element type " + std::to_string(elem) +
+                         (elem == static_cast<int32_t>(DType::kString) ? " (string)" : ""));
+  const DType dtype = static_cast<DType>(elem);
+  auto shape = input_shape(info, dtype);
+  if (!shape) return shape.status();
+  ValueId id = define(name, graph_.add_value(name, dtype, *shape, true));
+  graph_.inputs.push_back(id);
+  return Status::ok();
+}
+
+void Importer::mark_outputs_unknown(const onnx::NodeProto& proto) {
+  for (const std::string& out : proto.output())
+    if (!out.empty() && !names_.count(out)) unknown_.insert(out);
+}
+
+Status Importer::import_node(const onnx::NodeProto& proto) {
+  Node node;
+  node.name = proto.name();
+  node.op_type = proto.op_type();
+  node.domain = proto.domain() == "ai.onnx" ? std::string() : proto.domain();
+  for (int k = 0; k < proto.input_size(); ++k) {
+    const std::string& in = proto.input(k);
+    if (in.empty()) {
+      node.inputs.push_back(kNoValue);
+      continue;
+    }
+    if (unknown_.count(in)) {  // its producer already failed and was reported
+      mark_outputs_unknown(proto);
+      return Status::ok();
+    }
+    auto it = names_.find(in);
+    if (it == names_.end())
+      return node_error(node, "input " + std::to_string(k) + " (" + quoted(in) +
+                                  ") is not produced by any earlier node or initializer");
+    node.inputs.push_back(it->second);
+  }
+  for (int k = 0; k < proto.output_size(); ++k) {
+    const std::string& out = proto.output(k);
+    if (!out.empty() && (names_.count(out) || unknown_.count(out)))
+      return node_error(node, "output " + std::to_string(k) + " (" + quoted(out) + ") is already defined");
+    for (int j = 0; j < k; ++j)
+      if (!out.empty() && proto.output(j) == out)
+        return node_error(node, "output " + std::to_string(k) + " (" + quoted(out) + ") is listed twice");
+  }
+  AOTC_RETURN_IF_ERROR(convert_attributes(proto, base_dir_, node));
+
+  if (node.op_type == "Constant" && node.domain.empty()) {
+    if (proto.output_size() != 1 || proto.output(0).empty())
+      return node_error(node, "expects exactly 1 output");
+    if (!node.inputs.empty()) return node_error(node, "takes no inputs");
+    auto value = constant_node_value(node);
+    if (!value) return value.status();
+    define(proto.output(0), graph_.add_constant(proto.output(0), std::move(*value)));
+    return Status::ok();
+  }
+
+  const OpDef* def = default_registry().find(node.op_type, node.domain);
+  if (!def)
+    return node_error(node, "unsupported op" + (node.domain.empty() ? std::string()
+                                                                     : " in domain " + quoted(node.domain)));
+  for (const std::string& out : proto.output())
+    node.outputs.push_back(out.empty() ? kNoValue : graph_.add_value(out));
+  if (def->import) AOTC_RETURN_IF_ERROR(def->import(node, graph_, graph_.opset));
+  AOTC_RETURN_IF_ERROR(infer_node(node, graph_));
+  // Only now are the outputs visible to later nodes: a failed node defines nothing.
+  for (int k = 0; k < proto.output_size(); ++k)
+    if (!proto.output(k).empty()) define(proto.output(k), node.outputs[static_cast<size_t>(k)]);
+  graph_.nodes.push_back(std::move(node));
+  return Status::ok();
+}
+
+Status Importer::import_output(const onnx::ValueInfoProto& info) {
+  const std::string what = "graph output " + quoted(info.name());
+  if (unknown_.count(info.name())) return Status::ok();  // its producer was reported
+  auto it = names_.find(info.name());
+  if (it == names_.end())
+    return Status::error(what + " is not produced by any node, input or initializer");
+  const Value& v = graph_.value(it->second);
+  // A declared element type that disagrees with inference means an op's inference is wrong or
+  // the model is inconsistent; either way the library would not be what the model says.
+  const int32_t declared = info.type().has_tensor_type() ? info.type().tensor_type().elem_type() : 0;
+  if (declared != 0 && declared != static_cast<int32_t>(v.dtype))
+    return Status::error(what + " is declared as element type " + std::to_string(declared) +
+                         " but inferred as " + dtype_name(v.dtype));
+  graph_.outputs.push_back(it->second);
+  return Status::ok();
+}
+
+// Appends the position of an unnamed node, so the message still points somewhere.
+Status with_node_position(const Status& s, const onnx::NodeProto& proto, size_t index) {
+  if (!proto.name().empty()) return s;
+  std::string where = " [node #" + std::to_string(index);
+  if (proto.output_size() > 0) where += ", output " + quoted(proto.output(0));
+  return Status::error(s.message() + where + "]");
+}
+
+Status Importer::run(const onnx::ModelProto& model) {
+  AOTC_RETURN_IF_ERROR(import_opset(model));
+  const onnx::GraphProto& g = model.graph();
+  graph_.name = g.name();
+  for (const auto& init : g.initializer()) {
+    Status s = import_initializer(init);
+    if (!s.is_ok() && !record(s)) return s;
+  }
+  for (const auto& init : g.sparse_initializer()) {
+    Status s = Status::error("sparse initializer " + quoted(init.values().name()) + " is not supported");
+    if (!record(s)) return s;
+  }
+  std::unordered_set<std::string> input_names;
+  for (const auto& info : g.input()) {
+    Status s = import_input(info);
+    input_names.insert(info.name());
+    if (!s.is_ok()) {
+      if (!record(s)) return s;
+      if (!info.name().empty() && !names_.count(info.name())) unknown_.insert(info.name());
+    }
+  }
+  for (const auto& kv : options_.input_shapes) {
+    auto it = names_.find(kv.first);
+    if (!input_names.count(kv.first) || (it != names_.end() && graph_.value(it->second).is_constant())) {
+      Status s = Status::error("--input-shape names " + quoted(kv.first) + ", which is not a runtime input of the model");
+      if (!record(s)) return s;
+    }
+  }
+  for (size_t i = 0; i < static_cast<size_t>(g.node_size()); ++i) {
+    const onnx::NodeProto& proto = g.node(static_cast<int>(i));
+    Status s = import_node(proto);
+    if (!s.is_ok()) {
+      if (!record(with_node_position(s, proto, i))) return problems_.back();
+      mark_outputs_unknown(proto);
+    }
+  }
+  if (g.output_size() == 0) {
+    Status s = Status::error("the graph has no outputs");
+    if (!record(s)) return s;
+  }
+  for (const auto& info : g.output()) {
+    Status s = import_output(info);
+    if (!s.is_ok() && !record(s)) return s;
+  }
+  if (problems_.empty()) {
+    Status s = verify(graph_);
+    if (!s.is_ok() && !record(s)) return s;
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Expected<Graph> load_onnx_model(const std::string& path, const ImportOptions& options) {
+  onnx::ModelProto model;
+  AOTC_RETURN_IF_ERROR(read_model(path, &model));
+  Importer importer(options, /*keep_going=*/false, parent_dir(path));
+  AOTC_RETURN_IF_ERROR(importer.run(model));
+  return std::move(importer.graph());
+}
+
+std::vector<Status> check_onnx_model(const std::string& path, const ImportOptions& options) {
+  onnx::ModelProto model;
+  Status read = read_model(path, &model);
+  if (!read.is_ok()) return {read};
+  Importer importer(options, /*keep_going=*/true, parent_dir(path));
+  Status fatal = importer.run(model);
+  std::vector<Status> problems = std::move(importer.problems());
+  if (!fatal.is_ok() && (problems.empty() || problems.back().message() != fatal.message()))
+    problems.push_back(fatal);
+  return problems;
+}
+
+}  // namespace aotc

@@ -1,0 +1,268 @@
+// TensorProto decoding and encoding. Data comes from raw_data, the typed repeated fields (whose
+// use per dtype follows onnx.proto: int32_data also carries the narrow ints, bool and the bit
+// patterns of float16/bfloat16), or an external file that must resolve inside the model's folder.
+#include "frontend/tensor_proto.h"
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sys/stat.h>
+
+#include "ir/graph.h"
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "raw_data and .npy bytes are copied as-is: aotc assumes a little-endian host");
+
+namespace aotc {
+namespace {
+
+Status tensor_error(const std::string& what, const std::string& reason) {
+  return Status::error(what + ": " + reason);
+}
+
+// realpath() as a std::string; empty when the path does not resolve.
+std::string resolved_path(const std::string& path) {
+  char buf[PATH_MAX];
+  if (!::realpath(path.c_str(), buf)) return std::string();
+  return std::string(buf);
+}
+
+struct ExternalRef {
+  std::string location;
+  int64_t offset = 0;
+  int64_t length = -1;  // -1: not given, the rest is implied by dims and dtype
+};
+
+Expected<int64_t> parse_nonnegative(const std::string& text, const std::string& what,
+                                    const std::string& key) {
+  if (text.empty() || text.size() > 18)
+    return tensor_error(what, "external data " + key + " '" + escape_for_message(text) + "' is not a valid number");
+  int64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9')
+      return tensor_error(what, "external data " + key + " '" + escape_for_message(text) + "' is not a valid number");
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+Expected<ExternalRef> parse_external_ref(const onnx::TensorProto& proto, const std::string& what) {
+  ExternalRef ref;
+  bool has_location = false;
+  for (const auto& kv : proto.external_data()) {
+    if (kv.key() == "location") {
+      ref.location = kv.value();
+      has_location = true;
+    } else if (kv.key() == "offset") {
+      auto v = parse_nonnegative(kv.value(), what, "offset");
+      if (!v) return v.status();
+      ref.offset = *v;
+    } else if (kv.key() == "length") {
+      auto v = parse_nonnegative(kv.value(), what, "length");
+      if (!v) return v.status();
+      ref.length = *v;
+    }
+    // "checksum" and unknown keys are informational.
+  }
+  if (!has_location || ref.location.empty())
+    return tensor_error(what, "external data has no location");
+  return ref;
+}
+
+// Reads external bytes, refusing any location that leaves `base_dir` (absolute paths, "..",
+// symlinks pointing outside: realpath resolves all of them before the prefix check).
+Status read_external(const onnx::TensorProto& proto, const std::string& base_dir,
+                     const std::string& what, int64_t expected_bytes, Tensor& out) {
+  if (base_dir.empty()) return tensor_error(what, "external data is not allowed here");
+  auto ref = parse_external_ref(proto, what);
+  if (!ref) return ref.status();
+  const std::string loc_msg = "'" + escape_for_message(ref->location) + "'";
+  if (ref->location.find('\0') != std::string::npos)
+    return tensor_error(what, "external data location " + loc_msg + " contains a NUL byte");
+  if (ref->location[0] == '/')
+    return tensor_error(what, "external data location " + loc_msg +
+                                  " is an absolute path; it must be relative to the model's folder");
+  const std::string base = resolved_path(base_dir);
+  if (base.empty())
+    return tensor_error(what, "cannot resolve the model's folder '" + escape_for_message(base_dir) + "'");
+  const std::string target = resolved_path(base_dir + "/" + ref->location);
+  if (target.empty())
+    return tensor_error(what, "external data file " + loc_msg + " does not exist");
+  const std::string prefix = base == "/" ? base : base + "/";
+  if (target.compare(0, prefix.size(), prefix) != 0)
+    return tensor_error(what, "external data location " + loc_msg + " resolves outside the model's folder");
+  struct stat st;
+  if (::stat(target.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+    return tensor_error(what, "external data file " + loc_msg + " is not a regular file");
+  const int64_t file_size = static_cast<int64_t>(st.st_size);
+  const int64_t length = ref->length < 0 ? expected_bytes : ref->length;
+  if (length != expected_bytes)
+    return tensor_error(what, "external data length " + std::to_string(length) + " does not match " +
+                                  std::to_string(expected_bytes) + " bytes implied by dims and dtype");
+  if (ref->offset > file_size || length > file_size - ref->offset)
+    return tensor_error(what, "external data range [" + std::to_string(ref->offset) + ", +" +
+                                  std::to_string(length) + ") exceeds file " + loc_msg + " of " +
+                                  std::to_string(file_size) + " bytes");
+  FILE* f = std::fopen(target.c_str(), "rb");
+  if (!f) return tensor_error(what, "cannot open external data file " + loc_msg);
+  bool ok = ::fseeko(f, static_cast<off_t>(ref->offset), SEEK_SET) == 0 &&
+            (length == 0 || std::fread(out.raw(), 1, static_cast<size_t>(length), f) ==
+                                static_cast<size_t>(length));
+  std::fclose(f);
+  if (!ok) return tensor_error(what, "short read from external data file " + loc_msg);
+  return Status::ok();
+}
+
+Status count_mismatch(const std::string& what, const char* field, int64_t got, int64_t numel) {
+  return tensor_error(what, std::string(field) + " has " + std::to_string(got) +
+                                " elements, dims imply " + std::to_string(numel));
+}
+
+// int32_data -> narrow element type, refusing values that do not fit (a corrupted file,
+// not something to truncate silently).
+template <class T>
+Status narrow_from_int32(const onnx::TensorProto& proto, const std::string& what, int64_t lo,
+                         int64_t hi, Tensor& out) {
+  T* dst = out.data<T>();
+  for (int i = 0; i < proto.int32_data_size(); ++i) {
+    int64_t v = proto.int32_data(i);
+    if (v < lo || v > hi)
+      return tensor_error(what, "int32_data value " + std::to_string(v) + " does not fit " +
+                                    dtype_name(out.dtype()));
+    dst[i] = static_cast<T>(v);
+  }
+  return Status::ok();
+}
+
+Status decode_typed(const onnx::TensorProto& proto, const std::string& what, int64_t numel,
+                    Tensor& out) {
+  const DType dt = out.dtype();
+  switch (dt) {
+    case DType::kFloat32:
+      if (proto.float_data_size() != numel) return count_mismatch(what, "float_data", proto.float_data_size(), numel);
+      if (numel) std::memcpy(out.raw(), proto.float_data().data(), static_cast<size_t>(numel) * 4);
+      return Status::ok();
+    case DType::kFloat64:
+      if (proto.double_data_size() != numel) return count_mismatch(what, "double_data", proto.double_data_size(), numel);
+      if (numel) std::memcpy(out.raw(), proto.double_data().data(), static_cast<size_t>(numel) * 8);
+      return Status::ok();
+    case DType::kInt64:
+      if (proto.int64_data_size() != numel) return count_mismatch(what, "int64_data", proto.int64_data_size(), numel);
+      if (numel) std::memcpy(out.raw(), proto.int64_data().data(), static_cast<size_t>(numel) * 8);
+      return Status::ok();
+    case DType::kUInt64:
+      if (proto.uint64_data_size() != numel) return count_mismatch(what, "uint64_data", proto.uint64_data_size(), numel);
+      if (numel) std::memcpy(out.raw(), proto.uint64_data().data(), static_cast<size_t>(numel) * 8);
+      return Status::ok();
+    case DType::kUInt32: {
+      if (proto.uint64_data_size() != numel) return count_mismatch(what, "uint64_data", proto.uint64_data_size(), numel);
+      uint32_t* dst = out.data<uint32_t>();
+      for (int64_t i = 0; i < numel; ++i) {
+        uint64_t v = proto.uint64_data(static_cast<int>(i));
+        if (v > 0xffffffffu) return tensor_error(what, "uint64_data value " + std::to_string(v) + " does not fit uint32");
+        dst[i] = static_cast<uint32_t>(v);
+      }
+      return Status::ok();
+    }
+    default:
+      break;
+  }
+  if (proto.int32_data_size() != numel) return count_mismatch(what, "int32_data", proto.int32_data_size(), numel);
+  switch (dt) {
+    case DType::kInt32:
+      if (numel) std::memcpy(out.raw(), proto.int32_data().data(), static_cast<size_t>(numel) * 4);
+      return Status::ok();
+    case DType::kInt8: return narrow_from_int32<int8_t>(proto, what, -128, 127, out);
+    case DType::kUInt8: return narrow_from_int32<uint8_t>(proto, what, 0, 255, out);
+    case DType::kInt16: return narrow_from_int32<int16_t>(proto, what, -32768, 32767, out);
+    case DType::kUInt16:
+    case DType::kFloat16:
+    case DType::kBFloat16:  // 16-bit patterns stored in the low half of an int32
+      return narrow_from_int32<uint16_t>(proto, what, 0, 65535, out);
+    case DType::kBool: return narrow_from_int32<uint8_t>(proto, what, 0, 1, out);
+    default:
+      return tensor_error(what, "dtype " + dtype_name(dt) + " cannot be stored in int32_data");
+  }
+}
+
+bool has_typed_data(const onnx::TensorProto& p) {
+  return p.float_data_size() || p.int32_data_size() || p.int64_data_size() ||
+         p.double_data_size() || p.uint64_data_size() || p.string_data_size();
+}
+
+}  // namespace
+
+Expected<int64_t> checked_numel(const Shape& dims, DType dtype, const std::string& what) {
+  int64_t numel = 1;
+  bool too_big = false;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0)
+      return tensor_error(what, "dim " + std::to_string(i) + " is negative (" + std::to_string(dims[i]) + ")");
+    if (__builtin_mul_overflow(numel, dims[i], &numel)) too_big = true;
+  }
+  // A zero dim makes the tensor empty however large the others are.
+  for (int64_t d : dims)
+    if (d == 0) return int64_t{0};
+  int64_t bytes = 0;
+  if (too_big || __builtin_mul_overflow(numel, std::max<int64_t>(dtype_size(dtype), 1), &bytes) ||
+      bytes > kMaxTensorBytes)
+    return tensor_error(what, "shape " + shape_str(dims) + " of " + dtype_name(dtype) +
+                                  " exceeds the 1 TiB tensor limit");
+  return numel;
+}
+
+std::string parent_dir(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+Expected<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const std::string& base_dir,
+                                   const std::string& what) {
+  const int32_t type = proto.data_type();
+  if (type == static_cast<int32_t>(DType::kString))
+    return tensor_error(what, "string tensors are not supported");
+  if (!dtype_is_known(type))
+    return tensor_error(what, "unsupported data_type " + std::to_string(type));
+  if (proto.has_segment()) return tensor_error(what, "segmented tensors are not supported");
+  const DType dt = static_cast<DType>(type);
+  Shape dims(proto.dims().begin(), proto.dims().end());
+  auto numel = checked_numel(dims, dt, what);
+  if (!numel) return numel.status();
+  const int64_t bytes = *numel * dtype_size(dt);
+
+  const bool external = proto.data_location() == onnx::TensorProto::EXTERNAL;
+  if (external && (proto.has_raw_data() || has_typed_data(proto)))
+    return tensor_error(what, "has both external data and inline data");
+  if (proto.has_raw_data() && has_typed_data(proto))
+    return tensor_error(what, "has both raw_data and a typed data field");
+
+  Tensor out(dt, dims);
+  if (external) {
+    AOTC_RETURN_IF_ERROR(read_external(proto, base_dir, what, bytes, out));
+  } else if (proto.has_raw_data()) {
+    if (static_cast<int64_t>(proto.raw_data().size()) != bytes)
+      return tensor_error(what, "raw_data has " + std::to_string(proto.raw_data().size()) +
+                                    " bytes, dims and dtype imply " + std::to_string(bytes));
+    if (bytes) std::memcpy(out.raw(), proto.raw_data().data(), static_cast<size_t>(bytes));
+  } else {
+    AOTC_RETURN_IF_ERROR(decode_typed(proto, what, *numel, out));
+  }
+  return out;
+}
+
+Status tensor_to_proto(const Tensor& tensor, const std::string& name, onnx::TensorProto* proto) {
+  if (tensor.dtype() == DType::kUndefined || tensor.dtype() == DType::kString)
+    return Status::error("cannot encode a tensor of dtype " + dtype_name(tensor.dtype()));
+  proto->Clear();
+  if (!name.empty()) proto->set_name(name);
+  proto->set_data_type(static_cast<int32_t>(tensor.dtype()));
+  for (int64_t d : tensor.shape()) proto->add_dims(d);
+  proto->set_raw_data(reinterpret_cast<const char*>(tensor.raw()),
+                      static_cast<size_t>(tensor.byte_size()));
+  return Status::ok();
+}
+
+}  // namespace aotc
