@@ -5,7 +5,8 @@
 # and torch.compile, and print ONE table. Each step is timed; a failing step is reported and the
 # rest goes on. Usage (repo root):  OUT=/some/dir bash tools/device_run.sh
 # Env: MODELS="resnet50 mobilenet_v2"  BATCHES="1 32" (default: each model's own)  SKIP_BUILD=1
-#      SKIP_CTEST=1  SKIP_EXPORT=1 (reuse $WORK/models)  SKIP_PEERS=1  PEER_MODES="eager
+#      SKIP_CTEST=1  SKIP_EXPORT=1 (reuse $WORK/models)  SKIP_PEERS=1  AOTC_PARALLEL=0 (compile
+#      the cases one after another: clean per-model compile times)  PEER_MODES="eager
 #      reduce-overhead max-autotune"  EXPORTER=torchscript|dynamo  ARCH=sm_90  BENCH_ITERS=200
 #      CTEST_ARGS (default "-LE conformance": the CPU node-test sweep is CI's job)
 #      CONFORMANCE=claimed|all (node tests as .so files on the GPU; default off)
@@ -20,6 +21,7 @@ BATCHES="${BATCHES:-}"
 PEER_MODES="${PEER_MODES:-eager reduce-overhead}"
 PEER_TIMEOUT="${PEER_TIMEOUT:-240}"
 BENCH_ITERS="${BENCH_ITERS:-200}"
+AOTC_PARALLEL="${AOTC_PARALLEL:-1}"
 EXPORTER="${EXPORTER:-torchscript}"
 BUILD_DIR="${AOTC_BUILD_DIR:-$repo/build-device}"
 CTEST_ARGS="${CTEST_ARGS--LE conformance}"
@@ -115,23 +117,42 @@ step_export() {
   return $rc
 }
 # ---- (e) aotc compile, check against ONNX Runtime, benchmark -------------------------------------
+compile_case() {  # compile_case NAME MODEL BATCH CASE_DIR: one aotc run, rc and wall time to JSON
+  local name="$1" model="$2" batch="$3" c="$4" t0 rc
+  t0="$(now)"
+  timeout "$(cap 300)" "$BUILD_DIR/bin/aotc" "$model" -o "$c/lib$name.so" --name "$name" \
+    --arch "$ARCH" --batch "$batch" --report "$c/report.json" </dev/null >"$c/compile.log" 2>&1
+  rc=$?
+  echo "{\"rc\": $rc, \"seconds\": $(since "$t0"), \"concurrent\": $([ "$AOTC_PARALLEL" = 0 ] && echo false || echo true)}" >"$c/compile.json"
+}
 step_aotc() {
-  local aotc="$BUILD_DIR/bin/aotc" aotc_run="$BUILD_DIR/bin/aotc-run" failures=0
-  if [ ! -x "$aotc" ] || [ ! -x "$aotc_run" ]; then
-    echo "error: $aotc or $aotc_run missing (build failed?)"; return 2
+  local aotc_run="$BUILD_DIR/bin/aotc-run" failures=0 cases pids=()
+  if [ ! -x "$BUILD_DIR/bin/aotc" ] || [ ! -x "$aotc_run" ]; then
+    echo "error: $BUILD_DIR/bin/aotc or aotc-run missing (build failed?)"; return 2
   fi
-  # shellcheck disable=SC2086  # labels (below) is a space separated list
+  # shellcheck disable=SC2086  # labels is a space separated list
+  cases="$("$PY" tools/device/device_steps.py cases "$WORK/models" $labels)"
+  # Compile every case first (concurrently unless AOTC_PARALLEL=0: nvcc is mostly one core each),
+  # then run and time them one at a time on the GPU.
   while read -r label batch model data; do
-    local c="$WORK/cases/${label}_bs${batch}" name="${label}_bs${batch}" t0 dt rc
-    mkdir -p "$c"
-    t0="$(now)"
-    timeout "$(cap 240)" "$aotc" "$model" -o "$c/lib$name.so" --name "$name" --arch "$ARCH" \
-      --batch "$batch" --report "$c/report.json" </dev/null >"$c/compile.log" 2>&1
-    rc=$?; dt="$(since "$t0")"
-    echo "{\"rc\": $rc, \"seconds\": $dt}" >"$c/compile.json"
-    if [ "$rc" -ne 0 ]; then
+    [ -n "$label" ] || continue
+    mkdir -p "$WORK/cases/${label}_bs${batch}"
+    if [ "$AOTC_PARALLEL" = 0 ]; then
+      compile_case "${label}_bs${batch}" "$model" "$batch" "$WORK/cases/${label}_bs${batch}"
+    else
+      compile_case "${label}_bs${batch}" "$model" "$batch" "$WORK/cases/${label}_bs${batch}" &
+      pids+=($!)
+    fi
+  done <<<"$cases"
+  for pid in "${pids[@]}"; do wait "$pid"; done
+  while read -r label batch model data; do
+    [ -n "$label" ] || continue
+    local c="$WORK/cases/${label}_bs${batch}" name="${label}_bs${batch}" rc dt
+    rc="$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["rc"])' "$c/compile.json" 2>/dev/null)"
+    dt="$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["seconds"])' "$c/compile.json" 2>/dev/null)"
+    if [ "${rc:-1}" != 0 ]; then
       failures=$((failures + 1))
-      say "  $name: aotc FAILED (rc $rc, $dt s): $(grep -m1 'error' "$c/compile.log" | cut -c1-150)"
+      say "  $name: aotc FAILED (rc ${rc:-?}, ${dt:-?} s): $(grep -m1 'error' "$c/compile.log" | cut -c1-150)"
       continue
     fi
     timeout "$(cap 120)" "$aotc_run" "$c/lib$name.so" --expect-dir "$data" --model-metric \
@@ -144,7 +165,7 @@ step_aotc() {
     timeout "$(cap 120)" "$aotc_run" "$c/lib$name.so" "${inputs[@]}" --bench "$BENCH_ITERS" \
       --json "$c/bench.json" </dev/null >"$c/bench.log" 2>&1 || failures=$((failures + 1))
     say "  $name: compiled in $dt s; $(tail -n 1 "$c/check.log" | cut -c1-100); $(grep -o -m1 'median [0-9.]* ms' "$c/bench.log")"
-  done < <("$PY" tools/device/device_steps.py cases "$WORK/models" $labels)
+  done <<<"$cases"
   return $failures
 }
 # ---- (f) PyTorch peers -------------------------------------------------------------------------

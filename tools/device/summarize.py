@@ -129,6 +129,7 @@ def build_row(work, label, batch, peers, notes):
     metric = read_json(os.path.join(case, "metric.json"))
     bench = read_json(os.path.join(case, "bench.json")) or {}
     row["compile_s"] = compile_info.get("seconds")
+    row["compile_concurrent"] = bool(compile_info.get("concurrent", False))
     if compile_info.get("rc", 1) != 0:
         row["check"] = "no lib"
         notes.append(f"{label} bs{batch}: aotc failed (rc {compile_info.get('rc', '?')}): "
@@ -212,6 +213,9 @@ def main(argv=None):
               "CUDA-event medians. arena/LB: arena over the liveness lower bound. c-ro/c-ma: torch.compile reduce-overhead/max-autotune, fp32 "
               "TF32 off. best/aotc > 1: aotc faster than the best peer. torch peak: eager "
               "max_memory_allocated (weights included).")
+    if any(r.get("compile_concurrent") for r in rows):
+        legend += (" compile s: aotc wall time here, all cases compiled concurrently "
+                   "(AOTC_PARALLEL=0 for one at a time).")
     text = "\n".join(filter(None, [args.header, format_table(rows), legend] +
                             [f"note: {n}" for n in notes]))
     print(text)

@@ -172,6 +172,11 @@ print('median 0.250 ms')
 
 class DeviceRunScriptTest(unittest.TestCase):
     def test_whole_script_with_stand_in_tools(self):
+        for parallel in ("1", "0"):
+            with self.subTest(AOTC_PARALLEL=parallel):
+                self.run_script(parallel)
+
+    def run_script(self, parallel):
         with tempfile.TemporaryDirectory() as tmp:
             work, out, build = (os.path.join(tmp, d) for d in ("work", "out", "build"))
             make_tiny_export(os.path.join(work, "models"), "tiny", [1, 4])
@@ -184,7 +189,8 @@ class DeviceRunScriptTest(unittest.TestCase):
                 os.chmod(path, os.stat(path).st_mode | stat.S_IEXEC)
             env = dict(os.environ, OUT=out, WORK=work, MODELS="tiny bad", SKIP_BUILD="1",
                        SKIP_CTEST="1", SKIP_EXPORT="1", SKIP_PEERS="1", AOTC_BUILD_DIR=build,
-                       ARCH="sm_90", PYTHON=sys.executable, DEPS_PREFIX=os.path.join(tmp, "deps"))
+                       ARCH="sm_90", PYTHON=sys.executable, DEPS_PREFIX=os.path.join(tmp, "deps"),
+                       AOTC_PARALLEL=parallel)
             proc = subprocess.run(["bash", os.path.join(kRepo, "tools", "device_run.sh")],
                                   env=env, capture_output=True, text=True, timeout=300)
             self.assertEqual(proc.returncode, 0, proc.stderr)
@@ -197,6 +203,7 @@ class DeviceRunScriptTest(unittest.TestCase):
             self.assertEqual(rows[("tiny", 1)]["arena_mb"], 1.0)
             self.assertEqual(rows[("tiny", 4)]["check"], "FAIL")
             self.assertEqual(rows[("bad", 1)]["check"], "no lib")
+            self.assertEqual(rows[("tiny", 1)]["compile_concurrent"], parallel == "1")
             self.assertIn("group 3 does not divide 4 channels", stdout)
             self.assertIn("| tiny ", stdout)
             self.assertTrue(os.path.exists(os.path.join(out, "table.md")))
