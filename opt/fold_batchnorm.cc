@@ -32,7 +32,9 @@ bool only_output_0_used(const Node& bn, const Graph& graph, const std::vector<st
 bool try_fold(Graph& graph, size_t bn_index, const std::vector<int>& producers,
               const std::vector<std::vector<int>>& consumers) {
   const Node& bn = graph.nodes[bn_index];
-  if (bn.attr_int("training_mode", 0) != 0 || bn.inputs.size() != 5) return false;
+  // spatial=0 (opset < 9) normalises per (channel, position): not a per-channel scale.
+  if (bn.attr_int("training_mode", 0) != 0 || bn.attr_int("spatial", 1) == 0 || bn.inputs.size() != 5)
+    return false;
   if (!only_output_0_used(bn, graph, consumers)) return false;
   ValueId x = bn.inputs[0];
   if (x == kNoValue || graph.is_graph_output(x)) return false;
