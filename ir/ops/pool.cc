@@ -30,7 +30,7 @@ double lowest_value(DType t) {
 std::string lowest_literal(DType t) {
   if (t == DType::kInt8) return "-128";
   if (t == DType::kUInt8) return "0";
-  return "-INFINITY";
+  return float_literal(-std::numeric_limits<float>::infinity());
 }
 
 Expected<WindowGeometry> pool_geometry(const Node& node, const Shape& x) {
