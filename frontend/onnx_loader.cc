@@ -93,8 +93,15 @@ Status Importer::import_opset(const onnx::ModelProto& model) {
   int64_t opset = -1;
   for (const auto& entry : model.opset_import())
     if (entry.domain().empty() || entry.domain() == "ai.onnx") opset = entry.version();
-  if (opset < 0)
-    return Status::error("model imports no version of the default ONNX domain (opset_import)");
+  if (opset < 0) {
+    // Valid when no node uses the default domain (e.g. a model of training ops only): those
+    // nodes are then refused one by one as unsupported ops, which says more.
+    for (const auto& node : model.graph().node())
+      if (node.domain().empty() || node.domain() == "ai.onnx")
+        return Status::error("model imports no version of the default ONNX domain (opset_import)");
+    graph_.opset = 0;
+    return Status::ok();
+  }
   if (opset < kOldestOpset)
     return Status::error("model uses opset " + std::to_string(opset) + "; aotc supports opset " +
                          std::to_string(kOldestOpset) + " and newer (convert it with "

@@ -65,6 +65,14 @@ TEST(MalformedModel, OpsetTooOldOrMissing) {
   ModelBuilder none = relu_model();
   none.model.clear_opset_import();
   expect_error(none.write(dir), {"opset_import"});
+  // Without a default-domain import but also without default-domain nodes the model is valid
+  // ONNX; its nodes are then refused one by one.
+  ModelBuilder other;
+  other.model.mutable_opset_import(0)->set_domain("com.example");
+  other.add_input("x", kFloat, {"1"});
+  other.add_node("Thing", {"x"}, {"y"}, "custom")->set_domain("com.example");
+  other.add_output("y");
+  expect_error(other.write(dir), {"node 'custom' (Thing): unsupported op in domain 'com.example'"});
 }
 
 TEST(MalformedModel, UnknownOpAndUnknownDomain) {
