@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 
 #include "ir/op_registry.h"
 #include "ir/ops/epilogue.h"
+#include "tests/ops_compute/kernel_harness.h"
 #include "tests/ops_compute/test_util.h"
 
 namespace aotc {
@@ -241,6 +244,56 @@ TEST(MatMul, LoweringBatchStridesOrBroadcastKernel) {
     EXPECT_EQ(l->steps[0].kind, LoweredStep::Kind::kKernel);
     EXPECT_EQ(l->steps[0].kernel.template_name, "gemm_batched_broadcast");
     EXPECT_EQ(l->steps[0].kernel.grid.z, 6);
+  }
+}
+
+}  // namespace
+}  // namespace aotc
+
+namespace aotc {
+namespace {
+
+// Lowerings made only of MatmulSteps, executed on the CPU exactly as ir/lowering.h documents
+// MatmulStep (testing_util::emulate_matmul), must reproduce the reference: this checks m/n/k,
+// leading dims, transposes, batch strides and the batch folding without a GPU.
+TEST(MatMul, MatmulStepsReproduceReferenceWhenEmulated) {
+  struct Case { std::string op; Shape a, b, c; Attributes attrs; };
+  const Case cases[] = {
+      {"MatMul", {3}, {3}, {}, {}},
+      {"MatMul", {3}, {3, 5}, {}, {}},
+      {"MatMul", {4, 3}, {3}, {}, {}},
+      {"MatMul", {2, 5, 3}, {3, 7}, {}, {}},
+      {"MatMul", {5, 3}, {2, 3, 7}, {}, {}},
+      {"MatMul", {2, 3, 5, 3}, {2, 3, 3, 7}, {}, {}},
+      {"MatMul", {3}, {2, 3, 7}, {}, {}},
+      {"Gemm", {3, 5}, {7, 3}, {5, 7}, {{"transA", Attribute::of_int(1)}, {"transB", Attribute::of_int(1)}, {"beta", Attribute::of_float(0.5f)}}},
+      {"Gemm", {5, 3}, {3, 7}, {1, 7}, {{"alpha", Attribute::of_float(-2.f)}}},
+      {"Gemm", {5, 3}, {3, 7}, {}, {}},
+  };
+  uint32_t seed = 90;
+  for (const Case& c : cases) {
+    std::vector<std::pair<std::string, Shape>> ins = {{"a", c.a}, {"b", c.b}};
+    if (c.op == "Gemm" && !c.c.empty()) ins.push_back({"c", c.c});
+    auto g = one_node(c.op, ins, c.attrs);
+    auto l = lower(g);
+    ASSERT_TRUE(l.is_ok()) << l.status().message();
+    std::vector<Tensor> inputs;
+    std::map<ValueId, Tensor> values;
+    for (ValueId id : g.graph.inputs) {
+      inputs.push_back(random_tensor(DType::kFloat32, g.graph.value(id).shape, seed++));
+      values[id] = inputs.back();
+    }
+    auto want = evaluate_graph(g.graph, inputs);
+    ASSERT_TRUE(want.is_ok());
+    const Value& y = g.graph.value(g.node().outputs[0]);
+    Tensor poisoned(y.dtype, y.shape);
+    for (int64_t i = 0; i < poisoned.numel(); ++i) poisoned.set(i, std::nan(""));
+    values[g.node().outputs[0]] = poisoned;
+    for (const LoweredStep& s : l->steps) {
+      ASSERT_EQ(s.kind, LoweredStep::Kind::kMatmul) << shape_str(c.a) << " x " << shape_str(c.b);
+      ASSERT_TRUE(testing_util::emulate_matmul(s.matmul, values).is_ok());
+    }
+    EXPECT_TRUE(tensors_close(values[g.node().outputs[0]], want.value()[0])) << c.op << " " << shape_str(c.a) << " x " << shape_str(c.b);
   }
 }
 
