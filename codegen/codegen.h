@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/op_registry.h"
 #include "ir/status.h"
 #include "opt/memory_plan.h"
 
@@ -27,6 +28,7 @@ struct CodegenOptions {
   std::string model_hash;                  // provenance: hash of the model file
   std::string aotc_version;
   std::function<void(const std::string&)> progress;  // one line per long step
+  const OpRegistry* registry = nullptr;    // lowering source; nullptr = default_registry() (tests)
 };
 
 struct CodegenStats {

@@ -1,0 +1,233 @@
+// compile_library: launch program -> device and host sources -> nvcc -> host cc -> libNAME.so.
+// Everything is built in a fresh temp directory with relative file names (so the emitted Makefile
+// repeats exactly the same commands); the .so and its header are renamed into place only when
+// every step succeeded, so a failure leaves nothing at output_path.
+#include "codegen/codegen.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <unistd.h>
+
+#include "codegen/device_source.h"
+#include "codegen/embedded_files.h"
+#include "codegen/host_source.h"
+#include "codegen/identifiers.h"
+#include "codegen/launch_program.h"
+#include "codegen/process.h"
+
+namespace aotc {
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* const kRuntimeFiles[] = {"aotc_runtime.c", "aotc_runtime.h", "aotc_cuda_api.h"};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+Status write_file(const fs::path& path, const void* data, size_t size) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) return Status::error("cannot write " + path.string());
+  f.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+  if (!f) return Status::error("cannot write " + path.string());
+  return Status::ok();
+}
+
+Status write_text(const fs::path& path, const std::string& text) {
+  return write_file(path, text.data(), text.size());
+}
+
+// The ABI prefix: --name, or the output file name without "lib" and ".so".
+Expected<std::string> choose_prefix(const CodegenOptions& options) {
+  if (!options.name.empty()) {
+    static const std::regex kIdent("[A-Za-z_][A-Za-z0-9_]*");
+    if (!std::regex_match(options.name, kIdent) || options.name.size() > 64)
+      return Status::error("--name '" + escape_for_message(options.name) +
+                           "' is not a C identifier ([A-Za-z_][A-Za-z0-9_]*, at most 64 chars)");
+    return options.name;
+  }
+  std::string stem = fs::path(options.output_path).filename().string();
+  if (stem.rfind("lib", 0) == 0) stem = stem.substr(3);
+  if (stem.size() > 3 && stem.compare(stem.size() - 3, 3, ".so") == 0) stem.resize(stem.size() - 3);
+  return abi_prefix(stem);
+}
+
+// "sm_90" -> "90"; also "sm_90a". Empty on a malformed arch.
+std::string arch_number(const std::string& arch) {
+  static const std::regex kArch("sm_([0-9]{2,3}[af]?)");
+  std::smatch m;
+  return std::regex_match(arch, m, kArch) ? m[1].str() : "";
+}
+
+std::vector<std::string> nvcc_command(const CodegenOptions& o, const std::string& prefix) {
+  std::vector<std::string> argv = {o.nvcc, "--fatbin", "-O3", "-std=c++17"};
+  std::string highest;
+  for (const std::string& arch : o.archs) {
+    std::string n = arch_number(arch);
+    argv.push_back("-gencode");
+    argv.push_back("arch=compute_" + n + ",code=sm_" + n);
+    if (highest.empty() || std::stoi(n) > std::stoi(highest)) highest = n;
+  }
+  // PTX of the highest arch, so newer GPUs can JIT it.
+  argv.push_back("-gencode");
+  argv.push_back("arch=compute_" + highest + ",code=compute_" + highest);
+  argv.push_back("-o");
+  argv.push_back(fatbin_file(prefix));
+  argv.push_back(cuda_file(prefix));
+  return argv;
+}
+
+std::vector<std::string> cc_command(const CodegenOptions& o, const std::string& prefix) {
+  return {o.host_cc,          "-std=c11",           "-O2",
+          "-fPIC",            "-fvisibility=hidden", "-shared",
+          "-o",               "lib" + prefix + ".so", model_c_file(prefix),
+          "aotc_runtime.c",   blobs_file(prefix),   "-ldl",
+          "-Wl,--no-undefined"};
+}
+
+std::string makefile(const CodegenOptions& o, const std::string& prefix) {
+  std::vector<std::string> nvcc = nvcc_command(o, prefix), cc = cc_command(o, prefix);
+  nvcc[0] = "$(NVCC)";
+  cc[0] = "$(CC)";
+  std::string lib = "lib" + prefix + ".so";
+  std::string m = "# Rebuilds " + lib + " with the commands aotc ran (no shell was involved there).\n";
+  m += "NVCC = " + o.nvcc + "\nCC = " + o.host_cc + "\n\n";
+  m += lib + ": " + model_c_file(prefix) + " aotc_runtime.c aotc_runtime.h aotc_cuda_api.h " +
+       header_file(prefix) + " " + blobs_file(prefix) + " " + fatbin_file(prefix) + " " +
+       weights_file(prefix) + "\n\t" + join_command(cc) + "\n\n";
+  m += fatbin_file(prefix) + ": " + cuda_file(prefix) + "\n\t" + join_command(nvcc) + "\n\n";
+  m += "clean:\n\trm -f " + lib + " " + fatbin_file(prefix) + "\n\n.PHONY: clean\n";
+  return m;
+}
+
+Status run_tool(const std::vector<std::string>& argv, const fs::path& dir, const char* what) {
+  auto result = run_process(argv, dir.string());
+  if (!result) return result.status();
+  if (result->exit_code != 0)
+    return Status::error(std::string(what) + " failed (exit " + std::to_string(result->exit_code) +
+                         "): " + join_command(argv) + "\n" + result->output);
+  return Status::ok();
+}
+
+// Removes the temp build directory on every exit path.
+struct TempDir {
+  fs::path path;
+  ~TempDir() {
+    std::error_code ec;
+    if (!path.empty()) fs::remove_all(path, ec);
+  }
+};
+
+// Copy `from` next to `to` under a temp name, then rename: readers never see a partial file.
+Status install_file(const fs::path& from, const fs::path& to) {
+  fs::path tmp = to;
+  tmp += ".tmp-" + std::to_string(getpid());
+  std::error_code ec;
+  fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
+  if (!ec) fs::rename(tmp, to, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return Status::error("cannot write " + to.string() + ": " + ec.message());
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& plan,
+                                       const CodegenOptions& options) {
+  auto report = [&](const std::string& line) {
+    if (options.progress) options.progress(line);
+  };
+  if (options.output_path.empty() && options.emit_source_dir.empty())
+    return Status::error("codegen: neither an output path nor --emit-source was given");
+  if (options.archs.empty()) return Status::error("codegen: no --arch given");
+  for (const std::string& arch : options.archs)
+    if (arch_number(arch).empty())
+      return Status::error("codegen: --arch '" + escape_for_message(arch) +
+                           "' is not of the form sm_XX (e.g. sm_87, sm_90)");
+  auto prefix_or = choose_prefix(options);
+  if (!prefix_or) return prefix_or.status();
+  const std::string prefix = *prefix_or;
+
+  CodegenStats stats;
+  auto t0 = std::chrono::steady_clock::now();
+  auto program = build_launch_program(
+      graph, plan, options.registry ? *options.registry : default_registry());
+  if (!program) return program.status();
+  auto device = render_device_source(*program, graph,
+                                     {options.aotc_version, options.model_hash, graph.name});
+  if (!device) return device.status();
+  HostSources host = render_host_sources(
+      *program, graph, {prefix, options.archs, options.aotc_version, options.model_hash, graph.name});
+  stats.kernels = static_cast<int>(program->kernels.size());
+  stats.matmul_calls = static_cast<int>(program->matmuls.size());
+  stats.weight_bytes = static_cast<int64_t>(program->weights.size());
+
+  TempDir tmp;
+  std::string tmpl = (fs::temp_directory_path() / "aotc-build-XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) return Status::error("cannot create a temp build directory");
+  tmp.path = tmpl;
+  const fs::path dir = tmp.path;
+  AOTC_RETURN_IF_ERROR(write_text(dir / cuda_file(prefix), *device));
+  AOTC_RETURN_IF_ERROR(write_text(dir / model_c_file(prefix), host.model_c));
+  AOTC_RETURN_IF_ERROR(write_text(dir / header_file(prefix), host.header));
+  AOTC_RETURN_IF_ERROR(write_text(dir / blobs_file(prefix), host.blobs_s));
+  AOTC_RETURN_IF_ERROR(
+      write_file(dir / weights_file(prefix), program->weights.data(), program->weights.size()));
+  AOTC_RETURN_IF_ERROR(write_text(dir / "Makefile", makefile(options, prefix)));
+  for (const char* name : kRuntimeFiles) {
+    const EmbeddedFile* f = find_embedded_file(std::string("runtime/") + name);
+    if (!f) return Status::error(std::string("internal: runtime/") + name + " is not embedded");
+    AOTC_RETURN_IF_ERROR(write_file(dir / name, f->data, f->size));
+  }
+  stats.render_seconds = seconds_since(t0);
+
+  // Sources go out before compiling, so a failed build can be inspected.
+  std::vector<std::string> emitted = {cuda_file(prefix),  model_c_file(prefix), header_file(prefix),
+                                      blobs_file(prefix), weights_file(prefix), "Makefile",
+                                      "aotc_runtime.c",   "aotc_runtime.h",     "aotc_cuda_api.h"};
+  auto emit = [&](const std::vector<std::string>& files) -> Status {
+    if (options.emit_source_dir.empty()) return Status::ok();
+    std::error_code ec;
+    fs::create_directories(options.emit_source_dir, ec);
+    for (const std::string& f : files) {
+      fs::copy_file(dir / f, fs::path(options.emit_source_dir) / f,
+                    fs::copy_options::overwrite_existing, ec);
+      if (ec) return Status::error("cannot write " + options.emit_source_dir + "/" + f + ": " + ec.message());
+    }
+    return Status::ok();
+  };
+  AOTC_RETURN_IF_ERROR(emit(emitted));
+
+  report("nvcc: " + std::to_string(stats.kernels) + " kernels for " + std::to_string(options.archs.size()) +
+         " arch(s)");
+  auto t1 = std::chrono::steady_clock::now();
+  AOTC_RETURN_IF_ERROR(run_tool(nvcc_command(options, prefix), dir, "nvcc"));
+  stats.nvcc_seconds = seconds_since(t1);
+  AOTC_RETURN_IF_ERROR(emit({fatbin_file(prefix)}));
+
+  report("host compiler: lib" + prefix + ".so");
+  auto t2 = std::chrono::steady_clock::now();
+  AOTC_RETURN_IF_ERROR(run_tool(cc_command(options, prefix), dir, "host compiler"));
+  stats.host_cc_seconds = seconds_since(t2);
+
+  if (!options.output_path.empty()) {
+    fs::path out = options.output_path;
+    fs::path header_path = out.parent_path() / header_file(prefix);
+    AOTC_RETURN_IF_ERROR(install_file(dir / header_file(prefix), header_path));
+    Status s = install_file(dir / ("lib" + prefix + ".so"), out);
+    if (!s.is_ok()) {
+      std::error_code ec;
+      fs::remove(header_path, ec);
+      return s;
+    }
+  }
+  return stats;
+}
+
+}  // namespace aotc

@@ -1,0 +1,277 @@
+// Lowering every node, resolving pointer locations and assembling the weight blob (see
+// launch_program.h).
+#include "codegen/launch_program.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "codegen/identifiers.h"
+
+namespace aotc {
+namespace {
+
+int64_t align_up(int64_t n, int64_t a) { return (n + a - 1) / a * a; }
+
+std::string describe_value(const Value& v) {
+  return sanitize_comment(v.name, 48) + " " + dtype_name(v.dtype) + " " + shape_str(v.shape);
+}
+
+class ProgramBuilder {
+ public:
+  ProgramBuilder(const Graph& graph, const MemoryPlan& plan) : graph_(graph), plan_(plan) {}
+
+  Expected<LaunchProgram> build(const OpRegistry& registry) {
+    for (size_t i = 0; i < graph_.inputs.size(); ++i)
+      AOTC_RETURN_IF_ERROR(check_io_value(graph_.inputs[i], "input"));
+    for (size_t i = 0; i < graph_.outputs.size(); ++i)
+      AOTC_RETURN_IF_ERROR(check_io_value(graph_.outputs[i], "output"));
+    for (size_t n = 0; n < graph_.nodes.size(); ++n)
+      AOTC_RETURN_IF_ERROR(add_node(static_cast<int>(n), registry));
+    AOTC_RETURN_IF_ERROR(add_output_copies());
+    int64_t arena = align_up(std::max<int64_t>(plan_.arena_bytes, 0), kArenaAlignment);
+    if (!program_.matmuls.empty()) {
+      program_.lt_workspace_offset = arena;
+      program_.lt_workspace_bytes = kCublasLtWorkspaceBytes;
+      arena += kCublasLtWorkspaceBytes;
+    }
+    program_.arena_bytes = arena;
+    return std::move(program_);
+  }
+
+ private:
+  Status check_io_value(ValueId id, const char* what) {
+    if (id < 0 || static_cast<size_t>(id) >= graph_.values.size())
+      return Status::error(std::string("graph ") + what + " refers to a missing value");
+    const Value& v = graph_.value(id);
+    if (!v.shape_known || dtype_size(v.dtype) == 0)
+      return Status::error(std::string("graph ") + what + " '" + escape_for_message(v.name) +
+                           "' has no static shape or a dtype codegen cannot store");
+    return Status::ok();
+  }
+
+  // Where the bytes of `id` live at run time.
+  Expected<Location> locate(ValueId id, const Node& node) {
+    ValueId root = id;
+    for (size_t hops = 0; graph_.value(root).alias_of != kNoValue; ++hops) {
+      if (hops > graph_.values.size()) return node_error(node, "alias cycle in the memory plan");
+      root = graph_.value(root).alias_of;
+    }
+    const Value& v = graph_.value(root);
+    Location loc;
+    if (v.is_constant()) return weight_location(root);
+    for (size_t i = 0; i < graph_.inputs.size(); ++i)
+      if (graph_.inputs[i] == root) {
+        loc.space = Location::Space::kInput;
+        loc.index = static_cast<int>(i);
+        return loc;
+      }
+    for (size_t i = 0; i < graph_.outputs.size(); ++i)
+      if (graph_.outputs[i] == root) {
+        loc.space = Location::Space::kOutput;
+        loc.index = static_cast<int>(i);
+        return loc;
+      }
+    if (v.arena_offset < 0)
+      return node_error(node, "value '" + escape_for_message(v.name) +
+                                  "' has no storage (not in the arena, not a graph input, output "
+                                  "or constant): was the memory plan run?");
+    if (v.arena_offset % kArenaAlignment != 0 || v.arena_offset + v.byte_size() > plan_.arena_bytes)
+      return node_error(node, "value '" + escape_for_message(v.name) + "' at arena offset " +
+                                  std::to_string(v.arena_offset) + " (" +
+                                  std::to_string(v.byte_size()) +
+                                  " bytes) is misaligned or outside the arena of " +
+                                  std::to_string(plan_.arena_bytes) + " bytes");
+    loc.space = Location::Space::kArena;
+    loc.offset = v.arena_offset;
+    loc.symbol = "ARENA_V" + std::to_string(root) + "_" + sanitize_identifier(v.name, 32);
+    if (arena_seen_.emplace(root, true).second)
+      program_.arena_symbols.push_back({loc.symbol, loc.offset, v.byte_size(), describe_value(v)});
+    return loc;
+  }
+
+  Location weight_location(ValueId id) {
+    const Value& v = graph_.value(id);
+    Location loc;
+    loc.space = Location::Space::kWeights;
+    loc.symbol = "WEIGHT_V" + std::to_string(id) + "_" + sanitize_identifier(v.name, 32);
+    auto it = weight_offset_.find(id);
+    if (it != weight_offset_.end()) {
+      loc.offset = it->second;
+      return loc;
+    }
+    std::vector<uint8_t>& blob = program_.weights;
+    int64_t offset = align_up(static_cast<int64_t>(blob.size()), kWeightAlignment);
+    const Tensor& t = *v.constant;
+    blob.resize(static_cast<size_t>(offset + t.byte_size()), 0);
+    if (t.byte_size() > 0) std::memcpy(blob.data() + offset, t.raw(), static_cast<size_t>(t.byte_size()));
+    weight_offset_[id] = offset;
+    program_.weight_symbols.push_back({loc.symbol, offset, t.byte_size(), describe_value(v)});
+    loc.offset = offset;
+    return loc;
+  }
+
+  Expected<Location> locate_arg(ValueId arg, int node_index, const Lowering& lowering) {
+    const Node& node = graph_.nodes[static_cast<size_t>(node_index)];
+    if (arg == kNullArg) return Location{};
+    if (arg == kScratchArg) {
+      int64_t offset = static_cast<size_t>(node_index) < plan_.scratch_offset.size()
+                           ? plan_.scratch_offset[static_cast<size_t>(node_index)]
+                           : -1;
+      if (lowering.scratch_bytes <= 0 || offset < 0 ||
+          offset + lowering.scratch_bytes > plan_.arena_bytes)
+        return node_error(node, "scratch buffer of " + std::to_string(lowering.scratch_bytes) +
+                                    " bytes has no valid arena offset in the memory plan");
+      Location loc;
+      loc.space = Location::Space::kArena;
+      loc.offset = offset;
+      loc.symbol = "SCRATCH_N" + std::to_string(node_index);
+      if (scratch_seen_.emplace(node_index, true).second)
+        program_.arena_symbols.push_back({loc.symbol, offset, lowering.scratch_bytes,
+                                          "scratch of node " + sanitize_comment(node.name, 48)});
+      return loc;
+    }
+    if (arg < 0 || static_cast<size_t>(arg) >= graph_.values.size())
+      return node_error(node, "lowering refers to value id " + std::to_string(arg) +
+                                  ", which does not exist");
+    return locate(arg, node);
+  }
+
+  std::string node_comment(const Node& node) {
+    std::string c = "ONNX node " + sanitize_comment(node.name.empty() ? "(unnamed)" : node.name, 60) +
+                    " (" + sanitize_comment(node.op_type, 40) + ")";
+    for (ValueId in : node.inputs)
+      if (in != kNoValue) c += "; in " + describe_value(graph_.value(in));
+    for (ValueId out : node.outputs)
+      if (out != kNoValue) c += "; out " + describe_value(graph_.value(out));
+    return c;
+  }
+
+  Status add_kernel(int node_index, const KernelStep& k, const Lowering& lowering) {
+    const Node& node = graph_.nodes[static_cast<size_t>(node_index)];
+    ProgramKernel pk;
+    const std::string& base = node.name.empty() ? node.op_type : node.name;
+    pk.name = "k" + std::to_string(program_.kernels.size()) + "_" + sanitize_identifier(base, 40);
+    pk.template_name = k.template_name;
+    for (const auto& [key, value] : k.holes)
+      pk.holes.emplace_back(key, key == "comment" ? sanitize_comment(value, 200) : value);
+    pk.comment = node_comment(node);
+    pk.node_index = node_index;
+    pk.grid = k.grid;
+    pk.block = k.block;
+    pk.shared_bytes = k.shared_bytes;
+    if (k.grid.x < 1 || k.grid.y < 1 || k.grid.z < 1 || k.block.x < 1 || k.block.y < 1 ||
+        k.block.z < 1 || k.block.x * k.block.y * k.block.z > 1024 || k.grid.y > 65535 ||
+        k.grid.z > 65535 || k.grid.x > 0x7fffffffLL || k.shared_bytes < 0)
+      return node_error(node, "lowering gives an invalid launch shape");
+    for (ValueId arg : k.args) {
+      auto loc = locate_arg(arg, node_index, lowering);
+      if (!loc) return loc.status();
+      pk.args.push_back(*loc);
+    }
+    program_.steps.push_back({ProgramStep::Kind::kKernel, static_cast<int>(program_.kernels.size())});
+    program_.kernels.push_back(std::move(pk));
+    return Status::ok();
+  }
+
+  Status add_matmul(int node_index, const MatmulStep& m, const Lowering& lowering) {
+    const Node& node = graph_.nodes[static_cast<size_t>(node_index)];
+    if (m.dtype != DType::kFloat32 && m.dtype != DType::kFloat16 && m.dtype != DType::kBFloat16)
+      return node_error(node, "cuBLASLt matmul of " + dtype_name(m.dtype) + " is not supported");
+    if (m.m < 1 || m.n < 1 || m.k < 1 || m.batch < 1)
+      return node_error(node, "matmul with an empty dimension is not supported");
+    bool wants_bias = m.epilogue == MatmulStep::Epilogue::kBias ||
+                      m.epilogue == MatmulStep::Epilogue::kBiasRelu;
+    if (wants_bias != (m.bias != kNullArg))
+      return node_error(node, "matmul bias pointer and epilogue disagree");
+    if (!std::isfinite(m.alpha) || !std::isfinite(m.beta))
+      return node_error(node, "matmul alpha/beta must be finite");
+    if (m.a == kNullArg || m.b == kNullArg || m.d == kNullArg)
+      return node_error(node, "matmul lacks an A, B or D operand");
+    ProgramMatmul pm;
+    pm.step = m;
+    pm.label = sanitize_identifier(node.name.empty() ? node.op_type : node.name, 40);
+    ValueId ids[5] = {m.a, m.b, m.c, m.d, m.bias};
+    Location* locs[5] = {&pm.a, &pm.b, &pm.c, &pm.d, &pm.bias};
+    for (int i = 0; i < 5; ++i) {
+      auto loc = locate_arg(ids[i], node_index, lowering);
+      if (!loc) return loc.status();
+      *locs[i] = *loc;
+    }
+    program_.steps.push_back({ProgramStep::Kind::kMatmul, static_cast<int>(program_.matmuls.size())});
+    program_.matmuls.push_back(std::move(pm));
+    return Status::ok();
+  }
+
+  void add_copy(const Location& src, const Location& dst, int64_t bytes, std::string label) {
+    if (bytes <= 0 || src == dst) return;
+    program_.steps.push_back({ProgramStep::Kind::kCopy, static_cast<int>(program_.copies.size())});
+    program_.copies.push_back({src, dst, bytes, std::move(label)});
+  }
+
+  Status add_node(int node_index, const OpRegistry& registry) {
+    const Node& node = graph_.nodes[static_cast<size_t>(node_index)];
+    const OpDef* def = registry.find(node.op_type, node.domain);
+    if (!def) return node_error(node, "unknown op (not in the registry)");
+    if (!def->lower) return node_error(node, "op has no GPU lowering");
+    auto lowered = def->lower(node, graph_);
+    if (!lowered) return lowered.status();
+    const Lowering& l = *lowered;
+    if (l.is_view) {
+      // The plan normally aliases the output; when it did not (e.g. the view is a graph output),
+      // the bytes are copied.
+      if (node.inputs.empty() || node.outputs.empty() || node.inputs[0] == kNoValue)
+        return node_error(node, "a view needs input 0 and output 0");
+      auto src = locate(node.inputs[0], node);
+      if (!src) return src.status();
+      auto dst = locate(node.outputs[0], node);
+      if (!dst) return dst.status();
+      add_copy(*src, *dst, graph_.value(node.outputs[0]).byte_size(),
+               "view " + sanitize_identifier(node.name.empty() ? node.op_type : node.name, 40));
+      return Status::ok();
+    }
+    for (const LoweredStep& step : l.steps) {
+      if (step.kind == LoweredStep::Kind::kKernel)
+        AOTC_RETURN_IF_ERROR(add_kernel(node_index, step.kernel, l));
+      else
+        AOTC_RETURN_IF_ERROR(add_matmul(node_index, step.matmul, l));
+    }
+    return Status::ok();
+  }
+
+  // A graph output whose bytes live elsewhere (a view of an intermediate, a graph input, a
+  // constant, an output listed twice) is copied into the caller's buffer.
+  Status add_output_copies() {
+    Node pseudo;
+    pseudo.name = "graph outputs";
+    pseudo.op_type = "output";
+    for (size_t j = 0; j < graph_.outputs.size(); ++j) {
+      ValueId id = graph_.outputs[j];
+      auto src = locate(id, pseudo);
+      if (!src) return src.status();
+      Location dst;
+      dst.space = Location::Space::kOutput;
+      dst.index = static_cast<int>(j);
+      add_copy(*src, dst, graph_.value(id).byte_size(), "output " + std::to_string(j));
+    }
+    return Status::ok();
+  }
+
+  const Graph& graph_;
+  const MemoryPlan& plan_;
+  LaunchProgram program_;
+  std::map<ValueId, int64_t> weight_offset_;
+  std::map<ValueId, bool> arena_seen_;
+  std::map<int, bool> scratch_seen_;
+};
+
+}  // namespace
+
+Expected<LaunchProgram> build_launch_program(const Graph& graph, const MemoryPlan& plan,
+                                             const OpRegistry& registry) {
+  ProgramBuilder builder(graph, plan);
+  return builder.build(registry);
+}
+
+}  // namespace aotc

@@ -1,0 +1,88 @@
+// The launch sequence of a planned Graph as plain data: every node lowered through its OpDef, every
+// pointer argument resolved to a location (arena + offset, weight blob + offset, the caller's input
+// or output slot; views follow Value::alias_of), the weight blob assembled from the constants the
+// steps read, and the copies a graph output needs when it does not own its bytes (a view, a graph
+// input, a constant, a repeated output). Both the device and the host source are printed from it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/template_renderer.h"
+#include "ir/graph.h"
+#include "ir/lowering.h"
+#include "ir/op_registry.h"
+#include "opt/memory_plan.h"
+
+namespace aotc {
+
+constexpr int64_t kWeightAlignment = 256;
+// cuBLASLt workspace placed at the end of the arena when the model has matmuls (NVIDIA recommends
+// 32 MiB on Hopper).
+constexpr int64_t kCublasLtWorkspaceBytes = 32LL << 20;
+
+struct Location {
+  enum class Space { kNull, kArena, kWeights, kInput, kOutput };
+  Space space = Space::kNull;
+  int index = 0;        // input / output slot
+  int64_t offset = 0;   // bytes from the base
+  std::string symbol;   // named constant for arena / weight offsets, e.g. "ARENA_V3_relu_out"
+  bool operator==(const Location& o) const {
+    return space == o.space && index == o.index && offset == o.offset;
+  }
+};
+
+struct ProgramKernel {
+  std::string name;           // k<index>_<node name reduced to [A-Za-z0-9_]>
+  std::string template_name;
+  Holes holes;                // the step's holes ("comment" already sanitized), without kernel_name
+  std::string comment;        // sanitized: node, op, input and output shapes
+  int node_index = -1;
+  Dim3 grid, block;
+  int64_t shared_bytes = 0;
+  std::vector<Location> args;
+};
+
+struct ProgramMatmul {
+  MatmulStep step;
+  Location a, b, c, d, bias;
+  std::string label;          // sanitized node name
+};
+
+struct ProgramCopy {
+  Location src, dst;
+  int64_t bytes = 0;
+  std::string label;          // sanitized
+};
+
+struct ProgramStep {
+  enum class Kind { kKernel, kMatmul, kCopy };
+  Kind kind = Kind::kKernel;
+  int index = 0;              // into kernels / matmuls / copies
+};
+
+struct NamedOffset {
+  std::string symbol;
+  int64_t offset = 0;
+  int64_t bytes = 0;
+  std::string comment;        // sanitized value name, dtype, shape
+};
+
+struct LaunchProgram {
+  std::vector<ProgramKernel> kernels;
+  std::vector<ProgramMatmul> matmuls;
+  std::vector<ProgramCopy> copies;
+  std::vector<ProgramStep> steps;
+  std::vector<uint8_t> weights;            // the blob, offsets kWeightAlignment-aligned
+  std::vector<NamedOffset> weight_symbols;
+  std::vector<NamedOffset> arena_symbols;  // values and scratch buffers the steps touch
+  int64_t arena_bytes = 0;                 // plan.arena_bytes (aligned) + cuBLASLt workspace
+  int64_t lt_workspace_offset = 0;
+  int64_t lt_workspace_bytes = 0;
+};
+
+Expected<LaunchProgram> build_launch_program(const Graph& graph, const MemoryPlan& plan,
+                                             const OpRegistry& registry = default_registry());
+
+}  // namespace aotc

@@ -1,0 +1,114 @@
+/* The few CUDA driver and cuBLASLt declarations the runtime needs, written out by hand so that a
+   generated library compiles with nothing but a C compiler (also a cross compiler for Jetson):
+   no cuda.h, no cublasLt.h. Values and layouts match CUDA 12/13 (checked against cuda.h and
+   cublasLt.h of CUDA 13.0); the functions are resolved with dlsym at create time. */
+#ifndef AOTC_CUDA_API_H
+#define AOTC_CUDA_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef int CUresult;                  /* CUDA_SUCCESS = 0 */
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr; /* 64-bit targets only (x86-64, aarch64) */
+typedef struct CUctx_st* CUcontext;
+typedef struct CUmod_st* CUmodule;
+typedef struct CUfunc_st* CUfunction;
+typedef struct CUstream_st* CUstream;
+
+#define AOTC_CU_SUCCESS 0
+#define AOTC_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
+#define AOTC_CU_ERROR_OUT_OF_MEMORY 2
+
+/* cuBLASLt: opaque descriptors are pointers; the heuristic result is semi-opaque (layout fixed). */
+typedef int cublasStatus_t; /* CUBLAS_STATUS_SUCCESS = 0 */
+typedef struct cublasLtContext* cublasLtHandle_t;
+typedef void* cublasLtMatmulDesc_t;
+typedef void* cublasLtMatrixLayout_t;
+typedef void* cublasLtMatmulPreference_t;
+typedef struct {
+  uint64_t data[8];
+} cublasLtMatmulAlgo_t;
+typedef struct {
+  cublasLtMatmulAlgo_t algo;
+  size_t workspaceSize;
+  cublasStatus_t state;
+  float wavesCount;
+  int reserved[4];
+} cublasLtMatmulHeuristicResult_t;
+
+#define AOTC_CUBLAS_COMPUTE_32F 68
+#define AOTC_CUDA_R_32F 0
+#define AOTC_CUDA_R_16F 2
+#define AOTC_CUDA_R_16BF 14
+#define AOTC_CUBLAS_OP_N 0
+#define AOTC_CUBLAS_OP_T 1
+#define AOTC_CUBLASLT_MATMUL_DESC_TRANSA 3       /* int32_t */
+#define AOTC_CUBLASLT_MATMUL_DESC_TRANSB 4       /* int32_t */
+#define AOTC_CUBLASLT_MATMUL_DESC_EPILOGUE 7     /* uint32_t */
+#define AOTC_CUBLASLT_MATMUL_DESC_BIAS_POINTER 8 /* void* */
+#define AOTC_CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT 5          /* int32_t */
+#define AOTC_CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET 6 /* int64_t */
+#define AOTC_CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES 1    /* uint64_t */
+#define AOTC_CUBLASLT_EPILOGUE_DEFAULT 1
+#define AOTC_CUBLASLT_EPILOGUE_RELU 2
+#define AOTC_CUBLASLT_EPILOGUE_BIAS 4
+#define AOTC_CUBLASLT_EPILOGUE_RELU_BIAS 6
+
+/* Function pointers, filled by dlsym. Names in comments are the exported symbols. */
+typedef struct aotc_cuda_api {
+  CUresult (*init)(unsigned int flags);                                   /* cuInit */
+  CUresult (*device_get_count)(int* count);                               /* cuDeviceGetCount */
+  CUresult (*device_get)(CUdevice* device, int ordinal);                  /* cuDeviceGet */
+  CUresult (*primary_ctx_retain)(CUcontext* ctx, CUdevice device);        /* cuDevicePrimaryCtxRetain */
+  CUresult (*primary_ctx_release)(CUdevice device);                       /* cuDevicePrimaryCtxRelease_v2 */
+  CUresult (*ctx_push)(CUcontext ctx);                                    /* cuCtxPushCurrent_v2 */
+  CUresult (*ctx_pop)(CUcontext* ctx);                                    /* cuCtxPopCurrent_v2 */
+  CUresult (*module_load_data)(CUmodule* module, const void* image);      /* cuModuleLoadData */
+  CUresult (*module_unload)(CUmodule module);                             /* cuModuleUnload */
+  CUresult (*module_get_function)(CUfunction* f, CUmodule m, const char* name); /* cuModuleGetFunction */
+  CUresult (*func_set_attribute)(CUfunction f, int attribute, int value); /* cuFuncSetAttribute */
+  CUresult (*mem_alloc)(CUdeviceptr* ptr, size_t bytes);                  /* cuMemAlloc_v2 */
+  CUresult (*mem_free)(CUdeviceptr ptr);                                  /* cuMemFree_v2 */
+  CUresult (*memcpy_htod)(CUdeviceptr dst, const void* src, size_t bytes); /* cuMemcpyHtoD_v2 */
+  CUresult (*memcpy_dtoh)(void* dst, CUdeviceptr src, size_t bytes);      /* cuMemcpyDtoH_v2 */
+  CUresult (*memcpy_dtod_async)(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                                CUstream stream);                         /* cuMemcpyDtoDAsync_v2 */
+  CUresult (*launch_kernel)(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                            unsigned by, unsigned bz, unsigned shared_bytes, CUstream stream,
+                            void** params, void** extra);                 /* cuLaunchKernel */
+  CUresult (*stream_synchronize)(CUstream stream);                        /* cuStreamSynchronize */
+  CUresult (*get_error_name)(CUresult error, const char** name);          /* cuGetErrorName */
+} aotc_cuda_api;
+
+typedef struct aotc_cublaslt_api {
+  cublasStatus_t (*create)(cublasLtHandle_t* handle);
+  cublasStatus_t (*destroy)(cublasLtHandle_t handle);
+  cublasStatus_t (*matmul_desc_create)(cublasLtMatmulDesc_t* desc, int compute_type, int scale_type);
+  cublasStatus_t (*matmul_desc_destroy)(cublasLtMatmulDesc_t desc);
+  cublasStatus_t (*matmul_desc_set_attribute)(cublasLtMatmulDesc_t desc, int attr, const void* buf,
+                                              size_t size);
+  cublasStatus_t (*matrix_layout_create)(cublasLtMatrixLayout_t* layout, int type, uint64_t rows,
+                                         uint64_t cols, int64_t ld);
+  cublasStatus_t (*matrix_layout_destroy)(cublasLtMatrixLayout_t layout);
+  cublasStatus_t (*matrix_layout_set_attribute)(cublasLtMatrixLayout_t layout, int attr,
+                                                const void* buf, size_t size);
+  cublasStatus_t (*preference_create)(cublasLtMatmulPreference_t* pref);
+  cublasStatus_t (*preference_destroy)(cublasLtMatmulPreference_t pref);
+  cublasStatus_t (*preference_set_attribute)(cublasLtMatmulPreference_t pref, int attr,
+                                             const void* buf, size_t size);
+  cublasStatus_t (*algo_get_heuristic)(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                                       cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                       cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
+                                       cublasLtMatmulPreference_t pref, int requested,
+                                       cublasLtMatmulHeuristicResult_t* results, int* returned);
+  cublasStatus_t (*matmul)(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const void* alpha,
+                           const void* a, cublasLtMatrixLayout_t a_layout, const void* b,
+                           cublasLtMatrixLayout_t b_layout, const void* beta, const void* c,
+                           cublasLtMatrixLayout_t c_layout, void* d, cublasLtMatrixLayout_t d_layout,
+                           const cublasLtMatmulAlgo_t* algo, void* workspace, size_t workspace_bytes,
+                           CUstream stream);
+  const char* (*get_status_name)(cublasStatus_t status);
+} aotc_cublaslt_api;
+
+#endif /* AOTC_CUDA_API_H */

@@ -1,0 +1,123 @@
+/* The model-independent half of every generated library: the table types that the generated
+   <name>_model.c fills in (kernels, their pointer arguments, cuBLASLt matmuls, copies, the launch
+   order, inputs and outputs) and the functions that implement the C ABI over those tables.
+   Everything here is hidden (-fvisibility=hidden); only the prefixed wrappers are exported. */
+#ifndef AOTC_RUNTIME_H
+#define AOTC_RUNTIME_H
+
+#include "aotc_cuda_api.h"
+
+#ifndef AOTC_STATUS_CODES_DEFINED
+#define AOTC_STATUS_CODES_DEFINED
+enum {
+  AOTC_OK = 0,
+  AOTC_ERROR_INVALID_ARGUMENT = 1,
+  AOTC_ERROR_NO_DRIVER = 2,
+  AOTC_ERROR_NO_CUBLASLT = 3,
+  AOTC_ERROR_OUT_OF_MEMORY = 4,
+  AOTC_ERROR_CUDA = 5,
+  AOTC_ERROR_STICKY = 6
+};
+#endif
+
+/* Where a pointer argument lives at run time. */
+enum {
+  AOTC_LOC_NULL = 0,    /* nullptr (absent optional input) */
+  AOTC_LOC_ARENA = 1,   /* arena base + offset */
+  AOTC_LOC_WEIGHTS = 2, /* weight buffer base + offset */
+  AOTC_LOC_INPUT = 3,   /* the caller's input pointer `index` + offset */
+  AOTC_LOC_OUTPUT = 4   /* the caller's output pointer `index` + offset */
+};
+
+typedef struct aotc_rt_ref {
+  int loc;
+  int index;
+  unsigned long long offset;
+} aotc_rt_ref;
+
+typedef struct aotc_rt_kernel {
+  const char* name; /* the __global__ function in the fatbin */
+  unsigned grid[3];
+  unsigned block[3];
+  unsigned shared_bytes;
+  int first_arg; /* into the kernel argument table */
+  int num_args;
+} aotc_rt_kernel;
+
+enum { AOTC_MM_F32 = 0, AOTC_MM_F16 = 1, AOTC_MM_BF16 = 2 };
+enum { AOTC_EPI_NONE = 0, AOTC_EPI_BIAS = 1, AOTC_EPI_RELU = 2, AOTC_EPI_BIAS_RELU = 3 };
+
+/* D = alpha * op(A) x op(B) + beta * C (+bias) (relu), ROW-MAJOR terms (see ir/lowering.h). */
+typedef struct aotc_rt_matmul {
+  const char* label;
+  int dtype;
+  aotc_rt_ref a, b, c, d, bias;
+  long long m, n, k, batch;
+  int trans_a, trans_b;
+  long long lda, ldb, ldc, ldd;
+  long long stride_a, stride_b, stride_c, stride_d;
+  float alpha, beta;
+  int epilogue;
+} aotc_rt_matmul;
+
+typedef struct aotc_rt_copy {
+  aotc_rt_ref src, dst;
+  unsigned long long bytes;
+} aotc_rt_copy;
+
+enum { AOTC_STEP_KERNEL = 0, AOTC_STEP_MATMUL = 1, AOTC_STEP_COPY = 2 };
+typedef struct aotc_rt_step {
+  int kind;
+  int index; /* into kernels / matmuls / copies */
+} aotc_rt_step;
+
+typedef struct aotc_rt_io {
+  const char* name;
+  int dtype; /* ONNX TensorProto.DataType */
+  int rank;
+  const long long* shape;
+  unsigned long long bytes;
+} aotc_rt_io;
+
+typedef struct aotc_rt_model_desc {
+  const char* model_name;
+  const char* archs; /* e.g. "sm_90 sm_87", for error messages */
+  const unsigned char* fatbin;
+  const unsigned char* weights;
+  unsigned long long weight_bytes;
+  unsigned long long arena_bytes; /* includes the cuBLASLt workspace */
+  unsigned long long lt_workspace_offset;
+  unsigned long long lt_workspace_bytes;
+  const aotc_rt_kernel* kernels;
+  int num_kernels;
+  const aotc_rt_ref* kernel_args;
+  int num_kernel_args;
+  const aotc_rt_matmul* matmuls;
+  int num_matmuls;
+  const aotc_rt_copy* copies;
+  int num_copies;
+  const aotc_rt_step* steps;
+  int num_steps;
+  const aotc_rt_io* inputs;
+  int num_inputs;
+  const aotc_rt_io* outputs;
+  int num_outputs;
+} aotc_rt_model_desc;
+
+typedef struct aotc_rt_handle aotc_rt_handle;
+
+#define AOTC_RT_HIDDEN __attribute__((visibility("hidden")))
+
+AOTC_RT_HIDDEN int aotc_rt_create(aotc_rt_handle** out, const aotc_rt_model_desc* desc, int device,
+                                  void* workspace, const aotc_rt_handle* share_weights_with);
+AOTC_RT_HIDDEN void aotc_rt_destroy(aotc_rt_handle* h);
+AOTC_RT_HIDDEN int aotc_rt_run(aotc_rt_handle* h, const void* const* inputs, void* const* outputs,
+                               void* stream);
+AOTC_RT_HIDDEN int aotc_rt_run_host(aotc_rt_handle* h, const void* const* inputs,
+                                    void* const* outputs);
+AOTC_RT_HIDDEN const char* aotc_rt_last_error(const aotc_rt_handle* h);
+
+/* Introspection over the tables (index checked; out of range -> NULL / -1 / 0). */
+AOTC_RT_HIDDEN const aotc_rt_io* aotc_rt_io_at(const aotc_rt_io* table, int count, int i);
+
+#endif /* AOTC_RUNTIME_H */

@@ -1,0 +1,30 @@
+// templates/common.cuh: included once at the top of every generated .cu (device code only).
+// Small, dependency-free helpers shared by the op templates. Built without --use_fast_math, so
+// expf/exp/tanhf etc. are the accurate CUDA versions (results are compared with the CPU reference).
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <math.h>
+#include <stdint.h>
+
+// Element <-> compute-type conversions usable in every template: static_cast works for float,
+// double and the integer types; __half and __nv_bfloat16 convert through float.
+template <class To, class From>
+__device__ __forceinline__ To aotc_cast(From v) { return static_cast<To>(v); }
+template <>
+__device__ __forceinline__ float aotc_cast<float, __half>(__half v) { return __half2float(v); }
+template <>
+__device__ __forceinline__ __half aotc_cast<__half, float>(float v) { return __float2half_rn(v); }
+template <>
+__device__ __forceinline__ float aotc_cast<float, __nv_bfloat16>(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 aotc_cast<__nv_bfloat16, float>(float v) {
+  return __float2bfloat16_rn(v);
+}
+
+// Index of the first item this thread handles in a grid-stride loop, and the stride.
+__device__ __forceinline__ long long aotc_thread_index() {
+  return blockIdx.x * (long long)blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ long long aotc_grid_stride() { return (long long)gridDim.x * blockDim.x; }

@@ -1,0 +1,95 @@
+// Shared helpers for the codegen tests: small graphs built in C++, a trivial linear memory plan
+// (independent of opt/memory_plan), tool discovery and GPU detection through the driver API.
+#pragma once
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "codegen/process.h"
+#include "ir/graph.h"
+#include "ir/shape_inference.h"
+#include "opt/memory_plan.h"
+
+namespace aotc {
+namespace test {
+
+// Every value that is not a graph input, output or constant gets its own 256-aligned slot.
+inline MemoryPlan linear_plan(Graph& g) {
+  MemoryPlan plan;
+  int64_t offset = 0;
+  for (size_t i = 0; i < g.values.size(); ++i) {
+    Value& v = g.values[i];
+    ValueId id = static_cast<ValueId>(i);
+    if (v.is_constant() || g.is_graph_input(id) || g.is_graph_output(id) || !v.shape_known) continue;
+    v.arena_offset = offset;
+    offset += (v.byte_size() + 255) / 256 * 256;
+  }
+  plan.arena_bytes = offset;
+  plan.linear_bytes = offset;
+  plan.scratch_offset.assign(g.nodes.size(), -1);
+  return plan;
+}
+
+// x -> Relu -> Sigmoid -> y with the given names (hostile ones in some tests).
+inline Graph relu_sigmoid_graph(const Shape& shape, const std::string& x_name = "x",
+                                const std::string& mid_name = "r", const std::string& y_name = "y",
+                                const std::string& relu_node = "relu",
+                                const std::string& sigmoid_node = "sigmoid") {
+  Graph g;
+  g.name = "relu_sigmoid";
+  g.opset = 17;
+  ValueId x = g.add_value(x_name, DType::kFloat32, shape, true);
+  ValueId r = g.add_value(mid_name);
+  ValueId y = g.add_value(y_name);
+  g.inputs = {x};
+  g.outputs = {y};
+  g.nodes.push_back(Node{relu_node, "Relu", "", {x}, {r}, {}});
+  g.nodes.push_back(Node{sigmoid_node, "Sigmoid", "", {r}, {y}, {}});
+  return g;
+}
+
+inline std::string read_file(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+inline std::string find_nvcc() {
+  const char* home = std::getenv("CUDA_HOME");
+  for (std::string dir : {home ? std::string(home) : std::string(), std::string("/usr/local/cuda")})
+    if (!dir.empty() && std::filesystem::exists(dir + "/bin/nvcc")) return dir + "/bin/nvcc";
+  return "nvcc";
+}
+
+inline bool tool_runs(const std::string& tool) {
+  auto r = run_process({tool, "--version"});
+  return r.is_ok() && r->exit_code == 0;
+}
+
+// A usable CUDA GPU: libcuda.so.1 loads, cuInit succeeds and at least one device exists.
+inline bool have_gpu(std::string* why) {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    *why = "libcuda.so.1 not found";
+    return false;
+  }
+  using InitFn = int (*)(unsigned);
+  using CountFn = int (*)(int*);
+  auto init = reinterpret_cast<InitFn>(dlsym(lib, "cuInit"));
+  auto count_fn = reinterpret_cast<CountFn>(dlsym(lib, "cuDeviceGetCount"));
+  int count = 0;
+  if (!init || !count_fn || init(0) != 0 || count_fn(&count) != 0 || count == 0) {
+    *why = "cuInit failed or no device";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace test
+}  // namespace aotc

@@ -1,0 +1,272 @@
+// The launch program and the generated sources, without running any compiler: pointer locations
+// (arena, input/output slots, weights, scratch), output copies, weight blob layout, errors, and
+// that hostile model text never reaches the emitted .cu / .c / .h unsanitized.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "codegen/device_source.h"
+#include "codegen/host_source.h"
+#include "codegen/launch_program.h"
+#include "codegen_test_util.h"
+#include "ir/ops/op_helpers.h"
+
+namespace aotc {
+namespace {
+
+using test::linear_plan;
+using test::relu_sigmoid_graph;
+
+// A test op: out = in (elementwise, one kernel) reading every other input as extra pointer args,
+// optionally with a scratch buffer. Lets the tests place constants and scratch where they want.
+Status passthrough_infer(Node& node, Graph& graph) {
+  const Value& x = input_value(graph, node, 0);
+  set_output(graph, node, 0, x.dtype, x.shape);
+  return Status::ok();
+}
+Status passthrough_reference(const Node&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+  out[0] = *in[0];
+  return Status::ok();
+}
+Expected<Lowering> passthrough_lower(const Node& node, const Graph& graph) {
+  const Value& x = input_value(graph, node, 0);
+  KernelStep k;
+  k.template_name = "unary_elementwise";
+  k.holes = {{"T", "float"}, {"CT", "float"}, {"numel", int_literal(x.numel())}, {"expr", "x"},
+             {"comment", "passthrough " + node.name}};
+  k.args = {node.inputs[0], node.outputs[0]};
+  for (size_t i = 1; i < node.inputs.size(); ++i) k.args.push_back(node.inputs[i]);
+  Lowering l;
+  if (node.attr_int("scratch", 0) > 0) {
+    l.scratch_bytes = node.attr_int("scratch", 0);
+    k.args.push_back(kScratchArg);
+  }
+  k.grid = grid_for(x.numel());
+  k.block = Dim3{256, 1, 1};
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  return l;
+}
+
+OpRegistry test_registry() {
+  OpRegistry r;
+  register_all_ops(r);
+  OpDef def;
+  def.op_type = "TestPassthrough";
+  def.domain = "test";
+  def.infer = passthrough_infer;
+  def.reference = passthrough_reference;
+  def.lower = passthrough_lower;
+  r.add(def);
+  return r;
+}
+
+TEST(LaunchProgram, ReluSigmoidChainUsesInputArenaAndOutput) {
+  Graph g = relu_sigmoid_graph({2, 3});
+  ASSERT_TRUE(infer_shapes(g).is_ok());
+  MemoryPlan plan = linear_plan(g);
+  auto p = build_launch_program(g, plan);
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  ASSERT_EQ(p->kernels.size(), 2u);
+  EXPECT_EQ(p->kernels[0].name, "k0_relu");
+  EXPECT_EQ(p->kernels[1].name, "k1_sigmoid");
+  ASSERT_EQ(p->kernels[0].args.size(), 2u);
+  EXPECT_EQ(p->kernels[0].args[0].space, Location::Space::kInput);
+  EXPECT_EQ(p->kernels[0].args[1].space, Location::Space::kArena);
+  EXPECT_EQ(p->kernels[0].args[1].symbol, "ARENA_V1_r");
+  EXPECT_EQ(p->kernels[1].args[0].space, Location::Space::kArena);
+  EXPECT_EQ(p->kernels[1].args[1].space, Location::Space::kOutput);
+  EXPECT_TRUE(p->copies.empty());
+  EXPECT_TRUE(p->weights.empty());
+  EXPECT_EQ(p->arena_bytes, 256);  // one 24-byte buffer, aligned
+  EXPECT_EQ(p->lt_workspace_bytes, 0);
+}
+
+TEST(LaunchProgram, MissingPlanIsAnErrorNamingTheNode) {
+  Graph g = relu_sigmoid_graph({4});
+  ASSERT_TRUE(infer_shapes(g).is_ok());
+  MemoryPlan plan;  // nothing placed
+  auto p = build_launch_program(g, plan);
+  ASSERT_FALSE(p.is_ok());
+  EXPECT_NE(p.status().message().find("node 'relu' (Relu)"), std::string::npos) << p.status().message();
+  EXPECT_NE(p.status().message().find("no storage"), std::string::npos);
+}
+
+TEST(LaunchProgram, OffsetOutsideArenaIsRejected) {
+  Graph g = relu_sigmoid_graph({4});
+  ASSERT_TRUE(infer_shapes(g).is_ok());
+  MemoryPlan plan = linear_plan(g);
+  plan.arena_bytes = 8;  // smaller than the 16-byte intermediate
+  auto p = build_launch_program(g, plan);
+  ASSERT_FALSE(p.is_ok());
+  EXPECT_NE(p.status().message().find("outside the arena"), std::string::npos) << p.status().message();
+}
+
+TEST(LaunchProgram, OutputsThatDoNotOwnTheirBytesAreCopied) {
+  // Outputs: the graph input itself, the relu result twice, and a constant.
+  Graph g;
+  ValueId x = g.add_value("x", DType::kFloat32, {3}, true);
+  ValueId r = g.add_value("r");
+  ValueId c = g.add_constant("c", Tensor::from_floats({2}, {1.f, 2.f}));
+  g.inputs = {x};
+  g.nodes.push_back(Node{"relu", "Relu", "", {x}, {r}, {}});
+  g.outputs = {x, r, r, c};
+  ASSERT_TRUE(infer_shapes(g).is_ok());
+  MemoryPlan plan = linear_plan(g);
+  auto p = build_launch_program(g, plan);
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  ASSERT_EQ(p->copies.size(), 3u);
+  // x -> output 0; output 1 (relu writes there) -> output 2; constant -> output 3.
+  EXPECT_EQ(p->copies[0].src.space, Location::Space::kInput);
+  EXPECT_EQ(p->copies[0].dst.index, 0);
+  EXPECT_EQ(p->copies[0].bytes, 12);
+  EXPECT_EQ(p->copies[1].src.space, Location::Space::kOutput);
+  EXPECT_EQ(p->copies[1].src.index, 1);
+  EXPECT_EQ(p->copies[1].dst.index, 2);
+  EXPECT_EQ(p->copies[2].src.space, Location::Space::kWeights);
+  EXPECT_EQ(p->copies[2].dst.index, 3);
+  ASSERT_EQ(p->weights.size(), 8u);
+  float w[2];
+  std::memcpy(w, p->weights.data(), 8);
+  EXPECT_EQ(w[0], 1.f);
+  EXPECT_EQ(w[1], 2.f);
+  EXPECT_EQ(p->kernels[0].args[1].space, Location::Space::kOutput);
+  EXPECT_EQ(p->kernels[0].args[1].index, 1);
+}
+
+TEST(LaunchProgram, AliasesAreFollowedAndViewsOfOutputsCopied) {
+  // r = Relu(x); v is a view of r that the plan aliased and that is a graph output.
+  Graph g = relu_sigmoid_graph({4});
+  ASSERT_TRUE(infer_shapes(g).is_ok());
+  ValueId r = 1;
+  ValueId v = g.add_value("v", DType::kFloat32, {2, 2}, true);
+  g.outputs.push_back(v);
+  MemoryPlan plan = linear_plan(g);
+  g.value(v).alias_of = r;
+  auto p = build_launch_program(g, plan);
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  ASSERT_EQ(p->copies.size(), 1u);
+  EXPECT_EQ(p->copies[0].src.space, Location::Space::kArena);
+  EXPECT_EQ(p->copies[0].src.offset, g.value(r).arena_offset);
+  EXPECT_EQ(p->copies[0].dst.space, Location::Space::kOutput);
+  EXPECT_EQ(p->copies[0].dst.index, 1);
+}
+
+TEST(LaunchProgram, WeightsAreAlignedAndScratchComesFromThePlan) {
+  OpRegistry reg = test_registry();
+  Graph g;
+  ValueId x = g.add_value("x", DType::kFloat32, {5}, true);
+  ValueId w1 = g.add_constant("w1", Tensor::from_floats({3}, {1.f, 2.f, 3.f}));
+  ValueId w2 = g.add_constant("w2", Tensor::from_floats({1}, {4.f}));
+  ValueId y = g.add_value("y");
+  g.inputs = {x};
+  g.outputs = {y};
+  Node n{"pt", "TestPassthrough", "test", {x, w1, w2, w1}, {y}, {}};
+  n.attrs["scratch"] = Attribute::of_int(100);
+  g.nodes.push_back(n);
+  ASSERT_TRUE(infer_shapes(g, reg).is_ok());
+  MemoryPlan plan = linear_plan(g);
+  auto missing = build_launch_program(g, plan, reg);
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.status().message().find("scratch"), std::string::npos);
+  plan.scratch_offset[0] = 512;
+  plan.arena_bytes = 768;
+  auto p = build_launch_program(g, plan, reg);
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  const auto& args = p->kernels[0].args;
+  ASSERT_EQ(args.size(), 6u);  // x, y, w1, w2, w1, scratch
+  EXPECT_EQ(args[2].space, Location::Space::kWeights);
+  EXPECT_EQ(args[2].offset, 0);
+  EXPECT_EQ(args[2].symbol, "WEIGHT_V1_w1");
+  EXPECT_EQ(args[3].offset, 256);
+  EXPECT_EQ(args[4].offset, 0);  // w1 again: stored once
+  EXPECT_EQ(p->weights.size(), 260u);
+  float v;
+  std::memcpy(&v, p->weights.data() + 256, 4);
+  EXPECT_EQ(v, 4.f);
+  EXPECT_EQ(args[5].offset, 512);
+  EXPECT_EQ(args[5].symbol, "SCRATCH_N0");
+  EXPECT_EQ(p->kernels[0].args.back().space, Location::Space::kArena);
+}
+
+TEST(LaunchProgram, UnknownOpIsRefused) {
+  Graph g;
+  ValueId x = g.add_value("x", DType::kFloat32, {2}, true);
+  ValueId y = g.add_value("y", DType::kFloat32, {2}, true);
+  g.inputs = {x};
+  g.outputs = {y};
+  g.nodes.push_back(Node{"mystery\n", "NoSuchOp", "", {x}, {y}, {}});
+  auto p = build_launch_program(g, MemoryPlan{});
+  ASSERT_FALSE(p.is_ok());
+  EXPECT_NE(p.status().message().find("node 'mystery\\x0a' (NoSuchOp)"), std::string::npos)
+      << p.status().message();
+}
+
+// Names an attacker might put into an ONNX file to break out of a comment, a string or an
+// identifier in the generated code.
+const char* const kHostileNode1 = "*/ #include \"evil.h\"\n int pwned1; /*";
+const char* const kHostileNode2 = "sig\"moid'\\\n#define X ?" "?/ \xc3\xa9";
+const char* const kHostileX = "x\"); system(\"rm -rf /\"); //";
+const char* const kHostileMid = "#include <evil2>\nint pwned2;";
+const char* const kHostileY = "y\\\n*/ pwned3 /*";
+
+TEST(GeneratedSource, HostileNamesAreSanitizedEverywhere) {
+  Graph g = relu_sigmoid_graph({2, 3}, kHostileX, kHostileMid, kHostileY, kHostileNode1, kHostileNode2);
+  g.name = "model */ pwned4";
+  ASSERT_TRUE(infer_shapes(g).is_ok());
+  MemoryPlan plan = linear_plan(g);
+  auto p = build_launch_program(g, plan);
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  auto cu = render_device_source(*p, g, {"0.1.0", "abc */ pwned5", g.name});
+  ASSERT_TRUE(cu.is_ok()) << cu.status().message();
+  HostSources host = render_host_sources(*p, g, {"tiny", {"sm_90"}, "0.1.0", "abc", g.name});
+  // Nothing can break out of a comment, a string or a line: no injected line starts a
+  // declaration or directive, no comment is closed early, no line is continued, no trigraph.
+  for (const std::string* text : {&*cu, &host.model_c, &host.header}) {
+    for (const char* bad : {"*/ pwned", "*/ int pwned", "*/ #include", "system(\"", "?" "?/", "\\\n", "\xc3"})
+      EXPECT_EQ(text->find(bad), std::string::npos) << "found '" << bad << "' in:\n" << *text;
+    std::istringstream lines(*text);
+    for (std::string line; std::getline(lines, line);) {
+      std::string trimmed = line.substr(std::min(line.size(), line.find_first_not_of(" \t")));
+      for (const char* start : {"int pwned", "#include \"evil", "#include <evil", "#define X"})
+        EXPECT_NE(trimmed.rfind(start, 0), 0u) << "injected line: " << line;
+    }
+  }
+  // The kernel names are plain identifiers derived from the node names.
+  EXPECT_NE(cu->find("k0_include_evil_h_int_pwned1"), std::string::npos) << *cu;
+  EXPECT_NE(cu->find("void k1_sig_moid_define_X_"), std::string::npos);
+  // Names reach the host tables only as escaped string literals.
+  EXPECT_NE(host.model_c.find("\"x\\042\\051\\073\\040system"), std::string::npos) << host.model_c;
+  // Every preprocessor line of the .cu comes from common.cuh.
+  std::istringstream lines(*cu);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty() && line[0] == '#') {
+      EXPECT_EQ(line.rfind("#include <", 0), 0u) << line;
+    }
+}
+
+TEST(GeneratedSource, DeviceSourceHasProvenanceAndNodeComments) {
+  Graph g = relu_sigmoid_graph({2, 3});
+  ASSERT_TRUE(infer_shapes(g).is_ok());
+  MemoryPlan plan = linear_plan(g);
+  auto p = build_launch_program(g, plan);
+  ASSERT_TRUE(p.is_ok());
+  auto cu = render_device_source(*p, g, {"0.1.0", "sha256-1234", g.name});
+  ASSERT_TRUE(cu.is_ok());
+  EXPECT_EQ(cu->rfind("// Generated by aotc 0.1.0 from model relu_sigmoid", 0), 0u) << *cu;
+  EXPECT_NE(cu->find("sha256-1234"), std::string::npos);
+  EXPECT_NE(cu->find("// ---- k0_relu: ONNX node relu (Relu); in x float 2x3; out r float 2x3"),
+            std::string::npos)
+      << *cu;
+  EXPECT_NE(cu->find("extern \"C\" __global__ void k1_sigmoid("), std::string::npos);
+  EXPECT_NE(cu->find("#include <cuda_fp16.h>"), std::string::npos);
+  HostSources host = render_host_sources(*p, g, {"tiny", {"sm_90"}, "0.1.0", "sha256-1234", g.name});
+  EXPECT_NE(host.model_c.find("#define ARENA_V1_r 0ULL"), std::string::npos) << host.model_c;
+  EXPECT_NE(host.model_c.find("{AOTC_LOC_ARENA, 0, ARENA_V1_r}"), std::string::npos);
+  EXPECT_NE(host.header.find("int tiny_run(tiny_model* model"), std::string::npos) << host.header;
+  EXPECT_NE(host.header.find("0: x  float [2, 3]  24 bytes"), std::string::npos) << host.header;
+  EXPECT_NE(host.blobs_s.find(".incbin \"tiny.fatbin\""), std::string::npos);
+  EXPECT_NE(host.blobs_s.find(".hidden tiny_aotc_weights"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace aotc

@@ -1,0 +1,343 @@
+// End to end: a tiny graph (x -> Relu -> Sigmoid -> y, with hostile names) compiled to a real .so
+// with nvcc and cc. Checks what can be checked without a GPU (exported symbols, NEEDED entries, a C
+// program linking against the generated header, ABI misuse, the emitted Makefile, atomic output)
+// and, when a GPU is present, runs the library and compares with math done here in double.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "codegen/codegen.h"
+#include "codegen_test_util.h"
+#include "ir/ops/op_helpers.h"
+
+namespace aotc {
+namespace {
+namespace fs = std::filesystem;
+using test::read_file;
+
+const Shape kShape = {2, 3, 7};  // 42 elements: not a multiple of anything convenient
+
+struct Built {
+  Status status = Status::ok();
+  fs::path dir, lib, header, emit;
+  bool tools = false;
+};
+
+Built& built() {
+  static Built b = [] {
+    Built r;
+    r.tools = test::tool_runs(test::find_nvcc()) && test::tool_runs("cc");
+    if (!r.tools) return r;
+    r.dir = fs::temp_directory_path() / ("aotc-codegen-test-" + std::to_string(getpid()));
+    fs::remove_all(r.dir);
+    fs::create_directories(r.dir);
+    r.lib = r.dir / "libtiny.so";
+    r.header = r.dir / "tiny.h";
+    r.emit = r.dir / "src";
+    Graph g = test::relu_sigmoid_graph(kShape, "in\"put*/", "mid\n#include <x>", "out'put",
+                                       "relu */ #include", "sig\\moid");
+    Status s = infer_shapes(g);
+    if (!s.is_ok()) {
+      r.status = s;
+      return r;
+    }
+    MemoryPlan plan = test::linear_plan(g);
+    CodegenOptions o;
+    o.output_path = r.lib.string();
+    o.emit_source_dir = r.emit.string();
+    o.nvcc = test::find_nvcc();
+    o.archs = {"sm_90", "sm_87"};
+    o.aotc_version = "test";
+    o.model_hash = "0123abcd";
+    auto stats = compile_library(g, plan, o);
+    r.status = stats.status();
+    return r;
+  }();
+  return b;
+}
+
+#define REQUIRE_BUILT()                                                     \
+  do {                                                                      \
+    if (!built().tools) GTEST_SKIP() << "nvcc or cc not available";         \
+    ASSERT_TRUE(built().status.is_ok()) << built().status.message();        \
+  } while (0)
+
+TEST(Library, IsProducedWithHeaderAndSources) {
+  REQUIRE_BUILT();
+  EXPECT_TRUE(fs::exists(built().lib));
+  EXPECT_TRUE(fs::exists(built().header));
+  for (const char* f : {"tiny.cu", "tiny_model.c", "tiny.h", "tiny_blobs.S", "tiny_weights.bin",
+                        "tiny.fatbin", "Makefile", "aotc_runtime.c", "aotc_runtime.h",
+                        "aotc_cuda_api.h"})
+    EXPECT_TRUE(fs::exists(built().emit / f)) << f;
+  // No temp file left next to the output.
+  for (const auto& e : fs::directory_iterator(built().dir))
+    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+}
+
+TEST(Library, ExportsOnlyPrefixedSymbols) {
+  REQUIRE_BUILT();
+  auto nm = run_process({"nm", "-D", "--defined-only", built().lib.string()});
+  ASSERT_TRUE(nm.is_ok());
+  ASSERT_EQ(nm->exit_code, 0) << nm->output;
+  int count = 0;
+  std::istringstream lines(nm->output);
+  for (std::string line; std::getline(lines, line);) {
+    std::string sym = line.substr(line.find_last_of(' ') + 1);
+    EXPECT_EQ(sym.rfind("tiny_", 0), 0u) << "unprefixed export: " << line;
+    ++count;
+  }
+  EXPECT_EQ(count, 19);  // create destroy run run_host last_error, 2 counts, 2x5 io, 2 sizes
+}
+
+TEST(Library, NeedsNothingFromCudaOrTheCompiler) {
+  REQUIRE_BUILT();
+  auto re = run_process({"readelf", "-d", built().lib.string()});
+  ASSERT_TRUE(re.is_ok());
+  ASSERT_EQ(re->exit_code, 0) << re->output;
+  std::istringstream lines(re->output);
+  int needed = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("(NEEDED)") == std::string::npos) continue;
+    ++needed;
+    for (const char* bad : {"cuda", "cublas", "protobuf", "onnx", "stdc++", "nvrtc"})
+      EXPECT_EQ(line.find(bad), std::string::npos) << line;
+  }
+  EXPECT_GE(needed, 1);  // libc at least
+}
+
+TEST(Library, CProgramLinksAgainstTheHeader) {
+  REQUIRE_BUILT();
+  const fs::path src = built().dir / "main.c";
+  std::ofstream(src) << R"C(
+#include <stdio.h>
+#include <string.h>
+#include "tiny.h"
+int main(void) {
+  int bad = 0;
+  if (tiny_num_inputs() != 1 || tiny_num_outputs() != 1) bad |= 1;
+  if (strcmp(tiny_input_name(0), "in\"put*/") != 0) bad |= 2;
+  if (strcmp(tiny_output_name(0), "out'put") != 0) bad |= 4;
+  if (tiny_input_dtype(0) != 1 || tiny_input_rank(0) != 3) bad |= 8;
+  const long long* s = tiny_output_shape(0);
+  if (!s || s[0] != 2 || s[1] != 3 || s[2] != 7) bad |= 16;
+  if (tiny_input_bytes(0) != 168 || tiny_output_bytes(0) != 168) bad |= 32;
+  if (tiny_input_name(1) || tiny_output_name(-1) || tiny_input_rank(5) != -1 ||
+      tiny_output_bytes(3) != 0 || tiny_input_shape(1)) bad |= 64;
+  if (tiny_arena_bytes() != 256 || tiny_weight_bytes() != 0) bad |= 128;
+  tiny_model* m = 0;
+  int rc = tiny_create(&m, 0, 0, 0);
+  if (rc == AOTC_OK) tiny_destroy(m);
+  else if (rc != AOTC_ERROR_NO_DRIVER || m || !tiny_last_error(0)[0]) bad |= 256;
+  printf("create=%d bad=%d msg=%s\n", rc, bad, tiny_last_error(0));
+  return bad;
+}
+)C";
+  const fs::path exe = built().dir / "main";
+  auto cc = run_process({"cc", "-std=c11", "-Wall", "-Werror", "-I", built().dir.string(), src.string(),
+                         "-L", built().dir.string(), "-ltiny", "-o", exe.string()});
+  ASSERT_TRUE(cc.is_ok());
+  ASSERT_EQ(cc->exit_code, 0) << cc->output;
+  auto env_run = run_process({"env", "LD_LIBRARY_PATH=" + built().dir.string(), exe.string()});
+  ASSERT_TRUE(env_run.is_ok());
+  EXPECT_EQ(env_run->exit_code, 0) << env_run->output;
+}
+
+// The ABI through dlopen, as an application loading a model at run time would use it.
+struct Abi {
+  void* lib = nullptr;
+  int (*create)(void**, int, void*, const void*) = nullptr;
+  void (*destroy)(void*) = nullptr;
+  int (*run)(void*, const void* const*, void* const*, void*) = nullptr;
+  int (*run_host)(void*, const void* const*, void* const*) = nullptr;
+  const char* (*last_error)(const void*) = nullptr;
+  bool load(const fs::path& path, const std::string& p) {
+    lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return false;
+    *reinterpret_cast<void**>(&create) = dlsym(lib, (p + "_create").c_str());
+    *reinterpret_cast<void**>(&destroy) = dlsym(lib, (p + "_destroy").c_str());
+    *reinterpret_cast<void**>(&run) = dlsym(lib, (p + "_run").c_str());
+    *reinterpret_cast<void**>(&run_host) = dlsym(lib, (p + "_run_host").c_str());
+    *reinterpret_cast<void**>(&last_error) = dlsym(lib, (p + "_last_error").c_str());
+    return create && destroy && run && run_host && last_error;
+  }
+};
+
+TEST(Library, AbiMisuseReturnsStatusCodes) {
+  REQUIRE_BUILT();
+  Abi abi;
+  ASSERT_TRUE(abi.load(built().lib, "tiny")) << dlerror();
+  EXPECT_EQ(abi.create(nullptr, 0, nullptr, nullptr), 1);
+  EXPECT_NE(std::string(abi.last_error(nullptr)).find("NULL"), std::string::npos);
+  void* m = reinterpret_cast<void*>(1);
+  EXPECT_EQ(abi.create(&m, 0, reinterpret_cast<void*>(0x1001), nullptr), 1);  // misaligned
+  EXPECT_EQ(m, nullptr);
+  EXPECT_NE(std::string(abi.last_error(nullptr)).find("aligned"), std::string::npos);
+  float in[42] = {}, out[42] = {};
+  const void* ins[] = {in};
+  void* outs[] = {out};
+  EXPECT_EQ(abi.run(nullptr, ins, outs, nullptr), 1);
+  EXPECT_EQ(abi.run_host(nullptr, ins, outs), 1);
+  abi.destroy(nullptr);  // a no-op
+  std::string why;
+  if (!test::have_gpu(&why)) {
+    EXPECT_EQ(abi.create(&m, 0, nullptr, nullptr), 2) << abi.last_error(nullptr);
+    EXPECT_EQ(m, nullptr);
+    GTEST_SKIP() << "no CUDA GPU: " << why << " (misuse of a live handle not tested)";
+  }
+  ASSERT_EQ(abi.create(&m, 0, nullptr, nullptr), 0) << abi.last_error(nullptr);
+  EXPECT_EQ(abi.run(m, nullptr, outs, nullptr), 1);
+  EXPECT_EQ(abi.run(m, ins, nullptr, nullptr), 1);
+  const void* null_in[] = {nullptr};
+  EXPECT_EQ(abi.run(m, null_in, outs, nullptr), 1);
+  EXPECT_NE(std::string(abi.last_error(m)).find("input 0 is NULL"), std::string::npos);
+  EXPECT_EQ(abi.create(&m, 99, nullptr, nullptr), 1);
+  abi.destroy(m);
+}
+
+TEST(Library, MakefileRebuildsTheLibrary) {
+  REQUIRE_BUILT();
+  if (!test::tool_runs("make")) GTEST_SKIP() << "make not available";
+  auto clean = run_process({"make", "-C", built().emit.string(), "clean"});
+  ASSERT_TRUE(clean.is_ok());
+  auto make = run_process({"make", "-C", built().emit.string()});
+  ASSERT_TRUE(make.is_ok());
+  ASSERT_EQ(make->exit_code, 0) << make->output;
+  EXPECT_TRUE(fs::exists(built().emit / "tiny.fatbin"));
+  EXPECT_TRUE(fs::exists(built().emit / "libtiny.so"));
+  EXPECT_NE(make->output.find("-gencode arch=compute_87,code=sm_87"), std::string::npos) << make->output;
+  EXPECT_NE(make->output.find("-gencode arch=compute_90,code=compute_90"), std::string::npos);
+  EXPECT_EQ(make->output.find("fast_math"), std::string::npos);
+}
+
+TEST(Library, RunsOnGpuAndMatchesReference) {
+  REQUIRE_BUILT();
+  std::string why;
+  if (!test::have_gpu(&why)) GTEST_SKIP() << "no CUDA GPU: " << why;
+  Abi abi;
+  ASSERT_TRUE(abi.load(built().lib, "tiny")) << dlerror();
+  void* m = nullptr;
+  ASSERT_EQ(abi.create(&m, 0, nullptr, nullptr), 0) << abi.last_error(nullptr);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-6.f, 6.f);
+  std::vector<float> x(42), y(42, NAN);  // poisoned
+  for (float& v : x) v = dist(rng);
+  x[0] = -0.f;
+  x[1] = NAN;
+  x[2] = INFINITY;
+  x[3] = -INFINITY;
+  const void* ins[] = {x.data()};
+  void* outs[] = {y.data()};
+  for (int round = 0; round < 2; ++round) {  // the second run reuses the staging buffers
+    ASSERT_EQ(abi.run_host(m, ins, outs), 0) << abi.last_error(m);
+    for (size_t i = 0; i < x.size(); ++i) {
+      double r = x[i] < 0 ? 0.0 : static_cast<double>(x[i]);
+      double ref = 1.0 / (1.0 + std::exp(-r));
+      if (std::isnan(ref)) {
+        EXPECT_TRUE(std::isnan(y[i])) << i;
+        continue;
+      }
+      EXPECT_NEAR(y[i], ref, 1e-5 + 1e-4 * std::fabs(ref)) << "element " << i << " x=" << x[i];
+    }
+    std::fill(y.begin(), y.end(), NAN);
+  }
+  // A second handle sharing the weights runs too.
+  void* m2 = nullptr;
+  ASSERT_EQ(abi.create(&m2, 0, nullptr, m), 0) << abi.last_error(nullptr);
+  ASSERT_EQ(abi.run_host(m2, ins, outs), 0) << abi.last_error(m2);
+  EXPECT_NEAR(y[10], 1.0 / (1.0 + std::exp(-(x[10] < 0 ? 0.0 : x[10]))), 1e-5);
+  abi.destroy(m2);
+  abi.destroy(m);
+}
+
+TEST(Library, FailedBuildLeavesNothingAtTheOutputPath) {
+  if (!test::tool_runs("cc")) GTEST_SKIP() << "cc not available";
+  fs::path dir = fs::temp_directory_path() / ("aotc-codegen-fail-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Graph g = test::relu_sigmoid_graph({4});
+  ASSERT_TRUE(infer_shapes(g).is_ok());
+  MemoryPlan plan = test::linear_plan(g);
+  CodegenOptions o;
+  o.output_path = (dir / "libbroken.so").string();
+  o.nvcc = "/bin/false";  // a compiler that always fails
+  auto r = compile_library(g, plan, o);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("nvcc failed"), std::string::npos) << r.status().message();
+  EXPECT_FALSE(fs::exists(dir / "libbroken.so"));
+  EXPECT_FALSE(fs::exists(dir / "broken.h"));
+  EXPECT_TRUE(fs::is_empty(dir));
+  o.nvcc = (dir / "no_such_nvcc").string();
+  r = compile_library(g, plan, o);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("cannot run"), std::string::npos) << r.status().message();
+  o.archs = {"sm90; rm -rf /"};
+  r = compile_library(g, plan, o);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("sm_XX"), std::string::npos);
+  o.archs = {"sm_90"};
+  o.name = "bad name";
+  r = compile_library(g, plan, o);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_TRUE(fs::is_empty(dir));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace aotc
+
+namespace aotc {
+namespace {
+
+// A lowering whose code does not compile: nvcc's own error text must reach the Status.
+Expected<Lowering> broken_lower(const Node& node, const Graph& graph) {
+  const Value& x = graph.value(node.inputs[0]);
+  KernelStep k;
+  k.template_name = "unary_elementwise";
+  k.holes = {{"T", "float"}, {"CT", "float"}, {"numel", std::to_string(x.numel()) + "LL"},
+             {"expr", "no_such_function_xyz(x)"}, {"comment", "broken"}};
+  k.args = {node.inputs[0], node.outputs[0]};
+  Lowering l;
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  return l;
+}
+
+TEST(Library, NvccErrorTextIsInTheStatus) {
+  if (!test::tool_runs(test::find_nvcc())) GTEST_SKIP() << "nvcc not available";
+  OpRegistry reg;
+  register_all_ops(reg);
+  OpDef def;
+  def.op_type = "TestBroken";
+  def.domain = "test";
+  def.infer = [](Node& n, Graph& g) -> Status {
+    set_output(g, n, 0, DType::kFloat32, g.value(n.inputs[0]).shape);
+    return Status::ok();
+  };
+  def.reference = [](const Node&, const std::vector<const Tensor*>&, std::vector<Tensor>&) {
+    return Status::ok();
+  };
+  def.lower = broken_lower;
+  reg.add(def);
+  Graph g;
+  ValueId x = g.add_value("x", DType::kFloat32, {4}, true);
+  ValueId y = g.add_value("y");
+  g.inputs = {x};
+  g.outputs = {y};
+  g.nodes.push_back(Node{"b", "TestBroken", "test", {x}, {y}, {}});
+  ASSERT_TRUE(infer_shapes(g, reg).is_ok());
+  fs::path dir = fs::temp_directory_path() / ("aotc-codegen-nvccerr-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  CodegenOptions o;
+  o.output_path = (dir / "libbroken.so").string();
+  o.nvcc = test::find_nvcc();
+  o.registry = &reg;
+  auto r = compile_library(g, test::linear_plan(g), o);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("no_such_function_xyz"), std::string::npos) << r.status().message();
+  EXPECT_FALSE(fs::exists(dir / "libbroken.so"));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace aotc
