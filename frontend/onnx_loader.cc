@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <sys/stat.h>
 #include <unordered_map>
 #include <unordered_set>
@@ -155,11 +156,39 @@ Expected<Shape> Importer::input_shape(const onnx::ValueInfoProto& info, DType dt
   return shape;
 }
 
+// A tensor given for an input in ImportOptions::constant_inputs must fit the declaration.
+Status check_constant_input(const onnx::ValueInfoProto& info, const Tensor& value) {
+  const std::string what = "graph input " + quoted(info.name());
+  const auto& type = info.type().tensor_type();
+  if (type.elem_type() != static_cast<int32_t>(value.dtype()))
+    return Status::error(what + ": the constant given for it is " + dtype_name(value.dtype()) +
+                         ", the model declares element type " + std::to_string(type.elem_type()));
+  if (!type.has_shape()) return Status::ok();
+  if (type.shape().dim_size() != value.rank())
+    return Status::error(what + ": the constant given for it has rank " + std::to_string(value.rank()) +
+                         ", the model declares rank " + std::to_string(type.shape().dim_size()));
+  for (int i = 0; i < type.shape().dim_size(); ++i)
+    if (type.shape().dim(i).has_dim_value() && type.shape().dim(i).dim_value() != value.shape()[static_cast<size_t>(i)])
+      return Status::error(what + ": the constant given for it has shape " + shape_str(value.shape()) +
+                           ", which does not match the model's dim " + std::to_string(i));
+  return Status::ok();
+}
+
 Status Importer::import_input(const onnx::ValueInfoProto& info) {
   const std::string& name = info.name();
   auto known = names_.find(name);
-  // An input that is also an initializer is a constant with a default value: we fold it.
-  if (known != names_.end() && graph_.value(known->second).is_constant()) return Status::ok();
+  auto fixed = options_.constant_inputs.find(name);
+  // An input that is also an initializer is a constant with a default value: we fold it (or the
+  // value the caller fixed for it).
+  if (known != names_.end() && graph_.value(known->second).is_constant()) {
+    if (fixed == options_.constant_inputs.end()) return Status::ok();
+    AOTC_RETURN_IF_ERROR(check_constant_input(info, fixed->second));
+    Value& v = graph_.value(known->second);
+    v.dtype = fixed->second.dtype();
+    v.shape = fixed->second.shape();
+    v.constant = std::make_shared<const Tensor>(fixed->second);
+    return Status::ok();
+  }
   const std::string what = "graph input " + quoted(name);
   if (name.empty()) return Status::error("a graph input has no name");
   if (known != names_.end()) return Status::error(what + " is listed twice");
@@ -170,6 +199,11 @@ Status Importer::import_input(const onnx::ValueInfoProto& info) {
     return Status::error(what + " has unsupported element type " + std::to_string(elem) +
                          (elem == static_cast<int32_t>(DType::kString) ? " (string)" : ""));
   const DType dtype = static_cast<DType>(elem);
+  if (fixed != options_.constant_inputs.end()) {
+    AOTC_RETURN_IF_ERROR(check_constant_input(info, fixed->second));
+    define(name, graph_.add_constant(name, fixed->second));
+    return Status::ok();
+  }
   auto shape = input_shape(info, dtype);
   if (!shape) return shape.status();
   ValueId id = define(name, graph_.add_value(name, dtype, *shape, true));
@@ -286,8 +320,15 @@ Status Importer::run(const onnx::ModelProto& model) {
   }
   for (const auto& kv : options_.input_shapes) {
     auto it = names_.find(kv.first);
-    if (!input_names.count(kv.first) || (it != names_.end() && graph_.value(it->second).is_constant())) {
+    if (!input_names.count(kv.first) || options_.constant_inputs.count(kv.first) ||
+        (it != names_.end() && graph_.value(it->second).is_constant())) {
       Status s = Status::error("--input-shape names " + quoted(kv.first) + ", which is not a runtime input of the model");
+      if (!record(s)) return s;
+    }
+  }
+  for (const auto& kv : options_.constant_inputs) {
+    if (!input_names.count(kv.first)) {
+      Status s = Status::error("a constant is given for " + quoted(kv.first) + ", which is not an input of the model");
       if (!record(s)) return s;
     }
   }

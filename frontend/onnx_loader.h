@@ -18,6 +18,9 @@ struct ImportOptions {
   std::map<std::string, Shape> input_shapes;
   // Value for a symbolic (dim_param / unknown) FIRST dim of an input not named above.
   int64_t default_batch = 1;
+  // Inputs whose values are fixed at compile time (e.g. the shape input of Reshape in the ONNX
+  // node tests): they become constants, not runtime inputs. Dtype and any static dims must match.
+  std::map<std::string, Tensor> constant_inputs;
 };
 
 Expected<Graph> load_onnx_model(const std::string& path, const ImportOptions& options = {});

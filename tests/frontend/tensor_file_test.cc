@@ -199,6 +199,36 @@ TEST(NodeTestData, ReluAndSigmoidLoadAndMatch) {
   for (int64_t i = 0; i < in->numel(); ++i) EXPECT_EQ(out->get(i), std::max(in->get(i), 0.0));
 }
 
+TEST(NodeTestData, ConstantInputsMakeShapeInputsCompileTime) {
+  if (!have_node_tests()) GTEST_SKIP() << "ONNX backend node test data not installed at " << kNodeTests;
+  const std::string dir = kNodeTests + "/test_reshape_negative_dim";
+  auto data = load_tensor_pb(dir + "/test_data_set_0/input_0.pb");
+  auto shape = load_tensor_pb(dir + "/test_data_set_0/input_1.pb");
+  auto expected = load_tensor_pb(dir + "/test_data_set_0/output_0.pb");
+  ASSERT_TRUE(data.is_ok() && shape.is_ok() && expected.is_ok());
+  ImportOptions options;
+  options.constant_inputs["shape"] = *shape;
+  auto g = load_onnx_model(dir + "/model.onnx", options);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  ASSERT_EQ(g->inputs.size(), 1u);  // "shape" is a constant now
+  EXPECT_EQ(g->value(g->outputs[0]).shape, expected->shape());
+  auto out = evaluate_graph(*g, {*data});
+  ASSERT_TRUE(out.is_ok()) << out.status().message();
+  for (int64_t i = 0; i < expected->numel(); ++i) EXPECT_EQ((*out)[0].get(i), expected->get(i));
+  // A constant that contradicts the declaration, or names no input, is refused.
+  ImportOptions wrong;
+  wrong.constant_inputs["shape"] = Tensor::from_int64s({2}, {6, 4});
+  auto bad = load_onnx_model(dir + "/model.onnx", wrong);
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("graph input 'shape'"), std::string::npos) << bad.status().message();
+  ImportOptions stray;
+  stray.constant_inputs["nope"] = Tensor::scalar_int64(1);
+  stray.constant_inputs["shape"] = *shape;
+  bad = load_onnx_model(dir + "/model.onnx", stray);
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("'nope'"), std::string::npos) << bad.status().message();
+}
+
 TEST(NodeTestData, EveryModelLoadsOrFailsWithOneLine) {
   if (!have_node_tests()) GTEST_SKIP() << "ONNX backend node test data not installed at " << kNodeTests;
   int loaded = 0, refused = 0;
