@@ -166,9 +166,13 @@ bool try_fuse(Graph& graph, size_t index, Anchor kind, const OpRegistry& registr
     std::string base = graph.value(anchor.outputs[0]).name + "_bias";
     fused.inputs[2] = graph.add_constant(graph.unique_name(base), std::move(ch.bias_data));
   }
-  // The fused op's own checks decide (dtype, layout...); on refusal the chain stays as it was.
+  // The fused op's own checks decide (dtype, layout...), its shape inference and its lowering
+  // both: a fused node codegen could not emit would be worse than the unfused chain. On refusal
+  // the chain stays as it was.
   Value saved = graph.value(ch.output);
-  if (!infer_node(fused, graph, registry)) {
+  const OpDef* def = registry.find(fused.op_type, fused.domain);
+  bool accepted = infer_node(fused, graph, registry).is_ok() && (!def->lower || def->lower(fused, graph).is_ok());
+  if (!accepted) {
     graph.value(ch.output) = saved;
     return false;
   }

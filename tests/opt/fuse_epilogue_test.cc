@@ -144,6 +144,26 @@ TEST(FuseEpilogue, GemmResidualEitherOrder) {
   EXPECT_TRUE(testing_util::same_outputs(before, g));
 }
 
+TEST(FuseEpilogue, Float16ConvBiasSigmoid) {
+  AOTC_REQUIRE_OPS("Conv", "aotc.FusedConv", "Add", "Sigmoid");
+  AOTC_BUILD(g, R"(
+    input %x : float16[1x3x5x5]
+    const %w : float16[4x3x3x3] = random(1, -0.3, 0.3)
+    const %b : float16[4x1x1] = random(2)
+    %c : float16[?] = Conv(%x, %w) {pads=[1,1,1,1]}
+    %s : float16[?] = Add(%c, %b)
+    %y : float16[?] = Sigmoid(%s)
+    output %y
+  )");
+  Graph before = g;
+  auto changed = fuse_and_verify(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_TRUE(*changed);
+  ASSERT_EQ(op_list(g), "aotc.FusedConv");
+  EXPECT_EQ(g.value(g.nodes[0].input(2)).dtype, DType::kFloat16);
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 42, 2.5e-3, 1e-3));
+}
+
 void expect_ops_after(const std::string& text, const std::string& ops) {
   auto built = testing_util::build(text);
   ASSERT_TRUE(built.is_ok()) << built.status().message();

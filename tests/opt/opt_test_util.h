@@ -75,7 +75,9 @@ inline ::testing::AssertionResult all_close(const Tensor& got, const Tensor& wan
 }
 
 // Evaluates `before` and `after` on the same seeded random inputs and compares every output.
-inline ::testing::AssertionResult same_outputs(const Graph& before, const Graph& after, uint64_t seed = 42) {
+// Tolerances default to fp32's; fp16 graphs pass 2.5e-3 / 1e-3.
+inline ::testing::AssertionResult same_outputs(const Graph& before, const Graph& after, uint64_t seed = 42,
+                                               double atol = 1e-5, double rtol = 1e-4) {
   std::vector<Tensor> in = random_inputs(before, seed);
   auto a = evaluate_graph(before, in);
   if (!a) return ::testing::AssertionFailure() << "before: " << a.status().message();
@@ -83,7 +85,7 @@ inline ::testing::AssertionResult same_outputs(const Graph& before, const Graph&
   if (!b) return ::testing::AssertionFailure() << "after: " << b.status().message();
   if (a->size() != b->size()) return ::testing::AssertionFailure() << "output counts differ";
   for (size_t i = 0; i < a->size(); ++i) {
-    auto r = all_close((*b)[i], (*a)[i]);
+    auto r = all_close((*b)[i], (*a)[i], atol, rtol);
     if (!r) return ::testing::AssertionFailure() << "output " << i << ": " << r.message();
   }
   return ::testing::AssertionSuccess();
