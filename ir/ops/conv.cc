@@ -134,12 +134,23 @@ Status check_activation_lowerable(const Node& node) {
   return Status::ok();
 }
 
-// Implicit-GEMM tile configurations: (BM, BN, TM, TN), 256 threads each. The tall one keeps
-// threads busy when a group has few output channels.
+// Implicit-GEMM tile configurations: (BM, BN, TM, TN), 256 threads each. The short one keeps
+// threads busy when a group has few output channels; the large one halves shared-memory traffic
+// per FMA but only pays off when there are enough tiles to fill the GPU (kLargeTileMinBlocks,
+// about two waves on an H100/H200's 132 SMs).
 struct TileConfig { int64_t bm, bn, tm, tn; };
 constexpr TileConfig kWideTile{64, 64, 4, 4};
 constexpr TileConfig kShortTile{16, 128, 1, 8};
+constexpr TileConfig kLargeTile{128, 128, 8, 8};
+constexpr int64_t kLargeTileMinBlocks = 264;
 constexpr int64_t kConvBK = 16;
+
+TileConfig pick_tile(int64_t cout_per_group, int64_t gemm_n, int64_t groups) {
+  if (cout_per_group <= 16) return kShortTile;
+  const int64_t large_blocks = ((cout_per_group + 127) / 128) * ((gemm_n + 127) / 128) * groups;
+  if (cout_per_group >= 128 && large_blocks >= kLargeTileMinBlocks) return kLargeTile;
+  return kWideTile;
+}
 
 Expected<Lowering> conv_lower(const Node& node, const Graph& graph) {
   AOTC_RETURN_IF_ERROR(check_activation_lowerable(node));
@@ -186,7 +197,7 @@ Expected<Lowering> conv_lower(const Node& node, const Graph& graph) {
     k.grid = grid_for(cs->batch * cs->cout * out_sp, 256);
   } else {
     const int64_t gemm_n = cs->batch * out_sp;
-    const TileConfig t = cout_g <= 16 ? kShortTile : kWideTile;
+    const TileConfig t = pick_tile(cout_g, gemm_n, cs->group);
     k.holes.push_back({"BM", int_literal(t.bm)});
     k.holes.push_back({"BN", int_literal(t.bn)});
     k.holes.push_back({"BK", int_literal(kConvBK)});

@@ -238,3 +238,23 @@ TEST(Conv, LoweringPicksDepthwiseOrImplicitGemm) {
 
 }  // namespace
 }  // namespace aotc
+
+namespace aotc {
+namespace {
+
+TEST(Conv, TileChoiceFollowsShape) {
+  const OpDef* def = default_registry().find("Conv");
+  auto tile_of = [def](Shape x, Shape w) {
+    auto g = one_node("Conv", {{"x", x}, {"w", w}}, {});
+    EXPECT_TRUE(infer_shapes(g.graph).is_ok());
+    auto l = def->lower(g.node(), g.graph);
+    EXPECT_TRUE(l.is_ok());
+    return hole(l->steps[0].kernel, "BM") + "x" + hole(l->steps[0].kernel, "BN");
+  };
+  EXPECT_EQ(tile_of({1, 8, 10, 10}, {12, 8, 1, 1}), "16LLx128LL");     // few output channels
+  EXPECT_EQ(tile_of({1, 8, 10, 10}, {256, 8, 1, 1}), "64LLx64LL");     // too few tiles to fill the GPU
+  EXPECT_EQ(tile_of({32, 64, 56, 56}, {256, 64, 1, 1}), "128LLx128LL");  // ResNet-50 layer1 at batch 32
+}
+
+}  // namespace
+}  // namespace aotc

@@ -58,6 +58,9 @@ std::vector<Case> cases() {
   add("conv deep K 37 channels", [] {
     return one_node("Conv", {{"x", {1, 37, 5, 3}}, {"w", {67, 37, 3, 3}}, {"b", {67}}}, conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1));
   });
+  add("conv large tile (M 131, N 2*130*130)", [] {
+    return one_node("Conv", {{"x", {2, 8, 130, 130}}, {"w", {131, 8, 3, 3}}, {"b", {131}}}, conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1));
+  });
   add("conv all ones", [] { return one_node("Conv", {{"x", {1, 1, 1, 1}}, {"w", {1, 1, 1, 1}}}, {}); });
   add("conv depthwise multiplier 2", [] {
     return one_node("Conv", {{"x", {1, 8, 13, 13}}, {"w", {16, 1, 3, 3}}, {"b", {16}}}, conv_attrs({2, 2}, {1, 1, 1, 1}, {1, 1}, 8));
