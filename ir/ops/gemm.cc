@@ -123,6 +123,8 @@ Expected<Lowering> gemm_lower(const Node& node, const Graph& graph) {
   }
   const Value& av = input_value(graph, node, 0);
   const Value& bv = input_value(graph, node, 1);
+  if (av.dtype == DType::kFloat64)
+    return node_error(node, "double Gemm is not supported on the GPU (the cuBLASLt path takes float and float16)");
   GemmDims d = gemm_dims(node, av.shape, bv.shape);
   Lowering l;
   if (d.m * d.n == 0) return l;  // nothing to write
@@ -292,7 +294,9 @@ Expected<Lowering> matmul_lower(const Node& node, const Graph& graph) {
   if (d.k == 0) return node_error(node, "a MatMul with inner dimension 0 is not supported on the GPU");
   const bool a_full = d.a_batch == d.batch, b_full = d.b_batch == d.batch;
   const bool a_one = shape_numel(d.a_batch) == 1, b_one = shape_numel(d.b_batch) == 1;
-  if ((a_full || a_one) && (b_full || b_one)) {
+  // cuBLASLt (through codegen) takes fp32 and fp16; fp64 products use the kernel below.
+  const bool cublas_dtype = av.dtype != DType::kFloat64;
+  if (cublas_dtype && (a_full || a_one) && (b_full || b_one)) {
     MatmulStep mm;
     mm.dtype = av.dtype;
     mm.a = node.inputs[0];
@@ -311,7 +315,10 @@ Expected<Lowering> matmul_lower(const Node& node, const Graph& graph) {
     l.steps.push_back(matmul_step(mm));
     return l;
   }
-  // Partly broadcast batch dims (e.g. [2,1,M,K] x [3,K,N]): per-dim strides in one kernel.
+  // Partly broadcast batch dims (e.g. [2,1,M,K] x [3,K,N]), or fp64: per-dim strides in one
+  // kernel (an unbatched product is a batch of one).
+  const Shape batch = d.batch.empty() ? Shape{1} : d.batch;
+  const Shape a_batch = d.batch.empty() ? Shape{1} : d.a_batch, b_batch = d.batch.empty() ? Shape{1} : d.b_batch;
   KernelStep k;
   k.template_name = "gemm_batched_broadcast";
   k.holes = {{"comment", "MatMul " + shape_str(av.shape) + " x " + shape_str(input_value(graph, node, 1).shape) +
@@ -319,10 +326,10 @@ Expected<Lowering> matmul_lower(const Node& node, const Graph& graph) {
              {"T", dtype_c_type(av.dtype)},
              {"ACC", compute_type(av.dtype)},
              {"M", int_literal(d.m)}, {"N", int_literal(d.n)}, {"K", int_literal(d.k)},
-             {"RANK", int_literal(static_cast<int64_t>(d.batch.size()))},
-             {"OUT_DIMS", dims_literal(d.batch)},
-             {"A_STRIDES", dims_literal(batch_strides(d.a_batch, d.m * d.k))},
-             {"B_STRIDES", dims_literal(batch_strides(d.b_batch, d.k * d.n))}};
+             {"RANK", int_literal(static_cast<int64_t>(batch.size()))},
+             {"OUT_DIMS", dims_literal(batch)},
+             {"A_STRIDES", dims_literal(batch_strides(a_batch, d.m * d.k))},
+             {"B_STRIDES", dims_literal(batch_strides(b_batch, d.k * d.n))}};
   k.args = {node.inputs[0], node.inputs[1], node.outputs[0]};
   k.block = Dim3{16, 16, 1};
   k.grid = Dim3{(d.n + 15) / 16, (d.m + 15) / 16, batches};

@@ -299,3 +299,21 @@ TEST(MatMul, MatmulStepsReproduceReferenceWhenEmulated) {
 
 }  // namespace
 }  // namespace aotc
+
+namespace aotc {
+namespace {
+
+TEST(MatMul, DoubleUsesKernelAndDoubleGemmIsRefused) {
+  auto mm = one_node("MatMul", {{"a", {4, 3}}, {"b", {3, 2}}}, {}, 1, DType::kFloat64);
+  auto l = lower(mm);
+  ASSERT_TRUE(l.is_ok()) << l.status().message();
+  ASSERT_EQ(l->steps.size(), 1u);
+  EXPECT_EQ(l->steps[0].kernel.template_name, "gemm_batched_broadcast");
+  auto gm = one_node("Gemm", {{"a", {4, 3}}, {"b", {3, 2}}}, {}, 1, DType::kFloat64);
+  auto l2 = lower(gm);
+  ASSERT_FALSE(l2.is_ok());
+  EXPECT_NE(l2.status().message().find("node 'n0' (Gemm): double"), std::string::npos) << l2.status().message();
+}
+
+}  // namespace
+}  // namespace aotc

@@ -130,6 +130,8 @@ std::vector<Case> cases() {
   });
   add("matmul broadcast batch", [] { return one_node("MatMul", {{"a", {2, 1, 5, 3}}, {"b", {1, 3, 3, 17}}}, {}); });
   add("matmul broadcast batch fp16", [f16] { return one_node("MatMul", {{"a", {3, 1, 20, 19}}, {"b", {2, 19, 4}}}, {}, 1, f16); });
+  add("matmul fp64 2-D", [f64] { return one_node("MatMul", {{"a", {7, 19}}, {"b", {19, 5}}}, {}, 1, f64); });
+  add("matmul fp64 vector x batched", [f64] { return one_node("MatMul", {{"a", {19}}, {"b", {3, 19, 5}}}, {}, 1, f64); });
   add("matmul strided batch", [f32] { return one_node("MatMul", {{"a", {4, 5, 3}}, {"b", {4, 3, 2}}}, {}, 1, f32); });
   return c;
 }
