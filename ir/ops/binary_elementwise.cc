@@ -139,11 +139,10 @@ Expected<Lowering> binary_lower(const Node& node, const Graph& graph) {
   const Value& a = input_value(graph, node, 0);
   const Value& b = input_value(graph, node, 1);
   const Value& y = output_value(graph, node, 0);
-  if (y.dtype == DType::kBFloat16)
-    return node_error(node, "bfloat16 has a CPU reference but no GPU kernel yet");
   Lowering l;
   if (y.numel() == 0) return l;  // nothing to compute
-  std::string ct = y.dtype == DType::kFloat16 ? "float" : dtype_c_type(y.dtype);
+  // 16-bit floats compute in float (templates/common.cuh brings cuda_fp16.h and cuda_bf16.h).
+  std::string ct = y.dtype == DType::kFloat16 || y.dtype == DType::kBFloat16 ? "float" : dtype_c_type(y.dtype);
   KernelStep k;
   k.args = {node.inputs[0], node.inputs[1], node.outputs[0]};
   k.block = Dim3{256, 1, 1};

@@ -139,11 +139,9 @@ std::string clip_scalar_expr(const Node& node, const Graph&, const std::string& 
 
 Expected<Lowering> clip_lower(const Node& node, const Graph& graph) {
   const Value& x = input_value(graph, node, 0);
-  if (x.dtype == DType::kBFloat16)
-    return node_error(node, "bfloat16 has a CPU reference but no GPU kernel yet");
   Lowering l;
   if (x.numel() == 0) return l;
-  std::string ct = x.dtype == DType::kFloat16 ? "float" : dtype_c_type(x.dtype);
+  std::string ct = x.dtype == DType::kFloat16 || x.dtype == DType::kBFloat16 ? "float" : dtype_c_type(x.dtype);
   bool dynamic = node.input(1) != kNoValue || node.input(2) != kNoValue;
   KernelStep k;
   k.holes = {{"T", dtype_c_type(x.dtype)},

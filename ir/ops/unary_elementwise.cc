@@ -68,9 +68,9 @@ Status unary_reference(const Node& node, const std::vector<const Tensor*>& input
   return Status::ok();
 }
 
-// Integers compute in their own type; float16 in float.
+// Integers compute in their own type; float16 and bfloat16 in float.
 std::string compute_type(DType t) {
-  return t == DType::kFloat16 ? "float" : dtype_c_type(t);
+  return t == DType::kFloat16 || t == DType::kBFloat16 ? "float" : dtype_c_type(t);
 }
 
 std::string unary_scalar_expr(const Node& node, const Graph&, const std::string& x) {
@@ -79,8 +79,6 @@ std::string unary_scalar_expr(const Node& node, const Graph&, const std::string&
 
 Expected<Lowering> unary_lower(const Node& node, const Graph& graph) {
   const Value& x = input_value(graph, node, 0);
-  if (x.dtype == DType::kBFloat16)
-    return node_error(node, "bfloat16 has a CPU reference but no GPU kernel yet");
   Lowering l;
   if (x.numel() == 0) return l;  // nothing to compute
   KernelStep k;

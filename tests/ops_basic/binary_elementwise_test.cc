@@ -104,6 +104,18 @@ TEST(BinaryElementwise, FloatValuesWithBroadcastMatchCoordinateWalk) {
   }
 }
 
+TEST(BinaryElementwise, BFloat16RoundsTheFloatResult) {
+  OneNode n("Add");
+  n.input(DType::kBFloat16, {3}).input(DType::kBFloat16, {3});
+  ASSERT_TRUE(n.build().is_ok());
+  Tensor a = test::make_tensor(DType::kBFloat16, {3}, {1.5, 256, -3});
+  Tensor b = test::make_tensor(DType::kBFloat16, {3}, {2.25, 1, 3});
+  auto out = n.run({a, b});
+  ASSERT_TRUE(out.is_ok());
+  // 257 needs 9 significant bits; bfloat16 has 8, and the tie rounds to even (256).
+  EXPECT_EQ(out.value()[0].to_doubles(), (std::vector<double>{3.75, 256, 0}));
+}
+
 TEST(BinaryElementwise, FloatDivisionByZeroIsIeee) {
   OneNode n("Div");
   n.input(DType::kFloat32, {4}).input(DType::kFloat32, {4});

@@ -100,6 +100,13 @@ std::vector<std::unique_ptr<OneNode>> representative_nodes() {
   add("Softmax")->input(DType::kFloat64, {37});
   add("Softmax")->input(DType::kFloat32, {2, 7, 5}).attr("axis", Attribute::of_int(1));
   add("Softmax")->input(DType::kFloat16, {2, 7, 5}).attr("axis", Attribute::of_int(0));
+  // bfloat16 (common.cuh brings cuda_bf16.h): every family that accepts it.
+  add("Mul")->input(DType::kBFloat16, {3, 4}).input(DType::kBFloat16, {4});
+  add("Relu")->input(DType::kBFloat16, {5});
+  add("Sigmoid")->input(DType::kBFloat16, {5});
+  add("Clip")->input(DType::kBFloat16, {5}).attr("max", Attribute::of_float(2));
+  add("Softmax")->input(DType::kBFloat16, {2, 9});
+  add("Softmax")->input(DType::kBFloat16, {2, 9, 3}).attr("axis", Attribute::of_int(1));
   return v;
 }
 
