@@ -90,7 +90,7 @@ def fmt(value, kind):
     if kind == "x":
         return f"{value:.2f}x"
     if kind == "mb":
-        return f"{value:.1f}"
+        return f"{value:.1f}" if value >= 1 or value == 0 else f"{value:.3f}"
     if kind == "r":
         return f"{value:.3f}"
     if kind == "s1":
@@ -145,16 +145,17 @@ def build_row(work, label, batch, peers, notes):
         row["check"] = "pass" if metric.get("ok") else "FAIL"
         if not metric.get("ok"):
             notes.append(f"{label} bs{batch}: {metric.get('reason', 'mismatch')}")
-    elif "check" not in row:
-        row["check"] = "no run"
-        notes.append(f"{label} bs{batch}: aotc-run wrote no outputs: "
-                     f"{first_error_line(os.path.join(case, 'check.log'))}")
     run_rc = read_json(os.path.join(case, "check_rc.json"))
+    if metric is None and "check" not in row:
+        row["check"] = "run err" if run_rc is not None else "no run"
+        notes.append(f"{label} bs{batch}: aotc-run failed"
+                     f"{' (rc %s)' % run_rc.get('rc') if run_rc else ''}: "
+                     f"{first_error_line(os.path.join(case, 'check.log'))}")
     if metric is not None and run_rc is not None and (run_rc.get("rc") == 0) != bool(metric.get("ok")):
         notes.append(f"{label} bs{batch}: aotc-run's own check exit {run_rc.get('rc')} disagrees "
                      f"with the independent metric ({row['check']})")
     row["aotc_ms"] = find_number(bench, ["median_ms", "median"])
-    if row["aotc_ms"] is None and compile_info.get("rc") == 0:
+    if row["aotc_ms"] is None and compile_info.get("rc") == 0 and row["check"] != "run err":
         notes.append(f"{label} bs{batch}: no aotc timing: "
                      f"{first_error_line(os.path.join(case, 'bench.log'))}")
     for mode, key in (("eager", "eager_ms"), ("reduce-overhead", "reduce_overhead_ms"),
