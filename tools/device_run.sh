@@ -7,7 +7,7 @@
 # Env: MODELS="resnet50 mobilenet_v2"  BATCHES="1 32" (default: each model's own)  SKIP_BUILD=1
 #      SKIP_CTEST=1  SKIP_EXPORT=1 (reuse $WORK/models)  SKIP_PEERS=1  AOTC_PARALLEL=0 (compile
 #      the cases one after another: clean per-model compile times)  PEER_MODES="eager
-#      reduce-overhead max-autotune"  EXPORTER=torchscript|dynamo  ARCH=sm_90  BENCH_ITERS=200
+#      reduce-overhead max-autotune"  EXPORTER="torchscript dynamo" (one or both)  ARCH=sm_90  BENCH_ITERS=200
 #      CTEST_ARGS (default "-LE conformance": the CPU node-test sweep is CI's job)
 #      CONFORMANCE=claimed|all (node tests as .so files on the GPU; default off)
 #      TIME_BUDGET=540 (s; later steps shrink their limits to fit)  DEPS_PREFIX=/tmp/aotc-deps
@@ -107,12 +107,14 @@ step_conformance() {
 }
 # ---- (d) export --------------------------------------------------------------------------------
 step_export() {
-  local args=(--out-dir "$WORK/models" --exporter "$EXPORTER")
-  if [ -n "$BATCHES" ]; then args+=(--batches "$BATCHES"); fi
-  for m in $MODELS; do args+=(--model "$m"); done
+  local rc=0
   rm -rf "$WORK/models"
-  timeout "$(cap 240)" "$PY" models/export_torchvision.py "${args[@]}"
-  local rc=$?
+  for exporter in $EXPORTER; do
+    local args=(--out-dir "$WORK/models" --exporter "$exporter")
+    if [ -n "$BATCHES" ]; then args+=(--batches "$BATCHES"); fi
+    for m in $MODELS; do args+=(--model "$m"); done
+    timeout "$(cap 240)" "$PY" models/export_torchvision.py "${args[@]}" || rc=$?
+  done
   grep -E 'ORT vs PyTorch|FAILED' "$WORK/logs/export.log" 2>/dev/null | sed 's/^/[device]   /' >&3
   return $rc
 }
@@ -178,19 +180,22 @@ step_peers() {
   local failures=0
   for m in $MODELS; do
     local batches
-    batches="$("$PY" tools/device/device_steps.py cases "$WORK/models" "$(label_of "$m")" |
+    batches="$("$PY" tools/device/device_steps.py cases "$WORK/models" "$(first_label "$m")" |
                awk '{ printf "%s ", $2 }')"
     if [ -z "$batches" ]; then batches="${BATCHES:-}"; fi
     "$PY" bench/torch_peers.py --model "$m" ${batches:+--batches "$batches"} --modes "$PEER_MODES" \
-      --timeout "$(cap "$PEER_TIMEOUT")" --data-dir "$WORK/models/$(label_of "$m")" \
+      --timeout "$(cap "$PEER_TIMEOUT")" --data-dir "$WORK/models/$(first_label "$m")" \
       --jsonl "$WORK/peers.jsonl" >"$WORK/logs/peers_$m.json" || failures=$((failures + 1))
   done
   return $failures
 }
 
-label_of() { if [ "$EXPORTER" = torchscript ]; then echo "$1"; else echo "${1}_$EXPORTER"; fi; }
+# Folder names of the exports, as models/export_torchvision.py names them: NAME for the
+# TorchScript exporter, NAME_dynamo for the dynamo one.
+label_of() { if [ "$2" = torchscript ]; then echo "$1"; else echo "${1}_$2"; fi; }
+first_label() { local e; for e in $EXPORTER; do label_of "$1" "$e"; return; done; }
 labels=""
-for m in $MODELS; do labels="$labels $(label_of "$m")"; done
+for m in $MODELS; do for e in $EXPORTER; do labels="$labels $(label_of "$m" "$e")"; done; done
 
 gpu="$(nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader 2>/dev/null | head -n 1)"
 if [ -z "${ARCH:-}" ]; then
