@@ -72,27 +72,31 @@ def _build_transformers(spec: ModelSpec):
     import torch
     import transformers
 
-    class LastOutput(torch.nn.Module):
-        # Export and benchmark one tensor, not a ModelOutput with caches.
-        def __init__(self, inner, field_name):
+    # Explicit positional parameters (no *args): both exporters and torch.export's
+    # dynamic_shapes match inputs by the forward signature. One tensor out, no caches.
+    class Gpt2Logits(torch.nn.Module):
+        def __init__(self, inner):
             super().__init__()
             self.inner = inner
-            self.field_name = field_name
 
-        def forward(self, *args):
-            names = [i.name for i in spec.inputs]
-            kwargs = dict(zip(names, args))
-            if spec.name == "gpt2":
-                kwargs["use_cache"] = False
-            return getattr(self.inner(**kwargs), self.field_name)
+        def forward(self, input_ids):
+            return self.inner(input_ids=input_ids, use_cache=False).logits
+
+    class BertHidden(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids, attention_mask):
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
     if spec.name == "gpt2":
         config = transformers.GPT2Config()
         config.use_cache = False
-        inner_cls, field_name = transformers.GPT2LMHeadModel, "logits"
+        inner_cls, wrapper = transformers.GPT2LMHeadModel, Gpt2Logits
     elif spec.name == "bert_base":
         config = transformers.BertConfig()
-        inner_cls, field_name = transformers.BertModel, "last_hidden_state"
+        inner_cls, wrapper = transformers.BertModel, BertHidden
     else:
         raise KeyError(spec.name)
     # Eager attention: an explicit softmax(QK^T)V graph that both exporters trace the same way.
@@ -106,7 +110,7 @@ def _build_transformers(spec: ModelSpec):
             inner.set_attn_implementation("eager")
         except Exception:
             pass
-    return LastOutput(inner, field_name)
+    return wrapper(inner)
 
 
 def reinit_zero_weights(model) -> List[str]:
