@@ -14,6 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 from tools.device.device_steps import list_cases  # noqa: E402
 
+kPeerDriftLimit = 1e-4  # a peer's output vs ORT's: same model, same inputs, fp32 on both sides
 kColumns = [  # (header, row key, format)
     ("model", "model", "s"), ("batch", "batch", "d"), ("relL2", "rel_l2", "e"),
     ("maxabs/max|ref|", "max_ratio", "e"), ("check", "check", "s"),
@@ -163,6 +164,10 @@ def build_row(work, label, batch, peers, notes):
         r = peers.get(mode)
         if r and r.get("ok"):
             row[key] = r.get("median_ms")
+            drift = r.get("rel_l2_vs_ort")
+            if isinstance(drift, (int, float)) and not drift < kPeerDriftLimit:
+                notes.append(f"{label} bs{batch} torch {mode}: output differs from ONNX Runtime "
+                             f"by rel L2 {drift:.1e}: not the exported weights/inputs, or TF32?")
         elif r:
             notes.append(f"{label} bs{batch} torch {mode}: {r.get('error', 'failed')}")
     eager = peers.get("eager") or {}

@@ -92,7 +92,7 @@ class SummaryTest(unittest.TestCase):
                       "peak_mb": 99.0, "probe_matmul_rel_err": 1e-7, "probe_conv_rel_err": 2e-3,
                       "tf32_suspected": True},
                      {"model": "m", "batch": 1, "mode": "reduce-overhead", "ok": True,
-                      "median_ms": 1.0},
+                      "median_ms": 1.0, "rel_l2_vs_ort": 3e-3},
                      {"model": "m", "batch": 1, "mode": "max-autotune", "ok": False,
                       "error": "timeout after 240 s"}]
             with open(os.path.join(work, "peers.jsonl"), "w") as f:
@@ -113,6 +113,8 @@ class SummaryTest(unittest.TestCase):
         self.assertIn("max-autotune: timeout after 240 s", text)
         self.assertIn("gone: export failed", text)
         self.assertIn("conv 2.0e-03 -> TF32 SUSPECTED", text)
+        self.assertIn("reduce-overhead: output differs from ONNX Runtime by rel L2 3.0e-03", text)
+        self.assertNotIn("torch eager: output differs", text)
 
 
 class CompareTest(unittest.TestCase):
