@@ -1,6 +1,8 @@
 // Transpose: out[i_0..i_r] = in[i at perm]; perm defaults to reversed dims; any rank and dtype.
-// The lowering maps each output index to an input offset through compile-time strides after
-// collapsing dims that stay adjacent, so e.g. NCHW->NHWC becomes a 3-D [N, HW, C] swap.
+// The lowering collapses dims that stay adjacent (NCHW->NHWC becomes a batched [C, HW] swap);
+// a batched swap of the last two dims uses a shared-memory tiled kernel, anything else a gather
+// through compile-time strides.
+#include <algorithm>
 #include <cstring>
 
 #include "ir/op_registry.h"
@@ -75,19 +77,35 @@ Expected<Lowering> transpose_lower(const Node& node, const Graph& graph) {
   if (y.numel() == 0) return l;
   std::vector<int64_t> perm = perm_of(node, static_cast<int64_t>(x.shape.size()));
   StridedLayout layout = collapse_layout(StridedLayout{y.shape, {permuted_strides(x.shape, perm)}});
+  const Shape& d = layout.dims;
+  const std::vector<int64_t>& st = layout.strides[0];
+  size_t r = d.size();
   KernelStep k;
-  k.template_name = "transpose";
-  k.holes = {{"T", bits_c_type(y.dtype)},
-             {"I", index_type_for(y.numel())},
-             {"rank", std::to_string(layout.dims.size())},
-             {"dims", dims_literal(layout.dims)},
-             {"in_strides", dims_literal(layout.strides[0])},
-             {"numel", int_literal(y.numel())},
-             {"comment", "Transpose " + shape_str(x.shape) + " -> " + shape_str(y.shape) + " " +
-                             dtype_name(y.dtype)}};
+  std::string comment = "Transpose " + shape_str(x.shape) + " -> " + shape_str(y.shape) + " " + dtype_name(y.dtype);
+  // Output [batch, A, B] reading input [batch, B, A]: the output's second-last dim walks the
+  // input contiguously and the last dim jumps by A.
+  bool swap_last_two = r >= 2 && r <= 3 && st[r - 2] == 1 && st[r - 1] == d[r - 2] &&
+                       (r == 2 || st[0] == d[1] * d[2]) && (d[r - 1] + 31) / 32 <= 65535;
+  if (swap_last_two) {
+    int64_t batch = r == 3 ? d[0] : 1, rows = d[r - 1], cols = d[r - 2];
+    k.template_name = "transpose_tiled";
+    k.holes = {{"T", bits_c_type(y.dtype)}, {"batch", int_literal(batch)}, {"rows", int_literal(rows)},
+               {"cols", int_literal(cols)}, {"comment", comment}};
+    k.block = Dim3{32, 8, 1};
+    k.grid = Dim3{(cols + 31) / 32, (rows + 31) / 32, std::min<int64_t>(batch, 65535)};
+  } else {
+    k.template_name = "transpose";
+    k.holes = {{"T", bits_c_type(y.dtype)},
+               {"I", index_type_for(y.numel())},
+               {"rank", std::to_string(r)},
+               {"dims", dims_literal(d)},
+               {"in_strides", dims_literal(st)},
+               {"numel", int_literal(y.numel())},
+               {"comment", comment}};
+    k.block = Dim3{256, 1, 1};
+    k.grid = grid_for(y.numel(), 256);
+  }
   k.args = {node.inputs[0], node.outputs[0]};
-  k.block = Dim3{256, 1, 1};
-  k.grid = grid_for(y.numel(), 256);
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
   return l;
 }

@@ -2,6 +2,7 @@
 // walk the data differently from the references (input-driven scatter for Transpose, output-driven
 // selection for Concat, exp without max-subtraction in long double for Softmax), dtypes and edges.
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include "ops_test_util.h"
@@ -176,21 +177,33 @@ TEST(Transpose, BadPermAndEdges) {
 }
 
 TEST(Transpose, LoweringCollapsesAdjacentDims) {
-  // NCHW -> NHWC on [2,3,4,5]: H and W stay adjacent, so it is a [2, 20, 3] gather.
-  OneNode n("Transpose");
-  n.input(DType::kFloat32, {2, 3, 4, 5}).attr("perm", Attribute::of_ints({0, 2, 3, 1}));
-  ASSERT_TRUE(n.build().is_ok());
-  auto l = default_registry().find("Transpose")->lower(n.built(), n.graph);
-  ASSERT_TRUE(l.is_ok());
-  const KernelStep& k = l->steps[0].kernel;
-  for (auto& h : k.holes) {
-    if (h.first == "dims") {
-      EXPECT_EQ(h.second, "{2LL, 20LL, 3LL}");
-    }
-    if (h.first == "in_strides") {
-      EXPECT_EQ(h.second, "{60LL, 1LL, 20LL}");
-    }
-  }
+  auto lower = [](Shape shape, std::vector<int64_t> perm) {
+    OneNode n("Transpose");
+    n.input(DType::kFloat32, shape).attr("perm", Attribute::of_ints(perm));
+    EXPECT_TRUE(n.build().is_ok());
+    auto l = default_registry().find("Transpose")->lower(n.built(), n.graph);
+    EXPECT_TRUE(l.is_ok());
+    std::map<std::string, std::string> holes(l->steps[0].kernel.holes.begin(), l->steps[0].kernel.holes.end());
+    holes["template"] = l->steps[0].kernel.template_name;
+    return holes;
+  };
+  // NCHW -> NHWC on [2,3,4,5]: H and W stay adjacent, so it is a batched swap of [3, 20].
+  auto h = lower({2, 3, 4, 5}, {0, 2, 3, 1});
+  EXPECT_EQ(h["template"], "transpose_tiled");
+  EXPECT_EQ(h["batch"], "2LL");
+  EXPECT_EQ(h["rows"], "3LL");
+  EXPECT_EQ(h["cols"], "20LL");
+  // [4,6,8] perm (1,0,2): the last dim stays innermost, so a gather of rows of 8.
+  h = lower({4, 6, 8}, {1, 0, 2});
+  EXPECT_EQ(h["template"], "transpose");
+  EXPECT_EQ(h["dims"], "{6LL, 4LL, 8LL}");
+  EXPECT_EQ(h["in_strides"], "{8LL, 48LL, 1LL}");
+  // Size-1 dims vanish: [1,5,1,7] perm (3,1,2,0) is a plain [5,7] -> [7,5] swap.
+  h = lower({1, 5, 1, 7}, {3, 1, 2, 0});
+  EXPECT_EQ(h["template"], "transpose_tiled");
+  EXPECT_EQ(h["batch"], "1LL");
+  EXPECT_EQ(h["rows"], "5LL");
+  EXPECT_EQ(h["cols"], "7LL");
 }
 
 // Softmax of x over the [outer, n, inner] split, via exp(x) / sum exp(x) in long double

@@ -74,6 +74,12 @@ std::vector<GpuCase> gpu_cases() {
   add("Transpose f64 rank 5", [=](OneNode& n) {
     n.input(f64, {2, 3, 1, 5, 2}).attr("perm", Attribute::of_ints({3, 0, 4, 2, 1}));
   });
+  add("Transpose int32 gather 102", [](OneNode& n) {
+    n.input(DType::kInt32, {4, 6, 8}).attr("perm", Attribute::of_ints({1, 0, 2}));
+  });
+  add("Transpose f32 tiled 67x1x70 batch", [=](OneNode& n) {
+    n.input(f32, {3, 67, 70}).attr("perm", Attribute::of_ints({0, 2, 1}));
+  });
   add("Transpose f16 201", [=](OneNode& n) { n.input(f16, {67, 1, 13}).attr("perm", Attribute::of_ints({2, 0, 1})); });
   add("Softmax f32 rows 4099", [=](OneNode& n) { n.input(f32, {3, 4099}); });
   add("Softmax f32 rows 1000", [=](OneNode& n) { n.input(f32, {1, 1000}); });

@@ -95,6 +95,7 @@ std::vector<std::unique_ptr<OneNode>> representative_nodes() {
   add("Transpose")->input(DType::kFloat32, {2, 3, 4, 5}).attr("perm", Attribute::of_ints({0, 2, 3, 1}));
   add("Transpose")->input(DType::kUInt8, {7, 13});
   add("Transpose")->input(DType::kFloat64, {3, 1, 2}).attr("perm", Attribute::of_ints({1, 0, 2}));
+  add("Transpose")->input(DType::kFloat16, {4, 6, 8}).attr("perm", Attribute::of_ints({1, 0, 2}));
   add("Softmax")->input(DType::kFloat32, {4, 1000});
   add("Softmax")->input(DType::kFloat16, {3, 13});
   add("Softmax")->input(DType::kFloat64, {37});
@@ -136,7 +137,7 @@ TEST(TemplateRender, AllTemplatesRenderAndCompileWithNvcc) {
   templates_used.insert("copy");
   for (const std::string& e : errors) ADD_FAILURE() << e;
   for (const char* t : {"binary_same_shape", "binary_broadcast", "unary_elementwise", "clip_dynamic", "concat_slab",
-                        "transpose", "softmax_rows", "softmax_columns", "copy"})
+                        "transpose", "transpose_tiled", "softmax_rows", "softmax_columns", "copy"})
     EXPECT_TRUE(templates_used.count(t)) << "template not exercised: " << t;
 
   if (access(kNvcc, X_OK) != 0) GTEST_SKIP() << "nvcc not found at " << kNvcc << ": render checked, compile skipped";
