@@ -16,6 +16,21 @@ void register_conv_ops(OpRegistry& registry);
 void register_gemm_ops(OpRegistry& registry);
 void register_batch_norm_ops(OpRegistry& registry);
 void register_pool_ops(OpRegistry& registry);
+void register_gather_ops(OpRegistry& registry);
+void register_slice_ops(OpRegistry& registry);
+void register_split_ops(OpRegistry& registry);
+void register_squeeze_ops(OpRegistry& registry);
+void register_shape_of_ops(OpRegistry& registry);
+void register_constant_of_shape_ops(OpRegistry& registry);
+void register_expand_ops(OpRegistry& registry);
+void register_tile_ops(OpRegistry& registry);
+void register_pad_ops(OpRegistry& registry);
+void register_range_ops(OpRegistry& registry);
+void register_trilu_ops(OpRegistry& registry);
+void register_cumsum_ops(OpRegistry& registry);
+void register_depth_space_ops(OpRegistry& registry);
+void register_dropout_ops(OpRegistry& registry);
+void register_data_dependent_ops(OpRegistry& registry);
 
 void register_all_ops(OpRegistry& registry) {
   register_unary_elementwise_ops(registry);
@@ -30,6 +45,21 @@ void register_all_ops(OpRegistry& registry) {
   register_gemm_ops(registry);
   register_batch_norm_ops(registry);
   register_pool_ops(registry);
+  register_gather_ops(registry);
+  register_slice_ops(registry);
+  register_split_ops(registry);
+  register_squeeze_ops(registry);
+  register_shape_of_ops(registry);
+  register_constant_of_shape_ops(registry);
+  register_expand_ops(registry);
+  register_tile_ops(registry);
+  register_pad_ops(registry);
+  register_range_ops(registry);
+  register_trilu_ops(registry);
+  register_cumsum_ops(registry);
+  register_depth_space_ops(registry);
+  register_dropout_ops(registry);
+  register_data_dependent_ops(registry);
 }
 
 }  // namespace aotc

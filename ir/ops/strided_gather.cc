@@ -1,0 +1,45 @@
+// Reference and kernel step of the strided gather (see strided_gather.h).
+#include "ir/ops/strided_gather.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "ir/ops/op_helpers.h"
+#include "ir/ops/strided_layout.h"
+
+namespace aotc {
+
+void strided_gather_reference(const Tensor& x, Tensor& y, const GatherView& view) {
+  const int64_t elem = dtype_size(y.dtype());
+  const int64_t n = shape_numel(view.dims);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rest = i, src = view.base;
+    for (size_t d = view.dims.size(); d-- > 0;) {
+      src += (rest % view.dims[d]) * view.strides[d];
+      rest /= view.dims[d];
+    }
+    std::memcpy(y.raw() + i * elem, x.raw() + src * elem, static_cast<size_t>(elem));
+  }
+}
+
+KernelStep strided_gather_step(ValueId in, ValueId out, DType dtype, int64_t in_numel,
+                               const GatherView& view, const std::string& comment) {
+  StridedLayout layout = collapse_layout(StridedLayout{view.dims, {view.strides}});
+  const int64_t numel = shape_numel(view.dims);
+  KernelStep k;
+  k.template_name = "strided_gather";
+  k.holes = {{"T", bits_c_type(dtype)},
+             {"I", index_type_for(std::max(numel, in_numel))},
+             {"rank", std::to_string(layout.dims.size())},
+             {"dims", dims_literal(layout.dims)},
+             {"in_strides", dims_literal(layout.strides[0])},
+             {"base", int_literal(view.base)},
+             {"numel", int_literal(numel)},
+             {"comment", comment}};
+  k.args = {in, out};
+  k.block = Dim3{256, 1, 1};
+  k.grid = grid_for(numel, 256);
+  return k;
+}
+
+}  // namespace aotc
