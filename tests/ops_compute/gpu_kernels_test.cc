@@ -12,6 +12,7 @@
 
 #include "ir/op_registry.h"
 #include "ir/ops/epilogue.h"
+#include "ir/ops/op_helpers.h"
 #include "tests/ops_compute/kernel_harness.h"
 #include "tests/ops_compute/test_util.h"
 
@@ -196,6 +197,97 @@ TEST(GpuKernels, MatchReferenceOnGpu) {
     ASSERT_TRUE(s.is_ok()) << c.label << ": " << s.message();
     for (size_t i = 0; i < g.node().outputs.size(); ++i)
       EXPECT_TRUE(testing_util::tensors_close(values[g.node().outputs[i]], want.value()[i])) << c.label << " output " << i;
+  }
+}
+
+}  // namespace
+}  // namespace aotc
+
+namespace aotc {
+namespace {
+
+int64_t hole_int(const KernelStep& k, const std::string& key) {
+  for (const auto& kv : k.holes)
+    if (kv.first == key) return std::stoll(kv.second);
+  return -1;
+}
+
+void set_hole(KernelStep& k, const std::string& key, int64_t v) {
+  for (auto& kv : k.holes)
+    if (kv.first == key) kv.second = int_literal(v);
+}
+
+// The lowering as chosen, plus, for implicit-GEMM convs, the same step with every tile
+// configuration the lowering can pick (so each is exercised on small shapes too).
+std::vector<std::pair<std::string, Lowering>> variants(const std::string& label, const Lowering& l) {
+  std::vector<std::pair<std::string, Lowering>> out = {{label, l}};
+  if (l.steps.size() != 1 || l.steps[0].kernel.template_name != "conv_implicit_gemm") return out;
+  const KernelStep& k = l.steps[0].kernel;
+  const int64_t gemm_n = hole_int(k, "N") * hole_int(k, "OD") * hole_int(k, "OH") * hole_int(k, "OW");
+  const int64_t m = hole_int(k, "K") / hole_int(k, "G");
+  const int64_t tiles[][4] = {{64, 64, 4, 4}, {16, 128, 1, 8}, {128, 128, 8, 8}};
+  for (const auto& t : tiles) {
+    if (t[0] == hole_int(k, "BM") && t[1] == hole_int(k, "BN")) continue;
+    Lowering v = l;
+    KernelStep& vk = v.steps[0].kernel;
+    set_hole(vk, "BM", t[0]);
+    set_hole(vk, "BN", t[1]);
+    set_hole(vk, "TM", t[2]);
+    set_hole(vk, "TN", t[3]);
+    vk.block = Dim3{(t[0] / t[2]) * (t[1] / t[3]), 1, 1};
+    vk.grid = Dim3{(gemm_n + t[1] - 1) / t[1], (m + t[0] - 1) / t[0], hole_int(k, "G")};
+    out.push_back({label + " tile " + std::to_string(t[0]) + "x" + std::to_string(t[1]), v});
+  }
+  return out;
+}
+
+TEST(GpuKernels, EmulatedOnCpuMatchReference) {
+  struct Run { std::string label; OneNode graph; Lowering lowering; };
+  std::vector<Run> runs;
+  for (const Case& c : cases()) {
+    OneNode g = c.build();
+    auto l = lower(g);
+    ASSERT_TRUE(l.is_ok()) << c.label << ": " << l.status().message();
+    if (g.graph.value(g.node().outputs[0]).numel() > 100000) continue;  // too slow with one OS thread per CUDA thread
+    for (auto& v : variants(c.label, *l)) runs.push_back({v.first, g, v.second});
+  }
+  std::string source;
+  for (size_t r = 0; r < runs.size(); ++r)
+    for (size_t i = 0; i < runs[r].lowering.steps.size(); ++i) {
+      if (runs[r].lowering.steps[i].kind != LoweredStep::Kind::kKernel) continue;
+      auto text = testing_util::render_kernel(runs[r].lowering.steps[i].kernel, "c" + std::to_string(r) + "_k" + std::to_string(i));
+      ASSERT_TRUE(text.is_ok()) << runs[r].label << ": " << text.status().message();
+      source += *text + "\n";
+    }
+  auto handle = testing_util::compile_for_cpu(source);
+  if (!handle && handle.status().message().find("g++ failed") == std::string::npos)
+    GTEST_SKIP() << "no host compiler for the emulation: " << handle.status().message();
+  ASSERT_TRUE(handle.is_ok()) << handle.status().message();
+  uint32_t seed = 300;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    OneNode& g = runs[r].graph;
+    std::vector<Tensor> inputs;
+    std::map<ValueId, Tensor> values;
+    for (ValueId id : g.graph.inputs) {
+      const Value& v = g.graph.value(id);
+      bool variance = g.node().op_type == "BatchNormalization" && v.name == "v";
+      Tensor t = dtype_is_float(v.dtype) ? random_tensor(v.dtype, v.shape, seed++, variance ? 0.1 : -1, variance ? 2 : 1)
+                                         : random_tensor(v.dtype, v.shape, seed++, v.dtype == DType::kInt8 ? -128 : 0,
+                                                         v.dtype == DType::kInt8 ? 127 : 255);
+      inputs.push_back(t);
+      values[id] = t;
+    }
+    auto want = evaluate_graph(g.graph, inputs);
+    ASSERT_TRUE(want.is_ok()) << runs[r].label << ": " << want.status().message();
+    for (ValueId id : g.node().outputs) {
+      Tensor poisoned(g.graph.value(id).dtype, g.graph.value(id).shape);
+      std::memset(poisoned.raw(), 0xFF, static_cast<size_t>(poisoned.byte_size()));
+      values[id] = poisoned;
+    }
+    Status s = testing_util::run_on_cpu(*handle, "c" + std::to_string(r) + "_", runs[r].lowering, values);
+    ASSERT_TRUE(s.is_ok()) << runs[r].label << ": " << s.message();
+    for (size_t i = 0; i < g.node().outputs.size(); ++i)
+      EXPECT_TRUE(testing_util::tensors_close(values[g.node().outputs[i]], want.value()[i])) << runs[r].label << " output " << i;
   }
 }
 

@@ -101,6 +101,59 @@ Status emulate_matmul(const MatmulStep& m, std::map<ValueId, Tensor>& values) {
   return Status::ok();
 }
 
+Expected<void*> compile_for_cpu(const std::string& source) {
+  char dir_template[] = "/tmp/aotc_emu_XXXXXX";
+  if (!mkdtemp(dir_template)) return Status::error("mkdtemp failed");
+  const std::string dir = dir_template, src = dir + "/k.cc", so = dir + "/k.so", log = dir + "/log";
+  {
+    std::ofstream f(src);
+    f << "#include \"" << AOTC_SOURCE_DIR << "/tests/ops_compute/cuda_emulation.h\"\n" << source;
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    FILE* l = std::freopen(log.c_str(), "w", stderr);
+    (void)l;
+    execlp("g++", "g++", "-std=c++20", "-O1", "-w", "-shared", "-fPIC", "-pthread", "-o", so.c_str(), src.c_str(),
+           static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::ifstream f(log);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return Status::error("g++ failed on " + src + ":\n" + ss.str().substr(0, 4000));
+  }
+  void* handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) return Status::error(std::string("dlopen: ") + dlerror());
+  return handle;
+}
+
+Status run_on_cpu(void* handle, const std::string& prefix, const Lowering& lowering, std::map<ValueId, Tensor>& values) {
+  using Launch = void (*)(void*, int, void**, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned);
+  auto launch = reinterpret_cast<Launch>(dlsym(handle, "aotc_emu_launch"));
+  if (!launch) return Status::error("aotc_emu_launch missing");
+  std::vector<uint8_t> scratch(static_cast<size_t>(lowering.scratch_bytes) + 1);
+  for (size_t i = 0; i < lowering.steps.size(); ++i) {
+    const LoweredStep& step = lowering.steps[i];
+    if (step.kind == LoweredStep::Kind::kMatmul) {
+      AOTC_RETURN_IF_ERROR(emulate_matmul(step.matmul, values));
+      continue;
+    }
+    const KernelStep& k = step.kernel;
+    void* fn = dlsym(handle, (prefix + "k" + std::to_string(i)).c_str());
+    if (!fn) return Status::error("kernel " + prefix + "k" + std::to_string(i) + " missing");
+    std::vector<void*> args;
+    for (ValueId id : k.args)
+      args.push_back(id == kNullArg ? nullptr : id == kScratchArg ? scratch.data() : values.at(id).raw());
+    launch(fn, static_cast<int>(args.size()), args.data(), static_cast<unsigned>(k.grid.x), static_cast<unsigned>(k.grid.y),
+           static_cast<unsigned>(k.grid.z), static_cast<unsigned>(k.block.x), static_cast<unsigned>(k.block.y),
+           static_cast<unsigned>(k.block.z));
+  }
+  return Status::ok();
+}
+
 // ---- the driver API, loaded at run time ----
 
 using CUresult = int;

@@ -27,6 +27,12 @@ Status nvcc_compile(const std::string& source, const std::string& arch, bool cub
 // Applies one MatmulStep to host tensors, exactly as documented in ir/lowering.h (row-major).
 Status emulate_matmul(const MatmulStep& m, std::map<ValueId, Tensor>& values);
 
+// CPU emulation of the kernels (tests/ops_compute/cuda_emulation.h): compiles `source` (rendered
+// kernels) with the host C++ compiler into a shared object and dlopens it; nullptr + message on
+// failure. Then runs a lowering whose kernel step i is named `prefix + "k" + i` in that object.
+Expected<void*> compile_for_cpu(const std::string& source);
+Status run_on_cpu(void* handle, const std::string& prefix, const Lowering& lowering, std::map<ValueId, Tensor>& values);
+
 class Gpu {
  public:
   // nullptr (and a reason) when there is no driver or no device.

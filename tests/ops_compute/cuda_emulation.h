@@ -1,0 +1,75 @@
+// Test-only: lets the device code of this area's templates compile as host C++ (g++ -std=c++20)
+// and run on the CPU, so kernel logic (tiling, edge tiles, index decoding, epilogues) is checked
+// on machines without a GPU. One block runs at a time with one std::thread per CUDA thread;
+// __shared__ becomes a function-static (shared by the block's threads, reused by the next block)
+// and __syncthreads a std::barrier. __half is emulated with _Float16 (round to nearest even).
+#pragma once
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <barrier>
+#include <thread>
+#include <vector>
+
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __shared__ static
+
+struct aotc_emu_dim3 { unsigned x = 1, y = 1, z = 1; };
+inline thread_local aotc_emu_dim3 threadIdx, blockIdx;
+inline aotc_emu_dim3 blockDim, gridDim;
+inline std::barrier<>* aotc_emu_barrier = nullptr;
+inline void __syncthreads() { aotc_emu_barrier->arrive_and_wait(); }
+
+struct __half {
+  _Float16 v;
+  __half() = default;
+  __half(float f) : v(static_cast<_Float16>(f)) {}  // NOLINT: implicit, like cuda_fp16.h
+  operator float() const { return static_cast<float>(v); }
+};
+
+inline float __int_as_float(unsigned int bits) {
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+// Runs fn (a kernel whose parameters are `nargs` pointers) over the grid. Not inline: the test
+// finds it with dlsym (this header is included by exactly one generated file).
+extern "C" void aotc_emu_launch(void* fn, int nargs, void** args, unsigned gx, unsigned gy, unsigned gz,
+                                       unsigned bx, unsigned by, unsigned bz) {
+  gridDim = {gx, gy, gz};
+  blockDim = {bx, by, bz};
+  const unsigned threads = bx * by * bz;
+  std::barrier<> barrier(threads);
+  aotc_emu_barrier = &barrier;
+  auto call = [&]() {
+    switch (nargs) {
+      case 2: reinterpret_cast<void (*)(void*, void*)>(fn)(args[0], args[1]); break;
+      case 3: reinterpret_cast<void (*)(void*, void*, void*)>(fn)(args[0], args[1], args[2]); break;
+      case 4: reinterpret_cast<void (*)(void*, void*, void*, void*)>(fn)(args[0], args[1], args[2], args[3]); break;
+      case 5: reinterpret_cast<void (*)(void*, void*, void*, void*, void*)>(fn)(args[0], args[1], args[2], args[3], args[4]); break;
+      case 6:
+        reinterpret_cast<void (*)(void*, void*, void*, void*, void*, void*)>(fn)(args[0], args[1], args[2], args[3], args[4], args[5]);
+        break;
+    }
+  };
+  std::vector<std::thread> workers;
+  for (unsigned t = 0; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      threadIdx = {t % bx, (t / bx) % by, t / (bx * by)};
+      for (unsigned z = 0; z < gz; ++z)
+        for (unsigned y = 0; y < gy; ++y)
+          for (unsigned x = 0; x < gx; ++x) {
+            blockIdx = {x, y, z};
+            call();
+            barrier.arrive_and_wait();  // the block is done before its shared memory is reused
+          }
+    });
+  for (std::thread& w : workers) w.join();
+  aotc_emu_barrier = nullptr;
+}
