@@ -91,8 +91,12 @@ void print_summary(std::ostream& out, const std::vector<TestResult>& results, co
         << c.passed << std::setw(8) << c.failed << std::setw(8) << c.unsupported << std::setw(9)
         << c.excluded << "  " << note << "\n";
   }
-  out << "\nexcluded from the inference set, by reason (full list in the log / JSON):\n";
-  for (const auto& [reason, names] : excluded) out << "  " << reason << ": " << names.size() << " tests\n";
+  out << "\nexcluded from the inference set, by reason (details per test in the log / JSON):\n";
+  for (const auto& [reason, names] : excluded) {
+    out << "  " << reason << ": " << names.size() << " tests:";
+    for (const std::string& n : names) out << " " << n;
+    out << "\n";
+  }
   Totals t = compute_totals(results);
   out << "\nall node tests (" << label << "): " << t.all.text() << "\n";
   out << "inference set (" << label << "): " << t.inference.text() << "\n";
