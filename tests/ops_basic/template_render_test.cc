@@ -57,10 +57,6 @@ std::string render(const KernelStep& k, const std::string& kernel_name, std::vec
   return out;
 }
 
-struct Built {
-  std::unique_ptr<OneNode> node;
-};
-
 std::vector<std::unique_ptr<OneNode>> representative_nodes() {
   std::vector<std::unique_ptr<OneNode>> v;
   auto add = [&](const char* op, int64_t opset = 17) {
