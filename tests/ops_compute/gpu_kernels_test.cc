@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <unistd.h>
 
@@ -162,6 +163,7 @@ TEST(GpuKernels, RenderedKernelsCompile) {
   ASSERT_NE(mkdtemp(dir), nullptr);
   Status s = testing_util::nvcc_compile(source, "sm_90", false, std::string(dir) + "/all.o");
   EXPECT_TRUE(s.is_ok()) << s.message();
+  if (s.is_ok()) std::filesystem::remove_all(dir);  // kept on failure, for a look at the source
 }
 
 TEST(GpuKernels, MatchReferenceOnGpu) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -127,6 +128,7 @@ Expected<void*> compile_for_cpu(const std::string& source) {
   }
   void* handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) return Status::error(std::string("dlopen: ") + dlerror());
+  std::filesystem::remove_all(dir);  // the mapping stays valid
   return handle;
 }
 
@@ -255,6 +257,7 @@ Status Gpu::run(const Lowering& lowering, std::map<ValueId, Tensor>& values) {
     AOTC_RETURN_IF_ERROR(nvcc_compile(source, arch(), true, out));
     std::ifstream f(out, std::ios::binary);
     cubin.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    std::filesystem::remove_all(dir_template);
   }
   void* module = nullptr;
   if (!cubin.empty()) AOTC_RETURN_IF_ERROR(a.check(a.cuModuleLoadData(&module, cubin.data()), "cuModuleLoadData"));
