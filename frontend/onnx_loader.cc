@@ -13,7 +13,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <onnx/onnx_pb.h>
 
 #include "frontend/onnx_attributes.h"
@@ -39,17 +43,18 @@ Status read_model(const std::string& path, onnx::ModelProto* model) {
   if (st.st_size > INT_MAX)
     return Status::error(file + " is larger than 2 GB, the protobuf limit; store the weights as "
                                 "external data (onnx.save_model(..., save_as_external_data=True))");
-  std::string bytes(static_cast<size_t>(st.st_size), '\0');
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return Status::error("cannot open " + file + ": " + std::strerror(errno));
-  size_t got = std::fread(&bytes[0], 1, bytes.size(), f);
-  std::fclose(f);
-  if (got != bytes.size()) return Status::error("short read from " + file);
-  google::protobuf::io::CodedInputStream stream(reinterpret_cast<const uint8_t*>(bytes.data()),
-                                                static_cast<int>(bytes.size()));
-  stream.SetTotalBytesLimit(INT_MAX);
-  if (!model->ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage())
-    return Status::error(file + " is not a valid ONNX protobuf (truncated or corrupted)");
+  // Parse straight from the file: no second copy of a model that may be close to 2 GB.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::error("cannot open " + file + ": " + std::strerror(errno));
+  bool parsed = false;
+  {
+    google::protobuf::io::FileInputStream raw(fd);
+    google::protobuf::io::CodedInputStream stream(&raw);
+    stream.SetTotalBytesLimit(INT_MAX);
+    parsed = model->ParseFromCodedStream(&stream) && stream.ConsumedEntireMessage();
+  }
+  ::close(fd);
+  if (!parsed) return Status::error(file + " is not a valid ONNX protobuf (truncated or corrupted)");
   if (!model->has_graph())
     return Status::error(file + " has no graph (not an ONNX model?)");
   return Status::ok();
@@ -80,6 +85,9 @@ class Importer {
   Status import_output(const onnx::ValueInfoProto& info);
   void mark_outputs_unknown(const onnx::NodeProto& proto);
   ValueId define(const std::string& name, ValueId id) { return names_[name] = id; }
+  // Model names win over names an op's import() invented: rename an invented value that
+  // happens to carry `name`, so every value name stays unique.
+  void claim_name(const std::string& name);
 
   const ImportOptions& options_;
   const bool keep_going_;
@@ -88,6 +96,7 @@ class Importer {
   std::vector<Status> problems_;
   std::unordered_map<std::string, ValueId> names_;
   std::unordered_set<std::string> unknown_;  // check mode: names whose producer failed
+  std::unordered_map<std::string, ValueId> invented_;  // values added by OpDef::import
 };
 
 Status Importer::import_opset(const onnx::ModelProto& model) {
@@ -211,6 +220,16 @@ Status Importer::import_input(const onnx::ValueInfoProto& info) {
   return Status::ok();
 }
 
+void Importer::claim_name(const std::string& name) {
+  auto it = invented_.find(name);
+  if (it == invented_.end()) return;
+  ValueId id = it->second;
+  invented_.erase(it);
+  std::string fresh = graph_.unique_name(name + ".aotc");
+  graph_.value(id).name = fresh;
+  invented_[fresh] = id;
+}
+
 void Importer::mark_outputs_unknown(const onnx::NodeProto& proto) {
   for (const std::string& out : proto.output())
     if (!out.empty() && !names_.count(out)) unknown_.insert(out);
@@ -253,6 +272,7 @@ Status Importer::import_node(const onnx::NodeProto& proto) {
     if (!node.inputs.empty()) return node_error(node, "takes no inputs");
     auto value = constant_node_value(node);
     if (!value) return value.status();
+    claim_name(proto.output(0));
     define(proto.output(0), graph_.add_constant(proto.output(0), std::move(*value)));
     return Status::ok();
   }
@@ -261,9 +281,14 @@ Status Importer::import_node(const onnx::NodeProto& proto) {
   if (!def)
     return node_error(node, "unsupported op" + (node.domain.empty() ? std::string()
                                                                      : " in domain " + quoted(node.domain)));
-  for (const std::string& out : proto.output())
+  for (const std::string& out : proto.output()) {
+    if (!out.empty()) claim_name(out);
     node.outputs.push_back(out.empty() ? kNoValue : graph_.add_value(out));
+  }
+  const size_t values_before = graph_.values.size();
   if (def->import) AOTC_RETURN_IF_ERROR(def->import(node, graph_, graph_.opset));
+  for (size_t v = values_before; v < graph_.values.size(); ++v)
+    invented_[graph_.values[v].name] = static_cast<ValueId>(v);
   AOTC_RETURN_IF_ERROR(infer_node(node, graph_));
   // Only now are the outputs visible to later nodes: a failed node defines nothing.
   for (int k = 0; k < proto.output_size(); ++k)

@@ -3,6 +3,7 @@
 // paths that must be refused because they leave the model's folder).
 #include <cmath>
 #include <filesystem>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -227,6 +228,38 @@ TEST(OnnxLoader, InputThatIsAlsoInitializerIsConstant) {
   EXPECT_EQ(g->value(g->inputs[0]).name, "x");
   EXPECT_TRUE(value_named(*g, "w").is_constant());
   EXPECT_FALSE(g->is_graph_input(g->find_value("w")));
+  // A value fixed by the caller replaces the initializer's default.
+  ImportOptions fixed;
+  fixed.constant_inputs["w"] = Tensor::from_floats({3}, {5.0f, 6.0f, 7.0f});
+  g = load_onnx_model(dir.file("model.onnx"), fixed);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  EXPECT_EQ(value_named(*g, "w").constant->get(2), 7.0);
+  EXPECT_EQ(value_named(*g, "y").shape, (Shape{3}));
+}
+
+TEST(OnnxLoader, ModelNamesWinOverNamesInventedByImport) {
+  // Reshape's import turns a legacy `shape` attribute into a constant input named after the
+  // node ("r_shape"); a later model value with that very name must keep it.
+  TempDir dir;
+  ModelBuilder m;
+  m.add_input("x", kFloat, {"2", "2"});
+  auto* r = m.add_node("Reshape", {"x"}, {"flat"}, "r");
+  auto* a = r->add_attribute();
+  a->set_name("shape");
+  a->set_type(onnx::AttributeProto::INTS);
+  a->add_ints(4);
+  m.add_node("Relu", {"flat"}, {"r_shape"}, "relu");
+  m.add_output("r_shape");
+  auto g = load_onnx_model(m.write(dir));
+  if (!g.is_ok()) GTEST_SKIP() << "Reshape no longer takes the attribute form: " << g.status().message();
+  std::set<std::string> names;
+  for (const Value& v : g->values) EXPECT_TRUE(names.insert(v.name).second) << "duplicate " << v.name;
+  ASSERT_EQ(g->nodes.size(), 2u);
+  EXPECT_EQ(g->value(g->nodes[1].outputs[0]).name, "r_shape");
+  EXPECT_EQ(g->value(g->outputs[0]).name, "r_shape");
+  ASSERT_EQ(g->nodes[0].inputs.size(), 2u);
+  EXPECT_NE(g->value(g->nodes[0].inputs[1]).name, "r_shape");
+  EXPECT_EQ(g->value(g->outputs[0]).shape, (Shape{4}));
 }
 
 std::string symbolic_model(const TempDir& dir, const std::vector<std::string>& dims) {
