@@ -96,8 +96,10 @@ node_data=""
 kNodeData=/usr/include/onnx/backend/test/data/node
 if [ -d "$kNodeData" ]; then
   node_data="$kNodeData"
-elif [ -d "$usr$kNodeData" ]; then
-  node_data="$usr$kNodeData"
+elif [ -d "$usr$kNodeData" ] || [ -d "$usr/share/libonnx-testdata/data/node" ]; then
+  # The .deb ships the data under usr/share and a relative link under usr/include.
+  node_data="$usr/share/libonnx-testdata/data/node"
+  [ -d "$node_data" ] || node_data="$usr$kNodeData"
   if [ ! -e "$kNodeData" ] && mkdir -p "$(dirname "$kNodeData")" 2>/dev/null &&
      ln -s "$node_data" "$kNodeData" 2>/dev/null; then
     node_data="$kNodeData"; note="$note; node tests linked at $kNodeData"
