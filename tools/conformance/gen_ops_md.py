@@ -64,10 +64,14 @@ def main():
     args = parser.parse_args()
     with open(args.cpu) as f:
         cpu = json.load(f)
+    if cpu.get("mode") != "cpu":
+        parser.error(f"{args.cpu} is a '{cpu.get('mode')}' result, not --cpu")
     gpu = None
     if args.gpu:
         with open(args.gpu) as f:
             gpu = json.load(f)
+        if gpu.get("mode") != "gpu":
+            parser.error(f"{args.gpu} is a '{gpu.get('mode')}' result, not a --gpu run")
 
     version = test_data_version()
     data = (f"onnx {version.split('-')[0]} (Debian libonnx-testdata {version})" if version

@@ -36,6 +36,8 @@ const char kUsage[] =
     "  --workdir DIR       scratch folder (default a fresh /tmp/aotc-conformance-XXXXXX)\n"
     "  --keep              keep the scratch folder (models, .so files, child logs)\n"
     "  --arch sm_XY        --gpu: nvcc arch (repeatable; default: the GPU's own)\n"
+    "  --compile-only      --gpu: build each .so but do not run it (no GPU needed; 'passed' then\n"
+    "                      means 'built'; the JSON mode is gpu-compile-only)\n"
     "  --nvcc PATH         --gpu: nvcc (default $CUDA_HOME/bin/nvcc or /usr/local/cuda/bin/nvcc)\n"
     "  --quiet             no per-test lines on stdout\n";
 
@@ -75,7 +77,7 @@ int main(int argc, char** argv) {
   std::string data_dir = "/usr/include/onnx/backend/test/data/node";
   std::string filter, log_path, json_path, workdir, allow_path, nvcc;
   std::vector<std::string> ops, archs;
-  bool gpu = false, keep = false, quiet = false, require_pass = false;
+  bool gpu = false, keep = false, quiet = false, require_pass = false, compile_only = false;
   int jobs = 1;
   double timeout = -1;
   std::string command;
@@ -104,6 +106,7 @@ int main(int argc, char** argv) {
     else if (a == "--keep") keep = true;
     else if (a == "--arch") archs.push_back(value());
     else if (a == "--nvcc") nvcc = value();
+    else if (a == "--compile-only") compile_only = true;
     else if (a == "--quiet") quiet = true;
     else if (a == "--help" || a == "-h") {
       std::cout << kUsage;
@@ -126,7 +129,12 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (gpu) {
+  if (compile_only && !gpu) {
+    std::cerr << "aotc-conformance: --compile-only needs --gpu\n";
+    return 2;
+  }
+  if (compile_only && archs.empty()) archs.push_back("sm_90");
+  if (gpu && !compile_only) {
     std::string arch;
     Status s = probe_gpu_in_child(&arch);
     if (!s) {
@@ -156,6 +164,7 @@ int main(int argc, char** argv) {
 
   RunOptions options;
   options.gpu = gpu;
+  options.compile_only = compile_only;
   options.jobs = jobs;
   options.timeout_s = timeout > 0 ? timeout : (gpu ? 600 : 120);
   options.keep = keep;
@@ -181,7 +190,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  const std::string label = gpu ? "GPU" : "CPU reference";
+  const std::string label = compile_only ? "GPU build only, not run" : gpu ? "GPU" : "CPU reference";
   std::cout << "aotc-conformance: " << tests.size() << " tests on the " << label << ", " << jobs
             << " at a time\n";
   size_t done = 0;
@@ -197,7 +206,7 @@ int main(int argc, char** argv) {
   std::cout << "(" << static_cast<int>(seconds) << " s)\n";
   if (!json_path.empty()) {
     std::ofstream json(json_path);
-    write_json(json, JsonHeader{gpu ? "gpu" : "cpu", label, data_dir, command, now_text()}, results);
+    write_json(json, JsonHeader{compile_only ? "gpu-compile-only" : gpu ? "gpu" : "cpu", label, data_dir, command, now_text()}, results);
     if (!json) {
       std::cerr << "aotc-conformance: cannot write " << json_path << "\n";
       return 2;

@@ -29,6 +29,7 @@ struct TestResult {
 
 struct RunOptions {
   bool gpu = false;
+  bool compile_only = false;        // --gpu without running: a built .so counts as passed
   int jobs = 1;
   double timeout_s = 120;
   std::string workdir;              // per-test scratch (models with constants, .so files, logs)
