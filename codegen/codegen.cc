@@ -4,11 +4,13 @@
 // every step succeeded, so a failure leaves nothing at output_path.
 #include "codegen/codegen.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <thread>
 #include <unistd.h>
 
 #include "codegen/device_source.h"
@@ -63,7 +65,7 @@ std::string arch_number(const std::string& arch) {
   return std::regex_match(arch, m, kArch) ? m[1].str() : "";
 }
 
-std::vector<std::string> nvcc_command(const CodegenOptions& o, const std::string& prefix) {
+std::vector<std::string> nvcc_command(const CodegenOptions& o, const std::string& prefix, int file) {
   std::vector<std::string> argv = {o.nvcc, "--fatbin", "-O3", "-std=c++17"};
   std::string highest;
   for (const std::string& arch : o.archs) {
@@ -76,12 +78,13 @@ std::vector<std::string> nvcc_command(const CodegenOptions& o, const std::string
   argv.push_back("-gencode");
   argv.push_back("arch=compute_" + highest + ",code=compute_" + highest);
   argv.push_back("-o");
-  argv.push_back(fatbin_file(prefix));
-  argv.push_back(cuda_file(prefix));
+  argv.push_back(fatbin_file(prefix, file));
+  argv.push_back(cuda_file(prefix, file));
   return argv;
 }
 
 std::vector<std::string> cc_command(const CodegenOptions& o, const std::string& prefix) {
+  // The .S includes the fatbins and the weight blob from the working directory.
   return {o.host_cc,          "-std=c11",           "-O2",
           "-fPIC",            "-fvisibility=hidden", "-shared",
           "-o",               "lib" + prefix + ".so", model_c_file(prefix),
@@ -89,18 +92,24 @@ std::vector<std::string> cc_command(const CodegenOptions& o, const std::string& 
           "-Wl,--no-undefined"};
 }
 
-std::string makefile(const CodegenOptions& o, const std::string& prefix) {
-  std::vector<std::string> nvcc = nvcc_command(o, prefix), cc = cc_command(o, prefix);
-  nvcc[0] = "$(NVCC)";
+std::string makefile(const CodegenOptions& o, const std::string& prefix, int files) {
+  std::vector<std::string> cc = cc_command(o, prefix);
   cc[0] = "$(CC)";
   std::string lib = "lib" + prefix + ".so";
   std::string m = "# Rebuilds " + lib + " with the commands aotc ran (no shell was involved there).\n";
+  m += "# `make -j` compiles the device files in parallel, as aotc does.\n";
   m += "NVCC = " + o.nvcc + "\nCC = " + o.host_cc + "\n\n";
+  std::string fatbins;
+  for (int f = 0; f < files; ++f) fatbins += " " + fatbin_file(prefix, f);
   m += lib + ": " + model_c_file(prefix) + " aotc_runtime.c aotc_runtime.h aotc_cuda_api.h " +
-       header_file(prefix) + " " + blobs_file(prefix) + " " + fatbin_file(prefix) + " " +
-       weights_file(prefix) + "\n\t" + join_command(cc) + "\n\n";
-  m += fatbin_file(prefix) + ": " + cuda_file(prefix) + "\n\t" + join_command(nvcc) + "\n\n";
-  m += "clean:\n\trm -f " + lib + " " + fatbin_file(prefix) + "\n\n.PHONY: clean\n";
+       header_file(prefix) + " " + blobs_file(prefix) + fatbins + " " + weights_file(prefix) +
+       "\n\t" + join_command(cc) + "\n\n";
+  for (int f = 0; f < files; ++f) {
+    std::vector<std::string> nvcc = nvcc_command(o, prefix, f);
+    nvcc[0] = "$(NVCC)";
+    m += fatbin_file(prefix, f) + ": " + cuda_file(prefix, f) + "\n\t" + join_command(nvcc) + "\n\n";
+  }
+  m += "clean:\n\trm -f " + lib + fatbins + "\n\n.PHONY: clean\n";
   return m;
 }
 
@@ -110,6 +119,23 @@ Status run_tool(const std::vector<std::string>& argv, const fs::path& dir, const
   if (result->exit_code != 0)
     return Status::error(std::string(what) + " failed (exit " + std::to_string(result->exit_code) +
                          "): " + join_command(argv) + "\n" + result->output);
+  return Status::ok();
+}
+
+// Runs the commands, at most `parallel` at a time; the first failure (in command order) wins.
+Status run_tools_parallel(const std::vector<std::vector<std::string>>& commands, const fs::path& dir,
+                          const char* what, int parallel) {
+  std::vector<Status> results(commands.size(), Status::ok());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < commands.size(); i = next++) results[i] = run_tool(commands[i], dir, what);
+  };
+  std::vector<std::thread> threads;
+  for (int t = 1; t < parallel && static_cast<size_t>(t) < commands.size(); ++t) threads.emplace_back(worker);
+  worker();
+  for (std::thread& t : threads) t.join();
+  for (const Status& s : results)
+    if (!s.is_ok()) return s;
   return Status::ok();
 }
 
@@ -159,11 +185,13 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
   auto program = build_launch_program(
       graph, plan, options.registry ? *options.registry : default_registry());
   if (!program) return program.status();
-  auto device = render_device_source(*program, graph,
-                                     {options.aotc_version, options.model_hash, graph.name});
+  auto device = render_device_sources(*program, graph,
+                                      {options.aotc_version, options.model_hash, graph.name});
   if (!device) return device.status();
+  const int files = static_cast<int>(device->size());
   HostSources host = render_host_sources(
-      *program, graph, {prefix, options.archs, options.aotc_version, options.model_hash, graph.name});
+      *program, graph,
+      {prefix, options.archs, options.aotc_version, options.model_hash, graph.name, files});
   stats.kernels = static_cast<int>(program->kernels.size());
   stats.matmul_calls = static_cast<int>(program->matmuls.size());
   stats.weight_bytes = static_cast<int64_t>(program->weights.size());
@@ -173,13 +201,14 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
   if (!mkdtemp(tmpl.data())) return Status::error("cannot create a temp build directory");
   tmp.path = tmpl;
   const fs::path dir = tmp.path;
-  AOTC_RETURN_IF_ERROR(write_text(dir / cuda_file(prefix), *device));
+  for (int f = 0; f < files; ++f)
+    AOTC_RETURN_IF_ERROR(write_text(dir / cuda_file(prefix, f), (*device)[static_cast<size_t>(f)]));
   AOTC_RETURN_IF_ERROR(write_text(dir / model_c_file(prefix), host.model_c));
   AOTC_RETURN_IF_ERROR(write_text(dir / header_file(prefix), host.header));
   AOTC_RETURN_IF_ERROR(write_text(dir / blobs_file(prefix), host.blobs_s));
   AOTC_RETURN_IF_ERROR(
       write_file(dir / weights_file(prefix), program->weights.data(), program->weights.size()));
-  AOTC_RETURN_IF_ERROR(write_text(dir / "Makefile", makefile(options, prefix)));
+  AOTC_RETURN_IF_ERROR(write_text(dir / "Makefile", makefile(options, prefix, files)));
   for (const char* name : kRuntimeFiles) {
     const EmbeddedFile* f = find_embedded_file(std::string("runtime/") + name);
     if (!f) return Status::error(std::string("internal: runtime/") + name + " is not embedded");
@@ -188,9 +217,16 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
   stats.render_seconds = seconds_since(t0);
 
   // Sources go out before compiling, so a failed build can be inspected.
-  std::vector<std::string> emitted = {cuda_file(prefix),  model_c_file(prefix), header_file(prefix),
-                                      blobs_file(prefix), weights_file(prefix), "Makefile",
-                                      "aotc_runtime.c",   "aotc_runtime.h",     "aotc_cuda_api.h"};
+  std::vector<std::string> emitted = {model_c_file(prefix), header_file(prefix), blobs_file(prefix),
+                                      weights_file(prefix), "Makefile",           "aotc_runtime.c",
+                                      "aotc_runtime.h",     "aotc_cuda_api.h"};
+  std::vector<std::string> fatbins;
+  std::vector<std::vector<std::string>> nvcc_commands;
+  for (int f = 0; f < files; ++f) {
+    emitted.push_back(cuda_file(prefix, f));
+    fatbins.push_back(fatbin_file(prefix, f));
+    nvcc_commands.push_back(nvcc_command(options, prefix, f));
+  }
   auto emit = [&](const std::vector<std::string>& files) -> Status {
     if (options.emit_source_dir.empty()) return Status::ok();
     std::error_code ec;
@@ -204,12 +240,14 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
   };
   AOTC_RETURN_IF_ERROR(emit(emitted));
 
-  report("nvcc: " + std::to_string(stats.kernels) + " kernels for " + std::to_string(options.archs.size()) +
-         " arch(s)");
+  int parallel = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  report("nvcc: " + std::to_string(stats.kernels) + " kernels in " + std::to_string(files) +
+         " device file(s) for " + std::to_string(options.archs.size()) + " arch(s), " +
+         std::to_string(std::min(parallel, files)) + " at a time");
   auto t1 = std::chrono::steady_clock::now();
-  AOTC_RETURN_IF_ERROR(run_tool(nvcc_command(options, prefix), dir, "nvcc"));
+  AOTC_RETURN_IF_ERROR(run_tools_parallel(nvcc_commands, dir, "nvcc", parallel));
   stats.nvcc_seconds = seconds_since(t1);
-  AOTC_RETURN_IF_ERROR(emit({fatbin_file(prefix)}));
+  AOTC_RETURN_IF_ERROR(emit(fatbins));
 
   report("host compiler: lib" + prefix + ".so");
   auto t2 = std::chrono::steady_clock::now();

@@ -1,9 +1,14 @@
-// The device half of a generated library: one .cu file with a date-free provenance header (aotc
-// version, model hash), templates/common.cuh, then one rendered template per kernel step, each
-// preceded by a comment naming the ONNX node it covers and its shapes (all model text sanitized).
+// The device half of a generated library: .cu files, each with a date-free provenance header (aotc
+// version, model hash), templates/common.cuh, then one rendered template per distinct kernel, each
+// preceded by a comment naming the ONNX nodes it covers and their shapes (all model text
+// sanitized). Kernels whose rendered code is identical (same template, holes and shapes, e.g. the
+// repeated blocks of a ResNet) are emitted once and launched under the first one's name. The
+// distinct kernels are split over several files so nvcc can compile them in parallel; the split
+// depends only on the model, so builds are reproducible on any machine.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "codegen/launch_program.h"
 #include "ir/status.h"
@@ -16,7 +21,12 @@ struct DeviceSourceInfo {
   std::string model_name;
 };
 
-Expected<std::string> render_device_source(const LaunchProgram& program, const Graph& graph,
-                                           const DeviceSourceInfo& info);
+// At most this many distinct kernels per .cu file (and at most kMaxDeviceFiles files).
+constexpr int kKernelsPerDeviceFile = 6;
+constexpr int kMaxDeviceFiles = 16;
+
+// Sets ProgramKernel::function and ::module of every kernel; returns one source per module.
+Expected<std::vector<std::string>> render_device_sources(LaunchProgram& program, const Graph& graph,
+                                                         const DeviceSourceInfo& info);
 
 }  // namespace aotc

@@ -12,9 +12,9 @@ namespace aotc {
 std::string model_c_file(const std::string& p) { return p + "_model.c"; }
 std::string header_file(const std::string& p) { return p + ".h"; }
 std::string blobs_file(const std::string& p) { return p + "_blobs.S"; }
-std::string fatbin_file(const std::string& p) { return p + ".fatbin"; }
+std::string fatbin_file(const std::string& p, int i) { return p + "_dev" + std::to_string(i) + ".fatbin"; }
 std::string weights_file(const std::string& p) { return p + "_weights.bin"; }
-std::string cuda_file(const std::string& p) { return p + ".cu"; }
+std::string cuda_file(const std::string& p, int i) { return p + "_dev" + std::to_string(i) + ".cu"; }
 
 namespace {
 
@@ -156,15 +156,21 @@ std::string render_model_c(const LaunchProgram& program, const Graph& graph,
     c += "#define " + w.symbol + " " + ull(w.offset) + " /* " + std::to_string(w.bytes) + " bytes: " +
          w.comment + " */\n";
   c += "#define WEIGHT_BYTES " + ull(static_cast<int64_t>(program.weights.size())) + "\n\n";
-  c += "AOTC_RT_HIDDEN extern const unsigned char " + p + "_aotc_fatbin[];\n";
-  c += "AOTC_RT_HIDDEN extern const unsigned char " + p + "_aotc_weights[];\n\n";
+  std::string fatbins;
+  for (int i = 0; i < info.device_files; ++i) {
+    std::string sym = p + "_aotc_fatbin" + std::to_string(i);
+    c += "AOTC_RT_HIDDEN extern const unsigned char " + sym + "[];\n";
+    fatbins += (i ? ", " : "") + sym;
+  }
+  c += "AOTC_RT_HIDDEN extern const unsigned char " + p + "_aotc_weights[];\n";
+  c += "static const unsigned char* const kFatbins[] = {" + fatbins + "};\n\n";
 
   // Kernels and their pointer arguments.
   std::string args, kernels;
   int first = 0;
   for (const ProgramKernel& k : program.kernels) {
     for (const Location& loc : k.args) args += "    " + ref_literal(loc) + ",\n";
-    kernels += "    {" + c_string_literal(k.name) + ", {" + std::to_string(k.grid.x) + "u, " +
+    kernels += "    {" + c_string_literal(k.function) + ", " + std::to_string(k.module) + ", {" + std::to_string(k.grid.x) + "u, " +
                std::to_string(k.grid.y) + "u, " + std::to_string(k.grid.z) + "u}, {" +
                std::to_string(k.block.x) + "u, " + std::to_string(k.block.y) + "u, " +
                std::to_string(k.block.z) + "u}, " + std::to_string(k.shared_bytes) + "u, " +
@@ -205,8 +211,9 @@ std::string render_model_c(const LaunchProgram& program, const Graph& graph,
     const char* kind = s.kind == ProgramStep::Kind::kKernel   ? "AOTC_STEP_KERNEL"
                        : s.kind == ProgramStep::Kind::kMatmul ? "AOTC_STEP_MATMUL"
                                                               : "AOTC_STEP_COPY";
-    std::string what = s.kind == ProgramStep::Kind::kKernel
-                           ? program.kernels[static_cast<size_t>(s.index)].name
+    const ProgramKernel* kernel =
+        s.kind == ProgramStep::Kind::kKernel ? &program.kernels[static_cast<size_t>(s.index)] : nullptr;
+    std::string what = kernel ? kernel->name + (kernel->function != kernel->name ? " (runs " + kernel->function + ")" : "")
                            : s.kind == ProgramStep::Kind::kMatmul
                                  ? "matmul " + program.matmuls[static_cast<size_t>(s.index)].label
                                  : "copy " + program.copies[static_cast<size_t>(s.index)].label;
@@ -219,8 +226,8 @@ std::string render_model_c(const LaunchProgram& program, const Graph& graph,
   std::string archs;
   for (const std::string& a : info.archs) archs += (archs.empty() ? "" : " ") + a;
   c += "\nstatic const aotc_rt_model_desc kModel = {\n";
-  c += "    " + c_string_literal(p) + ", " + c_string_literal(archs) + ", " + p + "_aotc_fatbin, " + p +
-       "_aotc_weights, WEIGHT_BYTES,\n";
+  c += "    " + c_string_literal(p) + ", " + c_string_literal(archs) + ", kFatbins, " +
+       std::to_string(info.device_files) + ", " + p + "_aotc_weights, WEIGHT_BYTES,\n";
   c += "    ARENA_BYTES, LT_WORKSPACE_OFFSET, LT_WORKSPACE_BYTES,\n";
   c += "    kKernels, " + std::to_string(program.kernels.size()) + ", kKernelArgs, " +
        std::to_string(first) + ",\n";
@@ -270,8 +277,11 @@ std::string render_blobs(const HostSourceInfo& info) {
   std::string s = "/* " + blobs_file(p) + ": embeds the fatbin and the weight blob as binary data\n"
                   "   (assembler .incbin; never C arrays). Both symbols are hidden. */\n"
                   "\t.section .rodata.aotc,\"a\"\n";
-  for (const auto& [symbol, file] : {std::pair<std::string, std::string>{p + "_aotc_fatbin", fatbin_file(p)},
-                                     {p + "_aotc_weights", weights_file(p)}}) {
+  std::vector<std::pair<std::string, std::string>> blobs;
+  for (int i = 0; i < info.device_files; ++i)
+    blobs.emplace_back(p + "_aotc_fatbin" + std::to_string(i), fatbin_file(p, i));
+  blobs.emplace_back(p + "_aotc_weights", weights_file(p));
+  for (const auto& [symbol, file] : blobs) {
     s += "\t.balign 256\n\t.globl " + symbol + "\n\t.hidden " + symbol + "\n\t.type " + symbol +
          ", %object\n" + symbol + ":\n\t.incbin \"" + file + "\"\n\t.byte 0\n";
   }

@@ -18,21 +18,22 @@ struct HostSourceInfo {
   std::string aotc_version;
   std::string model_hash;
   std::string model_name;
+  int device_files = 1;               // number of .cu / .fatbin files
 };
 
 struct HostSources {
   std::string model_c;   // <prefix>_model.c
   std::string header;    // <prefix>.h
-  std::string blobs_s;   // <prefix>_blobs.S (includes <prefix>.fatbin and <prefix>_weights.bin)
+  std::string blobs_s;   // <prefix>_blobs.S (includes every <prefix>_devN.fatbin and <prefix>_weights.bin)
 };
 
 // File names used by the generated sources, the build and the Makefile.
 std::string model_c_file(const std::string& prefix);
 std::string header_file(const std::string& prefix);
 std::string blobs_file(const std::string& prefix);
-std::string fatbin_file(const std::string& prefix);
+std::string fatbin_file(const std::string& prefix, int index);
 std::string weights_file(const std::string& prefix);
-std::string cuda_file(const std::string& prefix);
+std::string cuda_file(const std::string& prefix, int index);
 
 HostSources render_host_sources(const LaunchProgram& program, const Graph& graph,
                                 const HostSourceInfo& info);

@@ -33,8 +33,13 @@ class ProgramBuilder {
     int64_t arena = align_up(std::max<int64_t>(plan_.arena_bytes, 0), kArenaAlignment);
     if (!program_.matmuls.empty()) {
       program_.lt_workspace_offset = arena;
-      program_.lt_workspace_bytes = kCublasLtWorkspaceBytes;
-      arena += kCublasLtWorkspaceBytes;
+      int64_t largest_d = 0;
+      for (const ProgramMatmul& m : program_.matmuls)
+        largest_d = std::max(largest_d, m.step.m * m.step.n * m.step.batch);
+      program_.lt_workspace_bytes = align_up(
+          std::clamp(4 * largest_d, kCublasLtWorkspaceMinBytes, kCublasLtWorkspaceMaxBytes),
+          kArenaAlignment);
+      arena += program_.lt_workspace_bytes;
     }
     program_.arena_bytes = arena;
     return std::move(program_);
@@ -153,6 +158,7 @@ class ProgramBuilder {
     ProgramKernel pk;
     const std::string& base = node.name.empty() ? node.op_type : node.name;
     pk.name = "k" + std::to_string(program_.kernels.size()) + "_" + sanitize_identifier(base, 40);
+    pk.function = pk.name;
     pk.template_name = k.template_name;
     for (const auto& [key, value] : k.holes)
       pk.holes.emplace_back(key, key == "comment" ? sanitize_comment(value, 200) : value);

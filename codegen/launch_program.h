@@ -18,9 +18,12 @@
 namespace aotc {
 
 constexpr int64_t kWeightAlignment = 256;
-// cuBLASLt workspace placed at the end of the arena when the model has matmuls (NVIDIA recommends
-// 32 MiB on Hopper).
-constexpr int64_t kCublasLtWorkspaceBytes = 32LL << 20;
+// cuBLASLt workspace placed at the end of the arena when the model has matmuls: 4 bytes per
+// element of the largest D (room for split-K partial sums), between 1 MiB and the 32 MiB NVIDIA
+// recommends on Hopper, so small models do not carry 32 MiB they never use. The heuristic in
+// create() only picks algorithms that fit.
+constexpr int64_t kCublasLtWorkspaceMinBytes = 1LL << 20;
+constexpr int64_t kCublasLtWorkspaceMaxBytes = 32LL << 20;
 
 struct Location {
   enum class Space { kNull, kArena, kWeights, kInput, kOutput };
@@ -35,6 +38,8 @@ struct Location {
 
 struct ProgramKernel {
   std::string name;           // k<index>_<node name reduced to [A-Za-z0-9_]>
+  std::string function;       // the __global__ it launches: `name`, or an identical earlier kernel's
+  int module = 0;             // which device file / fatbin holds `function`
   std::string template_name;
   Holes holes;                // the step's holes ("comment" already sanitized), without kernel_name
   std::string comment;        // sanitized: node, op, input and output shapes

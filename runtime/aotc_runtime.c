@@ -33,7 +33,7 @@ struct aotc_rt_handle {
   int device;
   CUdevice cu_device;
   CUcontext ctx; /* the device's primary context, retained */
-  CUmodule module;
+  CUmodule* modules;
   CUfunction* functions;
   CUdeviceptr arena;
   int owns_arena;
@@ -250,12 +250,14 @@ static void release(aotc_rt_handle* h) {
     if (h->staging) h->cu.mem_free(h->staging);
     if (h->owns_arena && h->arena) h->cu.mem_free(h->arena);
     if (h->owns_weights && h->weights) h->cu.mem_free(h->weights);
-    if (h->module) h->cu.module_unload(h->module);
+    for (int i = 0; h->modules && i < h->desc->num_fatbins; ++i)
+      if (h->modules[i]) h->cu.module_unload(h->modules[i]);
     CUcontext popped;
     h->cu.ctx_pop(&popped);
   }
   if (h->ctx) h->cu.primary_ctx_release(h->cu_device);
   free(h->matmuls);
+  free(h->modules);
   free(h->functions);
   free(h->arg_values);
   free(h->arg_params);
@@ -269,13 +271,15 @@ static void release(aotc_rt_handle* h) {
 static int create_on_device(aotc_rt_handle* h, void* workspace, const aotc_rt_handle* share) {
   const aotc_rt_model_desc* d = h->desc;
   CUresult r;
-  if ((r = h->cu.module_load_data(&h->module, d->fatbin)) != AOTC_CU_SUCCESS)
-    return set_error(h, AOTC_ERROR_CUDA,
-                     "cuModuleLoadData failed: %s (the library holds code for %s; does this GPU "
-                     "match?)",
-                     cu_error_name(h, r), d->archs);
+  for (int i = 0; i < d->num_fatbins; ++i)
+    if ((r = h->cu.module_load_data(&h->modules[i], d->fatbins[i])) != AOTC_CU_SUCCESS)
+      return set_error(h, r == AOTC_CU_ERROR_OUT_OF_MEMORY ? AOTC_ERROR_OUT_OF_MEMORY : AOTC_ERROR_CUDA,
+                       "cuModuleLoadData failed: %s (the library holds code for %s; does this GPU "
+                       "match?)",
+                       cu_error_name(h, r), d->archs);
   for (int i = 0; i < d->num_kernels; ++i) {
-    if ((r = h->cu.module_get_function(&h->functions[i], h->module, d->kernels[i].name)) !=
+    if ((r = h->cu.module_get_function(&h->functions[i], h->modules[d->kernels[i].module],
+                                       d->kernels[i].name)) !=
         AOTC_CU_SUCCESS)
       return cu_fail(h, r, "cuModuleGetFunction");
     if (d->kernels[i].shared_bytes > kMaxStaticShared &&
@@ -330,13 +334,14 @@ int aotc_rt_create(aotc_rt_handle** out, const aotc_rt_model_desc* desc, int dev
   size_t nm = (size_t)desc->num_matmuls + 1;
   size_t ni = (size_t)desc->num_inputs + 1, no = (size_t)desc->num_outputs + 1;
   h->functions = (CUfunction*)calloc(nk, sizeof *h->functions);
+  h->modules = (CUmodule*)calloc((size_t)desc->num_fatbins + 1, sizeof *h->modules);
   h->arg_values = (CUdeviceptr*)calloc(na, sizeof *h->arg_values);
   h->arg_params = (void**)calloc(na, sizeof *h->arg_params);
   h->matmuls = (aotc_rt_matmul_state*)calloc(nm, sizeof *h->matmuls);
   h->staging_inputs = (const void**)calloc(ni, sizeof *h->staging_inputs);
   h->staging_outputs = (void**)calloc(no, sizeof *h->staging_outputs);
   int code = AOTC_OK;
-  if (!h->functions || !h->arg_values || !h->arg_params || !h->matmuls || !h->staging_inputs ||
+  if (!h->functions || !h->modules || !h->arg_values || !h->arg_params || !h->matmuls || !h->staging_inputs ||
       !h->staging_outputs)
     code = set_error(h, AOTC_ERROR_OUT_OF_MEMORY, "create: out of host memory");
   for (size_t i = 0; code == AOTC_OK && i < na; ++i) h->arg_params[i] = &h->arg_values[i];

@@ -36,7 +36,8 @@ typedef struct aotc_rt_ref {
 } aotc_rt_ref;
 
 typedef struct aotc_rt_kernel {
-  const char* name; /* the __global__ function in the fatbin */
+  const char* name; /* the __global__ function in fatbin `module` */
+  int module;
   unsigned grid[3];
   unsigned block[3];
   unsigned shared_bytes;
@@ -82,7 +83,8 @@ typedef struct aotc_rt_io {
 typedef struct aotc_rt_model_desc {
   const char* model_name;
   const char* archs; /* e.g. "sm_90 sm_87", for error messages */
-  const unsigned char* fatbin;
+  const unsigned char* const* fatbins; /* one per device source file */
+  int num_fatbins;
   const unsigned char* weights;
   unsigned long long weight_bytes;
   unsigned long long arena_bytes; /* includes the cuBLASLt workspace */

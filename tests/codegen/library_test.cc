@@ -67,8 +67,8 @@ TEST(Library, IsProducedWithHeaderAndSources) {
   REQUIRE_BUILT();
   EXPECT_TRUE(fs::exists(built().lib));
   EXPECT_TRUE(fs::exists(built().header));
-  for (const char* f : {"tiny.cu", "tiny_model.c", "tiny.h", "tiny_blobs.S", "tiny_weights.bin",
-                        "tiny.fatbin", "Makefile", "aotc_runtime.c", "aotc_runtime.h",
+  for (const char* f : {"tiny_dev0.cu", "tiny_model.c", "tiny.h", "tiny_blobs.S", "tiny_weights.bin",
+                        "tiny_dev0.fatbin", "Makefile", "aotc_runtime.c", "aotc_runtime.h",
                         "aotc_cuda_api.h"})
     EXPECT_TRUE(fs::exists(built().emit / f)) << f;
   // No temp file left next to the output.
@@ -204,7 +204,7 @@ TEST(Library, MakefileRebuildsTheLibrary) {
   auto make = run_process({"make", "-C", built().emit.string()});
   ASSERT_TRUE(make.is_ok());
   ASSERT_EQ(make->exit_code, 0) << make->output;
-  EXPECT_TRUE(fs::exists(built().emit / "tiny.fatbin"));
+  EXPECT_TRUE(fs::exists(built().emit / "tiny_dev0.fatbin"));
   EXPECT_TRUE(fs::exists(built().emit / "libtiny.so"));
   EXPECT_NE(make->output.find("-gencode arch=compute_87,code=sm_87"), std::string::npos) << make->output;
   EXPECT_NE(make->output.find("-gencode arch=compute_90,code=compute_90"), std::string::npos);
