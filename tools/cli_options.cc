@@ -291,7 +291,12 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
     return cur.usage("no output given; pass -o libNAME.so (or --emit-source DIR)");
   }
   if (o.name.empty()) {
-    std::string from = o.output_path.empty() ? o.model_path : o.output_path;
+    // With only --emit-source, the model's file name (without .onnx) names the library.
+    std::string from = o.output_path;
+    if (from.empty()) {
+      from = o.model_path;
+      if (from.size() > 5 && from.compare(from.size() - 5, 5, ".onnx") == 0) from.resize(from.size() - 5);
+    }
     auto name = abi_name_from_path(from);
     if (!name) return name.status();
     o.name = *name;

@@ -51,6 +51,13 @@ TEST(AotcArgs, DefaultsAndNameFromOutput) {
   EXPECT_FALSE(r->host_cc.empty());
 }
 
+TEST(AotcArgs, EmitSourceAloneNamesFromModel) {
+  auto r = parse_aotc_args({"models/mobilenet-v2.onnx", "--emit-source", "src"});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ(r->name, "mobilenet_v2");
+  EXPECT_EQ(r->output_path, "");
+}
+
 TEST(AotcArgs, EveryOption) {
   auto r = parse_aotc_args({"--arch", "sm_90,sm_87", "--arch=sm_90", "--arch", "sm_100a", "m.onnx", "-o", "libx.so",
                             "--name", "net", "--input-shape", "in:1x3x224x224", "--input-shape=a:b:scalar",

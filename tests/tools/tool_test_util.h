@@ -97,6 +97,23 @@ inline onnx::ModelProto chain_model(const std::vector<std::string>& op_types,
   return m;
 }
 
+// x (float 1x4) read by one node per op type, each output a graph output y0, y1, ...
+inline onnx::ModelProto fan_model(const std::vector<std::string>& op_types,
+                                  const std::vector<std::string>& node_names) {
+  onnx::ModelProto m = chain_model({}, {});
+  auto* g = m.mutable_graph();
+  g->clear_output();
+  for (size_t i = 0; i < op_types.size(); ++i) {
+    auto* n = g->add_node();
+    n->set_op_type(op_types[i]);
+    n->set_name(node_names[i]);
+    n->add_input("x");
+    n->add_output("y" + std::to_string(i));
+    add_float_io(g->add_output(), "y" + std::to_string(i), {1, 4});
+  }
+  return m;
+}
+
 inline void write_model(const onnx::ModelProto& m, const std::string& path) {
   std::ofstream f(path, std::ios::binary);
   m.SerializeToOstream(&f);
