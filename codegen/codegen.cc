@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <thread>
 #include <unistd.h>
 
@@ -192,7 +193,9 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
   HostSources host = render_host_sources(
       *program, graph,
       {prefix, options.archs, options.aotc_version, options.model_hash, graph.name, files});
-  stats.kernels = static_cast<int>(program->kernels.size());
+  std::set<std::string> functions;  // distinct __global__ functions (identical kernels share one)
+  for (const ProgramKernel& k : program->kernels) functions.insert(k.function);
+  stats.kernels = static_cast<int>(functions.size());
   stats.matmul_calls = static_cast<int>(program->matmuls.size());
   stats.weight_bytes = static_cast<int64_t>(program->weights.size());
 
@@ -241,7 +244,8 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
   AOTC_RETURN_IF_ERROR(emit(emitted));
 
   int parallel = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  report("nvcc: " + std::to_string(stats.kernels) + " kernels in " + std::to_string(files) +
+  report("nvcc: " + std::to_string(stats.kernels) + " distinct kernels (" +
+         std::to_string(program->kernels.size()) + " launches) in " + std::to_string(files) +
          " device file(s) for " + std::to_string(options.archs.size()) + " arch(s), " +
          std::to_string(std::min(parallel, files)) + " at a time");
   auto t1 = std::chrono::steady_clock::now();

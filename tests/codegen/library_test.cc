@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <random>
+#include <thread>
 
 #include "codegen/codegen.h"
 #include "codegen_test_util.h"
@@ -249,6 +250,103 @@ TEST(Library, RunsOnGpuAndMatchesReference) {
   EXPECT_NEAR(y[10], 1.0 / (1.0 + std::exp(-(x[10] < 0 ? 0.0 : x[10]))), 1e-5);
   abi.destroy(m2);
   abi.destroy(m);
+}
+
+// The reference of the tiny model, in double: sigmoid(relu(x)).
+double tiny_reference(float x) {
+  double r = x < 0 ? 0.0 : static_cast<double>(x);
+  return 1.0 / (1.0 + std::exp(-r));
+}
+
+std::vector<float> tiny_input(unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-6.f, 6.f);
+  std::vector<float> x(42);
+  for (float& v : x) v = dist(rng);
+  return x;
+}
+
+TEST(Library, HandlesRunConcurrentlyFromThreads) {
+  REQUIRE_BUILT();
+  std::string why;
+  if (!test::have_gpu(&why)) GTEST_SKIP() << "no CUDA GPU: " << why;
+  Abi abi;
+  ASSERT_TRUE(abi.load(built().lib, "tiny")) << dlerror();
+  void* owner = nullptr;
+  ASSERT_EQ(abi.create(&owner, 0, nullptr, nullptr), 0) << abi.last_error(nullptr);
+  constexpr int kThreads = 4, kRuns = 25;
+  std::vector<int> failures(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      void* m = nullptr;  // one handle per thread, weights shared with `owner`
+      if (abi.create(&m, 0, nullptr, owner) != 0) {
+        failures[static_cast<size_t>(t)] = -1;
+        return;
+      }
+      for (int r = 0; r < kRuns; ++r) {
+        std::vector<float> x = tiny_input(static_cast<unsigned>(100 * t + r)), y(42, NAN);
+        const void* ins[] = {x.data()};
+        void* outs[] = {y.data()};
+        if (abi.run_host(m, ins, outs) != 0) {
+          ++failures[static_cast<size_t>(t)];
+          continue;
+        }
+        for (size_t i = 0; i < x.size(); ++i) {
+          double ref = tiny_reference(x[i]);
+          if (!(std::fabs(y[i] - ref) <= 1e-5 + 1e-4 * std::fabs(ref))) ++failures[static_cast<size_t>(t)];
+        }
+      }
+      abi.destroy(m);
+    });
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[static_cast<size_t>(t)], 0) << "thread " << t;
+  abi.destroy(owner);
+}
+
+// run() with device pointers and a caller-owned workspace, through the driver API directly.
+TEST(Library, RunsWithDevicePointersAndCallerWorkspace) {
+  REQUIRE_BUILT();
+  std::string why;
+  if (!test::have_gpu(&why)) GTEST_SKIP() << "no CUDA GPU: " << why;
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(cuda, nullptr);
+  using Ptr = unsigned long long;
+  auto fn = [&](const char* name) { return dlsym(cuda, name); };
+  auto retain = reinterpret_cast<int (*)(void**, int)>(fn("cuDevicePrimaryCtxRetain"));
+  auto set_current = reinterpret_cast<int (*)(void*)>(fn("cuCtxSetCurrent"));
+  auto alloc = reinterpret_cast<int (*)(Ptr*, size_t)>(fn("cuMemAlloc_v2"));
+  auto release = reinterpret_cast<int (*)(Ptr)>(fn("cuMemFree_v2"));
+  auto htod = reinterpret_cast<int (*)(Ptr, const void*, size_t)>(fn("cuMemcpyHtoD_v2"));
+  auto dtoh = reinterpret_cast<int (*)(void*, Ptr, size_t)>(fn("cuMemcpyDtoH_v2"));
+  auto sync = reinterpret_cast<int (*)()>(fn("cuCtxSynchronize"));
+  auto memset8 = reinterpret_cast<int (*)(Ptr, unsigned char, size_t)>(fn("cuMemsetD8_v2"));
+  ASSERT_TRUE(retain && set_current && alloc && release && htod && dtoh && sync && memset8);
+  void* ctx = nullptr;
+  ASSERT_EQ(retain(&ctx, 0), 0);
+  ASSERT_EQ(set_current(ctx), 0);
+  Ptr in = 0, out = 0, ws = 0;
+  ASSERT_EQ(alloc(&in, 168), 0);
+  ASSERT_EQ(alloc(&out, 168), 0);
+  ASSERT_EQ(alloc(&ws, 256), 0);  // tiny_arena_bytes() is 256 (checked by the C program)
+  ASSERT_EQ(memset8(out, 0xFF, 168), 0);  // poison: NaN
+  std::vector<float> x = tiny_input(3), y(42, 0.f);
+  ASSERT_EQ(htod(in, x.data(), 168), 0);
+  Abi abi;
+  ASSERT_TRUE(abi.load(built().lib, "tiny")) << dlerror();
+  void* m = nullptr;
+  ASSERT_EQ(abi.create(&m, 0, reinterpret_cast<void*>(ws), nullptr), 0) << abi.last_error(nullptr);
+  const void* ins[] = {reinterpret_cast<const void*>(in)};
+  void* outs[] = {reinterpret_cast<void*>(out)};
+  ASSERT_EQ(abi.run(m, ins, outs, nullptr), 0) << abi.last_error(m);
+  ASSERT_EQ(sync(), 0);
+  ASSERT_EQ(dtoh(y.data(), out, 168), 0);
+  for (size_t i = 0; i < x.size(); ++i)
+    EXPECT_NEAR(y[i], tiny_reference(x[i]), 1e-5 + 1e-4 * tiny_reference(x[i])) << i;
+  abi.destroy(m);
+  release(in);
+  release(out);
+  release(ws);
 }
 
 TEST(Library, FailedBuildLeavesNothingAtTheOutputPath) {
