@@ -439,3 +439,92 @@ TEST(Library, NvccErrorTextIsInTheStatus) {
 
 }  // namespace
 }  // namespace aotc
+
+namespace aotc {
+namespace {
+
+// A kernel that traps: after it, the CUDA context is unusable and every call must say so.
+Expected<Lowering> trap_lower(const Node& node, const Graph& graph) {
+  const Value& x = graph.value(node.inputs[0]);
+  KernelStep k;
+  k.template_name = "unary_elementwise";
+  k.holes = {{"T", "float"}, {"CT", "float"}, {"numel", std::to_string(x.numel()) + "LL"},
+             {"expr", "(__trap(), x)"}, {"comment", "traps"}};
+  k.args = {node.inputs[0], node.outputs[0]};
+  k.grid = Dim3{1, 1, 1};
+  k.block = Dim3{32, 1, 1};
+  Lowering l;
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  return l;
+}
+
+TEST(Library, StickyFaultIsReportedOnEveryLaterCall) {
+  if (!test::tool_runs(test::find_nvcc()) || !test::tool_runs("cc"))
+    GTEST_SKIP() << "nvcc or cc not available";
+  OpRegistry reg;
+  register_all_ops(reg);
+  OpDef def;
+  def.op_type = "TestTrap";
+  def.domain = "test";
+  def.infer = [](Node& n, Graph& g) -> Status {
+    set_output(g, n, 0, DType::kFloat32, g.value(n.inputs[0]).shape);
+    return Status::ok();
+  };
+  def.reference = [](const Node&, const std::vector<const Tensor*>&, std::vector<Tensor>&) {
+    return Status::ok();
+  };
+  def.lower = trap_lower;
+  reg.add(def);
+  Graph g;
+  ValueId x = g.add_value("x", DType::kFloat32, {4}, true);
+  ValueId y = g.add_value("y");
+  g.inputs = {x};
+  g.outputs = {y};
+  g.nodes.push_back(Node{"t", "TestTrap", "test", {x}, {y}, {}});
+  ASSERT_TRUE(infer_shapes(g, reg).is_ok());
+  fs::path dir = fs::temp_directory_path() / ("aotc-codegen-trap-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  CodegenOptions o;
+  o.output_path = (dir / "libtrap.so").string();
+  o.nvcc = test::find_nvcc();
+  o.registry = &reg;
+  auto built_trap = compile_library(g, test::linear_plan(g), o);
+  ASSERT_TRUE(built_trap.is_ok()) << built_trap.status().message();
+  // The fault poisons the process's context, so it runs in its own program.
+  std::ofstream(dir / "main.c") << R"C(
+#include <stdio.h>
+#include <string.h>
+#include "trap.h"
+int main(void) {
+  trap_model* m = 0;
+  int rc = trap_create(&m, 0, 0, 0);
+  if (rc == AOTC_ERROR_NO_DRIVER) { printf("no GPU\n"); return 77; }
+  if (rc != AOTC_OK) { printf("create %d %s\n", rc, trap_last_error(0)); return 1; }
+  float x[4] = {1, 2, 3, 4}, y[4];
+  const void* in[] = {x};
+  void* out[] = {y};
+  int first = trap_run_host(m, in, out);
+  printf("first=%d (%s)\n", first, trap_last_error(m));
+  int second = trap_run_host(m, in, out);
+  int third = trap_run(m, in, out, 0);
+  printf("second=%d third=%d (%s)\n", second, third, trap_last_error(m));
+  int bad = first != AOTC_ERROR_STICKY || second != AOTC_ERROR_STICKY || third != AOTC_ERROR_STICKY ||
+            strstr(trap_last_error(m), "CUDA_ERROR_") == 0;
+  trap_destroy(m);
+  return bad;
+}
+)C";
+  auto cc = run_process({"cc", "-std=c11", "-I", dir.string(), (dir / "main.c").string(), "-L",
+                         dir.string(), "-ltrap", "-o", (dir / "main").string()});
+  ASSERT_TRUE(cc.is_ok());
+  ASSERT_EQ(cc->exit_code, 0) << cc->output;
+  std::string why;
+  if (!test::have_gpu(&why)) GTEST_SKIP() << "no CUDA GPU: " << why << " (library built, not run)";
+  auto run = run_process({"env", "LD_LIBRARY_PATH=" + dir.string(), (dir / "main").string()});
+  ASSERT_TRUE(run.is_ok());
+  EXPECT_EQ(run->exit_code, 0) << run->output;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace aotc
