@@ -52,6 +52,18 @@ MODEL_SPECS: Dict[str, ModelSpec] = {
                             InputSpec("attention_mask", "int64", (kSequence,), "mask")),
                            ("last_hidden_state",), (1, 8),
                            notes="BertModel, default BertConfig, eager attention"),
+    # Tiny variants: the same architectures and exporter output patterns with small configs, so the
+    # exported files are small enough to bring back from the GPU machine and iterate on here.
+    "vit_tiny": ModelSpec("vit_tiny", "torchvision", (InputSpec("input", "float32", (3, 64, 64)),),
+                          ("output",), (1, 2), notes="VisionTransformer 64px/16, 2 layers, width 64"),
+    "gpt2_tiny": ModelSpec("gpt2_tiny", "transformers",
+                           (InputSpec("input_ids", "int64", (32,), "tokens", 1000),),
+                           ("logits",), (1, 2), notes="GPT2LMHeadModel, 2 layers, width 64, vocab 1000"),
+    "bert_tiny": ModelSpec("bert_tiny", "transformers",
+                           (InputSpec("input_ids", "int64", (32,), "tokens", 1000),
+                            InputSpec("attention_mask", "int64", (32,), "mask")),
+                           ("last_hidden_state",), (1, 2),
+                           notes="BertModel, 2 layers, width 64, vocab 1000"),
 }
 
 
@@ -94,8 +106,18 @@ def _build_transformers(spec: ModelSpec):
         config = transformers.GPT2Config()
         config.use_cache = False
         inner_cls, wrapper = transformers.GPT2LMHeadModel, Gpt2Logits
+    elif spec.name == "gpt2_tiny":
+        config = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=1000,
+                                         n_positions=128)
+        config.use_cache = False
+        inner_cls, wrapper = transformers.GPT2LMHeadModel, Gpt2Logits
     elif spec.name == "bert_base":
         config = transformers.BertConfig()
+        inner_cls, wrapper = transformers.BertModel, BertHidden
+    elif spec.name == "bert_tiny":
+        config = transformers.BertConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                         intermediate_size=128, vocab_size=1000,
+                                         max_position_embeddings=128)
         inner_cls, wrapper = transformers.BertModel, BertHidden
     else:
         raise KeyError(spec.name)
@@ -165,7 +187,12 @@ def build_model(name: str, seed: int = 0):
     torch.manual_seed(seed)
     if spec.source == "torchvision":
         import torchvision
-        model = getattr(torchvision.models, name)(weights=None)
+        if name == "vit_tiny":
+            from torchvision.models.vision_transformer import VisionTransformer
+            model = VisionTransformer(image_size=64, patch_size=16, num_layers=2, num_heads=4,
+                                      hidden_dim=64, mlp_dim=128, num_classes=10)
+        else:
+            model = getattr(torchvision.models, name)(weights=None)
     else:
         model = _build_transformers(spec)
     model = model.float()
