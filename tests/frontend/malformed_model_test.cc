@@ -1,5 +1,8 @@
 // Malformed and hostile models: each must end in ONE line that names the node (escaped) or the
 // file/input, and the reason. Also `check_onnx_model`, which reports every problem in one pass.
+#include <fstream>
+#include <random>
+
 #include <gtest/gtest.h>
 
 #include "frontend/onnx_loader.h"
@@ -223,6 +226,43 @@ TEST(MalformedModel, UnnamedNodeErrorsSayWhere) {
   m.add_node("NoSuchOp", {"r"}, {"y"});
   m.add_output("y");
   expect_error(m.write(dir), {"node '' (NoSuchOp): unsupported op", "node #1", "'y'"});
+}
+
+// Seeded byte mutations of small models: every outcome is a graph or a one-line error, and
+// load and check agree on whether the model imports. Crashes and hangs fail the test.
+TEST(MalformedModel, MutatedModelsFailCleanly) {
+  std::vector<std::string> originals;
+  TempDir dir;
+  ModelBuilder m = relu_model();
+  m.add_raw_float_initializer("w", {4}, {1, 2, 3, 4});
+  m.add_node("Sigmoid", {"w"}, {"z"}, "sig");
+  m.add_output("z");
+  std::string bytes;
+  ASSERT_TRUE(m.model.SerializeToString(&bytes));
+  originals.push_back(bytes);
+  const std::string conv = "/usr/include/onnx/backend/test/data/node/test_conv_with_strides_padding/model.onnx";
+  if (std::ifstream(conv).good()) originals.push_back(test::read_bytes(conv));
+  std::mt19937 rng(1234);
+  int loaded = 0, refused = 0;
+  for (const std::string& original : originals)
+    for (int it = 0; it < 400; ++it) {
+      std::string mutated = original;
+      for (int k = 1 + static_cast<int>(rng() % 3); k > 0; --k)
+        mutated[rng() % mutated.size()] = static_cast<char>(rng());
+      test::write_bytes(dir.file("m.onnx"), mutated);
+      auto g = load_onnx_model(dir.file("m.onnx"));
+      std::vector<Status> problems = check_onnx_model(dir.file("m.onnx"));
+      EXPECT_EQ(g.is_ok(), problems.empty()) << "iteration " << it;
+      if (g.is_ok()) {
+        ++loaded;
+        continue;
+      }
+      ++refused;
+      EXPECT_EQ(g.status().message().find('\n'), std::string::npos) << g.status().message();
+      for (const Status& p : problems) EXPECT_EQ(p.message().find('\n'), std::string::npos) << p.message();
+    }
+  EXPECT_GT(refused, 0);
+  EXPECT_GT(loaded + refused, 0);
 }
 
 TEST(CheckModel, ReportsEveryUnsupportedNodeOnce) {
