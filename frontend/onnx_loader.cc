@@ -67,7 +67,8 @@ class Importer {
 
   // Strict mode: the first problem. Check mode: ok unless the model cannot be walked at all;
   // the problems are in problems().
-  Status run(const onnx::ModelProto& model);
+  // Takes the model mutable only to free each initializer's bytes once copied into the graph.
+  Status run(onnx::ModelProto& model);
   Graph& graph() { return graph_; }
   std::vector<Status>& problems() { return problems_; }
 
@@ -322,13 +323,15 @@ Status with_node_position(const Status& s, const onnx::NodeProto& proto, size_t 
   return Status::error(s.message() + where + "]");
 }
 
-Status Importer::run(const onnx::ModelProto& model) {
+Status Importer::run(onnx::ModelProto& model) {
   AOTC_RETURN_IF_ERROR(import_opset(model));
   const onnx::GraphProto& g = model.graph();
   graph_.name = g.name();
-  for (const auto& init : g.initializer()) {
-    Status s = import_initializer(init);
+  for (int i = 0; i < g.initializer_size(); ++i) {
+    Status s = import_initializer(g.initializer(i));
     if (!s.is_ok() && !record(s)) return s;
+    // Peak memory ~ one copy of the weights, not two.
+    std::string().swap(*model.mutable_graph()->mutable_initializer(i)->mutable_raw_data());
   }
   for (const auto& init : g.sparse_initializer()) {
     Status s = Status::error("sparse initializer " + quoted(init.values().name()) + " is not supported");
