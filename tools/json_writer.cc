@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "ir/graph.h"
 
@@ -124,8 +125,10 @@ JsonWriter& JsonWriter::value(double v) {
     out_ += "null";
     return *this;
   }
+  // The shortest of %.15g / %.17g that reads back as the same double (2.1e-06, not 2.1059999e-06).
   char buf[40];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  std::snprintf(buf, sizeof(buf), "%.15g", v);
+  if (std::strtod(buf, nullptr) != v) std::snprintf(buf, sizeof(buf), "%.17g", v);
   out_ += buf;
   return *this;
 }
