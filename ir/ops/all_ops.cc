@@ -31,6 +31,13 @@ void register_cumsum_ops(OpRegistry& registry);
 void register_depth_space_ops(OpRegistry& registry);
 void register_dropout_ops(OpRegistry& registry);
 void register_data_dependent_ops(OpRegistry& registry);
+void register_reduce_ops(OpRegistry& registry);
+void register_arg_reduce_ops(OpRegistry& registry);
+void register_log_softmax_ops(OpRegistry& registry);
+void register_layer_norm_ops(OpRegistry& registry);
+void register_instance_norm_ops(OpRegistry& registry);
+void register_einsum_ops(OpRegistry& registry);
+void register_conv_transpose_ops(OpRegistry& registry);
 
 void register_all_ops(OpRegistry& registry) {
   register_unary_elementwise_ops(registry);
@@ -60,6 +67,13 @@ void register_all_ops(OpRegistry& registry) {
   register_depth_space_ops(registry);
   register_dropout_ops(registry);
   register_data_dependent_ops(registry);
+  register_reduce_ops(registry);
+  register_arg_reduce_ops(registry);
+  register_log_softmax_ops(registry);
+  register_layer_norm_ops(registry);
+  register_instance_norm_ops(registry);
+  register_einsum_ops(registry);
+  register_conv_transpose_ops(registry);
 }
 
 }  // namespace aotc
