@@ -150,7 +150,7 @@ Status compile(const AotcOptions& o, CompileReport& report) {
                 report.memory_plan_s, static_cast<long long>(plan->arena_bytes),
                 static_cast<long long>(plan->lower_bound), ratio, static_cast<long long>(plan->linear_bytes));
   progress(buf);
-  if (dumper.wants("memory_plan")) dumper.write("memory_plan", plan->text);
+  if (dumper.wants("memory_plan")) dumper.write("memory_plan", plan->text + "\n" + dump_graph(graph));
   AOTC_RETURN_IF_ERROR(dumper.status());
 
   CodegenOptions cg;

@@ -176,4 +176,20 @@ TEST(AotcCli, CompilesAndReports) {
   }
 }
 
+TEST(AotcCli, ReportEscapesHostileNames) {
+  std::string dir = fresh_dir("hostile_report");
+  std::string model = dir + "/m.onnx", lib = dir + "/libm.so", report = dir + "/report.json";
+  onnx::ModelProto m = chain_model({"Relu"}, {"n\"1\n*/ #include <x>"});
+  // Rename the graph input everywhere it is used: quotes, backslash, newline, a control byte.
+  const std::string hostile = std::string("in\"put\\\n\x01\xff");
+  m.mutable_graph()->mutable_input(0)->set_name(hostile);
+  m.mutable_graph()->mutable_node(0)->set_input(0, hostile);
+  write_model(m, model);
+  auto r = run_program({kAotc, model, "-o", lib, "--report", report, "--quiet"}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  if (!have_python_json()) GTEST_SKIP() << "no python3 to parse the report";
+  EXPECT_EQ(python_on_json(report, "d['ok'], ascii(d['inputs'][0]['name'])", dir),
+            "True 'in\"put\\\\\\n\\x01\\xff'\n");
+}
+
 }  // namespace
