@@ -7,6 +7,10 @@ namespace aotc {
 void register_unary_elementwise_ops(OpRegistry& registry);
 void register_binary_elementwise_ops(OpRegistry& registry);
 void register_clip_ops(OpRegistry& registry);
+void register_compare_logic_ops(OpRegistry& registry);
+void register_variadic_elementwise_ops(OpRegistry& registry);
+void register_where_ops(OpRegistry& registry);
+void register_cast_ops(OpRegistry& registry);
 void register_shape_view_ops(OpRegistry& registry);
 void register_constant_ops(OpRegistry& registry);
 void register_concat_ops(OpRegistry& registry);
@@ -43,6 +47,10 @@ void register_all_ops(OpRegistry& registry) {
   register_unary_elementwise_ops(registry);
   register_binary_elementwise_ops(registry);
   register_clip_ops(registry);
+  register_compare_logic_ops(registry);
+  register_variadic_elementwise_ops(registry);
+  register_where_ops(registry);
+  register_cast_ops(registry);
   register_shape_view_ops(registry);
   register_constant_ops(registry);
   register_concat_ops(registry);

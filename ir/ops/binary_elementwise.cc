@@ -1,24 +1,29 @@
-// Add, Sub, Mul, Div with numpy (multidirectional) broadcasting over every numeric dtype.
+// Add, Sub, Mul, Div, Pow, Mod, PRelu with numpy broadcasting (PRelu: slope broadcasts to X only).
 // Integer semantics are defined for every input, on the host and the GPU alike: +, -, * wrap
-// modulo 2^bits; Div truncates toward zero (C), x / 0 == 0 and INT_MIN / -1 == INT_MIN (wraps),
-// so constant folding never traps. Floats follow IEEE; float16/bfloat16 compute in float.
-#include <algorithm>
+// modulo 2^bits; Div truncates toward zero (C), x / 0 == 0 and INT_MIN / -1 == INT_MIN (wraps);
+// Mod by 0 is 0; Pow computes in double (integer bases: exact while |result| < 2^53, then
+// saturating). So constant folding never traps. Floats follow IEEE; float16/bfloat16 compute in float.
+#include <cmath>
 #include <type_traits>
 
 #include "ir/op_registry.h"
 #include "ir/ops/elem_types.h"
+#include "ir/ops/elementwise_common.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/strided_layout.h"
 
 namespace aotc {
 namespace {
 
-enum class BinaryKind { kAdd, kSub, kMul, kDiv };
+enum class BinaryKind { kAdd, kSub, kMul, kDiv, kMod, kPRelu, kPow };
 
 BinaryKind kind_of(const std::string& op_type) {
   if (op_type == "Add") return BinaryKind::kAdd;
   if (op_type == "Sub") return BinaryKind::kSub;
   if (op_type == "Mul") return BinaryKind::kMul;
+  if (op_type == "Mod") return BinaryKind::kMod;
+  if (op_type == "PRelu") return BinaryKind::kPRelu;
+  if (op_type == "Pow") return BinaryKind::kPow;
   return BinaryKind::kDiv;
 }
 
@@ -26,6 +31,12 @@ const std::vector<DType> kNumericTypes = {
     DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kBFloat16, DType::kInt8,
     DType::kInt16,   DType::kInt32,   DType::kInt64,   DType::kUInt8,    DType::kUInt16,
     DType::kUInt32,  DType::kUInt64};
+// PRelu-9/16: floats and 32/64-bit integers.
+const std::vector<DType> kPReluTypes = {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kBFloat16,
+                                        DType::kInt32,   DType::kInt64,   DType::kUInt32,  DType::kUInt64};
+// Pow-15: the base (and output) type T.
+const std::vector<DType> kPowBaseTypes = {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kBFloat16,
+                                          DType::kInt32,   DType::kInt64};
 
 Status binary_import(Node& node, Graph&, int64_t opset) {
   // Before opset 7 the second operand broadcast only with broadcast=1 and an `axis` aligning it
@@ -36,30 +47,61 @@ Status binary_import(Node& node, Graph&, int64_t opset) {
   node.attrs.erase("broadcast");
   node.attrs.erase("axis");
   node.attrs.erase("consumed_inputs");  // opset 1 only; meaningless for inference
+  if (node.op_type == "Mod") {
+    int64_t fmod = node.attr_int("fmod", 0);
+    if (fmod != 0 && fmod != 1) return node_error(node, "fmod must be 0 or 1, got " + std::to_string(fmod));
+    node.attrs["fmod"] = Attribute::of_int(fmod);
+  }
   return Status::ok();
 }
 
 Status binary_infer(Node& node, Graph& graph) {
   AOTC_RETURN_IF_ERROR(expect_inputs(node, 2, 2));
   if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
-  AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 0, kNumericTypes));
+  BinaryKind kind = kind_of(node.op_type);
+  AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 0, kind == BinaryKind::kPow     ? kPowBaseTypes
+                                                    : kind == BinaryKind::kPRelu ? kPReluTypes
+                                                                                 : kNumericTypes));
   const Value& a = input_value(graph, node, 0);
   const Value& b = input_value(graph, node, 1);
-  if (a.dtype != b.dtype)
+  if (kind == BinaryKind::kPow) {
+    // The exponent may have any numeric type (Pow-12+); before opset 12 it had the base's type.
+    AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 1, kNumericTypes));
+  } else if (a.dtype != b.dtype) {
     return node_error(node, "inputs have different dtypes " + dtype_name(a.dtype) + " and " +
                                 dtype_name(b.dtype));
+  }
+  if (kind == BinaryKind::kMod && dtype_is_float(a.dtype) && node.attr_int("fmod", 0) != 1)
+    return node_error(node, "fmod=0 with " + dtype_name(a.dtype) + " inputs: the spec requires fmod=1 for floats");
   Expected<Shape> out = broadcast_shapes(node, a.shape, b.shape);
   if (!out) return out.status();
+  if (kind == BinaryKind::kPRelu && (b.shape.size() > a.shape.size() || *out != a.shape))
+    return node_error(node, "slope of shape " + shape_str(b.shape) + " does not broadcast to X of shape " +
+                                shape_str(a.shape) + " (unidirectional broadcasting)");
   set_output(graph, node, 0, a.dtype, *out);
   return Status::ok();
 }
 
 // One element of the op in type C (the compute type), with the integer rules of this file.
 template <class C>
-C apply_binary(BinaryKind kind, C a, C b) {
+C apply_binary(BinaryKind kind, C a, C b, bool fmod) {
   if constexpr (std::is_integral_v<C>) {
     using U = std::make_unsigned_t<C>;
     switch (kind) {
+      case BinaryKind::kMod: {
+        if (b == 0) return 0;
+        if constexpr (std::is_signed_v<C>) {
+          if (b == -1) return 0;  // also INT_MIN % -1, which C leaves undefined
+        }
+        C r = static_cast<C>(a % b);
+        // fmod=0: the result takes the divisor's sign (Python/numpy %); |r| < |b| so r + b fits.
+        if (!fmod && r != 0 && ((r < 0) != (b < 0))) r = static_cast<C>(r + b);
+        return r;
+      }
+      case BinaryKind::kPRelu:
+        return a < 0 ? static_cast<C>(static_cast<uint64_t>(static_cast<U>(b)) * static_cast<uint64_t>(static_cast<U>(a)))
+                     : a;
+      case BinaryKind::kPow: return 0;  // computed by pow_reference
       // Unsigned arithmetic wraps without UB; converting back to C is modular (C++20, and what
       // GCC/Clang/nvcc do for C++17).
       case BinaryKind::kAdd: return static_cast<C>(static_cast<U>(a) + static_cast<U>(b));
@@ -81,9 +123,31 @@ C apply_binary(BinaryKind kind, C a, C b) {
       case BinaryKind::kSub: return a - b;
       case BinaryKind::kMul: return a * b;
       case BinaryKind::kDiv: return a / b;
+      case BinaryKind::kMod: return static_cast<C>(std::fmod(a, b));  // fmod=1, exact
+      case BinaryKind::kPRelu: return a < 0 ? b * a : a;
+      case BinaryKind::kPow: return 0;  // computed by pow_reference
     }
     return 0;
   }
+}
+
+// Pow: base and exponent of any supported types, computed in double, stored as the base type.
+Status pow_reference(const Node& node, const Tensor& a, const Tensor& b, Tensor& y) {
+  bool ok = true;
+  visit_numeric(a.dtype(), [&](auto ta) {
+    using EA = decltype(ta);
+    ok = visit_numeric(b.dtype(), [&](auto tb) {
+      using EB = decltype(tb);
+      int64_t i = 0;
+      for_each_broadcast(y.shape(), {a.shape(), b.shape()}, [&](const std::vector<int64_t>& off) {
+        double r = std::pow(static_cast<double>(EA::load(a, off[0])), static_cast<double>(EB::load(b, off[1])));
+        // Integers saturate (convert_value); 16-bit floats round through float, as the kernel does.
+        EA::store(y, i++, convert_value<typename EA::Compute>(r));
+      });
+    });
+  });
+  if (!ok) return node_error(node, "no reference for dtypes " + dtype_name(a.dtype()) + ", " + dtype_name(b.dtype()));
+  return Status::ok();
 }
 
 Status binary_reference(const Node& node, const std::vector<const Tensor*>& inputs,
@@ -92,6 +156,8 @@ Status binary_reference(const Node& node, const std::vector<const Tensor*>& inpu
   const Tensor& b = *inputs[1];
   Tensor& y = outputs[0];
   BinaryKind kind = kind_of(node.op_type);
+  if (kind == BinaryKind::kPow) return pow_reference(node, a, b, y);
+  bool fmod = node.attr_int("fmod", 0) == 1;
   const Shape& out_shape = y.shape();
   std::vector<int64_t> sa = broadcast_strides(a.shape(), out_shape);
   std::vector<int64_t> sb = broadcast_strides(b.shape(), out_shape);
@@ -105,32 +171,51 @@ Status binary_reference(const Node& node, const std::vector<const Tensor*>& inpu
         ia += c * sa[d];
         ib += c * sb[d];
       }
-      E::store(y, i, apply_binary<typename E::Compute>(kind, E::load(a, ia), E::load(b, ib)));
+      E::store(y, i, apply_binary<typename E::Compute>(kind, E::load(a, ia), E::load(b, ib), fmod));
     }
   });
   if (!ok) return node_error(node, "no reference for dtype " + dtype_name(y.dtype()));
   return Status::ok();
 }
 
-// The CUDA expression for one element from `x` and `y` of compute type `ct`, with the same
-// integer rules as apply_binary.
-std::string binary_expr(BinaryKind kind, DType t, const std::string& ct) {
+// The CUDA expression for one element from `x` (type of a) and `y` (type of b) with the same
+// rules as apply_binary / pow_reference; `ct` is the compute type of the output.
+std::string binary_expr(const Node& node, BinaryKind kind, DType t, const std::string& ct) {
+  if (kind == BinaryKind::kPow) {
+    const std::string p = "pow((double)x, (double)y)";
+    if (dtype_is_integer(t)) return saturating_int_expr(p, t);
+    return ct == "double" ? p : "(float)" + p;
+  }
   if (!dtype_is_integer(t)) {
+    switch (kind) {
+      case BinaryKind::kMod: return "fmod(x, y)";
+      case BinaryKind::kPRelu: return "(x < 0 ? y * x : x)";
+      default: break;
+    }
     const char* op = kind == BinaryKind::kAdd ? "+" : kind == BinaryKind::kSub ? "-"
                      : kind == BinaryKind::kMul ? "*" : "/";
     return "(x " + std::string(op) + " y)";
   }
   // Wrapping arithmetic through unsigned long long: no signed overflow UB, low bits exact.
   const std::string u = "(unsigned long long)";
+  const std::string c = "(" + ct + ")";
   switch (kind) {
-    case BinaryKind::kAdd: return "(" + ct + ")(" + u + "x + " + u + "y)";
-    case BinaryKind::kSub: return "(" + ct + ")(" + u + "x - " + u + "y)";
-    case BinaryKind::kMul: return "(" + ct + ")(" + u + "x * " + u + "y)";
+    case BinaryKind::kAdd: return c + "(" + u + "x + " + u + "y)";
+    case BinaryKind::kSub: return c + "(" + u + "x - " + u + "y)";
+    case BinaryKind::kMul: return c + "(" + u + "x * " + u + "y)";
+    case BinaryKind::kPRelu: return "(x < 0 ? " + c + "(" + u + "y * " + u + "x) : x)";
     case BinaryKind::kDiv:
       if (dtype_is_signed(t))
-        return "(y == 0 ? (" + ct + ")0 : y == (" + ct + ")-1 ? (" + ct + ")(0ULL - " + u +
-               "x) : (" + ct + ")(x / y))";
-      return "(y == 0 ? (" + ct + ")0 : (" + ct + ")(x / y))";
+        return "(y == 0 ? " + c + "0 : y == " + c + "-1 ? " + c + "(0ULL - " + u + "x) : " + c + "(x / y))";
+      return "(y == 0 ? " + c + "0 : " + c + "(x / y))";
+    case BinaryKind::kMod: {
+      std::string r = c + "(x % y)";
+      std::string zero = dtype_is_signed(t) ? "y == 0 || y == " + c + "-1" : "y == 0";
+      if (node.attr_int("fmod", 0) == 1 || !dtype_is_signed(t)) return "((" + zero + ") ? " + c + "0 : " + r + ")";
+      return "((" + zero + ") ? " + c + "0 : (" + r + " != 0 && ((" + r + " < 0) != (y < 0))) ? " + c + "(" + r +
+             " + y) : " + r + ")";
+    }
+    case BinaryKind::kPow: break;
   }
   return "";
 }
@@ -141,35 +226,10 @@ Expected<Lowering> binary_lower(const Node& node, const Graph& graph) {
   const Value& y = output_value(graph, node, 0);
   Lowering l;
   if (y.numel() == 0) return l;  // nothing to compute
-  // 16-bit floats compute in float (templates/common.cuh brings cuda_fp16.h and cuda_bf16.h).
-  std::string ct = y.dtype == DType::kFloat16 || y.dtype == DType::kBFloat16 ? "float" : dtype_c_type(y.dtype);
-  KernelStep k;
-  k.args = {node.inputs[0], node.inputs[1], node.outputs[0]};
-  k.block = Dim3{256, 1, 1};
-  k.grid = grid_for(y.numel(), 256);
-  std::string comment = node.op_type + " " + shape_str(a.shape) + " , " + shape_str(b.shape) +
-                        " -> " + shape_str(y.shape) + " " + dtype_name(y.dtype);
-  std::string expr = binary_expr(kind_of(node.op_type), y.dtype, ct);
-  if (a.shape == b.shape) {
-    k.template_name = "binary_same_shape";
-    k.holes = {{"T", dtype_c_type(y.dtype)}, {"TO", dtype_c_type(y.dtype)}, {"CT", ct},
-               {"numel", int_literal(y.numel())}, {"expr", expr}, {"comment", comment}};
-  } else {
-    StridedLayout layout{y.shape, {broadcast_strides(a.shape, y.shape), broadcast_strides(b.shape, y.shape)}};
-    layout = collapse_layout(layout);
-    k.template_name = "binary_broadcast";
-    k.holes = {{"T", dtype_c_type(y.dtype)},
-               {"TO", dtype_c_type(y.dtype)},
-               {"CT", ct},
-               {"I", index_type_for(std::max({y.numel(), a.numel(), b.numel()}))},
-               {"rank", std::to_string(layout.dims.size())},
-               {"dims", dims_literal(layout.dims)},
-               {"a_strides", dims_literal(layout.strides[0])},
-               {"b_strides", dims_literal(layout.strides[1])},
-               {"numel", int_literal(y.numel())},
-               {"expr", expr},
-               {"comment", comment}};
-  }
+  std::string comment = node.op_type + " " + shape_str(a.shape) + " " + dtype_name(a.dtype) + " , " +
+                        shape_str(b.shape) + " " + dtype_name(b.dtype) + " -> " + shape_str(y.shape);
+  std::string expr = binary_expr(node, kind_of(node.op_type), y.dtype, elementwise_compute_type(y.dtype));
+  KernelStep k = binary_kernel_step(graph, node.inputs[0], node.inputs[1], node.outputs[0], expr, comment);
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
   return l;
 }
@@ -177,7 +237,7 @@ Expected<Lowering> binary_lower(const Node& node, const Graph& graph) {
 }  // namespace
 
 void register_binary_elementwise_ops(OpRegistry& registry) {
-  for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "PRelu"}) {
     OpDef def;
     def.op_type = op;
     def.traits.elementwise = true;

@@ -1,0 +1,142 @@
+// Cast and CastLike between every numeric dtype and bool (float16 and bfloat16 included).
+// Rules, identical on the host and the GPU: float -> integer truncates toward zero, NaN gives 0 and
+// out-of-range values saturate (ONNX leaves them undefined); integer -> integer wraps; anything ->
+// bool is x != 0; to float16/bfloat16 rounds through float. String and float8/int4 are refused by
+// name (the opset-19 `saturate` attribute only affects float8, so it is accepted and ignored).
+#include <type_traits>
+
+#include "ir/op_registry.h"
+#include "ir/ops/elementwise_common.h"
+#include "ir/ops/op_helpers.h"
+
+namespace aotc {
+namespace {
+
+const std::vector<DType> kCastTypes = {
+    DType::kBool,  DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kBFloat16, DType::kInt8,
+    DType::kInt16, DType::kInt32,   DType::kInt64,   DType::kUInt8,   DType::kUInt16,   DType::kUInt32,
+    DType::kUInt64};
+
+bool castable(DType t) {
+  for (DType c : kCastTypes)
+    if (c == t) return true;
+  return false;
+}
+
+// ONNX TensorProto.DataType by name (Cast-1..5 spell `to` as a string).
+int64_t dtype_from_name(const std::string& name) {
+  static const std::pair<const char*, int64_t> kNames[] = {
+      {"FLOAT", 1},  {"UINT8", 2},  {"INT8", 3},      {"UINT16", 4},  {"INT16", 5},  {"INT32", 6},
+      {"INT64", 7},  {"STRING", 8}, {"BOOL", 9},      {"FLOAT16", 10}, {"DOUBLE", 11}, {"UINT32", 12},
+      {"UINT64", 13}, {"COMPLEX64", 14}, {"COMPLEX128", 15}, {"BFLOAT16", 16}};
+  for (const auto& n : kNames)
+    if (name == n.first) return n.second;
+  return -1;
+}
+
+// A readable reason why ONNX type number `t` cannot be a Cast target, or "" if it can.
+std::string refuse_reason(int64_t t) {
+  if (t == 8) return "casts to or from string are not supported";
+  if (t >= 17 && t <= 20) return "float8 types are not supported";
+  if (t == 14 || t == 15) return "complex types are not supported";
+  if (t == 21 || t == 22) return "int4 types are not supported";
+  if (!dtype_is_known(static_cast<int32_t>(t)) || !castable(static_cast<DType>(t)))
+    return "unknown target type " + std::to_string(t);
+  return "";
+}
+
+Status cast_import(Node& node, Graph&, int64_t) {
+  node.attrs.erase("saturate");  // float8 only
+  if (node.op_type == "CastLike") return Status::ok();
+  if (!node.has_attr("to")) return node_error(node, "missing attribute 'to'");
+  const Attribute& to = node.attrs.at("to");
+  int64_t t = to.kind == Attribute::Kind::kString ? dtype_from_name(to.s) : to.i;
+  if (to.kind != Attribute::Kind::kString && to.kind != Attribute::Kind::kInt)
+    return node_error(node, "attribute 'to' must be an int");
+  std::string why = refuse_reason(t);
+  if (!why.empty()) return node_error(node, why);
+  node.attrs["to"] = Attribute::of_int(t);
+  return Status::ok();
+}
+
+Status cast_infer(Node& node, Graph& graph) {
+  bool like = node.op_type == "CastLike";
+  AOTC_RETURN_IF_ERROR(expect_inputs(node, like ? 2 : 1, like ? 2 : 1));
+  if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
+  const Value& x = input_value(graph, node, 0);
+  if (!castable(x.dtype)) return node_error(node, "input dtype " + dtype_name(x.dtype) + " cannot be cast by aotc");
+  DType to;
+  if (like) {
+    to = input_value(graph, node, 1).dtype;
+    if (!castable(to)) return node_error(node, "target_type dtype " + dtype_name(to) + " is not supported");
+  } else {
+    std::string why = refuse_reason(node.attr_int("to", 0));
+    if (!why.empty()) return node_error(node, why);
+    to = static_cast<DType>(node.attr_int("to", 0));
+  }
+  set_output(graph, node, 0, to, x.shape);
+  return Status::ok();
+}
+
+Status cast_reference(const Node& node, const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) {
+  const Tensor& x = *inputs[0];
+  Tensor& y = outputs[0];
+  bool ok = true;
+  visit_numeric_or_bool(x.dtype(), [&](auto src) {
+    using S = decltype(src);
+    ok = visit_numeric_or_bool(y.dtype(), [&](auto dst) {
+      using D = decltype(dst);
+      for (int64_t i = 0; i < x.numel(); ++i)
+        D::store(y, i, convert_value<typename D::Compute>(S::load(x, i)));
+    });
+  });
+  if (!ok) return node_error(node, "no reference for " + dtype_name(x.dtype()) + " -> " + dtype_name(y.dtype()));
+  return Status::ok();
+}
+
+// CUDA text of convert_value for x of `from`'s compute type.
+std::string cast_expr(DType from, DType to) {
+  if (to == DType::kBool) return "(x != 0)";
+  std::string x = from == DType::kBool ? "(x ? 1 : 0)" : "x";
+  if (dtype_is_integer(to) && dtype_is_float(from)) return saturating_int_expr(x, to);
+  if (to == DType::kFloat16 || to == DType::kBFloat16) return "(float)" + x;
+  return x;
+}
+
+Expected<Lowering> cast_lower(const Node& node, const Graph& graph) {
+  const Value& x = input_value(graph, node, 0);
+  const Value& y = output_value(graph, node, 0);
+  Lowering l;
+  if (x.numel() == 0) return l;
+  KernelStep k;
+  k.template_name = "unary_convert";
+  k.holes = {{"T", dtype_c_type(x.dtype)},
+             {"TO", dtype_c_type(y.dtype)},
+             {"CT", elementwise_compute_type(x.dtype)},
+             {"numel", int_literal(x.numel())},
+             {"expr", cast_expr(x.dtype, y.dtype)},
+             {"comment", node.op_type + " " + shape_str(x.shape) + " " + dtype_name(x.dtype) + " -> " +
+                             dtype_name(y.dtype)}};
+  k.args = {node.inputs[0], node.outputs[0]};
+  k.block = Dim3{256, 1, 1};
+  k.grid = grid_for(x.numel(), 256);
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  return l;
+}
+
+}  // namespace
+
+void register_cast_ops(OpRegistry& registry) {
+  for (const char* op : {"Cast", "CastLike"}) {
+    OpDef def;
+    def.op_type = op;
+    def.traits.elementwise = true;
+    def.import = cast_import;
+    def.infer = cast_infer;
+    def.reference = cast_reference;
+    def.lower = cast_lower;
+    registry.add(def);
+  }
+}
+
+}  // namespace aotc
