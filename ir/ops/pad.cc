@@ -14,6 +14,11 @@ namespace {
 enum PadMode { kConstant = 0, kEdge = 1, kReflect = 2, kWrap = 3 };
 
 Status pad_import(Node& node, Graph& graph, int64_t) {
+  // Pad-1 called the attribute `paddings`.
+  if (node.has_attr("paddings") && !node.has_attr("pads")) {
+    node.attrs["pads"] = node.attrs["paddings"];
+    node.attrs.erase("paddings");
+  }
   if (node.has_attr("pads")) {
     if (node.num_present_inputs() > 1) return node_error(node, "has both a pads attribute and a pads input");
     std::vector<int64_t> pads = node.attr_ints("pads");

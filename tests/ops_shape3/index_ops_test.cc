@@ -113,6 +113,10 @@ TEST(Pad, AxesInputRuntimeValueAndLegacyAttributes) {
   ASSERT_TRUE(legacy.build().is_ok());
   EXPECT_FALSE(legacy.built().has_attr("pads"));
   EXPECT_EQ(run1(legacy, {Tensor::from_floats({2}, {5, 6})}), (std::vector<double>{-1.5, 5, 6, -1.5}));
+  OneNode pad1("Pad", 1);  // Pad-1's attribute name
+  pad1.input(DType::kFloat32, {2}).attr("paddings", Attribute::of_ints({0, 2})).attr("mode", Attribute::of_string("edge"));
+  ASSERT_TRUE(pad1.build().is_ok());
+  EXPECT_EQ(run1(pad1, {Tensor::from_floats({2}, {5, 6})}), (std::vector<double>{5, 6, 6, 6}));
   OneNode wrap18("Pad", 18);
   wrap18.input(DType::kFloat32, {2}).constant(i64({1, 1})).attr("mode", Attribute::of_string("wrap"));
   EXPECT_FALSE(wrap18.build().is_ok());
