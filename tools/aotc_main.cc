@@ -201,6 +201,14 @@ int aotc_main(const std::vector<std::string>& args) {
   report.output_path = o.output_path;
   report.name = o.name;
   report.archs = o.archs;
+  // Refuse an unwritable --report before the work, so that a report failure cannot follow a
+  // successful compile (exit 2 must mean "no library").
+  if (!o.report_path.empty()) {
+    report.error = "the compile did not finish";
+    Status w = write_file_atomically(o.report_path, report_to_json(report));
+    if (!w.is_ok()) return print_error(w.message());
+    report.error.clear();
+  }
   Status s = compile(o, report);
   report.ok = s.is_ok();
   if (!s.is_ok()) report.error = one_line(s.message());
@@ -209,7 +217,12 @@ int aotc_main(const std::vector<std::string>& args) {
     Status w = write_file_atomically(o.report_path, report_to_json(report));
     if (!w.is_ok() && s.is_ok()) {
       // Exit 2 must mean "no library": take back the one just written.
-      if (!o.output_path.empty()) std::remove(o.output_path.c_str());
+      if (!o.output_path.empty()) {
+        std::remove(o.output_path.c_str());
+        size_t slash = o.output_path.find_last_of('/');
+        std::string dir = slash == std::string::npos ? "" : o.output_path.substr(0, slash + 1);
+        std::remove((dir + o.name + ".h").c_str());
+      }
       s = w;
     }
   }

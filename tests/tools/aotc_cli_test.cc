@@ -176,6 +176,26 @@ TEST(AotcCli, CompilesAndReports) {
   }
 }
 
+TEST(AotcCli, FailingToolsOrPathsLeaveNoLibrary) {
+  std::string dir = fresh_dir("fail_tools");
+  std::string model = dir + "/m.onnx", lib = dir + "/libm.so";
+  write_model(chain_model({"Relu"}, {"a"}), model);
+  for (const std::vector<std::string>& extra : std::vector<std::vector<std::string>>{
+           {"--nvcc", "/bin/false"},
+           {"--nvcc", dir + "/no/nvcc"},
+           {"--host-cc", "/bin/false"},
+           {"--report", dir + "/no/such/dir/r.json"}}) {
+    std::vector<std::string> args = {kAotc, model, "-o", lib, "--quiet"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = run_program(args, dir);
+    expect_one_error_line(r);
+    EXPECT_FALSE(file_exists(lib)) << extra[0];
+    EXPECT_FALSE(file_exists(dir + "/m.h")) << extra[0];
+  }
+  auto r = run_program({kAotc, model, "-o", dir + "/no/such/dir/libm.so", "--quiet"}, dir);
+  expect_one_error_line(r);
+}
+
 TEST(AotcCli, ReportEscapesHostileNames) {
   std::string dir = fresh_dir("hostile_report");
   std::string model = dir + "/m.onnx", lib = dir + "/libm.so", report = dir + "/report.json";
