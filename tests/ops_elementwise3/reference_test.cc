@@ -1,0 +1,341 @@
+// The issue-3 elementwise references against values computed here from the ONNX definitions
+// (hand-worked integers, std:: math on the spec formulas), plus shape inference, opset imports,
+// traits and the errors that refuse what we do not support (by name).
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "tests/ops_basic/ops_test_util.h"
+
+namespace aotc {
+namespace {
+
+using test::OneNode;
+using test::make_tensor;
+
+Tensor run1(OneNode& n, const std::vector<Tensor>& in) {
+  Status s = n.build();
+  EXPECT_TRUE(s.is_ok()) << s.message();
+  if (!s.is_ok()) return Tensor();
+  auto out = n.run(in);
+  EXPECT_TRUE(out.is_ok()) << out.status().message();
+  return out.is_ok() ? out.value()[0] : Tensor();
+}
+
+std::vector<int64_t> ints(const Tensor& t) {
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.get_int(i));
+  return v;
+}
+
+TEST(Elementwise3Reference, UnaryFloatOpsFollowTheirDefinitions) {
+  struct Case {
+    const char* op;
+    std::function<double(double)> f;
+    double lo, hi;
+  };
+  const double a = 1.6732632423543772848170429916717, g = 1.0507009873554804934193349852946;
+  const Case cases[] = {
+      {"Tanh", [](double x) { return std::tanh(x); }, -4, 4},
+      {"Erf", [](double x) { return std::erf(x); }, -3, 3},
+      {"Exp", [](double x) { return std::exp(x); }, -4, 4},
+      {"Log", [](double x) { return std::log(x); }, 0.01, 9},
+      {"Sqrt", [](double x) { return std::sqrt(x); }, 0, 9},
+      {"Reciprocal", [](double x) { return 1 / x; }, 0.5, 9},
+      {"Sin", [](double x) { return std::sin(x); }, -4, 4},
+      {"Cos", [](double x) { return std::cos(x); }, -4, 4},
+      {"Floor", [](double x) { return std::floor(x); }, -4, 4},
+      {"Ceil", [](double x) { return std::ceil(x); }, -4, 4},
+      {"Softplus", [](double x) { return std::log(std::exp(x) + 1); }, -10, 10},
+      {"Softsign", [](double x) { return x / (1 + std::fabs(x)); }, -4, 4},
+      {"HardSwish", [](double x) { return x * std::max(0.0, std::min(1.0, x / 6 + 0.5)); }, -5, 5},
+      {"HardSigmoid", [](double x) { return std::max(0.0, std::min(1.0, 0.2 * x + 0.5)); }, -5, 5},
+      {"LeakyRelu", [](double x) { return x >= 0 ? x : 0.01 * x; }, -4, 4},
+      {"Elu", [](double x) { return x >= 0 ? x : std::exp(x) - 1; }, -4, 4},
+      {"Selu", [=](double x) { return x > 0 ? g * x : g * (a * std::exp(x) - a); }, -4, 4},
+      {"Gelu", [](double x) { return x * 0.5 * (1 + std::erf(x / std::sqrt(2.0))); }, -4, 4},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.op);
+    OneNode n(c.op, 20);
+    n.input(DType::kFloat32, {3, 17});
+    std::vector<double> x = test::lcg_values(51, c.lo, c.hi, 3);
+    Tensor in = make_tensor(DType::kFloat32, {3, 17}, x);
+    Tensor want(DType::kFloat32, {3, 17});
+    for (int64_t i = 0; i < 51; ++i) want.set(i, c.f(in.get(i)));
+    EXPECT_TENSOR_NEAR(run1(n, {in}), want);
+  }
+}
+
+TEST(Elementwise3Reference, GeluTanhApproximationAndBadAttribute) {
+  OneNode n("Gelu", 20);
+  n.input(DType::kFloat64, {4}).attr("approximate", Attribute::of_string("tanh"));
+  Tensor in = make_tensor(DType::kFloat64, {4}, {-2, -0.5, 0.7, 3});
+  Tensor want(DType::kFloat64, {4});
+  for (int i = 0; i < 4; ++i) {
+    double x = in.get(i);
+    want.set(i, 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))));
+  }
+  EXPECT_TENSOR_NEAR(run1(n, {in}), want);
+  OneNode bad("Gelu", 20);
+  bad.input(DType::kFloat32, {4}).attr("approximate", Attribute::of_string("erf"));
+  Status s = bad.build();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_TRUE(test::contains(s.message(), "approximate")) << s.message();
+}
+
+TEST(Elementwise3Reference, RoundIsHalfToEvenAndSignKeepsNaN) {
+  OneNode n("Round");
+  n.input(DType::kFloat32, {8});
+  Tensor y = run1(n, {make_tensor(DType::kFloat32, {8}, {0.5, 1.5, 2.5, -0.5, -1.5, 2.4, -2.6, 3.5})});
+  EXPECT_EQ(ints(y), (std::vector<int64_t>{0, 2, 2, 0, -2, 2, -3, 4}));
+  OneNode s("Sign");
+  s.input(DType::kFloat32, {4});
+  Tensor z = run1(s, {make_tensor(DType::kFloat32, {4}, {-3, 0, 7, NAN})});
+  EXPECT_EQ(z.get(0), -1);
+  EXPECT_EQ(z.get(1), 0);
+  EXPECT_EQ(z.get(2), 1);
+  EXPECT_TRUE(std::isnan(z.get(3)));
+}
+
+TEST(Elementwise3Reference, IntegerUnaryOpsWrapAndUnsignedAbsIsIdentity) {
+  OneNode n("Neg");
+  n.input(DType::kInt8, {4});
+  EXPECT_EQ(ints(run1(n, {make_tensor(DType::kInt8, {4}, {-128, 127, 0, -5})})),
+            (std::vector<int64_t>{-128, -127, 0, 5}));
+  OneNode a("Abs");
+  a.input(DType::kInt32, {3});
+  EXPECT_EQ(ints(run1(a, {make_tensor(DType::kInt32, {3}, {-2147483648.0, -9, 9})})),
+            (std::vector<int64_t>{-2147483648LL, 9, 9}));
+  OneNode u("Abs");
+  u.input(DType::kUInt64, {2});
+  Tensor big(DType::kUInt64, {2});
+  big.data<uint64_t>()[0] = 18446744073709551615ULL;
+  big.data<uint64_t>()[1] = 3;
+  Tensor y = run1(u, {big});
+  EXPECT_EQ(y.data<uint64_t>()[0], 18446744073709551615ULL);
+  OneNode sg("Sign");
+  sg.input(DType::kUInt8, {3});
+  EXPECT_EQ(ints(run1(sg, {make_tensor(DType::kUInt8, {3}, {0, 1, 255})})), (std::vector<int64_t>{0, 1, 1}));
+  OneNode neg_u("Neg");
+  neg_u.input(DType::kUInt8, {1});
+  Status s = neg_u.build();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_TRUE(test::contains(s.message(), "uint8")) << s.message();
+}
+
+TEST(Elementwise3Reference, IsNaNIsInfAndNot) {
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor in = make_tensor(DType::kFloat32, {5}, {1, NAN, inf, -inf, 0});
+  OneNode nan("IsNaN");
+  nan.input(DType::kFloat32, {5});
+  Tensor y = run1(nan, {in});
+  EXPECT_EQ(y.dtype(), DType::kBool);
+  EXPECT_EQ(ints(y), (std::vector<int64_t>{0, 1, 0, 0, 0}));
+  OneNode pos("IsInf");
+  pos.input(DType::kFloat32, {5}).attr("detect_negative", Attribute::of_int(0));
+  EXPECT_EQ(ints(run1(pos, {in})), (std::vector<int64_t>{0, 0, 1, 0, 0}));
+  OneNode both("IsInf");
+  both.input(DType::kFloat32, {5});
+  EXPECT_EQ(ints(run1(both, {in})), (std::vector<int64_t>{0, 0, 1, 1, 0}));
+  OneNode no("Not");
+  no.input(DType::kBool, {3});
+  EXPECT_EQ(ints(run1(no, {make_tensor(DType::kBool, {3}, {1, 0, 1})})), (std::vector<int64_t>{0, 1, 0}));
+}
+
+TEST(Elementwise3Reference, ModSignRulesAndZeroDivisor) {
+  // Python: 7 % -3 == -2, -7 % 3 == 2; C fmod: 7 % -3 == 1, -7 % 3 == -1.
+  Tensor a = make_tensor(DType::kInt32, {6}, {7, -7, 7, -7, 5, -2147483648.0});
+  Tensor b = make_tensor(DType::kInt32, {6}, {-3, 3, 3, -3, 0, -1});
+  OneNode m("Mod");
+  m.input(DType::kInt32, {6}).input(DType::kInt32, {6});
+  EXPECT_EQ(ints(run1(m, {a, b})), (std::vector<int64_t>{-2, 2, 1, -1, 0, 0}));
+  OneNode f("Mod");
+  f.input(DType::kInt32, {6}).input(DType::kInt32, {6}).attr("fmod", Attribute::of_int(1));
+  EXPECT_EQ(ints(run1(f, {a, b})), (std::vector<int64_t>{1, -1, 1, -1, 0, 0}));
+  OneNode fl("Mod");
+  fl.input(DType::kFloat32, {2}).input(DType::kFloat32, {2}).attr("fmod", Attribute::of_int(1));
+  Tensor y = run1(fl, {make_tensor(DType::kFloat32, {2}, {-5.5, 5.5}), make_tensor(DType::kFloat32, {2}, {2, -2})});
+  EXPECT_FLOAT_EQ(static_cast<float>(y.get(0)), -1.5f);
+  EXPECT_FLOAT_EQ(static_cast<float>(y.get(1)), 1.5f);
+  OneNode bad("Mod");
+  bad.input(DType::kFloat32, {2}).input(DType::kFloat32, {2});
+  Status s = bad.build();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_TRUE(test::contains(s.message(), "fmod")) << s.message();
+}
+
+TEST(Elementwise3Reference, PowMixedTypesAndBroadcast) {
+  OneNode n("Pow");
+  n.input(DType::kFloat32, {2, 3}).input(DType::kInt64, {3});
+  Tensor y = run1(n, {make_tensor(DType::kFloat32, {2, 3}, {2, -3, 0.5, 1.5, 4, -2}),
+                      make_tensor(DType::kInt64, {3}, {3, 2, -1})});
+  EXPECT_TENSOR_NEAR(y, make_tensor(DType::kFloat32, {2, 3}, {8, 9, 2, 3.375, 16, -0.5}));
+  OneNode i("Pow");
+  i.input(DType::kInt64, {3}).input(DType::kFloat32, {3});
+  EXPECT_EQ(ints(run1(i, {make_tensor(DType::kInt64, {3}, {2, 9, 3}), make_tensor(DType::kFloat32, {3}, {10, 0.5, 2})})),
+            (std::vector<int64_t>{1024, 3, 9}));
+  OneNode bad("Pow");
+  bad.input(DType::kInt8, {3}).input(DType::kInt8, {3});
+  EXPECT_FALSE(bad.build().is_ok());
+}
+
+TEST(Elementwise3Reference, PReluSlopeBroadcastsOneWay) {
+  OneNode n("PRelu");
+  n.input(DType::kFloat32, {2, 3, 2}).input(DType::kFloat32, {3, 1});
+  Tensor x = make_tensor(DType::kFloat32, {2, 3, 2}, {-1, 1, -2, 2, -3, 3, -4, 4, -5, 5, -6, 6});
+  Tensor slope = make_tensor(DType::kFloat32, {3, 1}, {0.5, 0.25, 2});
+  EXPECT_TENSOR_NEAR(run1(n, {x, slope}),
+                     make_tensor(DType::kFloat32, {2, 3, 2}, {-0.5, 1, -0.5, 2, -6, 3, -2, 4, -1.25, 5, -12, 6}));
+  OneNode bad("PRelu");
+  bad.input(DType::kFloat32, {3}).input(DType::kFloat32, {2, 3});
+  Status s = bad.build();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_TRUE(test::contains(s.message(), "unidirectional")) << s.message();
+}
+
+TEST(Elementwise3Reference, ComparisonsAndLogicGiveBool) {
+  Tensor a = make_tensor(DType::kFloat32, {2, 3}, {1, 2, NAN, 4, 5, 6});
+  Tensor b = make_tensor(DType::kFloat32, {3}, {2, 2, NAN});
+  struct Case {
+    const char* op;
+    std::vector<int64_t> want;
+  };
+  const Case cases[] = {{"Equal", {0, 1, 0, 0, 0, 0}},          {"Less", {1, 0, 0, 0, 0, 0}},
+                        {"Greater", {0, 0, 0, 1, 1, 0}},        {"LessOrEqual", {1, 1, 0, 0, 0, 0}},
+                        {"GreaterOrEqual", {0, 1, 0, 1, 1, 0}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.op);
+    OneNode n(c.op);
+    n.input(DType::kFloat32, {2, 3}).input(DType::kFloat32, {3});
+    Tensor y = run1(n, {a, b});
+    EXPECT_EQ(y.dtype(), DType::kBool);
+    EXPECT_EQ(ints(y), c.want);
+  }
+  // int64 beyond 2^53 compares exactly.
+  OneNode e("Equal");
+  e.input(DType::kInt64, {1}).input(DType::kInt64, {1});
+  Tensor x = Tensor::from_int64s({1}, {(int64_t{1} << 60) + 1}), z = Tensor::from_int64s({1}, {int64_t{1} << 60});
+  EXPECT_EQ(ints(run1(e, {x, z})), (std::vector<int64_t>{0}));
+  Tensor p = make_tensor(DType::kBool, {4}, {0, 0, 1, 1}), q = make_tensor(DType::kBool, {4}, {0, 1, 0, 1});
+  const std::pair<const char*, std::vector<int64_t>> logic[] = {
+      {"And", {0, 0, 0, 1}}, {"Or", {0, 1, 1, 1}}, {"Xor", {0, 1, 1, 0}}};
+  for (const auto& l : logic) {
+    OneNode n(l.first);
+    n.input(DType::kBool, {4}).input(DType::kBool, {4});
+    EXPECT_EQ(ints(run1(n, {p, q})), l.second) << l.first;
+  }
+  OneNode bad("And");
+  bad.input(DType::kInt32, {4}).input(DType::kInt32, {4});
+  EXPECT_FALSE(bad.build().is_ok());
+}
+
+TEST(Elementwise3Reference, VariadicMinMaxSumMean) {
+  Tensor a = make_tensor(DType::kFloat32, {2, 1}, {1, 5});
+  Tensor b = make_tensor(DType::kFloat32, {3}, {0, 3, NAN});
+  Tensor c = make_tensor(DType::kFloat32, {}, {2});
+  OneNode mx("Max");
+  mx.input(DType::kFloat32, {2, 1}).input(DType::kFloat32, {3}).input(DType::kFloat32, {});
+  Tensor y = run1(mx, {a, b, c});
+  ASSERT_EQ(y.shape(), (Shape{2, 3}));
+  EXPECT_TENSOR_NEAR(y, make_tensor(DType::kFloat32, {2, 3}, {2, 3, NAN, 5, 5, NAN}));
+  OneNode mn("Min");
+  mn.input(DType::kFloat32, {2, 1}).input(DType::kFloat32, {3}).input(DType::kFloat32, {});
+  EXPECT_TENSOR_NEAR(run1(mn, {a, b, c}), make_tensor(DType::kFloat32, {2, 3}, {0, 1, NAN, 0, 2, NAN}));
+  OneNode mean("Mean");
+  mean.input(DType::kFloat32, {2, 1}).input(DType::kFloat32, {3}).input(DType::kFloat32, {});
+  Tensor b2 = make_tensor(DType::kFloat32, {3}, {0, 3, 6});
+  EXPECT_TENSOR_NEAR(run1(mean, {a, b2, c}), make_tensor(DType::kFloat32, {2, 3}, {1, 2, 3, 7. / 3, 10. / 3, 13. / 3}));
+  OneNode sum("Sum");
+  sum.input(DType::kFloat32, {2, 1});
+  EXPECT_TENSOR_NEAR(run1(sum, {a}), a);
+  OneNode imin("Min");
+  imin.input(DType::kUInt64, {1}).input(DType::kUInt64, {1});
+  Tensor u1(DType::kUInt64, {1}), u2(DType::kUInt64, {1});
+  u1.data<uint64_t>()[0] = 18446744073709551615ULL;
+  u2.data<uint64_t>()[0] = 18446744073709551614ULL;
+  EXPECT_EQ(run1(imin, {u1, u2}).data<uint64_t>()[0], 18446744073709551614ULL);
+  OneNode isum("Sum");
+  isum.input(DType::kInt32, {1}).input(DType::kInt32, {1});
+  EXPECT_FALSE(isum.build().is_ok());  // Sum is float-only in the spec
+}
+
+TEST(Elementwise3Reference, WhereBroadcastsThreeWays) {
+  OneNode n("Where");
+  n.input(DType::kBool, {2, 1}).input(DType::kInt64, {3}).input(DType::kInt64, {2, 3});
+  Tensor cond = make_tensor(DType::kBool, {2, 1}, {1, 0});
+  Tensor x = Tensor::from_int64s({3}, {1, 2, 3});
+  Tensor y = Tensor::from_int64s({2, 3}, {10, 20, 30, 40, 50, (int64_t{1} << 62) + 1});
+  Tensor out = run1(n, {cond, x, y});
+  EXPECT_EQ(ints(out), (std::vector<int64_t>{1, 2, 3, 40, 50, (int64_t{1} << 62) + 1}));
+  OneNode bad("Where");
+  bad.input(DType::kFloat32, {2}).input(DType::kFloat32, {2}).input(DType::kFloat32, {2});
+  EXPECT_FALSE(bad.build().is_ok());
+}
+
+TEST(Elementwise3Reference, CastRules) {
+  OneNode f2i("Cast");
+  f2i.input(DType::kFloat32, {6}).attr("to", Attribute::of_int(static_cast<int64_t>(DType::kInt8)));
+  EXPECT_EQ(ints(run1(f2i, {make_tensor(DType::kFloat32, {6}, {-2.7, 2.7, 300, -300, NAN, 127.9})})),
+            (std::vector<int64_t>{-2, 2, 127, -128, 0, 127}));
+  OneNode i2i("Cast");
+  i2i.input(DType::kInt64, {3}).attr("to", Attribute::of_int(static_cast<int64_t>(DType::kUInt8)));
+  EXPECT_EQ(ints(run1(i2i, {Tensor::from_int64s({3}, {256, -1, 511})})), (std::vector<int64_t>{0, 255, 255}));
+  OneNode tob("Cast");
+  tob.input(DType::kFloat32, {3}).attr("to", Attribute::of_int(static_cast<int64_t>(DType::kBool)));
+  EXPECT_EQ(ints(run1(tob, {make_tensor(DType::kFloat32, {3}, {0, -0.5, NAN})})), (std::vector<int64_t>{0, 1, 1}));
+  OneNode h("Cast");
+  h.input(DType::kFloat32, {2}).attr("to", Attribute::of_int(static_cast<int64_t>(DType::kFloat16)));
+  Tensor y = run1(h, {make_tensor(DType::kFloat32, {2}, {1.0 + 1.0 / 4096, 70000})});
+  EXPECT_EQ(y.data<uint16_t>()[0], 0x3C00);  // 1 + 2^-12 rounds to 1 (half has 10 mantissa bits)
+  EXPECT_EQ(y.data<uint16_t>()[1], 0x7C00);  // overflow -> +inf
+  // Cast-1 spells the target as a string.
+  OneNode old("Cast", 5);
+  old.input(DType::kInt32, {1}).attr("to", Attribute::of_string("DOUBLE"));
+  ASSERT_TRUE(old.build().is_ok());
+  EXPECT_EQ(old.out().dtype, DType::kFloat64);
+  for (int64_t refused : {8, 17, 19}) {
+    OneNode r("Cast", 19);
+    r.input(DType::kFloat32, {1}).attr("to", Attribute::of_int(refused));
+    Status s = r.build();
+    ASSERT_FALSE(s.is_ok());
+    EXPECT_TRUE(test::contains(s.message(), refused == 8 ? "string" : "float8")) << s.message();
+  }
+  OneNode like("CastLike");
+  like.input(DType::kFloat64, {2}).input(DType::kInt16, {1});
+  Tensor z = run1(like, {make_tensor(DType::kFloat64, {2}, {-3.9, 40000}), make_tensor(DType::kInt16, {1}, {0})});
+  EXPECT_EQ(z.dtype(), DType::kInt16);
+  EXPECT_EQ(ints(z), (std::vector<int64_t>{-3, 32767}));
+}
+
+TEST(Elementwise3Reference, TraitsAndEpilogueExpressions) {
+  for (const char* op : {"LeakyRelu", "Elu", "Selu", "HardSigmoid", "HardSwish", "Tanh", "Gelu", "Softplus"}) {
+    const OpDef* def = default_registry().find(op);
+    ASSERT_NE(def, nullptr) << op;
+    EXPECT_TRUE(def->traits.epilogue_activation) << op;
+    EXPECT_TRUE(def->traits.elementwise) << op;
+    ASSERT_NE(def->scalar_expr, nullptr) << op;
+  }
+  // Attributes reach the expression (hex float of 0.25).
+  Node leaky;
+  leaky.op_type = "LeakyRelu";
+  leaky.attrs["alpha"] = Attribute::of_float(0.25f);
+  Graph g;
+  std::string e = default_registry().find("LeakyRelu")->scalar_expr(leaky, g, "v");
+  EXPECT_TRUE(test::contains(e, "0x1p-2f")) << e;
+  // Ops whose output dtype differs have no fusable expression.
+  EXPECT_EQ(default_registry().find("IsNaN")->scalar_expr, nullptr);
+  EXPECT_FALSE(default_registry().find("Exp")->traits.epilogue_activation);
+}
+
+TEST(Elementwise3Reference, DefaultsAreFilledByImport) {
+  OneNode n("Selu", 6);
+  n.input(DType::kFloat32, {1}).attr("consumed_inputs", Attribute::of_ints({0}));
+  ASSERT_TRUE(n.build().is_ok());
+  EXPECT_FALSE(n.built().has_attr("consumed_inputs"));
+  EXPECT_FLOAT_EQ(n.built().attr_float("alpha", 0), 1.67326319217681884765625f);
+  EXPECT_FLOAT_EQ(n.built().attr_float("gamma", 0), 1.05070102214813232421875f);
+}
+
+}  // namespace
+}  // namespace aotc
