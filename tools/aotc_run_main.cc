@@ -83,15 +83,19 @@ Status start(GpuSession& g, const RunOptions& o, const std::vector<Tensor>& inpu
   for (size_t i = 0; i < inputs.size(); ++i) {
     g.in_bufs.emplace_back();
     AOTC_RETURN_IF_ERROR(g.in_bufs.back().allocate(cu, static_cast<size_t>(inputs[i].byte_size())));
-    AOTC_RETURN_IF_ERROR(cu->check(
-        cu->cuMemcpyHtoD(g.in_bufs.back().ptr(), inputs[i].raw(), static_cast<size_t>(inputs[i].byte_size())),
-        "cuMemcpyHtoD"));
+    if (inputs[i].byte_size() > 0) {  // empty tensors: nothing to copy (and raw() may be null)
+      AOTC_RETURN_IF_ERROR(cu->check(
+          cu->cuMemcpyHtoD(g.in_bufs.back().ptr(), inputs[i].raw(), static_cast<size_t>(inputs[i].byte_size())),
+          "cuMemcpyHtoD"));
+    }
     g.in_ptrs.push_back(reinterpret_cast<const void*>(g.in_bufs.back().ptr()));
   }
   for (const auto& info : g.lib->outputs) {
     g.out_bufs.emplace_back();
     AOTC_RETURN_IF_ERROR(g.out_bufs.back().allocate(cu, info.bytes));
-    AOTC_RETURN_IF_ERROR(cu->check(cu->cuMemsetD8(g.out_bufs.back().ptr(), kPoisonByte, info.bytes), "cuMemsetD8"));
+    if (info.bytes > 0) {
+      AOTC_RETURN_IF_ERROR(cu->check(cu->cuMemsetD8(g.out_bufs.back().ptr(), kPoisonByte, info.bytes), "cuMemsetD8"));
+    }
     g.out_ptrs.push_back(reinterpret_cast<void*>(g.out_bufs.back().ptr()));
   }
   return Status::ok();
@@ -195,6 +199,7 @@ int run_main(const std::vector<std::string>& args) {
     if (s.is_ok()) s = g.cu->check(g.cu->cuStreamSynchronize(g.stream), "cuStreamSynchronize (after run)");
     for (size_t i = 0; s.is_ok() && i < lib->outputs.size(); ++i) {
       outputs.emplace_back(lib->outputs[i].dtype, lib->outputs[i].shape);
+      if (lib->outputs[i].bytes == 0) continue;
       s = g.cu->check(g.cu->cuMemcpyDtoH(outputs.back().raw(), g.out_bufs[i].ptr(), lib->outputs[i].bytes),
                       "cuMemcpyDtoH");
     }
