@@ -43,6 +43,7 @@ void register_instance_norm_ops(OpRegistry& registry);
 void register_einsum_ops(OpRegistry& registry);
 void register_conv_transpose_ops(OpRegistry& registry);
 void register_resize_ops(OpRegistry& registry);
+void register_gather_nd_ops(OpRegistry& registry);
 
 void register_all_ops(OpRegistry& registry) {
   register_unary_elementwise_ops(registry);
@@ -84,6 +85,7 @@ void register_all_ops(OpRegistry& registry) {
   register_einsum_ops(registry);
   register_conv_transpose_ops(registry);
   register_resize_ops(registry);
+  register_gather_nd_ops(registry);
 }
 
 }  // namespace aotc

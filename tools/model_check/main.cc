@@ -1,0 +1,83 @@
+// aotc-model-check: the whole-model CPU check (model_check.h) from the command line.
+//   aotc-model-check MODEL_DIR [MODEL_DIR...] [--batch-dir NAME]... [--lower] [--ops]
+// One line per model and data set; exit 0 only when every line is PASS (1 otherwise, 2 on usage).
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tools/model_check/model_check.h"
+
+namespace {
+
+const char kUsage[] =
+    "usage: aotc-model-check MODEL_DIR [MODEL_DIR...] [--batch-dir test_data_set_bs1]... [--lower] [--ops]\n"
+    "  MODEL_DIR holds model.onnx (+ external data) and test_data_set*/{input_K,output_K}.pb.\n"
+    "  Imports with the data set's input shapes, runs the pass pipeline, evaluates on the CPU\n"
+    "  reference and compares every output by the whole-model metric (relative L2 < 1e-4, max abs\n"
+    "  < 1e-3 * max|ref|, NaN/Inf positions equal). Fails when a shape computation survives the\n"
+    "  pipeline.\n"
+    "  --batch-dir NAME  only this data set folder (repeatable; default: every test_data_set*)\n"
+    "  --lower           also lower every remaining node and plan the arena (plan_memory)\n"
+    "  --ops             print the op types left after the pipeline, and every failing node\n";
+
+std::string base_name(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> model_dirs, batch_dirs;
+  aotc::ModelCheckOptions options;
+  bool show_ops = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--batch-dir" && i + 1 < argc) {
+      batch_dirs.push_back(argv[++i]);
+    } else if (a == "--lower") {
+      options.lower = true;
+    } else if (a == "--ops") {
+      show_ops = true;
+    } else if (!a.empty() && a[0] == '-') {
+      std::fprintf(stderr, "aotc-model-check: error: unknown option '%s'\n%s", a.c_str(), kUsage);
+      return 2;
+    } else {
+      model_dirs.push_back(a);
+    }
+  }
+  if (model_dirs.empty()) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  int failures = 0, cases = 0;
+  for (const std::string& dir : model_dirs) {
+    std::vector<std::string> cases_here = batch_dirs.empty() ? aotc::find_case_dirs(dir) : batch_dirs;
+    if (cases_here.empty()) {
+      std::printf("FAIL %s: no test_data_set* folder\n", base_name(dir).c_str());
+      ++failures;
+      continue;
+    }
+    for (const std::string& c : cases_here) {
+      ++cases;
+      aotc::ModelCheckResult r = aotc::check_model_case(dir + "/model.onnx", dir + "/" + c, options);
+      if (!r.pass) ++failures;
+      std::printf("%s\n", aotc::format_result_line(base_name(dir), c, r).c_str());
+      if (show_ops && r.nodes_imported > 0) {
+        std::string ops = "  ops after pipeline:";
+        for (const auto& kv : r.final_ops) ops += " " + kv.first + "x" + std::to_string(kv.second);
+        std::printf("%s\n", ops.c_str());
+        for (const std::string& s : r.shape_ops_left) std::printf("  shape op left: %s\n", s.c_str());
+        for (const std::string& s : r.lowering_failures) std::printf("  no lowering: %s\n", s.c_str());
+      }
+      std::fflush(stdout);
+    }
+  }
+  std::printf("%d/%d passed\n", cases - failures, cases);
+  return failures == 0 ? 0 : 1;
+}
