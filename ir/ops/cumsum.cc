@@ -1,6 +1,8 @@
 // CumSum: running sums along `axis` (int32/int64 scalar input 1, a constant: it is compiled into
 // the kernel), with the exclusive and reverse attributes. Numeric dtypes of the spec (float,
 // double, float16, bfloat16, int32, int64, uint32, uint64); 16-bit floats accumulate in float.
+#include <type_traits>
+
 #include "ir/op_registry.h"
 #include "ir/ops/elem_types.h"
 #include "ir/ops/op_helpers.h"
@@ -39,6 +41,13 @@ void lines_of(const Shape& s, int64_t axis, int64_t* outer, int64_t* len, int64_
   }
 }
 
+// Integer sums wrap (two's complement), as the GPU's adds do, instead of overflowing (UB).
+template <class C>
+C add(C a, C b) {
+  if constexpr (std::is_integral_v<C>) return static_cast<C>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  else return static_cast<C>(a + b);
+}
+
 Status cumsum_reference(const Node& node, const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) {
   const Tensor& x = *inputs[0];
   Tensor& y = outputs[0];
@@ -56,13 +65,9 @@ Status cumsum_reference(const Node& node, const std::vector<const Tensor*>& inpu
         for (int64_t s = 0; s < len; ++s) {
           int64_t idx = (o * len + (reverse ? len - 1 - s : s)) * inner + in;
           C v = E::load(x, idx);
-          if (exclusive) {
-            E::store(y, idx, acc);
-            acc = static_cast<C>(acc + v);
-          } else {
-            acc = static_cast<C>(acc + v);
-            E::store(y, idx, acc);
-          }
+          if (exclusive) E::store(y, idx, acc);
+          acc = add(acc, v);
+          if (!exclusive) E::store(y, idx, acc);
         }
       }
   });

@@ -193,6 +193,13 @@ TEST(CumSum, ExclusiveReverseAxes) {
   const double v[6] = {0.5, 1.25, -2, 3, 0.125, 1};
   for (int i = 0; i < 6; ++i) x.set(i, v[i]);
   EXPECT_EQ(run1(n, {x}), (std::vector<double>{0.5, 1.75, -0.25, 3, 3.125, 4.125}));
+  OneNode wrap("CumSum");  // int32 sums wrap like the GPU's adds: INT32_MAX + 1 = INT32_MIN
+  wrap.input(DType::kInt32, {2}).constant(Tensor::scalar_int64(0));
+  ASSERT_TRUE(wrap.build().is_ok());
+  Tensor w(DType::kInt32, {2});
+  w.set_int(0, 2147483647);
+  w.set_int(1, 1);
+  EXPECT_EQ(run1(wrap, {w}), (std::vector<double>{2147483647.0, -2147483648.0}));
   OneNode i8("CumSum");
   i8.input(DType::kInt8, {3}).constant(Tensor::scalar_int64(0));
   EXPECT_FALSE(i8.build().is_ok());
