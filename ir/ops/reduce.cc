@@ -169,6 +169,18 @@ double reduce_doubles(ReduceKind k, const std::vector<double>& v) {
   return acc;
 }
 
+// The identity of max (lowest) or min (highest) of an integer type: an empty reduction's result.
+int64_t empty_extreme(DType t, bool lowest) {
+  switch (t) {
+    case DType::kInt8: return lowest ? -128 : 127;
+    case DType::kUInt8: return lowest ? 0 : 255;
+    case DType::kInt32: return lowest ? INT32_MIN : INT32_MAX;
+    case DType::kUInt32: return lowest ? 0 : UINT32_MAX;
+    case DType::kUInt64: return lowest ? 0 : -1;  // all bits set
+    default: return lowest ? INT64_MIN : INT64_MAX;
+  }
+}
+
 // Integers: exact, wrapping arithmetic (unsigned), integer division for the mean, the float
 // functions (sqrt, log, exp) through double and truncated back, as ONNX Runtime does.
 int64_t reduce_ints(ReduceKind k, const std::vector<int64_t>& v, DType t) {
@@ -176,7 +188,7 @@ int64_t reduce_ints(ReduceKind k, const std::vector<int64_t>& v, DType t) {
   switch (k) {
     case ReduceKind::kMax:
     case ReduceKind::kMin: {
-      if (v.empty()) return 0;
+      if (v.empty()) return empty_extreme(t, k == ReduceKind::kMax);
       int64_t m = v[0];
       for (int64_t x : v) {
         bool better = dtype_is_signed(t) ? (k == ReduceKind::kMax ? x > m : x < m)
@@ -348,6 +360,7 @@ Expected<Lowering> reduce_lower(const Node& node, const Graph& graph) {
              {"BLOCK_PER_OUTPUT", block_mode ? "true" : "false"},
              {"TWO_PASS", e.two_pass ? "true" : "false"},
              {"INIT", e.init},
+             {"MAX_INIT", "(ACC)" + extreme_literal(x.dtype, true)},
              {"MAP", e.map},
              {"COMBINE", e.combine},
              {"FINAL", e.final_expr}};
