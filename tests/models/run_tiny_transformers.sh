@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# CTest driver: builds the transformer-shaped graphs of models/tiny_transformers.py (onnx +
+# onnxruntime, no torch) into OUT, runs aotc-model-check --lower on them (must pass), then checks
+# that the checker fails on a copy whose reference output is perturbed by 1e-3 relative (so the
+# pass above could have failed). Exit 77 (CTest: skipped) when python3 lacks onnx or onnxruntime.
+# usage: run_tiny_transformers.sh AOTC_MODEL_CHECK TINY_TRANSFORMERS_PY OUT
+set -euo pipefail
+checker=$1 script=$2 out=$3
+if ! python3 -c "import onnx, onnxruntime, numpy" 2>/dev/null; then
+  echo "SKIP: python3 with onnx, onnxruntime and numpy is needed to build the reference outputs"
+  exit 77
+fi
+rm -rf "$out"
+python3 "$script" "$out"
+"$checker" --lower --ops "$out"/gpt2_block "$out"/bert_block "$out"/vit_block
+
+bad="$out/perturbed_bert_block"
+cp -r "$out/bert_block" "$bad"
+python3 - "$bad/test_data_set_bs1/output_0.pb" <<'PY'
+import sys
+import numpy as np
+import onnx
+from onnx import numpy_helper
+t = onnx.load_tensor(sys.argv[1])
+a = numpy_helper.to_array(t)
+a = (a * np.float32(1.001)).astype(np.float32)  # rel L2 1e-3: ten times the model tolerance
+onnx.save_tensor(numpy_helper.from_array(a, t.name), sys.argv[1])
+PY
+if "$checker" "$bad" --batch-dir test_data_set_bs1; then
+  echo "FAIL: aotc-model-check accepted a reference output perturbed by 1e-3 relative"
+  exit 1
+fi
+echo "ok: the perturbed reference is rejected"
