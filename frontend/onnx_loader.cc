@@ -22,13 +22,16 @@
 
 #include "frontend/onnx_attributes.h"
 #include "frontend/tensor_proto.h"
+#include "ir/constant_folding.h"
 #include "ir/shape_inference.h"
 #include "ir/verifier.h"
 
 namespace aotc {
 namespace {
 
-constexpr int64_t kOldestOpset = 7;
+// Every opset is read; where an op's meaning changed between versions its importer
+// (OpDef::import) resolves or refuses the old form (e.g. Add's opset-1 broadcast attribute).
+constexpr int64_t kOldestOpset = 1;
 
 std::string quoted(const std::string& name) { return "'" + escape_for_message(name) + "'"; }
 
@@ -249,6 +252,11 @@ Status Importer::import_node(const onnx::NodeProto& proto) {
     }
     if (unknown_.count(in)) {  // its producer already failed and was reported
       mark_outputs_unknown(proto);
+      // An op we do not have is still worth naming: `aotc check` lists every one, also those
+      // downstream of another problem.
+      if (!default_registry().find(node.op_type, node.domain))
+        return node_error(node, "unsupported op" + (node.domain.empty() ? std::string()
+                                                                         : " in domain " + quoted(node.domain)));
       return Status::ok();
     }
     auto it = names_.find(in);
@@ -291,10 +299,14 @@ Status Importer::import_node(const onnx::NodeProto& proto) {
   for (size_t v = values_before; v < graph_.values.size(); ++v)
     invented_[graph_.values[v].name] = static_cast<ValueId>(v);
   AOTC_RETURN_IF_ERROR(infer_node(node, graph_));
+  // Shape subgraphs fold here, while importing: later nodes (Reshape, Expand, Slice...) need
+  // their shape inputs as constants to infer at all. A folded node leaves only constants behind.
+  Expected<bool> folded = try_fold_node(node, graph_);
+  if (!folded) return node_error(node, folded.status().message());
   // Only now are the outputs visible to later nodes: a failed node defines nothing.
   for (int k = 0; k < proto.output_size(); ++k)
     if (!proto.output(k).empty()) define(proto.output(k), node.outputs[static_cast<size_t>(k)]);
-  graph_.nodes.push_back(std::move(node));
+  if (!*folded) graph_.nodes.push_back(std::move(node));
   return Status::ok();
 }
 

@@ -3,13 +3,11 @@
 // whose shapes are inferred (the frontend runs infer_shapes) and keep it valid for verify().
 #pragma once
 
+#include "ir/constant_folding.h"  // kMaxFoldedBytes
 #include "ir/graph.h"
 #include "ir/status.h"
 
 namespace aotc {
-
-// Outputs larger than this are not folded (the weight blob would grow for little gain).
-constexpr int64_t kMaxFoldedBytes = 64LL << 20;
 
 // Evaluates nodes whose inputs are all constants (and shape-only ops whose input shape is known)
 // with the CPU reference; their outputs become constants and the nodes disappear.

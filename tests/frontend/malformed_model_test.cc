@@ -60,11 +60,11 @@ TEST(MalformedModel, MissingEmptyTruncatedAndNotAModel) {
 
 TEST(MalformedModel, OpsetTooOldOrMissing) {
   TempDir dir;
-  ModelBuilder old(6);
-  old.add_input("x", kFloat, {"1"});
-  old.add_node("Relu", {"x"}, {"y"});
-  old.add_output("y");
-  expect_error(old.write(dir), {"opset 6", "7"});
+  ModelBuilder invalid(0);  // opset versions start at 1
+  invalid.add_input("x", kFloat, {"1"});
+  invalid.add_node("Relu", {"x"}, {"y"});
+  invalid.add_output("y");
+  expect_error(invalid.write(dir), {"opset 0", "1"});
   ModelBuilder none = relu_model();
   none.model.clear_opset_import();
   expect_error(none.write(dir), {"opset_import"});

@@ -10,6 +10,7 @@
 
 #include "ir/evaluator.h"
 #include "ir/op_registry.h"
+#include "ir/constant_folding.h"
 #include "ir/shape_inference.h"
 #include "ir/text_ir.h"
 #include "ir/verifier.h"
@@ -44,6 +45,32 @@ inline Expected<Graph> build(const std::string& text) {
   Status s = infer_shapes(*g);
   if (!s) return s;
   s = verify(*g);
+  if (!s) return s;
+  return g;
+}
+
+// Like build(), but folds each node whose inputs are constant (or that only reads shapes) right
+// after inferring it, as the frontend does while importing: shape subgraphs vanish before the
+// ops that need their values (Reshape's shape input) are inferred.
+inline Expected<Graph> build_folding(const std::string& text) {
+  Expected<Graph> g = parse_text_ir(text);
+  if (!g) return g;
+  if (g->opset == 0) g->opset = 17;
+  std::vector<Node> kept;
+  for (Node& node : g->nodes) {
+    const OpDef* def = default_registry().find(node.op_type, node.domain);
+    if (def && def->import) {
+      Status s = def->import(node, *g, g->opset);
+      if (!s) return s;
+    }
+    Status s = infer_node(node, *g);
+    if (!s) return s;
+    Expected<bool> folded = try_fold_node(node, *g);
+    if (!folded) return folded.status();
+    if (!*folded) kept.push_back(std::move(node));
+  }
+  g->nodes = std::move(kept);
+  Status s = verify(*g);
   if (!s) return s;
   return g;
 }

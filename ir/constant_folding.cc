@@ -1,0 +1,75 @@
+// Folding one node (see constant_folding.h).
+#include "ir/constant_folding.h"
+
+#include <memory>
+#include <vector>
+
+#include "ir/evaluator.h"
+
+namespace aotc {
+
+namespace {
+
+// Bytes of all outputs, or -1 if some output's shape is unknown.
+int64_t output_bytes(const Node& node, const Graph& graph) {
+  int64_t total = 0;
+  for (ValueId out : node.outputs) {
+    if (out == kNoValue) continue;
+    const Value& v = graph.value(out);
+    if (!v.shape_known || v.dtype == DType::kUndefined) return -1;
+    total += v.byte_size();
+  }
+  return total;
+}
+
+}  // namespace
+
+Expected<bool> try_fold_node(const Node& node, Graph& graph, const OpRegistry& registry) {
+  const OpDef* def = registry.find(node.op_type, node.domain);
+  int64_t bytes = output_bytes(node, graph);
+  if (def == nullptr || node.num_present_inputs() == 0 || bytes < 0 || bytes > kMaxFoldedBytes) return false;
+  bool all_constant = true, shapes_known = true;
+  for (ValueId in : node.inputs) {
+    if (in == kNoValue) continue;
+    all_constant = all_constant && graph.value(in).is_constant();
+    shapes_known = shapes_known && graph.value(in).shape_known;
+  }
+  // Shape-only ops read nothing but input 0's shape; their other inputs must be constants.
+  bool shape_fold = false;
+  if (!all_constant && def->traits.shape_only && shapes_known) {
+    shape_fold = true;
+    for (size_t i = 1; i < node.inputs.size(); ++i)
+      if (node.inputs[i] != kNoValue && !graph.value(node.inputs[i]).is_constant()) shape_fold = false;
+  }
+  if (!(all_constant || shape_fold)) return false;
+
+  // Placeholders for non-constant inputs of shape-only ops: right shape, no bytes (dtype-less),
+  // since shape-only references read only shape().
+  std::vector<Tensor> placeholders;
+  placeholders.reserve(node.inputs.size());
+  std::vector<const Tensor*> args;
+  for (ValueId in : node.inputs) {
+    if (in == kNoValue) {
+      args.push_back(nullptr);
+      continue;
+    }
+    const Value& v = graph.value(in);
+    if (v.is_constant()) {
+      args.push_back(v.constant.get());
+      continue;
+    }
+    placeholders.emplace_back(DType::kUndefined, v.shape);
+    args.push_back(&placeholders.back());
+  }
+  std::vector<Tensor> outs;
+  Status s = evaluate_node(node, graph, args, outs, registry);
+  if (!s) return Status::error("constant folding: " + s.message());
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    ValueId out = node.outputs[i];
+    if (out == kNoValue) continue;
+    graph.value(out).constant = std::make_shared<const Tensor>(std::move(outs[i]));
+  }
+  return true;
+}
+
+}  // namespace aotc

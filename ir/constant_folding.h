@@ -1,0 +1,22 @@
+// Compile-time evaluation of one node through its CPU reference. Used while importing (so shape
+// subgraphs such as Shape -> Gather -> Concat -> Reshape become constants before the ops that need
+// them are inferred) and by opt/fold_constants for what later passes expose.
+#pragma once
+
+#include <cstdint>
+
+#include "ir/graph.h"
+#include "ir/op_registry.h"
+
+namespace aotc {
+
+// Largest total output size a node may fold to (the weight blob holds it).
+constexpr int64_t kMaxFoldedBytes = 64LL << 20;
+
+// If every input of `node` is constant, or the op is shape-only (OpTraits::shape_only) and its
+// input shapes are known, evaluates it and stores each output in its Value::constant. Nodes with
+// no inputs (random generators) never fold. Returns true when folded; the caller drops the node.
+Expected<bool> try_fold_node(const Node& node, Graph& graph,
+                             const OpRegistry& registry = default_registry());
+
+}  // namespace aotc
