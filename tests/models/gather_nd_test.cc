@@ -1,7 +1,8 @@
-// GatherND: shape inference and refusals, the reference against the worked examples of the ONNX
-// operator spec (values written from the spec, not from our output), and the kernel (rendered
-// template) run through the CPU emulation of CUDA and, when present, on the GPU, both compared
-// with the reference on shapes with primes, size-1 dims, negative indices and batch_dims 0-2.
+// GatherND and ScatterND: shape inference and refusals, the references against the worked
+// examples of the ONNX operator spec and hand-computed cases (values written by hand, not from our
+// output), and the kernels (rendered templates) run through the CPU emulation of CUDA and, when
+// present, on the GPU, compared with the reference on shapes with primes, size-1 dims, negative
+// indices, duplicate tuples, batch_dims 0-2 and every ScatterND reduction.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -101,20 +102,85 @@ TEST(GatherNd, Refusals) {
   EXPECT_TRUE(test::contains(s.message(), "input 1")) << s.message();
 }
 
+
+Expected<Tensor> scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updates,
+                            const std::string& reduction, int64_t opset = 18) {
+  OneNode n("ScatterND", opset);
+  n.constant(data).constant(indices).constant(updates);
+  if (!reduction.empty()) n.attr("reduction", Attribute::of_string(reduction));
+  AOTC_RETURN_IF_ERROR(n.build());
+  auto out = n.run({});
+  if (!out) return out.status();
+  return out.value()[0];
+}
+
+TEST(ScatterNd, SpecExampleAndReductions) {
+  Tensor d8 = Tensor::from_floats({8}, {1, 2, 3, 4, 5, 6, 7, 8});
+  auto e1 = scatter_nd(d8, i64({4, 1}, {4, 3, 1, 7}), Tensor::from_floats({4}, {9, 10, 11, 12}), "");
+  ASSERT_TRUE(e1.is_ok()) << e1.status().message();
+  expect_values(*e1, {8}, {1, 11, 3, 10, 9, 6, 7, 12});
+  Tensor d4 = Tensor::from_floats({4}, {1, 2, 3, 4});
+  Tensor dup = i64({3, 1}, {1, 1, -1});
+  Tensor u = Tensor::from_floats({3}, {10, 20, 30});
+  auto none = scatter_nd(d4, dup, u, "none");  // duplicates apply in order: the last one wins
+  ASSERT_TRUE(none.is_ok()) << none.status().message();
+  expect_values(*none, {4}, {1, 20, 3, 30});
+  auto add = scatter_nd(d4, dup, u, "add");
+  ASSERT_TRUE(add.is_ok()) << add.status().message();
+  expect_values(*add, {4}, {1, 32, 3, 34});
+  auto mul = scatter_nd(d4, dup, u, "mul");
+  ASSERT_TRUE(mul.is_ok()) << mul.status().message();
+  expect_values(*mul, {4}, {1, 400, 3, 120});
+  auto mx = scatter_nd(d4, dup, Tensor::from_floats({3}, {-5, 7, 2}), "max");
+  ASSERT_TRUE(mx.is_ok()) << mx.status().message();
+  expect_values(*mx, {4}, {1, 7, 3, 4});
+  auto mn = scatter_nd(d4, dup, Tensor::from_floats({3}, {-5, 7, 2}), "min");
+  ASSERT_TRUE(mn.is_ok()) << mn.status().message();
+  expect_values(*mn, {4}, {1, -5, 3, 2});
+  // Slices: rows of a 3x2 matrix.
+  auto rows = scatter_nd(i64({3, 2}, {0, 1, 2, 3, 4, 5}), i64({1, 1}, {2}), i64({1, 2}, {8, 9}), "add");
+  ASSERT_TRUE(rows.is_ok()) << rows.status().message();
+  expect_values(*rows, {3, 2}, {0, 1, 2, 3, 12, 14});
+}
+
+TEST(ScatterNd, Refusals) {
+  auto expect_error = [](Expected<Tensor> out, const std::string& part) {
+    ASSERT_FALSE(out.is_ok()) << "expected an error containing: " << part;
+    EXPECT_TRUE(test::contains(out.status().message(), part)) << out.status().message();
+    EXPECT_TRUE(test::contains(out.status().message(), "ScatterND")) << out.status().message();
+  };
+  Tensor d = Tensor::from_floats({4}, {1, 2, 3, 4});
+  Tensor u = Tensor::from_floats({1}, {5});
+  expect_error(scatter_nd(d, i64({1, 1}, {4}), u, ""), "index 4 is out of range");
+  expect_error(scatter_nd(d, i64({1, 1}, {0}), Tensor::from_floats({2}, {5, 6}), ""), "updates have shape 2");
+  expect_error(scatter_nd(d, i64({1, 2}, {0, 0}), u, ""), "last dim is 2");
+  expect_error(scatter_nd(d, i64({1, 1}, {0}), u, "add", 13), "needs opset 16");
+  expect_error(scatter_nd(d, i64({1, 1}, {0}), u, "max", 16), "needs opset 18");
+  expect_error(scatter_nd(d, i64({1, 1}, {0}), u, "sum"), "is not none, add, mul, max or min");
+}
+
 struct KernelCase {
-  std::string label;
+  std::string label;  // starts with the op type
   DType dtype;
   Shape data, indices;
-  int64_t batch_dims;
+  int64_t batch_dims;     // GatherND
+  std::string reduction;  // ScatterND ("" = attribute absent)
 };
 
 std::vector<KernelCase> kernel_cases() {
-  return {{"f32 k1 primes", DType::kFloat32, {7, 5, 3}, {11, 1}, 0},
-          {"f16 k2 rank3", DType::kFloat16, {3, 5, 2}, {2, 3, 2}, 0},
-          {"int64 batch1 k1", DType::kInt64, {4, 13}, {4, 5, 1}, 1},
-          {"bool full tuple", DType::kBool, {3, 1, 5}, {7, 3}, 0},
-          {"uint8 batch2 k1", DType::kUInt8, {2, 3, 5, 2}, {2, 3, 4, 1}, 2},
-          {"f32 bert mask shape", DType::kFloat32, {2, 32, 64}, {2, 1, 1}, 1}};
+  return {{"GatherND f32 k1 primes", DType::kFloat32, {7, 5, 3}, {11, 1}, 0, ""},
+          {"GatherND f16 k2 rank3", DType::kFloat16, {3, 5, 2}, {2, 3, 2}, 0, ""},
+          {"GatherND int64 batch1 k1", DType::kInt64, {4, 13}, {4, 5, 1}, 1, ""},
+          {"GatherND bool full tuple", DType::kBool, {3, 1, 5}, {7, 3}, 0, ""},
+          {"GatherND uint8 batch2 k1", DType::kUInt8, {2, 3, 5, 2}, {2, 3, 4, 1}, 2, ""},
+          {"GatherND f32 bert mask shape", DType::kFloat32, {2, 32, 64}, {2, 1, 1}, 1, ""},
+          {"ScatterND f32 none duplicates", DType::kFloat32, {5, 7}, {9, 1}, 0, ""},
+          {"ScatterND f16 add k2", DType::kFloat16, {3, 4, 5}, {6, 2}, 0, "add"},
+          {"ScatterND int64 mul full tuple", DType::kInt64, {3, 5}, {4, 2}, 0, "mul"},
+          {"ScatterND int8 add wraps", DType::kInt8, {11}, {13, 1}, 0, "add"},
+          {"ScatterND f32 max", DType::kFloat32, {4, 3}, {5, 1}, 0, "max"},
+          {"ScatterND int32 min", DType::kInt32, {2, 3, 2}, {3, 2}, 0, "min"},
+          {"ScatterND bool none", DType::kBool, {6, 2}, {2, 1}, 0, ""}};
 }
 
 struct Prepared {
@@ -136,35 +202,47 @@ Tensor random_indices(const KernelCase& c, uint32_t seed) {
   return t;
 }
 
+// Values exact in every dtype used (quarter-integers for floats, small integers, 0/1 for bool);
+// int8 values up to +-100 so that ScatterND add overflows and must wrap.
+Tensor random_values(DType dtype, const Shape& shape, uint32_t seed) {
+  Tensor t(dtype, shape);
+  std::vector<double> x = test::lcg_values(t.numel(), -100, 100, seed);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const double xi = x[static_cast<size_t>(i)];
+    if (dtype == DType::kBool) t.set(i, xi > 0 ? 1 : 0);
+    else if (dtype == DType::kUInt8) t.set(i, static_cast<double>(i % 251));
+    else if (dtype == DType::kInt64 || dtype == DType::kInt32) t.set(i, std::floor(xi / 20));
+    else if (dtype == DType::kInt8) t.set(i, std::floor(xi));
+    else t.set(i, std::floor(xi / 8) + 0.25);
+  }
+  return t;
+}
+
 std::vector<Prepared> prepare_all() {
   std::vector<Prepared> out;
   uint32_t seed = 3;
   for (const KernelCase& c : kernel_cases()) {
     SCOPED_TRACE(c.label);
+    const std::string op = c.label.substr(0, c.label.find(' '));
     Prepared p;
-    p.node = std::make_unique<OneNode>("GatherND", 13);
+    p.node = std::make_unique<OneNode>(op, 18);
     p.node->input(c.dtype, c.data).input(DType::kInt64, c.indices);
+    Shape upd(c.indices.begin(), c.indices.end() - 1);
+    upd.insert(upd.end(), c.data.begin() + c.indices.back(), c.data.end());
+    if (op == "ScatterND") p.node->input(c.dtype, upd);
     if (c.batch_dims) p.node->attr("batch_dims", Attribute::of_int(c.batch_dims));
+    if (!c.reduction.empty()) p.node->attr("reduction", Attribute::of_string(c.reduction));
     Status s = p.node->build();
     EXPECT_TRUE(s.is_ok()) << s.message();
     if (!s.is_ok()) continue;
     const Node& node = p.node->built();
-    auto l = default_registry().find("GatherND")->lower(node, p.node->graph);
+    auto l = default_registry().find(op)->lower(node, p.node->graph);
     EXPECT_TRUE(l.is_ok()) << l.status().message();
     if (!l.is_ok()) continue;
     p.lowering = *l;
-    Tensor data(c.dtype, c.data);
-    std::vector<double> x = test::lcg_values(data.numel(), -50, 50, seed++);
-    for (int64_t i = 0; i < data.numel(); ++i) {
-      const double xi = x[static_cast<size_t>(i)];
-      if (c.dtype == DType::kBool) data.set(i, xi > 0 ? 1 : 0);
-      else if (c.dtype == DType::kUInt8) data.set(i, static_cast<double>(i % 251));
-      else data.set(i, std::floor(xi) + (dtype_is_float(c.dtype) ? 0.25 : 0.0));  // exact in f16 too
-    }
-    Tensor idx = random_indices(c, seed++);
-    p.inputs = {data, idx};
-    p.values[node.inputs[0]] = data;
-    p.values[node.inputs[1]] = idx;
+    p.inputs = {random_values(c.dtype, c.data, seed++), random_indices(c, seed++)};
+    if (op == "ScatterND") p.inputs.push_back(random_values(c.dtype, upd, seed++));
+    for (size_t i = 0; i < p.inputs.size(); ++i) p.values[node.inputs[i]] = p.inputs[i];
     out.push_back(std::move(p));
   }
   return out;
@@ -187,17 +265,23 @@ void check_all(std::vector<Prepared>& cases, const std::function<Status(size_t, 
   }
 }
 
-TEST(GatherNdKernel, EmulatedOnCpuMatchesReference) {
+// Every kernel of every case, step i of case r named c<r>_k<i>.
+std::string render_all(const std::vector<Prepared>& cases) {
+  std::string source;
+  for (size_t r = 0; r < cases.size(); ++r)
+    for (size_t i = 0; i < cases[r].lowering.steps.size(); ++i) {
+      auto text = testing_util::render_kernel(cases[r].lowering.steps[i].kernel,
+                                              "c" + std::to_string(r) + "_k" + std::to_string(i));
+      EXPECT_TRUE(text.is_ok()) << text.status().message();
+      if (text.is_ok()) source += *text + "\n";
+    }
+  return source;
+}
+
+TEST(GatherScatterNdKernels, EmulatedOnCpuMatchReference) {
   std::vector<Prepared> cases = prepare_all();
   ASSERT_EQ(cases.size(), kernel_cases().size());
-  std::string source;
-  for (size_t r = 0; r < cases.size(); ++r) {
-    ASSERT_EQ(cases[r].lowering.steps.size(), 1u);
-    auto text = testing_util::render_kernel(cases[r].lowering.steps[0].kernel, "c" + std::to_string(r) + "_k0");
-    ASSERT_TRUE(text.is_ok()) << text.status().message();
-    source += *text + "\n";
-  }
-  auto handle = testing_util::compile_for_cpu(source);
+  auto handle = testing_util::compile_for_cpu(render_all(cases));
   if (!handle && handle.status().message().find("g++ failed") == std::string::npos)
     GTEST_SKIP() << "no host compiler for the emulation: " << handle.status().message();
   ASSERT_TRUE(handle.is_ok()) << handle.status().message();
@@ -206,23 +290,17 @@ TEST(GatherNdKernel, EmulatedOnCpuMatchesReference) {
   });
 }
 
-TEST(GatherNdKernel, CompilesWithNvcc) {
+TEST(GatherScatterNdKernels, CompileWithNvcc) {
   std::string nvcc = testing_util::find_nvcc();
   if (nvcc.empty()) GTEST_SKIP() << "nvcc not found";
   std::vector<Prepared> cases = prepare_all();
-  std::string source;
-  for (size_t r = 0; r < cases.size(); ++r) {
-    auto text = testing_util::render_kernel(cases[r].lowering.steps[0].kernel, "c" + std::to_string(r) + "_k0");
-    ASSERT_TRUE(text.is_ok()) << text.status().message();
-    source += *text + "\n";
-  }
-  std::string out = ::testing::TempDir() + "/gather_nd_render_check.o";
-  Status s = testing_util::nvcc_compile(source, "sm_90", false, out);
+  std::string out = ::testing::TempDir() + "/gather_scatter_nd_render_check.o";
+  Status s = testing_util::nvcc_compile(render_all(cases), "sm_90", false, out);
   EXPECT_TRUE(s.is_ok()) << s.message();
   std::remove(out.c_str());
 }
 
-TEST(GatherNdKernel, MatchesReferenceOnGpu) {
+TEST(GatherScatterNdKernels, MatchReferenceOnGpu) {
   std::string why;
   auto gpu = testing_util::Gpu::open(&why);
   if (!gpu) GTEST_SKIP() << "no CUDA GPU: " << why;
