@@ -1,4 +1,4 @@
-// Add, Sub, Mul, Div, Pow, Mod, PRelu with numpy broadcasting (PRelu: slope broadcasts to X only).
+// Add, Sub, Mul, Div, Pow, Mod, PRelu, BitShift with numpy broadcasting (PRelu: slope broadcasts to X only).
 // Integer semantics are defined for every input, on the host and the GPU alike: +, -, * wrap
 // modulo 2^bits; Div truncates toward zero (C), x / 0 == 0 and INT_MIN / -1 == INT_MIN (wraps);
 // Mod by 0 is 0; Pow computes in double (integer bases: exact while |result| < 2^53, then
@@ -15,7 +15,7 @@
 namespace aotc {
 namespace {
 
-enum class BinaryKind { kAdd, kSub, kMul, kDiv, kMod, kPRelu, kPow };
+enum class BinaryKind { kAdd, kSub, kMul, kDiv, kMod, kPRelu, kPow, kShiftLeft, kShiftRight };
 
 BinaryKind kind_of(const std::string& op_type) {
   if (op_type == "Add") return BinaryKind::kAdd;
@@ -24,7 +24,15 @@ BinaryKind kind_of(const std::string& op_type) {
   if (op_type == "Mod") return BinaryKind::kMod;
   if (op_type == "PRelu") return BinaryKind::kPRelu;
   if (op_type == "Pow") return BinaryKind::kPow;
+  if (op_type == "BitShift") return BinaryKind::kShiftLeft;  // direction: see node_kind
   return BinaryKind::kDiv;
+}
+
+// BitShift's direction attribute picks the kind (normalised to "LEFT"/"RIGHT" by the importer).
+BinaryKind node_kind(const Node& node) {
+  BinaryKind k = kind_of(node.op_type);
+  if (k == BinaryKind::kShiftLeft && node.attr_string("direction", "") == "RIGHT") return BinaryKind::kShiftRight;
+  return k;
 }
 
 const std::vector<DType> kNumericTypes = {
@@ -34,6 +42,8 @@ const std::vector<DType> kNumericTypes = {
 // PRelu-9/16: floats and 32/64-bit integers.
 const std::vector<DType> kPReluTypes = {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kBFloat16,
                                         DType::kInt32,   DType::kInt64,   DType::kUInt32,  DType::kUInt64};
+// BitShift-11: unsigned integers.
+const std::vector<DType> kUnsignedTypes = {DType::kUInt8, DType::kUInt16, DType::kUInt32, DType::kUInt64};
 // Pow-15: the base (and output) type T.
 const std::vector<DType> kPowBaseTypes = {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kBFloat16,
                                           DType::kInt32,   DType::kInt64};
@@ -52,6 +62,11 @@ Status binary_import(Node& node, Graph&, int64_t opset) {
     if (fmod != 0 && fmod != 1) return node_error(node, "fmod must be 0 or 1, got " + std::to_string(fmod));
     node.attrs["fmod"] = Attribute::of_int(fmod);
   }
+  if (node.op_type == "BitShift") {
+    std::string d = node.attr_string("direction", "");
+    if (d != "LEFT" && d != "RIGHT")
+      return node_error(node, "direction must be \"LEFT\" or \"RIGHT\", got \"" + escape_for_message(d) + "\"");
+  }
   return Status::ok();
 }
 
@@ -59,9 +74,10 @@ Status binary_infer(Node& node, Graph& graph) {
   AOTC_RETURN_IF_ERROR(expect_inputs(node, 2, 2));
   if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
   BinaryKind kind = kind_of(node.op_type);
-  AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 0, kind == BinaryKind::kPow     ? kPowBaseTypes
-                                                    : kind == BinaryKind::kPRelu ? kPReluTypes
-                                                                                 : kNumericTypes));
+  AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 0, kind == BinaryKind::kPow         ? kPowBaseTypes
+                                                    : kind == BinaryKind::kPRelu     ? kPReluTypes
+                                                    : kind == BinaryKind::kShiftLeft ? kUnsignedTypes
+                                                                                     : kNumericTypes));
   const Value& a = input_value(graph, node, 0);
   const Value& b = input_value(graph, node, 1);
   if (kind == BinaryKind::kPow) {
@@ -102,6 +118,11 @@ C apply_binary(BinaryKind kind, C a, C b, bool fmod) {
         return a < 0 ? static_cast<C>(static_cast<uint64_t>(static_cast<U>(b)) * static_cast<uint64_t>(static_cast<U>(a)))
                      : a;
       case BinaryKind::kPow: return 0;  // computed by pow_reference
+      // A shift by the width or more gives 0 (C leaves it undefined); BitShift is unsigned-only.
+      case BinaryKind::kShiftLeft:
+        return static_cast<uint64_t>(b) >= sizeof(C) * 8 ? C{0} : static_cast<C>(static_cast<U>(a) << b);
+      case BinaryKind::kShiftRight:
+        return static_cast<uint64_t>(b) >= sizeof(C) * 8 ? C{0} : static_cast<C>(static_cast<U>(a) >> b);
       // Unsigned arithmetic wraps without UB; converting back to C is modular (C++20, and what
       // GCC/Clang/nvcc do for C++17).
       case BinaryKind::kAdd: return static_cast<C>(static_cast<U>(a) + static_cast<U>(b));
@@ -126,6 +147,7 @@ C apply_binary(BinaryKind kind, C a, C b, bool fmod) {
       case BinaryKind::kMod: return static_cast<C>(std::fmod(a, b));  // fmod=1, exact
       case BinaryKind::kPRelu: return a < 0 ? b * a : a;
       case BinaryKind::kPow: return 0;  // computed by pow_reference
+      default: return 0;  // shifts: integers only
     }
     return 0;
   }
@@ -155,7 +177,7 @@ Status binary_reference(const Node& node, const std::vector<const Tensor*>& inpu
   const Tensor& a = *inputs[0];
   const Tensor& b = *inputs[1];
   Tensor& y = outputs[0];
-  BinaryKind kind = kind_of(node.op_type);
+  BinaryKind kind = node_kind(node);
   if (kind == BinaryKind::kPow) return pow_reference(node, a, b, y);
   bool fmod = node.attr_int("fmod", 0) == 1;
   const Shape& out_shape = y.shape();
@@ -215,6 +237,10 @@ std::string binary_expr(const Node& node, BinaryKind kind, DType t, const std::s
       return "((" + zero + ") ? " + c + "0 : (" + r + " != 0 && ((" + r + " < 0) != (y < 0))) ? " + c + "(" + r +
              " + y) : " + r + ")";
     }
+    case BinaryKind::kShiftLeft:
+    case BinaryKind::kShiftRight:
+      return "((unsigned long long)y >= " + std::to_string(dtype_size(t) * 8) + "ULL ? " + c + "0 : " + c + "(" +
+             u + "x " + (kind == BinaryKind::kShiftLeft ? "<<" : ">>") + " y))";
     case BinaryKind::kPow: break;
   }
   return "";
@@ -228,7 +254,7 @@ Expected<Lowering> binary_lower(const Node& node, const Graph& graph) {
   if (y.numel() == 0) return l;  // nothing to compute
   std::string comment = node.op_type + " " + shape_str(a.shape) + " " + dtype_name(a.dtype) + " , " +
                         shape_str(b.shape) + " " + dtype_name(b.dtype) + " -> " + shape_str(y.shape);
-  std::string expr = binary_expr(node, kind_of(node.op_type), y.dtype, elementwise_compute_type(y.dtype));
+  std::string expr = binary_expr(node, node_kind(node), y.dtype, elementwise_compute_type(y.dtype));
   KernelStep k = binary_kernel_step(graph, node.inputs[0], node.inputs[1], node.outputs[0], expr, comment);
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
   return l;
@@ -237,7 +263,7 @@ Expected<Lowering> binary_lower(const Node& node, const Graph& graph) {
 }  // namespace
 
 void register_binary_elementwise_ops(OpRegistry& registry) {
-  for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "PRelu"}) {
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "PRelu", "BitShift"}) {
     OpDef def;
     def.op_type = op;
     def.traits.elementwise = true;

@@ -50,7 +50,8 @@ const FloatDefault kDefaults[] = {
     {"LeakyRelu", "alpha", 0.01f},        {"Elu", "alpha", 1.0f},
     {"Selu", "alpha", 1.67326319217681884765625f}, {"Selu", "gamma", 1.05070102214813232421875f},
     {"HardSigmoid", "alpha", 0.2f},       {"HardSigmoid", "beta", 0.5f},
-    {"ThresholdedRelu", "alpha", 1.0f},   {"Celu", "alpha", 1.0f}};
+    {"ThresholdedRelu", "alpha", 1.0f},   {"Celu", "alpha", 1.0f},
+    {"Shrink", "lambd", 0.5f},            {"Shrink", "bias", 0.0f}};
 float dflt(const char* op, const char* key) {
   for (const FloatDefault& d : kDefaults)
     if (std::string(op) == d.op && std::string(key) == d.key) return d.value;
@@ -200,6 +201,17 @@ const UnaryOp kUnaryOps[] = {
      [](const Node&, const std::string& x, bool) {
        std::string v = "(" + x + " / 6 + 0.5f)";
        return "(" + x + " * (" + v + " < 0 ? 0 : " + v + " > 1 ? 1 : " + v + "))";
+     }},
+    // Shrink-9 also allows integer inputs; aotc accepts the float types only.
+    {"Shrink", false, &kFloatTypes, DType::kUndefined,
+     [](double x, const Node& n) {
+       double l = attr(n, "lambd", dflt("Shrink", "lambd")), b = attr(n, "bias", dflt("Shrink", "bias"));
+       return x < -l ? x + b : x > l ? x - b : 0.0;
+     },
+     IntRule::kNone,
+     [](const Node& n, const std::string& x, bool) {
+       std::string l = lit(n, "lambd", dflt("Shrink", "lambd")), b = lit(n, "bias", dflt("Shrink", "bias"));
+       return "(" + x + " < -" + l + " ? " + x + " + " + b + " : " + x + " > " + l + " ? " + x + " - " + b + " : 0)";
      }},
     // log(1 + e^x) without overflow for large x.
     {"Softplus", true, &kFloatTypes, DType::kUndefined,

@@ -96,6 +96,15 @@ std::vector<KernelCase> kernel_cases() {
   add("PRelu f32 channel slope", [=](OneNode& n) { n.input(f32, {2, 3, 5}).input(f32, {3, 1}); });
   add("PRelu f16 scalar slope", [=](OneNode& n) { n.input(f16, {37}).input(f16, {1}); });
   add("PRelu int32 same shape", [=](OneNode& n) { n.input(i32, {37}).input(i32, {37}); });
+  add("BitShift uint8 left wide shifts", [=](OneNode& n) {
+    n.input(u8, {37}).input(u8, {37}).attr("direction", Attribute::of_string("LEFT"));
+  });
+  add("BitShift uint64 right bcast", [=](OneNode& n) {
+    n.input(u64, {3, 7}).input(u64, {7}).attr("direction", Attribute::of_string("RIGHT"));
+  });
+  add("Shrink f32", [=](OneNode& n) {
+    n.input(f32, {61}).attr("lambd", Attribute::of_float(1.5f)).attr("bias", Attribute::of_float(0.5f));
+  });
   // Comparisons and logic.
   add("Equal int64 bcast", [=](OneNode& n) { n.input(i64, {3, 4}).input(i64, {4}); });
   add("Equal bool", [=](OneNode& n) { n.input(b, {13}).input(b, {13}); });

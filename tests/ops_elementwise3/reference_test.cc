@@ -180,6 +180,23 @@ TEST(Elementwise3Reference, PowMixedTypesAndBroadcast) {
   EXPECT_FALSE(bad.build().is_ok());
 }
 
+TEST(Elementwise3Reference, BitShiftAndShrink) {
+  OneNode l("BitShift");
+  l.input(DType::kUInt8, {4}).input(DType::kUInt8, {4}).attr("direction", Attribute::of_string("LEFT"));
+  Tensor a = make_tensor(DType::kUInt8, {4}, {1, 3, 255, 7}), b = make_tensor(DType::kUInt8, {4}, {3, 7, 1, 8});
+  EXPECT_EQ(ints(run1(l, {a, b})), (std::vector<int64_t>{8, 128, 254, 0}));  // 3 << 7 = 384 -> 128; << 8 -> 0
+  OneNode r("BitShift");
+  r.input(DType::kUInt8, {4}).input(DType::kUInt8, {4}).attr("direction", Attribute::of_string("RIGHT"));
+  EXPECT_EQ(ints(run1(r, {a, b})), (std::vector<int64_t>{0, 0, 127, 0}));
+  OneNode bad("BitShift");
+  bad.input(DType::kUInt8, {1}).input(DType::kUInt8, {1}).attr("direction", Attribute::of_string("UP"));
+  EXPECT_FALSE(bad.build().is_ok());
+  OneNode s("Shrink");
+  s.input(DType::kFloat32, {5}).attr("lambd", Attribute::of_float(1.5f)).attr("bias", Attribute::of_float(0.5f));
+  EXPECT_TENSOR_NEAR(run1(s, {make_tensor(DType::kFloat32, {5}, {-2, -1.5, 0, 1.5, 3})}),
+                     make_tensor(DType::kFloat32, {5}, {-1.5, 0, 0, 0, 2.5}));
+}
+
 TEST(Elementwise3Reference, PReluSlopeBroadcastsOneWay) {
   OneNode n("PRelu");
   n.input(DType::kFloat32, {2, 3, 2}).input(DType::kFloat32, {3, 1});
