@@ -92,7 +92,11 @@ def _build_transformers(spec: ModelSpec):
             self.inner = inner
 
         def forward(self, input_ids):
-            return self.inner(input_ids=input_ids, use_cache=False).logits
+            # An explicit all-ones mask (no padding: same result) keeps transformers off the
+            # packed-sequence detection that calls torch.diff, which the TorchScript exporter
+            # cannot export at opset 17; the constant mask folds away in aotc.
+            mask = torch.ones_like(input_ids)
+            return self.inner(input_ids=input_ids, attention_mask=mask, use_cache=False).logits
 
     class BertHidden(torch.nn.Module):
         def __init__(self, inner):
