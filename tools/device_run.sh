@@ -9,7 +9,7 @@
 #      the cases one after another: clean per-model compile times)  PEER_MODES="eager
 #      reduce-overhead max-autotune"  EXPORTER="torchscript dynamo" (one or both)  ARCH=sm_90  BENCH_ITERS=200
 #      CTEST_ARGS (default "-LE conformance": the CPU node-test sweep is CI's job)
-#      CONFORMANCE=claimed|all (node tests as .so files on the GPU; default off)
+#      CONFORMANCE=claimed|all (node tests as .so files on the GPU; default off), CONFORMANCE_TIMEOUT=240
 #      TIME_BUDGET=540 (s; later steps shrink their limits to fit)  DEPS_PREFIX=/tmp/aotc-deps
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -99,7 +99,7 @@ step_conformance() {
   local runner="$BUILD_DIR/bin/aotc-conformance" args=()
   if [ ! -x "$runner" ]; then echo "error: $runner missing"; return 2; fi
   if [ "$CONFORMANCE" = claimed ]; then args+=(--ops "$kClaimedOps"); fi
-  timeout "$(cap 240)" "$runner" --gpu --data "${AOTC_NODE_TEST_DATA:-/usr/include/onnx/backend/test/data/node}" \
+  timeout "$(cap "${CONFORMANCE_TIMEOUT:-240}")" "$runner" --gpu --data "${AOTC_NODE_TEST_DATA:-/usr/include/onnx/backend/test/data/node}" \
     --jobs "$jobs" --timeout 120 --quiet --arch "$ARCH" --log "$WORK/logs/conformance_tests.log" \
     --json "$OUT/conformance_gpu.json" </dev/null
   local rc=$?
