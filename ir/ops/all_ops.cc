@@ -44,6 +44,16 @@ void register_einsum_ops(OpRegistry& registry);
 void register_conv_transpose_ops(OpRegistry& registry);
 void register_resize_ops(OpRegistry& registry);
 void register_gather_nd_ops(OpRegistry& registry);
+void register_window_function_ops(OpRegistry& registry);
+void register_dft_ops(OpRegistry& registry);
+void register_det_ops(OpRegistry& registry);
+void register_reverse_sequence_ops(OpRegistry& registry);
+void register_lrn_ops(OpRegistry& registry);
+void register_mean_variance_norm_ops(OpRegistry& registry);
+void register_max_unpool_ops(OpRegistry& registry);
+void register_upsample_ops(OpRegistry& registry);
+void register_grid_sample_ops(OpRegistry& registry);
+void register_roi_align_ops(OpRegistry& registry);
 
 void register_all_ops(OpRegistry& registry) {
   register_unary_elementwise_ops(registry);
@@ -86,6 +96,16 @@ void register_all_ops(OpRegistry& registry) {
   register_conv_transpose_ops(registry);
   register_resize_ops(registry);
   register_gather_nd_ops(registry);
+  register_window_function_ops(registry);
+  register_dft_ops(registry);
+  register_det_ops(registry);
+  register_reverse_sequence_ops(registry);
+  register_lrn_ops(registry);
+  register_mean_variance_norm_ops(registry);
+  register_max_unpool_ops(registry);
+  register_upsample_ops(registry);
+  register_grid_sample_ops(registry);
+  register_roi_align_ops(registry);
 }
 
 }  // namespace aotc

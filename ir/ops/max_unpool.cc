@@ -1,0 +1,89 @@
+// MaxUnpool: scatters X into a zero tensor at the flat positions given by I (MaxPool's indices,
+// flat over the whole output of shape [N, C, spatial...]). The output shape is the constant
+// output_shape input when given, else (in - 1) * stride - pad_begin - pad_end + kernel per dim.
+// Indices outside the output are an error in the reference (the spec leaves them undefined).
+#include "ir/op_registry.h"
+#include "ir/ops/op_helpers.h"
+
+namespace aotc {
+namespace {
+
+Status max_unpool_infer(Node& node, Graph& graph) {
+  AOTC_RETURN_IF_ERROR(expect_inputs(node, 2, 3));
+  if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
+  AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 0, {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kBFloat16}));
+  AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 1, {DType::kInt64}));
+  const Value& x = input_value(graph, node, 0);
+  if (input_value(graph, node, 1).shape != x.shape) return node_error(node, "I must have X's shape");
+  const size_t r = x.shape.size();
+  if (r < 3) return node_error(node, "X must be [N, C, spatial...]");
+  const std::vector<int64_t> kernel = node.attr_ints("kernel_shape");
+  if (kernel.size() != r - 2) return node_error(node, "kernel_shape must have one entry per spatial dim");
+  const std::vector<int64_t> strides = node.attr_ints("strides", std::vector<int64_t>(r - 2, 1));
+  const std::vector<int64_t> pads = node.attr_ints("pads", std::vector<int64_t>(2 * (r - 2), 0));
+  if (strides.size() != r - 2 || pads.size() != 2 * (r - 2)) return node_error(node, "strides/pads have the wrong length");
+  Shape out = x.shape;
+  for (size_t d = 0; d + 2 < r; ++d)
+    out[d + 2] = (x.shape[d + 2] - 1) * strides[d] - pads[d] - pads[d + r - 2] + kernel[d];
+  if (node.input(2) != kNoValue) {
+    AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 2, {DType::kInt64}));
+    Expected<const Tensor*> s = expect_constant(node, graph, 2, "output_shape is the output's static shape");
+    if (!s) return s.status();
+    std::vector<int64_t> given = (*s)->to_int64s();
+    if (given.size() != r) return node_error(node, "output_shape must have X's rank");
+    if (given[0] != x.shape[0] || given[1] != x.shape[1]) return node_error(node, "output_shape must keep N and C");
+    out = given;
+  }
+  for (int64_t d : out)
+    if (d < 0) return node_error(node, "the output shape " + shape_str(out) + " has a negative dim");
+  set_output(graph, node, 0, x.dtype, out);
+  return Status::ok();
+}
+
+Status max_unpool_reference(const Node& node, const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) {
+  const Tensor& x = *inputs[0];
+  const Tensor& idx = *inputs[1];
+  Tensor& y = outputs[0];
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const int64_t at = idx.get_int(i);
+    if (at < 0 || at >= y.numel())
+      return node_error(node, "index " + std::to_string(at) + " is outside the output (" + std::to_string(y.numel()) + " elements)");
+    y.set(at, x.get(i));
+  }
+  return Status::ok();
+}
+
+
+Expected<Lowering> max_unpool_lower(const Node& node, const Graph& graph) {
+  const Value& x = input_value(graph, node, 0);
+  const Value& y = output_value(graph, node, 0);
+  Lowering l;
+  if (y.numel() == 0) return l;
+  for (int phase = 0; phase < 2; ++phase) {
+    if (phase == 1 && x.numel() == 0) break;
+    KernelStep k;
+    k.template_name = "max_unpool";
+    k.holes = {{"comment", std::string("MaxUnpool ") + (phase ? "scatter " : "zero fill ") + shape_str(x.shape) + " -> " +
+                               shape_str(y.shape) + " " + dtype_name(x.dtype)},
+               {"T", dtype_c_type(x.dtype)}, {"PHASE", std::to_string(phase)},
+               {"IN_N", int_literal(x.numel())}, {"OUT_N", int_literal(y.numel())}};
+    k.args = {node.inputs[0], node.inputs[1], node.outputs[0]};
+    k.block = Dim3{256, 1, 1};
+    k.grid = grid_for(phase ? x.numel() : y.numel(), 256);
+    l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  }
+  return l;
+}
+
+}  // namespace
+
+void register_max_unpool_ops(OpRegistry& registry) {
+  OpDef def;
+  def.op_type = "MaxUnpool";
+  def.infer = max_unpool_infer;
+  def.reference = max_unpool_reference;
+  def.lower = max_unpool_lower;
+  registry.add(def);
+}
+
+}  // namespace aotc
