@@ -8,8 +8,9 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
+# gcc-aarch64-linux-gnu: the cross compiler for Jetson libraries (host code for aarch64).
 packages=(build-essential cmake g++ libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
-          libgtest-dev googletest python3 python3-pip)
+          libgtest-dev googletest python3 python3-pip gcc-aarch64-linux-gnu)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
