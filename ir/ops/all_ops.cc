@@ -54,6 +54,12 @@ void register_max_unpool_ops(OpRegistry& registry);
 void register_upsample_ops(OpRegistry& registry);
 void register_grid_sample_ops(OpRegistry& registry);
 void register_roi_align_ops(OpRegistry& registry);
+void register_loss_ops(OpRegistry& registry);
+void register_hardmax_ops(OpRegistry& registry);
+void register_one_hot_ops(OpRegistry& registry);
+void register_eye_like_ops(OpRegistry& registry);
+void register_top_k_ops(OpRegistry& registry);
+void register_scatter_elements_ops(OpRegistry& registry);
 
 void register_all_ops(OpRegistry& registry) {
   register_unary_elementwise_ops(registry);
@@ -106,6 +112,12 @@ void register_all_ops(OpRegistry& registry) {
   register_upsample_ops(registry);
   register_grid_sample_ops(registry);
   register_roi_align_ops(registry);
+  register_loss_ops(registry);
+  register_hardmax_ops(registry);
+  register_one_hot_ops(registry);
+  register_eye_like_ops(registry);
+  register_top_k_ops(registry);
+  register_scatter_elements_ops(registry);
 }
 
 }  // namespace aotc
