@@ -1,8 +1,11 @@
 // Add, Sub, Mul, Div, Pow, Mod, PRelu, BitShift with numpy broadcasting (PRelu: slope broadcasts to X only).
 // Integer semantics are defined for every input, on the host and the GPU alike: +, -, * wrap
 // modulo 2^bits; Div truncates toward zero (C), x / 0 == 0 and INT_MIN / -1 == INT_MIN (wraps);
-// Mod by 0 is 0; Pow computes in double (integer bases: exact while |result| < 2^53, then
-// saturating). So constant folding never traps. Floats follow IEEE; float16/bfloat16 compute in float.
+// Mod by 0 is 0. Integer Pow: an integer exponent gives the exact power by repeated squaring,
+// wrapping like Mul (negative n: 1/x^n truncated: 1 for x=1, +-1 for x=-1, else 0, also for x=0);
+// a float exponent computes in double, snaps to an integer within 1e-12 relative (CUDA's pow is
+// not exact, e.g. (-3)^1.0 = -2.99..), then truncates/saturates. So constant folding never traps.
+// Floats follow IEEE; float16/bfloat16 compute in float.
 #include <cmath>
 #include <type_traits>
 
@@ -47,6 +50,10 @@ const std::vector<DType> kUnsignedTypes = {DType::kUInt8, DType::kUInt16, DType:
 // Pow-15: the base (and output) type T.
 const std::vector<DType> kPowBaseTypes = {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kBFloat16,
                                           DType::kInt32,   DType::kInt64};
+// CUDA's double pow is within a few ulp (2^-50 relative); 1e-12 is far above that and far below
+// the distance of any non-integer power of an integer base that matters for truncation.
+constexpr double kPowSnapRelative = 1e-12;
+const char* const kPowSnapText = "1e-12";
 
 Status binary_import(Node& node, Graph&, int64_t opset) {
   // Before opset 7 the second operand broadcast only with broadcast=1 and an `axis` aligning it
@@ -153,23 +160,71 @@ C apply_binary(BinaryKind kind, C a, C b, bool fmod) {
   }
 }
 
-// Pow: base and exponent of any supported types, computed in double, stored as the base type.
+// Integer base x (int32/int64) to an integer exponent n; the CUDA text of int_pow_expr
+// computes the same. Products wrap modulo 2^64, so the low bits (the stored type) are exact.
+template <class C, class E>
+C int_pow(C x, E n) {
+  if constexpr (std::is_signed_v<E>) {
+    if (n < 0) {
+      if constexpr (std::is_signed_v<C>) return x == 1 ? C{1} : x == -1 ? ((n & 1) ? C{-1} : C{1}) : C{0};
+      return x == 1 ? C{1} : C{0};  // unsigned bases: not accepted by binary_infer; defined anyway
+    }
+  }
+  uint64_t base = static_cast<uint64_t>(x), r = 1;
+  for (uint64_t e = static_cast<uint64_t>(n); e != 0; e >>= 1) {
+    if (e & 1) r *= base;
+    base *= base;
+  }
+  return static_cast<C>(r);
+}
+
+// A double power that should be an integer (integer base, float exponent) is snapped to it when
+// within rounding error, so the truncation that follows does not turn 2.999.. into 2.
+double snap_to_integer(double r) {
+  double n = std::rint(r);
+  return std::fabs(r - n) <= kPowSnapRelative * std::fabs(r) ? n : r;
+}
+
+// Pow: base and exponent of any supported types, stored as the base type. Float bases compute
+// in double; integer bases as described at the top of this file.
 Status pow_reference(const Node& node, const Tensor& a, const Tensor& b, Tensor& y) {
   bool ok = true;
   visit_numeric(a.dtype(), [&](auto ta) {
     using EA = decltype(ta);
+    using CA = typename EA::Compute;
     ok = visit_numeric(b.dtype(), [&](auto tb) {
       using EB = decltype(tb);
+      using CB = typename EB::Compute;
       int64_t i = 0;
       for_each_broadcast(y.shape(), {a.shape(), b.shape()}, [&](const std::vector<int64_t>& off) {
-        double r = std::pow(static_cast<double>(EA::load(a, off[0])), static_cast<double>(EB::load(b, off[1])));
-        // Integers saturate (convert_value); 16-bit floats round through float, as the kernel does.
-        EA::store(y, i++, convert_value<typename EA::Compute>(r));
+        CA x = EA::load(a, off[0]);
+        CB e = EB::load(b, off[1]);
+        if constexpr (std::is_integral_v<CA> && std::is_integral_v<CB>) {
+          EA::store(y, i++, int_pow(x, e));
+        } else if constexpr (std::is_integral_v<CA>) {
+          double r = snap_to_integer(std::pow(static_cast<double>(x), static_cast<double>(e)));
+          EA::store(y, i++, convert_value<CA>(r));  // truncates, saturates, NaN -> 0
+        } else {
+          double r = std::pow(static_cast<double>(x), static_cast<double>(e));
+          EA::store(y, i++, convert_value<CA>(r));  // 16-bit floats round through float, as the kernel
+        }
       });
     });
   });
   if (!ok) return node_error(node, "no reference for dtypes " + dtype_name(a.dtype()) + ", " + dtype_name(b.dtype()));
   return Status::ok();
+}
+
+// CUDA text (an immediately invoked lambda over x and y) computing int_pow for base type `t`
+// (compute type `ct`) and integer exponent type `te`.
+std::string int_pow_expr(const std::string& ct, DType te) {
+  std::string neg = dtype_is_signed(te) ? "if (y < 0) return x == 1 ? (" + ct + ")1 : x == -1 ? ((y & 1) ? (" + ct +
+                                              ")-1 : (" + ct + ")1) : (" + ct + ")0; "
+                                        : "";
+  return "[&]() -> " + ct + " { " + neg +
+         "unsigned long long base = (unsigned long long)x, r = 1ULL; "
+         "for (unsigned long long e = (unsigned long long)y; e != 0ULL; e >>= 1) { "
+         "if (e & 1ULL) r *= base; base *= base; } return (" + ct + ")r; }()";
 }
 
 Status binary_reference(const Node& node, const std::vector<const Tensor*>& inputs,
@@ -201,12 +256,15 @@ Status binary_reference(const Node& node, const std::vector<const Tensor*>& inpu
 }
 
 // The CUDA expression for one element from `x` (type of a) and `y` (type of b) with the same
-// rules as apply_binary / pow_reference; `ct` is the compute type of the output.
-std::string binary_expr(const Node& node, BinaryKind kind, DType t, const std::string& ct) {
+// rules as apply_binary / pow_reference; `ct` is the compute type of the output, `te` the type of b.
+std::string binary_expr(const Node& node, BinaryKind kind, DType t, DType te, const std::string& ct) {
   if (kind == BinaryKind::kPow) {
     const std::string p = "pow((double)x, (double)y)";
-    if (dtype_is_integer(t)) return saturating_int_expr(p, t);
-    return ct == "double" ? p : "(float)" + p;
+    if (!dtype_is_integer(t)) return ct == "double" ? p : "(float)" + p;
+    if (dtype_is_integer(te)) return int_pow_expr(ct, te);
+    // snap_to_integer, then the saturating truncation of convert_value.
+    return "[&]() -> " + ct + " { double p = " + p + ", n = rint(p); double r = fabs(p - n) <= " +
+           kPowSnapText + " * fabs(p) ? n : p; return " + saturating_int_expr("r", t) + "; }()";
   }
   if (!dtype_is_integer(t)) {
     switch (kind) {
@@ -254,7 +312,7 @@ Expected<Lowering> binary_lower(const Node& node, const Graph& graph) {
   if (y.numel() == 0) return l;  // nothing to compute
   std::string comment = node.op_type + " " + shape_str(a.shape) + " " + dtype_name(a.dtype) + " , " +
                         shape_str(b.shape) + " " + dtype_name(b.dtype) + " -> " + shape_str(y.shape);
-  std::string expr = binary_expr(node, node_kind(node), y.dtype, elementwise_compute_type(y.dtype));
+  std::string expr = binary_expr(node, node_kind(node), y.dtype, b.dtype, elementwise_compute_type(y.dtype));
   KernelStep k = binary_kernel_step(graph, node.inputs[0], node.inputs[1], node.outputs[0], expr, comment);
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
   return l;
