@@ -44,6 +44,7 @@ void register_einsum_ops(OpRegistry& registry);
 void register_conv_transpose_ops(OpRegistry& registry);
 void register_resize_ops(OpRegistry& registry);
 void register_gather_nd_ops(OpRegistry& registry);
+void register_rnn_ops(OpRegistry& registry);
 void register_window_function_ops(OpRegistry& registry);
 void register_dft_ops(OpRegistry& registry);
 void register_det_ops(OpRegistry& registry);
@@ -102,6 +103,7 @@ void register_all_ops(OpRegistry& registry) {
   register_conv_transpose_ops(registry);
   register_resize_ops(registry);
   register_gather_nd_ops(registry);
+  register_rnn_ops(registry);
   register_window_function_ops(registry);
   register_dft_ops(registry);
   register_det_ops(registry);
