@@ -1,12 +1,37 @@
 // MaxUnpool: scatters X into a zero tensor at the flat positions given by I (MaxPool's indices,
-// flat over the whole output of shape [N, C, spatial...]). The output shape is the constant
-// output_shape input when given, else (in - 1) * stride - pad_begin - pad_end + kernel per dim.
-// Indices outside the output are an error in the reference (the spec leaves them undefined).
+// flat over the inferred shape [N, C, (in - 1) * stride - pad_begin - pad_end + kernel ...]).
+// With the constant output_shape input the inferred tensor is placed at the origin of the larger
+// (or cropped by a smaller) output, as the ONNX reference and the node test data do. Indices
+// outside the inferred shape are an error in the reference (the spec leaves them undefined).
 #include "ir/op_registry.h"
 #include "ir/ops/op_helpers.h"
 
 namespace aotc {
 namespace {
+
+Shape inferred_shape(const Node& node, const Shape& x) {
+  const size_t r = x.size();
+  const std::vector<int64_t> kernel = node.attr_ints("kernel_shape");
+  const std::vector<int64_t> strides = node.attr_ints("strides", std::vector<int64_t>(r - 2, 1));
+  const std::vector<int64_t> pads = node.attr_ints("pads", std::vector<int64_t>(2 * (r - 2), 0));
+  Shape out = x;
+  for (size_t d = 0; d + 2 < r; ++d)
+    out[d + 2] = (x[d + 2] - 1) * strides[d] - pads[d] - pads[d + r - 2] + kernel[d];
+  return out;
+}
+
+// Flat index in `out` of the element at flat index `at` of `inferred`; -1 when cropped away.
+int64_t place(int64_t at, const Shape& inferred, const Shape& out) {
+  int64_t result = 0, stride = 1;
+  for (size_t d = inferred.size(); d-- > 0;) {
+    const int64_t i = at % inferred[d];
+    at /= inferred[d];
+    if (i >= out[d]) return -1;
+    result += i * stride;
+    stride *= out[d];
+  }
+  return result;
+}
 
 Status max_unpool_infer(Node& node, Graph& graph) {
   AOTC_RETURN_IF_ERROR(expect_inputs(node, 2, 3));
@@ -22,9 +47,9 @@ Status max_unpool_infer(Node& node, Graph& graph) {
   const std::vector<int64_t> strides = node.attr_ints("strides", std::vector<int64_t>(r - 2, 1));
   const std::vector<int64_t> pads = node.attr_ints("pads", std::vector<int64_t>(2 * (r - 2), 0));
   if (strides.size() != r - 2 || pads.size() != 2 * (r - 2)) return node_error(node, "strides/pads have the wrong length");
-  Shape out = x.shape;
-  for (size_t d = 0; d + 2 < r; ++d)
-    out[d + 2] = (x.shape[d + 2] - 1) * strides[d] - pads[d] - pads[d + r - 2] + kernel[d];
+  Shape out = inferred_shape(node, x.shape);
+  for (int64_t d : out)
+    if (d < 0) return node_error(node, "the inferred shape " + shape_str(out) + " has a negative dim");
   if (node.input(2) != kNoValue) {
     AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 2, {DType::kInt64}));
     Expected<const Tensor*> s = expect_constant(node, graph, 2, "output_shape is the output's static shape");
@@ -44,11 +69,14 @@ Status max_unpool_reference(const Node& node, const std::vector<const Tensor*>& 
   const Tensor& x = *inputs[0];
   const Tensor& idx = *inputs[1];
   Tensor& y = outputs[0];
+  const Shape inferred = inferred_shape(node, x.shape());
+  const int64_t inferred_n = shape_numel(inferred);
   for (int64_t i = 0; i < x.numel(); ++i) {
     const int64_t at = idx.get_int(i);
-    if (at < 0 || at >= y.numel())
-      return node_error(node, "index " + std::to_string(at) + " is outside the output (" + std::to_string(y.numel()) + " elements)");
-    y.set(at, x.get(i));
+    if (at < 0 || at >= inferred_n)
+      return node_error(node, "index " + std::to_string(at) + " is outside the unpooled tensor (" + std::to_string(inferred_n) + " elements)");
+    const int64_t to = place(at, inferred, y.shape());
+    if (to >= 0) y.set(to, x.get(i));
   }
   return Status::ok();
 }
@@ -66,7 +94,9 @@ Expected<Lowering> max_unpool_lower(const Node& node, const Graph& graph) {
     k.holes = {{"comment", std::string("MaxUnpool ") + (phase ? "scatter " : "zero fill ") + shape_str(x.shape) + " -> " +
                                shape_str(y.shape) + " " + dtype_name(x.dtype)},
                {"T", dtype_c_type(x.dtype)}, {"PHASE", std::to_string(phase)},
-               {"IN_N", int_literal(x.numel())}, {"OUT_N", int_literal(y.numel())}};
+               {"IN_N", int_literal(x.numel())}, {"OUT_N", int_literal(y.numel())},
+               {"RANK", std::to_string(x.shape.size())}, {"INF_DIMS", dims_literal(inferred_shape(node, x.shape))},
+               {"OUT_DIMS", dims_literal(y.shape)}};
     k.args = {node.inputs[0], node.inputs[1], node.outputs[0]};
     k.block = Dim3{256, 1, 1};
     k.grid = grid_for(phase ? x.numel() : y.numel(), 256);

@@ -1,0 +1,225 @@
+// CPU references of the signal/vision ops against values worked out by hand or from closed
+// forms (never our own output pasted back), plus refusals that must name the node and reason.
+#include <cmath>
+
+#include "tests/ops_basic/ops_test_util.h"
+
+namespace aotc {
+namespace {
+
+using test::OneNode;
+using test::make_tensor;
+constexpr double kPi = 3.14159265358979323846;
+
+Tensor i64s(Shape s, std::vector<int64_t> v) { return Tensor::from_int64s(std::move(s), std::move(v)); }
+
+Tensor run1(OneNode& n, const std::vector<Tensor>& inputs, int outputs = 1) {
+  Status s = n.build(outputs);
+  EXPECT_TRUE(s.is_ok()) << s.message();
+  if (!s.is_ok()) return Tensor();
+  auto out = n.run(inputs);
+  EXPECT_TRUE(out.is_ok()) << out.status().message();
+  return out.is_ok() ? (*out)[0] : Tensor();
+}
+
+TEST(SignalReference, HannPeriodicAndSymmetric) {
+  OneNode n("HannWindow");
+  n.constant(Tensor::scalar_int64(4));
+  // periodic N=4: 0.5 - 0.5 cos(2 pi i / 4) = 0, 0.5, 1, 0.5
+  EXPECT_TENSOR_NEAR(run1(n, {}), make_tensor(DType::kFloat32, {4}, {0, 0.5, 1, 0.5}));
+  OneNode s("HannWindow");
+  s.constant(Tensor::scalar_int64(3)).attr("periodic", Attribute::of_int(0));
+  EXPECT_TENSOR_NEAR(run1(s, {}), make_tensor(DType::kFloat32, {3}, {0, 1, 0}));
+}
+
+TEST(SignalReference, HammingAndBlackmanEndpoints) {
+  OneNode h("HammingWindow");
+  h.constant(Tensor::scalar_int64(2)).attr("output_datatype", Attribute::of_int(11));
+  // i=0: 25/46 - 21/46 = 4/46; i=1 (periodic, M=2): 25/46 + 21/46 = 1
+  EXPECT_TENSOR_NEAR(run1(h, {}), make_tensor(DType::kFloat64, {2}, {4.0 / 46.0, 1.0}));
+  OneNode b("BlackmanWindow");
+  b.constant(Tensor::scalar_int64(3)).attr("periodic", Attribute::of_int(0));
+  // symmetric M=2: i=0: 0.42-0.5+0.08 = 0; i=1: 0.42+0.5+0.08 = 1; i=2: 0
+  EXPECT_TENSOR_NEAR(run1(b, {}), make_tensor(DType::kFloat32, {3}, {0, 1, 0}));
+}
+
+TEST(SignalReference, WindowRefusesRuntimeSizeAndIntOutput) {
+  OneNode n("HannWindow");
+  n.input(DType::kInt64, {});
+  Status s = n.build();
+  EXPECT_FALSE(s.is_ok());
+  EXPECT_TRUE(test::contains(s.message(), "HannWindow")) << s.message();
+  OneNode i("HannWindow");
+  i.constant(Tensor::scalar_int64(3)).attr("output_datatype", Attribute::of_int(7));
+  EXPECT_TRUE(test::contains(i.build().message(), "output_datatype")) << i.build().message();
+}
+
+TEST(SignalReference, DftOfImpulseAndCosine) {
+  // DFT of a unit impulse is all ones; of cos(2 pi t / 8) is 4 at bins 1 and 7.
+  OneNode n("DFT");
+  n.input(DType::kFloat32, {2, 8, 1});
+  std::vector<double> x(16, 0.0);
+  x[0] = 1.0;
+  for (int t = 0; t < 8; ++t) x[8 + t] = std::cos(2 * kPi * t / 8);
+  Tensor y = run1(n, {make_tensor(DType::kFloat32, {2, 8, 1}, x)});
+  std::vector<double> want(32, 0.0);
+  for (int k = 0; k < 8; ++k) want[k * 2] = 1.0;
+  want[16 + 2] = 4.0;
+  want[16 + 14] = 4.0;
+  EXPECT_TENSOR_NEAR(y, make_tensor(DType::kFloat32, {2, 8, 2}, want));
+}
+
+TEST(SignalReference, DftInverseOnesidedAndLength) {
+  // Inverse DFT of X[k] = 1 (all bins) is an impulse at 0.
+  OneNode n("DFT");
+  n.input(DType::kFloat32, {1, 4, 2}).attr("inverse", Attribute::of_int(1));
+  Tensor y = run1(n, {make_tensor(DType::kFloat32, {1, 4, 2}, {1, 0, 1, 0, 1, 0, 1, 0})});
+  EXPECT_TENSOR_NEAR(y, make_tensor(DType::kFloat32, {1, 4, 2}, {1, 0, 0, 0, 0, 0, 0, 0}));
+  // onesided, dft_length 6 zero-pads [1, 1, 1]: X[k] = sum_{t<3} e^{-2 pi i k t / 6}; k=0: 3,
+  // k=3: 1 - 1 + 1 = 1, 4 bins (6 / 2 + 1).
+  OneNode o("DFT");
+  o.input(DType::kFloat32, {1, 3, 1}).constant(Tensor::scalar_int64(6)).attr("onesided", Attribute::of_int(1));
+  Tensor z = run1(o, {make_tensor(DType::kFloat32, {1, 3, 1}, {1, 1, 1})});
+  ASSERT_EQ(z.shape(), (Shape{1, 4, 2}));
+  EXPECT_NEAR(z.get(0), 3.0, 1e-6);
+  EXPECT_NEAR(z.get(6), 1.0, 1e-6);
+  EXPECT_NEAR(z.get(7), 0.0, 1e-6);
+  EXPECT_NEAR(z.get(2), 1.0, 1e-6);   // k=1: 1 + e^{-i pi/3} + e^{-2i pi/3}: real 1 + 0.5 - 0.5
+  EXPECT_NEAR(z.get(3), -std::sqrt(3.0), 1e-6);
+}
+
+TEST(SignalReference, DftRefusesInverseOnesided) {
+  OneNode n("DFT");
+  n.input(DType::kFloat32, {1, 4, 2}).attr("inverse", Attribute::of_int(1)).attr("onesided", Attribute::of_int(1));
+  EXPECT_TRUE(test::contains(n.build().message(), "onesided")) << n.build().message();
+}
+
+TEST(SignalReference, StftFramesOfConstantSignal) {
+  // A constant signal of 1s: every frame's DFT is frame_length at bin 0, zero elsewhere.
+  OneNode n("STFT");
+  n.input(DType::kFloat32, {1, 10, 1}).constant(Tensor::scalar_int64(3)).absent().constant(Tensor::scalar_int64(4));
+  Tensor y = run1(n, {make_tensor(DType::kFloat32, {1, 10, 1}, std::vector<double>(10, 1.0))});
+  ASSERT_EQ(y.shape(), (Shape{1, 3, 3, 2}));  // frames 1 + (10 - 4) / 3 = 3; bins 4 / 2 + 1 = 3
+  for (int64_t i = 0; i < y.numel(); ++i) EXPECT_NEAR(y.get(i), i % 6 == 0 ? 4.0 : 0.0, 1e-6) << i;
+}
+
+TEST(SignalReference, DetKnownMatrices) {
+  OneNode n("Det");
+  n.input(DType::kFloat32, {3, 2, 2});
+  // [[1,2],[3,4]] -> -2; [[0,1],[1,0]] -> -1 (needs a pivot); [[2,0],[0,3]] -> 6
+  Tensor y = run1(n, {make_tensor(DType::kFloat32, {3, 2, 2}, {1, 2, 3, 4, 0, 1, 1, 0, 2, 0, 0, 3})});
+  EXPECT_TENSOR_NEAR(y, make_tensor(DType::kFloat32, {3}, {-2, -1, 6}));
+  OneNode s("Det");
+  s.input(DType::kFloat64, {3, 3});
+  // singular (row 3 = row 1 + row 2) -> 0
+  Tensor z = run1(s, {make_tensor(DType::kFloat64, {3, 3}, {1, 2, 3, 4, 5, 6, 5, 7, 9})});
+  EXPECT_NEAR(z.get(0), 0.0, 1e-9);
+}
+
+TEST(SignalReference, ReverseSequenceBothLayouts) {
+  OneNode n("ReverseSequence");
+  n.input(DType::kInt32, {3, 2}).input(DType::kInt64, {2});  // time-major: [time=3, batch=2]
+  Tensor y = run1(n, {make_tensor(DType::kInt32, {3, 2}, {0, 10, 1, 11, 2, 12}), i64s({2}, {3, 2})});
+  // batch 0 reverses 3 steps: 2,1,0; batch 1 reverses 2 steps: 11,10,12
+  EXPECT_TENSOR_NEAR(y, make_tensor(DType::kInt32, {3, 2}, {2, 11, 1, 10, 0, 12}));
+  OneNode b("ReverseSequence");
+  b.input(DType::kFloat32, {2, 3}).input(DType::kInt64, {2}).attr("batch_axis", Attribute::of_int(0)).attr("time_axis", Attribute::of_int(1));
+  Tensor z = run1(b, {make_tensor(DType::kFloat32, {2, 3}, {0, 1, 2, 3, 4, 5}), i64s({2}, {1, 3})});
+  EXPECT_TENSOR_NEAR(z, make_tensor(DType::kFloat32, {2, 3}, {0, 1, 2, 5, 4, 3}));
+}
+
+TEST(SignalReference, LrnClosedForm) {
+  // size 3 over 3 channels of value 2 at one pixel: channel 0 sums channels 0..1 (8),
+  // channel 1 sums 0..2 (12); y = 2 / (1 + 0.3 / 3 * sum)^0.5
+  OneNode n("LRN");
+  n.input(DType::kFloat32, {1, 3, 1, 1}).attr("size", Attribute::of_int(3)).attr("alpha", Attribute::of_float(0.3f))
+      .attr("beta", Attribute::of_float(0.5f));
+  Tensor y = run1(n, {make_tensor(DType::kFloat32, {1, 3, 1, 1}, {2, 2, 2})});
+  const double a = 0.3f / 3.0;
+  EXPECT_TENSOR_NEAR(y, make_tensor(DType::kFloat32, {1, 3, 1, 1},
+                                    {2 / std::sqrt(1 + a * 8), 2 / std::sqrt(1 + a * 12), 2 / std::sqrt(1 + a * 8)}));
+  OneNode m("LRN");
+  m.input(DType::kFloat32, {1, 3, 1, 1});
+  EXPECT_TRUE(test::contains(m.build().message(), "size")) << m.build().message();
+}
+
+TEST(SignalReference, MvnOfTwoValues) {
+  // Over axis 1 only: [1, 3] -> mean 2, std 1 -> [-1, 1]
+  OneNode n("MeanVarianceNormalization");
+  n.input(DType::kFloat32, {2, 2}).attr("axes", Attribute::of_ints({1}));
+  Tensor y = run1(n, {make_tensor(DType::kFloat32, {2, 2}, {1, 3, 5, 5})});
+  EXPECT_TENSOR_NEAR(y, make_tensor(DType::kFloat32, {2, 2}, {-1, 1, 0, 0}));
+}
+
+TEST(SignalReference, MaxUnpoolScattersAndPads) {
+  OneNode n("MaxUnpool");
+  n.input(DType::kFloat32, {1, 1, 2, 2}).input(DType::kInt64, {1, 1, 2, 2}).constant(i64s({4}, {1, 1, 5, 5}))
+      .attr("kernel_shape", Attribute::of_ints({2, 2})).attr("strides", Attribute::of_ints({2, 2}));
+  // Indices are flat in the inferred 4x4 ((2 - 1) * 2 + 2): 0, 6, 9, 15 are (0,0), (1,2), (2,1),
+  // (3,3), which sit at 0, 7, 11, 18 of the 5x5 output (the 4x4 block at the origin, as the ONNX
+  // node test data place it).
+  Tensor y = run1(n, {make_tensor(DType::kFloat32, {1, 1, 2, 2}, {1, 2, 3, 4}), i64s({1, 1, 2, 2}, {0, 6, 9, 15})});
+  std::vector<double> want(25, 0.0);
+  want[0] = 1; want[7] = 2; want[11] = 3; want[18] = 4;
+  EXPECT_TENSOR_NEAR(y, make_tensor(DType::kFloat32, {1, 1, 5, 5}, want));
+  OneNode d("MaxUnpool");
+  d.input(DType::kFloat32, {1, 1, 2, 2}).input(DType::kInt64, {1, 1, 2, 2}).attr("kernel_shape", Attribute::of_ints({2, 2}))
+      .attr("strides", Attribute::of_ints({2, 2}));
+  ASSERT_TRUE(d.build().is_ok());
+  EXPECT_EQ(d.out().shape, (Shape{1, 1, 4, 4}));  // (2 - 1) * 2 + 2
+}
+
+TEST(SignalReference, UpsampleBecomesResizeNearest) {
+  OneNode n("Upsample", 7);
+  n.input(DType::kFloat32, {1, 1, 2, 2}).attr("scales", Attribute::of_floats({1, 1, 2, 1.5f}));
+  Tensor y = run1(n, {make_tensor(DType::kFloat32, {1, 1, 2, 2}, {1, 2, 3, 4})});
+  EXPECT_EQ(n.built().op_type, "Resize");
+  // rows floor(i / 2), cols floor(j / 1.5) for j < 3
+  EXPECT_TENSOR_NEAR(y, make_tensor(DType::kFloat32, {1, 1, 4, 3}, {1, 1, 2, 1, 1, 2, 3, 3, 4, 3, 3, 4}));
+}
+
+TEST(SignalReference, GridSampleIdentityGridAndPadding) {
+  // align_corners=1 with grid points at the pixel centres (-1, 0, 1) reproduces the input.
+  OneNode n("GridSample");
+  n.input(DType::kFloat32, {1, 1, 3, 3}).input(DType::kFloat32, {1, 3, 3, 2}).attr("align_corners", Attribute::of_int(1));
+  std::vector<double> grid;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) { grid.push_back(j - 1.0); grid.push_back(i - 1.0); }
+  std::vector<double> x = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  Tensor y = run1(n, {make_tensor(DType::kFloat32, {1, 1, 3, 3}, x), make_tensor(DType::kFloat32, {1, 3, 3, 2}, grid)});
+  EXPECT_TENSOR_NEAR(y, make_tensor(DType::kFloat32, {1, 1, 3, 3}, x));
+  // Halfway between pixels 1 and 2 of row 0: (1 + 2) / 2; far outside with zeros padding: 0;
+  // with border padding: the corner value.
+  for (const char* pad : {"zeros", "border"}) {
+    OneNode m("GridSample");
+    m.input(DType::kFloat32, {1, 1, 3, 3}).input(DType::kFloat32, {1, 1, 2, 2}).attr("align_corners", Attribute::of_int(1))
+        .attr("padding_mode", Attribute::of_string(pad));
+    Tensor z = run1(m, {make_tensor(DType::kFloat32, {1, 1, 3, 3}, x), make_tensor(DType::kFloat32, {1, 1, 2, 2}, {-0.5, -1, 5, 5})});
+    EXPECT_TENSOR_NEAR(z, make_tensor(DType::kFloat32, {1, 1, 1, 2}, {1.5, std::string(pad) == "zeros" ? 0.0 : 9.0}));
+  }
+  OneNode v("GridSample");
+  v.input(DType::kFloat32, {1, 1, 2, 2, 2}).input(DType::kFloat32, {1, 1, 1, 1, 3});
+  EXPECT_TRUE(test::contains(v.build().message(), "4-D")) << v.build().message();
+}
+
+TEST(SignalReference, RoiAlignOfConstantImage) {
+  // Every bilinear sample of a constant image inside it is that constant: avg = max = 7.
+  for (const char* mode : {"avg", "max"}) {
+    OneNode n("RoiAlign", 16);
+    n.input(DType::kFloat32, {1, 2, 6, 6}).input(DType::kFloat32, {2, 4}).input(DType::kInt64, {2})
+        .attr("mode", Attribute::of_string(mode)).attr("output_height", Attribute::of_int(2)).attr("output_width", Attribute::of_int(3))
+        .attr("sampling_ratio", Attribute::of_int(2));
+    Tensor y = run1(n, {make_tensor(DType::kFloat32, {1, 2, 6, 6}, std::vector<double>(72, 7.0)),
+                        make_tensor(DType::kFloat32, {2, 4}, {1, 1, 4, 4, 0.5, 2, 5, 3.5}), i64s({2}, {0, 0})});
+    std::vector<double> want(24, 7.0);
+    if (std::string(mode) == "max") {
+      // max takes the largest single weighted corner term w * 7 (weights < 1), so only check bounds.
+      for (int64_t i = 0; i < y.numel(); ++i) EXPECT_LE(y.get(i), 7.0 + 1e-6);
+    } else {
+      EXPECT_TENSOR_NEAR(y, make_tensor(DType::kFloat32, {2, 2, 2, 3}, want));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace aotc
