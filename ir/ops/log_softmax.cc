@@ -63,8 +63,9 @@ Status log_softmax_reference(const Node& node, const std::vector<const Tensor*>&
       for (int64_t j = 0; j < d.n; ++j) m = std::max(m, x.get(base + j * d.inner));
       double sum = 0;
       for (int64_t j = 0; j < d.n; ++j) sum += std::exp(x.get(base + j * d.inner) - m);
-      const double shift = m + std::log(sum);
-      for (int64_t j = 0; j < d.n; ++j) outputs[0].set(base + j * d.inner, x.get(base + j * d.inner) - shift);
+      // (x - m) - log(sum), the order the kernel uses (m + log(sum) would round at m's magnitude).
+      const double log_sum = std::log(sum);
+      for (int64_t j = 0; j < d.n; ++j) outputs[0].set(base + j * d.inner, (x.get(base + j * d.inner) - m) - log_sum);
     }
   return Status::ok();
 }
