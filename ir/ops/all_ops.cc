@@ -61,6 +61,9 @@ void register_one_hot_ops(OpRegistry& registry);
 void register_eye_like_ops(OpRegistry& registry);
 void register_top_k_ops(OpRegistry& registry);
 void register_scatter_elements_ops(OpRegistry& registry);
+void register_quantize_ops(OpRegistry& registry);
+void register_integer_matmul_ops(OpRegistry& registry);
+void register_tfidf_ops(OpRegistry& registry);
 
 void register_all_ops(OpRegistry& registry) {
   register_unary_elementwise_ops(registry);
@@ -120,6 +123,9 @@ void register_all_ops(OpRegistry& registry) {
   register_eye_like_ops(registry);
   register_top_k_ops(registry);
   register_scatter_elements_ops(registry);
+  register_quantize_ops(registry);
+  register_integer_matmul_ops(registry);
+  register_tfidf_ops(registry);
 }
 
 }  // namespace aotc

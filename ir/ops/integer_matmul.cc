@@ -1,0 +1,309 @@
+// Integer matrix products: MatMulInteger and ConvInteger (int32 results of (a - a_zp) x (b - b_zp)),
+// QLinearMatMul and QLinearConv (the same int32 sum, plus QLinearConv's int32 bias, requantized:
+// saturate(rint(sum * (a_scale * b_scale / y_scale)) + y_zp), the multiplier in float and the product
+// in double, as the ONNX reference computes it). Zero points and scales are per tensor, per row of A /
+// per column of B (matmul) or per output channel (conv). Direct loops on the CPU and one thread per
+// output element on the GPU (templates/integer_matmul.cu.in, integer_conv.cu.in): correctness first.
+#include <algorithm>
+#include <cmath>
+
+#include "ir/op_registry.h"
+#include "ir/ops/op_helpers.h"
+#include "ir/ops/window.h"
+
+namespace aotc {
+namespace {
+
+constexpr int kAbsent = -1;
+
+// Which input index plays which role, per op (kAbsent: the op has no such input).
+struct Roles {
+  int a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp, bias;
+  bool quantized() const { return y_scale != kAbsent; }
+};
+
+Roles roles_of(const Node& node) {
+  if (node.op_type == "MatMulInteger" || node.op_type == "ConvInteger")
+    return Roles{0, kAbsent, 2, 1, kAbsent, 3, kAbsent, kAbsent, kAbsent};
+  return Roles{0, 1, 2, 3, 4, 5, 6, 7, node.op_type == "QLinearConv" ? 8 : kAbsent};
+}
+bool is_conv(const Node& node) { return node.op_type == "ConvInteger" || node.op_type == "QLinearConv"; }
+
+bool present(const Node& node, int index) { return index != kAbsent && node.input(static_cast<size_t>(index)) != kNoValue; }
+
+// A per-tensor or per-channel parameter: 0 absent, 1 scalar, 2 one value per channel.
+int param_mode(const Node& node, int index, const Shape* shape) {
+  if (!present(node, index) || !shape) return 0;
+  return shape_numel(*shape) == 1 ? 1 : 2;
+}
+
+Status check_param(const Node& node, int index, const Shape& s, int64_t channels, const std::string& what) {
+  if (shape_numel(s) == 1) return Status::ok();
+  if (s.size() == 1 && s[0] == channels) return Status::ok();
+  return node_error(node, "input " + std::to_string(index) + " has shape " + shape_str(s) + ", expected a scalar or " +
+                              std::to_string(channels) + " values (one per " + what + ")");
+}
+
+struct IntMatmulDims {
+  int64_t m = 1, n = 1, k = 0;
+  Shape batch, a_strides, b_strides;  // per batch dim, element strides of A and B (0: broadcast)
+  Shape out;
+};
+
+Expected<IntMatmulDims> matmul_dims(const Node& node, const Shape& a, const Shape& b) {
+  if (a.empty() || b.empty()) return node_error(node, "operands must have rank >= 1");
+  IntMatmulDims d;
+  d.k = a.back();
+  d.m = a.size() >= 2 ? a[a.size() - 2] : 1;
+  d.n = b.size() >= 2 ? b.back() : 1;
+  if ((b.size() >= 2 ? b[b.size() - 2] : b[0]) != d.k)
+    return node_error(node, "inner dims differ: A " + shape_str(a) + " and B " + shape_str(b));
+  Shape ab(a.begin(), a.end() - std::min<size_t>(a.size(), 2)), bb(b.begin(), b.end() - std::min<size_t>(b.size(), 2));
+  auto batch = broadcast_shapes(node, ab, bb);
+  if (!batch) return batch.status();
+  d.batch = *batch;
+  auto strides = [&](const Shape& ob, int64_t mat) {
+    Shape padded(d.batch.size() - ob.size(), 1);
+    padded.insert(padded.end(), ob.begin(), ob.end());
+    Shape s(padded.size());
+    for (size_t i = padded.size(); i-- > 0;) {
+      s[i] = padded[i] == 1 ? 0 : mat;
+      mat *= padded[i];
+    }
+    return s;
+  };
+  d.a_strides = strides(ab, d.m * d.k);
+  d.b_strides = strides(bb, d.k * d.n);
+  d.out = d.batch;
+  if (a.size() >= 2) d.out.push_back(d.m);
+  if (b.size() >= 2) d.out.push_back(d.n);
+  return d;
+}
+
+struct IntConvDims {
+  int64_t batch = 0, cin = 0, cout = 0, group = 1;
+  WindowGeometry geo;  // rank 3
+  Shape out;
+};
+
+Expected<IntConvDims> conv_dims(const Node& node, const Shape& x, const Shape& w) {
+  if (x.size() < 3 || x.size() > 5 || w.size() != x.size())
+    return node_error(node, "X " + shape_str(x) + " and W " + shape_str(w) + " must have the same rank, 3 to 5");
+  IntConvDims d;
+  d.batch = x[0];
+  d.cin = x[1];
+  d.cout = w[0];
+  d.group = node.attr_int("group", 1);
+  if (d.group <= 0 || d.cin % d.group != 0 || d.cout % d.group != 0 || w[1] != d.cin / d.group)
+    return node_error(node, "channels of X " + shape_str(x) + " and W " + shape_str(w) + " do not fit group " + std::to_string(d.group));
+  std::vector<int64_t> in(x.begin() + 2, x.end()), kernel(w.begin() + 2, w.end());
+  if (node.has_attr("kernel_shape") && node.attr_ints("kernel_shape") != kernel)
+    return node_error(node, "kernel_shape attribute does not match W's spatial dims " + shape_str(kernel));
+  auto geo = resolve_window(node, in, kernel, WindowOptions{});
+  if (!geo) return geo.status();
+  d.out = {d.batch, d.cout};
+  d.out.insert(d.out.end(), geo->out.begin(), geo->out.end());
+  d.geo = to_rank3(*geo);
+  return d;
+}
+
+Status integer_infer(Node& node, Graph& graph) {
+  const Roles r = roles_of(node);
+  const bool conv = is_conv(node);
+  AOTC_RETURN_IF_ERROR(r.quantized() ? expect_inputs(node, 8, conv ? 9 : 8) : expect_inputs(node, 2, 4));
+  if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
+  const std::vector<DType> k8 = {DType::kUInt8, DType::kInt8};
+  AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, static_cast<size_t>(r.a), k8));
+  AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, static_cast<size_t>(r.b), k8));
+  const Value& a = input_value(graph, node, static_cast<size_t>(r.a));
+  const Value& b = input_value(graph, node, static_cast<size_t>(r.b));
+  int64_t a_channels, b_channels;
+  Shape out;
+  if (conv) {
+    auto d = conv_dims(node, a.shape, b.shape);
+    if (!d) return d.status();
+    a_channels = 1, b_channels = d->cout, out = d->out;
+  } else {
+    auto d = matmul_dims(node, a.shape, b.shape);
+    if (!d) return d.status();
+    a_channels = d->m, b_channels = d->n, out = d->out;
+  }
+  const std::string a_what = conv ? "tensor" : "row of A", b_what = conv ? "output channel" : "column of B";
+  for (auto [idx, dt, ch, what] : {std::tuple{r.a_zp, a.dtype, a_channels, a_what}, std::tuple{r.b_zp, b.dtype, b_channels, b_what}})
+    if (present(node, idx)) {
+      AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, static_cast<size_t>(idx), {dt}));
+      AOTC_RETURN_IF_ERROR(check_param(node, idx, input_value(graph, node, static_cast<size_t>(idx)).shape, ch, what));
+    }
+  DType y_type = DType::kInt32;
+  if (r.quantized()) {
+    for (auto [idx, ch, what] : {std::tuple{r.a_scale, a_channels, a_what}, std::tuple{r.b_scale, b_channels, b_what},
+                                 std::tuple{r.y_scale, int64_t{1}, std::string("tensor")}}) {
+      AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, static_cast<size_t>(idx), {DType::kFloat32}));
+      AOTC_RETURN_IF_ERROR(check_param(node, idx, input_value(graph, node, static_cast<size_t>(idx)).shape, ch, what));
+    }
+    y_type = a.dtype;
+    if (present(node, r.y_zp)) {
+      AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, static_cast<size_t>(r.y_zp), k8));
+      AOTC_RETURN_IF_ERROR(check_param(node, r.y_zp, input_value(graph, node, static_cast<size_t>(r.y_zp)).shape, 1, "tensor"));
+      y_type = input_value(graph, node, static_cast<size_t>(r.y_zp)).dtype;
+    }
+    if (present(node, r.bias)) {
+      AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, static_cast<size_t>(r.bias), {DType::kInt32}));
+      const Shape& bs = input_value(graph, node, static_cast<size_t>(r.bias)).shape;
+      if (bs.size() != 1 || bs[0] != b_channels) return node_error(node, "bias B must have shape [" + std::to_string(b_channels) + "]");
+    }
+  }
+  set_output(graph, node, 0, y_type, out);
+  return Status::ok();
+}
+
+// Value of a per-tensor / per-channel parameter for channel c (0 when absent).
+double param(const std::vector<const Tensor*>& in, int index, int64_t c) {
+  if (index == kAbsent || static_cast<size_t>(index) >= in.size() || !in[static_cast<size_t>(index)]) return 0;
+  const Tensor& t = *in[static_cast<size_t>(index)];
+  return t.get(t.numel() == 1 ? 0 : c);
+}
+
+// Requantizes one int32 sum (QLinear ops) or stores it (integer ops).
+void store_result(const Node& node, const std::vector<const Tensor*>& in, Tensor& y, int64_t yi, int64_t acc,
+                  int64_t a_ch, int64_t b_ch) {
+  const Roles r = roles_of(node);
+  if (!r.quantized()) {
+    y.set_int(yi, static_cast<int32_t>(acc));
+    return;
+  }
+  const float mult = static_cast<float>(param(in, r.a_scale, a_ch)) * static_cast<float>(param(in, r.b_scale, b_ch)) /
+                     static_cast<float>(param(in, r.y_scale, 0));
+  const double lo = y.dtype() == DType::kInt8 ? -128 : 0, hi = y.dtype() == DType::kInt8 ? 127 : 255;
+  const double v = std::nearbyint(static_cast<double>(acc) * static_cast<double>(mult)) + param(in, r.y_zp, 0);
+  y.set_int(yi, static_cast<int64_t>(std::min(hi, std::max(lo, v))));
+}
+
+Status integer_reference(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+  const Roles r = roles_of(node);
+  const Tensor& a = *in[static_cast<size_t>(r.a)];
+  const Tensor& b = *in[static_cast<size_t>(r.b)];
+  if (!is_conv(node)) {
+    auto d = matmul_dims(node, a.shape(), b.shape());
+    if (!d) return d.status();
+    const int64_t batches = shape_numel(d->batch);
+    for (int64_t bi = 0; bi < batches; ++bi) {
+      int64_t oa = 0, ob = 0, rest = bi;
+      for (size_t i = d->batch.size(); i-- > 0;) {
+        oa += (rest % d->batch[i]) * d->a_strides[i];
+        ob += (rest % d->batch[i]) * d->b_strides[i];
+        rest /= d->batch[i];
+      }
+      for (int64_t i = 0; i < d->m; ++i)
+        for (int64_t j = 0; j < d->n; ++j) {
+          int64_t acc = 0;
+          for (int64_t p = 0; p < d->k; ++p)
+            acc += (a.get_int(oa + i * d->k + p) - static_cast<int64_t>(param(in, r.a_zp, i))) *
+                   (b.get_int(ob + p * d->n + j) - static_cast<int64_t>(param(in, r.b_zp, j)));
+          store_result(node, in, out[0], (bi * d->m + i) * d->n + j, acc, i, j);
+        }
+    }
+    return Status::ok();
+  }
+  auto d = conv_dims(node, a.shape(), b.shape());
+  if (!d) return d.status();
+  const WindowGeometry& g = d->geo;
+  const int64_t cin_g = d->cin / d->group, cout_g = d->cout / d->group;
+  const int64_t in_sp = g.in[0] * g.in[1] * g.in[2], k_sp = g.kernel[0] * g.kernel[1] * g.kernel[2];
+  const int64_t out_sp = g.out[0] * g.out[1] * g.out[2];
+  const int64_t xzp = static_cast<int64_t>(param(in, r.a_zp, 0));
+  for (int64_t n = 0; n < d->batch; ++n)
+    for (int64_t oc = 0; oc < d->cout; ++oc) {
+      const int64_t ic0 = (oc / cout_g) * cin_g, wzp = static_cast<int64_t>(param(in, r.b_zp, oc));
+      for (int64_t o = 0; o < out_sp; ++o) {
+        const int64_t od = o / (g.out[1] * g.out[2]), oh = (o / g.out[2]) % g.out[1], ow = o % g.out[2];
+        // Padding contributes 0: the spec pads the zero-point-shifted input.
+        int64_t acc = present(node, r.bias) ? in[static_cast<size_t>(r.bias)]->get_int(oc) : 0;
+        for (int64_t ic = 0; ic < cin_g; ++ic)
+          for (int64_t kk = 0; kk < k_sp; ++kk) {
+            const int64_t kd = kk / (g.kernel[1] * g.kernel[2]), kh = (kk / g.kernel[2]) % g.kernel[1], kw = kk % g.kernel[2];
+            const int64_t id = od * g.strides[0] - g.pad_begin[0] + kd * g.dilations[0];
+            const int64_t ih = oh * g.strides[1] - g.pad_begin[1] + kh * g.dilations[1];
+            const int64_t iw = ow * g.strides[2] - g.pad_begin[2] + kw * g.dilations[2];
+            if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || iw < 0 || iw >= g.in[2]) continue;
+            const int64_t xv = a.get_int((n * d->cin + ic0 + ic) * in_sp + (id * g.in[1] + ih) * g.in[2] + iw);
+            const int64_t wv = b.get_int((oc * cin_g + ic) * k_sp + kk);
+            acc += (xv - xzp) * (wv - wzp);
+          }
+        store_result(node, in, out[0], (n * d->cout + oc) * out_sp + o, acc, 0, oc);
+      }
+    }
+  return Status::ok();
+}
+
+// The holes and arguments both templates share: element types, parameter modes, requantization.
+void common_holes(const Node& node, const Graph& graph, KernelStep& k) {
+  const Roles r = roles_of(node);
+  auto type_of = [&](int idx) { return dtype_c_type(input_value(graph, node, static_cast<size_t>(idx)).dtype); };
+  auto mode = [&](int idx) {
+    return std::to_string(param_mode(node, idx, present(node, idx) ? &input_value(graph, node, static_cast<size_t>(idx)).shape : nullptr));
+  };
+  const DType y = output_value(graph, node, 0).dtype;
+  k.holes.insert(k.holes.end(), {{"TA", type_of(r.a)}, {"TB", type_of(r.b)}, {"TY", dtype_c_type(y)},
+                                 {"a_zp_mode", mode(r.a_zp)}, {"b_zp_mode", mode(r.b_zp)},
+                                 {"quantized", r.quantized() ? "true" : "false"},
+                                 {"a_scale_mode", r.quantized() ? mode(r.a_scale) : "0"},
+                                 {"b_scale_mode", r.quantized() ? mode(r.b_scale) : "0"},
+                                 {"has_y_zp", present(node, r.y_zp) ? "true" : "false"},
+                                 {"has_bias", present(node, r.bias) ? "true" : "false"},
+                                 {"qmin", y == DType::kInt8 ? "-128.0" : "0.0"}, {"qmax", y == DType::kInt8 ? "127.0" : "255.0"}});
+  auto arg = [&](int idx) { return present(node, idx) ? node.inputs[static_cast<size_t>(idx)] : kNullArg; };
+  k.args = {arg(r.a), arg(r.b), arg(r.a_zp), arg(r.b_zp), arg(r.a_scale), arg(r.b_scale), arg(r.y_scale), arg(r.y_zp),
+            arg(r.bias), node.outputs[0]};
+  k.block = Dim3{128, 1, 1};
+}
+
+Expected<Lowering> integer_lower(const Node& node, const Graph& graph) {
+  const Roles r = roles_of(node);
+  const Shape& as = input_value(graph, node, static_cast<size_t>(r.a)).shape;
+  const Shape& bs = input_value(graph, node, static_cast<size_t>(r.b)).shape;
+  const int64_t total = output_value(graph, node, 0).numel();
+  Lowering l;
+  if (total == 0) return l;
+  KernelStep k;
+  const std::string comment = node.op_type + " " + shape_str(as) + " x " + shape_str(bs);
+  if (!is_conv(node)) {
+    auto d = matmul_dims(node, as, bs);
+    if (!d) return d.status();
+    Shape batch = d->batch, sa = d->a_strides, sb = d->b_strides;
+    if (batch.empty()) batch = {1}, sa = {0}, sb = {0};  // no zero-length arrays in the kernel
+    k.template_name = "integer_matmul";
+    k.holes = {{"m", int_literal(d->m)}, {"n", int_literal(d->n)}, {"k", int_literal(d->k)},
+               {"batch_rank", int_literal(static_cast<int64_t>(batch.size()))}, {"batch_dims", dims_literal(batch)},
+               {"a_strides", dims_literal(sa)}, {"b_strides", dims_literal(sb)}, {"total", int_literal(total)},
+               {"comment", comment}};
+  } else {
+    auto d = conv_dims(node, as, bs);
+    if (!d) return d.status();
+    const WindowGeometry& g = d->geo;
+    k.template_name = "integer_conv";
+    k.holes = {{"cin", int_literal(d->cin)}, {"cout", int_literal(d->cout)}, {"group", int_literal(d->group)},
+               {"in_dims", dims_literal(g.in)}, {"kernel_dims", dims_literal(g.kernel)}, {"strides", dims_literal(g.strides)},
+               {"dilations", dims_literal(g.dilations)}, {"pad_begin", dims_literal(g.pad_begin)}, {"out_dims", dims_literal(g.out)},
+               {"total", int_literal(total)}, {"comment", comment}};
+  }
+  common_holes(node, graph, k);
+  k.grid = grid_for(total, 128);
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  return l;
+}
+
+}  // namespace
+
+void register_integer_matmul_ops(OpRegistry& registry) {
+  for (const char* op : {"MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv"}) {
+    OpDef def;
+    def.op_type = op;
+    def.infer = integer_infer;
+    def.reference = integer_reference;
+    def.lower = integer_lower;
+    registry.add(def);
+  }
+}
+
+}  // namespace aotc

@@ -1,0 +1,272 @@
+// Every quantization template, lowered from representative nodes (dtypes, per-tensor and per-axis
+// parameters, absent zero points, shapes with 1 and primes), is (1) rendered and compiled with nvcc for sm_90, (2) run on the
+// CPU through the CUDA emulation shim of tests/ops_compute and compared with the CPU reference,
+// and (3) with a GPU, run there the same way (outputs poisoned first). Without nvcc / a GPU
+// those parts skip with the reason.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+
+#include "tests/ops_basic/ops_test_util.h"
+#include "tests/ops_compute/kernel_harness.h"
+
+namespace aotc {
+namespace {
+
+using test::OneNode;
+
+struct Case {
+  std::string label;
+  std::function<void(OneNode&)> build;
+  int64_t opset = 18;
+  int outputs = 1;
+};
+
+Attribute ints(std::vector<int64_t> v) { return Attribute::of_ints(std::move(v)); }
+Attribute one(int64_t v) { return Attribute::of_int(v); }
+OneNode& set_op(OneNode& n, const char* op) {
+  n.node.op_type = op;
+  return n;
+}
+
+std::vector<Case> cases() {
+  const DType f32 = DType::kFloat32, f16 = DType::kFloat16, u8 = DType::kUInt8, i8 = DType::kInt8, i32 = DType::kInt32;
+  auto scalar = [](float v) { return Tensor::from_floats({}, {v}); };
+  auto fvec = [](std::vector<float> v) { return Tensor::from_floats({static_cast<int64_t>(v.size())}, v); };
+  auto zp = [](DType t, Shape s, std::vector<int64_t> v) {
+    Tensor x(t, std::move(s));
+    for (size_t i = 0; i < v.size(); ++i) x.set_int(static_cast<int64_t>(i), v[i]);
+    return x;
+  };
+  std::vector<Case> c;
+  auto add = [&](std::string label, std::function<void(OneNode&)> f, int64_t opset = 13, int outputs = 1) {
+    c.push_back({std::move(label), std::move(f), opset, outputs});
+  };
+  add("QuantizeLinear f32 -> uint8 per tensor", [=](OneNode& n) {
+    set_op(n, "QuantizeLinear").input(f32, {3, 67}).constant(scalar(0.013f)).constant(zp(u8, {}, {131}));
+  });
+  add("QuantizeLinear f32 -> int8 per axis", [=](OneNode& n) {
+    set_op(n, "QuantizeLinear").input(f32, {2, 3, 5}).constant(fvec({0.01f, 0.02f, 0.5f})).constant(zp(i8, {3}, {-3, 0, 7}));
+  });
+  add("QuantizeLinear int32 no zero point", [=](OneNode& n) { set_op(n, "QuantizeLinear").input(i32, {11}).constant(scalar(0.5f)); });
+  add("QuantizeLinear f16 opset 19", [=](OneNode& n) {
+    Tensor s(f16, {});
+    s.set(0, 0.03125);
+    set_op(n, "QuantizeLinear").input(f16, {2, 7}).constant(s).constant(zp(i8, {}, {5}));
+  }, 19);
+  add("DequantizeLinear uint8 per tensor", [=](OneNode& n) {
+    set_op(n, "DequantizeLinear").input(u8, {5, 13}).constant(scalar(0.37f)).constant(zp(u8, {}, {2}));
+  });
+  add("DequantizeLinear int8 per axis 0", [=](OneNode& n) {
+    set_op(n, "DequantizeLinear").input(i8, {3, 7}).constant(fvec({0.5f, 2.f, 0.125f})).constant(zp(i8, {3}, {1, -2, 0})).attr("axis", one(0));
+  });
+  add("DequantizeLinear int32", [=](OneNode& n) { set_op(n, "DequantizeLinear").input(i32, {17}).constant(scalar(0.25f)); });
+  add("DynamicQuantizeLinear 1000", [=](OneNode& n) { set_op(n, "DynamicQuantizeLinear").input(f32, {10, 100}); }, 11, 3);
+  add("DynamicQuantizeLinear 7", [=](OneNode& n) { set_op(n, "DynamicQuantizeLinear").input(f32, {7}); }, 11, 3);
+  add("MatMulInteger uint8 zero points per column", [=](OneNode& n) {
+    set_op(n, "MatMulInteger").input(u8, {3, 7}).input(u8, {7, 5}).constant(zp(u8, {}, {2})).constant(zp(u8, {5}, {1, 0, 3, 2, 1}));
+  }, 10);
+  add("MatMulInteger int8 x uint8 batch broadcast", [=](OneNode& n) {
+    set_op(n, "MatMulInteger").input(i8, {2, 1, 3, 5}).input(u8, {3, 5, 2});
+  }, 10);
+  add("QLinearMatMul uint8", [=](OneNode& n) {
+    set_op(n, "QLinearMatMul").input(u8, {2, 4, 9}).constant(scalar(0.05f)).constant(zp(u8, {}, {1})).input(u8, {9, 3})
+        .constant(scalar(0.1f)).constant(zp(u8, {}, {2})).constant(scalar(0.02f)).constant(zp(u8, {}, {100}));
+  }, 10);
+  add("QLinearMatMul int8 per row/column scales", [=](OneNode& n) {
+    set_op(n, "QLinearMatMul").input(i8, {3, 5}).constant(fvec({0.1f, 0.2f, 0.3f})).constant(zp(i8, {3}, {0, 1, -1})).input(i8, {5, 2})
+        .constant(fvec({0.5f, 0.05f})).constant(zp(i8, {2}, {1, 0})).constant(scalar(0.07f)).constant(zp(i8, {}, {-5}));
+  }, 10);
+  add("ConvInteger pads strides group 2 per-channel w_zp", [=](OneNode& n) {
+    set_op(n, "ConvInteger").input(u8, {2, 4, 5, 7}).input(u8, {6, 2, 3, 2}).constant(zp(u8, {}, {3})).constant(zp(u8, {6}, {0, 1, 2, 3, 2, 1}))
+        .attr("pads", ints({1, 0, 2, 1})).attr("strides", ints({2, 1})).attr("group", one(2));
+  }, 10);
+  add("ConvInteger 1-D dilation no zero points", [=](OneNode& n) {
+    set_op(n, "ConvInteger").input(i8, {1, 3, 11}).input(i8, {2, 3, 3}).attr("dilations", ints({2}));
+  }, 10);
+  add("QLinearConv uint8 bias per-channel scale", [=](OneNode& n) {
+    set_op(n, "QLinearConv").input(u8, {1, 3, 6, 5}).constant(scalar(0.1f)).constant(zp(u8, {}, {2})).input(i8, {4, 3, 3, 3})
+        .constant(fvec({0.1f, 0.2f, 0.05f, 0.3f})).constant(zp(i8, {}, {0})).constant(scalar(0.04f)).constant(zp(u8, {}, {90}))
+        .constant(zp(i32, {4}, {10, -20, 0, 5})).attr("pads", ints({1, 1, 1, 1}));
+  }, 10);
+  add("TfIdfVectorizer TF int64 rows", [=](OneNode& n) {
+    set_op(n, "TfIdfVectorizer").input(DType::kInt64, {3, 13}).attr("mode", Attribute::of_string("TF"))
+        .attr("min_gram_length", one(1)).attr("max_gram_length", one(3)).attr("max_skip_count", one(2))
+        .attr("ngram_counts", ints({0, 3, 7})).attr("ngram_indexes", ints({4, 0, 1, 2, 3, 5, 6, 7}))
+        .attr("pool_int64s", ints({-1, 2, 3, 0, 1, 2, 3, 1, 0, 1, 2, 0, 1, 2, 3, 1}));
+  }, 9);
+  add("TfIdfVectorizer TFIDF int32 1-D", [=](OneNode& n) {
+    set_op(n, "TfIdfVectorizer").input(i32, {29}).attr("mode", Attribute::of_string("TFIDF"))
+        .attr("min_gram_length", one(2)).attr("max_gram_length", one(2)).attr("max_skip_count", one(3))
+        .attr("ngram_counts", ints({0, 2})).attr("ngram_indexes", ints({0, 1, 2, 3, 1}))
+        .attr("pool_int64s", ints({1, 2, 0, 1, 1, -1, 2, 3})).attr("weights", Attribute::of_floats({0.5f, 2.f, 1.5f, 3.f}));
+  }, 9);
+  return c;
+}
+
+// Full 8-bit ranges (saturation and both signs occur), small other integers (so TfIdf pools match),
+// floats in [-3, 3).
+Tensor random_input(const Value& v, uint32_t seed) {
+  Tensor t(v.dtype, v.shape);
+  double lo = -2, hi = 4;
+  if (v.dtype == DType::kUInt8) lo = 0, hi = 256;
+  if (v.dtype == DType::kInt8) lo = -128, hi = 128;
+  if (dtype_is_float(v.dtype)) lo = -3, hi = 3;
+  std::vector<double> vals = test::lcg_values(t.numel(), lo, hi, seed);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (dtype_is_float(v.dtype)) t.set(i, vals[static_cast<size_t>(i)]);
+    else t.set_int(i, static_cast<int64_t>(std::floor(vals[static_cast<size_t>(i)])));
+  }
+  return t;
+}
+
+struct Built {
+  std::string label;
+  std::unique_ptr<OneNode> node;
+  Lowering lowering;
+};
+
+std::vector<Built> build_all() {
+  std::vector<Built> out;
+  for (const Case& c : cases()) {
+    auto n = std::make_unique<OneNode>("", c.opset);
+    c.build(*n);
+    Status s = n->build(c.outputs);
+    EXPECT_TRUE(s.is_ok()) << c.label << ": " << s.message();
+    if (!s.is_ok()) continue;
+    const OpDef* def = default_registry().find(n->built().op_type);
+    auto l = def->lower(n->built(), n->graph);
+    EXPECT_TRUE(l.is_ok()) << c.label << ": " << l.status().message();
+    if (!l.is_ok()) continue;
+    out.push_back({c.label, std::move(n), *l});
+  }
+  return out;
+}
+
+// Runs every case through `runner` and compares each output with the CPU reference.
+void check_all(std::vector<Built>& built, const std::function<Status(size_t, const Lowering&, std::map<ValueId, Tensor>&)>& runner) {
+  uint32_t seed = 7;
+  for (size_t r = 0; r < built.size(); ++r) {
+    OneNode& g = *built[r].node;
+    std::vector<Tensor> inputs;
+    std::map<ValueId, Tensor> values;
+    for (ValueId id : g.graph.inputs) {
+      Tensor t = random_input(g.graph.value(id), seed++);
+      inputs.push_back(t);
+      values[id] = t;
+    }
+    for (const Value& v : g.graph.values)
+      if (v.constant) values[g.graph.find_value(v.name)] = *v.constant;
+    auto want = g.run(inputs);
+    ASSERT_TRUE(want.is_ok()) << built[r].label << ": " << want.status().message();
+    for (ValueId id : g.built().outputs) {
+      Tensor poisoned(g.graph.value(id).dtype, g.graph.value(id).shape);
+      std::memset(poisoned.raw(), 0xFF, static_cast<size_t>(poisoned.byte_size()));
+      values[id] = poisoned;
+    }
+    Status s = runner(r, built[r].lowering, values);
+    ASSERT_TRUE(s.is_ok()) << built[r].label << ": " << s.message();
+    for (size_t i = 0; i < g.built().outputs.size(); ++i) {
+      std::string mismatch = test::compare_tensors(values[g.built().outputs[i]], (*want)[i]);
+      EXPECT_TRUE(mismatch.empty()) << built[r].label << " output " << i << ": " << mismatch;
+    }
+  }
+}
+
+// The CPU emulation shim launches kernels of at most 6 pointer parameters; the integer matmul/conv
+// kernels take 10. For the emulation only, such a kernel is rendered as <name>_impl behind a
+// 2-parameter wrapper <name>(packed, unused) whose first argument is an array of the 10 pointers
+// (see pack_args); nvcc and the GPU get the kernels exactly as codegen emits them.
+constexpr size_t kEmulatedMaxArgs = 6;
+const char* const kPackedCall = R"(
+#include <utility>
+template <class... P, size_t... I>
+void aotc_test_call_packed(void (*f)(P...), void** p, std::index_sequence<I...>) { f(static_cast<P>(p[I])...); }
+template <class... P>
+void aotc_test_call_packed(void (*f)(P...), void** p) { aotc_test_call_packed(f, p, std::index_sequence_for<P...>{}); }
+)";
+
+std::string kernel_source(const std::vector<Built>& built, std::set<std::string>* templates, bool emulated = false) {
+  std::string source = emulated ? kPackedCall : "";
+  for (size_t r = 0; r < built.size(); ++r)
+    for (size_t i = 0; i < built[r].lowering.steps.size(); ++i) {
+      const LoweredStep& step = built[r].lowering.steps[i];
+      if (step.kind != LoweredStep::Kind::kKernel) continue;
+      const std::string name = "c" + std::to_string(r) + "_k" + std::to_string(i);
+      const bool packed = emulated && step.kernel.args.size() > kEmulatedMaxArgs;
+      auto text = testing_util::render_kernel(step.kernel, packed ? name + "_impl" : name);
+      EXPECT_TRUE(text.is_ok()) << built[r].label << ": " << text.status().message();
+      if (text.is_ok()) source += *text + "\n";
+      if (packed)
+        source += "extern \"C\" __global__ void " + name + "(void* packed, void*) { aotc_test_call_packed(" + name +
+                  "_impl, static_cast<void**>(packed)); }\n";
+      if (templates) templates->insert(step.kernel.template_name);
+    }
+  return source;
+}
+
+// The lowering as the emulation sees it: a kernel with more than 6 arguments gets one value
+// holding its argument pointers (stable: std::map nodes and tensor bytes do not move).
+Lowering pack_args(const Lowering& l, std::map<ValueId, Tensor>& values) {
+  Lowering out = l;
+  ValueId next = 1000000;
+  for (LoweredStep& step : out.steps) {
+    if (step.kind != LoweredStep::Kind::kKernel || step.kernel.args.size() <= kEmulatedMaxArgs) continue;
+    Tensor ptrs(DType::kInt64, {static_cast<int64_t>(step.kernel.args.size())});
+    for (size_t j = 0; j < step.kernel.args.size(); ++j) {
+      const ValueId id = step.kernel.args[j];
+      ptrs.data<int64_t>()[j] = id == kNullArg ? 0 : static_cast<int64_t>(reinterpret_cast<intptr_t>(values.at(id).raw()));
+    }
+    values[next] = ptrs;
+    step.kernel.args = {next, next};
+    ++next;
+  }
+  return out;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+TEST(QuantKernels, AllTemplatesCompileWithNvcc) {
+  std::vector<Built> built = build_all();
+  std::set<std::string> used;
+  std::string source = read_text(std::string(AOTC_SOURCE_DIR) + "/templates/common.cuh") + "\n" + kernel_source(built, &used);
+  for (const char* t : {"quantize_linear", "dequantize_linear", "dynamic_quantize_linear", "integer_matmul", "integer_conv", "tfidf"})
+    EXPECT_TRUE(used.count(t)) << "template not exercised: " << t;
+  if (testing_util::find_nvcc().empty()) GTEST_SKIP() << "no nvcc: rendered, not compiled";
+  Status s = testing_util::nvcc_compile(source, "sm_90", false, "/tmp/aotc_ops_quant_" + std::to_string(getpid()) + ".o");
+  EXPECT_TRUE(s.is_ok()) << s.message();
+  std::remove(("/tmp/aotc_ops_quant_" + std::to_string(getpid()) + ".o").c_str());
+}
+
+TEST(QuantKernels, EmulatedOnCpuMatchReference) {
+  std::vector<Built> built = build_all();
+  auto handle = testing_util::compile_for_cpu(kernel_source(built, nullptr, true));
+  if (!handle && handle.status().message().find("g++ failed") == std::string::npos)
+    GTEST_SKIP() << "no host compiler for the emulation: " << handle.status().message();
+  ASSERT_TRUE(handle.is_ok()) << handle.status().message();
+  check_all(built, [&](size_t r, const Lowering& l, std::map<ValueId, Tensor>& values) {
+    return testing_util::run_on_cpu(*handle, "c" + std::to_string(r) + "_", pack_args(l, values), values);
+  });
+}
+
+TEST(QuantKernels, GpuMatchesReference) {
+  std::string why;
+  auto gpu = testing_util::Gpu::open(&why);
+  if (!gpu) GTEST_SKIP() << "no CUDA GPU: " << why;
+  std::vector<Built> built = build_all();
+  check_all(built, [&](size_t, const Lowering& l, std::map<ValueId, Tensor>& values) { return gpu->run(l, values); });
+}
+
+}  // namespace
+}  // namespace aotc

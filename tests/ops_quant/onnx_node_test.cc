@@ -1,0 +1,103 @@
+// The ONNX backend node tests of this area's ops, run through the frontend and the CPU reference
+// and compared with the expected outputs shipped with the test data (per-element tolerances).
+// No input of these ops must be constant (scales and zero points are read at run time); the
+// *_expanded tests (bodies of other areas' ops) are left to the conformance runner.
+#include <dirent.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+
+#include "tests/ops_basic/ops_test_util.h"
+
+#ifdef AOTC_HAVE_FRONTEND
+#include "frontend/onnx_loader.h"
+#include "frontend/tensor_file.h"
+#endif
+
+namespace aotc {
+namespace {
+
+const char* const kPrefixes[] = {"test_quantizelinear", "test_dequantizelinear", "test_dynamicquantizelinear",
+                                 "test_matmulinteger",  "test_convinteger",      "test_basic_convinteger",
+                                 "test_qlinearmatmul",  "test_qlinearconv",      "test_tfidfvectorizer"};
+
+bool excluded(const std::string& name, std::string* why) {
+  if (name.find("_expanded") != std::string::npos) {
+    *why = "the expanded form's body uses other areas' ops (ReduceMin, Div, Clip, Cast...): covered by the conformance runner";
+    return true;
+  }
+  return false;
+}
+
+std::vector<std::string> node_test_names() {
+  std::vector<std::string> names;
+  DIR* dir = opendir(AOTC_ONNX_NODE_TEST_DIR);
+  if (!dir) return names;
+  while (dirent* e = readdir(dir)) {
+    std::string n = e->d_name;
+    for (const char* p : kPrefixes)
+      if (n.rfind(p, 0) == 0) names.push_back(n);
+  }
+  closedir(dir);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool file_exists(const std::string& path) { return std::ifstream(path).good(); }
+
+class QuantNodeTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(QuantNodeTest, MatchesExpectedOutputs) {
+  const std::string name = GetParam();
+  std::string why;
+  if (excluded(name, &why)) GTEST_SKIP() << name << ": " << why;
+#ifndef AOTC_HAVE_FRONTEND
+  GTEST_SKIP() << "frontend not built";
+#else
+  const std::string dir = std::string(AOTC_ONNX_NODE_TEST_DIR) + "/" + name;
+  int sets = 0;
+  for (int s = 0; file_exists(dir + "/test_data_set_" + std::to_string(s) + "/output_0.pb"); ++s, ++sets) {
+    const std::string set_dir = dir + "/test_data_set_" + std::to_string(s);
+    std::map<std::string, Tensor> data;
+    for (int i = 0; file_exists(set_dir + "/input_" + std::to_string(i) + ".pb"); ++i) {
+      std::string input_name;
+      Expected<Tensor> t = load_tensor_pb(set_dir + "/input_" + std::to_string(i) + ".pb", &input_name);
+      ASSERT_TRUE(t.is_ok()) << t.status().message();
+      data[input_name] = *t;
+    }
+    Expected<Graph> g = load_onnx_model(dir + "/model.onnx");
+    if (!g.is_ok() && g.status().message().find("must be a constant") != std::string::npos) {
+      // None of these ops needs a constant input; a refusal here is a real failure.
+      ADD_FAILURE() << g.status().message();
+    }
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    std::vector<Tensor> inputs;
+    for (ValueId id : g->inputs) {
+      auto it = data.find(g->value(id).name);
+      ASSERT_NE(it, data.end()) << "no test data for input " << g->value(id).name;
+      inputs.push_back(it->second);
+    }
+    auto out = evaluate_graph(*g, inputs);
+    ASSERT_TRUE(out.is_ok()) << out.status().message();
+    ASSERT_EQ(out->size(), g->outputs.size());
+    for (size_t i = 0; i < out->size(); ++i) {
+      Expected<Tensor> want = load_tensor_pb(set_dir + "/output_" + std::to_string(i) + ".pb");
+      ASSERT_TRUE(want.is_ok()) << want.status().message();
+      std::string mismatch = test::compare_tensors((*out)[i], *want);
+      EXPECT_TRUE(mismatch.empty()) << name << " set " << s << " output " << i << ": " << mismatch;
+    }
+  }
+  EXPECT_GT(sets, 0) << "no test data sets in " << dir;
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(Node, QuantNodeTest, ::testing::ValuesIn(node_test_names()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+TEST(QuantNodeTests, DataIsPresent) {
+  EXPECT_GE(node_test_names().size(), 24u) << "ONNX node test data missing at " << AOTC_ONNX_NODE_TEST_DIR;
+}
+
+}  // namespace
+}  // namespace aotc
