@@ -271,7 +271,8 @@ Status mel_reference(const Node& node, const std::vector<const Tensor*>& in, std
   const double lo = in[3]->get(0), hi = in[4]->get(0);
   const int64_t rows = y.shape()[0];
   const double lo_mel = 2595.0 * std::log10(1.0 + lo / 700.0), hi_mel = 2595.0 * std::log10(1.0 + hi / 700.0);
-  const double step = (hi_mel - lo_mel) / static_cast<double>(mel + 1);
+  // The spec (and onnx/reference/ops/op_mel_weight_matrix.py) divide by num_mel_bins + 2 points.
+  const double step = (hi_mel - lo_mel) / static_cast<double>(mel + 2);
   std::vector<int64_t> bins(static_cast<size_t>(mel + 2));
   for (int64_t i = 0; i < mel + 2; ++i) {
     const double hz = 700.0 * (std::pow(10.0, (static_cast<double>(i) * step + lo_mel) / 2595.0) - 1.0);
