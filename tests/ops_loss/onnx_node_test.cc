@@ -33,7 +33,10 @@ std::vector<std::string> node_test_names() {
   while (dirent* e = readdir(dir)) {
     std::string n = e->d_name;
     for (const char* p : kPrefixes)
-      if (n.rfind(p, 0) == 0) names.push_back(n);
+      if (n.rfind(p, 0) == 0) {
+        names.push_back(n);
+        break;  // "test_scatter_with" is also a prefix of "test_scatter_without"
+      }
   }
   closedir(dir);
   std::sort(names.begin(), names.end());
@@ -98,7 +101,7 @@ INSTANTIATE_TEST_SUITE_P(Node, LossNodeTest, ::testing::ValuesIn(node_test_names
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 TEST(LossNodeTests, DataIsPresent) {
-  EXPECT_GE(node_test_names().size(), 130u) << "ONNX node test data missing at " << AOTC_ONNX_NODE_TEST_DIR;
+  EXPECT_GE(node_test_names().size(), 127u) << "ONNX node test data missing at " << AOTC_ONNX_NODE_TEST_DIR;
 }
 
 }  // namespace
