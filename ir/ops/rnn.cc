@@ -62,7 +62,10 @@ Status parse_activations(const Node& node, RnnSpec& s) {
             : s.cell == Cell::kGru ? std::vector<std::string>{"Sigmoid", "Tanh"}
                                    : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
   }
-  if (static_cast<int64_t>(names.size()) == nf && s.dirs == 2) names.insert(names.end(), names.begin(), names.end());
+  if (static_cast<int64_t>(names.size()) == nf && s.dirs == 2) {
+    const std::vector<std::string> one_direction = names;  // inserting a vector's own range is UB
+    names.insert(names.end(), one_direction.begin(), one_direction.end());
+  }
   if (static_cast<int64_t>(names.size()) != nf * s.dirs)
     return node_error(node, "activations has " + std::to_string(names.size()) + " entries, expected " +
                                 std::to_string(nf * s.dirs));

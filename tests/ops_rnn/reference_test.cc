@@ -103,7 +103,8 @@ TEST(GruReference, ClosedFormBothResetModes) {
     const double cand = lbr ? std::tanh(wh * x + wb[2] + r * (rh * h0 + rb[2]))
                             : std::tanh(wh * x + wb[2] + rh * (r * h0) + rb[2]);
     const double h = (1 - z) * cand + z * h0;
-    EXPECT_TENSOR_NEAR((*out)[1], f({1, 1, 1}, {static_cast<float>(h)})) << "linear_before_reset " << lbr;
+    SCOPED_TRACE("linear_before_reset " + std::to_string(lbr));
+    EXPECT_TENSOR_NEAR((*out)[1], f({1, 1, 1}, {static_cast<float>(h)}));
   }
 }
 
@@ -123,8 +124,9 @@ TEST(LstmReference, ClosedFormPeepholesAndInputForget) {
     const double fg = coupled ? 1 - i : sigmoid(bf + pf * c0);
     const double c = fg * c0 + i * std::tanh(bc);
     const double o = sigmoid(bo + po * c);
-    EXPECT_TENSOR_NEAR((*out)[1], f({1, 1, 1}, {static_cast<float>(o * std::tanh(c))})) << "input_forget " << coupled;
-    EXPECT_TENSOR_NEAR((*out)[2], f({1, 1, 1}, {static_cast<float>(c)})) << "input_forget " << coupled;
+    SCOPED_TRACE("input_forget " + std::to_string(coupled));
+    EXPECT_TENSOR_NEAR((*out)[1], f({1, 1, 1}, {static_cast<float>(o * std::tanh(c))}));
+    EXPECT_TENSOR_NEAR((*out)[2], f({1, 1, 1}, {static_cast<float>(c)}));
   }
 }
 
