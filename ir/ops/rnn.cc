@@ -284,10 +284,10 @@ Status rnn_reference(const Node& node, const std::vector<const Tensor*>& in, std
           for (int64_t j = 0; j < H; ++j) Y->set(lay.y(t, d, b, j), h[j]);
       }
       // Y past a sequence's end stays zero (outputs are zero-filled); the final states are the last
-      // valid step's.
+      // valid step's, and zero for an empty sequence (as ONNX Runtime does; the spec is silent).
       for (int64_t j = 0; j < H; ++j) {
-        if (YH) YH->set(lay.state(d, b, j), h[j]);
-        if (YC) YC->set(lay.state(d, b, j), c[j]);
+        if (YH) YH->set(lay.state(d, b, j), len == 0 ? 0.0 : h[j]);
+        if (YC) YC->set(lay.state(d, b, j), len == 0 ? 0.0 : c[j]);
       }
     }
   }
