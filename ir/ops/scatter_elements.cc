@@ -71,6 +71,7 @@ Status scatter_elements_reference(const Node& node, const std::vector<const Tens
   const std::vector<int64_t> dstrides = shape_strides(data.shape());
   const Reduction red = reduction_of(node);
   const bool is_float = dtype_is_float(data.dtype());
+  const bool is_u64 = data.dtype() == DType::kUInt64;  // max/min compare unsigned
   const int64_t elem = dtype_size(data.dtype());
   for (int64_t i = 0; i < indices.numel(); ++i) {
     int64_t rem = i, off = 0;
@@ -97,7 +98,8 @@ Status scatter_elements_reference(const Node& node, const std::vector<const Tens
       const int64_t a = out.get_int(off), u = updates.get_int(i);
       const int64_t r = red == Reduction::kAdd ? static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(u))
                         : red == Reduction::kMul ? static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(u))
-                        : red == Reduction::kMax ? std::max(a, u) : std::min(a, u);
+                        : red == Reduction::kMax ? (is_u64 ? static_cast<int64_t>(std::max<uint64_t>(a, u)) : std::max(a, u))
+                        : (is_u64 ? static_cast<int64_t>(std::min<uint64_t>(a, u)) : std::min(a, u));
       out.set_int(off, r);
     }
   }

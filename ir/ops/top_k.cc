@@ -69,6 +69,7 @@ Status top_k_reference(const Node& node, const std::vector<const Tensor*>& input
   const int64_t k = inputs[1]->get_int(0);
   const bool largest = node.attr_int("largest", 1) != 0;
   const bool is_float = dtype_is_float(x.dtype());
+  const bool is_u64 = x.dtype() == DType::kUInt64;
   const int64_t elem = dtype_size(x.dtype());
   std::vector<int64_t> order(static_cast<size_t>(d.n));
   for (int64_t o = 0; o < d.outer; ++o)
@@ -79,6 +80,10 @@ Status top_k_reference(const Node& node, const std::vector<const Tensor*>& input
       std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
         const int64_t ia = base + a * d.inner, ib = base + b * d.inner;
         if (is_float) return largest ? x.get(ia) > x.get(ib) : x.get(ia) < x.get(ib);
+        if (is_u64) {  // above 2^63 get_int wraps negative: compare the unsigned bits
+          const uint64_t ua = static_cast<uint64_t>(x.get_int(ia)), ub = static_cast<uint64_t>(x.get_int(ib));
+          return largest ? ua > ub : ua < ub;
+        }
         return largest ? x.get_int(ia) > x.get_int(ib) : x.get_int(ia) < x.get_int(ib);
       });
       for (int64_t j = 0; j < k; ++j) {

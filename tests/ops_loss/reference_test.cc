@@ -139,6 +139,19 @@ TEST(TopK, AxisZeroAndOpset1Attribute) {
   expect_values(out[1], {2}, {1, 3});
 }
 
+TEST(TopK, Uint64AboveInt64Max) {
+  Tensor x(DType::kUInt64, {3});
+  x.set_int(0, 1);
+  x.set_int(1, INT64_MIN + 5);  // the bits of 2^63 + 5: the largest as an unsigned value
+  x.set_int(2, 7);
+  OneNode a("TopK", 11);
+  a.input(DType::kUInt64, {3}).constant(i64({1}, {2}));
+  auto out = run(a, {x}, 2);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[1].get_int(0), 1);
+  EXPECT_EQ(out[1].get_int(1), 2);
+}
+
 TEST(TopK, RefusesRuntimeOrOversizedK) {
   OneNode a("TopK", 11);
   a.input(f32, {4}).input(DType::kInt64, {1});
