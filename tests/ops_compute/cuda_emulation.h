@@ -11,6 +11,7 @@
 
 #include <barrier>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #define __global__
@@ -38,6 +39,16 @@ inline float __int_as_float(unsigned int bits) {
   return f;
 }
 
+// Calls a kernel whose parameters are N pointers with args[0..N).
+template <size_t... I>
+void aotc_emu_call(void* fn, void** args, std::index_sequence<I...>) {
+  using Kernel = void (*)(decltype((void)I, static_cast<void*>(nullptr))...);
+  reinterpret_cast<Kernel>(fn)(args[I]...);
+}
+
+// The most pointer parameters aotc_emu_launch can pass (run_on_cpu refuses more).
+constexpr int kAotcEmuMaxArgs = 12;
+
 // Runs fn (a kernel whose parameters are `nargs` pointers) over the grid. Not inline: the test
 // finds it with dlsym (this header is included by exactly one generated file).
 extern "C" void aotc_emu_launch(void* fn, int nargs, void** args, unsigned gx, unsigned gy, unsigned gz,
@@ -49,13 +60,18 @@ extern "C" void aotc_emu_launch(void* fn, int nargs, void** args, unsigned gx, u
   aotc_emu_barrier = &barrier;
   auto call = [&]() {
     switch (nargs) {
-      case 2: reinterpret_cast<void (*)(void*, void*)>(fn)(args[0], args[1]); break;
-      case 3: reinterpret_cast<void (*)(void*, void*, void*)>(fn)(args[0], args[1], args[2]); break;
-      case 4: reinterpret_cast<void (*)(void*, void*, void*, void*)>(fn)(args[0], args[1], args[2], args[3]); break;
-      case 5: reinterpret_cast<void (*)(void*, void*, void*, void*, void*)>(fn)(args[0], args[1], args[2], args[3], args[4]); break;
-      case 6:
-        reinterpret_cast<void (*)(void*, void*, void*, void*, void*, void*)>(fn)(args[0], args[1], args[2], args[3], args[4], args[5]);
-        break;
+      case 1: aotc_emu_call(fn, args, std::make_index_sequence<1>{}); break;
+      case 2: aotc_emu_call(fn, args, std::make_index_sequence<2>{}); break;
+      case 3: aotc_emu_call(fn, args, std::make_index_sequence<3>{}); break;
+      case 4: aotc_emu_call(fn, args, std::make_index_sequence<4>{}); break;
+      case 5: aotc_emu_call(fn, args, std::make_index_sequence<5>{}); break;
+      case 6: aotc_emu_call(fn, args, std::make_index_sequence<6>{}); break;
+      case 7: aotc_emu_call(fn, args, std::make_index_sequence<7>{}); break;
+      case 8: aotc_emu_call(fn, args, std::make_index_sequence<8>{}); break;
+      case 9: aotc_emu_call(fn, args, std::make_index_sequence<9>{}); break;
+      case 10: aotc_emu_call(fn, args, std::make_index_sequence<10>{}); break;
+      case 11: aotc_emu_call(fn, args, std::make_index_sequence<11>{}); break;
+      case 12: aotc_emu_call(fn, args, std::make_index_sequence<12>{}); break;
     }
   };
   std::vector<std::thread> workers;

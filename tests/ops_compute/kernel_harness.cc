@@ -146,6 +146,11 @@ Status run_on_cpu(void* handle, const std::string& prefix, const Lowering& lower
     const KernelStep& k = step.kernel;
     void* fn = dlsym(handle, (prefix + "k" + std::to_string(i)).c_str());
     if (!fn) return Status::error("kernel " + prefix + "k" + std::to_string(i) + " missing");
+    // Must match kAotcEmuMaxArgs in cuda_emulation.h: a kernel the emulator cannot call is an
+    // error, never a silent no-op that would let a test pass without running anything.
+    if (k.args.empty() || k.args.size() > 12)
+      return Status::error("CPU emulation takes kernels with 1 to 12 pointer parameters, got " +
+                           std::to_string(k.args.size()));
     std::vector<void*> args;
     for (ValueId id : k.args)
       args.push_back(id == kNullArg ? nullptr : id == kScratchArg ? scratch.data() : values.at(id).raw());
