@@ -157,7 +157,9 @@ Status install_file(const fs::path& from, const fs::path& to) {
   fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
   if (!ec) fs::rename(tmp, to, ec);
   if (ec) {
-    fs::remove(tmp, ec);
+    // A separate error_code: reusing `ec` for the cleanup overwrote the reason with "Success".
+    std::error_code cleanup_ec;
+    fs::remove(tmp, cleanup_ec);
     return Status::error("cannot write " + to.string() + ": " + ec.message());
   }
   return Status::ok();
