@@ -1,5 +1,6 @@
 // Output comparison and timing statistics (see compare.h). Elements are read through
-// Tensor::get (doubles), except 64-bit integers, which compare exactly through get_int.
+// Tensor::get (doubles; every float width and integers up to 32 bits convert exactly), except
+// 64-bit integers, which compare exactly through get_int.
 #include "tools/compare.h"
 
 #include <algorithm>
@@ -18,6 +19,20 @@ Tolerance default_tolerance(DType dtype) {
     t.rtol = 0;
   }
   return t;
+}
+
+std::string index_text(const Shape& shape, int64_t flat) {
+  std::string out = "index " + std::to_string(flat);
+  if (shape.size() <= 1) return out;
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    int64_t dim = shape[d] > 0 ? shape[d] : 1;
+    idx[d] = flat % dim;
+    flat /= dim;
+  }
+  out += " (";
+  for (size_t d = 0; d < idx.size(); ++d) out += (d ? "," : "") + std::to_string(idx[d]);
+  return out + ")";
 }
 
 static std::string format_double(double v) {
@@ -92,7 +107,7 @@ CompareResult compare_tensors(const Tensor& got, const Tensor& ref, const Tolera
     r.pass = r.mismatches == 0;
     if (!r.pass) {
       r.reason = std::to_string(r.mismatches) + " of " + std::to_string(r.elements) +
-                 " elements differ; first at " + std::to_string(r.first_mismatch) + ": got " +
+                 " elements differ; first at " + index_text(ref.shape(), r.first_mismatch) + ": got " +
                  format_double(r.first_got) + ", expected " + format_double(r.first_ref);
     }
   }

@@ -1,28 +1,39 @@
-// Per-element comparison of a result tensor with the expected one, as the conformance runner and
-// the GPU op tests define it: same dtype and shape; floats |got-expected| <= atol + rtol*|expected|
-// (fp32/fp64: 1e-5/1e-4, fp16: 2.5e-3/1e-3), NaN and Inf positions equal; integers and bool exact.
+// The conformance runner's and the GPU op tests' view of tools/compare.h (the one comparison
+// implementation): the per-element rule with the dtype's default tolerance, reduced to a verdict
+// and one message line that names the first mismatch, the count and the tolerance used.
 #pragma once
 
+#include <sstream>
 #include <string>
 
-#include "ir/tensor.h"
+#include "tools/compare.h"
 
 namespace aotc::conformance {
-
-struct Tolerance {
-  double atol = 0;
-  double rtol = 0;
-};
-
-// The tolerance for a dtype (zero for integers and bool).
-Tolerance tolerance_for(DType dtype);
 
 struct CompareResult {
   bool ok = true;
   int64_t mismatches = 0;
-  std::string message;  // first mismatch: "index 17 (0,5,2): got 1.25 expected 1.5", or the dtype/shape problem
+  std::string message;  // "" when ok; else aotc::CompareResult::reason plus the dtype's tolerance
 };
 
-CompareResult compare_tensors(const Tensor& got, const Tensor& expected);
+inline std::string number_text(double v) {
+  std::ostringstream out;
+  out << v;  // 1e-05, 0.0001, 0.0025
+  return out.str();
+}
+
+inline CompareResult compare_tensors(const Tensor& got, const Tensor& expected) {
+  const Tolerance tol = default_tolerance(expected.dtype());
+  const aotc::CompareResult c = aotc::compare_tensors(got, expected, tol);
+  CompareResult r;
+  r.ok = c.pass;
+  r.mismatches = c.mismatches;
+  if (!c.pass && c.mismatches > 0)
+    r.message = c.reason + " (" + dtype_name(expected.dtype()) + " atol " + number_text(tol.atol) + " rtol " +
+                number_text(tol.rtol) + ")";
+  else if (!c.pass)
+    r.message = c.reason;
+  return r;
+}
 
 }  // namespace aotc::conformance
