@@ -4,6 +4,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <set>
 
@@ -100,6 +101,31 @@ TEST(ModelInfo, ShapeInputsBecomeConstantsOnlyWhenUsedOnlyAsShapes) {
   ModelInfo info = info_of(m, "slots");
   EXPECT_EQ(info.constant_inputs, std::vector<int>{1});
   EXPECT_EQ(info.attribute_inputs, std::vector<int>{3});
+}
+
+TEST(ModelInfo, DtypeOnlyAndUnusedInputsBecomeConstants) {
+  onnx::ModelProto m;
+  onnx::GraphProto* g = m.mutable_graph();
+  *g->add_input() = tensor_input("x", {3, 4});
+  *g->add_input() = tensor_input("like", {3, 4});
+  *g->add_input() = tensor_input("unused", {3, 4});
+  add_node(g, "CastLike", {"x", "like"}, {"y"});
+  ModelInfo info = info_of(m, "castlike");
+  EXPECT_EQ(info.constant_inputs, (std::vector<int>{1, 2}));
+  EXPECT_EQ(info.input_elem_types, (std::vector<int>{1, 1, 1}));
+}
+
+TEST(ModelInfo, Uint16DataDeclaredBFloat16KeepsItsBits) {
+  Tensor u(DType::kUInt16, {2});
+  uint16_t bits[2] = {0x3f80, 0xc040};  // bfloat16 1.0 and -3.0
+  std::memcpy(u.raw(), bits, sizeof bits);
+  Tensor b = as_declared_bfloat16(u, onnx::TensorProto::BFLOAT16);
+  ASSERT_EQ(b.dtype(), DType::kBFloat16);
+  EXPECT_EQ(b.get(0), 1.0);
+  EXPECT_EQ(b.get(1), -3.0);
+  EXPECT_EQ(as_declared_bfloat16(u, onnx::TensorProto::UINT16).dtype(), DType::kUInt16);
+  Tensor f = Tensor::from_floats({1}, {2.f});
+  EXPECT_EQ(as_declared_bfloat16(f, onnx::TensorProto::BFLOAT16).dtype(), DType::kFloat32);
 }
 
 TEST(ModelInfo, PrimaryOp) {
