@@ -58,7 +58,13 @@ Status nvcc_compile(const std::string& source, const std::string& arch, bool cub
   std::string src_path = out_path + ".cu", log_path = out_path + ".log";
   {
     std::ofstream f(src_path);
-    f << "#include <cuda_fp16.h>\n" << source;
+    // The same device prelude codegen puts in front of every kernel, unless the caller already
+    // pasted it (several kernel tests build their source as common.cuh + kernels).
+    std::ifstream common_file(std::string(AOTC_SOURCE_DIR) + "/templates/common.cuh");
+    std::stringstream common;
+    common << common_file.rdbuf();
+    if (source.find(common.str()) == std::string::npos) f << common.str() << "\n";
+    f << source;
   }
   pid_t pid = fork();
   if (pid == 0) {
@@ -267,6 +273,11 @@ Status Gpu::run(const Lowering& lowering, std::map<ValueId, Tensor>& values) {
   void* module = nullptr;
   if (!cubin.empty()) AOTC_RETURN_IF_ERROR(a.check(a.cuModuleLoadData(&module, cubin.data()), "cuModuleLoadData"));
   Status result = Status::ok();
+  // One scratch buffer for the whole node, as in the arena: a step reads what an earlier step of
+  // the same node left there (e.g. SoftmaxCrossEntropyLoss's log-probabilities).
+  CUdeviceptr scratch = 0;
+  if (lowering.scratch_bytes > 0)
+    result = a.check(a.cuMemAlloc(&scratch, static_cast<size_t>(lowering.scratch_bytes)), "cuMemAlloc scratch");
   for (size_t i = 0; i < lowering.steps.size() && result.is_ok(); ++i) {
     const LoweredStep& step = lowering.steps[i];
     if (step.kind == LoweredStep::Kind::kMatmul) {
@@ -278,9 +289,13 @@ Status Gpu::run(const Lowering& lowering, std::map<ValueId, Tensor>& values) {
     for (size_t j = 0; j < k.args.size() && result.is_ok(); ++j) {
       ValueId id = k.args[j];
       if (id == kNullArg) continue;
-      size_t bytes = id == kScratchArg ? static_cast<size_t>(lowering.scratch_bytes) : static_cast<size_t>(values.at(id).byte_size());
+      if (id == kScratchArg) {
+        ptrs[j] = scratch;
+        continue;
+      }
+      size_t bytes = static_cast<size_t>(values.at(id).byte_size());
       result = a.check(a.cuMemAlloc(&ptrs[j], bytes ? bytes : 1), "cuMemAlloc");
-      if (result.is_ok() && id != kScratchArg && bytes) result = a.check(a.cuMemcpyHtoD(ptrs[j], values.at(id).raw(), bytes), "HtoD");
+      if (result.is_ok() && bytes) result = a.check(a.cuMemcpyHtoD(ptrs[j], values.at(id).raw(), bytes), "HtoD");
     }
     void* fn = nullptr;
     if (result.is_ok()) result = a.check(a.cuModuleGetFunction(&fn, module, ("k" + std::to_string(i)).c_str()), "cuModuleGetFunction");
@@ -296,9 +311,10 @@ Status Gpu::run(const Lowering& lowering, std::map<ValueId, Tensor>& values) {
       ValueId id = k.args[j];
       if (result.is_ok() && id >= 0 && values.at(id).byte_size())
         result = a.check(a.cuMemcpyDtoH(values.at(id).raw(), ptrs[j], static_cast<size_t>(values.at(id).byte_size())), "DtoH");
-      if (ptrs[j]) a.cuMemFree(ptrs[j]);
+      if (ptrs[j] && k.args[j] != kScratchArg) a.cuMemFree(ptrs[j]);
     }
   }
+  if (scratch) a.cuMemFree(scratch);
   if (module) a.cuModuleUnload(module);
   return result;
 }

@@ -51,8 +51,11 @@ void check_small_model(const std::string& text, int convs, int plain) {
   EXPECT_EQ(count_ops(g, "BatchNormalization"), 0);
   EXPECT_EQ(count_ops(g, "Conv"), plain);
   EXPECT_EQ(count_ops(g, "FusedConv"), convs - plain);
-  for (const Node& n : g.nodes)
-    if (n.op_type == "Conv") EXPECT_NE(n.input(2), kNoValue) << "BN folded into a bias";
+  for (const Node& n : g.nodes) {
+    if (n.op_type == "Conv") {
+      EXPECT_NE(n.input(2), kNoValue) << "BN folded into a bias";
+    }
+  }
   EXPECT_EQ(count_ops(g, "Relu") + count_ops(g, "Clip") + count_ops(g, "Add"), 0)
       << "every activation and residual Add follows a conv and is absorbed";
 
