@@ -15,7 +15,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 repo="$(pwd)"
 OUT="${OUT:-$repo/out/device}"
-WORK="${WORK:-/tmp/aotc-device}"
+WORK="${WORK:-${TMPDIR:-/tmp}/aotc-gpu-run}"
 MODELS="${MODELS:-resnet50 mobilenet_v2}"
 BATCHES="${BATCHES:-}"
 PEER_MODES="${PEER_MODES:-eager reduce-overhead}"

@@ -3,7 +3,7 @@
 # Runtime, aotc's latency next to PyTorch eager / torch.compile, memory and compile time; then one
 # note per problem (so a failure is diagnosable from the last lines of stdout alone). Reads the
 # work folder the script filled; writes table.md and results.json into OUT.
-#   python3 tools/device/summarize.py --work /tmp/aotc-device --out $OUT --models "resnet50 ..."
+#   python3 tools/device/summarize.py --work /tmp/aotc-gpu-run --out $OUT --models "resnet50 ..."
 import argparse
 import json
 import math
