@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 # Times the PyTorch peers of an aotc library on the GPU: eager and torch.compile (reduce-overhead,
-# max-autotune), fp32 with TF32 off, same weights and inputs as models/export_torchvision.py (same
-# construction and seeds). CUDA-event medians after warm-up, peak memory, one JSON line per
+# max-autotune), fp32 with TF32 off or fp16 (--precision fp16: model.half(), half float inputs,
+# outputs compared with ORT's fp32 after .float()), same weights and inputs as
+# models/export_torchvision.py (same construction and seeds). CUDA-event medians after warm-up, peak memory, one JSON line per
 # (model, batch, mode). Each batch runs in a child process under a time limit so a slow
 # max-autotune compile cannot eat the device call; modes finished before a timeout are kept.
 #   python3 bench/torch_peers.py --model resnet50 --batches "1 32" --modes "eager reduce-overhead"
+#   python3 bench/torch_peers.py --model resnet50 --precision fp16 --modes "eager max-autotune"
 import argparse
 import json
 import os
@@ -18,7 +20,11 @@ from models import model_zoo  # noqa: E402
 from models import reference_data as ref  # noqa: E402
 
 kModes = ("eager", "reduce-overhead", "max-autotune")
-kPrecisionNote = "fp32, matmul precision 'highest' (TF32 off for matmul and cuDNN)"
+kPrecisions = ("fp32", "fp16")
+kPrecisionNotes = {
+    "fp32": "fp32, matmul precision 'highest' (TF32 off for matmul and cuDNN)",
+    "fp16": "fp16: model.half(), float inputs as half, outputs compared after .float()",
+}
 kTf32ProbeLimit = 1e-5  # IEEE fp32 gives ~1e-7 on the probe, TF32 ~1e-3
 
 
@@ -28,6 +34,8 @@ def parse_args(argv=None):
     p.add_argument("--batches", default="", help="e.g. '1 32' (default: the model's own)")
     p.add_argument("--modes", default="eager reduce-overhead",
                    help=f"space/comma list of {', '.join(kModes)} (default: eager reduce-overhead)")
+    p.add_argument("--precision", choices=kPrecisions, default="fp32",
+                   help="fp32 (TF32 off) or fp16 (model.half() and half inputs)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--iters", type=int, default=100)
@@ -119,6 +127,18 @@ def probe_tf32(torch):
             "tf32_suspected": bool(max(mm, cv) > kTf32ProbeLimit)}
 
 
+def cast_model(model, precision):
+    """The model in the benchmarked precision (fp16: .half(), BatchNorm statistics included)."""
+    return model.half() if precision == "fp16" else model
+
+
+def cast_input(tensor, precision):
+    """fp16: floating inputs become half; token ids and masks (integers) stay as they are."""
+    if precision == "fp16" and tensor.is_floating_point():
+        return tensor.half()
+    return tensor
+
+
 def time_callable(torch, fn, inputs, warmup, iters):
     for _ in range(warmup):
         fn(*inputs)
@@ -139,16 +159,16 @@ def run_child(args, batch, emit):
     if not torch.cuda.is_available():
         for mode in args.mode_list:
             emit({"model": args.model, "batch": batch, "mode": mode, "ok": False,
-                  "error": "no CUDA GPU visible to PyTorch"})
+                  "precision": args.precision, "error": "no CUDA GPU visible to PyTorch"})
         return
-    precision = set_fp32_highest(torch)
+    settings = set_fp32_highest(torch)  # also for fp16: no TF32 in whatever stays fp32
     torch.backends.cudnn.benchmark = not args.no_cudnn_benchmark
-    precision.update(probe_tf32(torch))
+    settings.update(probe_tf32(torch))
     spec = model_zoo.get_spec(args.model)
     model, _ = model_zoo.build_model(args.model, args.seed)
-    model = model.cuda().eval()
+    model = cast_model(model.cuda().eval(), args.precision)
     arrays = ref.make_inputs(spec, batch, model_zoo.test_input_seed(args.seed, batch))
-    inputs = [torch.from_numpy(a).cuda() for a in arrays]
+    inputs = [cast_input(torch.from_numpy(a).cuda(), args.precision) for a in arrays]
     expected = None
     ref_path = os.path.join(args.data_dir, f"test_data_set_bs{batch}", "output_0.pb")
     if args.data_dir and os.path.exists(ref_path):
@@ -156,7 +176,8 @@ def run_child(args, batch, emit):
     torch.cuda.synchronize()
     weights_bytes = torch.cuda.memory_allocated()
     common = {"model": args.model, "batch": batch, "device": torch.cuda.get_device_name(),
-              "torch": torch.__version__, "precision": kPrecisionNote, **precision,
+              "torch": torch.__version__, "precision": args.precision,
+              "precision_note": kPrecisionNotes[args.precision], **settings,
               "cudnn_benchmark": torch.backends.cudnn.benchmark,
               "resident_mb": weights_bytes / 2**20}
     for mode in args.mode_list:
@@ -202,17 +223,20 @@ def main(argv=None):
             for mode in args.mode_list:
                 if mode not in emitted:
                     emit({"model": args.model, "batch": args.child_batch, "mode": mode,
-                          "ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]})
+                          "ok": False, "precision": args.precision,
+                          "error": f"{type(exc).__name__}: {exc}"[:300]})
             return 1
         return 0
     # Parent: one child per batch, each under the time limit; collect what the children wrote.
     results = []
     for batch in args.batch_list:
-        part = (args.jsonl or f"/tmp/torch_peers_{os.getpid()}.jsonl") + f".bs{batch}.part"
+        part = ((args.jsonl or f"/tmp/torch_peers_{os.getpid()}.jsonl") +
+                f".bs{batch}.{args.precision}.part")
         if os.path.exists(part):
             os.remove(part)
         cmd = [sys.executable, os.path.abspath(__file__), "--model", args.model,
                "--modes", " ".join(args.mode_list), "--seed", str(args.seed),
+               "--precision", args.precision,
                "--warmup", str(args.warmup), "--iters", str(args.iters), "--jsonl", part,
                "--data-dir", args.data_dir, "--child-batch", str(batch)]
         if args.no_cudnn_benchmark:
@@ -223,7 +247,7 @@ def main(argv=None):
         for mode in args.mode_list:
             if mode not in done:
                 got.append({"model": args.model, "batch": batch, "mode": mode, "ok": False,
-                            "error": f"timeout after {args.timeout:.0f} s" if timed_out
+                            "precision": args.precision, "error": f"timeout after {args.timeout:.0f} s" if timed_out
                             else f"child exited with {child_rc} before this mode"})
         results.extend(got)
         if os.path.exists(part):

@@ -11,6 +11,13 @@
 #      CTEST_ARGS (default "-LE conformance": the CPU node-test sweep is CI's job)
 #      CONFORMANCE=claimed|all (node tests as .so files on the GPU; default off), CONFORMANCE_TIMEOUT=240
 #      TIME_BUDGET=540 (s; later steps shrink their limits to fit)  DEPS_PREFIX=/tmp/aotc-deps
+#      PRECISIONS="fp32 fp16" (each case compiled with aotc --precision P, dirs NAME_bsB_P, peers
+#      run per precision; PASS: fp32 rel L2 < 1e-4 and max abs < 1e-3 max|ref|, fp16 rel L2 < 1e-2)
+#      ABLATION=1 (resnet50 bs1/bs32 per precision: baseline --disable-pass fuse_epilogue
+#      --disable-pass layout_nhwc, +fusion, +NHWC/TC with AOTC_NO_CUDA_GRAPH=1, +CUDA graphs)
+#      JETSON_PTX=1 (resnet50 bs1 fp16 --arch compute_87: PTX JIT-compiled by the driver here)
+#      PROFILE_CASES="resnet50_bs32_fp16" (aotc-run --profile, when aotc-run has it)
+#      ABLATION_MODEL=resnet50 (the model of the ablation and PTX cases)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 repo="$(pwd)"
@@ -19,6 +26,11 @@ WORK="${WORK:-${TMPDIR:-/tmp}/aotc-gpu-run}"
 MODELS="${MODELS:-resnet50 mobilenet_v2}"
 BATCHES="${BATCHES:-}"
 PEER_MODES="${PEER_MODES:-eager reduce-overhead}"
+PRECISIONS="${PRECISIONS:-fp32 fp16}"
+ABLATION="${ABLATION:-0}"
+JETSON_PTX="${JETSON_PTX:-0}"
+PROFILE_CASES="${PROFILE_CASES:-resnet50_bs32_fp16}"
+ABLATION_MODEL="${ABLATION_MODEL:-resnet50}"
 PEER_TIMEOUT="${PEER_TIMEOUT:-240}"
 BENCH_ITERS="${BENCH_ITERS:-200}"
 AOTC_PARALLEL="${AOTC_PARALLEL:-1}"
@@ -119,73 +131,96 @@ step_export() {
   return $rc
 }
 # ---- (e) aotc compile, check against ONNX Runtime, benchmark -------------------------------------
-compile_case() {  # compile_case NAME MODEL BATCH CASE_DIR: one aotc run, rc and wall time to JSON
+compile_case() {  # compile_case NAME MODEL BATCH CASE_DIR AOTC_ARGS...: one aotc run, rc and wall time to JSON
   local name="$1" model="$2" batch="$3" c="$4" t0 rc
+  shift 4
   t0="$(now)"
   timeout "$(cap 300)" "$BUILD_DIR/bin/aotc" "$model" -o "$c/lib$name.so" --name "$name" \
-    --arch "$ARCH" --batch "$batch" --report "$c/report.json" </dev/null >"$c/compile.log" 2>&1
+    --batch "$batch" --report "$c/report.json" "$@" </dev/null >"$c/compile.log" 2>&1
   rc=$?
-  echo "{\"rc\": $rc, \"seconds\": $(since "$t0"), \"concurrent\": $([ "$AOTC_PARALLEL" = 0 ] && echo false || echo true)}" >"$c/compile.json"
+  echo "{\"rc\": $rc, \"seconds\": $(since "$t0"), \"concurrent\": $([ "$AOTC_PARALLEL" = 0 ] && echo false || echo true), \"args\": \"$*\"}" >"$c/compile.json"
 }
+json_field() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2" 2>/dev/null; }
+plan_args=()
+if [ "$ABLATION" != 0 ]; then plan_args+=(--ablation); fi
+if [ "$JETSON_PTX" != 0 ]; then plan_args+=(--ptx); fi
 step_aotc() {
-  local aotc_run="$BUILD_DIR/bin/aotc-run" failures=0 cases pids=()
+  local aotc_run="$BUILD_DIR/bin/aotc-run" failures=0 plan pids=() profile_ok=0
+  local name _label batch precision model data lib graphs role _variant args
   if [ ! -x "$BUILD_DIR/bin/aotc" ] || [ ! -x "$aotc_run" ]; then
     echo "error: $BUILD_DIR/bin/aotc or aotc-run missing (build failed?)"; return 2
   fi
+  if "$aotc_run" --help 2>&1 | grep -q -- '--profile'; then profile_ok=1; fi
+  # One line per case: NAME LABEL BATCH PRECISION MODEL DATA LIB GRAPHS ROLE VARIANT AOTC_ARGS...
+  # (LIB: the case whose library it runs, itself when it compiles one; GRAPHS off: run with
+  # AOTC_NO_CUDA_GRAPH=1).
   # shellcheck disable=SC2086  # labels is a space separated list
-  cases="$("$PY" tools/device/device_steps.py cases "$WORK/models" $labels)"
+  plan="$("$PY" tools/device/device_steps.py plan "$WORK/models" $labels --precisions "$PRECISIONS" \
+          --arch "$ARCH" --ablation-label "$(first_label "$ABLATION_MODEL")" ${plan_args[@]+"${plan_args[@]}"})"
   # Compile every case first (concurrently unless AOTC_PARALLEL=0: nvcc is mostly one core each),
   # then run and time them one at a time on the GPU.
-  while read -r label batch model data; do
-    [ -n "$label" ] || continue
-    mkdir -p "$WORK/cases/${label}_bs${batch}"
+  while read -r name _label batch precision model data lib graphs role _variant args; do
+    [ -n "$name" ] || continue
+    mkdir -p "$WORK/cases/$name"
+    [ "$lib" = "$name" ] || continue
+    # shellcheck disable=SC2086  # args is a list of aotc options
     if [ "$AOTC_PARALLEL" = 0 ]; then
-      compile_case "${label}_bs${batch}" "$model" "$batch" "$WORK/cases/${label}_bs${batch}"
+      compile_case "$name" "$model" "$batch" "$WORK/cases/$name" $args
     else
-      compile_case "${label}_bs${batch}" "$model" "$batch" "$WORK/cases/${label}_bs${batch}" &
+      compile_case "$name" "$model" "$batch" "$WORK/cases/$name" $args &
       pids+=($!)
     fi
-  done <<<"$cases"
-  for pid in "${pids[@]}"; do wait "$pid"; done
-  while read -r label batch model data; do
-    [ -n "$label" ] || continue
-    local c="$WORK/cases/${label}_bs${batch}" name="${label}_bs${batch}" rc dt
-    rc="$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["rc"])' "$c/compile.json" 2>/dev/null)"
-    dt="$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["seconds"])' "$c/compile.json" 2>/dev/null)"
+  done <<<"$plan"
+  for pid in ${pids[@]+"${pids[@]}"}; do wait "$pid"; done
+  while read -r name _label batch precision model data lib graphs role _variant args; do
+    [ -n "$name" ] || continue
+    local c="$WORK/cases/$name" lc="$WORK/cases/$lib" rc dt envs=() quiet=0 bad=0
+    if [ "$graphs" = off ]; then envs=(AOTC_NO_CUDA_GRAPH=1); fi
+    if [ "$role" = ablation ]; then quiet=1; fi  # the ablation table reports these
+    rc="$(json_field "$lc/compile.json" rc)"
+    dt="$(json_field "$lc/compile.json" seconds)"
     if [ "${rc:-1}" != 0 ]; then
-      failures=$((failures + 1))
-      say "  $name: aotc FAILED (rc ${rc:-?}, ${dt:-?} s): $(grep -m1 'error' "$c/compile.log" | cut -c1-150)"
+      [ "$role" = ablation ] || failures=$((failures + 1))
+      [ "$quiet" = 1 ] || say "  $name: aotc FAILED (rc ${rc:-?}, ${dt:-?} s): $(grep -m1 'error' "$lc/compile.log" | cut -c1-150)"
       continue
     fi
-    timeout "$(cap 120)" "$aotc_run" "$c/lib$name.so" --expect-dir "$data" --model-metric \
-      --output-dir "$c/outputs" --json "$c/check.json" </dev/null >"$c/check.log" 2>&1
+    timeout "$(cap 120)" env ${envs[@]+"${envs[@]}"} "$aotc_run" "$lc/lib$lib.so" --expect-dir "$data" \
+      --model-metric --output-dir "$c/outputs" --json "$c/check.json" </dev/null >"$c/check.log" 2>&1
     rc=$?
     echo "{\"rc\": $rc}" >"$c/check_rc.json"
-    if [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ]; then  # ran (pass or mismatch): our own metric too
+    if [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ]; then  # ran (pass or mismatch): our own metric decides
       "$PY" tools/device/device_steps.py compare --expected "$data" --actual "$c/outputs" \
-        --json "$c/metric.json" </dev/null >>"$c/check.log" 2>&1 || failures=$((failures + 1))
+        --precision "$precision" --json "$c/metric.json" </dev/null >>"$c/check.log" 2>&1 || bad=1
     else
-      failures=$((failures + 1))
+      bad=1
     fi
     local inputs=() k=0
     while [ -f "$data/input_$k.pb" ]; do inputs+=("$data/input_$k.pb"); k=$((k + 1)); done
-    timeout "$(cap 120)" "$aotc_run" "$c/lib$name.so" "${inputs[@]}" --bench "$BENCH_ITERS" \
-      --json "$c/bench.json" </dev/null >"$c/bench.log" 2>&1 || failures=$((failures + 1))
-    say "  $name: compiled in $dt s; $(tail -n 1 "$c/check.log" | cut -c1-100); $(grep -o -m1 'median [0-9.]* ms' "$c/bench.log")"
-  done <<<"$cases"
+    timeout "$(cap 120)" env ${envs[@]+"${envs[@]}"} "$aotc_run" "$lc/lib$lib.so" "${inputs[@]}" \
+      --bench "$BENCH_ITERS" --json "$c/bench.json" </dev/null >"$c/bench.log" 2>&1 || bad=1
+    if [ "$profile_ok" = 1 ] && [ "$role" = main ] && [[ " $PROFILE_CASES " == *" $name "* ]]; then
+      timeout "$(cap 60)" "$aotc_run" "$lc/lib$lib.so" "${inputs[@]}" --profile "$c/profile.json" \
+        </dev/null >"$c/profile.log" 2>&1 || true
+    fi
+    [ "$role" = ablation ] || failures=$((failures + bad))
+    [ "$quiet" = 1 ] || say "  $name: compiled in $dt s; $(tail -n 1 "$c/check.log" | cut -c1-150); $(grep -o -m1 'median [0-9.]* ms' "$c/bench.log")"
+  done <<<"$plan"
   return $failures
 }
 # ---- (f) PyTorch peers -------------------------------------------------------------------------
 step_peers() {
-  local failures=0
-  for m in $MODELS; do
-    local batches
-    batches="$("$PY" tools/device/device_steps.py cases "$WORK/models" "$(first_label "$m")" |
-               awk '{ printf "%s ", $2 }')"
-    if [ -z "$batches" ]; then batches="${BATCHES:-}"; fi
-    "$PY" bench/torch_peers.py --model "$m" ${batches:+--batches "$batches"} --modes "$PEER_MODES" \
-      --timeout "$(cap "$PEER_TIMEOUT")" --data-dir "$WORK/models/$(first_label "$m")" \
-      --jsonl "$WORK/peers.jsonl" >"$WORK/logs/peers_$m.json" || failures=$((failures + 1))
+  local failures=0 precision m
+  for precision in $PRECISIONS; do
+    for m in $MODELS; do
+      local batches
+      batches="$("$PY" tools/device/device_steps.py cases "$WORK/models" "$(first_label "$m")" |
+                 awk '{ printf "%s ", $2 }')"
+      if [ -z "$batches" ]; then batches="${BATCHES:-}"; fi
+      "$PY" bench/torch_peers.py --model "$m" ${batches:+--batches "$batches"} --modes "$PEER_MODES" \
+        --precision "$precision" --timeout "$(cap "$PEER_TIMEOUT")" \
+        --data-dir "$WORK/models/$(first_label "$m")" --jsonl "$WORK/peers.jsonl" \
+        >"$WORK/logs/peers_${m}_$precision.json" || failures=$((failures + 1))
+    done
   done
   return $failures
 }
@@ -224,7 +259,8 @@ ctest_line="$(grep -E 'tests passed|tests failed' "$OUT/ctest.log" 2>/dev/null |
 torch_v="$("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null)"
 header="gpu: ${gpu:-?} | torch ${torch_v:-?} | arch $ARCH | ctest: ${ctest_line:-not run} | deps: ${AOTC_DEPS_NOTE:-?}
 steps (s): $(awk -F'\t' '{ printf "%s %s%s  ", $1, $3, ($2 == "0" ? "" : " [rc " $2 "]") }' "$WORK/steps.tsv") | total $(since "$t_script") s"
-"$PY" tools/device/summarize.py --work "$WORK" --out "$OUT" --models "$labels" --header "$header"
+"$PY" tools/device/summarize.py --work "$WORK" --out "$OUT" --models "$labels" --header "$header" \
+  --precisions "$PRECISIONS" --ablation-label "$(first_label "$ABLATION_MODEL")" ${plan_args[@]+"${plan_args[@]}"}
 
 # Logs, reports and small results into one archive (the .so files and outputs stay behind).
 (cd "$WORK" && find logs cases models steps.tsv peers.jsonl deps.env -type f \

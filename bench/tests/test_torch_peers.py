@@ -27,9 +27,43 @@ class ArgsTest(unittest.TestCase):
         self.assertEqual(b.batch_list, [2, 3])
         self.assertEqual(tp.parse_args(["--model", "gpt2"]).batch_list, [1, 8])
 
+    def test_precision(self):
+        self.assertEqual(tp.parse_args(["--model", "resnet50"]).precision, "fp32")
+        a = tp.parse_args(["--model", "resnet50", "--precision", "fp16", "--modes",
+                           "eager reduce-overhead max-autotune"])
+        self.assertEqual(a.precision, "fp16")
+        self.assertEqual(a.mode_list, ["eager", "reduce-overhead", "max-autotune"])
+        self.assertIn("half", tp.kPrecisionNotes["fp16"])
+        self.assertIn("TF32 off", tp.kPrecisionNotes["fp32"])
+
+    def test_casts_without_torch(self):
+        class FakeTensor:
+            def __init__(self, floating):
+                self.floating, self.dtype = floating, "float32" if floating else "int64"
+
+            def is_floating_point(self):
+                return self.floating
+
+            def half(self):
+                self.dtype = "float16"
+                return self
+
+        class FakeModel:
+            halved = False
+
+            def half(self):
+                self.halved = True
+                return self
+        self.assertEqual(tp.cast_input(FakeTensor(True), "fp16").dtype, "float16")
+        self.assertEqual(tp.cast_input(FakeTensor(False), "fp16").dtype, "int64")  # token ids
+        self.assertEqual(tp.cast_input(FakeTensor(True), "fp32").dtype, "float32")
+        self.assertTrue(tp.cast_model(FakeModel(), "fp16").halved)
+        self.assertFalse(tp.cast_model(FakeModel(), "fp32").halved)
+
     def test_bad_arguments_exit_2(self):
         for argv in (["--model", "resnet50", "--modes", "fast"], ["--model", "alexnet"],
-                     ["--model", "resnet50", "--batches", "1 x"]):
+                     ["--model", "resnet50", "--batches", "1 x"],
+                     ["--model", "resnet50", "--precision", "bf16"]):
             with self.assertRaises(SystemExit) as cm, contextlib.redirect_stderr(io.StringIO()):
                 tp.parse_args(argv)
             self.assertEqual(cm.exception.code, 2)
@@ -79,13 +113,14 @@ class ChildProcessTest(unittest.TestCase):
             jsonl = os.path.join(tmp, "peers.jsonl")
             with contextlib.redirect_stdout(io.StringIO()) as out:
                 rc = tp.main(["--model", "mobilenet_v2", "--batches", "1", "--timeout", "60",
-                              "--jsonl", jsonl])
+                              "--jsonl", jsonl, "--precision", "fp16"])
             self.assertEqual(rc, 1)
             results = json.loads(out.getvalue())
             self.assertEqual([r["mode"] for r in results], ["eager", "reduce-overhead"])
             for r in results:
                 self.assertFalse(r["ok"])
                 self.assertIn("ModuleNotFoundError", r["error"])   # the child's own reason
+                self.assertEqual(r["precision"], "fp16")
             self.assertEqual(len(tp.read_jsonl(jsonl)), 2)
 
 

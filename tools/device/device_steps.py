@@ -1,8 +1,13 @@
 #!/usr/bin/env python3
 # Small steps of tools/device_run.sh that are easier in Python than in bash:
 #   cases MODELS_DIR NAME...            one line per exported (model, batch): LABEL BATCH MODEL DATA_DIR
-#   compare --expected D --actual D --json F   whole-model metric of aotc's outputs against ORT's
-# The metric is computed here from the files, independently of aotc-run's own comparison.
+#   plan MODELS_DIR NAME... [--precisions "fp32 fp16"] [--arch sm_90] [--ablation] [--ptx]
+#                                       one line per case to compile/run (see plan_line)
+#   compare --expected D --actual D --json F [--precision fp16]
+#                                       whole-model metric of aotc's outputs against ORT's, with
+#                                       the precision's tolerance (the verdict the table shows)
+# The metric is computed here from the files, independently of aotc-run's own comparison (whose
+# --model-metric always applies the fp32 limits).
 import argparse
 import json
 import os
@@ -11,6 +16,115 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from models import reference_data as ref  # noqa: E402
+
+
+kPrecisions = ("fp32", "fp16")
+# Whole-model tolerance per precision: (rel L2 limit, max abs / max|ref| limit or None). fp32 is
+# design.md section 4; fp16 (fp32 I/O, fp16 inside) is judged on rel L2 alone.
+kTolerances = {"fp32": (ref.kRelL2Limit, ref.kMaxAbsOverRefLimit), "fp16": (1e-2, None)}
+# Ablation of resnet50: (variant, table header, passes disabled, CUDA graphs on). Each variant
+# adds one optimisation to the previous one; "graphs" is the default build (the main case).
+kAblationVariants = (
+    ("baseline", "baseline", ("fuse_epilogue", "layout_nhwc"), False),
+    ("fusion", "+fusion", ("layout_nhwc",), False),
+    ("nhwc", "+NHWC/TC", (), False),
+    ("graphs", "+graphs", (), True),
+)
+kAblationBatches = (1, 32)
+kPtxArch = "compute_87"
+kPtxBatch = 1
+kPtxPrecision = "fp16"
+
+
+def tolerance(precision):
+    if precision not in kTolerances:
+        raise ValueError(f"unknown precision '{precision}'; known: {', '.join(kTolerances)}")
+    return kTolerances[precision]
+
+
+def tolerance_text(precision):
+    rel, ratio = tolerance(precision)
+    return f"rel L2 < {rel:.0e}" + (f", max abs < {ratio:.0e} max|ref|" if ratio is not None else "")
+
+
+def apply_tolerance(metric, precision):
+    """A copy of one metric (reference_data.model_metric's dict) judged by the precision's
+    limits: 'ok', 'precision' and, when not ok, 'reason'."""
+    rel_limit, ratio_limit = tolerance(precision)
+    m = dict(metric)
+    rel = float(m.get("rel_l2", float("inf")))
+    ratio = float(m.get("max_abs_over_max_ref", float("inf")))
+    shape_ok = not str(m.get("reason", "")).startswith("shape")
+    finite_ok = bool(m.get("nonfinite_match", True))
+    ok = shape_ok and finite_ok and rel < rel_limit and (ratio_limit is None or ratio < ratio_limit)
+    m["ok"] = bool(ok)
+    m["precision"] = precision
+    m.pop("reason", None)
+    if not shape_ok:
+        m["reason"] = metric.get("reason")
+    elif not finite_ok:
+        m["reason"] = "NaN/Inf positions differ"
+    elif not ok:
+        m["reason"] = f"over the {precision} limits ({tolerance_text(precision)})"
+    return m
+
+
+def case_name(label, batch, precision, variant=""):
+    """The case folder and library name: LABEL_bsB_PREC[_VARIANT], e.g. resnet50_bs1_fp16,
+    resnet50_bs32_fp32_baseline, resnet50_bs1_fp16_compute_87."""
+    return f"{label}_bs{batch}_{precision}" + (f"_{variant}" if variant else "")
+
+
+def ablation_case(label, batch, precision, variant):
+    """Folder holding a variant's results: the main case for the default build with graphs."""
+    return case_name(label, batch, precision, "" if variant == "graphs" else variant)
+
+
+def plan_cases(cases, precisions, arch, ablation=False, ptx=False, ablation_label="resnet50"):
+    """Every case device_run.sh compiles or runs, from list_cases' (label, batch, model, data):
+    dicts with name, label, batch, precision, model, data, role (main|ablation|ptx), variant,
+    lib (the case whose library it runs: itself when it compiles one), graphs (CUDA graphs on)
+    and aotc_args. Main cases first (model, batch, precision order), then ablation, then PTX."""
+    plan = []
+
+    def add(label, batch, model, data, precision, role, variant="", lib=None, graphs=True,
+            args=()):
+        name = case_name(label, batch, precision, variant)
+        plan.append({"name": name, "label": label, "batch": batch, "precision": precision,
+                     "model": model, "data": data, "role": role, "variant": variant,
+                     "lib": lib or name, "graphs": graphs,
+                     "aotc_args": ["--precision", precision] + list(args)})
+    for label, batch, model, data in cases:
+        for precision in precisions:
+            add(label, batch, model, data, precision, "main", args=["--arch", arch])
+    if ablation:
+        for label, batch, model, data in cases:
+            if label != ablation_label or batch not in kAblationBatches:
+                continue
+            for precision in precisions:
+                main = case_name(label, batch, precision)
+                for variant, _, disabled, graphs in kAblationVariants:
+                    if variant == "graphs":
+                        continue  # the main case itself
+                    args = ["--arch", arch]
+                    for pass_name in disabled:
+                        args += ["--disable-pass", pass_name]
+                    add(label, batch, model, data, precision, "ablation", variant,
+                        lib=None if disabled else main, graphs=graphs, args=args)
+    if ptx:
+        for label, batch, model, data in cases:
+            if label == ablation_label and batch == kPtxBatch:
+                add(label, batch, model, data, kPtxPrecision, "ptx", kPtxArch,
+                    args=["--arch", kPtxArch])
+    return plan
+
+
+def plan_line(entry):
+    """NAME LABEL BATCH PRECISION MODEL DATA LIB GRAPHS(on|off) ROLE VARIANT(- if none) AOTC_ARGS..."""
+    return " ".join([entry["name"], entry["label"], str(entry["batch"]), entry["precision"],
+                     entry["model"], entry["data"], entry["lib"],
+                     "on" if entry["graphs"] else "off", entry["role"], entry["variant"] or "-"]
+                    + entry["aotc_args"])
 
 
 def list_cases(models_dir, names):
@@ -47,16 +161,23 @@ def load_outputs(directory):
         k += 1
 
 
-def compare_dirs(expected_dir, actual_dir):
+def compare_dirs(expected_dir, actual_dir, precision="fp32"):
     expected = ref.read_test_data_set(expected_dir, "output")
     actual = load_outputs(actual_dir)
     if not expected:
         return {"ok": False, "reason": f"no expected outputs in {expected_dir}",
-                "rel_l2": float("inf"), "max_abs_over_max_ref": float("inf")}
+                "rel_l2": float("inf"), "max_abs_over_max_ref": float("inf"),
+                "precision": precision}
     if len(actual) != len(expected):
         return {"ok": False, "reason": f"{len(actual)} outputs written, {len(expected)} expected",
-                "rel_l2": float("inf"), "max_abs_over_max_ref": float("inf")}
-    return ref.combine_metrics([ref.model_metric(a, e) for a, e in zip(actual, expected)])
+                "rel_l2": float("inf"), "max_abs_over_max_ref": float("inf"),
+                "precision": precision}
+    result = ref.combine_metrics([apply_tolerance(ref.model_metric(a, e), precision)
+                                  for a, e in zip(actual, expected)])
+    result["precision"] = precision
+    if not result["ok"] and "reason" not in result:  # the worst rel L2 passed, another did not
+        result["reason"] = f"an output is over the {precision} limits ({tolerance_text(precision)})"
+    return result
 
 
 def main(argv=None):
@@ -69,16 +190,33 @@ def main(argv=None):
     m.add_argument("--expected", required=True)
     m.add_argument("--actual", required=True)
     m.add_argument("--json", required=True)
+    m.add_argument("--precision", choices=sorted(kTolerances), default="fp32")
+    pl = sub.add_parser("plan")
+    pl.add_argument("models_dir")
+    pl.add_argument("names", nargs="+")
+    pl.add_argument("--precisions", default="fp32")
+    pl.add_argument("--arch", default="sm_90")
+    pl.add_argument("--ablation", action="store_true")
+    pl.add_argument("--ptx", action="store_true")
+    pl.add_argument("--ablation-label", default="resnet50")
     args = p.parse_args(argv)
     if args.cmd == "cases":
         for label, batch, model, data in list_cases(args.models_dir, args.names):
             print(label, batch, model, data)
         return 0
-    result = compare_dirs(args.expected, args.actual)
+    if args.cmd == "plan":
+        precisions = args.precisions.replace(",", " ").split()
+        for precision in precisions:
+            tolerance(precision)  # unknown precision: ValueError, exit != 0
+        for entry in plan_cases(list_cases(args.models_dir, args.names), precisions, args.arch,
+                                args.ablation, args.ptx, args.ablation_label):
+            print(plan_line(entry))
+        return 0
+    result = compare_dirs(args.expected, args.actual, args.precision)
     with open(args.json, "w") as f:
         json.dump(result, f, indent=1)
     print(f"rel L2 {result['rel_l2']:.3e}  max abs/max|ref| {result['max_abs_over_max_ref']:.3e}  "
-          f"{'pass' if result['ok'] else 'FAIL: ' + str(result.get('reason', ''))}")
+          f"{args.precision} {'PASS' if result['ok'] else 'FAIL: ' + str(result.get('reason', ''))}")
     return 0 if result["ok"] else 1
 
 

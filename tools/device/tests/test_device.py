@@ -2,6 +2,8 @@
 # table formatting, the summary (from a hand-made work folder), the output comparison, and one
 # whole run of device_run.sh with stand-in aotc/aotc-run programs on a tiny hand-built model.
 #   python3 -m unittest discover -s tools/device/tests
+import contextlib
+import io
 import json
 import os
 import stat
@@ -54,13 +56,39 @@ class FormatTest(unittest.TestCase):
         self.assertEqual(summarize.fmt(1.5, "x"), "1.50x")
 
     def test_table_is_aligned(self):
-        rows = [{"model": "resnet50", "batch": 1, "aotc_ms": 1.0},
-                {"model": "mobilenet_v2", "batch": 32, "check": "pass"}]
+        rows = [{"model": "resnet50", "batch": 1, "precision": "fp32", "aotc_ms": 1.0},
+                {"model": "mobilenet_v2", "batch": 32, "precision": "fp16", "check": "PASS"}]
         lines = summarize.format_table(rows).splitlines()
         self.assertEqual(len(lines), 4)
         self.assertEqual(len({len(ln) for ln in lines}), 1)
-        self.assertIn("torch peak MB", lines[0])
+        self.assertIn("| prec |", lines[0])
+        self.assertNotIn("c-ma", lines[0])           # no max-autotune time: no columns for it
         self.assertIn("mobilenet_v2", lines[3])
+        self.assertIn("fp16", lines[3])
+        memory = summarize.format_table(rows, summarize.kMemoryColumns).splitlines()
+        self.assertIn("torch peak MB", memory[0])
+
+    def test_table_with_fp16_rows_and_missing_peers(self):
+        rows = [{"model": "resnet50", "batch": 1, "precision": "fp32", "aotc_ms": 2.0,
+                 "eager_ms": 4.0, "eager_ratio": 2.0, "max_autotune_ms": 1.0,
+                 "max_autotune_ratio": 0.5, "rel_l2": 1e-6, "max_ratio": 2e-6, "check": "PASS",
+                 "compile_s": 4.12},
+                {"model": "resnet50", "batch": 1, "precision": "fp16", "aotc_ms": 1.0,
+                 "rel_l2": 3e-3, "check": "PASS"},
+                {"model": "resnet50", "batch": 32, "precision": "fp16", "check": "no lib"}]
+        lines = summarize.format_table(rows).splitlines()
+        self.assertEqual(len({len(ln) for ln in lines}), 1)
+        header = [c.strip() for c in lines[0].strip("|").split("|")]
+        self.assertIn("c-ma ms", header)
+        self.assertIn("c-ma/aotc", header)
+        cells = [dict(zip(header, (c.strip() for c in ln.strip("|").split("|")))) for ln in lines[2:]]
+        self.assertEqual(cells[0]["eager/aotc"], "2.00x")
+        self.assertEqual(cells[0]["c-ma/aotc"], "0.50x")
+        self.assertEqual(cells[0]["compile s"], "4.1")
+        self.assertEqual((cells[1]["prec"], cells[1]["check"], cells[1]["eager ms"]),
+                         ("fp16", "PASS", "-"))
+        self.assertEqual((cells[2]["aotc ms"], cells[2]["check"]), ("-", "no lib"))
+        self.assertLess(max(len(ln) for ln in lines), 160)   # readable in a terminal
 
     def test_find_number_nested(self):
         report = {"memory": {"plan": {"arena_bytes": 42}}, "stages": [{"median_ms": 3}]}
@@ -70,13 +98,264 @@ class FormatTest(unittest.TestCase):
         self.assertIsNone(summarize.find_number({"ok": True}, ["ok"]))  # bools are not numbers
 
 
+class PrecisionTest(unittest.TestCase):
+    def test_tolerance_per_precision(self):
+        self.assertEqual(device_steps.tolerance("fp32"), (1e-4, 1e-3))
+        self.assertEqual(device_steps.tolerance("fp16"), (1e-2, None))
+        with self.assertRaises(ValueError):
+            device_steps.tolerance("int8")
+        self.assertEqual(device_steps.tolerance_text("fp16"), "rel L2 < 1e-02")
+        self.assertIn("max abs < 1e-03 max|ref|", device_steps.tolerance_text("fp32"))
+
+    def test_apply_tolerance(self):
+        metric = {"ok": False, "rel_l2": 3e-3, "max_abs_over_max_ref": 5e-2,
+                  "nonfinite_match": True, "reason": "over the whole-model limits"}
+        fp16 = device_steps.apply_tolerance(metric, "fp16")
+        self.assertTrue(fp16["ok"])                      # max abs is not judged for fp16
+        self.assertNotIn("reason", fp16)
+        self.assertEqual(fp16["precision"], "fp16")
+        fp32 = device_steps.apply_tolerance(metric, "fp32")
+        self.assertFalse(fp32["ok"])
+        self.assertIn("over the fp32 limits", fp32["reason"])
+        self.assertFalse(device_steps.apply_tolerance(dict(metric, rel_l2=1e-2), "fp16")["ok"])
+        self.assertFalse(device_steps.apply_tolerance(dict(metric, nonfinite_match=False),
+                                                      "fp16")["ok"])
+        shape = {"ok": False, "reason": "shape [2] != expected [3]", "rel_l2": float("inf"),
+                 "max_abs_over_max_ref": float("inf")}
+        self.assertIn("shape", device_steps.apply_tolerance(shape, "fp16")["reason"])
+        self.assertTrue(device_steps.apply_tolerance(
+            {"rel_l2": 5e-5, "max_abs_over_max_ref": 5e-4}, "fp32")["ok"])
+
+    def test_compare_dirs_by_precision(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            make_tiny_export(tmp, "t", [2])
+            data = os.path.join(tmp, "t", "test_data_set_bs2")
+            x = ref.read_test_data_set(data, "input")[0]
+            out = os.path.join(tmp, "out")
+            os.makedirs(out)
+            ref.save_tensor(os.path.join(out, "output_0.pb"), (x * 2 + 1) * 1.002, "y")  # ~fp16
+            m16 = device_steps.compare_dirs(data, out, "fp16")
+            m32 = device_steps.compare_dirs(data, out, "fp32")
+        self.assertTrue(m16["ok"])
+        self.assertEqual(m16["precision"], "fp16")
+        self.assertFalse(m32["ok"])
+        self.assertAlmostEqual(m16["rel_l2"], m32["rel_l2"])
+        self.assertTrue(summarize.check_verdict(m16, "fp16"))
+        self.assertTrue(summarize.check_verdict({"rel_l2": 3e-3, "max_abs_over_max_ref": 1.0,
+                                                 "ok": False}, "fp16"))   # older metric.json
+        self.assertFalse(summarize.check_verdict({"rel_l2": 3e-3, "max_abs_over_max_ref": 1.0,
+                                                  "ok": False}, "fp32"))
+
+    def test_compare_cli(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            make_tiny_export(tmp, "t", [1])
+            data = os.path.join(tmp, "t", "test_data_set_bs1")
+            x = ref.read_test_data_set(data, "input")[0]
+            out = os.path.join(tmp, "out")
+            os.makedirs(out)
+            ref.save_tensor(os.path.join(out, "output_0.pb"), (x * 2 + 1) * 1.002, "y")
+            js = os.path.join(tmp, "m.json")
+            with contextlib.redirect_stdout(io.StringIO()) as printed:
+                rc16 = device_steps.main(["compare", "--expected", data, "--actual", out,
+                                          "--json", js, "--precision", "fp16"])
+                rc32 = device_steps.main(["compare", "--expected", data, "--actual", out,
+                                          "--json", js])
+            with open(js) as f:
+                self.assertEqual(json.load(f)["precision"], "fp32")
+        self.assertEqual((rc16, rc32), (0, 1))
+        self.assertIn("fp16 PASS", printed.getvalue())
+
+
+class PlanTest(unittest.TestCase):
+    kCases = [("resnet50", 1, "r.onnx", "r1"), ("resnet50", 32, "r.onnx", "r32"),
+              ("mobilenet_v2", 1, "m.onnx", "m1")]
+
+    def test_case_names(self):
+        self.assertEqual(device_steps.case_name("resnet50", 1, "fp16"), "resnet50_bs1_fp16")
+        self.assertEqual(device_steps.case_name("resnet50", 32, "fp32", "baseline"),
+                         "resnet50_bs32_fp32_baseline")
+        self.assertEqual(device_steps.ablation_case("resnet50", 32, "fp16", "graphs"),
+                         "resnet50_bs32_fp16")
+        self.assertEqual(device_steps.ablation_case("resnet50", 32, "fp16", "nhwc"),
+                         "resnet50_bs32_fp16_nhwc")
+
+    def test_main_cases_per_precision(self):
+        plan = device_steps.plan_cases(self.kCases, ["fp32", "fp16"], "sm_90")
+        self.assertEqual([e["name"] for e in plan],
+                         ["resnet50_bs1_fp32", "resnet50_bs1_fp16", "resnet50_bs32_fp32",
+                          "resnet50_bs32_fp16", "mobilenet_v2_bs1_fp32", "mobilenet_v2_bs1_fp16"])
+        e = plan[1]
+        self.assertEqual(e["aotc_args"], ["--precision", "fp16", "--arch", "sm_90"])
+        self.assertEqual((e["lib"], e["graphs"], e["role"]), (e["name"], True, "main"))
+        self.assertEqual(device_steps.plan_line(e),
+                         "resnet50_bs1_fp16 resnet50 1 fp16 r.onnx r1 resnet50_bs1_fp16 on main - "
+                         "--precision fp16 --arch sm_90")
+
+    def test_ablation_and_ptx(self):
+        plan = device_steps.plan_cases(self.kCases, ["fp32", "fp16"], "sm_90", ablation=True,
+                                       ptx=True)
+        abl = [e for e in plan if e["role"] == "ablation"]
+        self.assertEqual(len(abl), 2 * 2 * 3)     # bs1/bs32 x fp32/fp16 x baseline/fusion/nhwc
+        self.assertTrue(all(e["label"] == "resnet50" and not e["graphs"] for e in abl))
+        by = {e["name"]: e for e in abl}
+        base = by["resnet50_bs32_fp16_baseline"]
+        self.assertEqual(base["aotc_args"], ["--precision", "fp16", "--arch", "sm_90",
+                                             "--disable-pass", "fuse_epilogue",
+                                             "--disable-pass", "layout_nhwc"])
+        self.assertEqual(base["lib"], base["name"])
+        self.assertEqual(by["resnet50_bs1_fp32_fusion"]["aotc_args"][-2:],
+                         ["--disable-pass", "layout_nhwc"])
+        nhwc = by["resnet50_bs1_fp16_nhwc"]
+        self.assertEqual(nhwc["lib"], "resnet50_bs1_fp16")   # the main library, graphs off
+        ptx = [e for e in plan if e["role"] == "ptx"]
+        self.assertEqual([e["name"] for e in ptx], ["resnet50_bs1_fp16_compute_87"])
+        self.assertEqual(ptx[0]["aotc_args"], ["--precision", "fp16", "--arch", "compute_87"])
+        self.assertEqual(plan[-1]["role"], "ptx")
+        only32 = device_steps.plan_cases(self.kCases, ["fp32"], "sm_90", ablation=True, ptx=True)
+        self.assertEqual(sum(e["role"] == "ablation" for e in only32), 6)
+        self.assertEqual([e["precision"] for e in only32 if e["role"] == "ptx"], ["fp16"])
+        none = device_steps.plan_cases(self.kCases[2:], ["fp32"], "sm_90", ablation=True, ptx=True)
+        self.assertEqual([e["role"] for e in none], ["main"])   # no resnet50: nothing extra
+
+    def test_plan_cli_rejects_unknown_precision(self):
+        with tempfile.TemporaryDirectory() as tmp, self.assertRaises(ValueError):
+            device_steps.main(["plan", tmp, "x", "--precisions", "fp32 int8"])
+
+
+class AblationTableTest(unittest.TestCase):
+    def make_case(self, work, name, compile_rc=0, ms=None, ok=True, log=""):
+        c = os.path.join(work, "cases", name)
+        os.makedirs(c, exist_ok=True)
+        if compile_rc is not None:
+            write_json(os.path.join(c, "compile.json"), {"rc": compile_rc, "seconds": 1.0})
+        with open(os.path.join(c, "compile.log"), "w") as f:
+            f.write(log)
+        if ms is not None:
+            write_json(os.path.join(c, "bench.json"), {"median_ms": ms})
+            write_json(os.path.join(c, "metric.json"), {"ok": ok, "rel_l2": 1e-3 if ok else 0.5,
+                                                        "max_abs_over_max_ref": 1e-3,
+                                                        "precision": "fp16"})
+
+    def test_cells_and_table(self):
+        with tempfile.TemporaryDirectory() as work:
+            self.make_case(work, "resnet50_bs1_fp16_baseline", ms=4.0)
+            self.make_case(work, "resnet50_bs1_fp16_fusion", ms=3.0, ok=False)
+            self.make_case(work, "resnet50_bs1_fp16_nhwc", compile_rc=None, ms=2.0)
+            self.make_case(work, "resnet50_bs1_fp16", ms=1.0)
+            for v in ("baseline", "fusion"):
+                self.make_case(work, f"resnet50_bs32_fp16_{v}", compile_rc=2,
+                               log="aotc: error: unknown option '--disable-pass'\n")
+            self.make_case(work, "resnet50_bs32_fp16", compile_rc=2,
+                           log="aotc: error: --precision fp16 is not supported yet\n")
+            cases = [("resnet50", 1, "m", "d"), ("resnet50", 32, "m", "d"),
+                     ("resnet50", 8, "m", "d"), ("mobilenet_v2", 1, "m", "d")]
+            rows = summarize.ablation_rows(work, cases, ["fp16"])
+        self.assertEqual([(r["batch"], r["precision"]) for r in rows], [(1, "fp16"), (32, "fp16")])
+        c1, c32 = rows[0]["cells"], rows[1]["cells"]
+        self.assertEqual([c1[v]["ms"] for v in ("baseline", "fusion", "nhwc", "graphs")],
+                         [4.0, 3.0, 2.0, 1.0])
+        self.assertEqual(c1["fusion"]["status"], "FAIL")
+        self.assertEqual(c32["baseline"]["status"], "rejected")
+        self.assertEqual(c32["graphs"]["status"], "no lib")     # fp16 not supported: not a rejection
+        text = summarize.format_ablation(rows)
+        lines = text.splitlines()
+        self.assertIn("+NHWC/TC", lines[1])
+        self.assertIn("3.000!", lines[3])
+        self.assertIn("4.00x", lines[3])                      # baseline 4 ms / default 1 ms
+        self.assertIn("rejected", lines[4])
+        self.assertIn("rejects --disable-pass", lines[-1])
+        self.assertEqual(len({len(ln) for ln in lines[1:5]}), 1)
+        self.assertEqual(summarize.format_ablation([]), "")
+
+
+class ProfileTest(unittest.TestCase):
+    def test_layouts(self):
+        expect = [("conv_b", 3.0), ("conv_a", 1.5), ("relu", 0.5)]
+        self.assertEqual(summarize.parse_profile({"kernels": [
+            {"name": "conv_a", "total_ms": 1.0}, {"name": "conv_b", "total_ms": 3.0},
+            {"name": "conv_a", "total_ms": 0.5}, {"name": "relu", "total_us": 500},
+            {"name": "broken"}, "junk"]}), expect)
+        self.assertEqual(summarize.parse_profile([{"kernel": "conv_b", "ms": 3},
+                                                  {"kernel": "conv_a", "ms": 1.5},
+                                                  {"kernel": "relu", "ms": 0.5}]), expect)
+        self.assertEqual(summarize.parse_profile({"conv_a": 1.5, "conv_b": 3.0, "relu": 0.5}),
+                         expect)
+        self.assertEqual(summarize.parse_profile({"kernels": {"conv_b": {"avg_ms": 3.0}}}),
+                         [("conv_b", 3.0)])
+        self.assertEqual(summarize.parse_profile("nonsense"), [])
+        self.assertEqual(summarize.parse_profile({"ok": True}), [])
+
+    def test_top_five_and_absence(self):
+        kernels = [(f"k{i}", float(10 - i)) for i in range(8)]   # 10+9+...+3 = 52 ms
+        text = summarize.format_profile("resnet50_bs32_fp16", kernels)
+        lines = text.splitlines()
+        self.assertEqual(len(lines), 6)
+        self.assertIn("top 5 kernels of resnet50_bs32_fp16 (8 kernels, 52.000 ms", lines[0])
+        self.assertIn("10.000 ms  19.2%  k0", lines[1])
+        with tempfile.TemporaryDirectory() as work:
+            self.assertEqual(summarize.profile_sections(work, ["a", "b"]), "")
+            write_json(os.path.join(work, "cases", "b", "profile.json"),
+                       [{"name": "gemm", "ms": 2.0}])
+            os.makedirs(os.path.join(work, "cases", "c"))
+            with open(os.path.join(work, "cases", "c", "profile.json"), "w") as f:
+                f.write("{trunc")
+            text = summarize.profile_sections(work, ["a", "b", "c"])
+        self.assertIn("top 1 kernels of b", text)
+        self.assertIn("100.0%  gemm", text)
+        self.assertIn("profile of c: unreadable", text)
+
+
 class SummaryTest(unittest.TestCase):
+    def test_fp16_rows_peers_per_precision(self):
+        with tempfile.TemporaryDirectory() as work:
+            write_json(os.path.join(work, "models", "m", "meta.json"), {
+                "model_file": "model.onnx", "cases": [{"batch": 1, "data_dir": "d1"}]})
+            for prec, ms, rel, run_rc in (("fp32", 2.0, 2e-6, 0), ("fp16", 1.0, 3e-3, 1)):
+                c = os.path.join(work, "cases", f"m_bs1_{prec}")
+                write_json(os.path.join(c, "compile.json"), {"rc": 0, "seconds": 3.0})
+                write_json(os.path.join(c, "metric.json"),
+                           device_steps.apply_tolerance({"rel_l2": rel, "max_abs_over_max_ref": rel},
+                                                        prec))
+                write_json(os.path.join(c, "check_rc.json"), {"rc": run_rc})
+                write_json(os.path.join(c, "bench.json"), {"median_ms": ms})
+            peers = [{"model": "m", "batch": 1, "mode": "eager", "ok": True, "median_ms": 4.0,
+                      "precision": "fp32, matmul precision 'highest'"},   # an older record
+                     {"model": "m", "batch": 1, "mode": "eager", "ok": True, "median_ms": 3.0,
+                      "precision": "fp16", "rel_l2_vs_ort": 2e-3},
+                     {"model": "m", "batch": 1, "mode": "reduce-overhead", "ok": False,
+                      "precision": "fp16", "error": "timeout after 240 s"}]
+            with open(os.path.join(work, "peers.jsonl"), "w") as f:
+                f.write("".join(json.dumps(p) + "\n" for p in peers))
+            rows, abl, notes = summarize.summarize(work, ["m"], ["fp32", "fp16"])
+            text, full = summarize.render("hdr", rows, abl, notes, "", ["fp32", "fp16"])
+        self.assertEqual(abl, [])
+        r32, r16 = rows
+        self.assertEqual((r32["precision"], r32["check"], r32["eager_ms"]), ("fp32", "PASS", 4.0))
+        self.assertEqual((r16["precision"], r16["check"], r16["eager_ms"]), ("fp16", "PASS", 3.0))
+        self.assertEqual(r16["eager_ratio"], 3.0)
+        self.assertIsNone(r16.get("reduce_overhead_ms"))
+        joined = "\n".join(notes)
+        self.assertNotIn("disagrees", joined)      # aotc-run's fp32 verdict on fp16: expected
+        self.assertNotIn("differs from ONNX Runtime", joined)   # 2e-3 is fine for fp16
+        self.assertIn("m bs1 fp16 torch reduce-overhead: timeout after 240 s", joined)
+        self.assertIn("fp16: rel L2 < 1e-02", text)
+        self.assertIn("memory:", full)
+        self.assertNotIn("memory:", text)
+
+    def test_notes_are_capped_in_the_printed_text(self):
+        notes = [f"n{i}" for i in range(30)]
+        text, full = summarize.render("", [], [], notes, "", ["fp32"], max_notes=5)
+        self.assertIn("note: n4", text)
+        self.assertNotIn("note: n5\n", text)
+        self.assertIn("25 more notes in table.md", text)
+        self.assertIn("note: n29", full)
+
     def test_rows_and_notes_from_a_work_folder(self):
         with tempfile.TemporaryDirectory() as work:
             write_json(os.path.join(work, "models", "m", "meta.json"), {
                 "model_file": "model.onnx", "cases": [{"batch": 1, "data_dir": "d1"},
                                                       {"batch": 8, "data_dir": "d8"}]})
-            c1 = os.path.join(work, "cases", "m_bs1")
+            c1 = os.path.join(work, "cases", "m_bs1_fp32")
             write_json(os.path.join(c1, "compile.json"), {"rc": 0, "seconds": 12.5})
             write_json(os.path.join(c1, "report.json"), {"memory": {"arena_bytes": 3 * 2**20,
                                                                     "ratio_to_lower_bound": 1.0},
@@ -84,7 +363,7 @@ class SummaryTest(unittest.TestCase):
             write_json(os.path.join(c1, "metric.json"), {"ok": True, "rel_l2": 2e-6,
                                                          "max_abs_over_max_ref": 1e-5})
             write_json(os.path.join(c1, "bench.json"), {"timing": {"median_ms": 0.5}})
-            c8 = os.path.join(work, "cases", "m_bs8")
+            c8 = os.path.join(work, "cases", "m_bs8_fp32")
             write_json(os.path.join(c8, "compile.json"), {"rc": 2, "seconds": 1.0})
             with open(os.path.join(c8, "compile.log"), "w") as f:
                 f.write("[aotc] frontend\naotc: error: node 'n1' (Foo): unsupported op\n")
@@ -97,10 +376,10 @@ class SummaryTest(unittest.TestCase):
                       "error": "timeout after 240 s"}]
             with open(os.path.join(work, "peers.jsonl"), "w") as f:
                 f.write("".join(json.dumps(p) + "\n" for p in peers) + '{"partial')
-            rows, notes = summarize.summarize(work, ["m", "gone"])
+            rows, _, notes = summarize.summarize(work, ["m", "gone"])
         self.assertEqual(len(rows), 2)
         r1, r8 = rows
-        self.assertEqual(r1["check"], "pass")
+        self.assertEqual(r1["check"], "PASS")
         self.assertEqual(r1["arena_mb"], 3.0)
         self.assertEqual(r1["weights_mb"], 2.0)
         self.assertEqual(r1["arena_ratio"], 1.0)
@@ -110,11 +389,13 @@ class SummaryTest(unittest.TestCase):
         self.assertEqual(r8["check"], "no lib")
         text = "\n".join(notes)
         self.assertIn("node 'n1' (Foo): unsupported op", text)
-        self.assertIn("max-autotune: timeout after 240 s", text)
+        self.assertIn("fp32 torch max-autotune: timeout after 240 s", text)
         self.assertIn("gone: export failed", text)
         self.assertIn("conv 2.0e-03 -> TF32 SUSPECTED", text)
-        self.assertIn("reduce-overhead: output differs from ONNX Runtime by rel L2 3.0e-03", text)
+        self.assertIn("fp32 torch reduce-overhead: output differs from ONNX Runtime by rel L2 3.0e-03", text)
         self.assertNotIn("torch eager: output differs", text)
+        self.assertEqual(r1["eager_ratio"], 4.0)
+        self.assertEqual(r1["reduce_overhead_ratio"], 2.0)
 
 
 class CompareTest(unittest.TestCase):
@@ -140,35 +421,58 @@ class CompareTest(unittest.TestCase):
 
 kFakeAotc = """\
 #!/usr/bin/env python3
-# stand-in aotc: fails for models under a folder named 'bad', else writes a lib and a report
+# stand-in aotc: fails for models under a folder named 'bad'; an 'older aotc' (FAKE_OLD_AOTC=1)
+# rejects --disable-pass; else writes a lib (its arguments in it) and a report
 import json, os, sys
 a = sys.argv[1:]
 model, lib, report = a[0], a[a.index('-o') + 1], a[a.index('--report') + 1]
 if '/bad/' in model:
     print("aotc: error: node 'conv_7' (Conv): group 3 does not divide 4 channels", file=sys.stderr)
     sys.exit(2)
-open(lib, 'w').close()
+if '--disable-pass' in a and os.environ.get('FAKE_OLD_AOTC') == '1':
+    print("aotc: error: unknown option '--disable-pass' (see aotc --help)", file=sys.stderr)
+    sys.exit(2)
+open(lib, 'w').write(' '.join(a))
 json.dump({'ok': True, 'memory': {'arena_bytes': 1048576}, 'weight_bytes': 2097152}, open(report, 'w'))
 """
 
 kFakeAotcRun = """\
 #!/usr/bin/env python3
-# stand-in aotc-run: computes y = 2x + 1 itself; batch 4 gets a deliberate error
+# stand-in aotc-run: computes y = 2x + 1 itself; batch 4 gets a deliberate error, fp16 libraries
+# a small one (fp16 PASS, fp32 FAIL); times tell the build apart: 1 ms with both passes
+# disabled, 0.75 ms with layout_nhwc disabled, 0.5 ms with graphs off, else 0.25 ms
 import json, os, sys
 sys.path.insert(0, %r)
 import numpy as np
 from models import reference_data as ref
 a = sys.argv[1:]
+if a[0] == '--help':
+    print('usage: aotc-run ...' + ('  --profile FILE' if os.environ.get('FAKE_PROFILE') else ''))
+    sys.exit(0)
+built = open(a[0]).read()
 if '--expect-dir' in a:
     d = a[a.index('--expect-dir') + 1]
     out = a[a.index('--output-dir') + 1]
     os.makedirs(out, exist_ok=True)
     x = ref.load_tensor(os.path.join(d, 'input_0.pb'))
     y = x * 2 + 1 + (0.5 if x.shape[0] == 4 else 0.0)
+    if '--precision fp16' in built:
+        y = y * 1.002
     ref.save_tensor(os.path.join(out, 'output_0.pb'), y.astype(np.float32), 'y')
     sys.exit(0)
-json.dump({'bench': {'median_ms': 0.25, 'p90_ms': 0.3}}, open(a[a.index('--json') + 1], 'w'))
-print('median 0.250 ms')
+if '--profile' in a:
+    json.dump({'kernels': [{'name': 'conv_fwd', 'total_ms': 3.0}, {'name': 'relu', 'total_ms': 1.0}]},
+              open(a[a.index('--profile') + 1], 'w'))
+    sys.exit(0)
+ms = 0.25
+if os.environ.get('AOTC_NO_CUDA_GRAPH') == '1':
+    ms = 0.5
+if '--disable-pass layout_nhwc' in built:
+    ms = 0.75
+if '--disable-pass fuse_epilogue' in built:
+    ms = 1.0
+json.dump({'bench': {'median_ms': ms, 'p90_ms': 0.3}}, open(a[a.index('--json') + 1], 'w'))
+print('median %%.3f ms' %% ms)
 """
 
 
@@ -178,7 +482,36 @@ class DeviceRunScriptTest(unittest.TestCase):
             with self.subTest(AOTC_PARALLEL=parallel):
                 self.run_script(parallel)
 
-    def run_script(self, parallel):
+    def test_ablation_ptx_profile_with_an_older_aotc(self):
+        out, stdout, rows, results = self.run_script(
+            "1", ABLATION="1", JETSON_PTX="1", ABLATION_MODEL="tiny", FAKE_OLD_AOTC="1",
+            FAKE_PROFILE="1", PROFILE_CASES="tiny_bs4_fp16 tiny_bs1_fp32")
+        ptx = rows[("tiny (compute_87 PTX)", 1, "fp16")]
+        self.assertEqual((ptx["check"], ptx["aotc_ms"]), ("PASS", 0.25))
+        abl = {(r["batch"], r["precision"]): r["cells"] for r in results["ablation"]}
+        self.assertEqual(sorted(abl), [(1, "fp16"), (1, "fp32")])   # batch 4 is not ablated
+        cells = abl[(1, "fp16")]
+        self.assertEqual(cells["baseline"]["status"], "rejected")
+        self.assertEqual(cells["nhwc"]["ms"], 0.5)                  # run with graphs off
+        self.assertEqual(cells["graphs"]["ms"], 0.25)
+        self.assertIn("rejects --disable-pass", stdout)
+        self.assertIn("top 2 kernels of tiny_bs4_fp16", stdout)
+        self.assertIn("top 2 kernels of tiny_bs1_fp32", stdout)
+        self.assertIn("75.0%  conv_fwd", stdout)
+        self.assertNotIn("tiny_bs1_fp32_baseline", stdout)          # ablation: no progress lines
+        self.assertLessEqual(len(stdout.splitlines()), 60)
+
+    def test_ablation_with_disable_pass(self):
+        _, stdout, _, results = self.run_script(
+            "1", ABLATION="1", ABLATION_MODEL="tiny", PRECISIONS="fp16", MODELS="tiny")
+        (row,) = results["ablation"]
+        self.assertEqual([row["cells"][v]["ms"] for v in ("baseline", "fusion", "nhwc", "graphs")],
+                         [1.0, 0.75, 0.5, 0.25])
+        self.assertIn("4.00x", stdout)
+        self.assertNotIn("rejects --disable-pass", stdout)
+        self.assertNotIn("top ", stdout)                      # no --profile in this aotc-run
+
+    def run_script(self, parallel, **extra_env):
         with tempfile.TemporaryDirectory() as tmp:
             work, out, build = (os.path.join(tmp, d) for d in ("work", "out", "build"))
             make_tiny_export(os.path.join(work, "models"), "tiny", [1, 4])
@@ -193,27 +526,44 @@ class DeviceRunScriptTest(unittest.TestCase):
                        SKIP_CTEST="1", SKIP_EXPORT="1", SKIP_PEERS="1", AOTC_BUILD_DIR=build,
                        ARCH="sm_90", PYTHON=sys.executable, DEPS_PREFIX=os.path.join(tmp, "deps"),
                        AOTC_PARALLEL=parallel)
+            for key in ("PRECISIONS", "ABLATION", "JETSON_PTX", "FAKE_OLD_AOTC", "FAKE_PROFILE"):
+                env.pop(key, None)
+            env.update(extra_env)
             proc = subprocess.run(["bash", os.path.join(kRepo, "tools", "device_run.sh")],
                                   env=env, capture_output=True, text=True, timeout=300)
             self.assertEqual(proc.returncode, 0, proc.stderr)
             stdout = proc.stdout
             self.assertLess(len(stdout), 12000)
             with open(os.path.join(out, "results.json")) as f:
-                rows = {(r["model"], r["batch"]): r for r in json.load(f)["rows"]}
-            self.assertEqual(rows[("tiny", 1)]["check"], "pass")
-            self.assertEqual(rows[("tiny", 1)]["aotc_ms"], 0.25)
-            self.assertEqual(rows[("tiny", 1)]["arena_mb"], 1.0)
-            self.assertEqual(rows[("tiny", 4)]["check"], "FAIL")
-            self.assertEqual(rows[("bad", 1)]["check"], "no lib")
-            self.assertEqual(rows[("tiny", 1)]["compile_concurrent"], parallel == "1")
+                results = json.load(f)
+            rows = {(r["model"], r["batch"], r["precision"]): r for r in results["rows"]}
+            if extra_env:
+                return out, stdout, rows, results
+            self.assertEqual(rows[("tiny", 1, "fp32")]["check"], "PASS")
+            self.assertEqual(rows[("tiny", 1, "fp32")]["aotc_ms"], 0.25)
+            self.assertEqual(rows[("tiny", 1, "fp32")]["arena_mb"], 1.0)
+            self.assertEqual(rows[("tiny", 1, "fp16")]["check"], "PASS")   # rel L2 2e-3 < 1e-2
+            self.assertGreater(rows[("tiny", 1, "fp16")]["rel_l2"], 1e-4)
+            self.assertEqual(rows[("tiny", 4, "fp32")]["check"], "FAIL")
+            self.assertEqual(rows[("tiny", 4, "fp16")]["check"], "FAIL")
+            self.assertEqual(rows[("bad", 1, "fp32")]["check"], "no lib")
+            self.assertEqual(rows[("bad", 1, "fp16")]["check"], "no lib")
+            self.assertEqual(len(rows), 6)
+            self.assertEqual(rows[("tiny", 1, "fp32")]["compile_concurrent"], parallel == "1")
             self.assertIn("group 3 does not divide 4 channels", stdout)
             self.assertIn("| tiny ", stdout)
+            self.assertIn("tiny bs4 fp32: aotc-run's own check exit 0 disagrees", stdout)
+            self.assertNotIn("fp16: aotc-run's own check", stdout)   # its fp32 limits: no note
+            self.assertIn("[device] aotc ", stdout)
+            self.assertNotIn("ablation", stdout)
             self.assertTrue(os.path.exists(os.path.join(out, "table.md")))
             listing = subprocess.run(["tar", "-tzf", os.path.join(out, "logs.tar.gz")],
                                      capture_output=True, text=True).stdout
-            self.assertIn("cases/tiny_bs1/report.json", listing)
+            self.assertIn("cases/tiny_bs1_fp16/report.json", listing)
+            self.assertIn("cases/tiny_bs1_fp16/metric.json", listing)
             self.assertNotIn(".pb", listing)
             self.assertLessEqual(len(os.listdir(out)), 8)
+            return out, stdout, rows, results
 
 
 if __name__ == "__main__":
