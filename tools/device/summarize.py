@@ -417,7 +417,7 @@ def summarize(work, models, precisions=("fp32",), ablation=False, ptx=False,
         rows.append(build_row(work, label, batch, peer_results(peers, label, batch, precision),
                               notes, precision, entry["name"], shown))
     abl = ablation_rows(work, cases, list(precisions), ablation_label) if ablation else []
-    return rows, abl, notes
+    return rows, abl, list(dict.fromkeys(notes))  # the PTX row repeats its peers' notes
 
 
 def legend(rows, precisions):
