@@ -59,9 +59,9 @@ Expected<std::string> choose_prefix(const CodegenOptions& options) {
   return abi_prefix(stem);
 }
 
-// "sm_90" -> "90"; also "sm_90a". Empty on a malformed arch.
+// "sm_90" -> "90"; also "sm_90a" and "compute_87" (PTX only). Empty on a malformed arch.
 std::string arch_number(const std::string& arch) {
-  static const std::regex kArch("sm_([0-9]{2,3}[af]?)");
+  static const std::regex kArch("(?:sm|compute)_([0-9]{2,3}[af]?)");
   std::smatch m;
   return std::regex_match(arch, m, kArch) ? m[1].str() : "";
 }
@@ -71,8 +71,9 @@ std::vector<std::string> nvcc_command(const CodegenOptions& o, const std::string
   std::string highest;
   for (const std::string& arch : o.archs) {
     std::string n = arch_number(arch);
+    const bool ptx_only = arch.compare(0, 8, "compute_") == 0;
     argv.push_back("-gencode");
-    argv.push_back("arch=compute_" + n + ",code=sm_" + n);
+    argv.push_back("arch=compute_" + n + ",code=" + (ptx_only ? "compute_" : "sm_") + n);
     if (highest.empty() || std::stoi(n) > std::stoi(highest)) highest = n;
   }
   // PTX of the highest arch, so newer GPUs can JIT it.

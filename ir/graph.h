@@ -11,6 +11,7 @@
 
 #include "ir/attribute.h"
 #include "ir/status.h"
+#include "ir/target.h"
 #include "ir/tensor.h"
 
 namespace aotc {
@@ -58,6 +59,7 @@ class Graph {
  public:
   std::string name;
   int64_t opset = 0;              // version of the default ONNX domain the model imports
+  Target target;                  // what lowering chooses implementations for (ir/target.h)
   std::vector<Value> values;
   std::vector<Node> nodes;        // topological order
   std::vector<ValueId> inputs;    // runtime inputs (not initializers)

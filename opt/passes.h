@@ -19,5 +19,11 @@ Expected<bool> dead_code(Graph& graph);
 Expected<bool> fold_batchnorm(Graph& graph);
 // Conv/Gemm + bias Add + residual Add + one activation -> aotc.FusedConv / aotc.FusedGemm.
 Expected<bool> fuse_epilogue(Graph& graph);
+// float32 values -> graph.target.precision.dtype (fp16/bf16) per opt/precision_policy; constants
+// converted at compile time, Casts only at precision boundaries; graph I/O keep their dtypes.
+Expected<bool> convert_precision(Graph& graph);
+// Conv chains -> channels_last (NHWC) where graph.target has an NHWC kernel for them; transposes
+// only where an NCHW consumer needs the value.
+Expected<bool> layout_nhwc(Graph& graph);
 
 }  // namespace aotc

@@ -17,6 +17,8 @@ const std::vector<Pass>& default_pipeline() {
       {"dead_code", dead_code},
       {"fold_batchnorm", fold_batchnorm},
       {"fuse_epilogue", fuse_epilogue},
+      {"precision", convert_precision},
+      {"layout_nhwc", layout_nhwc},
   };
   return kPasses;
 }
@@ -36,7 +38,15 @@ Expected<std::vector<PassStats>> run_pipeline(Graph& graph, const PipelineOption
                            "' for --dump-after; passes: " + names + " (or all)");
   }
   std::vector<PassStats> stats;
+  for (const std::string& d : options.disabled) {
+    bool known = false;
+    for (const Pass& p : passes) known = known || d == p.name;
+    if (!known) return Status::error("unknown pass '" + escape_for_message(d) + "' for --disable-pass");
+  }
   for (const Pass& p : passes) {
+    bool disabled = false;
+    for (const std::string& d : options.disabled) disabled = disabled || d == p.name;
+    if (disabled) continue;
     PassStats s;
     s.name = p.name;
     s.nodes_before = static_cast<int>(graph.nodes.size());

@@ -29,6 +29,7 @@ struct PipelineOptions {
   std::string dump_after;  // a pass name, "all", or empty
   std::function<void(const std::string& pass_name, const Graph& graph)> on_dump;
   bool verify_each = true;  // run verify() after every pass
+  std::vector<std::string> disabled;  // pass names to skip (--disable-pass; ablation)
 };
 
 // The default pipeline, in order.

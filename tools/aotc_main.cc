@@ -125,8 +125,14 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   progress(buf);
   if (dumper.wants("frontend")) dumper.write("frontend", dump_graph(graph));
 
+  graph.target = target_from_archs(o.archs);
+  graph.target.precision.dtype = o.precision == "fp16"   ? DType::kFloat16
+                                 : o.precision == "bf16" ? DType::kBFloat16
+                                                         : DType::kFloat32;
+  graph.target.precision.keep_fp32 = o.keep_fp32;
   t0 = std::chrono::steady_clock::now();
   PipelineOptions popts;
+  popts.disabled = o.disabled_passes;
   popts.dump_after = (o.dump_after == "frontend" || o.dump_after == "memory_plan") ? "" : o.dump_after;
   popts.on_dump = [&](const std::string& pass, const Graph& g) { dumper.write(pass, dump_graph(g)); };
   auto stats = run_pipeline(graph, popts);

@@ -127,14 +127,16 @@ Expected<std::vector<std::string>> parse_arch_list(const std::string& text) {
   while (true) {
     size_t comma = text.find(',', start);
     std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    // sm_NN: machine code (SASS); compute_NN: PTX only, JIT-compiled by the driver on load.
+    const size_t prefix = item.compare(0, 8, "compute_") == 0 ? 8 : 3;
     size_t digits = 0;
-    while (3 + digits < item.size() && is_digit(item[3 + digits])) ++digits;
-    size_t rest = item.size() - 3 - digits;
-    bool ok = item.size() >= 5 && item.compare(0, 3, "sm_") == 0 && (digits == 2 || digits == 3) &&
-              (rest == 0 || (rest == 1 && item.back() == 'a'));
+    while (prefix + digits < item.size() && is_digit(item[prefix + digits])) ++digits;
+    size_t rest = item.size() - prefix - digits;
+    bool ok = item.size() >= prefix + 2 && (prefix == 8 || item.compare(0, 3, "sm_") == 0) &&
+              (digits == 2 || digits == 3) && (rest == 0 || (rest == 1 && item.back() == 'a'));
     if (!ok) {
       return Status::error("bad --arch '" + escape_for_message(item) +
-                           "': expected sm_NN, e.g. sm_90 or sm_87 (comma list allowed)");
+                           "': expected sm_NN or compute_NN, e.g. sm_90 or sm_87 (comma list allowed)");
     }
     archs.push_back(item);
     if (comma == std::string::npos) break;
@@ -245,12 +247,28 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       }
     } else if (opt == "--precision") {
       AOTC_TAKE(o.precision);
-      if (o.precision == "fp16" || o.precision == "int8") {
-        return Status::error("--precision " + o.precision + " is not supported yet; only fp32 is");
+      if (o.precision == "int8") {
+        return Status::error("--precision int8 is not supported yet; fp32, fp16 and bf16 are");
       }
-      if (o.precision != "fp32") {
-        return cur.usage("bad --precision '" + escape_for_message(o.precision) + "': expected fp32");
+      if (o.precision != "fp32" && o.precision != "fp16" && o.precision != "bf16") {
+        return cur.usage("bad --precision '" + escape_for_message(o.precision) + "': expected fp32, fp16 or bf16");
       }
+    } else if (opt == "--keep-fp32") {
+      std::string text;
+      AOTC_TAKE(text);
+      size_t start = 0;
+      while (true) {
+        size_t comma = text.find(',', start);
+        std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (item.empty()) return cur.usage("empty name in --keep-fp32");
+        o.keep_fp32.push_back(item);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+    } else if (opt == "--disable-pass") {
+      std::string text;
+      AOTC_TAKE(text);
+      o.disabled_passes.push_back(text);
     } else if (opt == "--report") {
       AOTC_TAKE(o.report_path);
     } else if (opt == "--dump-after") {

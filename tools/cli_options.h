@@ -23,7 +23,9 @@ struct AotcOptions {
   std::vector<std::string> archs;      // --arch, deduplicated, in order; default {"sm_90"}
   std::map<std::string, Shape> input_shapes;  // --input-shape name:1x3x224x224
   int64_t batch = 1;                   // --batch: value of symbolic first dims
-  std::string precision = "fp32";      // --precision (only fp32 today)
+  std::string precision = "fp32";      // --precision fp32|fp16|bf16
+  std::vector<std::string> keep_fp32;  // --keep-fp32 NODE|OP[,...] (repeatable)
+  std::vector<std::string> disabled_passes;  // --disable-pass NAME (repeatable; ablation)
   std::string report_path;             // --report
   std::string dump_after;              // --dump-after PASS|all
   std::string dump_dir;                // --dump-dir (default: dumps go to stderr)

@@ -16,11 +16,16 @@ options:
   -o, --output PATH        the library to write (libNAME.so)
   --name PREFIX            ABI prefix of every exported symbol; default from -o: directory,
                            "lib" and ".so" stripped, other characters than [A-Za-z0-9_] -> '_'
-  --arch LIST              GPU architectures, sm_NN, comma list or repeated (default sm_90)
+  --arch LIST              GPU architectures, sm_NN (machine code) or compute_NN (PTX only, JIT on
+                           load), comma list or repeated (default sm_90)
   --input-shape NAME:DIMS  fix an input's shape, e.g. input:1x3x224x224 (NAME:scalar = rank 0);
                            repeatable
   --batch N                value for a symbolic first dim of inputs not named above (default 1)
-  --precision fp32         numeric precision (fp16 and int8 are not supported yet)
+  --precision P            fp32 (default, IEEE), fp16 or bf16: values stored in 16 bits, convolutions
+                           and GEMMs on tensor cores (fp32 accumulation), reductions, softmax and
+                           norms computed in fp32; inputs/outputs keep the model's dtypes
+  --keep-fp32 NODE|OP      keep these nodes (by name) or op types in fp32 (comma list, repeatable)
+  --disable-pass NAME      skip a pass (fuse_epilogue, precision, layout_nhwc, ...; for ablation)
   --report FILE            write a JSON compile report (stages, passes, memory plan, kernels).
                            On failure the report is still written, with "ok": false and "error"
   --dump-after PASS|all    dump the IR after that pass (or every pass); "frontend" dumps the

@@ -2,10 +2,15 @@
 // N-D CPU reference (1-, 2- and 3-D through one rank-3 loop), and the lowering to two templates:
 // an implicit-GEMM kernel (templates/conv_implicit_gemm.cu.in) and, when every output channel reads
 // one input channel (depthwise), a direct kernel (templates/conv_depthwise.cu.in).
+// Attribute channels_last=1 (set by opt/layout_nhwc) stores X, Y and the residual as NHWC and W as
+// KRSC; such a node lowers to a candidate from ir/ops/conv_configs.h (CUTLASS tensor cores) or to
+// the NHWC depthwise kernel, chosen for graph.target.
 #include <algorithm>
 #include <cmath>
 
 #include "ir/op_registry.h"
+#include "ir/layout.h"
+#include "ir/ops/conv_configs.h"
 #include "ir/ops/epilogue.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/window.h"
@@ -23,11 +28,14 @@ struct ConvShape {
 };
 
 bool is_fused(const Node& node) { return node.op_type == "FusedConv"; }
-
 // Everything infer checks about the inputs, shared with reference and lower (which see the same
 // shapes, already validated, but recompute rather than trust attributes written elsewhere).
-Expected<ConvShape> conv_shape(const Node& node, const Shape& x, const Shape& w) {
+Expected<ConvShape> conv_shape(const Node& node, const Shape& x_physical, const Shape& w_physical) {
   ConvShape cs;
+  if (channels_last(node) && (x_physical.size() != 4 || w_physical.size() != 4))
+    return node_error(node, "channels_last convolutions are 2-D (rank 4), got X rank " + std::to_string(x_physical.size()));
+  const Shape x = channels_last(node) ? nhwc_to_nchw(x_physical) : x_physical;
+  const Shape w = channels_last(node) ? nhwc_to_nchw(w_physical) : w_physical;
   if (x.size() < 3) return node_error(node, "input 0 (X) has rank " + std::to_string(x.size()) + ", expected >= 3 (N, C, spatial...)");
   if (w.size() != x.size())
     return node_error(node, "input 1 (W) has rank " + std::to_string(w.size()) + ", X has rank " + std::to_string(x.size()));
@@ -68,28 +76,25 @@ Status conv_infer(Node& node, Graph& graph) {
   if (node.input(2) != kNoValue && input_value(graph, node, 2).shape != Shape{cs->cout})
     return node_error(node, "input 2 (B) has shape " + shape_str(input_value(graph, node, 2).shape) +
                                 ", expected " + std::to_string(cs->cout));
-  if (node.input(kResidualInput) != kNoValue && input_value(graph, node, kResidualInput).shape != cs->out)
+  const Shape out = channels_last(node) ? nchw_to_nhwc(cs->out) : cs->out;
+  if (node.input(kResidualInput) != kNoValue && input_value(graph, node, kResidualInput).shape != out)
     return node_error(node, "input 3 (Residual) has shape " + shape_str(input_value(graph, node, kResidualInput).shape) +
-                                ", expected the output shape " + shape_str(cs->out));
+                                ", expected the output shape " + shape_str(out));
   if (has_activation(node) && !default_registry().find(load_activation(node).op_type))
     return node_error(node, "absorbed activation '" + escape_for_message(load_activation(node).op_type) + "' is unknown");
-  set_output(graph, node, 0, t, cs->out);
+  set_output(graph, node, 0, t, out);
   return Status::ok();
 }
 
-Status conv_reference(const Node& node, const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) {
-  const Tensor& x = *inputs[0];
-  const Tensor& w = *inputs[1];
-  const Tensor* b = inputs.size() > 2 ? inputs[2] : nullptr;
-  const Tensor* r = inputs.size() > kResidualInput ? inputs[kResidualInput] : nullptr;
-  auto cs = conv_shape(node, x.shape(), w.shape());
-  if (!cs) return cs.status();
+// The NCHW reference; `node` is only read for its attributes (channels_last is handled outside).
+Status conv_reference_nchw(const Node& node, const ConvShape* csp, const Tensor& x, const Tensor& w, const Tensor* b,
+                           const Tensor* r, Tensor& y) {
+  const ConvShape* cs = csp;
   WindowGeometry g = to_rank3(cs->geo);
   std::vector<double> xd = x.to_doubles(), wd = w.to_doubles();
   const int64_t cin_g = cs->cin / cs->group, cout_g = cs->cout / cs->group;
   const int64_t in_sp = g.in[0] * g.in[1] * g.in[2], k_sp = g.kernel[0] * g.kernel[1] * g.kernel[2];
   const int64_t out_sp = g.out[0] * g.out[1] * g.out[2];
-  Tensor& y = outputs[0];
   for (int64_t n = 0; n < cs->batch; ++n)
     for (int64_t oc = 0; oc < cs->cout; ++oc) {
       const int64_t ic0 = (oc / cout_g) * cin_g;
@@ -123,6 +128,20 @@ Status conv_reference(const Node& node, const std::vector<const Tensor*>& inputs
   return apply_activation_reference(node, y);
 }
 
+Status conv_reference(const Node& node, const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) {
+  const Tensor* b = inputs.size() > 2 ? inputs[2] : nullptr;
+  const Tensor* r = inputs.size() > kResidualInput ? inputs[kResidualInput] : nullptr;
+  auto cs = conv_shape(node, inputs[0]->shape(), inputs[1]->shape());
+  if (!cs) return cs.status();
+  if (!channels_last(node)) return conv_reference_nchw(node, &*cs, *inputs[0], *inputs[1], b, r, outputs[0]);
+  Tensor x = permute_channels(*inputs[0], true), w = permute_channels(*inputs[1], true);
+  Tensor rn = r ? permute_channels(*r, true) : Tensor();
+  Tensor y(outputs[0].dtype(), cs->out);
+  AOTC_RETURN_IF_ERROR(conv_reference_nchw(node, &*cs, x, w, b, r ? &rn : nullptr, y));
+  outputs[0] = permute_channels(y, false);
+  return Status::ok();
+}
+
 std::string compute_type(DType t) { return t == DType::kFloat64 ? "double" : "float"; }
 
 Status check_activation_lowerable(const Node& node) {
@@ -152,11 +171,82 @@ TileConfig pick_tile(int64_t cout_per_group, int64_t gemm_n, int64_t groups) {
   return kWideTile;
 }
 
+std::string cutlass_element(DType t) { return t == DType::kBFloat16 ? "cutlass::bfloat16_t" : "cutlass::half_t"; }
+
+// A channels_last node: the candidates, in order of preference, each with its applicability check
+// (TVM-style strategy): tensor-core implicit GEMM (ir/ops/conv_configs.h, configuration picked for
+// graph.target), then the NHWC depthwise kernel.
+Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph, const ConvShape& cs) {
+  const Value& xv = input_value(graph, node, 0);
+  const Shape out = nchw_to_nhwc(cs.out);
+  const WindowGeometry& g = cs.geo;
+  const bool has_bias = node.input(2) != kNoValue, has_res = node.input(kResidualInput) != kNoValue;
+  std::string comment = node.op_type + " NHWC X " + shape_str(xv.shape) + " W(KRSC) " +
+                        shape_str(input_value(graph, node, 1).shape) + " -> " + shape_str(out) + " group " +
+                        std::to_string(cs.group) + (has_activation(node) ? " act " + load_activation(node).op_type : "");
+  KernelStep k;
+  if (conv_tensor_core_applies(graph.target, xv.dtype, cs.group, cs.cin, cs.cout)) {
+    const int64_t gemm_m = cs.batch * g.out[0] * g.out[1], gemm_n = cs.cout;
+    const ConvKernelConfig& c = pick_conv_config(graph.target, gemm_m, gemm_n);
+    k.template_name = "cutlass_conv2d_fprop";
+    k.holes = {{"comment", comment + " config " + c.name},
+               {"ELEMENT", cutlass_element(xv.dtype)},
+               {"TB_M", int_literal(c.tb_m)}, {"TB_N", int_literal(c.tb_n)}, {"TB_K", int_literal(c.tb_k)},
+               {"WARP_M", int_literal(c.warp_m)}, {"WARP_N", int_literal(c.warp_n)}, {"WARP_K", int_literal(c.warp_k)},
+               {"STAGES", int_literal(c.stages)},
+               {"SWIZZLE", "1"},
+               {"ITERATOR", "kOptimized"},
+               {"ALIGN_A", int_literal(kTensorCoreChannelAlign)},
+               {"ALIGN_B", int_literal(kTensorCoreChannelAlign)},
+               {"ALIGN_C", int_literal(kTensorCoreChannelAlign)},
+               {"act_expr", activation_expr(node, graph, "v")}};
+    k.library_params = true;
+    k.builder_args = {cs.batch, g.in[0], g.in[1], cs.cin, cs.cout, g.kernel[0], g.kernel[1], g.out[0], g.out[1],
+                      g.pad_begin[0], g.pad_begin[1], g.strides[0], g.strides[1], g.dilations[0], g.dilations[1],
+                      /*split_k=*/1, has_res ? 1 : 0};
+    // Only the begin pads reach CUTLASS: the output size is passed explicitly, so a larger end
+    // pad only means reads past the input, which the iterators mask.
+    k.args = {node.inputs[0], node.inputs[1], has_bias ? node.inputs[2] : kNullArg,
+              has_res ? node.inputs[kResidualInput] : kNullArg, node.outputs[0]};
+    // Informative only: the builder reports the real launch shape.
+    k.grid = Dim3{conv_config_tiles(c, gemm_m, gemm_n), 1, 1};
+    k.block = Dim3{32 * (c.tb_m / c.warp_m) * (c.tb_n / c.warp_n), 1, 1};
+  } else if (cs.group == cs.cin && cs.cout == cs.cin) {
+    k.template_name = "conv_depthwise_nhwc";
+    k.holes = {{"comment", comment},
+               {"T", dtype_c_type(xv.dtype)},
+               {"ACC", compute_type(xv.dtype)},
+               {"N", int_literal(cs.batch)}, {"C", int_literal(cs.cin)},
+               {"H", int_literal(g.in[0])}, {"W", int_literal(g.in[1])},
+               {"KH", int_literal(g.kernel[0])}, {"KW", int_literal(g.kernel[1])},
+               {"OH", int_literal(g.out[0])}, {"OW", int_literal(g.out[1])},
+               {"SH", int_literal(g.strides[0])}, {"SW", int_literal(g.strides[1])},
+               {"PH", int_literal(g.pad_begin[0])}, {"PW", int_literal(g.pad_begin[1])},
+               {"DH", int_literal(g.dilations[0])}, {"DW", int_literal(g.dilations[1])},
+               {"HAS_BIAS", has_bias ? "1" : "0"},
+               {"HAS_RES", has_res ? "1" : "0"},
+               {"IDX", shape_numel(out) < (int64_t{1} << 31) - (int64_t{1} << 20) && xv.numel() < (int64_t{1} << 31) - (int64_t{1} << 20) ? "int" : "long long"},
+               {"act_expr", activation_expr(node, graph, "v")}};
+    k.args = {node.inputs[0], node.inputs[1], has_bias ? node.inputs[2] : kNullArg,
+              has_res ? node.inputs[kResidualInput] : kNullArg, node.outputs[0]};
+    k.block = Dim3{256, 1, 1};
+    k.grid = grid_for(shape_numel(out), 256);
+  } else {
+    return node_error(node, "no NHWC implementation for this convolution on the target (dtype " +
+                                dtype_name(xv.dtype) + ", group " + std::to_string(cs.group) + ", C " +
+                                std::to_string(cs.cin) + ", K " + std::to_string(cs.cout) + ")");
+  }
+  Lowering l;
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  return l;
+}
+
 Expected<Lowering> conv_lower(const Node& node, const Graph& graph) {
   AOTC_RETURN_IF_ERROR(check_activation_lowerable(node));
   const Value& xv = input_value(graph, node, 0);
   auto cs = conv_shape(node, xv.shape, input_value(graph, node, 1).shape);
   if (!cs) return cs.status();
+  if (channels_last(node)) return conv_lower_channels_last(node, graph, *cs);
   if (cs->geo.rank() > 3)
     return node_error(node, "the GPU kernel supports 1-, 2- and 3-D convolutions, not " + std::to_string(cs->geo.rank()) + "-D");
   WindowGeometry g = to_rank3(cs->geo);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ir/layout.h"
 #include "ir/op_registry.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/window.h"
@@ -55,18 +56,21 @@ Status window_pool_infer(Node& node, Graph& graph) {
   if (count_include_pad != 0 && count_include_pad != 1)
     return node_error(node, "count_include_pad " + std::to_string(count_include_pad) + " must be 0 or 1");
   const Value& x = input_value(graph, node, 0);
-  auto geo = pool_geometry(node, x.shape);
+  if (channels_last(node) && (x.shape.size() != 4 || has_indices(node)))
+    return node_error(node, "channels_last pooling is 2-D (rank 4) without Indices");
+  const Shape xs = channels_last(node) ? nhwc_to_nchw(x.shape) : x.shape;
+  auto geo = pool_geometry(node, xs);
   if (!geo) return geo.status();
   if (geo->rank() > 3) return node_error(node, std::to_string(geo->rank()) + "-D pooling is not supported (1-D to 3-D are)");
-  Shape out = {x.shape[0], x.shape[1]};
+  Shape out = {xs[0], xs[1]};
   out.insert(out.end(), geo->out.begin(), geo->out.end());
-  set_output(graph, node, 0, x.dtype, out);
+  set_output(graph, node, 0, x.dtype, channels_last(node) ? nchw_to_nhwc(out) : out);
   if (has_indices(node)) set_output(graph, node, 1, DType::kInt64, out);
   return Status::ok();
 }
 
-Status window_pool_reference(const Node& node, const std::vector<const Tensor*>& inputs,
-                             std::vector<Tensor>& outputs) {
+Status window_pool_reference_nchw(const Node& node, const std::vector<const Tensor*>& inputs,
+                                  std::vector<Tensor>& outputs) {
   const Tensor& x = *inputs[0];
   auto geo = pool_geometry(node, x.shape());
   if (!geo) return geo.status();
@@ -121,22 +125,36 @@ Status window_pool_reference(const Node& node, const std::vector<const Tensor*>&
   return Status::ok();
 }
 
+Status window_pool_reference(const Node& node, const std::vector<const Tensor*>& inputs,
+                             std::vector<Tensor>& outputs) {
+  if (!channels_last(node)) return window_pool_reference_nchw(node, inputs, outputs);
+  Tensor x = permute_channels(*inputs[0], true);
+  std::vector<Tensor> y = {Tensor(outputs[0].dtype(), nhwc_to_nchw(outputs[0].shape()))};
+  AOTC_RETURN_IF_ERROR(window_pool_reference_nchw(node, {&x}, y));
+  outputs[0] = permute_channels(y[0], false);
+  return Status::ok();
+}
+
 Status global_pool_infer(Node& node, Graph& graph) {
   AOTC_RETURN_IF_ERROR(expect_inputs(node, 1, 1));
   if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
   AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 0, kFloatTypes));
   const Value& x = input_value(graph, node, 0);
   if (x.shape.size() < 3) return node_error(node, "input 0 has rank " + std::to_string(x.shape.size()) + ", expected >= 3");
-  Shape out(x.shape.size(), 1);
-  out[0] = x.shape[0];
-  out[1] = x.shape[1];
-  set_output(graph, node, 0, x.dtype, out);
+  if (channels_last(node) && x.shape.size() != 4) return node_error(node, "channels_last global pooling is 2-D (rank 4)");
+  const Shape xs = channels_last(node) ? nhwc_to_nchw(x.shape) : x.shape;
+  Shape out(xs.size(), 1);
+  out[0] = xs[0];
+  out[1] = xs[1];
+  set_output(graph, node, 0, x.dtype, channels_last(node) ? nchw_to_nhwc(out) : out);
   return Status::ok();
 }
 
 Status global_pool_reference(const Node& node, const std::vector<const Tensor*>& inputs,
                              std::vector<Tensor>& outputs) {
-  const Tensor& x = *inputs[0];
+  Tensor permuted;
+  if (channels_last(node)) permuted = permute_channels(*inputs[0], true);  // [N,1,1,C] out = same bytes as NCHW
+  const Tensor& x = channels_last(node) ? permuted : *inputs[0];
   const int64_t nc = x.shape()[0] * x.shape()[1];
   const int64_t sp = nc == 0 ? 0 : x.numel() / nc;
   for (int64_t p = 0; p < nc; ++p) {
@@ -155,11 +173,36 @@ std::string compute_type(DType t) { return t == DType::kFloat64 ? "double" : "fl
 
 Expected<Lowering> window_pool_lower(const Node& node, const Graph& graph) {
   const Value& x = input_value(graph, node, 0);
-  auto geo = pool_geometry(node, x.shape);
+  auto geo = pool_geometry(node, channels_last(node) ? nhwc_to_nchw(x.shape) : x.shape);
   if (!geo) return geo.status();
   const WindowGeometry g = to_rank3(*geo);
   const Value& y = output_value(graph, node, 0);
   KernelStep k;
+  if (channels_last(node)) {
+    const Shape xs = nhwc_to_nchw(x.shape);
+    k.template_name = "pool_window_nhwc";
+    k.holes = {{"comment", node.op_type + " NHWC " + shape_str(x.shape) + " -> " + shape_str(y.shape) + " kernel " +
+                               shape_str(geo->kernel)},
+               {"T", dtype_c_type(x.dtype)},
+               {"ACC", compute_type(x.dtype)},
+               {"N", int_literal(xs[0])}, {"C", int_literal(xs[1])},
+               {"H", int_literal(g.in[1])}, {"W", int_literal(g.in[2])},
+               {"KH", int_literal(g.kernel[1])}, {"KW", int_literal(g.kernel[2])},
+               {"OH", int_literal(g.out[1])}, {"OW", int_literal(g.out[2])},
+               {"SH", int_literal(g.strides[1])}, {"SW", int_literal(g.strides[2])},
+               {"PH", int_literal(g.pad_begin[1])}, {"PW", int_literal(g.pad_begin[2])},
+               {"QH", int_literal(g.pad_end[1])}, {"QW", int_literal(g.pad_end[2])},
+               {"DH", int_literal(g.dilations[1])}, {"DW", int_literal(g.dilations[2])},
+               {"IS_MAX", is_max(node) ? "1" : "0"},
+               {"LOWEST", lowest_literal(x.dtype)},
+               {"COUNT_INCLUDE_PAD", node.attr_int("count_include_pad", 0) ? "1" : "0"}};
+    k.args = {node.inputs[0], node.outputs[0]};
+    k.block = Dim3{256, 1, 1};
+    k.grid = grid_for(y.numel(), 256);
+    Lowering l;
+    l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+    return l;
+  }
   k.template_name = "pool_window";
   k.holes = {{"comment", node.op_type + " " + shape_str(x.shape) + " -> " + shape_str(y.shape) + " kernel " +
                              shape_str(geo->kernel)},
@@ -190,6 +233,22 @@ constexpr int64_t kGlobalPoolThreads = 256;
 
 Expected<Lowering> global_pool_lower(const Node& node, const Graph& graph) {
   const Value& x = input_value(graph, node, 0);
+  if (channels_last(node)) {
+    KernelStep k;
+    k.template_name = "pool_global_nhwc";
+    k.holes = {{"comment", node.op_type + " NHWC " + shape_str(x.shape)},
+               {"T", dtype_c_type(x.dtype)},
+               {"ACC", compute_type(x.dtype)},
+               {"N", int_literal(x.shape[0])}, {"C", int_literal(x.shape[3])},
+               {"SP", int_literal(x.shape[1] * x.shape[2])},
+               {"IS_MAX", is_max(node) ? "1" : "0"}};
+    k.args = {node.inputs[0], node.outputs[0]};
+    k.block = Dim3{256, 1, 1};
+    k.grid = grid_for(x.shape[0] * x.shape[3], 256);
+    Lowering l;
+    l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+    return l;
+  }
   const int64_t nc = x.shape[0] * x.shape[1];
   KernelStep k;
   k.template_name = "pool_global";

@@ -1,0 +1,64 @@
+// What the library is compiled for, as data the passes and lowerings read (graph.target): the GPU
+// architectures of --arch and the facts that choose between implementations (tensor-core class,
+// SM count for tile and split heuristics). Set once by the driver; tests set it directly.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/dtype.h"
+
+namespace aotc {
+
+// The precision the library computes in (--precision, --keep-fp32), read by opt/precision.
+struct PrecisionOptions {
+  DType dtype = DType::kFloat32;        // kFloat32 (no change), kFloat16 or kBFloat16
+  std::vector<std::string> keep_fp32;   // node names or op types that stay fp32
+};
+
+struct Target {
+  std::vector<int> sms{90};  // compute capabilities, e.g. {90, 87} for --arch sm_90,sm_87
+  // Smallest SM count among the targets (tiles must fill the smallest GPU it runs on): 132 for
+  // H100/H200, 16 for Jetson AGX Orin. sm_count_for_arch gives the table's value per arch.
+  int sm_count = 132;
+  PrecisionOptions precision;
+
+  int min_sm() const {
+    int m = sms.empty() ? 0 : sms[0];
+    for (int s : sms) m = s < m ? s : m;
+    return m;
+  }
+  // Sm80-class tensor-core kernels (mma.sync + cp.async, CUTLASS 2.x) run on every target.
+  bool has_sm80_tensor_cores() const { return min_sm() >= 80; }
+};
+
+// SM count of the reference GPU of an architecture (for heuristics only).
+inline int sm_count_for_arch(int sm) {
+  switch (sm) {
+    case 80: return 108;   // A100
+    case 86: return 84;    // RTX A6000 class
+    case 87: return 16;    // Jetson AGX Orin (2048 CUDA cores)
+    case 89: return 128;   // L40 class
+    case 90: return 132;   // H100 / H200 SXM
+    default: return sm >= 100 ? 148 : 80;
+  }
+}
+
+// Target from --arch strings ("sm_90", "sm_87", "compute_87"); unknown strings are skipped.
+inline Target target_from_archs(const std::vector<std::string>& archs) {
+  Target t;
+  t.sms.clear();
+  for (const std::string& a : archs) {
+    size_t us = a.find('_');
+    if (us == std::string::npos) continue;
+    int n = 0;
+    for (size_t i = us + 1; i < a.size() && a[i] >= '0' && a[i] <= '9'; ++i) n = n * 10 + (a[i] - '0');
+    if (n > 0) t.sms.push_back(n);
+  }
+  if (t.sms.empty()) t.sms.push_back(90);
+  t.sm_count = sm_count_for_arch(t.sms[0]);
+  for (int s : t.sms) t.sm_count = sm_count_for_arch(s) < t.sm_count ? sm_count_for_arch(s) : t.sm_count;
+  return t;
+}
+
+}  // namespace aotc

@@ -1,0 +1,212 @@
+// layout_nhwc: moves convolution chains to channels-last storage. A Conv/FusedConv with an NHWC
+// implementation for graph.target (ir/ops/conv_configs.h; the depthwise kernel) becomes a
+// channels_last node with KRSC weights converted at compile time; the ops between such convs
+// follow when they can run on NHWC data unchanged (elementwise ops on same-shaped activations,
+// max/average/global pooling, which have channels_last kernels). A value goes back to NCHW only
+// where a consumer needs it (one Transpose per value, or a view when H = W = 1), and a graph
+// input enters NHWC through one Transpose. Input channels below the tensor-core alignment (the
+// first conv's C = 3) are zero-padded, in the activation and in the weights.
+#include <cstring>
+#include <map>
+
+#include "ir/layout.h"
+#include "ir/op_registry.h"
+#include "ir/ops/conv_configs.h"
+#include "opt/passes.h"
+
+namespace aotc {
+namespace {
+
+bool is_conv(const Node& n) { return (n.op_type == "Conv" && n.domain.empty()) || (n.op_type == "FusedConv" && n.domain == "aotc"); }
+
+class LayoutRewriter {
+ public:
+  explicit LayoutRewriter(Graph& g) : g_(g), registry_(default_registry()) {}
+
+  Expected<bool> run() {
+    std::vector<Node> nodes = std::move(g_.nodes);
+    g_.nodes.clear();
+    bool changed = false;
+    for (Node& node : nodes) {
+      Expected<bool> done = rewrite(node);
+      if (!done) return done.status();
+      if (*done) {
+        changed = true;
+        continue;
+      }
+      // An NCHW consumer: give it NCHW inputs.
+      for (ValueId v : node.inputs)
+        if (v != kNoValue) AOTC_RETURN_IF_ERROR(restore_nchw(v));
+      g_.nodes.push_back(std::move(node));
+    }
+    for (ValueId v : g_.outputs) AOTC_RETURN_IF_ERROR(restore_nchw(v));
+    return changed;
+  }
+
+ private:
+  // Tries to emit `node` in NHWC; false when it stays as it is.
+  Expected<bool> rewrite(const Node& node) {
+    if (is_conv(node)) return rewrite_conv(node);
+    const OpDef* def = registry_.find(node.op_type, node.domain);
+    if (!def) return false;
+    const bool window_pool = node.domain.empty() && (node.op_type == "MaxPool" || node.op_type == "AveragePool");
+    const bool global_pool = node.domain.empty() && (node.op_type == "GlobalAveragePool" || node.op_type == "GlobalMaxPool");
+    if (window_pool || global_pool) {
+      if (node.outputs.size() != 1 || node.inputs.size() != 1 || !nhwc_.count(node.inputs[0])) return false;
+      if (g_.value(node.inputs[0]).shape.size() != 4) return false;
+      return emit_nhwc(node, {nhwc_.at(node.inputs[0])}, /*set_channels_last=*/true);
+    }
+    if (def->traits.elementwise && node.outputs.size() == 1) {
+      // Every non-scalar input must be an NHWC activation of the output's (logical) shape.
+      const Value& out = g_.value(node.outputs[0]);
+      if (out.shape.size() != 4) return false;
+      std::vector<ValueId> inputs = node.inputs;
+      bool any = false;
+      for (ValueId& v : inputs) {
+        if (v == kNoValue) continue;
+        const Value& val = g_.value(v);
+        if (val.numel() == 1 && val.shape.size() <= 4) continue;  // broadcast scalar
+        if (!nhwc_.count(v) || val.shape != out.shape) return false;
+        v = nhwc_.at(v);
+        any = true;
+      }
+      if (!any) return false;
+      return emit_nhwc(node, inputs, /*set_channels_last=*/false);
+    }
+    return false;
+  }
+
+  Expected<bool> rewrite_conv(const Node& node) {
+    const Value& x = g_.value(node.inputs[0]);
+    const ValueId wid = node.input(1);
+    if (x.shape.size() != 4 || wid == kNoValue || !g_.value(wid).is_constant() || channels_last(node)) return false;
+    const Shape& ws = g_.value(wid).shape;
+    const int64_t cin = x.shape[1], cout = ws[0], group = node.attr_int("group", 1);
+    const bool low = x.dtype == DType::kFloat16 || x.dtype == DType::kBFloat16;
+    const int64_t padded = (cin + kTensorCoreChannelAlign - 1) / kTensorCoreChannelAlign * kTensorCoreChannelAlign;
+    const bool pad_small_c = group == 1 && cin < kTensorCoreChannelAlign;
+    const bool tensor_core = conv_tensor_core_applies(g_.target, x.dtype, group, pad_small_c ? padded : cin, cout);
+    const bool depthwise = low && group == cin && cout == cin;
+    if (!tensor_core && !depthwise) return false;
+    // Only convert a conv whose input is already NHWC, or that starts a chain worth converting
+    // (a tensor-core conv: its speed pays for the one transpose).
+    if (!tensor_core && !nhwc_.count(node.inputs[0])) return false;
+    AOTC_RETURN_IF_ERROR(ensure_nhwc(node.inputs[0]));
+    ValueId xin = nhwc_.at(node.inputs[0]);
+    Tensor w = permute_channels(*g_.value(wid).constant, /*to_nchw=*/false);  // OIHW -> KRSC
+    if (tensor_core && pad_small_c) {
+      xin = pad_channels(xin, padded);
+      Tensor wp(w.dtype(), {w.shape()[0], w.shape()[1], w.shape()[2], padded});
+      const size_t es = static_cast<size_t>(dtype_size(w.dtype()));
+      for (int64_t i = 0; i < w.numel() / cin; ++i)
+        std::memcpy(wp.raw() + static_cast<size_t>(i * padded) * es, w.raw() + static_cast<size_t>(i * cin) * es,
+                    static_cast<size_t>(cin) * es);
+      w = std::move(wp);
+    }
+    std::vector<ValueId> inputs = node.inputs;
+    inputs[0] = xin;
+    inputs[1] = g_.add_constant(g_.unique_name(g_.value(wid).name + "_krsc"), std::move(w));
+    if (node.input(3) != kNoValue) {
+      AOTC_RETURN_IF_ERROR(ensure_nhwc(node.inputs[3]));
+      inputs[3] = nhwc_.at(node.inputs[3]);
+    }
+    return emit_nhwc(node, inputs, /*set_channels_last=*/true);
+  }
+
+  // Emits a copy of `node` reading `inputs` and writing a new NHWC value for its output 0.
+  Expected<bool> emit_nhwc(const Node& node, const std::vector<ValueId>& inputs, bool set_channels_last) {
+    Node n = node;
+    n.inputs = inputs;
+    if (set_channels_last) n.attrs["channels_last"] = Attribute::of_int(1);
+    const ValueId orig = node.outputs[0];
+    const Value ov = g_.value(orig);
+    n.outputs[0] = g_.add_value(g_.unique_name(ov.name + "_nhwc"), ov.dtype, nchw_to_nhwc(ov.shape), true);
+    const OpDef* def = registry_.find(n.op_type, n.domain);
+    AOTC_RETURN_IF_ERROR(def->infer(n, g_));
+    if (g_.value(n.outputs[0]).shape != nchw_to_nhwc(ov.shape))
+      return node_error(node, "layout: NHWC shape mismatch (internal)");
+    nhwc_[orig] = n.outputs[0];
+    moved_.insert({orig, false});
+    g_.nodes.push_back(std::move(n));
+    return true;
+  }
+
+  // Makes nhwc_[v] exist for an NCHW value v (one Transpose, shared by every consumer).
+  Status ensure_nhwc(ValueId v) {
+    if (nhwc_.count(v)) return Status::ok();
+    const Value src = g_.value(v);
+    if (src.is_constant()) {
+      nhwc_[v] = g_.add_constant(g_.unique_name(src.name + "_nhwc"), permute_channels(*src.constant, false));
+      return Status::ok();
+    }
+    const ValueId out = g_.add_value(g_.unique_name(src.name + "_nhwc"), src.dtype, nchw_to_nhwc(src.shape), true);
+    AOTC_RETURN_IF_ERROR(add_transpose(v, out, {0, 2, 3, 1}));
+    nhwc_[v] = out;
+    return Status::ok();
+  }
+
+  // A value whose producer now writes NHWC gets its NCHW bytes back (once) before an NCHW reader.
+  Status restore_nchw(ValueId v) {
+    auto it = moved_.find(v);
+    if (it == moved_.end() || it->second) return Status::ok();
+    it->second = true;
+    const Value& dst = g_.value(v);
+    if (dst.shape.size() == 4 && dst.shape[2] == 1 && dst.shape[3] == 1) {
+      // [N, 1, 1, C] and [N, C, 1, 1] hold the same bytes: a view.
+      Node r;
+      r.name = g_.unique_name(dst.name + "_to_nchw");
+      r.op_type = "Reshape";
+      r.inputs = {nhwc_.at(v), g_.add_constant(g_.unique_name(dst.name + "_shape"), Tensor::from_int64s({4}, dst.shape))};
+      r.outputs = {v};
+      AOTC_RETURN_IF_ERROR(registry_.find("Reshape")->infer(r, g_));
+      g_.nodes.push_back(std::move(r));
+      return Status::ok();
+    }
+    return add_transpose(nhwc_.at(v), v, {0, 3, 1, 2});
+  }
+
+  Status add_transpose(ValueId from, ValueId to, std::vector<int64_t> perm) {
+    Node t;
+    t.name = g_.unique_name(g_.value(to).name + "_transpose");
+    t.op_type = "Transpose";
+    t.inputs = {from};
+    t.outputs = {to};
+    t.attrs["perm"] = Attribute::of_ints(std::move(perm));
+    AOTC_RETURN_IF_ERROR(registry_.find("Transpose")->infer(t, g_));
+    g_.nodes.push_back(std::move(t));
+    return Status::ok();
+  }
+
+  // Zero-pads the channel axis of an NHWC value to `channels` (one Pad node).
+  ValueId pad_channels(ValueId v, int64_t channels) {
+    const Value src = g_.value(v);
+    Shape s = src.shape;
+    const int64_t extra = channels - s[3];
+    s[3] = channels;
+    const ValueId out = g_.add_value(g_.unique_name(src.name + "_padc"), src.dtype, s, true);
+    Node p;
+    p.name = g_.unique_name(src.name + "_pad_channels");
+    p.op_type = "Pad";
+    p.inputs = {v, g_.add_constant(g_.unique_name(src.name + "_pads"), Tensor::from_int64s({8}, {0, 0, 0, 0, 0, 0, 0, extra}))};
+    p.outputs = {out};
+    p.attrs["mode"] = Attribute::of_string("constant");
+    Status st = registry_.find("Pad")->infer(p, g_);
+    (void)st;  // constant pads of a known shape: cannot fail
+    g_.nodes.push_back(std::move(p));
+    return out;
+  }
+
+  Graph& g_;
+  const OpRegistry& registry_;
+  std::map<ValueId, ValueId> nhwc_;  // NCHW value -> the value holding the same data in NHWC
+  std::map<ValueId, bool> moved_;    // values whose producer now writes NHWC -> restored yet?
+};
+
+}  // namespace
+
+Expected<bool> layout_nhwc(Graph& graph) {
+  if (!graph.target.has_sm80_tensor_cores()) return false;
+  return LayoutRewriter(graph).run();
+}
+
+}  // namespace aotc

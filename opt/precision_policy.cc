@@ -1,0 +1,65 @@
+// The precision policy table (see precision_policy.h). Keep-fp32 ops: exponentials and powers
+// overflow fp16's 65504 easily, sums and products of many elements exceed its range, and the
+// integer-valued or index-producing float ops are better left exact.
+#include "opt/precision_policy.h"
+
+namespace aotc {
+
+const std::vector<PrecisionPolicy>& precision_policies() {
+  static const std::vector<PrecisionPolicy> kTable = {
+      // fp32 storage and arithmetic.
+      {"Exp", PrecisionRule::kKeepFp32, {}},
+      {"Pow", PrecisionRule::kKeepFp32, {}},
+      {"ReduceSum", PrecisionRule::kKeepFp32, {}},
+      {"ReduceSumSquare", PrecisionRule::kKeepFp32, {}},
+      {"ReduceProd", PrecisionRule::kKeepFp32, {}},
+      {"ReduceLogSumExp", PrecisionRule::kKeepFp32, {}},
+      {"CumSum", PrecisionRule::kKeepFp32, {}},
+      {"Range", PrecisionRule::kKeepFp32, {}},
+      {"Det", PrecisionRule::kKeepFp32, {}},
+      {"DFT", PrecisionRule::kKeepFp32, {}},
+      {"STFT", PrecisionRule::kKeepFp32, {}},
+      {"RNN", PrecisionRule::kKeepFp32, {}},
+      {"GRU", PrecisionRule::kKeepFp32, {}},
+      {"LSTM", PrecisionRule::kKeepFp32, {}},
+      {"TopK", PrecisionRule::kKeepFp32, {}},
+      {"NegativeLogLikelihoodLoss", PrecisionRule::kKeepFp32, {}},
+      {"SoftmaxCrossEntropyLoss", PrecisionRule::kKeepFp32, {}},
+      // Low-precision storage, fp32 statistics / accumulation inside the kernel.
+      {"Softmax", PrecisionRule::kComputeFp32, {}},
+      {"LogSoftmax", PrecisionRule::kComputeFp32, {}},
+      {"LayerNormalization", PrecisionRule::kComputeFp32, {}},
+      {"InstanceNormalization", PrecisionRule::kComputeFp32, {}},
+      {"BatchNormalization", PrecisionRule::kComputeFp32, {}},
+      {"ReduceMean", PrecisionRule::kComputeFp32, {}},
+      {"ReduceL1", PrecisionRule::kComputeFp32, {}},
+      {"ReduceL2", PrecisionRule::kComputeFp32, {}},
+      {"GlobalAveragePool", PrecisionRule::kComputeFp32, {}},
+      {"AveragePool", PrecisionRule::kComputeFp32, {}},
+      {"Conv", PrecisionRule::kComputeFp32, {}},
+      {"FusedConv", PrecisionRule::kComputeFp32, {}},
+      {"Gemm", PrecisionRule::kComputeFp32, {}},
+      {"FusedGemm", PrecisionRule::kComputeFp32, {}},
+      {"MatMul", PrecisionRule::kComputeFp32, {}},
+      // Inputs that keep their type whatever the node computes in.
+      {"Resize", PrecisionRule::kLow, {1, 2}},
+  };
+  return kTable;
+}
+
+const PrecisionPolicy* find_precision_policy(const std::string& op_type) {
+  for (const PrecisionPolicy& p : precision_policies())
+    if (op_type == p.op_type) return &p;
+  return nullptr;
+}
+
+const char* precision_rule_name(PrecisionRule rule) {
+  switch (rule) {
+    case PrecisionRule::kLow: return "low";
+    case PrecisionRule::kComputeFp32: return "low storage, fp32 compute";
+    case PrecisionRule::kKeepFp32: return "fp32";
+  }
+  return "?";
+}
+
+}  // namespace aotc

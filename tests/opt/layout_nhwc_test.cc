@@ -1,0 +1,126 @@
+// layout_nhwc: conv chains move to channels_last with KRSC weights, transposes only at the edges,
+// small input channels padded, pooling and elementwise ops follow; checked against the CPU
+// reference of the NCHW graph, and where it must not fire (no tensor-core target, fp32, grouped
+// convolutions, per-channel broadcasts).
+#include "ir/layout.h"
+#include "ir/ops/conv_configs.h"
+#include "opt/passes.h"
+#include "opt_test_util.h"
+
+namespace aotc {
+namespace {
+
+using testing_util::op_list;
+
+const char* kResidualBlock = R"(
+    input %x : float16[2x3x10x10]
+    const %w1 : float16[16x3x3x3] = random(1)
+    const %b1 : float16[16] = random(2)
+    const %w2 : float16[16x16x3x3] = random(3)
+    const %w3 : float16[16x1x3x3] = random(4)
+    %c1 : float16[?] = Conv(%x, %w1, %b1) {pads=[1,1,1,1]}  # conv1
+    %r1 : float16[?] = Relu(%c1)  # relu1
+    %p1 : float16[?] = MaxPool(%r1) {kernel_shape=[3,3], pads=[1,1,1,1], strides=[2,2]}  # pool
+    %c2 : float16[?] = Conv(%p1, %w2) {pads=[1,1,1,1]}  # conv2
+    %s : float16[?] = Add(%c2, %p1)  # add
+    %d : float16[?] = Conv(%s, %w3) {group=16, pads=[1,1,1,1]}  # dw
+    %g : float16[?] = GlobalAveragePool(%d)  # gap
+    %y : float16[?] = Flatten(%g)  # flatten
+    output %y
+  )";
+
+TEST(LayoutNhwc, ChainRunsChannelsLastWithTransposesOnlyAtTheEdges) {
+  AOTC_BUILD(g, kResidualBlock);
+  Graph before = g;
+  auto changed = layout_nhwc(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(verify(g).is_ok());
+  // One transpose in, the C = 3 input padded to 8, a view (Reshape) back to NCHW after the
+  // global pool ([N,1,1,C] and [N,C,1,1] share their bytes).
+  EXPECT_EQ(op_list(g), "Transpose,Pad,Conv,Relu,MaxPool,Conv,Add,Conv,GlobalAveragePool,Reshape,Flatten");
+  for (const Node& n : g.nodes)
+    if (n.op_type == "Conv" || n.op_type == "MaxPool" || n.op_type == "GlobalAveragePool")
+      EXPECT_TRUE(channels_last(n)) << n.name;
+  const Node& conv1 = g.nodes[2];
+  EXPECT_EQ(g.value(conv1.inputs[0]).shape, (Shape{2, 10, 10, 8}));
+  EXPECT_EQ(g.value(conv1.inputs[1]).shape, (Shape{16, 3, 3, 8}));  // KRSC, padded C
+  EXPECT_EQ(g.value(conv1.outputs[0]).shape, (Shape{2, 10, 10, 16}));
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 42, 2.5e-3, 1e-3));
+}
+
+TEST(LayoutNhwc, ValueReadInBothLayoutsIsTransposedBackOnce) {
+  AOTC_BUILD(g, R"(
+    input %x : float16[1x8x6x6]
+    const %w : float16[8x8x1x1] = random(1)
+    %c : float16[?] = Conv(%x, %w)  # conv
+    %t : float16[?] = Transpose(%c) {perm=[0,1,3,2]}  # t1
+    %u : float16[?] = ReduceMax(%c) {keepdims=1}  # rmax
+    output %t
+    output %u
+  )");
+  Graph before = g;
+  ASSERT_TRUE(layout_nhwc(g).is_ok());
+  ASSERT_TRUE(verify(g).is_ok());
+  EXPECT_EQ(op_list(g), "Transpose,Conv,Transpose,Transpose,ReduceMax");
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 3, 2.5e-3, 1e-3));
+}
+
+TEST(LayoutNhwc, Fp32GraphDoesNotFire) {
+  AOTC_BUILD(g, R"(
+    input %x : float[1x8x6x6]
+    const %w : float[8x8x3x3] = random(1)
+    %y : float[?] = Conv(%x, %w) {pads=[1,1,1,1]}  # conv
+    output %y
+  )");
+  auto changed = layout_nhwc(g);
+  ASSERT_TRUE(changed.is_ok());
+  EXPECT_FALSE(*changed);
+  EXPECT_EQ(op_list(g), "Conv");
+}
+
+TEST(LayoutNhwc, TargetWithoutTensorCoresDoesNotFire) {
+  AOTC_BUILD(g, kResidualBlock);
+  g.target.sms = {75};
+  auto changed = layout_nhwc(g);
+  ASSERT_TRUE(changed.is_ok());
+  EXPECT_FALSE(*changed);
+}
+
+TEST(LayoutNhwc, GroupedConvAndChannelBroadcastStayNchw) {
+  AOTC_BUILD(g, R"(
+    input %x : float16[1x16x6x6]
+    const %w : float16[16x8x3x3] = random(1)
+    const %s : float16[1x16x1x1] = random(2)
+    %c : float16[?] = Conv(%x, %w) {group=2, pads=[1,1,1,1]}  # grouped
+    %y : float16[?] = Mul(%c, %s)  # scale
+    output %y
+  )");
+  auto changed = layout_nhwc(g);
+  ASSERT_TRUE(changed.is_ok());
+  EXPECT_FALSE(*changed);
+  EXPECT_EQ(op_list(g), "Conv,Mul");
+}
+
+TEST(LayoutNhwc, ConfigTablePicksAWaveFillingTileOrTheSmallest) {
+  Target t;  // sm_90, 132 SMs
+  const auto& configs = conv_kernel_configs();
+  ASSERT_GE(configs.size(), 2u);
+  // Batch 32 ResNet-50 layer 1: M = 32*56*56, N = 64 -> the largest tile already fills the GPU.
+  EXPECT_STREQ(pick_conv_config(t, 32 * 56 * 56, 256).name, configs.front().name);
+  // Batch 1, 7x7 output: nothing fills the GPU -> the smallest tile (most blocks).
+  EXPECT_STREQ(pick_conv_config(t, 49, 512).name, configs.back().name);
+  // Jetson Orin (16 SMs) fills with larger tiles than the H100 on the same problem.
+  Target orin = target_from_archs({"sm_87"});
+  EXPECT_EQ(orin.sm_count, 16);
+  EXPECT_GE(pick_conv_config(orin, 56 * 56, 64).tb_m * pick_conv_config(orin, 56 * 56, 64).tb_n,
+            pick_conv_config(t, 56 * 56, 64).tb_m * pick_conv_config(t, 56 * 56, 64).tb_n);
+  for (const ConvKernelConfig& c : configs) {
+    EXPECT_EQ(c.tb_m % c.warp_m, 0) << c.name;
+    EXPECT_EQ(c.tb_n % c.warp_n, 0) << c.name;
+    EXPECT_GE(c.min_sm, 80) << c.name;
+  }
+}
+
+}  // namespace
+}  // namespace aotc
