@@ -40,6 +40,15 @@ if [ -d "$deps" ]; then
 fi
 echo "unpacked $debs .deb file(s) from $deps into $prefix"
 
+# CUTLASS headers (header-only) from a carried nvidia-cutlass wheel: aotc finds them via CUTLASS_DIR.
+cutlass_dir=""
+wheel="$(find "$deps" -maxdepth 1 -name 'nvidia_cutlass-*.whl' 2>/dev/null | sort | tail -n 1)"
+if [ -n "$wheel" ] && command -v python3 >/dev/null 2>&1; then
+  python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); [z.extract(n, sys.argv[2]) for n in z.namelist() if n.startswith("cutlass_library/source/include/")]' \
+    "$wheel" "$prefix/cutlass" && cutlass_dir="$prefix/cutlass/cutlass_library/source/include" &&
+    echo "CUTLASS headers from $(basename "$wheel")"
+fi
+
 usr="$prefix/usr"
 libdir="$usr/lib/$multiarch"
 # ONNX's exported CMake targets check that every file of the export set exists, including the
@@ -118,6 +127,7 @@ if [ -n "${extra_prefix:-}" ]; then prefix_path="$usr;$extra_prefix"; fi
   echo "AOTC_BUILD_TESTS=$build_tests"
   echo "AOTC_NODE_TEST_DATA='$node_data'"
   echo "AOTC_DEPS_NOTE='$note'"
+  [ -n "$cutlass_dir" ] && echo "export CUTLASS_DIR='$cutlass_dir'"
 } >"$env_file"
 echo "$note"
 cat "$env_file"
