@@ -4,8 +4,10 @@
 // every step succeeded, so a failure leaves nothing at output_path.
 #include "codegen/codegen.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -26,7 +28,23 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* const kRuntimeFiles[] = {"aotc_runtime.c", "aotc_runtime.h", "aotc_cuda_api.h"};
+// The runtime sources (every embedded runtime/* file, sorted) and the headers the device code may
+// include from its own directory (templates/*.cuh other than common.cuh, which is inlined).
+std::vector<std::string> runtime_files(const char* suffix = "") {
+  std::vector<std::string> names;
+  const std::string dir = "runtime/";
+  for (const EmbeddedFile& f : embedded_files()) {
+    std::string path = f.path;
+    if (path.rfind(dir, 0) != 0) continue;
+    std::string name = path.substr(dir.size());
+    if (name.size() >= std::strlen(suffix) &&
+        name.compare(name.size() - std::strlen(suffix), std::string::npos, suffix) == 0)
+      names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+const char* const kDeviceHeaders[] = {"library_params.cuh"};
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -86,11 +104,12 @@ std::vector<std::string> nvcc_command(const CodegenOptions& o, const std::string
 
 std::vector<std::string> cc_command(const CodegenOptions& o, const std::string& prefix) {
   // The .S includes the fatbins and the weight blob from the working directory.
-  return {o.host_cc,          "-std=c11",           "-O2",
-          "-fPIC",            "-fvisibility=hidden", "-shared",
-          "-o",               "lib" + prefix + ".so", model_c_file(prefix),
-          "aotc_runtime.c",   blobs_file(prefix),   "-ldl",
-          "-Wl,--no-undefined"};
+  std::vector<std::string> argv = {o.host_cc, "-std=c11", "-O2", "-fPIC", "-fvisibility=hidden",
+                                   "-shared", "-o", "lib" + prefix + ".so", model_c_file(prefix)};
+  for (const std::string& c : runtime_files(".c")) argv.push_back(c);
+  for (const char* a : {"-ldl", "-Wl,--no-undefined"}) argv.push_back(a);
+  argv.insert(argv.end() - 2, blobs_file(prefix));
+  return argv;
 }
 
 std::string makefile(const CodegenOptions& o, const std::string& prefix, int files) {
@@ -102,13 +121,18 @@ std::string makefile(const CodegenOptions& o, const std::string& prefix, int fil
   m += "NVCC = " + o.nvcc + "\nCC = " + o.host_cc + "\n\n";
   std::string fatbins;
   for (int f = 0; f < files; ++f) fatbins += " " + fatbin_file(prefix, f);
-  m += lib + ": " + model_c_file(prefix) + " aotc_runtime.c aotc_runtime.h aotc_cuda_api.h " +
-       header_file(prefix) + " " + blobs_file(prefix) + fatbins + " " + weights_file(prefix) +
-       "\n\t" + join_command(cc) + "\n\n";
+  std::string runtime;
+  for (const std::string& r : runtime_files()) runtime += " " + r;
+  m += lib + ": " + model_c_file(prefix) + runtime + " " + header_file(prefix) + " " +
+       blobs_file(prefix) + fatbins + " " + weights_file(prefix) + "\n\t" + join_command(cc) +
+       "\n\n";
+  std::string device_headers;
+  for (const char* h : kDeviceHeaders) device_headers += std::string(" ") + h;
   for (int f = 0; f < files; ++f) {
     std::vector<std::string> nvcc = nvcc_command(o, prefix, f);
     nvcc[0] = "$(NVCC)";
-    m += fatbin_file(prefix, f) + ": " + cuda_file(prefix, f) + "\n\t" + join_command(nvcc) + "\n\n";
+    m += fatbin_file(prefix, f) + ": " + cuda_file(prefix, f) + device_headers + "\n\t" +
+         join_command(nvcc) + "\n\n";
   }
   m += "clean:\n\trm -f " + lib + fatbins + "\n\n.PHONY: clean\n";
   return m;
@@ -188,8 +212,9 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
   auto program = build_launch_program(
       graph, plan, options.registry ? *options.registry : default_registry());
   if (!program) return program.status();
-  auto device = render_device_sources(*program, graph,
-                                      {options.aotc_version, options.model_hash, graph.name});
+  auto device = render_device_sources(
+      *program, graph,
+      {options.aotc_version, options.model_hash, graph.name, &options.extra_templates});
   if (!device) return device.status();
   const int files = static_cast<int>(device->size());
   HostSources host = render_host_sources(
@@ -214,17 +239,23 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
   AOTC_RETURN_IF_ERROR(
       write_file(dir / weights_file(prefix), program->weights.data(), program->weights.size()));
   AOTC_RETURN_IF_ERROR(write_text(dir / "Makefile", makefile(options, prefix, files)));
-  for (const char* name : kRuntimeFiles) {
-    const EmbeddedFile* f = find_embedded_file(std::string("runtime/") + name);
-    if (!f) return Status::error(std::string("internal: runtime/") + name + " is not embedded");
+  // Sources go out before compiling, so a failed build can be inspected.
+  std::vector<std::string> emitted = {model_c_file(prefix), header_file(prefix), blobs_file(prefix),
+                                      weights_file(prefix), "Makefile"};
+  for (const std::string& name : runtime_files()) {
+    const EmbeddedFile* f = find_embedded_file("runtime/" + name);
     AOTC_RETURN_IF_ERROR(write_file(dir / name, f->data, f->size));
+    emitted.push_back(name);
+  }
+  if (runtime_files(".c").empty()) return Status::error("internal: no runtime/*.c is embedded");
+  for (const char* name : kDeviceHeaders) {
+    const EmbeddedFile* f = find_embedded_file(std::string("templates/") + name);
+    if (!f) return Status::error(std::string("internal: templates/") + name + " is not embedded");
+    AOTC_RETURN_IF_ERROR(write_file(dir / name, f->data, f->size));
+    emitted.push_back(name);
   }
   stats.render_seconds = seconds_since(t0);
 
-  // Sources go out before compiling, so a failed build can be inspected.
-  std::vector<std::string> emitted = {model_c_file(prefix), header_file(prefix), blobs_file(prefix),
-                                      weights_file(prefix), "Makefile",           "aotc_runtime.c",
-                                      "aotc_runtime.h",     "aotc_cuda_api.h"};
   std::vector<std::string> fatbins;
   std::vector<std::vector<std::string>> nvcc_commands;
   for (int f = 0; f < files; ++f) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ struct CodegenOptions {
   std::string aotc_version;
   std::function<void(const std::string&)> progress;  // one line per long step
   const OpRegistry* registry = nullptr;    // lowering source; nullptr = default_registry() (tests)
+  // Templates by name (the text of a .cu.in) looked up before the embedded templates/: kernels
+  // written outside aotc's tree (tests, experiments).
+  std::map<std::string, std::string> extra_templates;
 };
 
 struct CodegenStats {

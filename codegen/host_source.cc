@@ -166,19 +166,34 @@ std::string render_model_c(const LaunchProgram& program, const Graph& graph,
   c += "static const unsigned char* const kFatbins[] = {" + fatbins + "};\n\n";
 
   // Kernels and their pointer arguments.
-  std::string args, kernels;
-  int first = 0;
+  // Library kernels also carry their params builder's arguments (kBuilderArgs); their launch
+  // shape here is informative, the builder reports the real one at create().
+  std::string args, kernels, builder_args;
+  int first = 0, first_builder = 0;
   for (const ProgramKernel& k : program.kernels) {
     for (const Location& loc : k.args) args += "    " + ref_literal(loc) + ",\n";
+    if (k.library_params && !k.builder_args.empty()) {
+      builder_args += "    /* " + k.name + " */";
+      for (int64_t v : k.builder_args) builder_args += " " + std::to_string(v) + "LL,";
+      builder_args += "\n";
+    }
+    int num_builder = k.library_params ? static_cast<int>(k.builder_args.size()) : 0;
     kernels += "    {" + c_string_literal(k.function) + ", " + std::to_string(k.module) + ", {" + std::to_string(k.grid.x) + "u, " +
                std::to_string(k.grid.y) + "u, " + std::to_string(k.grid.z) + "u}, {" +
                std::to_string(k.block.x) + "u, " + std::to_string(k.block.y) + "u, " +
                std::to_string(k.block.z) + "u}, " + std::to_string(k.shared_bytes) + "u, " +
-               std::to_string(first) + ", " + std::to_string(k.args.size()) + "},\n";
+               std::to_string(first) + ", " + std::to_string(k.args.size()) + ", " +
+               (k.library_params ? "1" : "0") + ", " + std::to_string(first_builder) + ", " +
+               std::to_string(num_builder) + "},\n";
     first += static_cast<int>(k.args.size());
+    first_builder += num_builder;
   }
   c += args.empty() ? "static const aotc_rt_ref kKernelArgs[1];\n"
                     : "static const aotc_rt_ref kKernelArgs[] = {\n" + args + "};\n";
+  c += builder_args.empty()
+           ? "static const long long kBuilderArgs[1];\n"
+           : "/* Library kernels' params builder arguments (sizes, strides...), per kernel. */\n"
+             "static const long long kBuilderArgs[] = {\n" + builder_args + "};\n";
   c += kernels.empty() ? "static const aotc_rt_kernel kKernels[1];\n"
                        : "static const aotc_rt_kernel kKernels[] = {\n" + kernels + "};\n";
   // Matmuls.
@@ -235,7 +250,8 @@ std::string render_model_c(const LaunchProgram& program, const Graph& graph,
        std::to_string(program.copies.size()) + ", kSteps, " + std::to_string(program.steps.size()) +
        ",\n";
   c += "    kInputs, " + std::to_string(graph.inputs.size()) + ", kOutputs, " +
-       std::to_string(graph.outputs.size()) + "};\n\n";
+       std::to_string(graph.outputs.size()) + ",\n";
+  c += "    kBuilderArgs, " + std::to_string(first_builder) + "};\n\n";
 
   // The exported ABI.
   const std::string m = p + "_model";
