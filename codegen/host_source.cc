@@ -61,6 +61,11 @@ std::string render_header(const LaunchProgram& program, const Graph& graph,
        "   Every call returns a status code (AOTC_OK = 0) and never aborts, exits or throws; the\n"
        "   message is " + p + "_last_error(handle). After a sticky CUDA fault every later call on\n"
        "   the handle returns AOTC_ERROR_STICKY. run() does no allocation and no host synchronisation.\n"
+       "   CUDA graphs: run() on a stream other than NULL / the legacy default stream captures its\n"
+       "   launches once per (stream, input and output pointers), keeps the last 4 such sets per\n"
+       "   handle and replays them (the first run of a new set captures and instantiates). A failed\n"
+       "   capture falls back to plain launches (same results); set AOTC_NO_CUDA_GRAPH=1 in the\n"
+       "   environment before create() to launch plainly always.\n"
        "   create() opens libcuda.so.1 (and libcublasLt.so.13 or .so.12 when the model has matmuls).\n";
   h += "   Inputs (device pointers to exactly these bytes, row-major):\n";
   for (size_t i = 0; i < graph.inputs.size(); ++i)
