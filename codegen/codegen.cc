@@ -16,10 +16,12 @@
 #include <thread>
 #include <unistd.h>
 
+#include "codegen/cutlass_dir.h"
 #include "codegen/device_source.h"
 #include "codegen/embedded_files.h"
 #include "codegen/host_source.h"
 #include "codegen/identifiers.h"
+#include "codegen/kernel_cache.h"
 #include "codegen/launch_program.h"
 #include "codegen/process.h"
 
@@ -85,7 +87,8 @@ std::string arch_number(const std::string& arch) {
 }
 
 std::vector<std::string> nvcc_command(const CodegenOptions& o, const std::string& prefix, int file) {
-  std::vector<std::string> argv = {o.nvcc, "--fatbin", "-O3", "-std=c++17"};
+  std::vector<std::string> argv = {o.nvcc, "--fatbin", "-O3", "-std=c++17", "--expt-relaxed-constexpr"};
+  if (!o.cutlass_include_dir.empty()) argv.push_back("-I" + o.cutlass_include_dir);
   std::string highest;
   for (const std::string& arch : o.archs) {
     std::string n = arch_number(arch);
@@ -217,6 +220,20 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
       {options.aotc_version, options.model_hash, graph.name, &options.extra_templates});
   if (!device) return device.status();
   const int files = static_cast<int>(device->size());
+  // CUTLASS: only a model whose templates include it needs the headers.
+  std::vector<bool> needs_cutlass(static_cast<size_t>(files), false);
+  for (int f = 0; f < files; ++f)
+    needs_cutlass[static_cast<size_t>(f)] = source_uses_cutlass((*device)[static_cast<size_t>(f)]);
+  for (const ProgramKernel& k : program->kernels) {
+    if (!needs_cutlass[static_cast<size_t>(k.module)] || !options.cutlass_include_dir.empty()) continue;
+    auto extra = options.extra_templates.find(k.template_name);
+    const EmbeddedFile* tmpl = find_embedded_file("templates/" + k.template_name + ".cu.in");
+    std::string text = extra != options.extra_templates.end() ? extra->second : tmpl ? tmpl->text() : "";
+    if (source_uses_cutlass(text))
+      return Status::error("this model needs CUTLASS headers for template " +
+                           escape_for_message(k.template_name) +
+                           "; install nvidia-cutlass (pip) or pass --cutlass-dir");
+  }
   HostSources host = render_host_sources(
       *program, graph,
       {prefix, options.archs, options.aotc_version, options.model_hash, graph.name, files});
@@ -276,13 +293,50 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
   };
   AOTC_RETURN_IF_ERROR(emit(emitted));
 
+  // The kernel cache: a hit copies the fatbin instead of running nvcc.
+  auto t1 = std::chrono::steady_clock::now();
+  KernelCache cache(options.kernel_cache_dir);
+  std::vector<std::string> keys(static_cast<size_t>(files));
+  std::vector<std::vector<std::string>> to_compile;
+  std::vector<int> compiled_files;
+  if (!options.kernel_cache_dir.empty()) {
+    auto version = run_process({options.nvcc, "--version"});
+    stats.cache_enabled = version.is_ok() && version->exit_code == 0;
+    std::string cutlass_version = cutlass_headers_version(options.cutlass_include_dir);
+    for (int f = 0; stats.cache_enabled && f < files; ++f)
+      keys[static_cast<size_t>(f)] = kernel_cache_key(
+          (*device)[static_cast<size_t>(f)], version->output, nvcc_commands[static_cast<size_t>(f)],
+          needs_cutlass[static_cast<size_t>(f)] ? cutlass_version : "");
+  }
+  for (int f = 0; f < files; ++f) {
+    if (stats.cache_enabled &&
+        cache.fetch(keys[static_cast<size_t>(f)], (dir / fatbin_file(prefix, f)).string())) {
+      ++stats.cache_hits;
+      continue;
+    }
+    to_compile.push_back(nvcc_commands[static_cast<size_t>(f)]);
+    compiled_files.push_back(f);
+  }
+  stats.cache_misses = stats.cache_enabled ? static_cast<int>(to_compile.size()) : 0;
   int parallel = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  std::string cache_note =
+      stats.cache_enabled ? "; kernel cache: " + std::to_string(stats.cache_hits) + " hit(s), " +
+                                std::to_string(stats.cache_misses) + " miss(es)"
+                          : "; kernel cache off";
   report("nvcc: " + std::to_string(stats.kernels) + " distinct kernels (" +
          std::to_string(program->kernels.size()) + " launches) in " + std::to_string(files) +
          " device file(s) for " + std::to_string(options.archs.size()) + " arch(s), " +
-         std::to_string(std::min(parallel, files)) + " at a time");
-  auto t1 = std::chrono::steady_clock::now();
-  AOTC_RETURN_IF_ERROR(run_tools_parallel(nvcc_commands, dir, "nvcc", parallel));
+         std::to_string(std::min(parallel, std::max<int>(1, static_cast<int>(to_compile.size())))) +
+         " at a time" + cache_note);
+  AOTC_RETURN_IF_ERROR(run_tools_parallel(to_compile, dir, "nvcc", parallel));
+  for (int f : compiled_files) {
+    if (!stats.cache_enabled) break;
+    Status s = cache.store(keys[static_cast<size_t>(f)], (dir / fatbin_file(prefix, f)).string());
+    if (!s.is_ok()) {
+      report(s.message() + " (continuing without caching)");
+      break;
+    }
+  }
   stats.nvcc_seconds = seconds_since(t1);
   AOTC_RETURN_IF_ERROR(emit(fatbins));
 
