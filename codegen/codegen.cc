@@ -4,8 +4,10 @@
 // every step succeeded, so a failure leaves nothing at output_path.
 #include "codegen/codegen.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,10 +16,12 @@
 #include <thread>
 #include <unistd.h>
 
+#include "codegen/cutlass_dir.h"
 #include "codegen/device_source.h"
 #include "codegen/embedded_files.h"
 #include "codegen/host_source.h"
 #include "codegen/identifiers.h"
+#include "codegen/kernel_cache.h"
 #include "codegen/launch_program.h"
 #include "codegen/process.h"
 
@@ -26,7 +30,23 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* const kRuntimeFiles[] = {"aotc_runtime.c", "aotc_runtime.h", "aotc_cuda_api.h"};
+// The runtime sources (every embedded runtime/* file, sorted) and the headers the device code may
+// include from its own directory (templates/*.cuh other than common.cuh, which is inlined).
+std::vector<std::string> runtime_files(const char* suffix = "") {
+  std::vector<std::string> names;
+  const std::string dir = "runtime/";
+  for (const EmbeddedFile& f : embedded_files()) {
+    std::string path = f.path;
+    if (path.rfind(dir, 0) != 0) continue;
+    std::string name = path.substr(dir.size());
+    if (name.size() >= std::strlen(suffix) &&
+        name.compare(name.size() - std::strlen(suffix), std::string::npos, suffix) == 0)
+      names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+const char* const kDeviceHeaders[] = {"library_params.cuh"};
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -67,7 +87,8 @@ std::string arch_number(const std::string& arch) {
 }
 
 std::vector<std::string> nvcc_command(const CodegenOptions& o, const std::string& prefix, int file) {
-  std::vector<std::string> argv = {o.nvcc, "--fatbin", "-O3", "-std=c++17"};
+  std::vector<std::string> argv = {o.nvcc, "--fatbin", "-O3", "-std=c++17", "--expt-relaxed-constexpr"};
+  if (!o.cutlass_include_dir.empty()) argv.push_back("-I" + o.cutlass_include_dir);
   std::string highest;
   for (const std::string& arch : o.archs) {
     std::string n = arch_number(arch);
@@ -87,11 +108,12 @@ std::vector<std::string> nvcc_command(const CodegenOptions& o, const std::string
 
 std::vector<std::string> cc_command(const CodegenOptions& o, const std::string& prefix) {
   // The .S includes the fatbins and the weight blob from the working directory.
-  return {o.host_cc,          "-std=c11",           "-O2",
-          "-fPIC",            "-fvisibility=hidden", "-shared",
-          "-o",               "lib" + prefix + ".so", model_c_file(prefix),
-          "aotc_runtime.c",   blobs_file(prefix),   "-ldl",
-          "-Wl,--no-undefined"};
+  std::vector<std::string> argv = {o.host_cc, "-std=c11", "-O2", "-fPIC", "-fvisibility=hidden",
+                                   "-shared", "-o", "lib" + prefix + ".so", model_c_file(prefix)};
+  for (const std::string& c : runtime_files(".c")) argv.push_back(c);
+  for (const char* a : {"-ldl", "-Wl,--no-undefined"}) argv.push_back(a);
+  argv.insert(argv.end() - 2, blobs_file(prefix));
+  return argv;
 }
 
 std::string makefile(const CodegenOptions& o, const std::string& prefix, int files) {
@@ -103,13 +125,18 @@ std::string makefile(const CodegenOptions& o, const std::string& prefix, int fil
   m += "NVCC = " + o.nvcc + "\nCC = " + o.host_cc + "\n\n";
   std::string fatbins;
   for (int f = 0; f < files; ++f) fatbins += " " + fatbin_file(prefix, f);
-  m += lib + ": " + model_c_file(prefix) + " aotc_runtime.c aotc_runtime.h aotc_cuda_api.h " +
-       header_file(prefix) + " " + blobs_file(prefix) + fatbins + " " + weights_file(prefix) +
-       "\n\t" + join_command(cc) + "\n\n";
+  std::string runtime;
+  for (const std::string& r : runtime_files()) runtime += " " + r;
+  m += lib + ": " + model_c_file(prefix) + runtime + " " + header_file(prefix) + " " +
+       blobs_file(prefix) + fatbins + " " + weights_file(prefix) + "\n\t" + join_command(cc) +
+       "\n\n";
+  std::string device_headers;
+  for (const char* h : kDeviceHeaders) device_headers += std::string(" ") + h;
   for (int f = 0; f < files; ++f) {
     std::vector<std::string> nvcc = nvcc_command(o, prefix, f);
     nvcc[0] = "$(NVCC)";
-    m += fatbin_file(prefix, f) + ": " + cuda_file(prefix, f) + "\n\t" + join_command(nvcc) + "\n\n";
+    m += fatbin_file(prefix, f) + ": " + cuda_file(prefix, f) + device_headers + "\n\t" +
+         join_command(nvcc) + "\n\n";
   }
   m += "clean:\n\trm -f " + lib + fatbins + "\n\n.PHONY: clean\n";
   return m;
@@ -189,10 +216,25 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
   auto program = build_launch_program(
       graph, plan, options.registry ? *options.registry : default_registry());
   if (!program) return program.status();
-  auto device = render_device_sources(*program, graph,
-                                      {options.aotc_version, options.model_hash, graph.name});
+  auto device = render_device_sources(
+      *program, graph,
+      {options.aotc_version, options.model_hash, graph.name, &options.extra_templates});
   if (!device) return device.status();
   const int files = static_cast<int>(device->size());
+  // CUTLASS: only a model whose templates include it needs the headers.
+  std::vector<bool> needs_cutlass(static_cast<size_t>(files), false);
+  for (int f = 0; f < files; ++f)
+    needs_cutlass[static_cast<size_t>(f)] = source_uses_cutlass((*device)[static_cast<size_t>(f)]);
+  for (const ProgramKernel& k : program->kernels) {
+    if (!needs_cutlass[static_cast<size_t>(k.module)] || !options.cutlass_include_dir.empty()) continue;
+    auto extra = options.extra_templates.find(k.template_name);
+    const EmbeddedFile* tmpl = find_embedded_file("templates/" + k.template_name + ".cu.in");
+    std::string text = extra != options.extra_templates.end() ? extra->second : tmpl ? tmpl->text() : "";
+    if (source_uses_cutlass(text))
+      return Status::error("this model needs CUTLASS headers for template " +
+                           escape_for_message(k.template_name) +
+                           "; install nvidia-cutlass (pip) or pass --cutlass-dir");
+  }
   HostSources host = render_host_sources(
       *program, graph,
       {prefix, options.archs, options.aotc_version, options.model_hash, graph.name, files});
@@ -215,17 +257,23 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
   AOTC_RETURN_IF_ERROR(
       write_file(dir / weights_file(prefix), program->weights.data(), program->weights.size()));
   AOTC_RETURN_IF_ERROR(write_text(dir / "Makefile", makefile(options, prefix, files)));
-  for (const char* name : kRuntimeFiles) {
-    const EmbeddedFile* f = find_embedded_file(std::string("runtime/") + name);
-    if (!f) return Status::error(std::string("internal: runtime/") + name + " is not embedded");
+  // Sources go out before compiling, so a failed build can be inspected.
+  std::vector<std::string> emitted = {model_c_file(prefix), header_file(prefix), blobs_file(prefix),
+                                      weights_file(prefix), "Makefile"};
+  for (const std::string& name : runtime_files()) {
+    const EmbeddedFile* f = find_embedded_file("runtime/" + name);
     AOTC_RETURN_IF_ERROR(write_file(dir / name, f->data, f->size));
+    emitted.push_back(name);
+  }
+  if (runtime_files(".c").empty()) return Status::error("internal: no runtime/*.c is embedded");
+  for (const char* name : kDeviceHeaders) {
+    const EmbeddedFile* f = find_embedded_file(std::string("templates/") + name);
+    if (!f) return Status::error(std::string("internal: templates/") + name + " is not embedded");
+    AOTC_RETURN_IF_ERROR(write_file(dir / name, f->data, f->size));
+    emitted.push_back(name);
   }
   stats.render_seconds = seconds_since(t0);
 
-  // Sources go out before compiling, so a failed build can be inspected.
-  std::vector<std::string> emitted = {model_c_file(prefix), header_file(prefix), blobs_file(prefix),
-                                      weights_file(prefix), "Makefile",           "aotc_runtime.c",
-                                      "aotc_runtime.h",     "aotc_cuda_api.h"};
   std::vector<std::string> fatbins;
   std::vector<std::vector<std::string>> nvcc_commands;
   for (int f = 0; f < files; ++f) {
@@ -246,13 +294,50 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
   };
   AOTC_RETURN_IF_ERROR(emit(emitted));
 
+  // The kernel cache: a hit copies the fatbin instead of running nvcc.
+  auto t1 = std::chrono::steady_clock::now();
+  KernelCache cache(options.kernel_cache_dir);
+  std::vector<std::string> keys(static_cast<size_t>(files));
+  std::vector<std::vector<std::string>> to_compile;
+  std::vector<int> compiled_files;
+  if (!options.kernel_cache_dir.empty()) {
+    auto version = run_process({options.nvcc, "--version"});
+    stats.cache_enabled = version.is_ok() && version->exit_code == 0;
+    std::string cutlass_version = cutlass_headers_version(options.cutlass_include_dir);
+    for (int f = 0; stats.cache_enabled && f < files; ++f)
+      keys[static_cast<size_t>(f)] = kernel_cache_key(
+          (*device)[static_cast<size_t>(f)], version->output, nvcc_commands[static_cast<size_t>(f)],
+          needs_cutlass[static_cast<size_t>(f)] ? cutlass_version : "");
+  }
+  for (int f = 0; f < files; ++f) {
+    if (stats.cache_enabled &&
+        cache.fetch(keys[static_cast<size_t>(f)], (dir / fatbin_file(prefix, f)).string())) {
+      ++stats.cache_hits;
+      continue;
+    }
+    to_compile.push_back(nvcc_commands[static_cast<size_t>(f)]);
+    compiled_files.push_back(f);
+  }
+  stats.cache_misses = stats.cache_enabled ? static_cast<int>(to_compile.size()) : 0;
   int parallel = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  std::string cache_note =
+      stats.cache_enabled ? "; kernel cache: " + std::to_string(stats.cache_hits) + " hit(s), " +
+                                std::to_string(stats.cache_misses) + " miss(es)"
+                          : "; kernel cache off";
   report("nvcc: " + std::to_string(stats.kernels) + " distinct kernels (" +
          std::to_string(program->kernels.size()) + " launches) in " + std::to_string(files) +
          " device file(s) for " + std::to_string(options.archs.size()) + " arch(s), " +
-         std::to_string(std::min(parallel, files)) + " at a time");
-  auto t1 = std::chrono::steady_clock::now();
-  AOTC_RETURN_IF_ERROR(run_tools_parallel(nvcc_commands, dir, "nvcc", parallel));
+         std::to_string(std::min(parallel, std::max<int>(1, static_cast<int>(to_compile.size())))) +
+         " at a time" + cache_note);
+  AOTC_RETURN_IF_ERROR(run_tools_parallel(to_compile, dir, "nvcc", parallel));
+  for (int f : compiled_files) {
+    if (!stats.cache_enabled) break;
+    Status s = cache.store(keys[static_cast<size_t>(f)], (dir / fatbin_file(prefix, f)).string());
+    if (!s.is_ok()) {
+      report(s.message() + " (continuing without caching)");
+      break;
+    }
+  }
   stats.nvcc_seconds = seconds_since(t1);
   AOTC_RETURN_IF_ERROR(emit(fatbins));
 

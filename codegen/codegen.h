@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,10 +26,18 @@ struct CodegenOptions {
   std::string nvcc = "nvcc";               // found from CUDA_HOME or /usr/local/cuda by the CLI
   std::string cuda_include_dir;            // for cuda.h / cublasLt.h headers used by host code
   std::string host_cc = "cc";              // host C compiler (a cross compiler for Jetson)
+  // CUTLASS include dir (codegen/cutlass_dir.h finds it); when set, nvcc gets -I<dir>. A model
+  // whose templates include CUTLASS fails with a one-line error when it is empty.
+  std::string cutlass_include_dir;
+  // nvcc output cache (codegen/kernel_cache.h); "" = no cache (--no-cache).
+  std::string kernel_cache_dir;
   std::string model_hash;                  // provenance: hash of the model file
   std::string aotc_version;
   std::function<void(const std::string&)> progress;  // one line per long step
   const OpRegistry* registry = nullptr;    // lowering source; nullptr = default_registry() (tests)
+  // Templates by name (the text of a .cu.in) looked up before the embedded templates/: kernels
+  // written outside aotc's tree (tests, experiments).
+  std::map<std::string, std::string> extra_templates;
 };
 
 struct CodegenStats {
@@ -37,6 +46,9 @@ struct CodegenStats {
   int64_t weight_bytes = 0;    // size of the embedded weight blob
   double render_seconds = 0;   // template rendering and host code generation
   double nvcc_seconds = 0;
+  bool cache_enabled = false;  // a cache dir was given and `nvcc --version` ran
+  int cache_hits = 0;          // device files whose fatbin came from the cache
+  int cache_misses = 0;        // device files compiled by nvcc
   double host_cc_seconds = 0;
 };
 

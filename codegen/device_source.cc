@@ -26,20 +26,28 @@ struct UniqueKernel {
 };
 
 Expected<std::string> render_kernel(const ProgramKernel& k, const Graph& graph,
-                                    const std::string& kernel_name, bool blank_comment) {
+                                    const std::string& kernel_name, bool blank_comment,
+                                    const std::map<std::string, std::string>* extra) {
   const Node& node = graph.nodes[static_cast<size_t>(k.node_index)];
   if (!is_plain_name(k.template_name))
     return node_error(node, "lowering names template '" + escape_for_message(k.template_name) +
                                 "', which is not a plain file name");
-  const std::string path = "templates/" + k.template_name + ".cu.in";
-  const EmbeddedFile* tmpl = find_embedded_file(path);
-  if (!tmpl) return node_error(node, "template " + path + " is not embedded in this aotc");
+  std::string text;
+  auto it = extra ? extra->find(k.template_name) : std::map<std::string, std::string>::const_iterator{};
+  if (extra && it != extra->end()) {
+    text = it->second;
+  } else {
+    const std::string path = "templates/" + k.template_name + ".cu.in";
+    const EmbeddedFile* tmpl = find_embedded_file(path);
+    if (!tmpl) return node_error(node, "template " + path + " is not embedded in this aotc");
+    text = tmpl->text();
+  }
   Holes holes = k.holes;
   if (blank_comment)
     for (auto& [key, value] : holes)
       if (key == "comment") value.clear();
   holes.emplace_back("kernel_name", kernel_name);
-  auto rendered = render_template(k.template_name, tmpl->text(), holes);
+  auto rendered = render_template(k.template_name, text, holes);
   if (!rendered) return node_error(node, rendered.status().message());
   return rendered;
 }
@@ -55,11 +63,11 @@ Expected<std::vector<std::string>> render_device_sources(LaunchProgram& program,
   std::map<std::string, int> by_code;  // code under a fixed name, without the comment hole
   for (size_t i = 0; i < program.kernels.size(); ++i) {
     ProgramKernel& k = program.kernels[i];
-    auto key = render_kernel(k, graph, "aotc_kernel", true);
+    auto key = render_kernel(k, graph, "aotc_kernel", true, info.extra_templates);
     if (!key) return key.status();
     auto [it, fresh] = by_code.emplace(*key, static_cast<int>(unique.size()));
     if (fresh) {
-      auto code = render_kernel(k, graph, k.name, false);
+      auto code = render_kernel(k, graph, k.name, false, info.extra_templates);
       if (!code) return code.status();
       unique.push_back({k.name, *code, {}});
     }

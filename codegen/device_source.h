@@ -7,6 +7,7 @@
 // depends only on the model, so builds are reproducible on any machine.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,8 @@ struct DeviceSourceInfo {
   std::string aotc_version;
   std::string model_hash;
   std::string model_name;
+  // Templates by name looked up before the embedded ones (CodegenOptions::extra_templates).
+  const std::map<std::string, std::string>* extra_templates = nullptr;
 };
 
 // At most this many distinct kernels per .cu file (and at most kMaxDeviceFiles files).

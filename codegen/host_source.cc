@@ -61,6 +61,11 @@ std::string render_header(const LaunchProgram& program, const Graph& graph,
        "   Every call returns a status code (AOTC_OK = 0) and never aborts, exits or throws; the\n"
        "   message is " + p + "_last_error(handle). After a sticky CUDA fault every later call on\n"
        "   the handle returns AOTC_ERROR_STICKY. run() does no allocation and no host synchronisation.\n"
+       "   CUDA graphs: run() on a stream other than NULL / the legacy default stream captures its\n"
+       "   launches once per (stream, input and output pointers), keeps the last 4 such sets per\n"
+       "   handle and replays them (the first run of a new set captures and instantiates). A failed\n"
+       "   capture falls back to plain launches (same results); set AOTC_NO_CUDA_GRAPH=1 in the\n"
+       "   environment before create() to launch plainly always.\n"
        "   create() opens libcuda.so.1 (and libcublasLt.so.13 or .so.12 when the model has matmuls).\n";
   h += "   Inputs (device pointers to exactly these bytes, row-major):\n";
   for (size_t i = 0; i < graph.inputs.size(); ++i)
@@ -166,19 +171,34 @@ std::string render_model_c(const LaunchProgram& program, const Graph& graph,
   c += "static const unsigned char* const kFatbins[] = {" + fatbins + "};\n\n";
 
   // Kernels and their pointer arguments.
-  std::string args, kernels;
-  int first = 0;
+  // Library kernels also carry their params builder's arguments (kBuilderArgs); their launch
+  // shape here is informative, the builder reports the real one at create().
+  std::string args, kernels, builder_args;
+  int first = 0, first_builder = 0;
   for (const ProgramKernel& k : program.kernels) {
     for (const Location& loc : k.args) args += "    " + ref_literal(loc) + ",\n";
+    if (k.library_params && !k.builder_args.empty()) {
+      builder_args += "    /* " + k.name + " */";
+      for (int64_t v : k.builder_args) builder_args += " " + std::to_string(v) + "LL,";
+      builder_args += "\n";
+    }
+    int num_builder = k.library_params ? static_cast<int>(k.builder_args.size()) : 0;
     kernels += "    {" + c_string_literal(k.function) + ", " + std::to_string(k.module) + ", {" + std::to_string(k.grid.x) + "u, " +
                std::to_string(k.grid.y) + "u, " + std::to_string(k.grid.z) + "u}, {" +
                std::to_string(k.block.x) + "u, " + std::to_string(k.block.y) + "u, " +
                std::to_string(k.block.z) + "u}, " + std::to_string(k.shared_bytes) + "u, " +
-               std::to_string(first) + ", " + std::to_string(k.args.size()) + "},\n";
+               std::to_string(first) + ", " + std::to_string(k.args.size()) + ", " +
+               (k.library_params ? "1" : "0") + ", " + std::to_string(first_builder) + ", " +
+               std::to_string(num_builder) + "},\n";
     first += static_cast<int>(k.args.size());
+    first_builder += num_builder;
   }
   c += args.empty() ? "static const aotc_rt_ref kKernelArgs[1];\n"
                     : "static const aotc_rt_ref kKernelArgs[] = {\n" + args + "};\n";
+  c += builder_args.empty()
+           ? "static const long long kBuilderArgs[1];\n"
+           : "/* Library kernels' params builder arguments (sizes, strides...), per kernel. */\n"
+             "static const long long kBuilderArgs[] = {\n" + builder_args + "};\n";
   c += kernels.empty() ? "static const aotc_rt_kernel kKernels[1];\n"
                        : "static const aotc_rt_kernel kKernels[] = {\n" + kernels + "};\n";
   // Matmuls.
@@ -235,7 +255,8 @@ std::string render_model_c(const LaunchProgram& program, const Graph& graph,
        std::to_string(program.copies.size()) + ", kSteps, " + std::to_string(program.steps.size()) +
        ",\n";
   c += "    kInputs, " + std::to_string(graph.inputs.size()) + ", kOutputs, " +
-       std::to_string(graph.outputs.size()) + "};\n\n";
+       std::to_string(graph.outputs.size()) + ",\n";
+  c += "    kBuilderArgs, " + std::to_string(first_builder) + "};\n\n";
 
   // The exported ABI.
   const std::string m = p + "_model";

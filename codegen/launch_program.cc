@@ -167,10 +167,26 @@ class ProgramBuilder {
     pk.grid = k.grid;
     pk.block = k.block;
     pk.shared_bytes = k.shared_bytes;
-    if (k.grid.x < 1 || k.grid.y < 1 || k.grid.z < 1 || k.block.x < 1 || k.block.y < 1 ||
-        k.block.z < 1 || k.block.x * k.block.y * k.block.z > 1024 || k.grid.y > 65535 ||
-        k.grid.z > 65535 || k.grid.x > 0x7fffffffLL || k.shared_bytes < 0)
-      return node_error(node, "lowering gives an invalid launch shape");
+    pk.library_params = k.library_params;
+    pk.builder_args = k.builder_args;
+    if (k.library_params) {
+      // The launch shape comes from the params builder at create(); only the table sizes matter.
+      if (k.builder_args.size() > kLibraryMaxBuilderArgs)
+        return node_error(node, "library kernel step has " + std::to_string(k.builder_args.size()) +
+                                    " builder args (at most " +
+                                    std::to_string(kLibraryMaxBuilderArgs) + ")");
+      if (k.args.size() > kLibraryMaxPointerArgs)
+        return node_error(node, "library kernel step has " + std::to_string(k.args.size()) +
+                                    " pointer args (at most " +
+                                    std::to_string(kLibraryMaxPointerArgs) + ")");
+    } else {
+      if (!k.builder_args.empty())
+        return node_error(node, "lowering gives builder args to a kernel that is not a library kernel");
+      if (k.grid.x < 1 || k.grid.y < 1 || k.grid.z < 1 || k.block.x < 1 || k.block.y < 1 ||
+          k.block.z < 1 || k.block.x * k.block.y * k.block.z > 1024 || k.grid.y > 65535 ||
+          k.grid.z > 65535 || k.grid.x > 0x7fffffffLL || k.shared_bytes < 0)
+        return node_error(node, "lowering gives an invalid launch shape");
+    }
     for (ValueId arg : k.args) {
       auto loc = locate_arg(arg, node_index, lowering);
       if (!loc) return loc.status();

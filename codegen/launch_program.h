@@ -24,6 +24,10 @@ constexpr int64_t kWeightAlignment = 256;
 // create() only picks algorithms that fit.
 constexpr int64_t kCublasLtWorkspaceMinBytes = 1LL << 20;
 constexpr int64_t kCublasLtWorkspaceMaxBytes = 32LL << 20;
+// Limits of a library kernel step (templates/library_params.cuh: AOTC_PARAMS_MAX_ARGS and
+// AOTC_PARAMS_MAX_SLOTS; a test checks that the numbers agree).
+constexpr size_t kLibraryMaxBuilderArgs = 24;
+constexpr size_t kLibraryMaxPointerArgs = 8;
 
 struct Location {
   enum class Space { kNull, kArena, kWeights, kInput, kOutput };
@@ -47,6 +51,12 @@ struct ProgramKernel {
   Dim3 grid, block;
   int64_t shared_bytes = 0;
   std::vector<Location> args;
+  // A library kernel (KernelStep::library_params): `function` takes one params struct that
+  // `function + "_params"` builds at create() from builder_args; grid/block/shared_bytes above are
+  // then only informative (the builder reports the real ones). Kernels sharing a function keep
+  // their own builder_args.
+  bool library_params = false;
+  std::vector<int64_t> builder_args;
 };
 
 struct ProgramMatmul {

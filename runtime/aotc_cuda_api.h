@@ -15,10 +15,15 @@ typedef struct CUctx_st* CUcontext;
 typedef struct CUmod_st* CUmodule;
 typedef struct CUfunc_st* CUfunction;
 typedef struct CUstream_st* CUstream;
+typedef struct CUgraph_st* CUgraph;
+typedef struct CUgraphExec_st* CUgraphExec;
 
 #define AOTC_CU_SUCCESS 0
 #define AOTC_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
 #define AOTC_CU_ERROR_OUT_OF_MEMORY 2
+#define AOTC_CU_STREAM_LEGACY ((CUstream)0x1)
+#define AOTC_CU_STREAM_CAPTURE_STATUS_NONE 0
+#define AOTC_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
 
 /* cuBLASLt: opaque descriptors are pointers; the heuristic result is semi-opaque (layout fixed). */
 typedef int cublasStatus_t; /* CUBLAS_STATUS_SUCCESS = 0 */
@@ -79,6 +84,15 @@ typedef struct aotc_cuda_api {
                             void** params, void** extra);                 /* cuLaunchKernel */
   CUresult (*stream_synchronize)(CUstream stream);                        /* cuStreamSynchronize */
   CUresult (*get_error_name)(CUresult error, const char** name);          /* cuGetErrorName */
+  /* CUDA graphs (optional: NULL when the driver lacks them; run() then launches plainly). */
+  CUresult (*stream_begin_capture)(CUstream stream, int mode);            /* cuStreamBeginCapture_v2 */
+  CUresult (*stream_end_capture)(CUstream stream, CUgraph* graph);        /* cuStreamEndCapture */
+  CUresult (*stream_is_capturing)(CUstream stream, int* status);          /* cuStreamIsCapturing */
+  CUresult (*graph_instantiate)(CUgraphExec* exec, CUgraph graph,
+                                unsigned long long flags);                /* cuGraphInstantiateWithFlags */
+  CUresult (*graph_launch)(CUgraphExec exec, CUstream stream);            /* cuGraphLaunch */
+  CUresult (*graph_exec_destroy)(CUgraphExec exec);                       /* cuGraphExecDestroy */
+  CUresult (*graph_destroy)(CUgraph graph);                               /* cuGraphDestroy */
 } aotc_cuda_api;
 
 typedef struct aotc_cublaslt_api {

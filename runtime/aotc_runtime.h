@@ -43,6 +43,12 @@ typedef struct aotc_rt_kernel {
   unsigned shared_bytes;
   int first_arg; /* into the kernel argument table */
   int num_args;
+  /* 1: a library kernel: `name` takes one params struct that `name`_params builds at create from
+     builder_args[first_builder_arg .. +num_builder_args); grid/block/shared_bytes above are then
+     only informative (the builder reports the launch shape). */
+  int library;
+  int first_builder_arg;
+  int num_builder_args;
 } aotc_rt_kernel;
 
 enum { AOTC_MM_F32 = 0, AOTC_MM_F16 = 1, AOTC_MM_BF16 = 2 };
@@ -104,6 +110,8 @@ typedef struct aotc_rt_model_desc {
   int num_inputs;
   const aotc_rt_io* outputs;
   int num_outputs;
+  const long long* builder_args; /* library kernels' params builder arguments */
+  int num_builder_args;
 } aotc_rt_model_desc;
 
 typedef struct aotc_rt_handle aotc_rt_handle;

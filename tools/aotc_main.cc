@@ -12,6 +12,9 @@
 #include <vector>
 
 #include "codegen/codegen.h"
+#include "codegen/cutlass_dir.h"
+#include "codegen/kernel_cache.h"
+#include "codegen/sha256.h"
 #include "frontend/onnx_loader.h"
 #include "ir/dump.h"
 #include "opt/memory_plan.h"
@@ -19,7 +22,6 @@
 #include "tools/cli_options.h"
 #include "tools/compile_report.h"
 #include "tools/json_writer.h"
-#include "tools/sha256.h"
 
 namespace aotc {
 namespace {
@@ -168,6 +170,10 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   size_t slash = o.nvcc.find_last_of('/');
   cg.cuda_include_dir = slash == std::string::npos ? "/usr/local/cuda/include" : o.nvcc.substr(0, slash) + "/../include";
   cg.host_cc = o.host_cc;
+  if (!o.no_cache) cg.kernel_cache_dir = o.cache_dir.empty() ? default_kernel_cache_dir() : o.cache_dir;
+  auto cutlass = find_cutlass_include_dir(o.cutlass_dir);
+  if (!cutlass) return cutlass.status();
+  cg.cutlass_include_dir = *cutlass;
   cg.model_hash = report.model_sha256;
   cg.aotc_version = aotc_version_string();
   cg.progress = progress;
@@ -176,9 +182,10 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   report.codegen = *cstats;
   report.have_codegen = true;
   report.total_s = seconds_since(t_start);
-  std::snprintf(buf, sizeof(buf), "codegen: %d kernels, %d matmul calls, %lld weight bytes; render %.2f s, nvcc %.2f s, host cc %.2f s",
+  std::snprintf(buf, sizeof(buf), "codegen: %d kernels, %d matmul calls, %lld weight bytes; render %.2f s, nvcc %.2f s (cache %d hit(s), %d miss(es)), host cc %.2f s",
                 cstats->kernels, cstats->matmul_calls, static_cast<long long>(cstats->weight_bytes),
-                cstats->render_seconds, cstats->nvcc_seconds, cstats->host_cc_seconds);
+                cstats->render_seconds, cstats->nvcc_seconds, cstats->cache_hits,
+                cstats->cache_misses, cstats->host_cc_seconds);
   progress(buf);
   std::string where = o.output_path.empty() ? o.emit_source_dir : o.output_path;
   std::snprintf(buf, sizeof(buf), "wrote %s in %.2f s total", escape_for_message(where).c_str(), report.total_s);

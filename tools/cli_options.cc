@@ -281,6 +281,15 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       AOTC_TAKE(o.nvcc);
     } else if (opt == "--host-cc") {
       AOTC_TAKE(o.host_cc);
+    } else if (opt == "--cache-dir") {
+      AOTC_TAKE(o.cache_dir);
+      if (o.cache_dir.empty()) return cur.usage("--cache-dir needs a directory (or pass --no-cache)");
+    } else if (opt == "--no-cache") {
+      if (cur.has_inline_value()) return cur.usage("option --no-cache takes no value");
+      o.no_cache = true;
+    } else if (opt == "--cutlass-dir") {
+      AOTC_TAKE(o.cutlass_dir);
+      if (o.cutlass_dir.empty()) return cur.usage("--cutlass-dir needs a directory");
     } else if (opt == "-q" || opt == "--quiet") {
       if (cur.has_inline_value()) return cur.usage("option --quiet takes no value");
       o.quiet = true;

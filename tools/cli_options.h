@@ -32,6 +32,9 @@ struct AotcOptions {
   std::string emit_source_dir;         // --emit-source
   std::string nvcc;                    // --nvcc, else find_nvcc()
   std::string host_cc;                 // --host-cc, else $CC, else "cc"
+  std::string cache_dir;               // --cache-dir, else default_kernel_cache_dir()
+  bool no_cache = false;               // --no-cache
+  std::string cutlass_dir;             // --cutlass-dir, else $CUTLASS_DIR, else pip nvidia-cutlass
   bool quiet = false;
 };
 

@@ -102,7 +102,10 @@ std::string report_to_json(const CompileReport& r) {
     j.null();
   } else {
     j.begin_object().key("kernels").value(r.codegen.kernels).key("matmul_calls").value(r.codegen.matmul_calls);
-    j.key("weight_bytes").value(r.codegen.weight_bytes).end_object();
+    j.key("weight_bytes").value(r.codegen.weight_bytes);
+    j.key("kernel_cache").begin_object().key("enabled").value(r.codegen.cache_enabled);
+    j.key("hits").value(r.codegen.cache_hits).key("misses").value(r.codegen.cache_misses).end_object();
+    j.end_object();
   }
   write_counts(j, "gpu_ops", r.gpu_ops);
   write_counts(j, "view_ops", r.view_ops);

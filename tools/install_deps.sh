@@ -28,6 +28,14 @@ if ! python3 -c 'import onnx, onnxruntime, numpy' 2>/dev/null; then
     python3 -m pip install -q --break-system-packages onnx onnxruntime numpy
 fi
 
+# CUTLASS headers (library-kernel templates such as templates/cutlass_conv2d_fprop.cu.in include
+# them): the PyPI package ships them under cutlass_library/source/include, where aotc finds them.
+if ! python3 -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("cutlass_library") is None)' 2>/dev/null; then
+  echo "[install_deps] pip install nvidia-cutlass"
+  python3 -m pip install -q nvidia-cutlass 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages nvidia-cutlass
+fi
+
 cuda="${CUDA_HOME:-/usr/local/cuda}"
 if [ -x "$cuda/bin/nvcc" ]; then
   echo "[install_deps] CUDA: $("$cuda/bin/nvcc" --version | tail -n 2 | head -n 1)"

@@ -36,6 +36,11 @@ options:
   --nvcc PATH              nvcc to use (default $CUDA_HOME/bin/nvcc, /usr/local/cuda/bin/nvcc,
                            else nvcc on PATH)
   --host-cc CC             host C compiler, e.g. aarch64-linux-gnu-gcc (default $CC, else cc)
+  --cache-dir DIR          nvcc output cache (default $XDG_CACHE_HOME/aotc, else ~/.cache/aotc);
+                           keyed by the .cu source, nvcc --version, nvcc flags, CUTLASS version
+  --no-cache               always run nvcc; read and write no cache
+  --cutlass-dir DIR        CUTLASS headers (DIR/cutlass/cutlass.h or DIR/include/...) for models
+                           that need them (default $CUTLASS_DIR, else pip package nvidia-cutlass)
   -q, --quiet              no progress lines
   --version                print the version
   -h, --help               this text

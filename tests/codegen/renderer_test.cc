@@ -84,9 +84,15 @@ TEST(Identifiers, StringLiteralEscapesEverythingButAlnum) {
 TEST(EmbeddedFiles, TemplatesAndRuntimeAreEmbedded) {
   ASSERT_NE(find_embedded_file("templates/common.cuh"), nullptr);
   ASSERT_NE(find_embedded_file("templates/unary_elementwise.cu.in"), nullptr);
-  const EmbeddedFile* rt = find_embedded_file("runtime/aotc_runtime.c");
+  // The runtime is split by concern; every file must be embedded (codegen compiles all of them).
+  for (const char* name : {"aotc_rt_create.c", "aotc_rt_driver.c", "aotc_rt_launch.c",
+                           "aotc_rt_graph.c", "aotc_rt_internal.h", "aotc_runtime.h",
+                           "aotc_cuda_api.h"})
+    EXPECT_NE(find_embedded_file(std::string("runtime/") + name), nullptr) << name;
+  const EmbeddedFile* rt = find_embedded_file("runtime/aotc_rt_create.c");
   ASSERT_NE(rt, nullptr);
-  EXPECT_NE(rt->text().find("aotc_rt_create"), std::string::npos);
+  EXPECT_NE(rt->text().find("int aotc_rt_create("), std::string::npos);
+  EXPECT_NE(find_embedded_file("templates/library_params.cuh"), nullptr);
   EXPECT_EQ(find_embedded_file("templates/no_such.cu.in"), nullptr);
 }
 

@@ -167,12 +167,40 @@ TEST(AotcCli, CompilesAndReports) {
       dir);
   EXPECT_EQ(keys,
             "True 64 tiny x [1, 4] float True ['arena_bytes', 'linear_bytes', 'lower_bound_bytes', "
-            "'ratio_to_lower_bound'] ['kernels', 'matmul_calls', 'weight_bytes'] ['frontend', 'host_cc', "
+            "'ratio_to_lower_bound'] ['kernel_cache', 'kernels', 'matmul_calls', 'weight_bytes'] "
+            "['frontend', 'host_cc', "
             "'memory_plan', 'nvcc', 'passes', 'render', 'total'] 0 True\n");
   // The hash is the file's SHA-256 as sha256sum computes it.
   auto sum = run_program({"sha256sum", model}, dir);
   if (sum.exit_code == 0) {
     EXPECT_EQ(python_on_json(report, "d['model']['sha256']", dir), sum.out.substr(0, 64) + "\n");
+  }
+}
+
+// --cache-dir: the second compile of the same model takes the fatbin from the cache (progress line
+// and report say so); --no-cache turns it off.
+TEST(AotcCli, KernelCacheHitsAreReported) {
+  std::string dir = fresh_dir("kernel_cache");
+  std::string model = dir + "/m.onnx", lib = dir + "/libkc.so", report = dir + "/report.json";
+  write_model(chain_model({"Relu"}, {"a"}), model);
+  const std::string cache = dir + "/kcache";
+  for (int round = 0; round < 2; ++round) {
+    auto r = run_program({kAotc, model, "-o", lib, "--report", report, "--cache-dir", cache}, dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string hits = round == 0 ? "0 hit(s), 1 miss(es)" : "1 hit(s), 0 miss(es)";
+    EXPECT_NE(r.err.find("kernel cache: " + hits), std::string::npos) << r.err;
+    if (!have_python_json()) continue;
+    EXPECT_EQ(python_on_json(report,
+                             "d['codegen']['kernel_cache']['enabled'], d['codegen']['kernel_cache']['hits'], "
+                             "d['codegen']['kernel_cache']['misses']",
+                             dir),
+              round == 0 ? "True 0 1\n" : "True 1 0\n");
+  }
+  auto off = run_program({kAotc, model, "-o", lib, "--report", report, "--no-cache"}, dir);
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_NE(off.err.find("kernel cache off"), std::string::npos) << off.err;
+  if (have_python_json()) {
+    EXPECT_EQ(python_on_json(report, "d['codegen']['kernel_cache']['enabled']", dir), "False\n");
   }
 }
 

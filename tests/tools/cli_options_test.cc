@@ -184,3 +184,30 @@ TEST(RunArgs, Refusals) {
 
 }  // namespace
 }  // namespace aotc
+
+namespace aotc {
+namespace {
+
+TEST(AotcArgs, KernelCacheAndCutlassOptions) {
+  auto plain = parse_aotc_args({"m.onnx", "-o", "libm.so"});
+  ASSERT_TRUE(plain.is_ok());
+  EXPECT_FALSE(plain->no_cache);
+  EXPECT_EQ(plain->cache_dir, "");
+  EXPECT_EQ(plain->cutlass_dir, "");
+  auto set = parse_aotc_args({"m.onnx", "-o", "libm.so", "--cache-dir", "/tmp/c", "--no-cache",
+                              "--cutlass-dir=/opt/cutlass"});
+  ASSERT_TRUE(set.is_ok()) << set.status().message();
+  EXPECT_EQ(set->cache_dir, "/tmp/c");
+  EXPECT_TRUE(set->no_cache);
+  EXPECT_EQ(set->cutlass_dir, "/opt/cutlass");
+  auto empty = parse_aotc_args({"m.onnx", "-o", "libm.so", "--cache-dir="});
+  ASSERT_FALSE(empty.is_ok());
+  EXPECT_NE(empty.status().message().find("--no-cache"), std::string::npos);
+  EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--no-cache=1"}).is_ok());
+  EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--cutlass-dir"}).is_ok());
+  for (const char* opt : {"--cache-dir", "--no-cache", "--cutlass-dir", "nvidia-cutlass"})
+    EXPECT_NE(aotc_usage().find(opt), std::string::npos) << opt;
+}
+
+}  // namespace
+}  // namespace aotc

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "tools/json_writer.h"
-#include "tools/sha256.h"
+#include "codegen/sha256.h"
 
 namespace aotc {
 namespace {

@@ -1,4 +1,5 @@
-// SHA-256 of a byte string or a file, for the model hash in reports and the provenance header.
+// SHA-256 of a byte string or a file: the model hash in reports and the provenance header, and the
+// key of the nvcc kernel cache (codegen/kernel_cache.h); a library of its own (aotc_sha256).
 // Written here (FIPS 180-4, ~80 lines) so that aotc needs no crypto dependency.
 #pragma once
 

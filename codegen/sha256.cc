@@ -1,5 +1,5 @@
 // SHA-256 (FIPS 180-4). Tests compare it with the standard's test vectors and with sha256sum.
-#include "tools/sha256.h"
+#include "codegen/sha256.h"
 
 #include <cstdio>
 #include <cstring>

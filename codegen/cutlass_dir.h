@@ -1,0 +1,28 @@
+// Where the CUTLASS headers come from (for library-kernel templates that include "cutlass/..."):
+// --cutlass-dir, else $CUTLASS_DIR, else the installed PyPI package nvidia-cutlass
+// (cutlass_library/source/include, found with python3's importlib without importing it). A
+// directory is accepted as the include dir itself (DIR/cutlass/cutlass.h) or a CUTLASS checkout
+// (DIR/include/cutlass/cutlass.h).
+#pragma once
+
+#include <string>
+
+#include "ir/status.h"
+
+namespace aotc {
+
+// DIR or DIR/include, whichever holds cutlass/cutlass.h; "" when neither does.
+std::string cutlass_include_dir_of(const std::string& dir);
+
+// An explicit or $CUTLASS_DIR directory without the headers is an error naming it; no CUTLASS
+// anywhere is "" (codegen then fails only for a model whose templates need it).
+Expected<std::string> find_cutlass_include_dir(const std::string& explicit_dir,
+                                               const std::string& python = "python3");
+
+// SHA-256 of <include>/cutlass/version.h (a cache-key ingredient); "" when unreadable.
+std::string cutlass_headers_version(const std::string& include_dir);
+
+// True when a template's text includes CUTLASS headers.
+bool source_uses_cutlass(const std::string& text);
+
+}  // namespace aotc

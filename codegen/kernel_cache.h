@@ -1,0 +1,40 @@
+// A cache of nvcc's output (fatbins) keyed by what determines it: SHA-256 over the rendered .cu
+// source, the `nvcc --version` text, nvcc's arguments without file paths, and the version of the
+// CUTLASS headers when the source uses them. Entries are files <dir>/<key>.fatbin. Safe under
+// concurrent aotc runs: an entry is written to a temp file in the cache directory and renamed into
+// place, so a reader sees a whole file or none. A cache that cannot be read or written only costs
+// a compile (misses), never a failed build.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/status.h"
+
+namespace aotc {
+
+// $XDG_CACHE_HOME/aotc, else $HOME/.cache/aotc; "" when neither variable is set.
+std::string default_kernel_cache_dir();
+
+// The key (64 hex digits). `nvcc_argv` is the full command: argv[0], the `-o` value, the input
+// file (the last argument) and the values of -I are left out (paths differ between runs; what is
+// behind an -I is covered by `headers_version`).
+std::string kernel_cache_key(const std::string& source, const std::string& nvcc_version,
+                             const std::vector<std::string>& nvcc_argv,
+                             const std::string& headers_version);
+
+class KernelCache {
+ public:
+  explicit KernelCache(std::string dir) : dir_(std::move(dir)) {}
+  const std::string& dir() const { return dir_; }
+  // Copies the entry to `dest` (through a temp file next to it); false on a miss or any error.
+  bool fetch(const std::string& key, const std::string& dest) const;
+  // Stores `src` under `key`: temp file in the cache dir, then rename(). Creates the directory.
+  Status store(const std::string& key, const std::string& src) const;
+
+ private:
+  std::string path(const std::string& key) const;
+  std::string dir_;
+};
+
+}  // namespace aotc

@@ -1,0 +1,379 @@
+/* create / destroy: opens the driver (and cuBLASLt when the model has matmuls), loads the embedded
+   fatbins, gets every kernel, runs each library kernel's params builder once (one thread; its
+   header gives the launch shape and where run() patches the pointers), allocates the arena and the
+   weights, prepares every cuBLASLt descriptor and algorithm. Plain C11; never aborts. */
+#include "aotc_rt_internal.h"
+
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int lt_type(int dtype) {
+  return dtype == AOTC_MM_F16 ? AOTC_CUDA_R_16F
+                              : dtype == AOTC_MM_BF16 ? AOTC_CUDA_R_16BF : AOTC_CUDA_R_32F;
+}
+
+static cublasStatus_t make_layout(aotc_rt_handle* h, cublasLtMatrixLayout_t* layout, int type,
+                                  long long rows, long long cols, long long ld, long long batch,
+                                  long long stride) {
+  cublasStatus_t s = h->lt.matrix_layout_create(layout, type, (uint64_t)rows, (uint64_t)cols, ld);
+  if (s != 0 || batch <= 1) return s;
+  int32_t count = (int32_t)batch;
+  int64_t offset = stride;
+  s = h->lt.matrix_layout_set_attribute(*layout, AOTC_CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                        sizeof count);
+  if (s != 0) return s;
+  return h->lt.matrix_layout_set_attribute(*layout, AOTC_CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                           &offset, sizeof offset);
+}
+
+/* Row-major D = op(A) op(B) is column-major D^T = op(B)^T op(A)^T: cuBLASLt's A is our B and
+   cuBLASLt's B is our A, each read column-major with the same leading dimension. */
+static int prepare_matmul(aotc_rt_handle* h, const aotc_rt_matmul* mm, aotc_rt_matmul_state* st) {
+  int type = lt_type(mm->dtype);
+  /* fp32 computes in fp32 (no TF32); fp16/bf16 accumulate in fp32 with fp32 alpha/beta. */
+  cublasStatus_t s = h->lt.matmul_desc_create(&st->desc, AOTC_CUBLAS_COMPUTE_32F, AOTC_CUDA_R_32F);
+  if (s != 0) return aotc_rt_lt_fail(h, s, "cublasLtMatmulDescCreate", mm->label);
+  int32_t trans_a = mm->trans_b ? AOTC_CUBLAS_OP_T : AOTC_CUBLAS_OP_N;
+  int32_t trans_b = mm->trans_a ? AOTC_CUBLAS_OP_T : AOTC_CUBLAS_OP_N;
+  static const uint32_t kEpilogue[] = {AOTC_CUBLASLT_EPILOGUE_DEFAULT, AOTC_CUBLASLT_EPILOGUE_BIAS,
+                                       AOTC_CUBLASLT_EPILOGUE_RELU, AOTC_CUBLASLT_EPILOGUE_RELU_BIAS};
+  uint32_t epilogue = kEpilogue[mm->epilogue & 3];
+  if ((s = h->lt.matmul_desc_set_attribute(st->desc, AOTC_CUBLASLT_MATMUL_DESC_TRANSA, &trans_a,
+                                           sizeof trans_a)) != 0 ||
+      (s = h->lt.matmul_desc_set_attribute(st->desc, AOTC_CUBLASLT_MATMUL_DESC_TRANSB, &trans_b,
+                                           sizeof trans_b)) != 0 ||
+      (s = h->lt.matmul_desc_set_attribute(st->desc, AOTC_CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                           sizeof epilogue)) != 0)
+    return aotc_rt_lt_fail(h, s, "cublasLtMatmulDescSetAttribute", mm->label);
+  int has_c = mm->c.loc != AOTC_LOC_NULL;
+  if ((s = make_layout(h, &st->layout_a, type, mm->trans_b ? mm->k : mm->n,
+                       mm->trans_b ? mm->n : mm->k, mm->ldb, mm->batch, mm->stride_b)) != 0 ||
+      (s = make_layout(h, &st->layout_b, type, mm->trans_a ? mm->m : mm->k,
+                       mm->trans_a ? mm->k : mm->m, mm->lda, mm->batch, mm->stride_a)) != 0 ||
+      (s = make_layout(h, &st->layout_c, type, mm->n, mm->m, has_c ? mm->ldc : mm->ldd, mm->batch,
+                       has_c ? mm->stride_c : mm->stride_d)) != 0 ||
+      (s = make_layout(h, &st->layout_d, type, mm->n, mm->m, mm->ldd, mm->batch, mm->stride_d)) != 0)
+    return aotc_rt_lt_fail(h, s, "cublasLtMatrixLayoutCreate", mm->label);
+  cublasLtMatmulPreference_t pref = NULL;
+  if ((s = h->lt.preference_create(&pref)) != 0)
+    return aotc_rt_lt_fail(h, s, "cublasLtMatmulPreferenceCreate", mm->label);
+  uint64_t max_ws = h->desc->lt_workspace_bytes;
+  s = h->lt.preference_set_attribute(pref, AOTC_CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws,
+                                     sizeof max_ws);
+  cublasLtMatmulHeuristicResult_t result;
+  memset(&result, 0, sizeof result);
+  int returned = 0;
+  if (s == 0)
+    s = h->lt.algo_get_heuristic(h->lt_handle, st->desc, st->layout_a, st->layout_b, st->layout_c,
+                                 st->layout_d, pref, 1, &result, &returned);
+  h->lt.preference_destroy(pref);
+  if (s != 0) return aotc_rt_lt_fail(h, s, "cublasLtMatmulAlgoGetHeuristic", mm->label);
+  if (returned < 1 || result.state != 0)
+    return aotc_rt_set_error(h, AOTC_ERROR_CUDA, "cuBLASLt has no algorithm for matmul %s", mm->label);
+  st->algo = result.algo;
+  return AOTC_OK;
+}
+
+/* Checks a library kernel's params header as the builder wrote it. */
+static int check_params_header(aotc_rt_handle* h, const aotc_rt_kernel* k,
+                               const aotc_rt_params_header* ph) {
+  if (ph->magic != AOTC_RT_PARAMS_MAGIC)
+    return aotc_rt_set_error(h, AOTC_ERROR_CUDA,
+                             "library kernel %s: its params builder wrote magic 0x%08x, not 0x%08x "
+                             "(not an aotc params builder?)",
+                             k->name, ph->magic, AOTC_RT_PARAMS_MAGIC);
+  if (ph->status != 0)
+    return aotc_rt_set_error(h, AOTC_ERROR_CUDA,
+                             "library kernel %s: its params builder refused the problem (status "
+                             "%d; a bug in aotc's lowering)",
+                             k->name, ph->status);
+  if (ph->params_bytes == 0 ||
+      ph->params_bytes > AOTC_RT_PARAMS_MAX_BYTES - AOTC_RT_PARAMS_OFFSET)
+    return aotc_rt_set_error(h, AOTC_ERROR_CUDA,
+                             "library kernel %s: params struct of %u bytes (1 to %d allowed)",
+                             k->name, ph->params_bytes,
+                             AOTC_RT_PARAMS_MAX_BYTES - AOTC_RT_PARAMS_OFFSET);
+  if (ph->num_slots != (unsigned)k->num_args || k->num_args > AOTC_RT_PARAMS_MAX_SLOTS)
+    return aotc_rt_set_error(h, AOTC_ERROR_CUDA,
+                             "library kernel %s: its params builder has %u pointer slots, the step "
+                             "has %d pointer arguments",
+                             k->name, ph->num_slots, k->num_args);
+  for (int i = 0; i < k->num_args; ++i)
+    if (ph->slot_offset[i] != AOTC_RT_SLOT_UNUSED &&
+        (ph->slot_offset[i] % 8u != 0 || ph->slot_offset[i] + 8u > ph->params_bytes))
+      return aotc_rt_set_error(h, AOTC_ERROR_CUDA,
+                               "library kernel %s: pointer slot %d at byte %u is misaligned or "
+                               "outside the %u-byte params struct",
+                               k->name, i, ph->slot_offset[i], ph->params_bytes);
+  unsigned long long threads = (unsigned long long)ph->block[0] * ph->block[1] * ph->block[2];
+  if (ph->grid[0] == 0 || ph->grid[1] == 0 || ph->grid[2] == 0 || threads == 0 || threads > 1024)
+    return aotc_rt_set_error(h, AOTC_ERROR_CUDA,
+                             "library kernel %s: invalid launch shape from its params builder "
+                             "(grid %ux%ux%u, block %ux%ux%u)",
+                             k->name, ph->grid[0], ph->grid[1], ph->grid[2], ph->block[0],
+                             ph->block[1], ph->block[2]);
+  return AOTC_OK;
+}
+
+/* Runs `name`_params once (1x1x1) into the scratch buffer and keeps header + params on the host. */
+static int build_library_params(aotc_rt_handle* h, int kernel, CUmodule module,
+                                CUdeviceptr scratch) {
+  const aotc_rt_model_desc* d = h->desc;
+  const aotc_rt_kernel* k = &d->kernels[kernel];
+  char builder_name[256];
+  char what[320];
+  snprintf(builder_name, sizeof builder_name, "%s_params", k->name);
+  CUfunction builder = NULL;
+  CUresult r = h->cu.module_get_function(&builder, module, builder_name);
+  if (r != AOTC_CU_SUCCESS) {
+    snprintf(what, sizeof what, "cuModuleGetFunction(%s)", builder_name);
+    return aotc_rt_cu_fail(h, r, what);
+  }
+  if (k->num_builder_args < 0 || k->num_builder_args > AOTC_RT_PARAMS_MAX_ARGS)
+    return aotc_rt_set_error(h, AOTC_ERROR_INVALID_ARGUMENT,
+                             "library kernel %s: %d builder arguments (at most %d)", k->name,
+                             k->num_builder_args, AOTC_RT_PARAMS_MAX_ARGS);
+  aotc_rt_builder_args args;
+  memset(&args, 0, sizeof args);
+  for (int i = 0; i < k->num_builder_args; ++i) args.v[i] = d->builder_args[k->first_builder_arg + i];
+  unsigned char* host = h->library_params + (size_t)h->library_index[kernel] * AOTC_RT_PARAMS_MAX_BYTES;
+  memset(host, 0, AOTC_RT_PARAMS_MAX_BYTES);
+  /* Zeroed first, so the bytes the builder leaves alone (padding) are deterministic. */
+  if ((r = h->cu.memcpy_htod(scratch, host, AOTC_RT_PARAMS_MAX_BYTES)) != AOTC_CU_SUCCESS)
+    return aotc_rt_cu_fail(h, r, "cuMemcpyHtoD(params scratch)");
+  void* params[2] = {&scratch, &args};
+  if ((r = h->cu.launch_kernel(builder, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL)) != AOTC_CU_SUCCESS) {
+    snprintf(what, sizeof what, "cuLaunchKernel(%s)", builder_name);
+    return aotc_rt_cu_fail(h, r, what);
+  }
+  if ((r = h->cu.memcpy_dtoh(host, scratch, AOTC_RT_PARAMS_MAX_BYTES)) != AOTC_CU_SUCCESS) {
+    snprintf(what, sizeof what, "cuMemcpyDtoH(after %s)", builder_name);
+    return aotc_rt_cu_fail(h, r, what);
+  }
+  aotc_rt_params_header ph;
+  memcpy(&ph, host, sizeof ph);
+  int code = check_params_header(h, k, &ph);
+  if (code != AOTC_OK) return code;
+  aotc_rt_launch_shape* s = &h->shapes[kernel];
+  memcpy(s->grid, ph.grid, sizeof s->grid);
+  memcpy(s->block, ph.block, sizeof s->block);
+  s->shared_bytes = ph.shared_bytes;
+  return AOTC_OK;
+}
+
+int aotc_rt_prepare_kernels(aotc_rt_handle* h) {
+  const aotc_rt_model_desc* d = h->desc;
+  CUdeviceptr scratch = 0; /* one builder output buffer for all library kernels */
+  int code = AOTC_OK;
+  CUresult r;
+  if (h->num_library > 0 &&
+      (r = h->cu.mem_alloc(&scratch, AOTC_RT_PARAMS_MAX_BYTES)) != AOTC_CU_SUCCESS)
+    return aotc_rt_cu_fail(h, r, "cuMemAlloc(params scratch)");
+  for (int i = 0; code == AOTC_OK && i < d->num_kernels; ++i) {
+    const aotc_rt_kernel* k = &d->kernels[i];
+    CUmodule module = h->modules[k->module];
+    if ((r = h->cu.module_get_function(&h->functions[i], module, k->name)) != AOTC_CU_SUCCESS) {
+      char what[320];
+      snprintf(what, sizeof what, "cuModuleGetFunction(%s)", k->name);
+      code = aotc_rt_cu_fail(h, r, what);
+      break;
+    }
+    if (k->library) {
+      code = build_library_params(h, i, module, scratch);
+    } else {
+      aotc_rt_launch_shape* s = &h->shapes[i];
+      memcpy(s->grid, k->grid, sizeof s->grid);
+      memcpy(s->block, k->block, sizeof s->block);
+      s->shared_bytes = k->shared_bytes;
+    }
+    if (code == AOTC_OK && h->shapes[i].shared_bytes > kAotcMaxStaticShared &&
+        (r = h->cu.func_set_attribute(h->functions[i],
+                                      AOTC_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                      (int)h->shapes[i].shared_bytes)) != AOTC_CU_SUCCESS)
+      code = aotc_rt_cu_fail(h, r, "cuFuncSetAttribute(max dynamic shared memory)");
+  }
+  if (scratch) h->cu.mem_free(scratch);
+  return code;
+}
+
+void aotc_rt_release(aotc_rt_handle* h) {
+  if (!h) return;
+  int pushed = h->ctx && h->cu.ctx_push && h->cu.ctx_push(h->ctx) == AOTC_CU_SUCCESS;
+  if (pushed) aotc_rt_graphs_release(h);
+  if (h->matmuls) {
+    for (int i = 0; i < h->desc->num_matmuls; ++i) {
+      aotc_rt_matmul_state* st = &h->matmuls[i];
+      if (st->layout_a) h->lt.matrix_layout_destroy(st->layout_a);
+      if (st->layout_b) h->lt.matrix_layout_destroy(st->layout_b);
+      if (st->layout_c) h->lt.matrix_layout_destroy(st->layout_c);
+      if (st->layout_d) h->lt.matrix_layout_destroy(st->layout_d);
+      if (st->desc) h->lt.matmul_desc_destroy(st->desc);
+    }
+  }
+  if (h->lt_handle) h->lt.destroy(h->lt_handle);
+  if (pushed) {
+    if (h->staging) h->cu.mem_free(h->staging);
+    if (h->owns_arena && h->arena) h->cu.mem_free(h->arena);
+    if (h->owns_weights && h->weights) h->cu.mem_free(h->weights);
+    for (int i = 0; h->modules && i < h->desc->num_fatbins; ++i)
+      if (h->modules[i]) h->cu.module_unload(h->modules[i]);
+    CUcontext popped;
+    h->cu.ctx_pop(&popped);
+  }
+  if (h->ctx) h->cu.primary_ctx_release(h->cu_device);
+  free(h->matmuls);
+  free(h->modules);
+  free(h->functions);
+  free(h->shapes);
+  free(h->arg_values);
+  free(h->arg_params);
+  free(h->library_index);
+  free(h->library_params);
+  free(h->staging_inputs);
+  free(h->staging_outputs);
+  free(h->graph_pointer_store);
+  free(h->graph_key);
+  if (h->liblt) dlclose(h->liblt);
+  if (h->libcuda) dlclose(h->libcuda);
+  free(h);
+}
+
+static int create_on_device(aotc_rt_handle* h, void* workspace, const aotc_rt_handle* share) {
+  const aotc_rt_model_desc* d = h->desc;
+  CUresult r;
+  for (int i = 0; i < d->num_fatbins; ++i)
+    if ((r = h->cu.module_load_data(&h->modules[i], d->fatbins[i])) != AOTC_CU_SUCCESS)
+      return aotc_rt_set_error(
+          h, r == AOTC_CU_ERROR_OUT_OF_MEMORY ? AOTC_ERROR_OUT_OF_MEMORY : AOTC_ERROR_CUDA,
+          "cuModuleLoadData failed: %s (the library holds code for %s; does this GPU match?)",
+          aotc_rt_cu_error_name(h, r), d->archs);
+  int code = aotc_rt_prepare_kernels(h);
+  if (code != AOTC_OK) return code;
+  if (workspace) {
+    h->arena = (CUdeviceptr)(uintptr_t)workspace;
+  } else if (d->arena_bytes > 0) {
+    if ((r = h->cu.mem_alloc(&h->arena, d->arena_bytes)) != AOTC_CU_SUCCESS)
+      return aotc_rt_cu_fail(h, r, "cuMemAlloc(arena)");
+    h->owns_arena = 1;
+  }
+  if (share) {
+    h->weights = share->weights;
+  } else if (d->weight_bytes > 0) {
+    if ((r = h->cu.mem_alloc(&h->weights, d->weight_bytes)) != AOTC_CU_SUCCESS)
+      return aotc_rt_cu_fail(h, r, "cuMemAlloc(weights)");
+    h->owns_weights = 1;
+    if ((r = h->cu.memcpy_htod(h->weights, d->weights, d->weight_bytes)) != AOTC_CU_SUCCESS)
+      return aotc_rt_cu_fail(h, r, "cuMemcpyHtoD(weights)");
+  }
+  if (d->num_matmuls > 0) {
+    cublasStatus_t s = h->lt.create(&h->lt_handle);
+    if (s != 0) return aotc_rt_lt_fail(h, s, "cublasLtCreate", "handle");
+    for (int i = 0; i < d->num_matmuls; ++i) {
+      code = prepare_matmul(h, &d->matmuls[i], &h->matmuls[i]);
+      if (code != AOTC_OK) return code;
+    }
+  }
+  return AOTC_OK;
+}
+
+aotc_rt_handle* aotc_rt_handle_new(const aotc_rt_model_desc* desc, int device) {
+  aotc_rt_handle* h = (aotc_rt_handle*)calloc(1, sizeof *h);
+  if (!h) return NULL;
+  h->desc = desc;
+  h->device = device;
+  size_t nk = (size_t)desc->num_kernels + 1, na = (size_t)desc->num_kernel_args + 1;
+  size_t nm = (size_t)desc->num_matmuls + 1;
+  size_t ni = (size_t)desc->num_inputs + 1, no = (size_t)desc->num_outputs + 1;
+  size_t nio = (size_t)desc->num_inputs + (size_t)desc->num_outputs + 1;
+  for (int i = 0; i < desc->num_kernels; ++i) h->num_library += desc->kernels[i].library ? 1 : 0;
+  h->functions = (CUfunction*)calloc(nk, sizeof *h->functions);
+  h->shapes = (aotc_rt_launch_shape*)calloc(nk, sizeof *h->shapes);
+  h->modules = (CUmodule*)calloc((size_t)desc->num_fatbins + 1, sizeof *h->modules);
+  h->arg_values = (CUdeviceptr*)calloc(na, sizeof *h->arg_values);
+  h->arg_params = (void**)calloc(na, sizeof *h->arg_params);
+  h->library_index = (int*)calloc(nk, sizeof *h->library_index);
+  h->library_params = (unsigned char*)calloc((size_t)h->num_library + 1, AOTC_RT_PARAMS_MAX_BYTES);
+  h->matmuls = (aotc_rt_matmul_state*)calloc(nm, sizeof *h->matmuls);
+  h->staging_inputs = (const void**)calloc(ni, sizeof *h->staging_inputs);
+  h->staging_outputs = (void**)calloc(no, sizeof *h->staging_outputs);
+  h->graph_pointer_store = (CUdeviceptr*)calloc(nio * kAotcGraphCacheEntries, sizeof(CUdeviceptr));
+  h->graph_key = (CUdeviceptr*)calloc(nio, sizeof *h->graph_key);
+  if (!h->functions || !h->shapes || !h->modules || !h->arg_values || !h->arg_params ||
+      !h->library_index || !h->library_params || !h->matmuls || !h->staging_inputs ||
+      !h->staging_outputs || !h->graph_pointer_store || !h->graph_key) {
+    aotc_rt_release(h);
+    return NULL;
+  }
+  for (size_t i = 0; i < na; ++i) h->arg_params[i] = &h->arg_values[i];
+  for (int i = 0, next = 0; i < desc->num_kernels; ++i)
+    h->library_index[i] = desc->kernels[i].library ? next++ : -1;
+  for (int e = 0; e < kAotcGraphCacheEntries; ++e) h->graphs[e].pointers = h->graph_pointer_store + nio * (size_t)e;
+  h->graphs_enabled = !aotc_rt_env_disables_graphs(getenv("AOTC_NO_CUDA_GRAPH"));
+  return h;
+}
+
+int aotc_rt_create(aotc_rt_handle** out, const aotc_rt_model_desc* desc, int device,
+                   void* workspace, const aotc_rt_handle* share) {
+  if (!out) return aotc_rt_set_error(NULL, AOTC_ERROR_INVALID_ARGUMENT, "create: `out` is NULL");
+  *out = NULL;
+  if (((uintptr_t)workspace & 255u) != 0)
+    return aotc_rt_set_error(NULL, AOTC_ERROR_INVALID_ARGUMENT,
+                             "create: workspace %p is not 256-byte aligned", workspace);
+  if (share && (share->desc != desc || share->device != device || share->sticky))
+    return aotc_rt_set_error(NULL, AOTC_ERROR_INVALID_ARGUMENT,
+                             "create: share_weights_with is a handle of another model or device, "
+                             "or has failed");
+  aotc_rt_handle* h = aotc_rt_handle_new(desc, device);
+  if (!h) return aotc_rt_set_error(NULL, AOTC_ERROR_OUT_OF_MEMORY, "create: out of host memory");
+  int code = aotc_rt_load_driver(h);
+  /* Without every graph entry point, run() launches plainly. */
+  if (!h->cu.graph_launch) h->graphs_enabled = 0;
+  CUresult r = AOTC_CU_SUCCESS;
+  if (code == AOTC_OK && (r = h->cu.init(0)) != AOTC_CU_SUCCESS)
+    code = aotc_rt_set_error(h, AOTC_ERROR_NO_DRIVER, "cuInit failed: %s", aotc_rt_cu_error_name(h, r));
+  int count = 0;
+  if (code == AOTC_OK && (r = h->cu.device_get_count(&count)) != AOTC_CU_SUCCESS)
+    code = aotc_rt_set_error(h, AOTC_ERROR_NO_DRIVER, "cuDeviceGetCount failed: %s",
+                             aotc_rt_cu_error_name(h, r));
+  if (code == AOTC_OK && count == 0)
+    code = aotc_rt_set_error(h, AOTC_ERROR_NO_DRIVER, "no CUDA device is visible");
+  if (code == AOTC_OK && (device < 0 || device >= count))
+    code = aotc_rt_set_error(h, AOTC_ERROR_INVALID_ARGUMENT,
+                             "create: device %d out of range (%d devices)", device, count);
+  if (code == AOTC_OK && desc->num_matmuls > 0) code = aotc_rt_load_cublaslt(h);
+  if (code == AOTC_OK && (r = h->cu.device_get(&h->cu_device, device)) != AOTC_CU_SUCCESS)
+    code = aotc_rt_cu_fail(h, r, "cuDeviceGet");
+  if (code == AOTC_OK && (r = h->cu.primary_ctx_retain(&h->ctx, h->cu_device)) != AOTC_CU_SUCCESS)
+    code = aotc_rt_cu_fail(h, r, "cuDevicePrimaryCtxRetain");
+  if (code == AOTC_OK) {
+    if ((r = h->cu.ctx_push(h->ctx)) != AOTC_CU_SUCCESS) {
+      code = aotc_rt_cu_fail(h, r, "cuCtxPushCurrent");
+    } else {
+      code = create_on_device(h, workspace, share);
+      CUcontext popped;
+      h->cu.ctx_pop(&popped);
+    }
+  }
+  if (code != AOTC_OK) {
+    aotc_rt_set_error(NULL, code, "%s", h->message);
+    aotc_rt_release(h);
+    return code;
+  }
+  h->message[0] = '\0';
+  aotc_rt_thread_error()[0] = '\0';
+  *out = h;
+  return AOTC_OK;
+}
+
+void aotc_rt_destroy(aotc_rt_handle* h) { aotc_rt_release(h); }
+
+const char* aotc_rt_last_error(const aotc_rt_handle* h) {
+  return h ? h->message : aotc_rt_thread_error();
+}
+
+const aotc_rt_io* aotc_rt_io_at(const aotc_rt_io* table, int count, int i) {
+  return (i >= 0 && i < count) ? &table[i] : NULL;
+}

@@ -1,0 +1,146 @@
+/* Errors and the dlopen tables: the CUDA driver (the graph entry points are optional: an old driver
+   runs without CUDA graphs) and cuBLASLt, resolved with dlsym at create so that a generated library
+   links to nothing of CUDA. Plain C11; never aborts. */
+#include "aotc_rt_internal.h"
+
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+_Static_assert(sizeof(void*) == 8, "aotc libraries target 64-bit platforms only");
+
+/* The last create failure of this thread (the message for a NULL handle). */
+static _Thread_local char g_thread_error[kAotcMessageBytes];
+
+char* aotc_rt_thread_error(void) { return g_thread_error; }
+
+int aotc_rt_set_error(aotc_rt_handle* h, int code, const char* fmt, ...) {
+  char* buf = h ? h->message : g_thread_error;
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(buf, kAotcMessageBytes, fmt, args);
+  va_end(args);
+  return code;
+}
+
+const char* aotc_rt_cu_error_name(const aotc_rt_handle* h, CUresult r) {
+  const char* name = NULL;
+  if (h->cu.get_error_name && h->cu.get_error_name(r, &name) == AOTC_CU_SUCCESS && name) return name;
+  return "CUDA_ERROR_UNKNOWN";
+}
+
+/* Errors after which the context is unusable: every later call must fail (docs/abi.md). */
+static int cu_error_is_sticky(CUresult r) {
+  return r == 700 /* ILLEGAL_ADDRESS */ || r == 702 /* LAUNCH_TIMEOUT */ ||
+         (r >= 714 && r <= 719) /* HARDWARE_STACK .. LAUNCH_FAILED */ || r == 214 /* ECC */;
+}
+
+/* Maps a failed driver call to a status code and message; marks the handle sticky if needed. */
+int aotc_rt_cu_fail(aotc_rt_handle* h, CUresult r, const char* what) {
+  if (cu_error_is_sticky(r)) {
+    h->sticky = 1;
+    return aotc_rt_set_error(h, AOTC_ERROR_STICKY,
+                             "%s failed: %s (the CUDA context is unusable; every later call fails)",
+                             what, aotc_rt_cu_error_name(h, r));
+  }
+  int code = r == AOTC_CU_ERROR_OUT_OF_MEMORY ? AOTC_ERROR_OUT_OF_MEMORY : AOTC_ERROR_CUDA;
+  return aotc_rt_set_error(h, code, "%s failed: %s", what, aotc_rt_cu_error_name(h, r));
+}
+
+int aotc_rt_lt_fail(aotc_rt_handle* h, cublasStatus_t s, const char* what, const char* label) {
+  const char* name = h->lt.get_status_name ? h->lt.get_status_name(s) : NULL;
+  return aotc_rt_set_error(h, AOTC_ERROR_CUDA, "%s (%s) failed: %s (cublasStatus %d)", what, label,
+                           name ? name : "?", (int)s);
+}
+
+int aotc_rt_load_driver(aotc_rt_handle* h) {
+  h->libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h->libcuda) {
+    const char* why = dlerror();
+    return aotc_rt_set_error(h, AOTC_ERROR_NO_DRIVER, "cannot open libcuda.so.1 (NVIDIA driver): %s",
+                     why ? why : "not found");
+  }
+  struct {
+    void** slot;
+    const char* symbol;
+  } syms[] = {
+      {(void**)&h->cu.init, "cuInit"},
+      {(void**)&h->cu.device_get_count, "cuDeviceGetCount"},
+      {(void**)&h->cu.device_get, "cuDeviceGet"},
+      {(void**)&h->cu.primary_ctx_retain, "cuDevicePrimaryCtxRetain"},
+      {(void**)&h->cu.primary_ctx_release, "cuDevicePrimaryCtxRelease_v2"},
+      {(void**)&h->cu.ctx_push, "cuCtxPushCurrent_v2"},
+      {(void**)&h->cu.ctx_pop, "cuCtxPopCurrent_v2"},
+      {(void**)&h->cu.module_load_data, "cuModuleLoadData"},
+      {(void**)&h->cu.module_unload, "cuModuleUnload"},
+      {(void**)&h->cu.module_get_function, "cuModuleGetFunction"},
+      {(void**)&h->cu.func_set_attribute, "cuFuncSetAttribute"},
+      {(void**)&h->cu.mem_alloc, "cuMemAlloc_v2"},
+      {(void**)&h->cu.mem_free, "cuMemFree_v2"},
+      {(void**)&h->cu.memcpy_htod, "cuMemcpyHtoD_v2"},
+      {(void**)&h->cu.memcpy_dtoh, "cuMemcpyDtoH_v2"},
+      {(void**)&h->cu.memcpy_dtod_async, "cuMemcpyDtoDAsync_v2"},
+      {(void**)&h->cu.launch_kernel, "cuLaunchKernel"},
+      {(void**)&h->cu.stream_synchronize, "cuStreamSynchronize"},
+      {(void**)&h->cu.get_error_name, "cuGetErrorName"},
+  };
+  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; ++i) {
+    *syms[i].slot = dlsym(h->libcuda, syms[i].symbol);
+    if (!*syms[i].slot)
+      return aotc_rt_set_error(h, AOTC_ERROR_NO_DRIVER, "libcuda.so.1 lacks %s (driver too old?)",
+                       syms[i].symbol);
+  }
+  /* CUDA graphs (CUDA 11.4+ drivers): all or none. */
+  struct {
+    void** slot;
+    const char* symbol;
+  } graph_syms[] = {
+      {(void**)&h->cu.stream_begin_capture, "cuStreamBeginCapture_v2"},
+      {(void**)&h->cu.stream_end_capture, "cuStreamEndCapture"},
+      {(void**)&h->cu.stream_is_capturing, "cuStreamIsCapturing"},
+      {(void**)&h->cu.graph_instantiate, "cuGraphInstantiateWithFlags"},
+      {(void**)&h->cu.graph_launch, "cuGraphLaunch"},
+      {(void**)&h->cu.graph_exec_destroy, "cuGraphExecDestroy"},
+      {(void**)&h->cu.graph_destroy, "cuGraphDestroy"},
+  };
+  int have_graphs = 1;
+  for (size_t i = 0; i < sizeof graph_syms / sizeof graph_syms[0]; ++i)
+    if (!(*graph_syms[i].slot = dlsym(h->libcuda, graph_syms[i].symbol))) have_graphs = 0;
+  if (!have_graphs)
+    for (size_t i = 0; i < sizeof graph_syms / sizeof graph_syms[0]; ++i) *graph_syms[i].slot = NULL;
+  return AOTC_OK;
+}
+
+int aotc_rt_load_cublaslt(aotc_rt_handle* h) {
+  h->liblt = dlopen("libcublasLt.so.13", RTLD_NOW | RTLD_LOCAL);
+  if (!h->liblt) h->liblt = dlopen("libcublasLt.so.12", RTLD_NOW | RTLD_LOCAL);
+  if (!h->liblt)
+    return aotc_rt_set_error(h, AOTC_ERROR_NO_CUBLASLT,
+                     "cannot open libcublasLt.so.13 or libcublasLt.so.12 (needed for %d matmuls)",
+                     h->desc->num_matmuls);
+  struct {
+    void** slot;
+    const char* symbol;
+  } syms[] = {
+      {(void**)&h->lt.create, "cublasLtCreate"},
+      {(void**)&h->lt.destroy, "cublasLtDestroy"},
+      {(void**)&h->lt.matmul_desc_create, "cublasLtMatmulDescCreate"},
+      {(void**)&h->lt.matmul_desc_destroy, "cublasLtMatmulDescDestroy"},
+      {(void**)&h->lt.matmul_desc_set_attribute, "cublasLtMatmulDescSetAttribute"},
+      {(void**)&h->lt.matrix_layout_create, "cublasLtMatrixLayoutCreate"},
+      {(void**)&h->lt.matrix_layout_destroy, "cublasLtMatrixLayoutDestroy"},
+      {(void**)&h->lt.matrix_layout_set_attribute, "cublasLtMatrixLayoutSetAttribute"},
+      {(void**)&h->lt.preference_create, "cublasLtMatmulPreferenceCreate"},
+      {(void**)&h->lt.preference_destroy, "cublasLtMatmulPreferenceDestroy"},
+      {(void**)&h->lt.preference_set_attribute, "cublasLtMatmulPreferenceSetAttribute"},
+      {(void**)&h->lt.algo_get_heuristic, "cublasLtMatmulAlgoGetHeuristic"},
+      {(void**)&h->lt.matmul, "cublasLtMatmul"},
+      {(void**)&h->lt.get_status_name, "cublasLtGetStatusName"},
+  };
+  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; ++i) {
+    *syms[i].slot = dlsym(h->liblt, syms[i].symbol);
+    if (!*syms[i].slot)
+      return aotc_rt_set_error(h, AOTC_ERROR_NO_CUBLASLT, "libcublasLt lacks %s", syms[i].symbol);
+  }
+  return AOTC_OK;
+}

@@ -1,0 +1,128 @@
+/* What the runtime's source files share (never seen by the generated model code): the handle, the
+   C copy of the library-kernel params protocol (templates/library_params.cuh; a test compiles both
+   and checks that they agree) and the internal functions, all hidden. Files: aotc_rt_driver.c
+   (errors, dlopen tables), aotc_rt_create.c (create / destroy, cuBLASLt and library-kernel setup),
+   aotc_rt_launch.c (run, run_host, the launch sequence), aotc_rt_graph.c (CUDA graph cache). */
+#ifndef AOTC_RT_INTERNAL_H
+#define AOTC_RT_INTERNAL_H
+
+#include "aotc_runtime.h"
+
+/* templates/library_params.cuh, in C. */
+#define AOTC_RT_PARAMS_MAGIC 0x41505248u /* "APRH" */
+#define AOTC_RT_PARAMS_OFFSET 256
+#define AOTC_RT_PARAMS_MAX_BYTES 4096
+#define AOTC_RT_PARAMS_MAX_SLOTS 8
+#define AOTC_RT_PARAMS_MAX_ARGS 24
+#define AOTC_RT_SLOT_UNUSED 0xffffffffu
+
+typedef struct aotc_rt_builder_args {
+  long long v[AOTC_RT_PARAMS_MAX_ARGS];
+} aotc_rt_builder_args;
+
+typedef struct aotc_rt_params_header {
+  unsigned magic;
+  unsigned params_bytes;
+  unsigned grid[3];
+  unsigned block[3];
+  unsigned shared_bytes;
+  unsigned num_slots;
+  unsigned slot_offset[AOTC_RT_PARAMS_MAX_SLOTS];
+  int status;
+} aotc_rt_params_header;
+
+enum { kAotcMessageBytes = 1024, kAotcMaxStaticShared = 48 * 1024, kAotcGraphCacheEntries = 4 };
+
+typedef struct aotc_rt_matmul_state {
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t layout_a, layout_b, layout_c, layout_d; /* cuBLASLt's (swapped) A, B */
+  cublasLtMatmulAlgo_t algo;
+} aotc_rt_matmul_state;
+
+/* The launch shape of one kernel: the table's, or for a library kernel its builder's. */
+typedef struct aotc_rt_launch_shape {
+  unsigned grid[3];
+  unsigned block[3];
+  unsigned shared_bytes;
+} aotc_rt_launch_shape;
+
+/* One captured launch sequence: valid for this stream and these input / output pointers. */
+typedef struct aotc_rt_graph_entry {
+  CUgraphExec exec; /* NULL: empty slot */
+  CUstream stream;
+  CUdeviceptr* pointers; /* num_inputs + num_outputs, preallocated at create */
+  unsigned long long last_use;
+} aotc_rt_graph_entry;
+
+struct aotc_rt_handle {
+  const aotc_rt_model_desc* desc;
+  int sticky;
+  char message[kAotcMessageBytes];
+  void* libcuda;
+  void* liblt;
+  aotc_cuda_api cu;
+  aotc_cublaslt_api lt;
+  int device;
+  CUdevice cu_device;
+  CUcontext ctx; /* the device's primary context, retained */
+  CUmodule* modules;
+  CUfunction* functions;
+  aotc_rt_launch_shape* shapes; /* per kernel */
+  CUdeviceptr arena;
+  int owns_arena;
+  CUdeviceptr weights;
+  int owns_weights;
+  cublasLtHandle_t lt_handle;
+  aotc_rt_matmul_state* matmuls;
+  CUdeviceptr* arg_values; /* kernel argument values, rewritten by every run */
+  void** arg_params;       /* &arg_values[i], what cuLaunchKernel wants */
+  /* Library kernels: per kernel an index into library_params (-1: ordinary kernel); each has
+     AOTC_RT_PARAMS_MAX_BYTES of host memory holding its builder's header and params struct, into
+     which run() patches the pointer arguments. */
+  int* library_index;
+  int num_library;
+  unsigned char* library_params;
+  CUdeviceptr staging; /* run_host buffers, allocated on its first call */
+  const void** staging_inputs;
+  void** staging_outputs;
+  /* CUDA graphs (aotc_rt_graph.c). */
+  int graphs_enabled; /* the driver has the entry points and AOTC_NO_CUDA_GRAPH is not set */
+  int graphs_failed;  /* a capture failed: plain launches from now on */
+  unsigned long long graph_clock;
+  aotc_rt_graph_entry graphs[kAotcGraphCacheEntries];
+  CUdeviceptr* graph_pointer_store;
+  CUdeviceptr* graph_key; /* the current call's pointers */
+  unsigned long long graph_captures, graph_replays, plain_runs; /* for tests and debugging */
+};
+
+/* aotc_rt_driver.c */
+AOTC_RT_HIDDEN int aotc_rt_set_error(aotc_rt_handle* h, int code, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+AOTC_RT_HIDDEN char* aotc_rt_thread_error(void);
+AOTC_RT_HIDDEN const char* aotc_rt_cu_error_name(const aotc_rt_handle* h, CUresult r);
+AOTC_RT_HIDDEN int aotc_rt_cu_fail(aotc_rt_handle* h, CUresult r, const char* what);
+AOTC_RT_HIDDEN int aotc_rt_lt_fail(aotc_rt_handle* h, cublasStatus_t s, const char* what,
+                                   const char* label);
+AOTC_RT_HIDDEN int aotc_rt_load_driver(aotc_rt_handle* h);
+AOTC_RT_HIDDEN int aotc_rt_load_cublaslt(aotc_rt_handle* h);
+
+/* aotc_rt_create.c */
+/* The handle with its host tables allocated (no driver call); NULL when out of host memory. */
+AOTC_RT_HIDDEN aotc_rt_handle* aotc_rt_handle_new(const aotc_rt_model_desc* desc, int device);
+/* Gets every kernel's function, runs library kernels' params builders; context current. */
+AOTC_RT_HIDDEN int aotc_rt_prepare_kernels(aotc_rt_handle* h);
+AOTC_RT_HIDDEN void aotc_rt_release(aotc_rt_handle* h);
+
+/* aotc_rt_launch.c */
+AOTC_RT_HIDDEN int aotc_rt_launch_all(aotc_rt_handle* h, const void* const* inputs,
+                                      void* const* outputs, CUstream stream);
+
+/* aotc_rt_graph.c */
+/* 1 when the value of AOTC_NO_CUDA_GRAPH (NULL: unset) turns CUDA graphs off. */
+AOTC_RT_HIDDEN int aotc_rt_env_disables_graphs(const char* value);
+/* Runs the launch sequence through the graph cache when it can; otherwise plain launches. */
+AOTC_RT_HIDDEN int aotc_rt_run_graph_or_plain(aotc_rt_handle* h, const void* const* inputs,
+                                              void* const* outputs, CUstream stream);
+AOTC_RT_HIDDEN void aotc_rt_graphs_release(aotc_rt_handle* h); /* context current */
+
+#endif /* AOTC_RT_INTERNAL_H */

@@ -1,0 +1,168 @@
+/* run() and run_host(): resolve every pointer argument (arena, weights, the caller's inputs and
+   outputs), patch library kernels' params structs, launch in table order on the caller's stream
+   (through the CUDA graph cache of aotc_rt_graph.c when it can). No allocation (run_host's staging
+   buffers once), no host synchronisation in run(). Plain C11; never aborts. */
+#include "aotc_rt_internal.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+static CUdeviceptr resolve(const aotc_rt_handle* h, aotc_rt_ref ref, const void* const* inputs,
+                           void* const* outputs) {
+  switch (ref.loc) {
+    case AOTC_LOC_ARENA: return h->arena + ref.offset;
+    case AOTC_LOC_WEIGHTS: return h->weights + ref.offset;
+    case AOTC_LOC_INPUT: return (CUdeviceptr)(uintptr_t)inputs[ref.index] + ref.offset;
+    case AOTC_LOC_OUTPUT: return (CUdeviceptr)(uintptr_t)outputs[ref.index] + ref.offset;
+    default: return 0;
+  }
+}
+
+static int check_io(aotc_rt_handle* h, const void* const* inputs, void* const* outputs) {
+  const aotc_rt_model_desc* d = h->desc;
+  if (d->num_inputs > 0 && !inputs)
+    return aotc_rt_set_error(h, AOTC_ERROR_INVALID_ARGUMENT, "run: `inputs` is NULL");
+  if (d->num_outputs > 0 && !outputs)
+    return aotc_rt_set_error(h, AOTC_ERROR_INVALID_ARGUMENT, "run: `outputs` is NULL");
+  for (int i = 0; i < d->num_inputs; ++i)
+    if (!inputs[i] && d->inputs[i].bytes > 0)
+      return aotc_rt_set_error(h, AOTC_ERROR_INVALID_ARGUMENT, "run: input %d is NULL", i);
+  for (int i = 0; i < d->num_outputs; ++i)
+    if (!outputs[i] && d->outputs[i].bytes > 0)
+      return aotc_rt_set_error(h, AOTC_ERROR_INVALID_ARGUMENT, "run: output %d is NULL", i);
+  return AOTC_OK;
+}
+
+int aotc_rt_launch_all(aotc_rt_handle* h, const void* const* inputs, void* const* outputs,
+                      CUstream stream) {
+  const aotc_rt_model_desc* d = h->desc;
+  for (int s = 0; s < d->num_steps; ++s) {
+    const aotc_rt_step* step = &d->steps[s];
+    if (step->kind == AOTC_STEP_KERNEL) {
+      const aotc_rt_kernel* k = &d->kernels[step->index];
+      const aotc_rt_launch_shape* shape = &h->shapes[step->index];
+      void** params = k->num_args ? &h->arg_params[k->first_arg] : NULL;
+      void* library_params[1];
+      if (k->library) {
+        /* Patch the pointers into this kernel's host copy of its params struct; cuLaunchKernel
+           copies the struct (its only parameter) at the call. */
+        unsigned char* host =
+            h->library_params + (size_t)h->library_index[step->index] * AOTC_RT_PARAMS_MAX_BYTES;
+        const aotc_rt_params_header* ph = (const aotc_rt_params_header*)(void*)host;
+        for (int a = 0; a < k->num_args; ++a) {
+          if (ph->slot_offset[a] == AOTC_RT_SLOT_UNUSED) continue;
+          CUdeviceptr p = resolve(h, d->kernel_args[k->first_arg + a], inputs, outputs);
+          memcpy(host + AOTC_RT_PARAMS_OFFSET + ph->slot_offset[a], &p, sizeof p);
+        }
+        library_params[0] = host + AOTC_RT_PARAMS_OFFSET;
+        params = library_params;
+      } else {
+        for (int a = 0; a < k->num_args; ++a)
+          h->arg_values[k->first_arg + a] = resolve(h, d->kernel_args[k->first_arg + a], inputs, outputs);
+      }
+      CUresult r = h->cu.launch_kernel(h->functions[step->index], shape->grid[0], shape->grid[1],
+                                       shape->grid[2], shape->block[0], shape->block[1],
+                                       shape->block[2], shape->shared_bytes, stream, params, NULL);
+      if (r != AOTC_CU_SUCCESS) {
+        char what[160];
+        snprintf(what, sizeof what, "cuLaunchKernel(%s)", k->name);
+        return aotc_rt_cu_fail(h, r, what);
+      }
+    } else if (step->kind == AOTC_STEP_MATMUL) {
+      const aotc_rt_matmul* mm = &d->matmuls[step->index];
+      aotc_rt_matmul_state* st = &h->matmuls[step->index];
+      CUdeviceptr a = resolve(h, mm->a, inputs, outputs), b = resolve(h, mm->b, inputs, outputs);
+      CUdeviceptr dd = resolve(h, mm->d, inputs, outputs);
+      CUdeviceptr c = mm->c.loc != AOTC_LOC_NULL ? resolve(h, mm->c, inputs, outputs) : dd;
+      float alpha = mm->alpha, beta = mm->c.loc != AOTC_LOC_NULL ? mm->beta : 0.0f;
+      cublasStatus_t status = 0;
+      if (mm->epilogue == AOTC_EPI_BIAS || mm->epilogue == AOTC_EPI_BIAS_RELU) {
+        const void* bias = (const void*)(uintptr_t)resolve(h, mm->bias, inputs, outputs);
+        status = h->lt.matmul_desc_set_attribute(st->desc, AOTC_CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                 &bias, sizeof bias);
+      }
+      if (status == 0)
+        status = h->lt.matmul(h->lt_handle, st->desc, &alpha, (const void*)(uintptr_t)b,
+                              st->layout_a, (const void*)(uintptr_t)a, st->layout_b, &beta,
+                              (const void*)(uintptr_t)c, st->layout_c, (void*)(uintptr_t)dd,
+                              st->layout_d, &st->algo,
+                              (void*)(uintptr_t)(h->arena + d->lt_workspace_offset),
+                              d->lt_workspace_bytes, stream);
+      if (status != 0) return aotc_rt_lt_fail(h, status, "cublasLtMatmul", mm->label);
+    } else {
+      const aotc_rt_copy* cp = &d->copies[step->index];
+      CUresult r = h->cu.memcpy_dtod_async(resolve(h, cp->dst, inputs, outputs),
+                                           resolve(h, cp->src, inputs, outputs), cp->bytes, stream);
+      if (r != AOTC_CU_SUCCESS) return aotc_rt_cu_fail(h, r, "cuMemcpyDtoDAsync(output copy)");
+    }
+  }
+  return AOTC_OK;
+}
+
+static int enter(aotc_rt_handle* h) {
+  if (!h) return aotc_rt_set_error(NULL, AOTC_ERROR_INVALID_ARGUMENT, "the model handle is NULL");
+  if (h->sticky) return AOTC_ERROR_STICKY; /* keep the first fault's message */
+  CUresult r = h->cu.ctx_push(h->ctx);
+  if (r != AOTC_CU_SUCCESS) return aotc_rt_cu_fail(h, r, "cuCtxPushCurrent");
+  return AOTC_OK;
+}
+
+static void leave(aotc_rt_handle* h) {
+  CUcontext popped;
+  h->cu.ctx_pop(&popped);
+}
+
+int aotc_rt_run(aotc_rt_handle* h, const void* const* inputs, void* const* outputs, void* stream) {
+  int code = enter(h);
+  if (code != AOTC_OK) return code;
+  code = check_io(h, inputs, outputs);
+  if (code == AOTC_OK) code = aotc_rt_run_graph_or_plain(h, inputs, outputs, (CUstream)stream);
+  if (code == AOTC_OK) h->message[0] = '\0';
+  leave(h);
+  return code;
+}
+
+static unsigned long long align256(unsigned long long n) { return (n + 255u) & ~255ull; }
+
+int aotc_rt_run_host(aotc_rt_handle* h, const void* const* inputs, void* const* outputs) {
+  int code = enter(h);
+  if (code != AOTC_OK) return code;
+  const aotc_rt_model_desc* d = h->desc;
+  code = check_io(h, inputs, outputs);
+  CUresult r = AOTC_CU_SUCCESS;
+  if (code == AOTC_OK && !h->staging) {
+    unsigned long long total = 256, at = 0;
+    for (int i = 0; i < d->num_inputs; ++i) total += align256(d->inputs[i].bytes);
+    for (int i = 0; i < d->num_outputs; ++i) total += align256(d->outputs[i].bytes);
+    if ((r = h->cu.mem_alloc(&h->staging, total)) != AOTC_CU_SUCCESS) {
+      h->staging = 0;
+      code = aotc_rt_cu_fail(h, r, "cuMemAlloc(run_host staging)");
+    }
+    for (int i = 0; code == AOTC_OK && i < d->num_inputs; ++i) {
+      h->staging_inputs[i] = (const void*)(uintptr_t)(h->staging + at);
+      at += align256(d->inputs[i].bytes);
+    }
+    for (int i = 0; code == AOTC_OK && i < d->num_outputs; ++i) {
+      h->staging_outputs[i] = (void*)(uintptr_t)(h->staging + at);
+      at += align256(d->outputs[i].bytes);
+    }
+  }
+  /* Synchronous copies and the legacy default stream keep copies and kernels in order. */
+  for (int i = 0; code == AOTC_OK && i < d->num_inputs; ++i)
+    if (d->inputs[i].bytes > 0 &&
+        (r = h->cu.memcpy_htod((CUdeviceptr)(uintptr_t)h->staging_inputs[i], inputs[i],
+                               d->inputs[i].bytes)) != AOTC_CU_SUCCESS)
+      code = aotc_rt_cu_fail(h, r, "cuMemcpyHtoD(input)");
+  if (code == AOTC_OK) code = aotc_rt_launch_all(h, h->staging_inputs, h->staging_outputs, NULL);
+  for (int i = 0; code == AOTC_OK && i < d->num_outputs; ++i)
+    if (d->outputs[i].bytes > 0 &&
+        (r = h->cu.memcpy_dtoh(outputs[i], (CUdeviceptr)(uintptr_t)h->staging_outputs[i],
+                               d->outputs[i].bytes)) != AOTC_CU_SUCCESS)
+      code = aotc_rt_cu_fail(h, r, "cuMemcpyDtoH(output)");
+  if (code == AOTC_OK && (r = h->cu.stream_synchronize(NULL)) != AOTC_CU_SUCCESS)
+    code = aotc_rt_cu_fail(h, r, "cuStreamSynchronize");
+  if (code == AOTC_OK) h->message[0] = '\0';
+  leave(h);
+  return code;
+}

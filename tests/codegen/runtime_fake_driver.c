@@ -1,0 +1,339 @@
+/* The runtime against a fake CUDA driver (function pointers in the handle), so the library-kernel
+   protocol and the CUDA graph cache are tested without a GPU: builder arguments and launch shape,
+   header validation, pointer patching, capture once per (stream, pointers), replay, eviction,
+   fallbacks (NULL / legacy stream, capture failure, caller's own capture, graphs off), release.
+   Compiled by runtime_test.cc with the embedded runtime sources; prints "ok" and exits 0. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aotc_rt_internal.h"
+
+static int g_failures;
+#define CHECK(cond)                                                       \
+  do {                                                                    \
+    if (!(cond)) {                                                        \
+      ++g_failures;                                                       \
+      fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
+    }                                                                     \
+  } while (0)
+
+/* ---- the fake driver ---- */
+enum { kFnLib = 1, kFnLibBuilder = 2, kFnPlain = 3, kScratch = 0x5000000 };
+static unsigned char g_device[AOTC_RT_PARAMS_MAX_BYTES]; /* the params scratch buffer */
+static aotc_rt_params_header g_header;                   /* what the builder writes */
+static aotc_rt_builder_args g_builder_args;               /* what the builder received */
+static unsigned char g_lib_params[64];                    /* the library kernel's last params */
+static CUdeviceptr g_plain_args[2];
+static unsigned g_lib_shape[7];
+static int g_kernel_launches, g_builder_launches, g_attr_value, g_allocs, g_frees;
+static int g_begin, g_end, g_instantiate, g_graph_launch, g_exec_destroy, g_graph_destroy;
+static int g_fail_begin, g_capturing, g_outer_capture;
+static unsigned long long g_next_exec = 0x1000;
+
+static CUresult f_ok_ctx(CUcontext c) { (void)c; return 0; }
+static CUresult f_pop(CUcontext* c) { *c = NULL; return 0; }
+static CUresult f_release(CUdevice d) { (void)d; return 0; }
+static CUresult f_get_function(CUfunction* f, CUmodule m, const char* name) {
+  (void)m;
+  if (strcmp(name, "lib") == 0) *f = (CUfunction)(uintptr_t)kFnLib;
+  else if (strcmp(name, "lib_params") == 0) *f = (CUfunction)(uintptr_t)kFnLibBuilder;
+  else if (strcmp(name, "plain") == 0) *f = (CUfunction)(uintptr_t)kFnPlain;
+  else return 500; /* CUDA_ERROR_NOT_FOUND */
+  return 0;
+}
+static CUresult f_set_attribute(CUfunction f, int attr, int value) {
+  CHECK((uintptr_t)f == kFnLib && attr == AOTC_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
+  g_attr_value = value;
+  return 0;
+}
+static CUresult f_alloc(CUdeviceptr* p, size_t n) {
+  CHECK(n == AOTC_RT_PARAMS_MAX_BYTES);
+  *p = kScratch;
+  ++g_allocs;
+  return 0;
+}
+static CUresult f_free(CUdeviceptr p) { CHECK(p == kScratch); ++g_frees; return 0; }
+static CUresult f_htod(CUdeviceptr dst, const void* src, size_t n) {
+  CHECK(dst == kScratch && n == sizeof g_device);
+  memcpy(g_device, src, n);
+  return 0;
+}
+static CUresult f_dtoh(void* dst, CUdeviceptr src, size_t n) {
+  CHECK(src == kScratch && n == sizeof g_device);
+  memcpy(dst, g_device, n);
+  return 0;
+}
+static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                         unsigned bz, unsigned shared, CUstream stream, void** params, void** extra) {
+  (void)stream;
+  CHECK(extra == NULL);
+  uintptr_t fn = (uintptr_t)f;
+  if (fn == kFnLibBuilder) {
+    ++g_builder_launches;
+    CHECK(gx == 1 && gy == 1 && gz == 1 && bx == 1 && by == 1 && bz == 1 && shared == 0);
+    CHECK(*(CUdeviceptr*)params[0] == kScratch);
+    memcpy(&g_builder_args, params[1], sizeof g_builder_args);
+    memcpy(g_device, &g_header, sizeof g_header);
+    int n = (int)g_builder_args.v[0];
+    memcpy(g_device + AOTC_RT_PARAMS_OFFSET, &n, sizeof n); /* the struct's first field */
+    return 0;
+  }
+  ++g_kernel_launches;
+  if (fn == kFnLib) {
+    memcpy(g_lib_params, params[0], sizeof g_lib_params); /* the driver copies the struct now */
+    unsigned s[7] = {gx, gy, gz, bx, by, bz, shared};
+    memcpy(g_lib_shape, s, sizeof s);
+  } else {
+    CHECK(fn == kFnPlain);
+    g_plain_args[0] = *(CUdeviceptr*)params[0];
+    g_plain_args[1] = *(CUdeviceptr*)params[1];
+  }
+  return 0;
+}
+static CUresult f_error_name(CUresult r, const char** name) {
+  (void)r;
+  *name = "CUDA_ERROR_FAKE";
+  return 0;
+}
+static CUresult f_begin(CUstream s, int mode) {
+  (void)s;
+  CHECK(mode == AOTC_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+  ++g_begin;
+  if (g_fail_begin) return 900; /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
+  g_capturing = 1;
+  return 0;
+}
+static CUresult f_end(CUstream s, CUgraph* g) {
+  (void)s;
+  ++g_end;
+  g_capturing = 0;
+  *g = (CUgraph)(uintptr_t)0x77;
+  return 0;
+}
+static CUresult f_is_capturing(CUstream s, int* status) {
+  (void)s;
+  *status = g_outer_capture ? 1 : 0;
+  return 0;
+}
+static CUresult f_instantiate(CUgraphExec* e, CUgraph g, unsigned long long flags) {
+  CHECK((uintptr_t)g == 0x77 && flags == 0);
+  ++g_instantiate;
+  *e = (CUgraphExec)(uintptr_t)(g_next_exec += 16);
+  return 0;
+}
+static CUresult f_graph_launch(CUgraphExec e, CUstream s) {
+  (void)e;
+  (void)s;
+  ++g_graph_launch;
+  return 0;
+}
+static CUresult f_exec_destroy(CUgraphExec e) { (void)e; ++g_exec_destroy; return 0; }
+static CUresult f_graph_destroy(CUgraph g) { (void)g; ++g_graph_destroy; return 0; }
+
+/* ---- the model: x -> lib (library kernel) -> y, then plain(y, arena + 256) ---- */
+static const aotc_rt_ref kArgs[] = {
+    {AOTC_LOC_INPUT, 0, 0}, {AOTC_LOC_OUTPUT, 0, 0}, {AOTC_LOC_NULL, 0, 0}, /* lib */
+    {AOTC_LOC_OUTPUT, 0, 0}, {AOTC_LOC_ARENA, 0, 256},                      /* plain */
+};
+static const long long kBuilderArgs[] = {100, 2000000, 65536, 0};
+static const aotc_rt_kernel kKernels[] = {
+    {"lib", 0, {9u, 9u, 9u}, {9u, 1u, 1u}, 0u, 0, 3, 1, 0, 4},
+    {"plain", 0, {2u, 1u, 1u}, {64u, 1u, 1u}, 0u, 3, 2, 0, 0, 0},
+};
+static const aotc_rt_step kSteps[] = {{AOTC_STEP_KERNEL, 0}, {AOTC_STEP_KERNEL, 1}};
+static const long long kShape[] = {100};
+static const aotc_rt_io kIn[] = {{"x", 1, 1, kShape, 400}};
+static const aotc_rt_io kOut[] = {{"y", 1, 1, kShape, 400}};
+static const unsigned char* const kNoFatbins[1];
+static const aotc_rt_model_desc kDesc = {
+    "fake", "sm_90", kNoFatbins, 1, NULL, 0, 4096, 0, 0, kKernels, 2, kArgs, 5, NULL, 0, NULL, 0,
+    kSteps, 2, kIn, 1, kOut, 1, kBuilderArgs, 4};
+
+static void good_header(void) {
+  memset(&g_header, 0, sizeof g_header);
+  g_header.magic = AOTC_RT_PARAMS_MAGIC;
+  g_header.params_bytes = 40;
+  g_header.grid[0] = 4; g_header.grid[1] = 1; g_header.grid[2] = 1;
+  g_header.block[0] = 128; g_header.block[1] = 1; g_header.block[2] = 1;
+  g_header.shared_bytes = 65536;
+  g_header.num_slots = 3;
+  g_header.slot_offset[0] = 8;
+  g_header.slot_offset[1] = 16;
+  for (int i = 2; i < AOTC_RT_PARAMS_MAX_SLOTS; ++i) g_header.slot_offset[i] = AOTC_RT_SLOT_UNUSED;
+}
+
+static aotc_rt_handle* new_handle(void) {
+  aotc_rt_handle* h = aotc_rt_handle_new(&kDesc, 0);
+  CHECK(h != NULL);
+  h->cu.ctx_push = f_ok_ctx;
+  h->cu.ctx_pop = f_pop;
+  h->cu.primary_ctx_release = f_release;
+  h->cu.module_get_function = f_get_function;
+  h->cu.func_set_attribute = f_set_attribute;
+  h->cu.mem_alloc = f_alloc;
+  h->cu.mem_free = f_free;
+  h->cu.memcpy_htod = f_htod;
+  h->cu.memcpy_dtoh = f_dtoh;
+  h->cu.launch_kernel = f_launch;
+  h->cu.get_error_name = f_error_name;
+  h->cu.stream_begin_capture = f_begin;
+  h->cu.stream_end_capture = f_end;
+  h->cu.stream_is_capturing = f_is_capturing;
+  h->cu.graph_instantiate = f_instantiate;
+  h->cu.graph_launch = f_graph_launch;
+  h->cu.graph_exec_destroy = f_exec_destroy;
+  h->cu.graph_destroy = f_graph_destroy;
+  h->ctx = (CUcontext)(uintptr_t)1;
+  h->arena = 0x9000000;
+  h->graphs_enabled = 1;
+  return h;
+}
+
+static CUdeviceptr lib_slot(int offset) {
+  CUdeviceptr p;
+  memcpy(&p, g_lib_params + offset, sizeof p);
+  return p;
+}
+
+static int run(aotc_rt_handle* h, uintptr_t x, uintptr_t y, uintptr_t stream) {
+  const void* ins[] = {(const void*)x};
+  void* outs[] = {(void*)y};
+  return aotc_rt_run(h, ins, outs, (void*)stream);
+}
+
+static void test_env(void) {
+  CHECK(aotc_rt_env_disables_graphs(NULL) == 0);
+  CHECK(aotc_rt_env_disables_graphs("") == 0);
+  CHECK(aotc_rt_env_disables_graphs("0") == 0);
+  CHECK(aotc_rt_env_disables_graphs("1") == 1);
+  CHECK(aotc_rt_env_disables_graphs(" 1") == 1);
+  CHECK(aotc_rt_env_disables_graphs("yes") == 1);
+  CHECK(aotc_rt_env_disables_graphs("00") == 1);
+}
+
+static void test_library_kernel_and_graphs(void) {
+  good_header();
+  aotc_rt_handle* h = new_handle();
+  CHECK(aotc_rt_prepare_kernels(h) == AOTC_OK);
+  CHECK(g_builder_launches == 1);
+  CHECK(g_builder_args.v[0] == 100 && g_builder_args.v[1] == 2000000 && g_builder_args.v[2] == 65536 &&
+        g_builder_args.v[3] == 0 && g_builder_args.v[4] == 0);
+  CHECK(g_attr_value == 65536);
+  CHECK(g_allocs == 1 && g_frees == 1); /* one scratch, freed at the end of create */
+  CHECK(h->shapes[0].grid[0] == 4 && h->shapes[0].block[0] == 128 && h->shapes[0].shared_bytes == 65536);
+  CHECK(h->shapes[1].grid[0] == 2 && h->shapes[1].block[0] == 64);
+
+  /* First run on a real stream: captured (both kernels), instantiated, launched as a graph. */
+  CHECK(run(h, 0x1000, 0x2000, 0xabc) == AOTC_OK);
+  CHECK(g_begin == 1 && g_end == 1 && g_instantiate == 1 && g_graph_launch == 1 && g_graph_destroy == 1);
+  CHECK(g_kernel_launches == 2);
+  int n;
+  memcpy(&n, g_lib_params, sizeof n);
+  CHECK(n == 100);                      /* the builder's struct reached the launch */
+  CHECK(lib_slot(8) == 0x1000 && lib_slot(16) == 0x2000); /* patched at the slot offsets */
+  CHECK(g_lib_shape[0] == 4 && g_lib_shape[3] == 128 && g_lib_shape[6] == 65536);
+  CHECK(g_plain_args[0] == 0x2000 && g_plain_args[1] == 0x9000000 + 256);
+  /* Same stream and pointers: replay only. */
+  CHECK(run(h, 0x1000, 0x2000, 0xabc) == AOTC_OK);
+  CHECK(g_begin == 1 && g_graph_launch == 2 && g_kernel_launches == 2);
+  /* Another output pointer: a second capture, with the new pointer patched in. */
+  CHECK(run(h, 0x1000, 0x3000, 0xabc) == AOTC_OK);
+  CHECK(g_begin == 2 && g_instantiate == 2 && g_graph_launch == 3 && g_kernel_launches == 4);
+  CHECK(lib_slot(16) == 0x3000);
+  /* The first set is still cached; another stream is a new entry. */
+  CHECK(run(h, 0x1000, 0x2000, 0xabc) == AOTC_OK);
+  CHECK(g_begin == 2 && g_graph_launch == 4);
+  CHECK(run(h, 0x1000, 0x2000, 0xdef) == AOTC_OK);
+  CHECK(g_begin == 3 && g_exec_destroy == 0);
+  /* Two more sets fill and overflow the 4-entry cache: the least recently used goes. */
+  CHECK(run(h, 0x1100, 0x2000, 0xabc) == AOTC_OK);
+  CHECK(g_exec_destroy == 0);
+  CHECK(run(h, 0x1200, 0x2000, 0xabc) == AOTC_OK);
+  CHECK(g_exec_destroy == 1);
+  CHECK(run(h, 0x1000, 0x2000, 0xabc) == AOTC_OK); /* recently used: still a replay */
+  CHECK(g_begin == 5);
+  CHECK(run(h, 0x1000, 0x3000, 0xabc) == AOTC_OK); /* the evicted one: captured again */
+  CHECK(g_begin == 6 && g_exec_destroy == 2);
+  CHECK(h->graph_captures == 6 && h->plain_runs == 0);
+
+  /* NULL and the legacy default stream cannot be captured: plain launches, same arguments. */
+  int launches = g_kernel_launches, graph_launches = g_graph_launch;
+  CHECK(run(h, 0x1000, 0x4000, 0) == AOTC_OK);
+  CHECK(run(h, 0x1000, 0x4000, 1) == AOTC_OK);
+  CHECK(g_kernel_launches == launches + 4 && g_graph_launch == graph_launches && g_begin == 6);
+  CHECK(lib_slot(16) == 0x4000 && g_plain_args[0] == 0x4000);
+  /* The caller is capturing the stream itself: our launches go into its graph. */
+  g_outer_capture = 1;
+  CHECK(run(h, 0x1000, 0x5000, 0xabc) == AOTC_OK);
+  g_outer_capture = 0;
+  CHECK(g_begin == 6 && g_kernel_launches == launches + 6 && h->graphs_failed == 0);
+  CHECK(h->plain_runs == 3);
+
+  int destroyed = g_exec_destroy;
+  aotc_rt_release(h); /* the 4 cached execs are destroyed */
+  CHECK(g_exec_destroy == destroyed + 4);
+}
+
+static void test_capture_failure_and_graphs_off(void) {
+  good_header();
+  aotc_rt_handle* h = new_handle();
+  CHECK(aotc_rt_prepare_kernels(h) == AOTC_OK);
+  int begin = g_begin, launches = g_kernel_launches;
+  g_fail_begin = 1;
+  CHECK(run(h, 0x1000, 0x2000, 0xabc) == AOTC_OK);
+  CHECK(g_begin == begin + 1 && g_kernel_launches == launches + 2 && h->graphs_failed == 1);
+  CHECK(lib_slot(8) == 0x1000 && lib_slot(16) == 0x2000);
+  CHECK(h->message[0] == '\0');
+  CHECK(run(h, 0x1000, 0x2000, 0xabc) == AOTC_OK); /* not retried */
+  CHECK(g_begin == begin + 1 && g_kernel_launches == launches + 4);
+  g_fail_begin = 0;
+  aotc_rt_release(h);
+
+  h = new_handle();
+  CHECK(aotc_rt_prepare_kernels(h) == AOTC_OK);
+  h->graphs_enabled = 0; /* AOTC_NO_CUDA_GRAPH */
+  begin = g_begin;
+  CHECK(run(h, 0x1000, 0x2000, 0xabc) == AOTC_OK);
+  CHECK(g_begin == begin && h->plain_runs == 1);
+  aotc_rt_release(h);
+}
+
+/* Each bad header must fail create with a message naming the kernel and the problem. */
+static void expect_bad_header(const char* expected) {
+  aotc_rt_handle* h = new_handle();
+  int code = aotc_rt_prepare_kernels(h);
+  CHECK(code == AOTC_ERROR_CUDA);
+  if (!strstr(h->message, expected) || !strstr(h->message, "library kernel lib")) {
+    ++g_failures;
+    fprintf(stderr, "message '%s' lacks '%s'\n", h->message, expected);
+  }
+  CHECK(g_allocs == g_frees); /* the scratch is freed on failure too */
+  aotc_rt_release(h);
+}
+
+static void test_header_validation(void) {
+  good_header(); g_header.magic = 0x12345678u; expect_bad_header("magic 0x12345678");
+  good_header(); g_header.status = 3; expect_bad_header("status 3");
+  good_header(); g_header.num_slots = 2; expect_bad_header("2 pointer slots");
+  good_header(); g_header.params_bytes = 4000; expect_bad_header("4000 bytes");
+  good_header(); g_header.params_bytes = 0; expect_bad_header("0 bytes");
+  good_header(); g_header.slot_offset[1] = 36; expect_bad_header("pointer slot 1 at byte 36");
+  good_header(); g_header.slot_offset[0] = 40; expect_bad_header("pointer slot 0 at byte 40");
+  good_header(); g_header.grid[1] = 0; expect_bad_header("invalid launch shape");
+  good_header(); g_header.block[0] = 2048; expect_bad_header("invalid launch shape");
+}
+
+int main(void) {
+  test_env();
+  test_library_kernel_and_graphs();
+  test_capture_failure_and_graphs_off();
+  test_header_validation();
+  if (g_failures) {
+    fprintf(stderr, "%d failures\n", g_failures);
+    return 1;
+  }
+  printf("ok\n");
+  return 0;
+}
