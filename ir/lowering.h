@@ -36,7 +36,7 @@ struct KernelStep {
   int64_t shared_bytes = 0;
   // A library kernel (CUTLASS): the __global__ takes ONE parameter, a params struct that the
   // template's builder `<kernel_name>_params` (same module, one thread) builds at create() from
-  // builder_args (see templates/common.cuh, "library kernels", for the protocol). The builder also reports the
+  // builder_args (see templates/library_params.cuh for the protocol). The builder also reports the
   // launch shape (grid/block/shared_bytes above are then only informative) and the byte offset of
   // each pointer in `args`, which run() patches into the struct. One instantiation (one set of
   // holes) serves every problem size: the sizes travel in builder_args, not in holes.

@@ -188,6 +188,8 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
   if (conv_tensor_core_applies(graph.target, xv.dtype, cs.group, cs.cin, cs.cout)) {
     const int64_t gemm_m = cs.batch * g.out[0] * g.out[1], gemm_n = cs.cout;
     const ConvKernelConfig& c = pick_conv_config(graph.target, gemm_m, gemm_n);
+    const int64_t split_k = pick_split_k(graph.target, c, gemm_m, gemm_n, g.kernel[0] * g.kernel[1] * cs.cin);
+    const int64_t tiles = conv_config_tiles(c, gemm_m, gemm_n);
     k.template_name = "cutlass_conv2d_fprop";
     k.holes = {{"comment", comment + " config " + c.name},
                {"ELEMENT", cutlass_element(xv.dtype)},
@@ -203,14 +205,32 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
     k.library_params = true;
     k.builder_args = {cs.batch, g.in[0], g.in[1], cs.cin, cs.cout, g.kernel[0], g.kernel[1], g.out[0], g.out[1],
                       g.pad_begin[0], g.pad_begin[1], g.strides[0], g.strides[1], g.dilations[0], g.dilations[1],
-                      /*split_k=*/1, has_res ? 1 : 0};
+                      split_k, has_res ? 1 : 0};
     // Only the begin pads reach CUTLASS: the output size is passed explicitly, so a larger end
     // pad only means reads past the input, which the iterators mask.
     k.args = {node.inputs[0], node.inputs[1], has_bias ? node.inputs[2] : kNullArg,
-              has_res ? node.inputs[kResidualInput] : kNullArg, node.outputs[0]};
+              has_res ? node.inputs[kResidualInput] : kNullArg, node.outputs[0],
+              split_k > 1 ? kScratchArg : kNullArg};
     // Informative only: the builder reports the real launch shape.
-    k.grid = Dim3{conv_config_tiles(c, gemm_m, gemm_n), 1, 1};
+    k.grid = Dim3{tiles, 1, split_k};
     k.block = Dim3{32 * (c.tb_m / c.warp_m) * (c.tb_n / c.warp_n), 1, 1};
+    if (split_k > 1) {
+      // Serial split-K: one semaphore per output tile in this node's scratch, zeroed first (one
+      // small fill launch; the kernel leaves them zero, but the arena bytes are shared).
+      Lowering l;
+      l.scratch_bytes = tiles * 4;
+      KernelStep z;
+      z.template_name = "fill";
+      z.holes = {{"comment", "zero the split-K semaphores of " + node.op_type}, {"T", "int"},
+                 {"value_bits", "0"}, {"numel", int_literal(tiles)}};
+      z.args = {kScratchArg};
+      z.block = Dim3{128, 1, 1};
+      z.grid = grid_for(tiles, 128);
+      k.holes[0].second += " split-K " + std::to_string(split_k);
+      l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, z, {}});
+      l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+      return l;
+    }
   } else if (cs.group == cs.cin && cs.cout == cs.cin) {
     k.template_name = "conv_depthwise_nhwc";
     k.holes = {{"comment", comment},

@@ -3,6 +3,7 @@
 // moves a convolution to NHWC when a configuration applies) and the tests all read this table.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,11 +36,27 @@ inline int64_t conv_config_tiles(const ConvKernelConfig& c, int64_t gemm_m, int6
   return ((gemm_m + c.tb_m - 1) / c.tb_m) * ((gemm_n + c.tb_n - 1) / c.tb_n);
 }
 
+// Configurations whose N tile is wider than the output channels (rounded up to 64) waste that part
+// of every tile (ResNet's 64-channel layers under a 128-wide tile): skipped.
 inline const ConvKernelConfig& pick_conv_config(const Target& target, int64_t gemm_m, int64_t gemm_n) {
   const auto& configs = conv_kernel_configs();
+  const int64_t n_cap = std::max<int64_t>(64, (gemm_n + 63) / 64 * 64);
   for (const ConvKernelConfig& c : configs)
-    if (conv_config_tiles(c, gemm_m, gemm_n) >= target.sm_count) return c;
+    if (c.tb_n <= n_cap && conv_config_tiles(c, gemm_m, gemm_n) >= target.sm_count) return c;
   return configs.back();
+}
+
+// Serial split-K slices for a problem that leaves SMs idle (batch 1): enough slices to give about
+// one wave, each keeping at least kMinKIterationsPerSlice main-loop iterations; at most 16.
+constexpr int64_t kMinKIterationsPerSlice = 4;
+constexpr int64_t kMaxSplitK = 16;
+inline int64_t pick_split_k(const Target& target, const ConvKernelConfig& c, int64_t gemm_m, int64_t gemm_n,
+                            int64_t gemm_k) {
+  const int64_t tiles = conv_config_tiles(c, gemm_m, gemm_n);
+  const int64_t k_iters = (gemm_k + c.tb_k - 1) / c.tb_k;
+  int64_t split = tiles >= target.sm_count ? 1 : target.sm_count / tiles;
+  split = std::min({split, k_iters / kMinKIterationsPerSlice, kMaxSplitK});
+  return std::max<int64_t>(split, 1);
 }
 
 // Channel alignment (elements) the tensor-core kernels need for 16-byte accesses.

@@ -115,6 +115,19 @@ TEST(LayoutNhwc, ConfigTablePicksAWaveFillingTileOrTheSmallest) {
   EXPECT_EQ(orin.sm_count, 16);
   EXPECT_GE(pick_conv_config(orin, 56 * 56, 64).tb_m * pick_conv_config(orin, 56 * 56, 64).tb_n,
             pick_conv_config(t, 56 * 56, 64).tb_m * pick_conv_config(t, 56 * 56, 64).tb_n);
+  // 64 output channels: no configuration with a 128-wide N tile (half of it would be wasted).
+  EXPECT_LE(pick_conv_config(t, 32 * 112 * 112, 64).tb_n, 64);
+  // Split-K: none when the tiles fill a wave; batch-1 layer4 3x3 (M 49, N 512, K 4608) splits to
+  // about one wave, capped at 16 and at K-iterations / 4.
+  const ConvKernelConfig& big = pick_conv_config(t, 32 * 56 * 56, 256);
+  EXPECT_EQ(pick_split_k(t, big, 32 * 56 * 56, 256, 576), 1);
+  const ConvKernelConfig& small = pick_conv_config(t, 49, 512);
+  const int64_t tiles = conv_config_tiles(small, 49, 512);
+  const int64_t split = pick_split_k(t, small, 49, 512, 4608);
+  EXPECT_GT(split, 1);
+  EXPECT_LE(split, kMaxSplitK);
+  EXPECT_LE(tiles * split, 2 * t.sm_count);
+  EXPECT_EQ(pick_split_k(t, small, 49, 512, 64), 1);  // 2 K-iterations: nothing to split
   for (const ConvKernelConfig& c : configs) {
     EXPECT_EQ(c.tb_m % c.warp_m, 0) << c.name;
     EXPECT_EQ(c.tb_n % c.warp_n, 0) << c.name;
