@@ -22,6 +22,10 @@ struct Target {
   // H100/H200, 16 for Jetson AGX Orin. sm_count_for_arch gives the table's value per arch.
   int sm_count = 132;
   PrecisionOptions precision;
+  // Largest serial split-K for convolutions that leave SMs idle (--max-split-k). Default 1 (off):
+  // measured on an H100 (docs/perf_notes.md v2) serial split-K made ResNet-50 batch 1 slower
+  // (0.535 -> 0.768 ms): the slices wait on each other's fp16 partial sums.
+  int max_split_k = 1;
 
   int min_sm() const {
     int m = sms.empty() ? 0 : sms[0];

@@ -132,6 +132,7 @@ Status compile(const AotcOptions& o, CompileReport& report) {
                                  : o.precision == "bf16" ? DType::kBFloat16
                                                          : DType::kFloat32;
   graph.target.precision.keep_fp32 = o.keep_fp32;
+  graph.target.max_split_k = o.max_split_k;
   t0 = std::chrono::steady_clock::now();
   PipelineOptions popts;
   popts.disabled = o.disabled_passes;

@@ -265,6 +265,12 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
         if (comma == std::string::npos) break;
         start = comma + 1;
       }
+    } else if (opt == "--max-split-k") {
+      std::string text;
+      AOTC_TAKE(text);
+      int64_t n = 0;
+      if (!parse_int(text, 1, 16, &n)) return cur.usage("bad --max-split-k '" + escape_for_message(text) + "': expected 1 to 16");
+      o.max_split_k = static_cast<int>(n);
     } else if (opt == "--disable-pass") {
       std::string text;
       AOTC_TAKE(text);

@@ -47,7 +47,8 @@ inline const ConvKernelConfig& pick_conv_config(const Target& target, int64_t ge
 }
 
 // Serial split-K slices for a problem that leaves SMs idle (batch 1): enough slices to give about
-// one wave, each keeping at least kMinKIterationsPerSlice main-loop iterations; at most 16.
+// one wave, each keeping at least kMinKIterationsPerSlice main-loop iterations; at most
+// min(16, target.max_split_k) (1 by default: off, see ir/target.h).
 constexpr int64_t kMinKIterationsPerSlice = 4;
 constexpr int64_t kMaxSplitK = 16;
 inline int64_t pick_split_k(const Target& target, const ConvKernelConfig& c, int64_t gemm_m, int64_t gemm_n,
@@ -55,7 +56,7 @@ inline int64_t pick_split_k(const Target& target, const ConvKernelConfig& c, int
   const int64_t tiles = conv_config_tiles(c, gemm_m, gemm_n);
   const int64_t k_iters = (gemm_k + c.tb_k - 1) / c.tb_k;
   int64_t split = tiles >= target.sm_count ? 1 : target.sm_count / tiles;
-  split = std::min({split, k_iters / kMinKIterationsPerSlice, kMaxSplitK});
+  split = std::min({split, k_iters / kMinKIterationsPerSlice, kMaxSplitK, static_cast<int64_t>(target.max_split_k)});
   return std::max<int64_t>(split, 1);
 }
 

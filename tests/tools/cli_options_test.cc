@@ -80,7 +80,7 @@ TEST(AotcArgs, EveryOption) {
 }
 
 TEST(AotcArgs, BadArch) {
-  for (const char* bad : {"sm90", "sm_9", "compute_90", "sm_90,", "sm_90,,sm_87", "sm_9000", "sm_90b", ""}) {
+  for (const char* bad : {"sm90", "sm_9", "compute90", "compute_9", "sm_90,", "sm_90,,sm_87", "sm_9000", "sm_90b", ""}) {
     std::string e = error_of({"m.onnx", "-o", "libm.so", "--arch", bad});
     EXPECT_NE(e.find("--arch"), std::string::npos) << bad << ": " << e;
   }
@@ -111,11 +111,25 @@ TEST(AotcArgs, UsageErrorsAreOneLineWithHint) {
   EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--frobnicate"}).find("'--frobnicate'"), std::string::npos);
 }
 
-TEST(AotcArgs, PrecisionNotSupportedYet) {
-  for (const char* p : {"fp16", "int8"}) {
-    std::string e = error_of({"m.onnx", "-o", "libm.so", "--precision", p});
-    EXPECT_NE(e.find("not supported yet"), std::string::npos) << e;
-  }
+TEST(AotcArgs, PrecisionInt8NotSupportedYet) {
+  std::string e = error_of({"m.onnx", "-o", "libm.so", "--precision", "int8"});
+  EXPECT_NE(e.find("not supported yet"), std::string::npos) << e;
+  EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--precision", "fp8"}).find("--precision"), std::string::npos);
+}
+
+TEST(AotcArgs, PrecisionKeepFp32DisablePassSplitKAndPtxArch) {
+  auto o = parse_aotc_args({"m.onnx", "-o", "libm.so", "--precision", "fp16", "--keep-fp32", "conv1,Softmax",
+                            "--keep-fp32", "Exp", "--disable-pass", "layout_nhwc", "--max-split-k", "4",
+                            "--arch", "sm_90,compute_87"});
+  ASSERT_TRUE(o.is_ok()) << o.status().message();
+  EXPECT_EQ(o->precision, "fp16");
+  EXPECT_EQ(o->keep_fp32, (std::vector<std::string>{"conv1", "Softmax", "Exp"}));
+  EXPECT_EQ(o->disabled_passes, (std::vector<std::string>{"layout_nhwc"}));
+  EXPECT_EQ(o->max_split_k, 4);
+  EXPECT_EQ(o->archs, (std::vector<std::string>{"sm_90", "compute_87"}));
+  EXPECT_TRUE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--precision", "bf16"}).is_ok());
+  EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--max-split-k", "0"}).find("--max-split-k"), std::string::npos);
+  EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--keep-fp32", "a,,b"}).find("--keep-fp32"), std::string::npos);
 }
 
 TEST(AotcArgs, NameMustBeIdentifier) {
