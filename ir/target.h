@@ -26,6 +26,9 @@ struct Target {
   // measured on an H100 (docs/perf_notes.md v2) serial split-K made ResNet-50 batch 1 slower
   // (0.535 -> 0.768 ms): the slices wait on each other's fp16 partial sums.
   int max_split_k = 1;
+  // Force one tensor-core convolution configuration by name (--conv-config; for measuring the
+  // table in ir/ops/conv_configs.h). Empty: the pick rule.
+  std::string conv_config;
 
   int min_sm() const {
     int m = sms.empty() ? 0 : sms[0];

@@ -4,8 +4,9 @@
 // follow when they can run on NHWC data unchanged (elementwise ops on same-shaped activations,
 // max/average/global pooling, which have channels_last kernels). A value goes back to NCHW only
 // where a consumer needs it (one Transpose per value, or a view when H = W = 1), and a graph
-// input enters NHWC through one Transpose. Input channels below the tensor-core alignment (the
-// first conv's C = 3) are zero-padded, in the activation and in the weights.
+// input enters NHWC through one Transpose (or one aotc.PackNhwc that also converts and pads).
+// Input channels below the tensor-core alignment (the first conv's C = 3) are zero-padded, in the
+// activation and in the weights, to 4 (fixed-channels kernel) or a multiple of 8.
 #include <cstring>
 #include <map>
 
@@ -24,6 +25,9 @@ class LayoutRewriter {
   explicit LayoutRewriter(Graph& g) : g_(g), registry_(default_registry()) {}
 
   Expected<bool> run() {
+    for (const Node& n : g_.nodes)
+      for (ValueId v : n.inputs)
+        if (v != kNoValue) ++readers_[v];
     std::vector<Node> nodes = std::move(g_.nodes);
     g_.nodes.clear();
     bool changed = false;
@@ -83,19 +87,24 @@ class LayoutRewriter {
     const Shape& ws = g_.value(wid).shape;
     const int64_t cin = x.shape[1], cout = ws[0], group = node.attr_int("group", 1);
     const bool low = x.dtype == DType::kFloat16 || x.dtype == DType::kBFloat16;
-    const int64_t padded = (cin + kTensorCoreChannelAlign - 1) / kTensorCoreChannelAlign * kTensorCoreChannelAlign;
-    const bool pad_small_c = group == 1 && cin < kTensorCoreChannelAlign;
+    const int64_t padded = tensor_core_padded_channels(cin);
+    const bool pad_small_c = group == 1 && cin < kTensorCoreChannelAlign && cin != padded;
     const bool tensor_core = conv_tensor_core_applies(g_.target, x.dtype, group, pad_small_c ? padded : cin, cout);
     const bool depthwise = low && group == cin && cout == cin;
     if (!tensor_core && !depthwise) return false;
     // Only convert a conv whose input is already NHWC, or that starts a chain worth converting
     // (a tensor-core conv: its speed pays for the one transpose).
     if (!tensor_core && !nhwc_.count(node.inputs[0])) return false;
-    AOTC_RETURN_IF_ERROR(ensure_nhwc(node.inputs[0]));
-    ValueId xin = nhwc_.at(node.inputs[0]);
+    ValueId xin = kNoValue;
+    if (tensor_core && pad_small_c && !nhwc_.count(node.inputs[0])) {
+      xin = pack_input(node.inputs[0], padded);  // one kernel: (Cast +) transpose + channel padding
+    } else {
+      AOTC_RETURN_IF_ERROR(ensure_nhwc(node.inputs[0]));
+      xin = nhwc_.at(node.inputs[0]);
+      if (tensor_core && pad_small_c) xin = pad_channels(xin, padded);
+    }
     Tensor w = permute_channels(*g_.value(wid).constant, /*to_nchw=*/false);  // OIHW -> KRSC
     if (tensor_core && pad_small_c) {
-      xin = pad_channels(xin, padded);
       Tensor wp(w.dtype(), {w.shape()[0], w.shape()[1], w.shape()[2], padded});
       const size_t es = static_cast<size_t>(dtype_size(w.dtype()));
       for (int64_t i = 0; i < w.numel() / cin; ++i)
@@ -177,6 +186,41 @@ class LayoutRewriter {
     return Status::ok();
   }
 
+  // aotc.PackNhwc of an NCHW value into NHWC with `channels` channels. When the value is only a
+  // Cast of a float value read by nothing else (the precision pass's input cast), the pack reads
+  // the Cast's input and converts on the way, and the Cast goes.
+  ValueId pack_input(ValueId v, int64_t channels) {
+    const Value src = g_.value(v);
+    ValueId from = v;
+    int cast_at = -1;
+    for (int i = static_cast<int>(g_.nodes.size()) - 1; i >= 0; --i) {
+      const Node& p = g_.nodes[static_cast<size_t>(i)];
+      if (p.outputs.size() != 1 || p.outputs[0] != v) continue;
+      const DType in = p.inputs.empty() ? DType::kUndefined : g_.value(p.inputs[0]).dtype;
+      if (p.op_type == "Cast" && p.domain.empty() && readers_[v] == 1 && !g_.is_graph_output(v) &&
+          (in == DType::kFloat32 || in == DType::kFloat16 || in == DType::kBFloat16)) {
+        from = p.inputs[0];
+        cast_at = i;
+      }
+      break;
+    }
+    const ValueId out = g_.add_value(g_.unique_name(src.name + "_nhwc_packed"), src.dtype,
+                                     {src.shape[0], src.shape[2], src.shape[3], channels}, true);
+    Node pack;
+    pack.name = g_.unique_name(src.name + "_pack_nhwc");
+    pack.op_type = "PackNhwc";
+    pack.domain = "aotc";
+    pack.inputs = {from};
+    pack.outputs = {out};
+    pack.attrs["to"] = Attribute::of_int(static_cast<int64_t>(src.dtype));
+    pack.attrs["channels"] = Attribute::of_int(channels);
+    Status st = registry_.find("PackNhwc", "aotc")->infer(pack, g_);
+    (void)st;  // float input of rank 4 and channels >= C, checked by the caller: cannot fail
+    if (cast_at >= 0) g_.nodes.erase(g_.nodes.begin() + cast_at);
+    g_.nodes.push_back(std::move(pack));
+    return out;
+  }
+
   // Zero-pads the channel axis of an NHWC value to `channels` (one Pad node).
   ValueId pad_channels(ValueId v, int64_t channels) {
     const Value src = g_.value(v);
@@ -200,6 +244,8 @@ class LayoutRewriter {
   const OpRegistry& registry_;
   std::map<ValueId, ValueId> nhwc_;  // NCHW value -> the value holding the same data in NHWC
   std::map<ValueId, bool> moved_;    // values whose producer now writes NHWC -> restored yet?
+ public:
+  std::map<ValueId, int> readers_;   // node inputs reading each value in the original graph
 };
 
 }  // namespace

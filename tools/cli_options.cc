@@ -2,6 +2,8 @@
 // "--opt=value"; every refusal is one line that names the option and ends with a hint.
 #include "tools/cli_options.h"
 
+#include "ir/ops/conv_configs.h"
+
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -264,6 +266,14 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
         o.keep_fp32.push_back(item);
         if (comma == std::string::npos) break;
         start = comma + 1;
+      }
+    } else if (opt == "--conv-config") {
+      AOTC_TAKE(o.conv_config);
+      if (!find_conv_config(o.conv_config)) {
+        std::string names;
+        for (const auto* list : {&conv_kernel_configs(), &conv_candidate_configs()})
+          for (const ConvKernelConfig& c : *list) names += std::string(names.empty() ? "" : ", ") + c.name;
+        return cur.usage("unknown --conv-config '" + escape_for_message(o.conv_config) + "'; known: " + names);
       }
     } else if (opt == "--max-split-k") {
       std::string text;

@@ -25,6 +25,8 @@ options:
                            and GEMMs on tensor cores (fp32 accumulation), reductions, softmax and
                            norms computed in fp32; inputs/outputs keep the model's dtypes
   --keep-fp32 NODE|OP      keep these nodes (by name) or op types in fp32 (comma list, repeatable)
+  --conv-config NAME       force one tensor-core convolution configuration (for measuring; the
+                           names are in ir/ops/conv_configs.h)
   --max-split-k N          serial split-K (1-16) for convolutions that cannot fill the GPU
                            (default 1: off; measured slower than no split on an H100)
   --disable-pass NAME      skip a pass (fuse_epilogue, precision, layout_nhwc, ...; for ablation)

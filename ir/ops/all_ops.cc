@@ -5,6 +5,7 @@
 namespace aotc {
 
 void register_unary_elementwise_ops(OpRegistry& registry);
+void register_pack_nhwc_ops(OpRegistry& registry);
 void register_binary_elementwise_ops(OpRegistry& registry);
 void register_clip_ops(OpRegistry& registry);
 void register_compare_logic_ops(OpRegistry& registry);
@@ -67,6 +68,7 @@ void register_tfidf_ops(OpRegistry& registry);
 
 void register_all_ops(OpRegistry& registry) {
   register_unary_elementwise_ops(registry);
+  register_pack_nhwc_ops(registry);
   register_binary_elementwise_ops(registry);
   register_clip_ops(registry);
   register_compare_logic_ops(registry);

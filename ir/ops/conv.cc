@@ -197,9 +197,10 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
                {"WARP_M", int_literal(c.warp_m)}, {"WARP_N", int_literal(c.warp_n)}, {"WARP_K", int_literal(c.warp_k)},
                {"STAGES", int_literal(c.stages)},
                {"SWIZZLE", "1"},
-               {"ITERATOR", "kOptimized"},
-               {"ALIGN_A", int_literal(kTensorCoreChannelAlign)},
-               {"ALIGN_B", int_literal(kTensorCoreChannelAlign)},
+               // C = 4 (a padded RGB stem): CUTLASS's fixed-channels iterators, 8-byte accesses.
+               {"ITERATOR", cs.cin % kTensorCoreChannelAlign == 0 ? "kOptimized" : "kFixedChannels"},
+               {"ALIGN_A", int_literal(cs.cin % kTensorCoreChannelAlign == 0 ? kTensorCoreChannelAlign : kFixedChannels)},
+               {"ALIGN_B", int_literal(cs.cin % kTensorCoreChannelAlign == 0 ? kTensorCoreChannelAlign : kFixedChannels)},
                {"ALIGN_C", int_literal(kTensorCoreChannelAlign)},
                {"act_expr", activation_expr(node, graph, "v")}};
     k.library_params = true;
@@ -232,25 +233,29 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
       return l;
     }
   } else if (cs.group == cs.cin && cs.cout == cs.cin) {
-    k.template_name = "conv_depthwise_nhwc";
+    // 16-bit types with whole 16-byte channel groups: the vectorised kernel.
+    const bool vec8 = (xv.dtype == DType::kFloat16 || xv.dtype == DType::kBFloat16) && cs.cin % 8 == 0;
+    k.template_name = vec8 ? "conv_depthwise_nhwc_vec8" : "conv_depthwise_nhwc";
     k.holes = {{"comment", comment},
-               {"T", dtype_c_type(xv.dtype)},
-               {"ACC", compute_type(xv.dtype)},
-               {"N", int_literal(cs.batch)}, {"C", int_literal(cs.cin)},
-               {"H", int_literal(g.in[0])}, {"W", int_literal(g.in[1])},
-               {"KH", int_literal(g.kernel[0])}, {"KW", int_literal(g.kernel[1])},
-               {"OH", int_literal(g.out[0])}, {"OW", int_literal(g.out[1])},
-               {"SH", int_literal(g.strides[0])}, {"SW", int_literal(g.strides[1])},
-               {"PH", int_literal(g.pad_begin[0])}, {"PW", int_literal(g.pad_begin[1])},
-               {"DH", int_literal(g.dilations[0])}, {"DW", int_literal(g.dilations[1])},
-               {"HAS_BIAS", has_bias ? "1" : "0"},
-               {"HAS_RES", has_res ? "1" : "0"},
-               {"IDX", shape_numel(out) < (int64_t{1} << 31) - (int64_t{1} << 20) && xv.numel() < (int64_t{1} << 31) - (int64_t{1} << 20) ? "int" : "long long"},
-               {"act_expr", activation_expr(node, graph, "v")}};
+               {"T", dtype_c_type(xv.dtype)}};
+    if (!vec8) k.holes.push_back({"ACC", compute_type(xv.dtype)});
+    const std::vector<std::pair<std::string, std::string>> shape_holes = {
+        {"N", int_literal(cs.batch)}, {"C", int_literal(cs.cin)},
+        {"H", int_literal(g.in[0])}, {"W", int_literal(g.in[1])},
+        {"KH", int_literal(g.kernel[0])}, {"KW", int_literal(g.kernel[1])},
+        {"OH", int_literal(g.out[0])}, {"OW", int_literal(g.out[1])},
+        {"SH", int_literal(g.strides[0])}, {"SW", int_literal(g.strides[1])},
+        {"PH", int_literal(g.pad_begin[0])}, {"PW", int_literal(g.pad_begin[1])},
+        {"DH", int_literal(g.dilations[0])}, {"DW", int_literal(g.dilations[1])},
+        {"HAS_BIAS", has_bias ? "1" : "0"},
+        {"HAS_RES", has_res ? "1" : "0"},
+        {"IDX", shape_numel(out) < (int64_t{1} << 31) - (int64_t{1} << 20) && xv.numel() < (int64_t{1} << 31) - (int64_t{1} << 20) ? "int" : "long long"},
+        {"act_expr", activation_expr(node, graph, "v")}};
+    k.holes.insert(k.holes.end(), shape_holes.begin(), shape_holes.end());
     k.args = {node.inputs[0], node.inputs[1], has_bias ? node.inputs[2] : kNullArg,
               has_res ? node.inputs[kResidualInput] : kNullArg, node.outputs[0]};
     k.block = Dim3{256, 1, 1};
-    k.grid = grid_for(shape_numel(out), 256);
+    k.grid = grid_for(vec8 ? shape_numel(out) / 8 : shape_numel(out), 256);
   } else {
     return node_error(node, "no NHWC implementation for this convolution on the target (dtype " +
                                 dtype_name(xv.dtype) + ", group " + std::to_string(cs.group) + ", C " +

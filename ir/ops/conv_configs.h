@@ -21,15 +21,40 @@ struct ConvKernelConfig {
   int min_sm;                  // lowest compute capability it runs on
 };
 
-// Largest tile first. The pick rule: the first configuration whose tile count fills one wave of
-// the smallest target GPU (tiles >= sm_count); when none does (batch-1 late layers), the last.
+// Largest tile first. The pick rule: the first configuration whose tile count fills half a wave
+// of the smallest target GPU (tiles >= sm_count / 2); when none does (batch-1 late layers), the
+// last. Measured on an H100 (docs/tune_resnet50_h100.txt, tools/device/tune_conv.sh): a
+// 128x128x64 tile on 98 tiles beats a 128x64x32 tile on 196 (ResNet-50 bs32 layer3: 26 vs 37 us),
+// so filling a whole wave is not worth a smaller tile; 64-channel layers keep a 64-wide N tile.
 inline const std::vector<ConvKernelConfig>& conv_kernel_configs() {
   static const std::vector<ConvKernelConfig> kConfigs = {
-      {"tc128x128x32_w64x64_s3", 128, 128, 32, 64, 64, 32, 3, 80},
+      {"tc128x128x64_w64x64_s3", 128, 128, 64, 64, 64, 64, 3, 80},
       {"tc128x64x32_w64x32_s4", 128, 64, 32, 64, 32, 32, 4, 80},
       {"tc64x64x32_w32x32_s4", 64, 64, 32, 32, 32, 32, 4, 80},
   };
   return kConfigs;
+}
+
+// Candidates that the default rule does not pick, for measuring (--conv-config NAME forces one for
+// every tensor-core convolution): the rule above is chosen from their timings (docs/perf_notes.md).
+inline const std::vector<ConvKernelConfig>& conv_candidate_configs() {
+  static const std::vector<ConvKernelConfig> kCandidates = {
+      {"tc128x128x32_w64x64_s3", 128, 128, 32, 64, 64, 32, 3, 80},
+      {"tc256x128x32_w64x64_s3", 256, 128, 32, 64, 64, 32, 3, 80},
+      {"tc128x256x32_w64x64_s3", 128, 256, 32, 64, 64, 32, 3, 80},
+      {"tc128x64x64_w64x32_s3", 128, 64, 64, 64, 32, 64, 3, 80},
+      {"tc64x64x64_w32x32_s3", 64, 64, 64, 32, 32, 64, 3, 80},
+      {"tc64x128x32_w32x64_s4", 64, 128, 32, 32, 64, 32, 4, 80},
+  };
+  return kCandidates;
+}
+
+// A configuration by name from either list; nullptr if unknown.
+inline const ConvKernelConfig* find_conv_config(const std::string& name) {
+  for (const auto* list : {&conv_kernel_configs(), &conv_candidate_configs()})
+    for (const ConvKernelConfig& c : *list)
+      if (name == c.name) return &c;
+  return nullptr;
 }
 
 inline int64_t conv_config_tiles(const ConvKernelConfig& c, int64_t gemm_m, int64_t gemm_n) {
@@ -39,10 +64,13 @@ inline int64_t conv_config_tiles(const ConvKernelConfig& c, int64_t gemm_m, int6
 // Configurations whose N tile is wider than the output channels (rounded up to 64) waste that part
 // of every tile (ResNet's 64-channel layers under a 128-wide tile): skipped.
 inline const ConvKernelConfig& pick_conv_config(const Target& target, int64_t gemm_m, int64_t gemm_n) {
+  if (!target.conv_config.empty()) {
+    if (const ConvKernelConfig* forced = find_conv_config(target.conv_config)) return *forced;
+  }
   const auto& configs = conv_kernel_configs();
   const int64_t n_cap = std::max<int64_t>(64, (gemm_n + 63) / 64 * 64);
   for (const ConvKernelConfig& c : configs)
-    if (c.tb_n <= n_cap && conv_config_tiles(c, gemm_m, gemm_n) >= target.sm_count) return c;
+    if (c.tb_n <= n_cap && 2 * conv_config_tiles(c, gemm_m, gemm_n) >= target.sm_count) return c;
   return configs.back();
 }
 
@@ -62,12 +90,22 @@ inline int64_t pick_split_k(const Target& target, const ConvKernelConfig& c, int
 
 // Channel alignment (elements) the tensor-core kernels need for 16-byte accesses.
 constexpr int64_t kTensorCoreChannelAlign = 8;
+// Input channels of the fixed-channels kernel (CUTLASS kFixedChannels: one 8-byte access per filter
+// tap): a network's RGB stem is padded 3 -> 4 for it instead of 3 -> 8 (half the MMA work).
+constexpr int64_t kFixedChannels = 4;
+
+// Input channels a conv with `cin` channels is zero-padded to for the tensor-core kernels.
+inline int64_t tensor_core_padded_channels(int64_t cin) {
+  if (cin <= kFixedChannels) return kFixedChannels;
+  return (cin + kTensorCoreChannelAlign - 1) / kTensorCoreChannelAlign * kTensorCoreChannelAlign;
+}
 
 // Whether a 2-D convolution with these properties has a tensor-core NHWC implementation.
 inline bool conv_tensor_core_applies(const Target& target, DType dtype, int64_t group, int64_t cin,
                                      int64_t cout) {
   return target.has_sm80_tensor_cores() && (dtype == DType::kFloat16 || dtype == DType::kBFloat16) &&
-         group == 1 && cin % kTensorCoreChannelAlign == 0 && cout % kTensorCoreChannelAlign == 0;
+         group == 1 && (cin % kTensorCoreChannelAlign == 0 || cin == kFixedChannels) &&
+         cout % kTensorCoreChannelAlign == 0;
 }
 
 }  // namespace aotc

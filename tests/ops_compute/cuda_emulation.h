@@ -21,6 +21,12 @@
 #define __shared__ static
 
 struct aotc_emu_dim3 { unsigned x = 1, y = 1, z = 1; };
+// 16-byte vector type and the read-only-cache load, as the vectorised templates use them.
+struct uint4 { unsigned x, y, z, w; };
+inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return uint4{a, b, c, d}; }
+template <class T>
+inline T __ldg(const T* p) { return *p; }
+
 inline thread_local aotc_emu_dim3 threadIdx, blockIdx;
 inline aotc_emu_dim3 blockDim, gridDim;
 inline std::barrier<>* aotc_emu_barrier = nullptr;

@@ -36,15 +36,15 @@ TEST(LayoutNhwc, ChainRunsChannelsLastWithTransposesOnlyAtTheEdges) {
   ASSERT_TRUE(changed.is_ok()) << changed.status().message();
   EXPECT_TRUE(*changed);
   ASSERT_TRUE(verify(g).is_ok());
-  // One transpose in, the C = 3 input padded to 8, a view (Reshape) back to NCHW after the
+  // One pack in (transpose + the C = 3 input padded to 4), a view (Reshape) back to NCHW after the
   // global pool ([N,1,1,C] and [N,C,1,1] share their bytes).
-  EXPECT_EQ(op_list(g), "Transpose,Pad,Conv,Relu,MaxPool,Conv,Add,Conv,GlobalAveragePool,Reshape,Flatten");
+  EXPECT_EQ(op_list(g), "aotc.PackNhwc,Conv,Relu,MaxPool,Conv,Add,Conv,GlobalAveragePool,Reshape,Flatten");
   for (const Node& n : g.nodes)
     if (n.op_type == "Conv" || n.op_type == "MaxPool" || n.op_type == "GlobalAveragePool")
       EXPECT_TRUE(channels_last(n)) << n.name;
-  const Node& conv1 = g.nodes[2];
-  EXPECT_EQ(g.value(conv1.inputs[0]).shape, (Shape{2, 10, 10, 8}));
-  EXPECT_EQ(g.value(conv1.inputs[1]).shape, (Shape{16, 3, 3, 8}));  // KRSC, padded C
+  const Node& conv1 = g.nodes[1];
+  EXPECT_EQ(g.value(conv1.inputs[0]).shape, (Shape{2, 10, 10, 4}));
+  EXPECT_EQ(g.value(conv1.inputs[1]).shape, (Shape{16, 3, 3, 4}));  // KRSC, C padded for the fixed-channels kernel
   EXPECT_EQ(g.value(conv1.outputs[0]).shape, (Shape{2, 10, 10, 16}));
   EXPECT_TRUE(testing_util::same_outputs(before, g, 42, 2.5e-3, 1e-3));
 }
@@ -64,6 +64,43 @@ TEST(LayoutNhwc, ValueReadInBothLayoutsIsTransposedBackOnce) {
   ASSERT_TRUE(verify(g).is_ok());
   EXPECT_EQ(op_list(g), "Transpose,Conv,Transpose,Transpose,ReduceMax");
   EXPECT_TRUE(testing_util::same_outputs(before, g, 3, 2.5e-3, 1e-3));
+}
+
+TEST(LayoutNhwc, InputCastFoldsIntoThePack) {
+  AOTC_BUILD(g, R"(
+    input %x : float[2x3x8x8]
+    const %w : float16[16x3x3x3] = random(1)
+    %h : float16[?] = Cast(%x) {to=10}  # in_cast
+    %y : float16[?] = Conv(%h, %w) {pads=[1,1,1,1]}  # conv
+    output %y
+  )");
+  Graph before = g;
+  ASSERT_TRUE(layout_nhwc(g).is_ok());
+  ASSERT_TRUE(verify(g).is_ok());
+  EXPECT_EQ(op_list(g), "aotc.PackNhwc,Conv,Transpose");
+  EXPECT_EQ(g.nodes[0].inputs[0], g.find_value("x"));  // reads the float input directly
+  EXPECT_EQ(g.value(g.nodes[0].outputs[0]).dtype, DType::kFloat16);
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 5, 2.5e-3, 1e-3));
+}
+
+TEST(LayoutNhwc, CastReadTwiceStays) {
+  AOTC_BUILD(g, R"(
+    input %x : float[1x3x8x8]
+    const %w : float16[8x3x1x1] = random(1)
+    %h : float16[?] = Cast(%x) {to=10}  # in_cast
+    %y : float16[?] = Conv(%h, %w)  # conv
+    %z : float16[?] = Relu(%h)  # relu
+    output %y
+    output %z
+  )");
+  Graph before = g;
+  ASSERT_TRUE(layout_nhwc(g).is_ok());
+  ASSERT_TRUE(verify(g).is_ok());
+  // The Cast stays for the NCHW Relu; the pack reads its fp16 output; conv's output goes back to
+  // NCHW for the graph output, after the nodes that follow it.
+  EXPECT_EQ(op_list(g), "Cast,aotc.PackNhwc,Conv,Relu,Transpose");
+  EXPECT_EQ(g.nodes[1].inputs[0], g.find_value("h"));
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 9, 2.5e-3, 1e-3));
 }
 
 TEST(LayoutNhwc, Fp32GraphDoesNotFire) {
