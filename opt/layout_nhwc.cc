@@ -6,7 +6,7 @@
 // where a consumer needs it (one Transpose per value, or a view when H = W = 1), and a graph
 // input enters NHWC through one Transpose (or one aotc.PackNhwc that also converts and pads).
 // Input channels below the tensor-core alignment (the first conv's C = 3) are zero-padded, in the
-// activation and in the weights, to 4 (fixed-channels kernel) or a multiple of 8.
+// activation and in the weights, to a multiple of 8.
 #include <cstring>
 #include <map>
 
@@ -88,7 +88,7 @@ class LayoutRewriter {
     const int64_t cin = x.shape[1], cout = ws[0], group = node.attr_int("group", 1);
     const bool low = x.dtype == DType::kFloat16 || x.dtype == DType::kBFloat16;
     const int64_t padded = tensor_core_padded_channels(cin);
-    const bool pad_small_c = group == 1 && cin < kTensorCoreChannelAlign && cin != padded;
+    const bool pad_small_c = group == 1 && cin < kTensorCoreChannelAlign;
     const bool tensor_core = conv_tensor_core_applies(g_.target, x.dtype, group, pad_small_c ? padded : cin, cout);
     const bool depthwise = low && group == cin && cout == cin;
     if (!tensor_core && !depthwise) return false;

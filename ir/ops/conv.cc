@@ -197,10 +197,9 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
                {"WARP_M", int_literal(c.warp_m)}, {"WARP_N", int_literal(c.warp_n)}, {"WARP_K", int_literal(c.warp_k)},
                {"STAGES", int_literal(c.stages)},
                {"SWIZZLE", "1"},
-               // C = 4 (a padded RGB stem): CUTLASS's fixed-channels iterators, 8-byte accesses.
-               {"ITERATOR", cs.cin % kTensorCoreChannelAlign == 0 ? "kOptimized" : "kFixedChannels"},
-               {"ALIGN_A", int_literal(cs.cin % kTensorCoreChannelAlign == 0 ? kTensorCoreChannelAlign : kFixedChannels)},
-               {"ALIGN_B", int_literal(cs.cin % kTensorCoreChannelAlign == 0 ? kTensorCoreChannelAlign : kFixedChannels)},
+               {"ITERATOR", "kOptimized"},
+               {"ALIGN_A", int_literal(kTensorCoreChannelAlign)},
+               {"ALIGN_B", int_literal(kTensorCoreChannelAlign)},
                {"ALIGN_C", int_literal(kTensorCoreChannelAlign)},
                {"act_expr", activation_expr(node, graph, "v")}};
     k.library_params = true;

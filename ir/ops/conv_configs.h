@@ -90,13 +90,10 @@ inline int64_t pick_split_k(const Target& target, const ConvKernelConfig& c, int
 
 // Channel alignment (elements) the tensor-core kernels need for 16-byte accesses.
 constexpr int64_t kTensorCoreChannelAlign = 8;
-// Input channels of the fixed-channels kernel (CUTLASS kFixedChannels: one 8-byte access per filter
-// tap): a network's RGB stem is padded 3 -> 4 for it instead of 3 -> 8 (half the MMA work).
-constexpr int64_t kFixedChannels = 4;
-
-// Input channels a conv with `cin` channels is zero-padded to for the tensor-core kernels.
+// Input channels a conv with `cin` channels is zero-padded to for the tensor-core kernels (the
+// RGB stem: 3 -> 8). Padding to 4 for CUTLASS's fixed-channels iterators halves the stem's MMA work
+// but measured 2.1x slower on an H100 (ResNet-50 bs32 stem 266 -> 558 us; docs/perf_notes.md).
 inline int64_t tensor_core_padded_channels(int64_t cin) {
-  if (cin <= kFixedChannels) return kFixedChannels;
   return (cin + kTensorCoreChannelAlign - 1) / kTensorCoreChannelAlign * kTensorCoreChannelAlign;
 }
 
@@ -104,7 +101,7 @@ inline int64_t tensor_core_padded_channels(int64_t cin) {
 inline bool conv_tensor_core_applies(const Target& target, DType dtype, int64_t group, int64_t cin,
                                      int64_t cout) {
   return target.has_sm80_tensor_cores() && (dtype == DType::kFloat16 || dtype == DType::kBFloat16) &&
-         group == 1 && (cin % kTensorCoreChannelAlign == 0 || cin == kFixedChannels) &&
+         group == 1 && cin % kTensorCoreChannelAlign == 0 &&
          cout % kTensorCoreChannelAlign == 0;
 }
 

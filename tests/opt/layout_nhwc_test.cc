@@ -36,15 +36,15 @@ TEST(LayoutNhwc, ChainRunsChannelsLastWithTransposesOnlyAtTheEdges) {
   ASSERT_TRUE(changed.is_ok()) << changed.status().message();
   EXPECT_TRUE(*changed);
   ASSERT_TRUE(verify(g).is_ok());
-  // One pack in (transpose + the C = 3 input padded to 4), a view (Reshape) back to NCHW after the
+  // One pack in (transpose + the C = 3 input padded to 8), a view (Reshape) back to NCHW after the
   // global pool ([N,1,1,C] and [N,C,1,1] share their bytes).
   EXPECT_EQ(op_list(g), "aotc.PackNhwc,Conv,Relu,MaxPool,Conv,Add,Conv,GlobalAveragePool,Reshape,Flatten");
   for (const Node& n : g.nodes)
     if (n.op_type == "Conv" || n.op_type == "MaxPool" || n.op_type == "GlobalAveragePool")
       EXPECT_TRUE(channels_last(n)) << n.name;
   const Node& conv1 = g.nodes[1];
-  EXPECT_EQ(g.value(conv1.inputs[0]).shape, (Shape{2, 10, 10, 4}));
-  EXPECT_EQ(g.value(conv1.inputs[1]).shape, (Shape{16, 3, 3, 4}));  // KRSC, C padded for the fixed-channels kernel
+  EXPECT_EQ(g.value(conv1.inputs[0]).shape, (Shape{2, 10, 10, 8}));
+  EXPECT_EQ(g.value(conv1.inputs[1]).shape, (Shape{16, 3, 3, 8}));  // KRSC, padded C
   EXPECT_EQ(g.value(conv1.outputs[0]).shape, (Shape{2, 10, 10, 16}));
   EXPECT_TRUE(testing_util::same_outputs(before, g, 42, 2.5e-3, 1e-3));
 }
