@@ -49,8 +49,20 @@ void record_gpu_ops(const Graph& graph, CompileReport* report) {
   report->gpu_ops.clear();
   report->view_ops.clear();
   report->shape_ops_on_gpu = 0;
+  report->node_precisions.clear();
   for (const Node& node : graph.nodes) {
     std::string type = node.domain.empty() ? node.op_type : node.domain + "." + node.op_type;
+    // The node's precision: the dtype of its first floating-point output (else of output 0).
+    DType dt = DType::kUndefined;
+    for (ValueId v : node.outputs)
+      if (v != kNoValue && dt == DType::kUndefined) dt = graph.value(v).dtype;
+    for (ValueId v : node.outputs)
+      if (v != kNoValue && dtype_is_float(graph.value(v).dtype)) {
+        dt = graph.value(v).dtype;
+        break;
+      }
+    report->node_precisions.push_back(
+        {node.name, type, dtype_name(dt), node.attr_int("channels_last", 0) ? "NHWC" : "as declared"});
     const OpDef* def = registry.find(node.op_type, node.domain);
     if (def && def->traits.is_view) {
       ++report->view_ops[type];
@@ -107,6 +119,10 @@ std::string report_to_json(const CompileReport& r) {
     j.key("hits").value(r.codegen.cache_hits).key("misses").value(r.codegen.cache_misses).end_object();
     j.end_object();
   }
+  j.key("node_precision").begin_array();
+  for (const auto& n : r.node_precisions)
+    j.begin_object().key("node").value(n.name).key("op").value(n.op).key("dtype").value(n.dtype).key("layout").value(n.layout).end_object();
+  j.end_array();
   write_counts(j, "gpu_ops", r.gpu_ops);
   write_counts(j, "view_ops", r.view_ops);
   j.key("shape_ops_on_gpu").value(r.shape_ops_on_gpu);

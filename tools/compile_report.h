@@ -37,6 +37,12 @@ struct CompileReport {
   std::map<std::string, int> gpu_ops;   // op type -> nodes that launch work on the GPU
   std::map<std::string, int> view_ops;  // op type -> nodes that became views (no work)
   int shape_ops_on_gpu = 0;             // nodes with OpTraits::shape_only still in the graph
+  // Per final node: what it computes in and how it stores its activations (the precision and
+  // layout passes' decisions), e.g. {"conv1", "aotc.FusedConv", "float16", "NHWC"}.
+  struct NodePrecision {
+    std::string name, op, dtype, layout;
+  };
+  std::vector<NodePrecision> node_precisions;
   // Seconds per stage; < 0 when the stage did not run.
   double frontend_s = -1, passes_s = -1, memory_plan_s = -1, total_s = -1;
 };

@@ -1,6 +1,6 @@
 // Channels-last (NHWC) convolution, pooling and packing: the channels_last references against
 // independent loops written here (scatter-form convolution on data permuted to NCHW by hand, NHWC
-// pooling loops, the PackNhwc layout), and the NHWC kernels (conv_depthwise_nhwc[_vec8],
+// pooling loops, the PackNhwc layout), and the NHWC kernels (conv_depthwise_nhwc,
 // pool_window_nhwc, pool_global_nhwc, pack_nhwc), lowered through each op's lower(), run on the
 // CPU emulation (tests/ops_compute/cuda_emulation.h) against the references, and compiled by nvcc
 // for sm_90 and sm_87. Outputs are poisoned with 0xFF bytes before every kernel run, so an element
@@ -209,19 +209,19 @@ OneNode depthwise(DType t, int64_t n, int64_t c, int64_t h, int64_t w, int64_t k
 
 std::vector<KernelCase> conv_cases() {
   const DType f16 = DType::kFloat16, f32 = DType::kFloat32;
-  const std::string vec8 = "conv_depthwise_nhwc_vec8", scalar = "conv_depthwise_nhwc";
+  const std::string scalar = "conv_depthwise_nhwc";
   const Attributes clip = {{"min", Attribute::of_float(-0.25f)}, {"max", Attribute::of_float(0.5f)}};
   std::vector<KernelCase> c;
-  c.push_back({"fp16 C16 3x3 s1 p1 bias", [=] { return depthwise(f16, 2, 16, 7, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, ""); }, vec8});
+  c.push_back({"fp16 C16 3x3 s1 p1 bias", [=] { return depthwise(f16, 2, 16, 7, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, ""); }, scalar});
   c.push_back({"fp16 C24 3x3 s2 asym pads dil2 residual relu", [=] {
                  return depthwise(f16, 1, 24, 11, 13, 3, 3, {2, 2}, {1, 0, 2, 1}, {2, 2}, false, true, "Relu");
-               }, vec8});
+               }, scalar});
   c.push_back({"fp16 C16 1x3 image bias clip", [=] {
                  return depthwise(f16, 1, 16, 1, 3, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Clip", clip);
-               }, vec8});
+               }, scalar});
   c.push_back({"fp16 C24 5x3 s(2,1) bias residual clip", [=] {
                  return depthwise(f16, 3, 24, 9, 7, 5, 3, {2, 1}, {2, 1, 2, 1}, {1, 1}, true, true, "Clip", clip);
-               }, vec8});
+               }, scalar});
   c.push_back({"fp16 C6 5x5 s2 p2 bias residual clip", [=] {
                  return depthwise(f16, 2, 6, 5, 7, 5, 5, {2, 2}, {2, 2, 2, 2}, {1, 1}, true, true, "Clip", clip);
                }, scalar});
@@ -512,7 +512,7 @@ TEST(ConvNhwc, KernelsCompileWithNvcc) {
   ASSERT_TRUE(build(pack_cases(), built, source));
   std::set<std::string> used;
   for (const Built& b : built) used.insert(b.lowering.steps[0].kernel.template_name);
-  for (const char* t : {"conv_depthwise_nhwc_vec8", "conv_depthwise_nhwc", "pool_window_nhwc", "pool_global_nhwc", "pack_nhwc"})
+  for (const char* t : {"conv_depthwise_nhwc", "pool_window_nhwc", "pool_global_nhwc", "pack_nhwc"})
     EXPECT_TRUE(used.count(t)) << "template not exercised: " << t;
   if (testing_util::find_nvcc().empty()) GTEST_SKIP() << "no nvcc: NHWC kernels rendered, not compiled";
   char dir[] = "/tmp/aotc_nhwc_XXXXXX";

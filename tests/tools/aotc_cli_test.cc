@@ -170,11 +170,29 @@ TEST(AotcCli, CompilesAndReports) {
             "'ratio_to_lower_bound'] ['kernel_cache', 'kernels', 'matmul_calls', 'weight_bytes'] "
             "['frontend', 'host_cc', "
             "'memory_plan', 'nvcc', 'passes', 'render', 'total'] 0 True\n");
+  // Each final node with its precision and layout (fp32 model: float, as declared).
+  EXPECT_EQ(python_on_json(report, "[(n['node'], n['op'], n['dtype'], n['layout']) for n in d['node_precision']]", dir),
+            "[('first', 'Relu', 'float', 'as declared'), ('second', 'Sigmoid', 'float', 'as declared')]\n");
   // The hash is the file's SHA-256 as sha256sum computes it.
   auto sum = run_program({"sha256sum", model}, dir);
   if (sum.exit_code == 0) {
     EXPECT_EQ(python_on_json(report, "d['model']['sha256']", dir), sum.out.substr(0, 64) + "\n");
   }
+}
+
+// --precision fp16 on the same chain: the report shows the nodes in float16 and the casts at the
+// boundary; the library keeps the model's float input and output.
+TEST(AotcCli, Fp16ReportListsEachNodesPrecision) {
+  std::string dir = fresh_dir("compile_fp16");
+  std::string model = dir + "/m.onnx", lib = dir + "/libtiny16.so", report = dir + "/report.json";
+  write_model(chain_model({"Relu", "Sigmoid"}, {"first", "second"}), model);
+  auto r = run_program({kAotc, model, "-o", lib, "--precision", "fp16", "--report", report, "--no-cache"}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(file_exists(report));
+  if (!have_python_json()) GTEST_SKIP() << "no python3 to parse the report";
+  EXPECT_EQ(python_on_json(report, "[(n['op'], n['dtype']) for n in d['node_precision']], d['inputs'][0]['dtype'], "
+                                   "d['outputs'][0]['dtype']", dir),
+            "[('Cast', 'float16'), ('Relu', 'float16'), ('Sigmoid', 'float16'), ('Cast', 'float')] float float\n");
 }
 
 // --cache-dir: the second compile of the same model takes the fatbin from the cache (progress line
