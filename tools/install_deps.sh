@@ -32,8 +32,10 @@ fi
 # them): the PyPI package ships them under cutlass_library/source/include, where aotc finds them.
 if ! python3 -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("cutlass_library") is None)' 2>/dev/null; then
   echo "[install_deps] pip install nvidia-cutlass"
-  python3 -m pip install -q nvidia-cutlass 2>/dev/null ||
-    python3 -m pip install -q --break-system-packages nvidia-cutlass
+  # --no-deps: only the headers are used (aotc locates the package without importing it); the
+  # package's Python dependencies (cuda-python, scipy, ...) are for its own generator.
+  python3 -m pip install -q --no-deps nvidia-cutlass 2>/dev/null ||
+    python3 -m pip install -q --no-deps --break-system-packages nvidia-cutlass
 fi
 
 cuda="${CUDA_HOME:-/usr/local/cuda}"
