@@ -39,9 +39,11 @@ TEST(LayoutNhwc, ChainRunsChannelsLastWithTransposesOnlyAtTheEdges) {
   // One pack in (transpose + the C = 3 input padded to 8), a view (Reshape) back to NCHW after the
   // global pool ([N,1,1,C] and [N,C,1,1] share their bytes).
   EXPECT_EQ(op_list(g), "aotc.PackNhwc,Conv,Relu,MaxPool,Conv,Add,Conv,GlobalAveragePool,Reshape,Flatten");
-  for (const Node& n : g.nodes)
-    if (n.op_type == "Conv" || n.op_type == "MaxPool" || n.op_type == "GlobalAveragePool")
+  for (const Node& n : g.nodes) {
+    if (n.op_type == "Conv" || n.op_type == "MaxPool" || n.op_type == "GlobalAveragePool") {
       EXPECT_TRUE(channels_last(n)) << n.name;
+    }
+  }
   const Node& conv1 = g.nodes[1];
   EXPECT_EQ(g.value(conv1.inputs[0]).shape, (Shape{2, 10, 10, 8}));
   EXPECT_EQ(g.value(conv1.inputs[1]).shape, (Shape{16, 3, 3, 8}));  // KRSC, padded C

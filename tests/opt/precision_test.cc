@@ -57,7 +57,9 @@ TEST(Precision, Fp16ChainHasCastsOnlyAtTheGraphBoundary) {
   EXPECT_EQ(op_list(g), "Cast,Conv,Relu,Conv,Add,Cast");
   for (size_t i = 1; i + 1 < g.nodes.size(); ++i) {
     for (ValueId v : g.nodes[i].inputs)
-      if (v != kNoValue) EXPECT_EQ(g.value(v).dtype, DType::kFloat16) << g.nodes[i].name;
+      if (v != kNoValue) {
+        EXPECT_EQ(g.value(v).dtype, DType::kFloat16) << g.nodes[i].name;
+      }
     EXPECT_EQ(g.value(g.nodes[i].outputs[0]).dtype, DType::kFloat16) << g.nodes[i].name;
   }
   // Weights are converted constants, not casts at run time.
@@ -117,8 +119,12 @@ TEST(Precision, KeepFp32ByNodeNameAndByOpType) {
   ASSERT_TRUE(convert_precision(g).is_ok());
   ASSERT_TRUE(verify(g).is_ok());
   for (const Node& n : g.nodes) {
-    if (n.name == "conv2" || n.op_type == "Relu") EXPECT_EQ(g.value(n.outputs[0]).dtype, DType::kFloat32) << n.name;
-    if (n.name == "conv1" || n.name == "add") EXPECT_EQ(g.value(n.outputs[0]).dtype, DType::kFloat16) << n.name;
+    if (n.name == "conv2" || n.op_type == "Relu") {
+      EXPECT_EQ(g.value(n.outputs[0]).dtype, DType::kFloat32) << n.name;
+    }
+    if (n.name == "conv1" || n.name == "add") {
+      EXPECT_EQ(g.value(n.outputs[0]).dtype, DType::kFloat16) << n.name;
+    }
   }
 }
 
