@@ -18,7 +18,7 @@
 namespace aotc {
 namespace {
 
-const std::vector<DType> kConvTypes = {DType::kFloat32, DType::kFloat16, DType::kFloat64};
+const std::vector<DType> kConvTypes = {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kBFloat16};
 constexpr size_t kResidualInput = 3;
 
 struct ConvShape {

@@ -13,7 +13,7 @@
 namespace aotc {
 namespace {
 
-const std::vector<DType> kFloatTypes = {DType::kFloat32, DType::kFloat16, DType::kFloat64};
+const std::vector<DType> kFloatTypes = {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kBFloat16};
 constexpr size_t kResidualInput = 3;
 
 std::string compute_type(DType t) { return t == DType::kFloat64 ? "double" : "float"; }

@@ -14,8 +14,8 @@
 namespace aotc {
 namespace {
 
-const std::vector<DType> kFloatTypes = {DType::kFloat32, DType::kFloat16, DType::kFloat64};
-const std::vector<DType> kMaxPoolTypes = {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kInt8,
+const std::vector<DType> kFloatTypes = {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kBFloat16};
+const std::vector<DType> kMaxPoolTypes = {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kBFloat16, DType::kInt8,
                                           DType::kUInt8};
 
 bool is_max(const Node& node) { return node.op_type == "MaxPool" || node.op_type == "GlobalMaxPool"; }

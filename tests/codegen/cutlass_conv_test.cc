@@ -24,21 +24,25 @@ namespace aotc {
 namespace {
 namespace fs = std::filesystem;
 
-Expected<Graph> residual_block() {
-  auto g = parse_text_ir(R"(
-    input %x : float16[2x16x9x7]
-    const %w1 : float16[32x16x3x3] = random(1)
-    const %b1 : float16[32] = random(2)
-    const %w2 : float16[32x32x1x1] = random(3)
-    const %ws : float16[32x16x1x1] = random(4)
-    %c1 : float16[?] = Conv(%x, %w1, %b1) {pads=[1,1,1,1]}  # conv1
-    %r1 : float16[?] = Relu(%c1)  # relu1
-    %s : float16[?] = Conv(%x, %ws)  # shortcut
-    %c2 : float16[?] = Conv(%r1, %w2)  # conv2
-    %a : float16[?] = Add(%c2, %s)  # add
-    %y : float16[?] = Relu(%a)  # relu2
+// `t`: float16 or bfloat16.
+Expected<Graph> residual_block(const std::string& t = "float16") {
+  std::string text = R"(
+    input %x : T[2x16x9x7]
+    const %w1 : T[32x16x3x3] = random(1)
+    const %b1 : T[32] = random(2)
+    const %w2 : T[32x32x1x1] = random(3)
+    const %ws : T[32x16x1x1] = random(4)
+    %c1 : T[?] = Conv(%x, %w1, %b1) {pads=[1,1,1,1]}  # conv1
+    %r1 : T[?] = Relu(%c1)  # relu1
+    %s : T[?] = Conv(%x, %ws)  # shortcut
+    %c2 : T[?] = Conv(%r1, %w2)  # conv2
+    %a : T[?] = Add(%c2, %s)  # add
+    %y : T[?] = Relu(%a)  # relu2
     output %y
-  )");
+  )";
+  for (size_t at = text.find("T["); at != std::string::npos; at = text.find("T[", at + t.size()))
+    text.replace(at, 1, t);
+  auto g = parse_text_ir(text);
   if (!g) return g;
   g->opset = 17;
   AOTC_RETURN_IF_ERROR(infer_shapes(*g));
@@ -78,15 +82,17 @@ TEST(CutlassConv, ResidualBlockLowersToCutlassLibraryKernels) {
   EXPECT_EQ(library, 3);
 }
 
-TEST(CutlassConv, LibraryCompilesForAmpereAndHopper) {
+class CutlassConvTypes : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CutlassConvTypes, LibraryCompilesForAmpereAndHopper) {
   const std::string nvcc = test::find_nvcc();
   if (!test::tool_runs(nvcc) || !test::tool_runs("cc")) GTEST_SKIP() << "nvcc or cc not available";
   auto include = find_cutlass_include_dir("");
   if (!include.is_ok() || include->empty())
     GTEST_SKIP() << "CUTLASS headers not found (pip install nvidia-cutlass, or CUTLASS_DIR)";
-  auto g = residual_block();
+  auto g = residual_block(GetParam());
   ASSERT_TRUE(g.is_ok()) << g.status().message();
-  fs::path dir = fs::temp_directory_path() / ("aotc-cutlass-" + std::to_string(getpid()));
+  fs::path dir = fs::temp_directory_path() / ("aotc-cutlass-" + GetParam() + "-" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   CodegenOptions o;
@@ -104,9 +110,12 @@ TEST(CutlassConv, LibraryCompilesForAmpereAndHopper) {
   for (const auto& e : fs::directory_iterator(dir / "src"))
     if (e.path().extension() == ".cu") sources += test::read_file(e.path());
   EXPECT_NE(sources.find("DefaultConv2dFpropWithBroadcast"), std::string::npos);
+  EXPECT_NE(sources.find(GetParam() == "bfloat16" ? "cutlass::bfloat16_t" : "cutlass::half_t"), std::string::npos);
   EXPECT_NE(sources.find("_params(unsigned char* out, aotc_builder_args a)"), std::string::npos);
   fs::remove_all(dir);
 }
+
+INSTANTIATE_TEST_SUITE_P(Types, CutlassConvTypes, ::testing::Values("float16", "bfloat16"));
 
 }  // namespace
 }  // namespace aotc
