@@ -1,6 +1,9 @@
 // Test-only render / compile / run harness (see kernel_harness.h).
 #include "tests/ops_compute/kernel_harness.h"
 
+#include "codegen/embedded_files.h"
+#include "codegen/template_renderer.h"
+
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,33 +17,15 @@
 namespace aotc {
 namespace testing_util {
 
+// The production renderer (codegen/template_renderer) on the template embedded in the compiler,
+// exactly what codegen emits for this step, with `kernel_name` filled in.
 Expected<std::string> render_kernel(const KernelStep& step, const std::string& kernel_name) {
-  std::string path = std::string(AOTC_SOURCE_DIR) + "/templates/" + step.template_name + ".cu.in";
-  std::ifstream f(path);
-  if (!f) return Status::error("cannot read " + path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  std::string text = ss.str(), out;
-  std::map<std::string, std::string> holes(step.holes.begin(), step.holes.end());
-  holes["kernel_name"] = kernel_name;
-  std::set<std::string> used;
-  size_t pos = 0;
-  while (true) {
-    size_t open = text.find("{{", pos);
-    if (open == std::string::npos) break;
-    size_t close = text.find("}}", open);
-    if (close == std::string::npos) return Status::error(path + ": unclosed {{");
-    std::string key = text.substr(open + 2, close - open - 2);
-    auto it = holes.find(key);
-    if (it == holes.end()) return Status::error(path + ": hole '" + key + "' has no value");
-    used.insert(key);
-    out += text.substr(pos, open - pos) + it->second;
-    pos = close + 2;
-  }
-  out += text.substr(pos);
-  for (const auto& kv : holes)
-    if (!used.count(kv.first)) return Status::error(path + ": value for '" + kv.first + "' is never used");
-  return out;
+  const std::string path = "templates/" + step.template_name + ".cu.in";
+  const EmbeddedFile* file = find_embedded_file(path);
+  if (!file) return Status::error("no embedded template " + path);
+  Holes holes = step.holes;
+  holes.push_back({"kernel_name", kernel_name});
+  return render_template(step.template_name, file->text(), holes);
 }
 
 std::string find_nvcc() {
