@@ -290,8 +290,17 @@ Status Importer::import_node(const onnx::NodeProto& proto) {
   if (!def)
     return node_error(node, "unsupported op" + (node.domain.empty() ? std::string()
                                                                      : " in domain " + quoted(node.domain)));
+  if (proto.output_size() == 0) return node_error(node, "has no outputs");
   for (const std::string& out : proto.output()) {
     if (!out.empty()) claim_name(out);
+    // An empty name after the first output means "optional output not requested" (kNoValue). The
+    // first output is what every op computes, so an empty name there gets an unnamed internal
+    // value nobody can read: shape inference, folding and the references always have output 0 to
+    // write, and dead_code drops the node when nothing else is used.
+    if (out.empty() && node.outputs.empty()) {
+      node.outputs.push_back(graph_.add_value(graph_.unique_name("unnamed_output_of_" + node.op_type)));
+      continue;
+    }
     node.outputs.push_back(out.empty() ? kNoValue : graph_.add_value(out));
   }
   const size_t values_before = graph_.values.size();

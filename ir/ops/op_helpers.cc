@@ -59,6 +59,8 @@ Expected<int64_t> normalize_axis(const Node& node, int64_t axis, int64_t rank) {
 }
 
 void set_output(Graph& graph, const Node& node, size_t index, DType dtype, Shape shape) {
+  // An optional output the model did not ask for (kNoValue) has nothing to describe.
+  if (index >= node.outputs.size() || node.outputs[index] == kNoValue) return;
   Value& v = graph.value(node.outputs[index]);
   v.dtype = dtype;
   v.shape = std::move(shape);

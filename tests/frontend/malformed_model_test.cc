@@ -119,6 +119,35 @@ TEST(MalformedModel, OutputDefinedTwiceAndMissingGraphOutput) {
   expect_error(init_clash.write(dir), {"node 'relu' (Relu): output 0 ('y') is already defined"});
 }
 
+// An empty first output name (found by fuzzing: set_output wrote through value -1) loads: the
+// node gets an unnamed value and does not disturb the rest; an empty output of a node whose
+// inputs are constants folds without writing past an empty tensor; a node without outputs is an
+// error naming it.
+TEST(MalformedModel, EmptyOrMissingOutputNames) {
+  TempDir dir;
+  ModelBuilder m = relu_model();
+  m.add_node("Sigmoid", {"x"}, {""}, "unnamed_out");
+  auto g = load_onnx_model(m.write(dir));
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  bool found = false;
+  for (const Node& n : g->nodes) {
+    if (n.name == "unnamed_out") {
+      found = true;
+      ASSERT_EQ(n.outputs.size(), 1u);
+      ASSERT_NE(n.outputs[0], kNoValue);
+      EXPECT_EQ(g->value(n.outputs[0]).shape, (Shape{1, 4}));
+    }
+  }
+  EXPECT_TRUE(found);
+  ModelBuilder folded = relu_model();
+  folded.add_raw_float_initializer("c", {4}, {1.0f, -2.0f, 3.0f, -4.0f});
+  folded.add_node("Neg", {"c"}, {""}, "folded_unnamed");
+  EXPECT_TRUE(load_onnx_model(folded.write(dir)).is_ok());
+  ModelBuilder none = relu_model();
+  none.add_node("Sigmoid", {"x"}, {}, "no_outputs");
+  expect_error(none.write(dir), {"node 'no_outputs' (Sigmoid)", "has no outputs"});
+}
+
 TEST(MalformedModel, NegativeAndHugeDims) {
   TempDir dir;
   ModelBuilder neg;
