@@ -27,6 +27,51 @@ AttrProto::AttributeType guess_type(const AttrProto& a) {
 
 }  // namespace
 
+// Attribute names whose type is the same in every ONNX op and opset that uses them (data). A model
+// that gives one of them another type is refused: the accessors would otherwise read a string
+// `axis` as 0 or an integer `epsilon` as 0.0 (found by the issue-10 probe). Names whose type
+// differs between ops or opsets (Cast's `to`, Pad-2's `value`, ...) are not listed.
+struct KnownAttributeKind {
+  const char* name;
+  Attribute::Kind kind;
+};
+const KnownAttributeKind kKnownAttributeKinds[] = {
+    {"axis", Attribute::Kind::kInt},          {"keepdims", Attribute::Kind::kInt},
+    {"group", Attribute::Kind::kInt},         {"transA", Attribute::Kind::kInt},
+    {"transB", Attribute::Kind::kInt},        {"ceil_mode", Attribute::Kind::kInt},
+    {"count_include_pad", Attribute::Kind::kInt}, {"storage_order", Attribute::Kind::kInt},
+    {"blocksize", Attribute::Kind::kInt},     {"allowzero", Attribute::Kind::kInt},
+    {"noop_with_empty_axes", Attribute::Kind::kInt}, {"select_last_index", Attribute::Kind::kInt},
+    {"largest", Attribute::Kind::kInt},       {"sorted", Attribute::Kind::kInt},
+    {"exclusive", Attribute::Kind::kInt},     {"reverse", Attribute::Kind::kInt},
+    {"batch_dims", Attribute::Kind::kInt},    {"hidden_size", Attribute::Kind::kInt},
+    {"exclude_outside", Attribute::Kind::kInt}, {"epsilon", Attribute::Kind::kFloat},
+    {"momentum", Attribute::Kind::kFloat},    {"alpha", Attribute::Kind::kFloat},
+    {"beta", Attribute::Kind::kFloat},        {"gamma", Attribute::Kind::kFloat},
+    {"cubic_coeff_a", Attribute::Kind::kFloat}, {"extrapolation_value", Attribute::Kind::kFloat},
+    {"perm", Attribute::Kind::kInts},         {"strides", Attribute::Kind::kInts},
+    {"kernel_shape", Attribute::Kind::kInts}, {"dilations", Attribute::Kind::kInts},
+    {"pads", Attribute::Kind::kInts},         {"output_padding", Attribute::Kind::kInts},
+    {"output_shape", Attribute::Kind::kInts}, {"auto_pad", Attribute::Kind::kString},
+    {"mode", Attribute::Kind::kString},       {"direction", Attribute::Kind::kString},
+    {"coordinate_transformation_mode", Attribute::Kind::kString},
+    {"nearest_mode", Attribute::Kind::kString}, {"approximate", Attribute::Kind::kString},
+};
+
+const char* kind_name(Attribute::Kind k) {
+  switch (k) {
+    case Attribute::Kind::kInt: return "INT";
+    case Attribute::Kind::kFloat: return "FLOAT";
+    case Attribute::Kind::kString: return "STRING";
+    case Attribute::Kind::kInts: return "INTS";
+    case Attribute::Kind::kFloats: return "FLOATS";
+    case Attribute::Kind::kStrings: return "STRINGS";
+    case Attribute::Kind::kTensor: return "TENSOR";
+    case Attribute::Kind::kGraph: return "GRAPH";
+  }
+  return "?";
+}
+
 Status convert_attributes(const onnx::NodeProto& proto, const std::string& base_dir, Node& node) {
   for (const AttrProto& a : proto.attribute()) {
     const std::string quoted = "attribute '" + escape_for_message(a.name(), 60) + "'";
@@ -66,6 +111,10 @@ Status convert_attributes(const onnx::NodeProto& proto, const std::string& base_
         return node_error(node, quoted + " has an unknown or missing type (" +
                                     std::to_string(static_cast<int>(a.type())) + ")");
     }
+    for (const KnownAttributeKind& known : kKnownAttributeKinds)
+      if (a.name() == known.name && out.kind != known.kind)
+        return node_error(node, quoted + " has type " + kind_name(out.kind) + "; ONNX defines it as " +
+                                    kind_name(known.kind));
     node.attrs.emplace(a.name(), std::move(out));
   }
   return Status::ok();

@@ -286,6 +286,10 @@ Status Importer::import_node(const onnx::NodeProto& proto) {
     return Status::ok();
   }
 
+  // aotc.* ops (FusedConv, PackNhwc...) are what the passes create, with invariants the passes
+  // guarantee; a model cannot use them (one with the wrong inputs crashed constant folding).
+  if (node.domain == "aotc")
+    return node_error(node, "domain 'aotc' is internal to the compiler; a model cannot use its ops");
   const OpDef* def = default_registry().find(node.op_type, node.domain);
   if (!def)
     return node_error(node, "unsupported op" + (node.domain.empty() ? std::string()

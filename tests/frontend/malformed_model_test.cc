@@ -148,6 +148,36 @@ TEST(MalformedModel, EmptyOrMissingOutputNames) {
   expect_error(none.write(dir), {"node 'no_outputs' (Sigmoid)", "has no outputs"});
 }
 
+// Attributes whose type ONNX fixes are refused with another type (a string Softmax axis used to
+// read as 0, an integer epsilon as 0.0); internal aotc.* ops cannot come from a model.
+TEST(MalformedModel, WrongAttributeTypesAndInternalOps) {
+  TempDir dir;
+  ModelBuilder axis;
+  axis.add_input("x", kFloat, {"2", "3"});
+  onnx::NodeProto* sm = axis.add_node("Softmax", {"x"}, {"y"}, "softmax");
+  onnx::AttributeProto* a = sm->add_attribute();
+  a->set_name("axis");
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s("1");
+  axis.add_output("y");
+  expect_error(axis.write(dir), {"node 'softmax' (Softmax)", "attribute 'axis' has type STRING", "INT"});
+  ModelBuilder eps;
+  eps.add_input("x", kFloat, {"2", "3"});
+  eps.add_raw_float_initializer("s", {3}, {1.0f, 1.0f, 1.0f});
+  onnx::NodeProto* ln = eps.add_node("LayerNormalization", {"x", "s"}, {"y"}, "ln");
+  onnx::AttributeProto* e = ln->add_attribute();
+  e->set_name("epsilon");
+  e->set_type(onnx::AttributeProto::INT);
+  e->set_i(1);
+  eps.add_output("y");
+  expect_error(eps.write(dir), {"node 'ln' (LayerNormalization)", "attribute 'epsilon' has type INT", "FLOAT"});
+  ModelBuilder internal;
+  internal.add_input("x", kFloat, {"1", "4"});
+  internal.add_node("FusedConv", {"x"}, {"y"}, "smuggled")->set_domain("aotc");
+  internal.add_output("y");
+  expect_error(internal.write(dir), {"node 'smuggled' (FusedConv)", "domain 'aotc' is internal"});
+}
+
 TEST(MalformedModel, NegativeAndHugeDims) {
   TempDir dir;
   ModelBuilder neg;
