@@ -1,6 +1,8 @@
 // Shape inference driver: the per-op logic lives in ir/ops/*.
 #include "ir/shape_inference.h"
 
+#include <algorithm>
+
 namespace aotc {
 
 Status infer_node(Node& node, Graph& graph, const OpRegistry& registry) {
@@ -26,6 +28,19 @@ Status infer_node(Node& node, Graph& graph, const OpRegistry& registry) {
       return node_error(node, "shape inference left output " + std::to_string(i) + " unknown");
     for (int64_t d : v.shape)
       if (d < 0) return node_error(node, "output " + std::to_string(i) + " has a negative dim");
+    // Bounded like graph inputs and initializers: no size arithmetic later (folding, the memory
+    // plan, the header's byte counts) can overflow, and a Tile/Expand/Range of 2^60 elements is an
+    // error here instead of a heap overflow or a library that declares "0 bytes".
+    int64_t numel = 1, bytes = 0;
+    bool zero = false, over = false;
+    for (int64_t d : v.shape) {
+      zero = zero || d == 0;
+      over = over || __builtin_mul_overflow(numel, d, &numel);
+    }
+    if (!zero && (over || __builtin_mul_overflow(numel, std::max<int64_t>(dtype_size(v.dtype), 1), &bytes) ||
+                  bytes > kMaxValueBytes))
+      return node_error(node, "output " + std::to_string(i) + " has shape " + shape_str(v.shape) + " of " +
+                                  dtype_name(v.dtype) + ": over the 1 TiB limit on one tensor");
   }
   return Status::ok();
 }

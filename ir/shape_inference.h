@@ -3,10 +3,15 @@
 // codegen only reads the results.
 #pragma once
 
+#include <cstdint>
+
 #include "ir/graph.h"
 #include "ir/op_registry.h"
 
 namespace aotc {
+
+// The largest tensor a node may produce (the same 1 TiB as graph inputs and initializers).
+constexpr int64_t kMaxValueBytes = int64_t{1} << 40;
 
 // Infer one node's outputs. Fails with node_error if the op is unknown or the inputs are invalid.
 Status infer_node(Node& node, Graph& graph, const OpRegistry& registry = default_registry());

@@ -108,6 +108,13 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   if (!o.dump_dir.empty() && ::mkdir(o.dump_dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return Status::error("cannot create --dump-dir '" + escape_for_message(o.dump_dir) + "'");
   }
+  // Before anything reads it: a FIFO or a device (/dev/zero) would make the hash below wait or
+  // run forever (the loader refuses them too, but only after the hash).
+  struct stat model_st;
+  if (::stat(o.model_path.c_str(), &model_st) != 0)
+    return Status::error("cannot read model '" + escape_for_message(o.model_path) + "'");
+  if (!S_ISREG(model_st.st_mode))
+    return Status::error("model '" + escape_for_message(o.model_path) + "' is not a regular file");
   auto hash = sha256_file(o.model_path);
   if (!hash) return hash.status();
   report.model_sha256 = *hash;

@@ -178,6 +178,21 @@ TEST(MalformedModel, WrongAttributeTypesAndInternalOps) {
   expect_error(internal.write(dir), {"node 'smuggled' (FusedConv)", "domain 'aotc' is internal"});
 }
 
+// An op whose inferred output is larger than 1 TiB (an Expand to 2^40 x 2^22 floats) is refused
+// with the node named, instead of overflowing the size arithmetic (the issue-10 probe compiled it
+// with a header declaring 0 bytes).
+TEST(MalformedModel, InferredOutputOverOneTebibyte) {
+  TempDir dir;
+  ModelBuilder m;
+  m.add_input("x", kFloat, {"1", "1"});
+  onnx::TensorProto* shape = m.add_initializer("shape", onnx::TensorProto::INT64, {2});
+  shape->add_int64_data(int64_t{1} << 40);
+  shape->add_int64_data(int64_t{1} << 22);
+  m.add_node("Expand", {"x", "shape"}, {"y"}, "bomb");
+  m.add_output("y");
+  expect_error(m.write(dir), {"node 'bomb' (Expand)", "over the 1 TiB limit"});
+}
+
 TEST(MalformedModel, NegativeAndHugeDims) {
   TempDir dir;
   ModelBuilder neg;

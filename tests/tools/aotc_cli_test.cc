@@ -2,6 +2,7 @@
 // "aotc: error: ..." naming the node, and no library; `aotc check` names every unsupported node;
 // the --report JSON parses and holds the documented keys (ok: false on failure).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "tests/tools/tool_test_util.h"
 
@@ -49,10 +50,23 @@ TEST(AotcCli, UsageErrorsExit2OneLine) {
                                              {kAotc, "m.onnx", "-o", "libm.so", "--bogus"},
                                              {kAotc, "m.onnx", "-o", "libm.so", "--arch", "sm9"},
                                              {kAotc, "m.onnx", "-o", "libm.so", "--input-shape", "x:1x?"},
-                                             {kAotc, "m.onnx", "-o", "libm.so", "--precision", "fp16"}}) {
+                                             {kAotc, "m.onnx", "-o", "libm.so", "--precision", "int8"},
+                                             {kAotc, "m.onnx", "-o", "libm.so", "--conv-config", "tc1x1"}}) {
     auto r = run_program(args, dir);
     expect_one_error_line(r);
   }
+}
+
+// A FIFO (or a device) as the model: refused before anything reads it (the hash used to wait
+// on the FIFO forever), one line, exit 2, no library.
+TEST(AotcCli, FifoModelIsRefusedWithoutReading) {
+  std::string dir = fresh_dir("fifo");
+  std::string fifo = dir + "/m.onnx";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto r = run_program({kAotc, fifo, "-o", dir + "/libm.so"}, dir);
+  expect_one_error_line(r);
+  EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(dir + "/libm.so"));
 }
 
 TEST(AotcCli, MalformedModelsLeaveNoLibrary) {
