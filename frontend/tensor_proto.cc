@@ -239,6 +239,22 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const std::st
   if (proto.has_raw_data() && has_typed_data(proto))
     return tensor_error(what, "has both raw_data and a typed data field");
 
+  // Inline data must match the claimed size BEFORE the tensor is allocated: a 16-byte tensor
+  // claiming 2 GiB used to be allocated in full (or end in std::bad_alloc) before being refused.
+  if (!external && proto.has_raw_data() && static_cast<int64_t>(proto.raw_data().size()) != bytes)
+    return tensor_error(what, "raw_data has " + std::to_string(proto.raw_data().size()) +
+                                  " bytes, dims and dtype imply " + std::to_string(bytes));
+  if (!external && !proto.has_raw_data()) {
+    const std::pair<const char*, int64_t> fields[] = {
+        {"float_data", proto.float_data_size()}, {"int32_data", proto.int32_data_size()},
+        {"int64_data", proto.int64_data_size()}, {"double_data", proto.double_data_size()},
+        {"uint64_data", proto.uint64_data_size()}};
+    const char* field = "typed data";
+    int64_t count = 0;
+    for (const auto& [name, n] : fields)
+      if (n > 0) field = name, count += n;
+    if (count != *numel) return count_mismatch(what, field, count, *numel);
+  }
   Tensor out(dt, dims);
   if (external) {
     AOTC_RETURN_IF_ERROR(read_external(proto, base_dir, what, bytes, out));

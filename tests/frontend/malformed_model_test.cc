@@ -193,6 +193,24 @@ TEST(MalformedModel, InferredOutputOverOneTebibyte) {
   expect_error(m.write(dir), {"node 'bomb' (Expand)", "over the 1 TiB limit"});
 }
 
+// Inline data shorter than the dims claim is refused before the tensor is allocated (a 16-byte
+// initializer claiming 64 GiB used to end in "internal error: std::bad_alloc").
+TEST(MalformedModel, InitializerDataShorterThanClaimed) {
+  TempDir dir;
+  ModelBuilder raw = relu_model();
+  onnx::TensorProto* r = raw.add_initializer("big_raw", onnx::TensorProto::FLOAT, {int64_t{1} << 34});
+  r->set_raw_data(std::string(16, '\0'));
+  expect_error(raw.write(dir), {"big_raw", "raw_data has 16 bytes"});
+  ModelBuilder typed = relu_model();
+  onnx::TensorProto* t = typed.add_initializer("big_typed", onnx::TensorProto::FLOAT, {int64_t{1} << 34});
+  t->add_float_data(1.0f);
+  t->add_float_data(2.0f);
+  expect_error(typed.write(dir), {"big_typed", "float_data has 2 elements"});
+  ModelBuilder none = relu_model();
+  none.add_initializer("no_data", onnx::TensorProto::FLOAT, {3});
+  expect_error(none.write(dir), {"no_data", "typed data has 0 elements, dims imply 3"});
+}
+
 TEST(MalformedModel, NegativeAndHugeDims) {
   TempDir dir;
   ModelBuilder neg;
