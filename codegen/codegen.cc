@@ -286,8 +286,17 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
     std::error_code ec;
     fs::create_directories(options.emit_source_dir, ec);
     for (const std::string& f : files) {
-      fs::copy_file(dir / f, fs::path(options.emit_source_dir) / f,
-                    fs::copy_options::overwrite_existing, ec);
+      // Never write through a link planted in the folder (its target would be overwritten): the
+      // link itself is replaced; anything else that is not a regular file is an error.
+      const fs::path dst = fs::path(options.emit_source_dir) / f;
+      const fs::file_status st = fs::symlink_status(dst, ec);
+      if (fs::is_symlink(st)) {
+        fs::remove(dst, ec);
+      } else if (fs::exists(st) && !fs::is_regular_file(st)) {
+        return Status::error("cannot write " + options.emit_source_dir + "/" + f + ": not a regular file");
+      }
+      ec.clear();
+      fs::copy_file(dir / f, dst, fs::copy_options::overwrite_existing, ec);
       if (ec) return Status::error("cannot write " + options.emit_source_dir + "/" + f + ": " + ec.message());
     }
     return Status::ok();

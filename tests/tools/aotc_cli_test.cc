@@ -3,6 +3,10 @@
 // the --report JSON parses and holds the documented keys (ok: false on failure).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iterator>
 
 #include "tests/tools/tool_test_util.h"
 
@@ -67,6 +71,28 @@ TEST(AotcCli, FifoModelIsRefusedWithoutReading) {
   expect_one_error_line(r);
   EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << r.err;
   EXPECT_FALSE(file_exists(dir + "/libm.so"));
+}
+
+// A symlink planted in the --emit-source folder under a name aotc writes is replaced, never
+// followed: its target keeps its contents.
+TEST(AotcCli, EmitSourceDoesNotFollowPlantedLinks) {
+  std::string dir = fresh_dir("emit_link");
+  std::string model = dir + "/m.onnx", emit = dir + "/src", victim = dir + "/victim.txt";
+  write_model(chain_model({"Relu"}, {"a"}), model);
+  {
+    std::ofstream v(victim);
+    v << "keep me";
+  }
+  ASSERT_EQ(::mkdir(emit.c_str(), 0755), 0);
+  ASSERT_EQ(::symlink(victim.c_str(), (emit + "/Makefile").c_str()), 0);
+  auto r = run_program({kAotc, model, "-o", dir + "/libm.so", "--emit-source", emit}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream v(victim);
+  std::string content((std::istreambuf_iterator<char>(v)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(content, "keep me");
+  struct stat st;
+  ASSERT_EQ(::lstat((emit + "/Makefile").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
 }
 
 TEST(AotcCli, MalformedModelsLeaveNoLibrary) {
