@@ -4,6 +4,10 @@
 // every step succeeded, so a failure leaves nothing at output_path.
 #include "codegen/codegen.h"
 
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -195,6 +199,31 @@ Status install_file(const fs::path& from, const fs::path& to) {
 
 }  // namespace
 
+// Build folders are named aotc-build-<pid>-XXXXXX. One whose process is gone was left by an aotc
+// that was killed (SIGKILL, or SIGTERM during nvcc) and still holds the model's sources and
+// weights: every compile removes those before making its own.
+static void remove_stale_build_dirs() {
+  std::error_code ec;
+  const fs::path tmp = fs::temp_directory_path(ec);
+  if (ec) return;
+  for (fs::directory_iterator it(tmp, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const std::string prefix = "aotc-build-";
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const size_t dash = name.find('-', prefix.size());
+    if (dash == std::string::npos || dash == prefix.size()) continue;
+    const std::string pid_text = name.substr(prefix.size(), dash - prefix.size());
+    if (pid_text.find_first_not_of("0123456789") != std::string::npos || pid_text.size() > 9) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
+    struct stat st;
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid()) continue;
+    if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) {
+      std::error_code rm;
+      fs::remove_all(it->path(), rm);
+    }
+  }
+}
+
 Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& plan,
                                        const CodegenOptions& options) {
   auto report = [&](const std::string& line) {
@@ -245,7 +274,9 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
   stats.weight_bytes = static_cast<int64_t>(program->weights.size());
 
   TempDir tmp;
-  std::string tmpl = (fs::temp_directory_path() / "aotc-build-XXXXXX").string();
+  remove_stale_build_dirs();
+  std::string tmpl =
+      (fs::temp_directory_path() / ("aotc-build-" + std::to_string(::getpid()) + "-XXXXXX")).string();
   if (!mkdtemp(tmpl.data())) return Status::error("cannot create a temp build directory");
   tmp.path = tmpl;
   const fs::path dir = tmp.path;
