@@ -181,19 +181,44 @@ struct TempDir {
   }
 };
 
-// Copy `from` next to `to` under a temp name, then rename: readers never see a partial file.
-Status install_file(const fs::path& from, const fs::path& to) {
-  fs::path tmp = to;
-  tmp += ".tmp-" + std::to_string(getpid());
-  std::error_code ec;
-  fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
-  if (!ec) fs::rename(tmp, to, ec);
-  if (ec) {
-    // A separate error_code: reusing `ec` for the cleanup overwrote the reason with "Success".
-    std::error_code cleanup_ec;
-    fs::remove(tmp, cleanup_ec);
-    return Status::error("cannot write " + to.string() + ": " + ec.message());
+// Installs the library and its header as a pair: both are staged next to their targets first; the
+// header is renamed into place with the previous one kept aside, then the library; if the library
+// cannot be installed, the previous header comes back (it used to be deleted), so a failed build
+// leaves the previous library AND header exactly as they were.
+Status install_pair(const fs::path& lib_from, const fs::path& lib_to, const fs::path& header_from,
+                    const fs::path& header_to) {
+  const std::string tag = ".tmp-" + std::to_string(getpid());
+  fs::path lib_tmp = lib_to, header_tmp = header_to, header_old = header_to;
+  lib_tmp += tag;
+  header_tmp += tag;
+  header_old += ".old" + tag;
+  std::error_code ec, cleanup;
+  auto fail = [&](const fs::path& target) {
+    fs::remove(lib_tmp, cleanup);
+    fs::remove(header_tmp, cleanup);
+    return Status::error("cannot write " + target.string() + ": " + ec.message());
+  };
+  fs::copy_file(header_from, header_tmp, fs::copy_options::overwrite_existing, ec);
+  if (ec) return fail(header_to);
+  fs::copy_file(lib_from, lib_tmp, fs::copy_options::overwrite_existing, ec);
+  if (ec) return fail(lib_to);
+  const bool had_header = fs::is_regular_file(fs::symlink_status(header_to, cleanup));
+  if (had_header) {
+    fs::create_hard_link(header_to, header_old, ec);
+    if (ec) return fail(header_to);
   }
+  fs::rename(header_tmp, header_to, ec);
+  if (ec) {
+    if (had_header) fs::remove(header_old, cleanup);
+    return fail(header_to);
+  }
+  fs::rename(lib_tmp, lib_to, ec);
+  if (ec) {
+    if (had_header) fs::rename(header_old, header_to, cleanup);
+    else fs::remove(header_to, cleanup);
+    return fail(lib_to);
+  }
+  if (had_header) fs::remove(header_old, cleanup);
   return Status::ok();
 }
 
@@ -389,13 +414,7 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
   if (!options.output_path.empty()) {
     fs::path out = options.output_path;
     fs::path header_path = out.parent_path() / header_file(prefix);
-    AOTC_RETURN_IF_ERROR(install_file(dir / header_file(prefix), header_path));
-    Status s = install_file(dir / ("lib" + prefix + ".so"), out);
-    if (!s.is_ok()) {
-      std::error_code ec;
-      fs::remove(header_path, ec);
-      return s;
-    }
+    AOTC_RETURN_IF_ERROR(install_pair(dir / ("lib" + prefix + ".so"), out, dir / header_file(prefix), header_path));
   }
   return stats;
 }
