@@ -12,6 +12,7 @@
 
 #include "codegen/process.h"
 #include "ir/graph.h"
+#include "ir/op_registry.h"
 #include "ir/shape_inference.h"
 #include "opt/memory_plan.h"
 
@@ -50,6 +51,37 @@ inline Graph relu_sigmoid_graph(const Shape& shape, const std::string& x_name = 
   g.outputs = {y};
   g.nodes.push_back(Node{relu_node, "Relu", "", {x}, {r}, {}});
   g.nodes.push_back(Node{sigmoid_node, "Sigmoid", "", {r}, {y}, {}});
+  return g;
+}
+
+// The default ops plus one test op `test.<op_type>` (float output of input 0's shape, lowered by
+// `lower`) registered in `reg`, and the graph x[4] -> <op_type> (node `node_name`) -> y, inferred.
+inline Expected<Graph> one_test_op_graph(OpRegistry& reg, const std::string& op_type,
+                                         Expected<Lowering> (*lower)(const Node&, const Graph&),
+                                         const std::string& node_name) {
+  register_all_ops(reg);
+  OpDef def;
+  def.op_type = op_type;
+  def.domain = "test";
+  def.infer = [](Node& n, Graph& g) -> Status {
+    Value& out = g.value(n.outputs[0]);
+    out.dtype = DType::kFloat32;
+    out.shape = g.value(n.inputs[0]).shape;
+    out.shape_known = true;
+    return Status::ok();
+  };
+  def.reference = [](const Node&, const std::vector<const Tensor*>&, std::vector<Tensor>&) {
+    return Status::ok();
+  };
+  def.lower = lower;
+  reg.add(def);
+  Graph g;
+  ValueId x = g.add_value("x", DType::kFloat32, {4}, true);
+  ValueId y = g.add_value("y");
+  g.inputs = {x};
+  g.outputs = {y};
+  g.nodes.push_back(Node{node_name, op_type, "test", {x}, {y}, {}});
+  AOTC_RETURN_IF_ERROR(infer_shapes(g, reg));
   return g;
 }
 

@@ -184,26 +184,9 @@ TEST(KernelCache, CutlassTemplatesNeedTheHeadersAndKeyOnTheirVersion) {
   if (!test::tool_runs("cc")) GTEST_SKIP() << "cc not available";
   fs::path dir = fresh_dir("cutlass");
   OpRegistry reg;
-  register_all_ops(reg);
-  OpDef def;
-  def.op_type = "UsesCutlass";
-  def.domain = "test";
-  def.infer = [](Node& n, Graph& g) -> Status {
-    set_output(g, n, 0, DType::kFloat32, g.value(n.inputs[0]).shape);
-    return Status::ok();
-  };
-  def.reference = [](const Node&, const std::vector<const Tensor*>&, std::vector<Tensor>&) {
-    return Status::ok();
-  };
-  def.lower = cutlass_lower;
-  reg.add(def);
-  Graph g;
-  ValueId x = g.add_value("x", DType::kFloat32, {4}, true);
-  ValueId y = g.add_value("y");
-  g.inputs = {x};
-  g.outputs = {y};
-  g.nodes.push_back(Node{"c", "UsesCutlass", "test", {x}, {y}, {}});
-  ASSERT_TRUE(infer_shapes(g, reg).is_ok());
+  auto built_graph = test::one_test_op_graph(reg, "UsesCutlass", cutlass_lower, "c");
+  ASSERT_TRUE(built_graph.is_ok()) << built_graph.status().message();
+  Graph& g = *built_graph;
   CodegenOptions o;
   o.output_path = (dir / "libcut.so").string();
   o.nvcc = write_fake_nvcc(dir).string();

@@ -405,26 +405,9 @@ Expected<Lowering> broken_lower(const Node& node, const Graph& graph) {
 TEST(Library, NvccErrorTextIsInTheStatus) {
   if (!test::tool_runs(test::find_nvcc())) GTEST_SKIP() << "nvcc not available";
   OpRegistry reg;
-  register_all_ops(reg);
-  OpDef def;
-  def.op_type = "TestBroken";
-  def.domain = "test";
-  def.infer = [](Node& n, Graph& g) -> Status {
-    set_output(g, n, 0, DType::kFloat32, g.value(n.inputs[0]).shape);
-    return Status::ok();
-  };
-  def.reference = [](const Node&, const std::vector<const Tensor*>&, std::vector<Tensor>&) {
-    return Status::ok();
-  };
-  def.lower = broken_lower;
-  reg.add(def);
-  Graph g;
-  ValueId x = g.add_value("x", DType::kFloat32, {4}, true);
-  ValueId y = g.add_value("y");
-  g.inputs = {x};
-  g.outputs = {y};
-  g.nodes.push_back(Node{"b", "TestBroken", "test", {x}, {y}, {}});
-  ASSERT_TRUE(infer_shapes(g, reg).is_ok());
+  auto built_graph = test::one_test_op_graph(reg, "TestBroken", broken_lower, "b");
+  ASSERT_TRUE(built_graph.is_ok()) << built_graph.status().message();
+  Graph& g = *built_graph;
   fs::path dir = fs::temp_directory_path() / ("aotc-codegen-nvccerr-" + std::to_string(getpid()));
   fs::create_directories(dir);
   CodegenOptions o;
