@@ -244,7 +244,6 @@ class LayoutRewriter {
   const OpRegistry& registry_;
   std::map<ValueId, ValueId> nhwc_;  // NCHW value -> the value holding the same data in NHWC
   std::map<ValueId, bool> moved_;    // values whose producer now writes NHWC -> restored yet?
- public:
   std::map<ValueId, int> readers_;   // node inputs reading each value in the original graph
 };
 

@@ -446,26 +446,9 @@ TEST(Library, StickyFaultIsReportedOnEveryLaterCall) {
   if (!test::tool_runs(test::find_nvcc()) || !test::tool_runs("cc"))
     GTEST_SKIP() << "nvcc or cc not available";
   OpRegistry reg;
-  register_all_ops(reg);
-  OpDef def;
-  def.op_type = "TestTrap";
-  def.domain = "test";
-  def.infer = [](Node& n, Graph& g) -> Status {
-    set_output(g, n, 0, DType::kFloat32, g.value(n.inputs[0]).shape);
-    return Status::ok();
-  };
-  def.reference = [](const Node&, const std::vector<const Tensor*>&, std::vector<Tensor>&) {
-    return Status::ok();
-  };
-  def.lower = trap_lower;
-  reg.add(def);
-  Graph g;
-  ValueId x = g.add_value("x", DType::kFloat32, {4}, true);
-  ValueId y = g.add_value("y");
-  g.inputs = {x};
-  g.outputs = {y};
-  g.nodes.push_back(Node{"t", "TestTrap", "test", {x}, {y}, {}});
-  ASSERT_TRUE(infer_shapes(g, reg).is_ok());
+  auto built_graph = test::one_test_op_graph(reg, "TestTrap", trap_lower, "t");
+  ASSERT_TRUE(built_graph.is_ok()) << built_graph.status().message();
+  Graph& g = *built_graph;
   fs::path dir = fs::temp_directory_path() / ("aotc-codegen-trap-" + std::to_string(getpid()));
   fs::create_directories(dir);
   CodegenOptions o;
