@@ -29,6 +29,10 @@ struct Target {
   // Force one tensor-core convolution configuration by name (--conv-config; for measuring the
   // table in ir/ops/conv_configs.h). Empty: the pick rule.
   std::string conv_config;
+  // Pointwise NHWC convolutions (1x1, stride 1, no padding) run as cuBLASLt GEMMs with the bias /
+  // ReLU / residual epilogue (ir/ops/conv_configs.h: conv_pointwise_gemm_applies). Off: they take
+  // the CUTLASS implicit GEMM like the others (--conv-pointwise cutlass; forced by --conv-config).
+  bool conv_pointwise_gemm = true;
 
   int min_sm() const {
     int m = sms.empty() ? 0 : sms[0];

@@ -6,7 +6,8 @@
 // where a consumer needs it (one Transpose per value, or a view when H = W = 1), and a graph
 // input enters NHWC through one Transpose (or one aotc.PackNhwc that also converts and pads).
 // Input channels below the tensor-core alignment (the first conv's C = 3) are zero-padded, in the
-// activation and in the weights, to a multiple of 8.
+// activation and in the weights, to a multiple of 8; a stride-2 stem with C <= 4 instead reads a
+// space-to-depth packing of its input (2x2 blocks -> 4*C channels) as a stride-1 convolution.
 #include <cstring>
 #include <map>
 
@@ -95,6 +96,10 @@ class LayoutRewriter {
     // Only convert a conv whose input is already NHWC, or that starts a chain worth converting
     // (a tensor-core conv: its speed pays for the one transpose).
     if (!tensor_core && !nhwc_.count(node.inputs[0])) return false;
+    if (tensor_core && pad_small_c && !nhwc_.count(node.inputs[0])) {
+      Expected<bool> s2d = rewrite_stem_space_to_depth(node);
+      if (!s2d || *s2d) return s2d;
+    }
     ValueId xin = kNoValue;
     if (tensor_core && pad_small_c && !nhwc_.count(node.inputs[0])) {
       xin = pack_input(node.inputs[0], padded);  // one kernel: (Cast +) transpose + channel padding
@@ -120,6 +125,55 @@ class LayoutRewriter {
       inputs[3] = nhwc_.at(node.inputs[3]);
     }
     return emit_nhwc(node, inputs, /*set_channels_last=*/true);
+  }
+
+  // The strided RGB stem (C = 3, stride 2, ResNet's 7x7) as a stride-1 convolution over a
+  // space-to-depth packing of the input: the tensor-core kernel walks the window one tap at a time,
+  // each tap's channels padded to its K tile, so 7x7 taps of 8 (padded) channels cost 49 K
+  // iterations while ceil(7/2)^2 = 16 taps of 4*3 -> 16 channels cost 16. aotc.PackNhwc does the
+  // packing (with the Cast and the zero padding) in its one pass over the input; the weights are
+  // rearranged at compile time (taps past the window are zero).
+  Expected<bool> rewrite_stem_space_to_depth(const Node& node) {
+    const Value& x = g_.value(node.inputs[0]);
+    const Tensor& w = *g_.value(node.input(1)).constant;
+    const Shape& ws = w.shape();
+    const std::vector<int64_t> strides = node.attr_ints("strides", {1, 1});
+    const std::vector<int64_t> dil = node.attr_ints("dilations", {1, 1});
+    const std::vector<int64_t> pads = node.attr_ints("pads", {0, 0, 0, 0});
+    const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+    const int64_t b = strides.size() == 2 ? strides[0] : 0, cin = x.shape[1];
+    if (b != 2 || strides[1] != b || dil != std::vector<int64_t>{1, 1} || pads.size() != 4 ||
+        (auto_pad != "NOTSET" && auto_pad != "VALID") || node.attr_int("group", 1) != 1 ||
+        cin * b * b > 2 * kTensorCoreChannelAlign || ws.size() != 4 || ws[2] < b || ws[3] < b)
+      return false;
+    const Shape& out = g_.value(node.outputs[0]).shape;
+    const int64_t r2 = (ws[2] + b - 1) / b, s2 = (ws[3] + b - 1) / b;
+    const int64_t channels = tensor_core_padded_channels(cin * b * b);
+    if (!conv_tensor_core_applies(g_.target, x.dtype, 1, channels, ws[0])) return false;
+    // The packed input: rows 0 .. out_h + r2 - 2 of blocks, so every tap of every output exists.
+    const ValueId packed = pack_input(node.inputs[0], channels, b, {pads[0], pads[1]},
+                                      {out[2] + r2 - 1, out[3] + s2 - 1});
+    Tensor wp(w.dtype(), {ws[0], r2, s2, channels});  // KRSC, zero-filled
+    for (int64_t k = 0; k < ws[0]; ++k)
+      for (int64_t c = 0; c < cin; ++c)
+        for (int64_t r = 0; r < ws[2]; ++r)
+          for (int64_t q = 0; q < ws[3]; ++q)
+            wp.set(((k * r2 + r / b) * s2 + q / b) * channels + ((r % b) * b + q % b) * cin + c,
+                   w.get(((k * cin + c) * ws[2] + r) * ws[3] + q));
+    Node n = node;
+    n.attrs.erase("auto_pad");
+    n.attrs["kernel_shape"] = Attribute::of_ints({r2, s2});
+    n.attrs["strides"] = Attribute::of_ints({1, 1});
+    n.attrs["pads"] = Attribute::of_ints({0, 0, 0, 0});
+    n.attrs["dilations"] = Attribute::of_ints({1, 1});
+    std::vector<ValueId> inputs = node.inputs;
+    inputs[0] = packed;
+    inputs[1] = g_.add_constant(g_.unique_name(g_.value(node.input(1)).name + "_s2d_krsc"), std::move(wp));
+    if (node.input(3) != kNoValue) {
+      AOTC_RETURN_IF_ERROR(ensure_nhwc(node.inputs[3]));
+      inputs[3] = nhwc_.at(node.inputs[3]);
+    }
+    return emit_nhwc(n, inputs, /*set_channels_last=*/true);
   }
 
   // Emits a copy of `node` reading `inputs` and writing a new NHWC value for its output 0.
@@ -189,7 +243,9 @@ class LayoutRewriter {
   // aotc.PackNhwc of an NCHW value into NHWC with `channels` channels. When the value is only a
   // Cast of a float value read by nothing else (the precision pass's input cast), the pack reads
   // the Cast's input and converts on the way, and the Cast goes.
-  ValueId pack_input(ValueId v, int64_t channels) {
+  // With block > 1: space-to-depth (see aotc.PackNhwc), begin pads `pads`, output `spatial`.
+  ValueId pack_input(ValueId v, int64_t channels, int64_t block = 1, std::vector<int64_t> pads = {},
+                     std::vector<int64_t> spatial = {}) {
     const Value src = g_.value(v);
     ValueId from = v;
     int cast_at = -1;
@@ -204,8 +260,9 @@ class LayoutRewriter {
       }
       break;
     }
-    const ValueId out = g_.add_value(g_.unique_name(src.name + "_nhwc_packed"), src.dtype,
-                                     {src.shape[0], src.shape[2], src.shape[3], channels}, true);
+    if (spatial.empty()) spatial = {src.shape[2], src.shape[3]};
+    const ValueId out = g_.add_value(g_.unique_name(src.name + (block > 1 ? "_s2d_packed" : "_nhwc_packed")), src.dtype,
+                                     {src.shape[0], spatial[0], spatial[1], channels}, true);
     Node pack;
     pack.name = g_.unique_name(src.name + "_pack_nhwc");
     pack.op_type = "PackNhwc";
@@ -214,6 +271,11 @@ class LayoutRewriter {
     pack.outputs = {out};
     pack.attrs["to"] = Attribute::of_int(static_cast<int64_t>(src.dtype));
     pack.attrs["channels"] = Attribute::of_int(channels);
+    if (block > 1) {
+      pack.attrs["block"] = Attribute::of_int(block);
+      pack.attrs["pads"] = Attribute::of_ints(pads);
+      pack.attrs["spatial"] = Attribute::of_ints(spatial);
+    }
     Status st = registry_.find("PackNhwc", "aotc")->infer(pack, g_);
     (void)st;  // float input of rank 4 and channels >= C, checked by the caller: cannot fail
     if (cast_at >= 0) g_.nodes.erase(g_.nodes.begin() + cast_at);

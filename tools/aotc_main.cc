@@ -141,6 +141,7 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   graph.target.precision.keep_fp32 = o.keep_fp32;
   graph.target.max_split_k = o.max_split_k;
   graph.target.conv_config = o.conv_config;
+  graph.target.conv_pointwise_gemm = o.conv_pointwise_gemm;
   t0 = std::chrono::steady_clock::now();
   PipelineOptions popts;
   popts.disabled = o.disabled_passes;

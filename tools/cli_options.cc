@@ -275,6 +275,12 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
           for (const ConvKernelConfig& c : *list) names += std::string(names.empty() ? "" : ", ") + c.name;
         return cur.usage("unknown --conv-config '" + escape_for_message(o.conv_config) + "'; known: " + names);
       }
+    } else if (opt == "--conv-pointwise") {
+      std::string text;
+      AOTC_TAKE(text);
+      if (text != "cublaslt" && text != "cutlass")
+        return cur.usage("bad --conv-pointwise '" + escape_for_message(text) + "': expected cublaslt or cutlass");
+      o.conv_pointwise_gemm = text == "cublaslt";
     } else if (opt == "--max-split-k") {
       std::string text;
       AOTC_TAKE(text);

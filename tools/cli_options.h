@@ -26,6 +26,7 @@ struct AotcOptions {
   std::string precision = "fp32";      // --precision fp32|fp16|bf16
   std::vector<std::string> keep_fp32;  // --keep-fp32 NODE|OP[,...] (repeatable)
   std::string conv_config;             // --conv-config NAME (force one tensor-core conv configuration)
+  bool conv_pointwise_gemm = true;     // --conv-pointwise cublaslt|cutlass (1x1 convs as cuBLASLt GEMMs)
   int max_split_k = 1;                 // --max-split-k N (serial split-K for underfilled convs; 1 = off)
   std::vector<std::string> disabled_passes;  // --disable-pass NAME (repeatable; ablation)
   std::string report_path;             // --report

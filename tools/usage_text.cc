@@ -27,6 +27,8 @@ options:
   --keep-fp32 NODE|OP      keep these nodes (by name) or op types in fp32 (comma list, repeatable)
   --conv-config NAME       force one tensor-core convolution configuration (for measuring; the
                            names are in ir/ops/conv_configs.h)
+  --conv-pointwise IMPL    cublaslt (default): 1x1 stride-1 fp16/bf16 convolutions with no or ReLU
+                           activation run as cuBLASLt GEMMs; cutlass: as CUTLASS implicit GEMMs
   --max-split-k N          serial split-K (1-16) for convolutions that cannot fill the GPU
                            (default 1: off; measured slower than no split on an H100)
   --disable-pass NAME      skip a pass (fuse_epilogue, precision, layout_nhwc, ...; for ablation)

@@ -184,6 +184,41 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
   std::string comment = node.op_type + " NHWC X " + shape_str(xv.shape) + " W(KRSC) " +
                         shape_str(input_value(graph, node, 1).shape) + " -> " + shape_str(out) + " group " +
                         std::to_string(cs.group) + (has_activation(node) ? " act " + load_activation(node).op_type : "");
+  std::vector<int64_t> pads = g.pad_begin;
+  pads.insert(pads.end(), g.pad_end.begin(), g.pad_end.end());
+  const bool relu_or_none =
+      !has_activation(node) || (load_activation(node).op_type == "Relu" && load_activation(node).attrs.empty());
+  if (conv_pointwise_gemm_applies(graph.target, xv.dtype, cs.group, cs.cin, cs.cout, g.kernel, g.strides, pads,
+                                  relu_or_none)) {
+    // Y[N*H*W, K] = X[N*H*W, C] x W[K, C]^T (+ bias) (+ residual as C, beta 1) (then ReLU).
+    MatmulStep mm;
+    mm.dtype = xv.dtype;
+    mm.a = node.inputs[0];
+    mm.b = node.inputs[1];
+    mm.d = node.outputs[0];
+    mm.m = cs.batch * g.out[0] * g.out[1];
+    mm.n = cs.cout;
+    mm.k = cs.cin;
+    mm.trans_b = true;
+    mm.lda = cs.cin;
+    mm.ldb = cs.cin;
+    mm.ldc = cs.cout;
+    mm.ldd = cs.cout;
+    if (has_res) {
+      mm.c = node.inputs[kResidualInput];
+      mm.beta = 1.0f;
+    }
+    if (has_bias) mm.bias = node.inputs[2];
+    const bool relu = has_activation(node);
+    mm.epilogue = has_bias ? (relu ? MatmulStep::Epilogue::kBiasRelu : MatmulStep::Epilogue::kBias)
+                           : (relu ? MatmulStep::Epilogue::kRelu : MatmulStep::Epilogue::kNone);
+    Lowering l;
+    LoweredStep s;
+    s.kind = LoweredStep::Kind::kMatmul;
+    s.matmul = mm;
+    l.steps.push_back(s);
+    return l;
+  }
   KernelStep k;
   if (conv_tensor_core_applies(graph.target, xv.dtype, cs.group, cs.cin, cs.cout)) {
     const int64_t gemm_m = cs.batch * g.out[0] * g.out[1], gemm_n = cs.cout;

@@ -105,4 +105,25 @@ inline bool conv_tensor_core_applies(const Target& target, DType dtype, int64_t 
          cout % kTensorCoreChannelAlign == 0;
 }
 
+// A channels_last convolution that is a plain GEMM: 1x1 window, stride 1, no padding, one group
+// (dilation is irrelevant for a 1x1 window). M = N*H*W rows of C channels times the KRSC weights
+// ([K, C], transposed) gives the NHWC output directly. cuBLASLt runs it (its Hopper kernels use
+// wgmma, which the Sm80-class CUTLASS kernels cannot), with its bias and ReLU epilogue and the
+// residual as the C matrix (beta = 1); other activations keep the CUTLASS kernel, whose epilogue
+// takes any scalar expression. `relu_or_none`: the fused activation is absent or a plain Relu.
+inline bool conv_pointwise_gemm_applies(const Target& target, DType dtype, int64_t group, int64_t cin,
+                                        int64_t cout, const std::vector<int64_t>& kernel,
+                                        const std::vector<int64_t>& strides, const std::vector<int64_t>& pads,
+                                        bool relu_or_none) {
+  if (!target.conv_pointwise_gemm || !target.conv_config.empty() || !relu_or_none) return false;
+  if (!conv_tensor_core_applies(target, dtype, group, cin, cout)) return false;
+  for (int64_t k : kernel)
+    if (k != 1) return false;
+  for (int64_t s : strides)
+    if (s != 1) return false;
+  for (int64_t p : pads)
+    if (p != 0) return false;
+  return kernel.size() == 2;
+}
+
 }  // namespace aotc

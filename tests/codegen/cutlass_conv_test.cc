@@ -25,7 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // `t`: float16 or bfloat16.
-Expected<Graph> residual_block(const std::string& t = "float16") {
+Expected<Graph> residual_block(const std::string& t = "float16", bool pointwise_gemm = true) {
   std::string text = R"(
     input %x : T[2x16x9x7]
     const %w1 : T[32x16x3x3] = random(1)
@@ -47,6 +47,7 @@ Expected<Graph> residual_block(const std::string& t = "float16") {
   g->opset = 17;
   AOTC_RETURN_IF_ERROR(infer_shapes(*g));
   g->target = target_from_archs({"sm_90", "sm_80"});
+  g->target.conv_pointwise_gemm = pointwise_gemm;
   auto fused = fuse_epilogue(*g);
   if (!fused) return fused.status();
   auto laid = layout_nhwc(*g);
@@ -54,8 +55,9 @@ Expected<Graph> residual_block(const std::string& t = "float16") {
   return g;
 }
 
+// With pointwise GEMMs off every convolution is a CUTLASS library kernel.
 TEST(CutlassConv, ResidualBlockLowersToCutlassLibraryKernels) {
-  auto g = residual_block();
+  auto g = residual_block("float16", /*pointwise_gemm=*/false);
   ASSERT_TRUE(g.is_ok()) << g.status().message();
   int convs = 0;
   for (const Node& n : g->nodes)
@@ -80,7 +82,79 @@ TEST(CutlassConv, ResidualBlockLowersToCutlassLibraryKernels) {
     EXPECT_EQ(k.args.size(), 6u);      // x, w, bias, residual, y, semaphores
   }
   EXPECT_EQ(library, 3);
+  EXPECT_TRUE(program->matmuls.empty());
 }
+
+// By default the two 1x1 convolutions are cuBLASLt GEMMs over the NHWC rows (fuse_epilogue puts
+// the Add + ReLU on the shortcut, which reads conv2's output as its residual); the 3x3 stays a
+// CUTLASS kernel.
+TEST(CutlassConv, PointwiseConvolutionsBecomeCublasLtGemms) {
+  auto g = residual_block();
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  MemoryPlan plan = test::linear_plan(*g);
+  auto program = build_launch_program(*g, plan);
+  ASSERT_TRUE(program.is_ok()) << program.status().message();
+  int library = 0;
+  for (const ProgramKernel& k : program->kernels) library += k.library_params ? 1 : 0;
+  EXPECT_EQ(library, 1);
+  ASSERT_EQ(program->matmuls.size(), 2u);
+  int with_residual = 0;
+  for (const ProgramMatmul& m : program->matmuls) {
+    EXPECT_EQ(m.step.dtype, DType::kFloat16);
+    EXPECT_EQ(m.step.m, 2 * 9 * 7);  // N*H*W rows
+    EXPECT_EQ(m.step.n, 32);         // output channels
+    EXPECT_EQ(m.step.k, m.step.lda);  // C, dense rows
+    EXPECT_TRUE(m.step.trans_b);      // KRSC weights = [K, C]
+    EXPECT_EQ(m.step.ldb, m.step.k);
+    EXPECT_EQ(m.step.ldd, 32);
+    if (m.c.space != Location::Space::kNull) {
+      ++with_residual;
+      EXPECT_EQ(m.step.beta, 1.0f);
+      EXPECT_EQ(m.step.k, 16);  // the shortcut reads x's 16 channels
+      EXPECT_EQ(m.step.epilogue, MatmulStep::Epilogue::kRelu);  // no bias
+    } else {
+      EXPECT_EQ(m.step.k, 32);  // conv2 reads relu1's 32 channels
+      EXPECT_EQ(m.step.epilogue, MatmulStep::Epilogue::kNone);
+    }
+  }
+  EXPECT_EQ(with_residual, 1);
+}
+
+// Must not fire: a 1x1 convolution that is not a plain GEMM over the NHWC rows (stride 2, a pad,
+// an activation cuBLASLt's epilogue cannot express, several groups) stays off cuBLASLt.
+class PointwiseGemmMustNotFire : public ::testing::TestWithParam<std::pair<std::string, std::string>> {};
+
+TEST_P(PointwiseGemmMustNotFire, StaysACutlassKernel) {
+  std::string text = R"(
+    input %x : float16[2x16x8x8]
+    const %w : float16[16x16x1x1] = random(1)
+    const %b : float16[16] = random(2)
+    %c : float16[?] = Conv(%x, %w, %b) ATTRS  # conv
+  )" + GetParam().second + "\n";
+  text.replace(text.find("ATTRS"), 5, GetParam().first);
+  auto g = parse_text_ir(text);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  g->opset = 17;
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  g->target = target_from_archs({"sm_90"});
+  ASSERT_TRUE(fuse_epilogue(*g).is_ok());
+  ASSERT_TRUE(layout_nhwc(*g).is_ok());
+  auto program = build_launch_program(*g, test::linear_plan(*g));
+  ASSERT_TRUE(program.is_ok()) << program.status().message();
+  EXPECT_TRUE(program->matmuls.empty()) << GetParam().first << " " << GetParam().second;
+  int library = 0;
+  for (const ProgramKernel& k : program->kernels) library += k.library_params ? 1 : 0;
+  EXPECT_EQ(library, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, PointwiseGemmMustNotFire,
+    ::testing::Values(std::make_pair(std::string("{strides=[2,2]}"), std::string("output %c")),
+                      std::make_pair(std::string("{pads=[1,1,1,1]}"), std::string("output %c")),
+                      std::make_pair(std::string(""),
+                                     std::string("%y : float16[?] = LeakyRelu(%c) {alpha=0.1}  # leaky\n    output %y")),
+                      std::make_pair(std::string(""),
+                                     std::string("%y : float16[?] = Sigmoid(%c)  # sig\n    output %y"))));
 
 class CutlassConvTypes : public ::testing::TestWithParam<std::string> {};
 

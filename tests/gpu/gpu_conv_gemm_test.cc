@@ -3,6 +3,8 @@
 // bias shape) and batched MatMul. Sizes include 1, primes and channel counts past 64.
 #include "tests/gpu/gpu_harness.h"
 
+#include "ir/shape_inference.h"
+
 namespace aotc::gpu_test {
 namespace {
 
@@ -79,6 +81,64 @@ TEST(GpuConv, ClipFusedByPipeline) {
   CaseOptions options;
   options.expect_ops_after_pipeline = {"FusedConv"};
   run_case(b.graph(), "conv_clip", options);
+}
+
+// ---- fp16: the NHWC tensor-core paths (layout_nhwc, CUTLASS implicit GEMM, cuBLASLt for
+// pointwise convolutions, the NHWC depthwise kernel). The graph is fp16 end to end, so the
+// reference is the CPU reference in fp16 and the tolerance is fp16's (design.md §4).
+
+// x [N, C, H, W] -> Conv(w [K, C/group, R, S], bias) (+ residual [N, K, P, Q]) (then Relu).
+Graph conv_fp16_graph(Shape x, Shape w, Attributes attrs, bool residual, bool relu) {
+  GraphBuilder b;
+  ValueId xi = b.input("x", x, DType::kFloat16);
+  ValueId c = b.node("Conv", {xi, b.weight("w", w, -0.5, 0.5, DType::kFloat16),
+                              b.weight("b", {w[0]}, -1, 1, DType::kFloat16)}, attrs);
+  if (residual) {
+    Graph probe = b.graph();
+    probe.outputs = {c};
+    EXPECT_TRUE(infer_shapes(probe).is_ok());
+    c = b.node("Add", {c, b.input("residual", probe.value(c).shape, DType::kFloat16)});
+  }
+  b.output(relu ? b.node("Relu", {c}) : c);
+  return b.graph();
+}
+
+TEST(GpuConvFp16, PointwiseBiasResidualReluAsCublasLtGemm) {
+  AOTC_REQUIRE_GPU();
+  CaseOptions options;
+  options.expect_ops_after_pipeline = {"FusedConv"};
+  run_case(conv_fp16_graph({2, 40, 7, 9}, {24, 40, 1, 1}, {}, true, true), "conv16_pw_res_relu", options);
+}
+
+TEST(GpuConvFp16, PointwiseBiasOnlyBatchOne) {
+  AOTC_REQUIRE_GPU();
+  run_case(conv_fp16_graph({1, 64, 7, 7}, {256, 64, 1, 1}, {}, false, false), "conv16_pw_bias");
+}
+
+TEST(GpuConvFp16, PointwiseStride2StaysCutlass) {
+  AOTC_REQUIRE_GPU();
+  run_case(conv_fp16_graph({2, 16, 9, 11}, {32, 16, 1, 1}, {{"strides", ints({2, 2})}}, false, true),
+           "conv16_pw_s2");
+}
+
+TEST(GpuConvFp16, ThreeByThreeResidualRelu) {
+  AOTC_REQUIRE_GPU();
+  run_case(conv_fp16_graph({3, 16, 11, 13}, {40, 16, 3, 3}, {{"pads", ints({1, 1, 1, 1})}}, true, true),
+           "conv16_3x3_res");
+}
+
+TEST(GpuConvFp16, StemSevenBySevenStride2ThreeChannels) {
+  AOTC_REQUIRE_GPU();
+  run_case(conv_fp16_graph({2, 3, 30, 26}, {16, 3, 7, 7}, {{"strides", ints({2, 2})}, {"pads", ints({3, 3, 3, 3})}},
+                           false, true),
+           "conv16_stem");
+}
+
+TEST(GpuConvFp16, DepthwiseStride2) {
+  AOTC_REQUIRE_GPU();
+  run_case(conv_fp16_graph({2, 24, 9, 10}, {24, 1, 3, 3},
+                           {{"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}, {"group", i64(24)}}, false, true),
+           "conv16_dw");
 }
 
 Graph gemm_graph(Shape a, Shape bshape, Shape c, Attributes attrs, bool b_const) {

@@ -502,6 +502,58 @@ TEST(ConvNhwc, PackNhwcEmulatedMatchesHandWritten) {
   }
 }
 
+// Space-to-depth packing (block 2, begin pads, spatial extent past the input), checked against a
+// scatter written here: every input element lands at (h + PT) / 2, (w + PL) / 2, channel
+// (((h + PT) % 2) * 2 + (w + PL) % 2) * C + c; everything else is zero.
+TEST(ConvNhwc, PackSpaceToDepthEmulatedMatchesScatter) {
+  auto s2d = [](DType from, DType to, Shape x, int64_t channels, std::vector<int64_t> pads, std::vector<int64_t> spatial) {
+    return one_node("PackNhwc", {{"x", x}},
+                    {{"to", Attribute::of_int(static_cast<int64_t>(to))}, {"channels", Attribute::of_int(channels)},
+                     {"block", Attribute::of_int(2)}, {"pads", Attribute::of_ints(pads)},
+                     {"spatial", Attribute::of_ints(spatial)}},
+                    1, from, "aotc");
+  };
+  const DType f16 = DType::kFloat16, f32 = DType::kFloat32;
+  const std::vector<KernelCase> cases = {
+      {"s2d fp32 [2,3,9,8] pads 3,3 -> [2,8,7,16] fp16", [=] { return s2d(f32, f16, {2, 3, 9, 8}, 16, {3, 3}, {8, 7}); }, "pack_nhwc"},
+      {"s2d fp16 [1,2,5,7] pads 0,1 -> [1,2,3,8] fp16 (cropped)", [=] { return s2d(f16, f16, {1, 2, 5, 7}, 8, {0, 1}, {2, 3}); }, "pack_nhwc"},
+      {"s2d fp32 [1,1,4,4] pads 1,0 -> [1,3,2,5] fp32", [=] { return s2d(f32, f32, {1, 1, 4, 4}, 5, {1, 0}, {3, 2}); }, "pack_nhwc"}};
+  std::vector<Built> built;
+  std::string source;
+  ASSERT_TRUE(build(cases, built, source));
+  auto handle = compile_emulation(source);
+  ASSERT_EMULATION(handle);
+  for (size_t r = 0; r < built.size(); ++r) {
+    SCOPED_TRACE(built[r].label);
+    std::vector<Tensor> inputs;
+    Tensor got;
+    ASSERT_TRUE(run_emulated(*handle, r, built[r], 5000 + 10 * static_cast<uint32_t>(r), inputs, got));
+    const Tensor& x = inputs[0];
+    const Shape& s = x.shape();
+    const Node& node = built[r].graph.node();
+    const std::vector<int64_t> pads = node.attr_ints("pads"), sp = node.attr_ints("spatial");
+    const int64_t cp = node.attr_int("channels", 0);
+    Tensor expected(static_cast<DType>(node.attr_int("to", 0)), {s[0], sp[0], sp[1], cp});
+    for (int64_t e = 0; e < expected.numel(); ++e) expected.set(e, 0.0);
+    for (int64_t n = 0; n < s[0]; ++n)
+      for (int64_t c = 0; c < s[1]; ++c)
+        for (int64_t h = 0; h < s[2]; ++h)
+          for (int64_t w = 0; w < s[3]; ++w) {
+            const int64_t hp = h + pads[0], wp = w + pads[1];
+            if (hp / 2 >= sp[0] || wp / 2 >= sp[1]) continue;
+            expected.set(((n * sp[0] + hp / 2) * sp[1] + wp / 2) * cp + ((hp % 2) * 2 + wp % 2) * s[1] + c,
+                         x.get(((n * s[1] + c) * s[2] + h) * s[3] + w));
+          }
+    auto want = evaluate_graph(built[r].graph.graph, inputs);
+    ASSERT_TRUE(want.is_ok()) << want.status().message();
+    for (const Tensor* t : {&got, &want.value()[0]}) {
+      const char* what = t == &got ? "kernel" : "reference";
+      ASSERT_EQ(t->shape(), expected.shape()) << what;
+      EXPECT_EQ(std::memcmp(t->raw(), expected.raw(), static_cast<size_t>(expected.byte_size())), 0) << what << " differs";
+    }
+  }
+}
+
 // ---- 5. nvcc ----
 
 TEST(ConvNhwc, KernelsCompileWithNvcc) {

@@ -105,6 +105,64 @@ TEST(LayoutNhwc, CastReadTwiceStays) {
   EXPECT_TRUE(testing_util::same_outputs(before, g, 9, 2.5e-3, 1e-3));
 }
 
+// A stride-2 stem with 3 channels (ResNet's 7x7/2, pads 3; odd sizes and an asymmetric end pad
+// here) reads a space-to-depth packing: 2x2 blocks -> 12 channels padded to 16, and a stride-1
+// ceil(7/2) = 4 x 4 window; the outputs match the NCHW graph.
+TEST(LayoutNhwc, StridedStemBecomesSpaceToDepth) {
+  AOTC_BUILD(g, R"(
+    input %x : float[2x3x17x14]
+    const %w : float16[8x3x7x7] = random(1)
+    const %b : float16[8] = random(2)
+    %h : float16[?] = Cast(%x) {to=10}  # in_cast
+    %y : float16[?] = Conv(%h, %w, %b) {strides=[2,2], pads=[3,3,2,3]}  # stem
+    output %y
+  )");
+  Graph before = g;
+  ASSERT_TRUE(layout_nhwc(g).is_ok());
+  ASSERT_TRUE(verify(g).is_ok());
+  EXPECT_EQ(op_list(g), "aotc.PackNhwc,Conv,Transpose");
+  const Node& pack = g.nodes[0];
+  const Node& conv = g.nodes[1];
+  EXPECT_EQ(pack.inputs[0], g.find_value("x"));
+  EXPECT_EQ(pack.attr_int("block", 1), 2);
+  EXPECT_EQ(pack.attr_ints("pads"), (std::vector<int64_t>{3, 3}));
+  // Output 8 x 7 (floor((17+5-7)/2)+1, floor((14+6-7)/2)+1); packed rows 8+4-1, columns 7+4-1.
+  EXPECT_EQ(g.value(pack.outputs[0]).shape, (Shape{2, 11, 10, 16}));
+  EXPECT_EQ(g.value(conv.inputs[1]).shape, (Shape{8, 4, 4, 16}));
+  EXPECT_EQ(conv.attr_ints("strides"), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(conv.attr_ints("pads"), (std::vector<int64_t>{0, 0, 0, 0}));
+  EXPECT_EQ(g.value(conv.outputs[0]).shape, (Shape{2, 8, 7, 8}));
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 11, 2.5e-3, 1e-3));
+}
+
+// Must not fire: stride 1, a dilated stride-2 stem, and C = 5 (20 channels would exceed 16) keep the
+// plain channel padding to 8.
+TEST(LayoutNhwc, SpaceToDepthOnlyForStride2SmallChannelStems) {
+  for (const char* conv : {"Conv(%x, %w) {pads=[3,3,3,3]}", "Conv(%x, %w) {strides=[2,2], dilations=[2,2]}"}) {
+    AOTC_BUILD(g, std::string(R"(
+      input %x : float16[1x3x16x16]
+      const %w : float16[8x3x7x7] = random(1)
+      %y : float16[?] = )") + conv + R"(  # stem
+      output %y
+    )");
+    Graph before = g;
+    ASSERT_TRUE(layout_nhwc(g).is_ok());
+    EXPECT_EQ(op_list(g), "aotc.PackNhwc,Conv,Transpose") << conv;
+    EXPECT_FALSE(g.nodes[0].has_attr("block")) << conv;
+    EXPECT_EQ(g.value(g.nodes[0].outputs[0]).shape[3], 8) << conv;
+    EXPECT_TRUE(testing_util::same_outputs(before, g, 12, 2.5e-3, 1e-3)) << conv;
+  }
+  AOTC_BUILD(g, R"(
+    input %x : float16[1x5x16x16]
+    const %w : float16[8x5x7x7] = random(1)
+    %y : float16[?] = Conv(%x, %w) {strides=[2,2]}  # stem
+    output %y
+  )");
+  ASSERT_TRUE(layout_nhwc(g).is_ok());
+  EXPECT_FALSE(g.nodes[0].has_attr("block"));
+  EXPECT_EQ(g.value(g.nodes[0].outputs[0]).shape[3], 8);
+}
+
 TEST(LayoutNhwc, Fp32GraphDoesNotFire) {
   AOTC_BUILD(g, R"(
     input %x : float[1x8x6x6]

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "codegen/codegen.h"
+#include "codegen/cutlass_dir.h"
 #include "ir/op_registry.h"
 #include "opt/memory_plan.h"
 #include "opt/pipeline.h"
@@ -48,6 +49,10 @@ std::string default_nvcc() {
 
 BuildOutcome build_library(Graph& graph, const GpuBuildOptions& options) {
   BuildOutcome out;
+  // The passes and lowerings choose implementations for the GPU the library is built for.
+  const PrecisionOptions precision = graph.target.precision;
+  graph.target = target_from_archs(options.archs.empty() ? std::vector<std::string>{"sm_90"} : options.archs);
+  graph.target.precision = precision;
   Expected<std::vector<PassStats>> stats = run_pipeline(graph, PipelineOptions{});
   if (!stats) {
     out.message = "pipeline: " + stats.status().message();
@@ -77,6 +82,9 @@ BuildOutcome build_library(Graph& graph, const GpuBuildOptions& options) {
                                                      : nvcc.substr(0, slash) + "/include";
   }
   cg.aotc_version = "conformance";
+  // CUTLASS headers for the tensor-core kernels: CUTLASS_DIR or the pip package (codegen says
+  // clearly when a model needs them and none is found).
+  if (Expected<std::string> cutlass = find_cutlass_include_dir(""); cutlass.is_ok()) cg.cutlass_include_dir = *cutlass;
   Expected<CodegenStats> built = compile_library(graph, *plan, cg);
   if (!built) {
     out.message = "codegen: " + built.status().message();

@@ -25,11 +25,24 @@ kTolerances = {"fp32": (ref.kRelL2Limit, ref.kMaxAbsOverRefLimit), "fp16": (1e-2
 # Ablation of resnet50: (variant, table header, passes disabled, CUDA graphs on). Each variant
 # adds one optimisation to the previous one; "graphs" is the default build (the main case).
 kAblationVariants = (
-    ("baseline", "baseline", ("fuse_epilogue", "layout_nhwc"), False),
-    ("fusion", "+fusion", ("layout_nhwc",), False),
-    ("nhwc", "+NHWC/TC", (), False),
-    ("graphs", "+graphs", (), True),
+    # (variant, column header, passes disabled, CUDA graphs on, extra aotc arguments)
+    ("baseline", "baseline", ("fuse_epilogue", "layout_nhwc"), False, ()),
+    ("fusion", "+fusion", ("layout_nhwc",), False, ()),
+    ("nhwc", "+NHWC/TC", (), False, ()),
+    ("graphs", "+graphs", (), True, ()),
+    # The default build with the 1x1 convolutions on CUTLASS instead of cuBLASLt (side column).
+    ("pw_cutlass", "1x1 on CUTLASS", (), True, ("--conv-pointwise", "cutlass")),
 )
+
+
+def variant_builds_library(variant):
+    """Whether an ablation variant compiles its own library (else it runs the main case's)."""
+    for v, _, disabled, _, extra in kAblationVariants:
+        if v == variant:
+            return bool(disabled or extra)
+    return False
+
+
 kAblationBatches = (1, 32)
 kPtxArch = "compute_87"
 kPtxBatch = 1
@@ -103,14 +116,16 @@ def plan_cases(cases, precisions, arch, ablation=False, ptx=False, ablation_labe
                 continue
             for precision in precisions:
                 main = case_name(label, batch, precision)
-                for variant, _, disabled, graphs in kAblationVariants:
+                for variant, _, disabled, graphs, extra in kAblationVariants:
                     if variant == "graphs":
                         continue  # the main case itself
                     args = ["--arch", arch]
                     for pass_name in disabled:
                         args += ["--disable-pass", pass_name]
+                    args += list(extra)
                     add(label, batch, model, data, precision, "ablation", variant,
-                        lib=None if disabled else main, graphs=graphs, args=args)
+                        lib=None if variant_builds_library(variant) else main, graphs=graphs,
+                        args=args)
     if ptx:
         for label, batch, model, data in cases:
             if label == ablation_label and batch == kPtxBatch:

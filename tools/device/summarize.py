@@ -243,7 +243,7 @@ def ablation_cell(work, label, batch, precision, variant):
     """One variant's result: {"ms": float|None, "status": str, "rejected": bool}."""
     case = os.path.join(work, "cases", device_steps.ablation_case(label, batch, precision, variant))
     lib_name = device_steps.case_name(label, batch, precision,
-                                      variant if variant in ("baseline", "fusion") else "")
+                                      variant if device_steps.variant_builds_library(variant) else "")
     lib_case = os.path.join(work, "cases", lib_name)
     cell = {"ms": None, "status": "-", "rejected": False}
     compile_info = read_json(os.path.join(lib_case, "compile.json"))
@@ -274,7 +274,7 @@ def ablation_rows(work, cases, precisions, label="resnet50"):
             continue
         for precision in precisions:
             cells = {v: ablation_cell(work, case_label, batch, precision, v)
-                     for v, _, _, _ in device_steps.kAblationVariants}
+                     for v, *_ in device_steps.kAblationVariants}
             rows.append({"model": case_label, "batch": batch, "precision": precision,
                          "cells": cells})
     return rows
@@ -286,12 +286,12 @@ def format_ablation(rows):
     if not rows:
         return ""
     variants = device_steps.kAblationVariants
-    header = ["model", "batch", "prec"] + [h for _, h, _, _ in variants] + ["base/+graphs"]
+    header = ["model", "batch", "prec"] + [h for _, h, *_ in variants] + ["base/+graphs"]
     cells = [header]
     rejected = False
     for r in rows:
         line = [r["model"], str(r["batch"]), r["precision"]]
-        for v, _, _, _ in variants:
+        for v, *_ in variants:
             c = r["cells"][v]
             rejected = rejected or c["rejected"]
             if c["ms"] is not None:

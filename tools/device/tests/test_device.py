@@ -195,8 +195,13 @@ class PlanTest(unittest.TestCase):
         plan = device_steps.plan_cases(self.kCases, ["fp32", "fp16"], "sm_90", ablation=True,
                                        ptx=True)
         abl = [e for e in plan if e["role"] == "ablation"]
-        self.assertEqual(len(abl), 2 * 2 * 3)     # bs1/bs32 x fp32/fp16 x baseline/fusion/nhwc
-        self.assertTrue(all(e["label"] == "resnet50" and not e["graphs"] for e in abl))
+        self.assertEqual(len(abl), 2 * 2 * 4)     # bs1/bs32 x fp32/fp16 x baseline/fusion/nhwc/pw_cutlass
+        self.assertTrue(all(e["label"] == "resnet50" for e in abl))
+        self.assertTrue(all(e["graphs"] == (e["variant"] == "pw_cutlass") for e in abl))
+        pw = by_name = {e["name"]: e for e in abl}["resnet50_bs32_fp16_pw_cutlass"]
+        self.assertEqual(pw["aotc_args"][-2:], ["--conv-pointwise", "cutlass"])
+        self.assertEqual(pw["lib"], pw["name"])   # its own library
+        del by_name
         by = {e["name"]: e for e in abl}
         base = by["resnet50_bs32_fp16_baseline"]
         self.assertEqual(base["aotc_args"], ["--precision", "fp16", "--arch", "sm_90",
@@ -212,7 +217,7 @@ class PlanTest(unittest.TestCase):
         self.assertEqual(ptx[0]["aotc_args"], ["--precision", "fp16", "--arch", "compute_87"])
         self.assertEqual(plan[-1]["role"], "ptx")
         only32 = device_steps.plan_cases(self.kCases, ["fp32"], "sm_90", ablation=True, ptx=True)
-        self.assertEqual(sum(e["role"] == "ablation" for e in only32), 6)
+        self.assertEqual(sum(e["role"] == "ablation" for e in only32), 8)
         self.assertEqual([e["precision"] for e in only32 if e["role"] == "ptx"], ["fp16"])
         none = device_steps.plan_cases(self.kCases[2:], ["fp32"], "sm_90", ablation=True, ptx=True)
         self.assertEqual([e["role"] for e in none], ["main"])   # no resnet50: nothing extra
