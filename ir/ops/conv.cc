@@ -173,6 +173,9 @@ TileConfig pick_tile(int64_t cout_per_group, int64_t gemm_n, int64_t groups) {
 
 std::string cutlass_element(DType t) { return t == DType::kBFloat16 ? "cutlass::bfloat16_t" : "cutlass::half_t"; }
 
+constexpr int64_t kDepthwisePixelsPerThread = 4;
+constexpr int64_t kDepthwiseVecThreadsPerSm = 1024;
+
 // A channels_last node: the candidates, in order of preference, each with its applicability check
 // (TVM-style strategy): tensor-core implicit GEMM (ir/ops/conv_configs.h, configuration picked for
 // graph.target), then the NHWC depthwise kernel.
@@ -267,10 +270,18 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
       return l;
     }
   } else if (cs.group == cs.cin && cs.cout == cs.cin) {
-    // One thread per output element, channel fastest. A variant with 8 channels per thread and
-    // 16-byte accesses measured slower on an H100 (MobileNetV2 bs32 depthwise layers 0.067 ->
-    // 0.111 ms, docs/perf_notes.md v3): fewer threads and strided weight loads.
-    k.template_name = "conv_depthwise_nhwc";
+    // 16-bit values with C % 8 == 0 and enough work: the vectorised kernel (8 channels x OWT
+    // columns per thread, 16-byte accesses, shared input columns loaded once, the 8 x KH x KW
+    // filter taps loaded once per thread). OWT is 4, or 2 when 4 would not give one wave of
+    // kDepthwiseVecThreadsPerSm threads per SM. With OWT = 1 its per-thread filter load is not
+    // amortised and it measured slower than the scalar kernel (H100, MobileNetV2 bs32 late
+    // layers: 14x14x384 29 vs 17 us; docs/perf_notes.md v4), so then the scalar kernel runs.
+    auto vec_threads = [&](int64_t t) { return cs.batch * g.out[0] * ((g.out[1] + t - 1) / t) * (cs.cin / 8); };
+    const int64_t wave = int64_t{graph.target.sm_count} * kDepthwiseVecThreadsPerSm;
+    int64_t owt = 4;
+    while (owt > 1 && vec_threads(owt) < wave) owt /= 2;
+    const bool vec8 = dtype_size(xv.dtype) == 2 && cs.cin % 8 == 0 && owt >= 2;
+    k.template_name = vec8 ? "conv_depthwise_nhwc_vec8" : "conv_depthwise_nhwc";
     k.holes = {{"comment", comment},
                {"T", dtype_c_type(xv.dtype)},
                {"ACC", compute_type(xv.dtype)}};
@@ -289,8 +300,22 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
     k.holes.insert(k.holes.end(), shape_holes.begin(), shape_holes.end());
     k.args = {node.inputs[0], node.inputs[1], has_bias ? node.inputs[2] : kNullArg,
               has_res ? node.inputs[kResidualInput] : kNullArg, node.outputs[0]};
-    k.block = Dim3{256, 1, 1};
-    k.grid = grid_for(shape_numel(out), 256);
+    if (vec8) {
+      k.holes.push_back({"OWT", int_literal(owt)});
+      k.block = Dim3{256, 1, 1};
+      k.grid = grid_for(cs.batch * g.out[0] * ((g.out[1] + owt - 1) / owt) * (cs.cin / 8), 256);
+    } else {
+      // Channels across a warp, output pixels across warps and blocks, the filter taps in
+      // registers for all of a thread's pixels (kDepthwisePixelsPerThread of them while the grid
+      // still fills two waves of the target, else 1).
+      const int64_t pixels = cs.batch * g.out[0] * g.out[1];
+      const int64_t chunks = (cs.cin + 31) / 32;
+      int64_t ppt = kDepthwisePixelsPerThread;
+      while (ppt > 1 && ((pixels + 8 * ppt - 1) / (8 * ppt)) * chunks < 2 * int64_t{graph.target.sm_count} * 8) ppt /= 2;
+      k.block = Dim3{32, 8, 1};
+      k.grid = Dim3{std::min<int64_t>((pixels + 8 * ppt - 1) / (8 * ppt), int64_t{1} << 30), chunks, 1};
+      if (k.grid.y > 65535) return node_error(node, "too many channels for the depthwise kernel's grid");
+    }
   } else {
     return node_error(node, "no NHWC implementation for this convolution on the target (dtype " +
                                 dtype_name(xv.dtype) + ", group " + std::to_string(cs.group) + ", C " +

@@ -209,7 +209,13 @@ OneNode depthwise(DType t, int64_t n, int64_t c, int64_t h, int64_t w, int64_t k
 
 std::vector<KernelCase> conv_cases() {
   const DType f16 = DType::kFloat16, f32 = DType::kFloat32;
-  const std::string scalar = "conv_depthwise_nhwc";
+  const std::string scalar = "conv_depthwise_nhwc", vec8 = "conv_depthwise_nhwc_vec8";
+  // sm_count 0: nothing to fill, so the vectorised kernel keeps 4 output columns per thread (for
+  // grids this small a real target gets the scalar kernel).
+  auto wide = [](OneNode g) {
+    g.graph.target.sm_count = 0;
+    return g;
+  };
   const Attributes clip = {{"min", Attribute::of_float(-0.25f)}, {"max", Attribute::of_float(0.5f)}};
   std::vector<KernelCase> c;
   c.push_back({"fp16 C16 3x3 s1 p1 bias", [=] { return depthwise(f16, 2, 16, 7, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, ""); }, scalar});
@@ -231,6 +237,15 @@ std::vector<KernelCase> conv_cases() {
                }, scalar});
   c.push_back({"fp32 C16 3x3 s2 plain", [=] { return depthwise(f32, 2, 16, 11, 5, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, false, false, ""); }, scalar});
   c.push_back({"fp32 C5 2x2 s1 no pads bias", [=] { return depthwise(f32, 1, 5, 3, 2, 2, 2, {1, 1}, {0, 0, 0, 0}, {1, 1}, true, false, ""); }, scalar});
+  // The vectorised kernel with 4 columns per thread: OW not a multiple of 4, stride 2, dilation.
+  c.push_back({"fp16 C16 3x3 s1 p1 bias OWT4", [=] { return wide(depthwise(f16, 2, 16, 7, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "")); }, vec8});
+  c.push_back({"fp16 C24 3x3 s2 asym pads dil2 residual relu OWT4", [=] {
+                 return wide(depthwise(f16, 1, 24, 11, 13, 3, 3, {2, 2}, {1, 0, 2, 1}, {2, 2}, false, true, "Relu"));
+               }, vec8});
+  c.push_back({"fp16 C8 5x3 s(1,2) p2 bias residual clip OWT4", [=] {
+                 return wide(depthwise(f16, 2, 8, 6, 11, 5, 3, {1, 2}, {2, 1, 2, 0}, {1, 1}, true, true, "Clip", clip));
+               }, vec8});
+  c.push_back({"fp16 C16 3x3 s1 dil(1,3) OWT4", [=] { return wide(depthwise(f16, 1, 16, 5, 9, 3, 3, {1, 1}, {1, 3, 1, 3}, {1, 3}, false, false, "")); }, vec8});
   return c;
 }
 
@@ -564,7 +579,7 @@ TEST(ConvNhwc, KernelsCompileWithNvcc) {
   ASSERT_TRUE(build(pack_cases(), built, source));
   std::set<std::string> used;
   for (const Built& b : built) used.insert(b.lowering.steps[0].kernel.template_name);
-  for (const char* t : {"conv_depthwise_nhwc", "pool_window_nhwc", "pool_global_nhwc", "pack_nhwc"})
+  for (const char* t : {"conv_depthwise_nhwc", "conv_depthwise_nhwc_vec8", "pool_window_nhwc", "pool_global_nhwc", "pack_nhwc"})
     EXPECT_TRUE(used.count(t)) << "template not exercised: " << t;
   if (testing_util::find_nvcc().empty()) GTEST_SKIP() << "no nvcc: NHWC kernels rendered, not compiled";
   char dir[] = "/tmp/aotc_nhwc_XXXXXX";
