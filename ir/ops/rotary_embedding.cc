@@ -161,7 +161,6 @@ Expected<Lowering> rotary_lower(const Node& node, const Graph& graph) {
              {"ITEMS", int_literal(items)},
              {"SEQ", int_literal(d->seq)},
              {"HEADS", int_literal(d->heads)},
-             {"HEAD_SIZE", int_literal(d->head_size)},
              {"HALF", int_literal(d->rotary_dim / 2)},
              {"PER_HEAD", int_literal(per_head)},
              {"STRIDE_B", int_literal(d->stride_b)},
