@@ -6,7 +6,7 @@ written by onnx.backend.test.cmd_tools.generate_data. The pip onnx (1.23) ships 
 and Debian's libonnx-testdata (1.12) predates opset 23, so CTest runs this before the node tests of
 the newest ops. Generated data is a build product: never commit it.
 
-usage: gen_node_test_data.py --output DIR --ops Attention,RMSNormalization,RotaryEmbedding
+usage: gen_node_test_data.py --output DIR --ops Attention,RMSNormalization,RotaryEmbedding,Gelu
 """
 import argparse
 import os
