@@ -41,11 +41,14 @@ def main() -> int:
     if args.one_op:
         return generate_one_op(args.one_op, args.output)
     try:
-        import onnx  # noqa: F401
+        import onnx
     except ImportError:
         print("gen_node_test_data: needs the onnx Python package (pip install onnx)", file=sys.stderr)
         return 1
     os.makedirs(args.output, exist_ok=True)
+    # Which onnx wrote the data (read by tools/conformance/gen_ops_md.py for docs/ops.md).
+    with open(os.path.join(args.output, "ONNX_VERSION"), "w") as f:
+        f.write(onnx.__version__ + "\n")
     status = 0
     for op in [o for o in args.ops.split(",") if o]:
         rc = subprocess.call([sys.executable, "-W", "ignore", os.path.abspath(__file__), "--output", args.output,
