@@ -10,6 +10,7 @@ usage: gen_node_test_data.py --output DIR --ops Attention,RMSNormalization,Rotar
 """
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import types
@@ -45,6 +46,8 @@ def main() -> int:
     except ImportError:
         print("gen_node_test_data: needs the onnx Python package (pip install onnx)", file=sys.stderr)
         return 1
+    # Start from an empty OUTPUT/node, so the folder holds exactly this onnx's tests.
+    shutil.rmtree(os.path.join(args.output, "node"), ignore_errors=True)
     os.makedirs(args.output, exist_ok=True)
     # Which onnx wrote the data (read by tools/conformance/gen_ops_md.py for docs/ops.md).
     with open(os.path.join(args.output, "ONNX_VERSION"), "w") as f:
