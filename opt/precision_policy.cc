@@ -29,6 +29,11 @@ const std::vector<PrecisionPolicy>& precision_policies() {
       {"Softmax", PrecisionRule::kComputeFp32, {}},
       {"LogSoftmax", PrecisionRule::kComputeFp32, {}},
       {"LayerNormalization", PrecisionRule::kComputeFp32, {}},
+      {"RMSNormalization", PrecisionRule::kComputeFp32, {}},
+      // attn_mask keeps its type: an fp32 additive mask of -3.4e38 (torch.finfo.min) would round
+      // to -inf in fp16 and turn "very unlikely" into "disallowed" (a fully masked row then
+      // outputs zeros instead of the uniform average); the kernel reads any mask type.
+      {"Attention", PrecisionRule::kComputeFp32, {3}},
       {"InstanceNormalization", PrecisionRule::kComputeFp32, {}},
       {"BatchNormalization", PrecisionRule::kComputeFp32, {}},
       {"ReduceMean", PrecisionRule::kComputeFp32, {}},

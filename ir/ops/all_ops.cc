@@ -65,6 +65,8 @@ void register_scatter_elements_ops(OpRegistry& registry);
 void register_quantize_ops(OpRegistry& registry);
 void register_integer_matmul_ops(OpRegistry& registry);
 void register_tfidf_ops(OpRegistry& registry);
+void register_rotary_embedding_ops(OpRegistry& registry);
+void register_attention_ops(OpRegistry& registry);
 
 void register_all_ops(OpRegistry& registry) {
   register_unary_elementwise_ops(registry);
@@ -128,6 +130,8 @@ void register_all_ops(OpRegistry& registry) {
   register_quantize_ops(registry);
   register_integer_matmul_ops(registry);
   register_tfidf_ops(registry);
+  register_rotary_embedding_ops(registry);
+  register_attention_ops(registry);
 }
 
 }  // namespace aotc

@@ -2,6 +2,8 @@
 // with optional outputs Mean and InvStdDev (float, shaped like X with the normalised dims set to
 // 1). Statistics are computed in float (stash_type 1, the only value the spec's U allows that
 // aotc takes; double inputs compute in double). Kernel: templates/norm_rows.cu.in, a block per row.
+// RMSNormalization (opset 23): Y = X / sqrt(mean(X^2 over the dims from `axis` on) + epsilon) * scale,
+// same row structure and statistics precision; kernel templates/rms_norm_rows.cu.in.
 #include <algorithm>
 #include <cmath>
 
@@ -137,6 +139,79 @@ Expected<Lowering> layer_norm_lower(const Node& node, const Graph& graph) {
   return l;
 }
 
+
+// RMSNormalization: X (T) and scale (V) must share a dtype here (the kernel has one element type);
+// the output has scale's dtype, as the spec says.
+Status rms_norm_infer(Node& node, Graph& graph) {
+  AOTC_RETURN_IF_ERROR(expect_inputs(node, 2, 2));
+  if (node.outputs.size() != 1) return node_error(node, "expects 1 output (Y)");
+  AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 0, kNormTypes));
+  const Value& x = input_value(graph, node, 0);
+  AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 1, kNormTypes));
+  if (input_value(graph, node, 1).dtype != x.dtype)
+    return node_error(node, "scale of dtype " + dtype_name(input_value(graph, node, 1).dtype) + " differs from X's " +
+                                dtype_name(x.dtype) + "; aotc takes one dtype for both");
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  if (rank == 0) return node_error(node, "input 0 must have rank >= 1");
+  Expected<int64_t> axis = normalize_axis(node, node.attr_int("axis", -1), rank);
+  if (!axis) return axis.status();
+  const int64_t stash = node.attr_int("stash_type", 1);
+  if (stash != 1) return node_error(node, "stash_type " + std::to_string(stash) + " is not supported (only 1, float)");
+  const Shape norm(x.shape.begin() + *axis, x.shape.end());
+  if (!broadcasts_to(input_value(graph, node, 1).shape, norm))
+    return node_error(node, "scale of shape " + shape_str(input_value(graph, node, 1).shape) +
+                                " does not broadcast to the normalized shape " + shape_str(norm));
+  set_output(graph, node, 0, x.dtype, x.shape);
+  return Status::ok();
+}
+
+Status rms_norm_reference(const Node& node, const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) {
+  const Tensor& x = *inputs[0];
+  const Tensor& scale = *inputs[1];
+  Expected<int64_t> axis = normalize_axis(node, node.attr_int("axis", -1), x.rank());
+  if (!axis) return axis.status();
+  const Shape norm(x.shape().begin() + *axis, x.shape().end());
+  const int64_t n = shape_numel(norm), rows = n == 0 ? 0 : x.numel() / n;
+  const double eps = node.attr_float("epsilon", 1e-5f);
+  for (int64_t r = 0; r < rows; ++r) {
+    double sq = 0;
+    for (int64_t j = 0; j < n; ++j) sq += x.get(r * n + j) * x.get(r * n + j);
+    const double inv = 1.0 / std::sqrt(sq / static_cast<double>(n) + eps);
+    for (int64_t j = 0; j < n; ++j)
+      outputs[0].set(r * n + j, x.get(r * n + j) * inv * scale.get(broadcast_index(scale.shape(), norm, j)));
+  }
+  return Status::ok();
+}
+
+Expected<Lowering> rms_norm_lower(const Node& node, const Graph& graph) {
+  const Value& x = input_value(graph, node, 0);
+  Expected<int64_t> axis = normalize_axis(node, node.attr_int("axis", -1), static_cast<int64_t>(x.shape.size()));
+  if (!axis) return axis.status();
+  const Shape norm(x.shape.begin() + *axis, x.shape.end());
+  const int64_t n = shape_numel(norm), rows = n == 0 ? 0 : x.numel() / n;
+  Lowering l;
+  if (x.numel() == 0) return l;
+  const Value& scale = graph.value(node.inputs[1]);
+  if (!trailing_broadcast(scale.shape, norm))
+    return node_error(node, "scale of shape " + shape_str(scale.shape) +
+                                " broadcasts in the middle of the normalized shape; the GPU kernel takes trailing broadcasts only");
+  KernelStep k;
+  k.template_name = "rms_norm_rows";
+  k.holes = {{"comment", "RMSNormalization " + shape_str(x.shape) + " axis " + std::to_string(*axis) + " " + dtype_name(x.dtype)},
+             {"T", dtype_c_type(x.dtype)},
+             {"CT", x.dtype == DType::kFloat64 ? "double" : "float"},
+             {"ROWS", int_literal(rows)},
+             {"N", int_literal(n)},
+             {"EPS", float_literal(node.attr_float("epsilon", 1e-5f))},
+             {"SCALE_N", int_literal(scale.numel())},
+             {"THREADS", "256"}};
+  k.args = {node.inputs[0], node.inputs[1], node.outputs[0]};
+  k.block = Dim3{256, 1, 1};
+  k.grid = Dim3{std::min<int64_t>(rows, 65535LL * 16), 1, 1};
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  return l;
+}
+
 }  // namespace
 
 void register_layer_norm_ops(OpRegistry& registry) {
@@ -146,6 +221,12 @@ void register_layer_norm_ops(OpRegistry& registry) {
   def.reference = layer_norm_reference;
   def.lower = layer_norm_lower;
   registry.add(def);
+  OpDef rms;
+  rms.op_type = "RMSNormalization";
+  rms.infer = rms_norm_infer;
+  rms.reference = rms_norm_reference;
+  rms.lower = rms_norm_lower;
+  registry.add(rms);
 }
 
 }  // namespace aotc

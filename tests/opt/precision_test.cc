@@ -117,6 +117,32 @@ TEST(Precision, PolicyKeepsExpInFp32WithCastsAroundIt) {
   EXPECT_LT(max_rel_l2(before, g), 1e-2);
 }
 
+TEST(Precision, AttentionRunsInFp16AndKeepsItsMaskType) {
+  AOTC_BUILD(g, R"(
+    input %q : float[1x2x5x8]
+    input %k : float[1x2x7x8]
+    input %v : float[1x2x7x8]
+    input %m : float[5x7]
+    %y : float[?] = Attention(%q, %k, %v, %m)  # attn
+    output %y
+  )");
+  ASSERT_NE(find_precision_policy("Attention"), nullptr);
+  Graph before = g;
+  g.target.precision.dtype = DType::kFloat16;
+  ASSERT_TRUE(convert_precision(g).is_ok());
+  ASSERT_TRUE(verify(g).is_ok());
+  int attention_nodes = 0;
+  for (const Node& n : g.nodes) {
+    if (n.op_type != "Attention") continue;
+    ++attention_nodes;
+    for (size_t i = 0; i < 3; ++i) EXPECT_EQ(g.value(n.inputs[i]).dtype, DType::kFloat16) << i;
+    EXPECT_EQ(g.value(n.inputs[3]).dtype, DType::kFloat32);
+    EXPECT_EQ(g.value(n.outputs[0]).dtype, DType::kFloat16);
+  }
+  EXPECT_EQ(attention_nodes, 1);
+  EXPECT_LT(max_rel_l2(before, g), 1e-2);
+}
+
 TEST(Precision, KeepFp32ByNodeNameAndByOpType) {
   AOTC_BUILD(g, kConvChain);
   g.target.precision.dtype = DType::kFloat16;

@@ -3,12 +3,16 @@
 rates over all node tests and over the inference set, a per-op table, and the excluded tests by
 reason. The file is generated: edit this script or rerun the conformance, never the output.
 
-usage: gen_ops_md.py --cpu cpu.json [--gpu gpu.json] [-o docs/ops.md]
+usage: gen_ops_md.py --cpu cpu.json [--gpu gpu.json] [--extra-cpu new.json [--extra-gpu new_gpu.json]]
+                     [-o docs/ops.md]
+--extra-cpu / --extra-gpu: results over another test folder (the node tests of newer ops generated
+by tools/gen_node_test_data.py, e.g. build/node_tests_cpu_transformer.json), as a second section.
 """
 import argparse
 import collections
 import datetime
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -56,22 +60,65 @@ def note_for(tests, label):
     return f"{label}: {parts}; {first['name']}: {detail}"
 
 
+def op_table(cpu, gpu):
+    """The per-op rows: tests, passed on the CPU, passed on the GPU (or 'not run'), notes."""
+    gpu_by_name = {t["name"]: t for t in gpu["tests"]} if gpu else {}
+    lines = ["| op | tests | passed on CPU | passed on GPU | notes |",
+             "|---|---:|---:|---:|---|"]
+    for op, tests in per_op(cpu).items():
+        passed_cpu = sum(t["status"] == "passed" for t in tests)
+        if gpu:
+            gpu_tests = [gpu_by_name[t["name"]] for t in tests if t["name"] in gpu_by_name]
+            passed_gpu = str(sum(t["status"] == "passed" for t in gpu_tests))
+            if len(gpu_tests) != len(tests):
+                passed_gpu += f" (of {len(gpu_tests)} run)"
+        else:
+            gpu_tests, passed_gpu = [], "not run"
+        excluded = sorted({t["exclusion"].split(":")[0] for t in tests if t["exclusion"]})
+        notes = []
+        if excluded:
+            n = sum(bool(t["exclusion"]) for t in tests)
+            notes.append(f"{n} excluded ({', '.join(excluded)})")
+        for label, group in (("CPU", tests), ("GPU", gpu_tests)):
+            note = note_for(group, label)
+            if note:
+                notes.append(note)
+        lines.append(f"| {cell(op, 60)} | {len(tests)} | {passed_cpu} | {passed_gpu} | "
+                     f"{cell('; '.join(notes), 220)} |")
+    return lines
+
+
+def generated_data_version(data_dir):
+    """The onnx version that tools/gen_node_test_data.py stamped next to the node/ folder."""
+    try:
+        with open(os.path.join(os.path.dirname(data_dir.rstrip("/")), "ONNX_VERSION")) as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
+
+
+def load(path, mode, parser):
+    with open(path) as f:
+        results = json.load(f)
+    if results.get("mode") != mode:
+        parser.error(f"{path} is a '{results.get('mode')}' result, not --{mode}")
+    return results
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cpu", required=True, help="JSON of aotc-conformance --cpu")
     parser.add_argument("--gpu", help="JSON of aotc-conformance --gpu")
+    parser.add_argument("--extra-cpu", help="JSON of aotc-conformance --cpu over generated node tests")
+    parser.add_argument("--extra-gpu", help="JSON of aotc-conformance --gpu over the same tests")
     parser.add_argument("-o", "--output", default="docs/ops.md")
     args = parser.parse_args()
-    with open(args.cpu) as f:
-        cpu = json.load(f)
-    if cpu.get("mode") != "cpu":
-        parser.error(f"{args.cpu} is a '{cpu.get('mode')}' result, not --cpu")
-    gpu = None
-    if args.gpu:
-        with open(args.gpu) as f:
-            gpu = json.load(f)
-        if gpu.get("mode") != "gpu":
-            parser.error(f"{args.gpu} is a '{gpu.get('mode')}' result, not a --gpu run")
+    cpu = load(args.cpu, "cpu", parser)
+    gpu = load(args.gpu, "gpu", parser) if args.gpu else None
+    extra_cpu = load(args.extra_cpu, "cpu", parser) if args.extra_cpu else None
+    extra_gpu = load(args.extra_gpu, "gpu", parser) if args.extra_gpu else None
+    if extra_gpu and not extra_cpu:
+        parser.error("--extra-gpu needs --extra-cpu")
 
     version = test_data_version()
     data = (f"onnx {version.split('-')[0]} (Debian libonnx-testdata {version})" if version
@@ -108,30 +155,20 @@ def main():
     else:
         lines += ["GPU: not run in this build", ""]
 
-    gpu_by_name = {t["name"]: t for t in gpu["tests"]} if gpu else {}
-    lines += ["## Per op", "",
-              "| op | tests | passed on CPU | passed on GPU | notes |",
-              "|---|---:|---:|---:|---|"]
-    for op, tests in per_op(cpu).items():
-        passed_cpu = sum(t["status"] == "passed" for t in tests)
-        if gpu:
-            gpu_tests = [gpu_by_name[t["name"]] for t in tests if t["name"] in gpu_by_name]
-            passed_gpu = str(sum(t["status"] == "passed" for t in gpu_tests))
-            if len(gpu_tests) != len(tests):
-                passed_gpu += f" (of {len(gpu_tests)} run)"
-        else:
-            gpu_tests, passed_gpu = [], "not run"
-        excluded = sorted({t["exclusion"].split(":")[0] for t in tests if t["exclusion"]})
-        notes = []
-        if excluded:
-            n = sum(bool(t["exclusion"]) for t in tests)
-            notes.append(f"{n} excluded ({', '.join(excluded)})")
-        for label, group in (("CPU", tests), ("GPU", gpu_tests)):
-            note = note_for(group, label)
-            if note:
-                notes.append(note)
-        lines.append(f"| {cell(op, 60)} | {len(tests)} | {passed_cpu} | {passed_gpu} | "
-                     f"{cell('; '.join(notes), 220)} |")
+    lines += ["## Per op", ""] + op_table(cpu, gpu)
+
+    if extra_cpu:
+        version = generated_data_version(extra_cpu["data_dir"])
+        lines += ["", "## Newer ops: node tests generated from the onnx package", "",
+                  f"Test data: the node tests of onnx {version or '(version not recorded)'}, written by "
+                  f"`tools/gen_node_test_data.py` into `{extra_cpu['data_dir']}` (Debian's data predates "
+                  "these ops; see docs/conformance.md).",
+                  f"CPU results: `{extra_cpu['command']}` ({extra_cpu['date']}).",
+                  f"GPU results: `{extra_gpu['command']}` ({extra_gpu['date']})." if extra_gpu else
+                  "GPU: not run in this build.",
+                  "",
+                  f"all these node tests (CPU reference): {rate(extra_cpu, False)}", ""]
+        lines += op_table(extra_cpu, extra_gpu)
 
     lines += ["", "## Excluded from the inference set", "", "| test | reason |", "|---|---|"]
     for t in sorted(cpu["tests"], key=lambda t: (t["exclusion"], t["name"])):

@@ -29,6 +29,9 @@ const char kUsage[] =
     "  --require-pass      exit 1 unless every selected test in the inference set whose ops all\n"
     "                      lie in --ops passes (unsupported allowed only when listed in --allow)\n"
     "  --allow FILE        lines 'test_name<TAB or space>reason': accepted unsupported tests\n"
+    "  --known-failures FILE  lines 'test_name reason': tests known to fail (e.g. expected data\n"
+    "                      less precise than the tolerance); still run and reported as failed,\n"
+    "                      --require-pass tolerates them only while they fail and are selected\n"
     "  --log FILE          one line per test\n"
     "  --json FILE         results as JSON (input of tools/conformance/gen_ops_md.py)\n"
     "  --jobs N            tests run in parallel (forked children; default 1)\n"
@@ -75,7 +78,7 @@ std::string now_text() {
 
 int main(int argc, char** argv) {
   std::string data_dir = "/usr/include/onnx/backend/test/data/node";
-  std::string filter, log_path, json_path, workdir, allow_path, nvcc;
+  std::string filter, log_path, json_path, workdir, allow_path, known_path, nvcc;
   std::vector<std::string> ops, archs;
   bool gpu = false, keep = false, quiet = false, require_pass = false, compile_only = false;
   int jobs = 1;
@@ -98,6 +101,7 @@ int main(int argc, char** argv) {
     else if (a == "--ops") ops = split_list(value());
     else if (a == "--require-pass") require_pass = true;
     else if (a == "--allow") allow_path = value();
+    else if (a == "--known-failures") known_path = value();
     else if (a == "--log") log_path = value();
     else if (a == "--json") json_path = value();
     else if (a == "--jobs") jobs = std::atoi(value().c_str());
@@ -126,6 +130,15 @@ int main(int argc, char** argv) {
     allow = read_allow_file(allow_path, &ok);
     if (!ok) {
       std::cerr << "aotc-conformance: cannot read --allow file " << allow_path << "\n";
+      return 2;
+    }
+  }
+  std::map<std::string, std::string> known;
+  if (!known_path.empty()) {
+    bool ok = false;
+    known = read_allow_file(known_path, &ok);
+    if (!ok) {
+      std::cerr << "aotc-conformance: cannot read --known-failures file " << known_path << "\n";
       return 2;
     }
   }
@@ -230,13 +243,31 @@ int main(int argc, char** argv) {
       std::cout << "  not required (uses ops outside --ops): " << r.name << " " << r.status << "\n";
       continue;
     }
+    if (r.status == "passed" && known.count(r.name)) {
+      std::cout << "  KNOWN FAILURE NOW PASSES (remove it from " << known_path << "): " << r.name << "\n";
+      ++bad;
+      continue;
+    }
     if (r.status == "passed") continue;
+    // Only a numeric mismatch is a known failure; a crash, timeout or error of a listed test is not.
+    if (r.status == "failed" && known.count(r.name) && r.detail.find("elements differ") != std::string::npos) {
+      std::cout << "  known failure, not passed: " << r.name << " (" << known[r.name] << "): " << r.detail << "\n";
+      continue;
+    }
     if (r.status == "unsupported" && allow.count(r.name)) {
       std::cout << "  accepted unsupported: " << r.name << " (" << allow[r.name] << "): " << r.detail << "\n";
       continue;
     }
     std::cout << "  REQUIRED TEST NOT PASSING: " << log_line(r) << "\n";
     ++bad;
+  }
+  for (const auto& entry : known) {
+    bool found = false;
+    for (const TestResult& r : results) found = found || r.name == entry.first;
+    if (!found) {
+      std::cout << "  KNOWN FAILURE NOT SELECTED (stale entry in " << known_path << "): " << entry.first << "\n";
+      ++bad;
+    }
   }
   std::cout << (bad ? std::to_string(bad) + " required tests do not pass\n" : "all required tests pass\n");
   return bad ? 1 : 0;

@@ -1,0 +1,400 @@
+// Attention (opset 23, 24; the window attributes of 25): softmax(softcap(Q K^T * scale) + bias) V
+// per (batch, query head), K/V heads shared by q_num_heads / kv_num_heads query heads (GQA, MQA).
+// Q/K/V are (B, H, S, D), or (B, S, H*D) with q_num_heads / kv_num_heads. The bias combines the
+// attn_mask (bool: False = -inf; numbers: added; a last dim shorter than the keys is padded with
+// -inf), is_causal (query i sees key j iff j <= i + offset, offset = past length, or
+// nonpad_kv_seqlen[b] - Sq), the window bounds and nonpad_kv_seqlen (keys >= it are -inf). A query
+// row whose bias is -inf everywhere outputs zeros. past_key/value are prepended to K/V
+// (present_key/value = the concatenation). qk_matmul_output: mode 0 the scaled QK^T (the spec's
+// wording; the ONNX Python reference writes the softcapped value when softcap is set), 1 after
+// softcap, 2 with the bias, 3 the softmax. Reference in double; kernels: attention_kv_concat.cu.in
+// (past + new -> present) and attention_rows.cu.in (online softmax, no score matrix).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ir/op_registry.h"
+#include "ir/ops/op_helpers.h"
+
+namespace aotc {
+namespace {
+
+const std::vector<DType> kAttnTypes = {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kBFloat16};
+
+enum Input { kQ = 0, kK, kV, kMask, kPastKey, kPastValue, kNonpad };
+enum Output { kY = 0, kPresentKey, kPresentValue, kQk };
+
+// The problem in (batch, head, position, dim) terms; strides are in elements.
+struct Layout {
+  int64_t b = 0, h = 0, s = 0;
+};
+struct AttnDims {
+  bool three_d = false;
+  int64_t batch = 0, q_heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, past = 0, total = 0, d = 0, dv = 0;
+  Layout q, k, v, y;
+  bool has_mask = false, mask_bool = false;
+  Layout mask;  // h/b/s strides of the mask over (batch, q head, query); 0 where it broadcasts
+  int64_t mask_len = 0;
+  bool has_past = false, has_nonpad = false, causal = false;
+  int64_t left = -1, right = -1;
+  double scale = 0;
+  float softcap = 0;
+  int64_t mode = 0;
+};
+
+bool present(const Node& node, size_t i) { return node.input(i) != kNoValue; }
+bool has_output(const Node& node, size_t i) { return node.outputs.size() > i && node.outputs[i] != kNoValue; }
+
+// Shapes of the inputs (nullptr when absent) -> the dims; every check of the op is here.
+Expected<AttnDims> attention_dims(const Node& node, const std::vector<const Shape*>& in, DType mask_dtype, int64_t opset) {
+  AttnDims a;
+  const Shape &q = *in[kQ], &k = *in[kK], &v = *in[kV];
+  if (q.size() != k.size() || q.size() != v.size() || (q.size() != 3 && q.size() != 4))
+    return node_error(node, "Q, K and V must all have rank 3 or all rank 4, got " + shape_str(q) + ", " + shape_str(k) +
+                                ", " + shape_str(v));
+  const int64_t qh_attr = node.attr_int("q_num_heads", 0), kvh_attr = node.attr_int("kv_num_heads", 0);
+  a.batch = q[0];
+  if (k[0] != a.batch || v[0] != a.batch)
+    return node_error(node, "Q, K and V have different batch sizes (" + shape_str(q) + ", " + shape_str(k) + ", " +
+                                shape_str(v) + ")");
+  if (q.size() == 4) {
+    a.q_heads = q[1], a.kv_heads = k[1], a.q_len = q[2], a.kv_len = k[2], a.d = q[3], a.dv = v[3];
+    if (v[1] != a.kv_heads || v[2] != a.kv_len || k[3] != a.d)
+      return node_error(node, "K " + shape_str(k) + " and V " + shape_str(v) + " do not match Q " + shape_str(q) +
+                                  " (K: (B, kv_heads, L, D), V: (B, kv_heads, L, Dv))");
+    if ((qh_attr != 0 && qh_attr != a.q_heads) || (kvh_attr != 0 && kvh_attr != a.kv_heads))
+      return node_error(node, "q_num_heads/kv_num_heads disagree with the 4-D inputs' head dims");
+    a.q = {a.q_heads * a.q_len * a.d, a.q_len * a.d, a.d};
+    a.k = {a.kv_heads * a.kv_len * a.d, a.kv_len * a.d, a.d};
+    a.v = {a.kv_heads * a.kv_len * a.dv, a.kv_len * a.dv, a.dv};
+  } else {
+    a.three_d = true;
+    if (qh_attr <= 0 || kvh_attr <= 0) return node_error(node, "3-D inputs need q_num_heads and kv_num_heads (> 0)");
+    a.q_heads = qh_attr, a.kv_heads = kvh_attr, a.q_len = q[1], a.kv_len = k[1];
+    if (q[2] % a.q_heads != 0 || v[2] % a.kv_heads != 0)
+      return node_error(node, "hidden sizes " + shape_str(q) + " / " + shape_str(v) + " are not multiples of the head counts");
+    a.d = q[2] / a.q_heads, a.dv = v[2] / a.kv_heads;
+    if (k[2] != a.kv_heads * a.d || v[1] != a.kv_len)
+      return node_error(node, "K " + shape_str(k) + " and V " + shape_str(v) + " do not match Q " + shape_str(q) +
+                                  " with q_num_heads " + std::to_string(a.q_heads) + " and kv_num_heads " +
+                                  std::to_string(a.kv_heads));
+    a.q = {a.q_len * q[2], a.d, q[2]};
+    a.k = {a.kv_len * k[2], a.d, k[2]};
+    a.v = {a.kv_len * v[2], a.dv, v[2]};
+  }
+  if (a.kv_heads <= 0 || a.q_heads % a.kv_heads != 0)
+    return node_error(node, "q_num_heads " + std::to_string(a.q_heads) + " is not a multiple of kv_num_heads " +
+                                std::to_string(a.kv_heads));
+  a.has_past = in[kPastKey] || in[kPastValue];
+  if (a.has_past) {
+    if (!in[kPastKey] || !in[kPastValue]) return node_error(node, "past_key and past_value must be given together");
+    const Shape &pk = *in[kPastKey], &pv = *in[kPastValue];
+    if (pk.size() != 4 || pv.size() != 4 || pk[0] != a.batch || pk[1] != a.kv_heads || pk[3] != a.d ||
+        pv[0] != a.batch || pv[1] != a.kv_heads || pv[2] != pk[2] || pv[3] != a.dv)
+      return node_error(node, "past_key " + shape_str(pk) + " / past_value " + shape_str(pv) + " must be (" +
+                                  std::to_string(a.batch) + ", " + std::to_string(a.kv_heads) + ", P, " +
+                                  std::to_string(a.d) + ") / (..., P, " + std::to_string(a.dv) + ")");
+    a.past = pk[2];
+  }
+  a.total = a.past + a.kv_len;
+  a.has_nonpad = in.size() > kNonpad && in[kNonpad];
+  if (a.has_nonpad) {
+    if (opset < 24) return node_error(node, "input 6 (nonpad_kv_seqlen) needs opset 24, the model imports " + std::to_string(opset));
+    if (a.has_past) return node_error(node, "nonpad_kv_seqlen cannot be combined with past_key/past_value");
+    if (*in[kNonpad] != Shape{a.batch}) return node_error(node, "nonpad_kv_seqlen must have shape (" + std::to_string(a.batch) + ")");
+  }
+  a.y = a.three_d ? Layout{a.q_len * a.q_heads * a.dv, a.dv, a.q_heads * a.dv} : Layout{a.q_heads * a.q_len * a.dv, a.q_len * a.dv, a.dv};
+  if (in[kMask]) {
+    const Shape& m = *in[kMask];
+    a.has_mask = true;
+    a.mask_bool = mask_dtype == DType::kBool;
+    if (m.empty() || m.size() > 4) return node_error(node, "attn_mask must have rank 1 to 4, got " + shape_str(m));
+    if (m.back() > a.total)
+      return node_error(node, "attn_mask's last dim " + std::to_string(m.back()) + " exceeds the " +
+                                  std::to_string(a.total) + " keys");
+    a.mask_len = m.back();
+    const int64_t target[3] = {a.batch, a.q_heads, a.q_len};
+    int64_t stride = m.back(), strides[3] = {0, 0, 0};
+    for (int i = 2; i >= 0; --i) {
+      const int64_t mi = static_cast<int64_t>(m.size()) - 1 - (3 - i);  // mask dim aligned with target[i]
+      if (mi < 0) continue;
+      const int64_t dim = m[static_cast<size_t>(mi)];
+      if (dim != 1 && dim != target[i])
+        return node_error(node, "attn_mask of shape " + shape_str(m) + " does not broadcast to (" + std::to_string(a.batch) +
+                                    ", " + std::to_string(a.q_heads) + ", " + std::to_string(a.q_len) + ", " +
+                                    std::to_string(a.total) + ")");
+      strides[i] = dim == 1 ? 0 : stride;
+      stride *= dim;
+    }
+    a.mask = {strides[0], strides[1], strides[2]};
+  }
+  a.causal = node.attr_int("is_causal", 0) != 0;
+  a.left = node.attr_int("left_window_size", -1);
+  a.right = node.attr_int("right_window_size", -1);
+  if (a.left < -1 || a.right < -1) return node_error(node, "left_window_size/right_window_size must be -1 or >= 0");
+  a.scale = node.has_attr("scale") ? static_cast<double>(node.attr_float("scale", 1.0f))
+                                   : 1.0 / std::sqrt(static_cast<double>(a.d));
+  a.softcap = node.attr_float("softcap", 0.0f);
+  a.mode = node.attr_int("qk_matmul_output_mode", 0);
+  if (a.mode < 0 || a.mode > 3)
+    return node_error(node, "qk_matmul_output_mode " + std::to_string(a.mode) + " is not one of 0, 1, 2, 3");
+  if (node.has_attr("softmax_precision")) {
+    const int64_t p = node.attr_int("softmax_precision", 1);
+    if (p != 1 && p != 10 && p != 11 && p != 16)
+      return node_error(node, "softmax_precision " + std::to_string(p) + " is not a float type (1, 10, 11, 16)");
+  }
+  return a;
+}
+
+Expected<AttnDims> dims_of_graph(const Node& node, const Graph& graph) {
+  std::vector<const Shape*> in(7, nullptr);
+  for (size_t i = 0; i < in.size(); ++i)
+    if (present(node, i)) in[i] = &graph.value(node.inputs[i]).shape;
+  return attention_dims(node, in, present(node, kMask) ? graph.value(node.inputs[kMask]).dtype : DType::kUndefined,
+                        graph.opset);
+}
+
+Status attention_infer(Node& node, Graph& graph) {
+  AOTC_RETURN_IF_ERROR(expect_inputs(node, 3, 7));
+  if (node.outputs.empty() || node.outputs.size() > 4 || node.outputs[0] == kNoValue)
+    return node_error(node, "expects 1 to 4 outputs (Y, present_key, present_value, qk_matmul_output), Y present");
+  AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, kQ, kAttnTypes));
+  const DType t = input_value(graph, node, kQ).dtype;
+  for (size_t i : {kK, kV, kPastKey, kPastValue})
+    if (present(node, i)) AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, i, {t}));
+  if (present(node, kMask) && !(dtype_is_float(input_value(graph, node, kMask).dtype) ||
+                                dtype_is_integer(input_value(graph, node, kMask).dtype) ||
+                                input_value(graph, node, kMask).dtype == DType::kBool))
+    return node_error(node, "attn_mask must be bool or numeric, got " + dtype_name(input_value(graph, node, kMask).dtype));
+  if (present(node, kNonpad)) AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, kNonpad, {DType::kInt64}));
+  Expected<AttnDims> a = dims_of_graph(node, graph);
+  if (!a) return a.status();
+  if (a->three_d) set_output(graph, node, kY, t, {a->batch, a->q_len, a->q_heads * a->dv});
+  else set_output(graph, node, kY, t, {a->batch, a->q_heads, a->q_len, a->dv});
+  if (has_output(node, kPresentKey)) set_output(graph, node, kPresentKey, t, {a->batch, a->kv_heads, a->total, a->d});
+  if (has_output(node, kPresentValue)) set_output(graph, node, kPresentValue, t, {a->batch, a->kv_heads, a->total, a->dv});
+  if (has_output(node, kQk)) set_output(graph, node, kQk, t, {a->batch, a->q_heads, a->q_len, a->total});
+  return Status::ok();
+}
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+// Whether key j is allowed for query i of batch b, and the additive bias (mask value) when it is.
+bool key_allowed(const AttnDims& a, const Tensor* mask, const Tensor* nonpad, int64_t b, int64_t h, int64_t i, int64_t j,
+                 double* bias) {
+  *bias = 0;
+  const int64_t offset = a.has_nonpad ? nonpad->get_int(b) - a.q_len : a.past;
+  if (a.causal && j > i + offset) return false;
+  if (a.left >= 0 && (i + offset) - j > a.left) return false;
+  if (a.right >= 0 && j - (i + offset) > a.right) return false;
+  if (a.has_nonpad && j >= nonpad->get_int(b)) return false;
+  if (a.has_mask) {
+    if (j >= a.mask_len) return false;
+    const double m = mask->get(b * a.mask.b + h * a.mask.h + i * a.mask.s + j);
+    if (a.mask_bool) return m != 0;
+    if (m == kNegInf) return false;
+    *bias = m;
+  }
+  return true;
+}
+
+Status attention_reference(const Node& node, const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) {
+  // `inputs` may stop after the last present input.
+  auto in = [&](size_t i) -> const Tensor* { return i < inputs.size() ? inputs[i] : nullptr; };
+  std::vector<const Shape*> shapes(7, nullptr);
+  for (size_t i = 0; i < shapes.size(); ++i)
+    if (in(i)) shapes[i] = &in(i)->shape();
+  // Opset checks ran in infer; 24 here only lets input 6 through.
+  Expected<AttnDims> ad = attention_dims(node, shapes, in(kMask) ? in(kMask)->dtype() : DType::kUndefined, 24);
+  if (!ad) return ad.status();
+  const AttnDims& a = *ad;
+  const Tensor &q = *in(kQ), &k = *in(kK), &v = *in(kV);
+  const Tensor* mask = in(kMask);
+  const Tensor* nonpad = in(kNonpad);
+  const Tensor* past_k = in(kPastKey);
+  const Tensor* past_v = in(kPastValue);
+  // Key/value element (b, kv head, position j of past + new, dim).
+  auto key = [&](int64_t b, int64_t g, int64_t j, int64_t d) {
+    return j < a.past ? past_k->get(((b * a.kv_heads + g) * a.past + j) * a.d + d)
+                      : k.get(b * a.k.b + g * a.k.h + (j - a.past) * a.k.s + d);
+  };
+  auto value = [&](int64_t b, int64_t g, int64_t j, int64_t d) {
+    return j < a.past ? past_v->get(((b * a.kv_heads + g) * a.past + j) * a.dv + d)
+                      : v.get(b * a.v.b + g * a.v.h + (j - a.past) * a.v.s + d);
+  };
+  for (int64_t b = 0; b < a.batch; ++b)
+    for (int64_t g = 0; g < a.kv_heads; ++g)
+      for (int64_t j = 0; j < a.total; ++j) {
+        if (has_output(node, kPresentKey))
+          for (int64_t d = 0; d < a.d; ++d) outputs[kPresentKey].set(((b * a.kv_heads + g) * a.total + j) * a.d + d, key(b, g, j, d));
+        if (has_output(node, kPresentValue))
+          for (int64_t d = 0; d < a.dv; ++d)
+            outputs[kPresentValue].set(((b * a.kv_heads + g) * a.total + j) * a.dv + d, value(b, g, j, d));
+      }
+  const int64_t group = a.q_heads / a.kv_heads;
+  std::vector<double> raw(static_cast<size_t>(a.total)), s(static_cast<size_t>(a.total));
+  std::vector<char> allowed(static_cast<size_t>(a.total));
+  for (int64_t b = 0; b < a.batch; ++b)
+    for (int64_t h = 0; h < a.q_heads; ++h)
+      for (int64_t i = 0; i < a.q_len; ++i) {
+        const int64_t g = h / group;
+        double m = kNegInf;
+        bool any = false;
+        for (int64_t j = 0; j < a.total; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < a.d; ++d) dot += q.get(b * a.q.b + h * a.q.h + i * a.q.s + d) * key(b, g, j, d);
+          raw[j] = dot * a.scale;
+          double capped = a.softcap > 0 ? a.softcap * std::tanh(raw[j] / a.softcap) : raw[j];
+          double bias = 0;
+          allowed[j] = key_allowed(a, mask, nonpad, b, h, i, j, &bias);
+          s[j] = allowed[j] ? capped + bias : kNegInf;
+          any = any || allowed[j];
+          if (allowed[j]) m = std::max(m, s[j]);
+          const int64_t qk_index = ((b * a.q_heads + h) * a.q_len + i) * a.total + j;
+          if (has_output(node, kQk) && a.mode < 3) outputs[kQk].set(qk_index, a.mode == 0 ? raw[j] : a.mode == 1 ? capped : s[j]);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < a.total; ++j) {
+          s[j] = allowed[j] ? std::exp(s[j] - m) : 0.0;
+          sum += s[j];
+        }
+        for (int64_t j = 0; j < a.total; ++j) {
+          const double p = any ? s[j] / sum : 0.0;  // a fully masked row is zeros
+          s[j] = p;
+          if (has_output(node, kQk) && a.mode == 3) outputs[kQk].set(((b * a.q_heads + h) * a.q_len + i) * a.total + j, p);
+        }
+        for (int64_t d = 0; d < a.dv; ++d) {
+          double acc = 0;
+          for (int64_t j = 0; j < a.total; ++j) acc += s[j] * value(b, g, j, d);
+          outputs[kY].set(b * a.y.b + h * a.y.h + i * a.y.s + d, acc);
+        }
+      }
+  return Status::ok();
+}
+
+std::string layout_comment(const AttnDims& a) {
+  return "Attention B " + std::to_string(a.batch) + " heads " + std::to_string(a.q_heads) + "/" +
+         std::to_string(a.kv_heads) + " Sq " + std::to_string(a.q_len) + " keys " + std::to_string(a.total) +
+         " (past " + std::to_string(a.past) + ") D " + std::to_string(a.d) + " Dv " + std::to_string(a.dv) +
+         (a.three_d ? " 3-D" : " 4-D") + (a.causal ? " causal" : "") + (a.has_mask ? " mask" : "");
+}
+
+Expected<Lowering> attention_lower(const Node& node, const Graph& graph) {
+  Expected<AttnDims> ad = dims_of_graph(node, graph);
+  if (!ad) return ad.status();
+  const AttnDims& a = *ad;
+  const DType t = input_value(graph, node, kQ).dtype;
+  const std::string ct = t == DType::kFloat64 ? "double" : "float";
+  const int64_t ct_size = t == DType::kFloat64 ? 8 : 4;
+  Lowering l;
+  // Present K/V (past + new, (B, kv heads, total, D)): into the outputs, or scratch when only the
+  // attention reads them. Without a past the kernel reads K/V where they are.
+  ValueId k_arg = node.inputs[kK], v_arg = node.inputs[kV];
+  Layout k_layout = a.k, v_layout = a.v;
+  int64_t k_base = 0, v_base = 0;
+  const int64_t pk_elems = a.batch * a.kv_heads * a.total * a.d, pv_elems = a.batch * a.kv_heads * a.total * a.dv;
+  for (int which = 0; which < 2; ++which) {
+    const bool is_k = which == 0;
+    const size_t out = is_k ? kPresentKey : kPresentValue;
+    if (!has_output(node, out) && !a.has_past) continue;
+    const int64_t dim = is_k ? a.d : a.dv, elems = is_k ? pk_elems : pv_elems;
+    if (elems == 0) continue;
+    ValueId dst = kScratchArg;
+    int64_t offset = 0;
+    if (has_output(node, out)) dst = node.outputs[out];
+    else {
+      offset = l.scratch_bytes / dtype_size(t);
+      l.scratch_bytes += elems * dtype_size(t);
+    }
+    const Layout src = is_k ? a.k : a.v;
+    KernelStep c;
+    c.template_name = "attention_kv_concat";
+    c.holes = {{"comment", std::string(is_k ? "present_key" : "present_value") + " of " + layout_comment(a)},
+               {"T", dtype_c_type(t)},
+               {"N", int_literal(elems)},
+               {"HEADS", int_literal(a.kv_heads)},
+               {"TOTAL", int_literal(a.total)},
+               {"PAST", int_literal(a.past)},
+               {"DIM", int_literal(dim)},
+               {"SB", int_literal(src.b)},
+               {"SH", int_literal(src.h)},
+               {"SS", int_literal(src.s)},
+               {"DST_OFFSET", int_literal(offset)}};
+    c.args = {a.has_past ? node.inputs[is_k ? kPastKey : kPastValue] : kNullArg, node.inputs[is_k ? kK : kV], dst};
+    c.block = Dim3{256, 1, 1};
+    c.grid = grid_for(elems, 256);
+    l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, c, {}});
+    if (a.has_past) {
+      (is_k ? k_arg : v_arg) = dst;
+      (is_k ? k_layout : v_layout) = Layout{a.kv_heads * a.total * dim, a.total * dim, dim};
+      (is_k ? k_base : v_base) = offset;
+    }
+  }
+  if (a.batch * a.q_heads * a.q_len == 0) return l;
+  // Tiles: QT query rows x KT keys per step, everything in static shared memory (<= 48 KiB).
+  int64_t qt = 16, kt = 16;
+  auto shared_bytes = [&](int64_t q_rows, int64_t keys) {
+    return ct_size * (q_rows * a.d + keys * a.d + keys * a.dv + q_rows * a.dv + q_rows * keys + 3 * q_rows);
+  };
+  while (shared_bytes(qt, kt) > 48 * 1024 && qt > 1) qt /= 2, kt /= 2;
+  if (shared_bytes(qt, kt) > 48 * 1024)
+    return node_error(node, "head sizes D " + std::to_string(a.d) + " / Dv " + std::to_string(a.dv) +
+                                " do not fit the attention kernel's shared memory");
+  if (a.q_heads > 65535 || a.batch > 65535)
+    return node_error(node, "batch " + std::to_string(a.batch) + " or heads " + std::to_string(a.q_heads) +
+                                " exceed the attention kernel's grid (65535)");
+  const DType mask_t = a.has_mask ? graph.value(node.inputs[kMask]).dtype : DType::kFloat32;
+  KernelStep k;
+  k.template_name = "attention_rows";
+  k.holes = {{"comment", layout_comment(a) + " " + dtype_name(t)},
+             {"T", dtype_c_type(t)},
+             {"CT", ct},
+             {"MT", dtype_c_type(mask_t)},
+             {"HQ", int_literal(a.q_heads)},
+             {"GROUP", int_literal(a.q_heads / a.kv_heads)},
+             {"SQ", int_literal(a.q_len)},
+             {"TK", int_literal(a.total)},
+             {"D", int_literal(a.d)},
+             {"DV", int_literal(a.dv)},
+             {"QSB", int_literal(a.q.b)}, {"QSH", int_literal(a.q.h)}, {"QSS", int_literal(a.q.s)},
+             {"KSB", int_literal(k_layout.b)}, {"KSH", int_literal(k_layout.h)}, {"KSS", int_literal(k_layout.s)},
+             {"VSB", int_literal(v_layout.b)}, {"VSH", int_literal(v_layout.h)}, {"VSS", int_literal(v_layout.s)},
+             {"YSB", int_literal(a.y.b)}, {"YSH", int_literal(a.y.h)}, {"YSS", int_literal(a.y.s)},
+             {"K_BASE", int_literal(k_base)},
+             {"V_BASE", int_literal(v_base)},
+             {"HAS_MASK", a.has_mask ? "true" : "false"},
+             {"MASK_BOOL", a.mask_bool ? "true" : "false"},
+             {"MSB", int_literal(a.mask.b)}, {"MSH", int_literal(a.mask.h)}, {"MSS", int_literal(a.mask.s)},
+             {"MASK_LEN", int_literal(a.mask_len)},
+             {"CAUSAL", a.causal ? "true" : "false"},
+             {"PAST", int_literal(a.past)},
+             {"HAS_NONPAD", a.has_nonpad ? "true" : "false"},
+             {"LEFT", int_literal(a.left)},
+             {"RIGHT", int_literal(a.right)},
+             {"SCALE", float_literal(static_cast<float>(a.scale))},
+             {"SOFTCAP", float_literal(a.softcap > 0 ? a.softcap : 0.0f)},
+             {"QK_MODE", has_output(node, kQk) ? std::to_string(a.mode) : "-1"},
+             {"QT", std::to_string(qt)},
+             {"KT", std::to_string(kt)},
+             {"THREADS", "128"}};
+  k.args = {node.inputs[kQ], k_arg, v_arg, a.has_mask ? node.inputs[kMask] : kNullArg,
+            a.has_nonpad ? node.inputs[kNonpad] : kNullArg, node.outputs[kY],
+            has_output(node, kQk) ? node.outputs[kQk] : kNullArg};
+  k.block = Dim3{128, 1, 1};
+  k.grid = Dim3{(a.q_len + qt - 1) / qt, a.q_heads, a.batch};
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  return l;
+}
+
+}  // namespace
+
+void register_attention_ops(OpRegistry& registry) {
+  OpDef def;
+  def.op_type = "Attention";
+  def.infer = attention_infer;
+  def.reference = attention_reference;
+  def.lower = attention_lower;
+  registry.add(def);
+}
+
+}  // namespace aotc

@@ -1,0 +1,118 @@
+// GPU op tests of the transformer ops through the whole compiler (pipeline, memory plan, codegen,
+// nvcc, the C ABI): Attention (fp32 and fp16, causal, boolean masks with fully masked rows,
+// additive masks, sequence 1 and prime lengths, head dims 32/64/80/128, GQA/MQA, 3-D inputs,
+// past/present), RMSNormalization, RotaryEmbedding and Gelu(tanh), each against the CPU reference.
+#include "tests/gpu/gpu_harness.h"
+
+namespace aotc::gpu_test {
+namespace {
+
+// A boolean mask constant: row r allows key j iff (3r + 5j) % 7 != 0; every third row allows none.
+ValueId bool_mask(GraphBuilder& b, const std::string& name, Shape shape) {
+  Tensor t(DType::kBool, shape);
+  const int64_t keys = shape.back(), rows = t.numel() / keys;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < keys; ++j) t.set(r * keys + j, r % 3 == 2 ? 0 : ((3 * r + 5 * j) % 7 != 0));
+  return b.graph().add_constant(name, t);
+}
+
+// Attention with Q (B, Hq, Sq, D), K/V (B, Hkv, Skv, D) of `dtype`; extra inputs appended.
+Graph attention(DType dtype, int64_t batch, int64_t hq, int64_t hkv, int64_t sq, int64_t skv, int64_t d,
+                Attributes attrs, bool with_mask = false) {
+  GraphBuilder b;
+  b.graph().opset = 23;
+  std::vector<ValueId> in = {b.input("q", {batch, hq, sq, d}, dtype), b.input("k", {batch, hkv, skv, d}, dtype),
+                             b.input("v", {batch, hkv, skv, d}, dtype)};
+  if (with_mask) in.push_back(bool_mask(b, "mask", {batch, 1, sq, skv}));
+  b.output(b.node("Attention", in, attrs));
+  return b.graph();
+}
+
+TEST(GpuAttention, Fp32HeadDims32And64Prime) {
+  AOTC_REQUIRE_GPU();
+  run_case(attention(DType::kFloat32, 2, 3, 3, 7, 13, 32, {}), "attn_f32_d32");
+  run_case(attention(DType::kFloat32, 1, 2, 2, 31, 31, 64, {{"is_causal", i64(1)}}), "attn_f32_d64_causal");
+}
+
+TEST(GpuAttention, Fp16HeadDims80And128Causal) {
+  AOTC_REQUIRE_GPU();
+  run_case(attention(DType::kFloat16, 1, 2, 2, 37, 37, 80, {{"is_causal", i64(1)}}), "attn_f16_d80_causal");
+  run_case(attention(DType::kFloat16, 2, 4, 4, 17, 17, 128, {{"is_causal", i64(1)}}), "attn_f16_d128_causal");
+}
+
+TEST(GpuAttention, SequenceOneGqaAndMqa) {
+  AOTC_REQUIRE_GPU();
+  run_case(attention(DType::kFloat16, 2, 8, 2, 1, 41, 64, {}), "attn_f16_gqa_seq1");
+  run_case(attention(DType::kFloat32, 1, 4, 1, 1, 1, 128, {}), "attn_f32_mqa_seq1_keys1");
+  run_case(attention(DType::kFloat32, 1, 6, 2, 23, 23, 32, {{"is_causal", i64(1)}}), "attn_f32_gqa_causal");
+}
+
+TEST(GpuAttention, BoolMaskWithFullyMaskedRowsFp32AndFp16) {
+  AOTC_REQUIRE_GPU();
+  run_case(attention(DType::kFloat32, 2, 2, 2, 11, 19, 64, {}, true), "attn_f32_bool_mask");
+  run_case(attention(DType::kFloat16, 2, 4, 2, 13, 13, 80, {{"is_causal", i64(1)}}, true), "attn_f16_bool_mask_causal");
+}
+
+TEST(GpuAttention, AdditiveMask3dInputsSoftcapScale) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  b.graph().opset = 23;
+  ValueId q = b.input("q", {2, 5, 4 * 32}), k = b.input("k", {2, 11, 2 * 32}), v = b.input("v", {2, 11, 2 * 16});
+  ValueId mask = b.input("mask", {5, 11});
+  b.output(b.node("Attention", {q, k, v, mask},
+                  {{"q_num_heads", i64(4)}, {"kv_num_heads", i64(2)}, {"softcap", f32(2.5f)}, {"scale", f32(0.3f)}}));
+  run_case(b.graph(), "attn_f32_3d_additive_softcap");
+}
+
+TEST(GpuAttention, PastAndPresentWithProbabilities) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  Graph& g = b.graph();
+  g.opset = 23;
+  std::vector<ValueId> in = {b.input("q", {1, 4, 3, 64}, DType::kFloat16), b.input("k", {1, 2, 3, 64}, DType::kFloat16),
+                             b.input("v", {1, 2, 3, 64}, DType::kFloat16), kNoValue,
+                             b.input("past_k", {1, 2, 10, 64}, DType::kFloat16),
+                             b.input("past_v", {1, 2, 10, 64}, DType::kFloat16)};
+  std::vector<ValueId> out;
+  for (const char* name : {"y", "present_k", "present_v", "probs"}) out.push_back(g.add_value(name));
+  g.nodes.push_back(Node{"attn", "Attention", "", in, out, {{"is_causal", i64(1)}, {"qk_matmul_output_mode", i64(3)}}});
+  for (ValueId o : out) b.output(o);
+  run_case(g, "attn_f16_past_present_probs");
+}
+
+TEST(GpuNorms, RmsNormalizationFp32AndFp16) {
+  AOTC_REQUIRE_GPU();
+  for (DType t : {DType::kFloat32, DType::kFloat16}) {
+    GraphBuilder b;
+    b.graph().opset = 23;
+    b.output(b.node("RMSNormalization", {b.input("x", {3, 7, 771}, t), b.weight("scale", {771}, -1, 1, t)}));
+    run_case(b.graph(), std::string("rms_") + dtype_name(t));
+  }
+}
+
+TEST(GpuRotary, HalvesAndInterleavedWithPositions) {
+  AOTC_REQUIRE_GPU();
+  for (int64_t interleaved : {0, 1}) {
+    GraphBuilder b;
+    b.graph().opset = 23;
+    ValueId x = b.input("x", {2, 3, 7, 64}, DType::kFloat16);
+    ValueId cos = b.weight("cos", {29, 16}, -1, 1, DType::kFloat16), sin = b.weight("sin", {29, 16}, -1, 1, DType::kFloat16);
+    ValueId pos = b.weight("pos", {2, 7}, 0, 29, DType::kInt64);
+    b.output(b.node("RotaryEmbedding", {x, cos, sin, pos}, {{"interleaved", i64(interleaved)}, {"rotary_embedding_dim", i64(32)}}));
+    run_case(b.graph(), "rotary_" + std::to_string(interleaved));
+  }
+}
+
+TEST(GpuGelu, TanhApproximation) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  b.graph().opset = 20;
+  b.output(b.node("Gelu", {b.input("x", {5, 1031})}, {{"approximate", Attribute::of_string("tanh")}}));
+  CaseOptions options;
+  options.input_lo = -6;
+  options.input_hi = 6;
+  run_case(b.graph(), "gelu_tanh", options);
+}
+
+}  // namespace
+}  // namespace aotc::gpu_test
