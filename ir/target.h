@@ -33,6 +33,9 @@ struct Target {
   // ReLU / residual epilogue (ir/ops/conv_configs.h: conv_pointwise_gemm_applies). Off: they take
   // the CUTLASS implicit GEMM like the others (--conv-pointwise cutlass; forced by --conv-config).
   bool conv_pointwise_gemm = true;
+  // Tensor-core convolutions whose implicit-GEMM tiles would not fill one wave (batch 1) run as
+  // an im2col kernel + a cuBLASLt GEMM (conv_im2col_gemm_applies). Off: CUTLASS (--conv-im2col off).
+  bool conv_im2col_gemm = true;
 
   int min_sm() const {
     int m = sms.empty() ? 0 : sms[0];

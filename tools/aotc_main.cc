@@ -142,6 +142,7 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   graph.target.max_split_k = o.max_split_k;
   graph.target.conv_config = o.conv_config;
   graph.target.conv_pointwise_gemm = o.conv_pointwise_gemm;
+  graph.target.conv_im2col_gemm = o.conv_im2col_gemm;
   t0 = std::chrono::steady_clock::now();
   PipelineOptions popts;
   popts.disabled = o.disabled_passes;

@@ -281,6 +281,12 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       if (text != "cublaslt" && text != "cutlass")
         return cur.usage("bad --conv-pointwise '" + escape_for_message(text) + "': expected cublaslt or cutlass");
       o.conv_pointwise_gemm = text == "cublaslt";
+    } else if (opt == "--conv-im2col") {
+      std::string text;
+      AOTC_TAKE(text);
+      if (text != "on" && text != "off")
+        return cur.usage("bad --conv-im2col '" + escape_for_message(text) + "': expected on or off");
+      o.conv_im2col_gemm = text == "on";
     } else if (opt == "--max-split-k") {
       std::string text;
       AOTC_TAKE(text);

@@ -27,6 +27,7 @@ struct AotcOptions {
   std::vector<std::string> keep_fp32;  // --keep-fp32 NODE|OP[,...] (repeatable)
   std::string conv_config;             // --conv-config NAME (force one tensor-core conv configuration)
   bool conv_pointwise_gemm = true;     // --conv-pointwise cublaslt|cutlass (1x1 convs as cuBLASLt GEMMs)
+  bool conv_im2col_gemm = true;        // --conv-im2col on|off (underfilled convs as im2col + cuBLASLt)
   int max_split_k = 1;                 // --max-split-k N (serial split-K for underfilled convs; 1 = off)
   std::vector<std::string> disabled_passes;  // --disable-pass NAME (repeatable; ablation)
   std::string report_path;             // --report

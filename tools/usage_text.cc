@@ -29,6 +29,8 @@ options:
                            names are in ir/ops/conv_configs.h)
   --conv-pointwise IMPL    cublaslt (default): 1x1 stride-1 fp16/bf16 convolutions with no or ReLU
                            activation run as cuBLASLt GEMMs; cutlass: as CUTLASS implicit GEMMs
+  --conv-im2col on|off     on (default): fp16/bf16 convolutions too small to fill the GPU (batch 1)
+                           run as im2col + a cuBLASLt GEMM; off: CUTLASS implicit GEMM
   --max-split-k N          serial split-K (1-16) for convolutions that cannot fill the GPU
                            (default 1: off; measured slower than no split on an H100)
   --disable-pass NAME      skip a pass (fuse_epilogue, precision, layout_nhwc, ...; for ablation)

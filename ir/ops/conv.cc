@@ -222,9 +222,57 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
     l.steps.push_back(s);
     return l;
   }
+  const int64_t gemm_m = cs.batch * g.out[0] * g.out[1], gemm_k = g.kernel[0] * g.kernel[1] * cs.cin;
+  if (conv_im2col_gemm_applies(graph.target, xv.dtype, cs.group, cs.cin, cs.cout, gemm_m, gemm_k, relu_or_none)) {
+    // im2col into this node's scratch, then Y[M, K] = A[M, R*S*C] x W[K, R*S*C]^T as above.
+    Lowering l;
+    l.scratch_bytes = gemm_m * gemm_k * dtype_size(xv.dtype);
+    KernelStep im;
+    im.template_name = "im2col_nhwc";
+    im.holes = {{"comment", "im2col for " + comment},
+                {"T", dtype_c_type(xv.dtype)},
+                {"N", int_literal(cs.batch)}, {"C", int_literal(cs.cin)},
+                {"H", int_literal(g.in[0])}, {"W", int_literal(g.in[1])},
+                {"KH", int_literal(g.kernel[0])}, {"KW", int_literal(g.kernel[1])},
+                {"OH", int_literal(g.out[0])}, {"OW", int_literal(g.out[1])},
+                {"SH", int_literal(g.strides[0])}, {"SW", int_literal(g.strides[1])},
+                {"PH", int_literal(g.pad_begin[0])}, {"PW", int_literal(g.pad_begin[1])},
+                {"DH", int_literal(g.dilations[0])}, {"DW", int_literal(g.dilations[1])},
+                {"IDX", gemm_m * gemm_k < (int64_t{1} << 31) - (int64_t{1} << 20) && xv.numel() < (int64_t{1} << 31) - (int64_t{1} << 20) ? "int" : "long long"}};
+    im.args = {node.inputs[0], kScratchArg};
+    im.block = Dim3{256, 1, 1};
+    im.grid = grid_for(gemm_m * gemm_k / 8, 256);
+    l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, im, {}});
+    MatmulStep mm;
+    mm.dtype = xv.dtype;
+    mm.a = kScratchArg;
+    mm.b = node.inputs[1];
+    mm.d = node.outputs[0];
+    mm.m = gemm_m;
+    mm.n = cs.cout;
+    mm.k = gemm_k;
+    mm.trans_b = true;
+    mm.lda = gemm_k;
+    mm.ldb = gemm_k;
+    mm.ldc = cs.cout;
+    mm.ldd = cs.cout;
+    if (has_res) {
+      mm.c = node.inputs[kResidualInput];
+      mm.beta = 1.0f;
+    }
+    if (has_bias) mm.bias = node.inputs[2];
+    const bool relu = has_activation(node);
+    mm.epilogue = has_bias ? (relu ? MatmulStep::Epilogue::kBiasRelu : MatmulStep::Epilogue::kBias)
+                           : (relu ? MatmulStep::Epilogue::kRelu : MatmulStep::Epilogue::kNone);
+    LoweredStep s;
+    s.kind = LoweredStep::Kind::kMatmul;
+    s.matmul = mm;
+    l.steps.push_back(s);
+    return l;
+  }
   KernelStep k;
   if (conv_tensor_core_applies(graph.target, xv.dtype, cs.group, cs.cin, cs.cout)) {
-    const int64_t gemm_m = cs.batch * g.out[0] * g.out[1], gemm_n = cs.cout;
+    const int64_t gemm_n = cs.cout;
     const ConvKernelConfig& c = pick_conv_config(graph.target, gemm_m, gemm_n);
     const int64_t split_k = pick_split_k(graph.target, c, gemm_m, gemm_n, g.kernel[0] * g.kernel[1] * cs.cin);
     const int64_t tiles = conv_config_tiles(c, gemm_m, gemm_n);

@@ -126,4 +126,21 @@ inline bool conv_pointwise_gemm_applies(const Target& target, DType dtype, int64
   return kernel.size() == 2;
 }
 
+// Largest im2col matrix (bytes) a batch-1 convolution may materialise in its scratch.
+constexpr int64_t kIm2colMaxBytes = int64_t{16} << 20;
+
+// A tensor-core NHWC convolution that leaves SMs idle (its configuration's tiles < the target's
+// SM count: batch 1, late layers) runs as im2col into scratch + one cuBLASLt GEMM, whose
+// heuristics split K across the idle SMs; CUTLASS's serial split-K measured slower
+// (docs/perf_notes.md v2). Only with an activation cuBLASLt's epilogue has (none or ReLU) and an
+// im2col matrix of at most kIm2colMaxBytes.
+inline bool conv_im2col_gemm_applies(const Target& target, DType dtype, int64_t group, int64_t cin, int64_t cout,
+                                     int64_t gemm_m, int64_t gemm_k, bool relu_or_none) {
+  if (!target.conv_im2col_gemm || !target.conv_config.empty() || !relu_or_none) return false;
+  if (!conv_tensor_core_applies(target, dtype, group, cin, cout)) return false;
+  const ConvKernelConfig& c = pick_conv_config(target, gemm_m, cout);
+  return conv_config_tiles(c, gemm_m, cout) < target.sm_count &&
+         gemm_m * gemm_k * dtype_size(dtype) <= kIm2colMaxBytes;
+}
+
 }  // namespace aotc

@@ -25,7 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // `t`: float16 or bfloat16.
-Expected<Graph> residual_block(const std::string& t = "float16", bool pointwise_gemm = true) {
+Expected<Graph> residual_block(const std::string& t = "float16", bool pointwise_gemm = true, bool im2col_gemm = false) {
   std::string text = R"(
     input %x : T[2x16x9x7]
     const %w1 : T[32x16x3x3] = random(1)
@@ -48,6 +48,7 @@ Expected<Graph> residual_block(const std::string& t = "float16", bool pointwise_
   AOTC_RETURN_IF_ERROR(infer_shapes(*g));
   g->target = target_from_archs({"sm_90", "sm_80"});
   g->target.conv_pointwise_gemm = pointwise_gemm;
+  g->target.conv_im2col_gemm = im2col_gemm;
   auto fused = fuse_epilogue(*g);
   if (!fused) return fused.status();
   auto laid = layout_nhwc(*g);
@@ -120,6 +121,58 @@ TEST(CutlassConv, PointwiseConvolutionsBecomeCublasLtGemms) {
   EXPECT_EQ(with_residual, 1);
 }
 
+// Batch-1-sized convolutions whose CUTLASS tiles would not fill the GPU: the 3x3 runs as im2col
+// (into the node's scratch) + a cuBLASLt GEMM with the [K, R*S*C] filter rows; a large one, or one
+// whose activation cuBLASLt cannot apply, stays on CUTLASS.
+TEST(CutlassConv, UnderfilledConvolutionBecomesIm2colAndGemm) {
+  auto g = residual_block("float16", /*pointwise_gemm=*/true, /*im2col_gemm=*/true);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  auto plan = plan_memory(*g);  // the real plan: it places the im2col scratch
+  ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+  auto program = build_launch_program(*g, *plan);
+  ASSERT_TRUE(program.is_ok()) << program.status().message();
+  for (const ProgramKernel& k : program->kernels) EXPECT_FALSE(k.library_params) << k.name;
+  int im2col = 0;
+  for (const ProgramKernel& k : program->kernels) im2col += k.template_name == "im2col_nhwc" ? 1 : 0;
+  EXPECT_EQ(im2col, 1);
+  ASSERT_EQ(program->matmuls.size(), 3u);
+  int from_scratch = 0;
+  for (const ProgramMatmul& m : program->matmuls) {
+    if (m.step.k != 3 * 3 * 16) continue;
+    ++from_scratch;
+    EXPECT_EQ(m.a.space, Location::Space::kArena);
+    EXPECT_EQ(m.step.m, 2 * 9 * 7);
+    EXPECT_EQ(m.step.lda, 3 * 3 * 16);
+    EXPECT_TRUE(m.step.trans_b);
+    EXPECT_EQ(m.step.epilogue, MatmulStep::Epilogue::kBiasRelu);  // conv1 + b1, then relu1
+  }
+  EXPECT_EQ(from_scratch, 1);
+}
+
+TEST(CutlassConv, Im2colGemmMustNotFireOnFullGridsOrOtherActivations) {
+  for (const std::string tail : {std::string("output %c"), std::string("%y : float16[?] = LeakyRelu(%c) {alpha=0.1}  # leaky\n    output %y")}) {
+    const bool big = tail == "output %c";
+    std::string text = std::string("input %x : float16[") + (big ? "8x64x64x64" : "1x16x8x8") + R"(]
+    const %w : float16[32xCx3x3] = random(1)
+    %c : float16[?] = Conv(%x, %w) {pads=[1,1,1,1]}  # conv
+    )" + tail + "\n";
+    text.replace(text.find("32xC"), 4, big ? "32x64" : "32x16");
+    auto g = parse_text_ir(text);
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    g->opset = 17;
+    ASSERT_TRUE(infer_shapes(*g).is_ok());
+    g->target = target_from_archs({"sm_90"});
+    ASSERT_TRUE(fuse_epilogue(*g).is_ok());
+    ASSERT_TRUE(layout_nhwc(*g).is_ok());
+    auto program = build_launch_program(*g, test::linear_plan(*g));
+    ASSERT_TRUE(program.is_ok()) << program.status().message();
+    EXPECT_TRUE(program->matmuls.empty()) << tail;
+    int library = 0;
+    for (const ProgramKernel& k : program->kernels) library += k.library_params ? 1 : 0;
+    EXPECT_EQ(library, 1) << tail;
+  }
+}
+
 // Must not fire: a 1x1 convolution that is not a plain GEMM over the NHWC rows (stride 2, a pad,
 // an activation cuBLASLt's epilogue cannot express, several groups) stays off cuBLASLt.
 class PointwiseGemmMustNotFire : public ::testing::TestWithParam<std::pair<std::string, std::string>> {};
@@ -137,6 +190,7 @@ TEST_P(PointwiseGemmMustNotFire, StaysACutlassKernel) {
   g->opset = 17;
   ASSERT_TRUE(infer_shapes(*g).is_ok());
   g->target = target_from_archs({"sm_90"});
+  g->target.conv_im2col_gemm = false;  // these small convolutions would take im2col + GEMM
   ASSERT_TRUE(fuse_epilogue(*g).is_ok());
   ASSERT_TRUE(layout_nhwc(*g).is_ok());
   auto program = build_launch_program(*g, test::linear_plan(*g));
@@ -156,6 +210,34 @@ INSTANTIATE_TEST_SUITE_P(
                       std::make_pair(std::string(""),
                                      std::string("%y : float16[?] = Sigmoid(%c)  # sig\n    output %y"))));
 
+// The im2col + GEMM form of the block compiles too (the im2col kernel, cuBLASLt calls, no CUTLASS).
+TEST(CutlassConv, Im2colLibraryCompiles) {
+  const std::string nvcc = test::find_nvcc();
+  if (!test::tool_runs(nvcc) || !test::tool_runs("cc")) GTEST_SKIP() << "nvcc or cc not available";
+  auto g = residual_block("float16", /*pointwise_gemm=*/true, /*im2col_gemm=*/true);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  auto plan = plan_memory(*g);
+  ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+  fs::path dir = fs::temp_directory_path() / ("aotc-im2col-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  CodegenOptions o;
+  o.name = "block";
+  o.output_path = (dir / "libblock.so").string();
+  o.emit_source_dir = (dir / "src").string();
+  o.nvcc = nvcc;
+  o.archs = {"sm_87", "sm_90"};
+  o.aotc_version = "test";
+  auto stats = compile_library(*g, *plan, o);
+  ASSERT_TRUE(stats.is_ok()) << stats.status().message();
+  std::string sources;
+  for (const auto& e : fs::directory_iterator(dir / "src"))
+    if (e.path().extension() == ".cu") sources += test::read_file(e.path());
+  EXPECT_NE(sources.find("im2col of an NHWC activation"), std::string::npos);
+  EXPECT_EQ(sources.find("cutlass"), std::string::npos);
+  fs::remove_all(dir);
+}
+
 class CutlassConvTypes : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CutlassConvTypes, LibraryCompilesForAmpereAndHopper) {
@@ -164,7 +246,7 @@ TEST_P(CutlassConvTypes, LibraryCompilesForAmpereAndHopper) {
   auto include = find_cutlass_include_dir("");
   if (!include.is_ok() || include->empty())
     GTEST_SKIP() << "CUTLASS headers not found (pip install nvidia-cutlass, or CUTLASS_DIR)";
-  auto g = residual_block(GetParam());
+  auto g = residual_block(GetParam(), /*pointwise_gemm=*/true, /*im2col_gemm=*/false);
   ASSERT_TRUE(g.is_ok()) << g.status().message();
   fs::path dir = fs::temp_directory_path() / ("aotc-cutlass-" + GetParam() + "-" + std::to_string(getpid()));
   fs::remove_all(dir);

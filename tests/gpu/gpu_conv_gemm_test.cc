@@ -115,23 +115,43 @@ TEST(GpuConvFp16, PointwiseBiasOnlyBatchOne) {
   run_case(conv_fp16_graph({1, 64, 7, 7}, {256, 64, 1, 1}, {}, false, false), "conv16_pw_bias");
 }
 
-TEST(GpuConvFp16, PointwiseStride2StaysCutlass) {
+// These shapes leave most SMs idle, so by default they run as im2col + cuBLASLt GEMM; each also
+// runs with that off (--conv-im2col off), through the CUTLASS implicit GEMM.
+Graph cutlass_only(Graph g) {
+  g.target.conv_im2col_gemm = false;
+  return g;
+}
+
+TEST(GpuConvFp16, PointwiseStride2) {
   AOTC_REQUIRE_GPU();
-  run_case(conv_fp16_graph({2, 16, 9, 11}, {32, 16, 1, 1}, {{"strides", ints({2, 2})}}, false, true),
-           "conv16_pw_s2");
+  Graph g = conv_fp16_graph({2, 16, 9, 11}, {32, 16, 1, 1}, {{"strides", ints({2, 2})}}, false, true);
+  run_case(g, "conv16_pw_s2");
+  run_case(cutlass_only(g), "conv16_pw_s2_cutlass");
 }
 
 TEST(GpuConvFp16, ThreeByThreeResidualRelu) {
   AOTC_REQUIRE_GPU();
-  run_case(conv_fp16_graph({3, 16, 11, 13}, {40, 16, 3, 3}, {{"pads", ints({1, 1, 1, 1})}}, true, true),
-           "conv16_3x3_res");
+  Graph g = conv_fp16_graph({3, 16, 11, 13}, {40, 16, 3, 3}, {{"pads", ints({1, 1, 1, 1})}}, true, true);
+  run_case(g, "conv16_3x3_res");
+  run_case(cutlass_only(g), "conv16_3x3_res_cutlass");
+}
+
+TEST(GpuConvFp16, ThreeByThreeStride2DilatedNoBiasLargeK) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  ValueId x = b.input("x", {1, 64, 15, 12}, DType::kFloat16);
+  b.output(b.node("Conv", {x, b.weight("w", {72, 64, 3, 3}, -0.2, 0.2, DType::kFloat16)},
+                  {{"strides", ints({2, 2})}, {"dilations", ints({2, 1})}, {"pads", ints({2, 1, 1, 0})}}));
+  run_case(b.graph(), "conv16_3x3_s2_dil");
+  run_case(cutlass_only(b.graph()), "conv16_3x3_s2_dil_cutlass");
 }
 
 TEST(GpuConvFp16, StemSevenBySevenStride2ThreeChannels) {
   AOTC_REQUIRE_GPU();
-  run_case(conv_fp16_graph({2, 3, 30, 26}, {16, 3, 7, 7}, {{"strides", ints({2, 2})}, {"pads", ints({3, 3, 3, 3})}},
-                           false, true),
-           "conv16_stem");
+  Graph g = conv_fp16_graph({2, 3, 30, 26}, {16, 3, 7, 7}, {{"strides", ints({2, 2})}, {"pads", ints({3, 3, 3, 3})}},
+                            false, true);
+  run_case(g, "conv16_stem");
+  run_case(cutlass_only(g), "conv16_stem_cutlass");
 }
 
 TEST(GpuConvFp16, DepthwiseStride2) {

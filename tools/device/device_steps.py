@@ -30,8 +30,10 @@ kAblationVariants = (
     ("fusion", "+fusion", ("layout_nhwc",), False, ()),
     ("nhwc", "+NHWC/TC", (), False, ()),
     ("graphs", "+graphs", (), True, ()),
-    # The default build with the 1x1 convolutions on CUTLASS instead of cuBLASLt (side column).
-    ("pw_cutlass", "1x1 on CUTLASS", (), True, ("--conv-pointwise", "cutlass")),
+    # The default build with every tensor-core convolution on CUTLASS (no cuBLASLt for 1x1 or
+    # underfilled convolutions; side column).
+    ("cutlass_only", "convs CUTLASS only", (), True,
+     ("--conv-pointwise", "cutlass", "--conv-im2col", "off")),
 )
 
 

@@ -195,11 +195,11 @@ class PlanTest(unittest.TestCase):
         plan = device_steps.plan_cases(self.kCases, ["fp32", "fp16"], "sm_90", ablation=True,
                                        ptx=True)
         abl = [e for e in plan if e["role"] == "ablation"]
-        self.assertEqual(len(abl), 2 * 2 * 4)     # bs1/bs32 x fp32/fp16 x baseline/fusion/nhwc/pw_cutlass
+        self.assertEqual(len(abl), 2 * 2 * 4)     # bs1/bs32 x fp32/fp16 x baseline/fusion/nhwc/cutlass_only
         self.assertTrue(all(e["label"] == "resnet50" for e in abl))
-        self.assertTrue(all(e["graphs"] == (e["variant"] == "pw_cutlass") for e in abl))
-        pw = by_name = {e["name"]: e for e in abl}["resnet50_bs32_fp16_pw_cutlass"]
-        self.assertEqual(pw["aotc_args"][-2:], ["--conv-pointwise", "cutlass"])
+        self.assertTrue(all(e["graphs"] == (e["variant"] == "cutlass_only") for e in abl))
+        pw = by_name = {e["name"]: e for e in abl}["resnet50_bs32_fp16_cutlass_only"]
+        self.assertEqual(pw["aotc_args"][-4:], ["--conv-pointwise", "cutlass", "--conv-im2col", "off"])
         self.assertEqual(pw["lib"], pw["name"])   # its own library
         del by_name
         by = {e["name"]: e for e in abl}
