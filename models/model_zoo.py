@@ -52,6 +52,17 @@ MODEL_SPECS: Dict[str, ModelSpec] = {
                             InputSpec("attention_mask", "int64", (kSequence,), "mask")),
                            ("last_hidden_state",), (1, 8),
                            notes="BertModel, default BertConfig, eager attention"),
+    # More torchvision CNNs (issue 6: fp16 accuracy "on the other torchvision CNNs"): grouped and
+    # depthwise convolutions, SiLU / squeeze-excitation, LayerNorm in NCHW, dense concatenation,
+    # channel shuffle, the 299-pixel Inception.
+    "efficientnet_b0": ModelSpec("efficientnet_b0", "torchvision", _image_input(), ("output",), (1, 32)),
+    "regnet_y_400mf": ModelSpec("regnet_y_400mf", "torchvision", _image_input(), ("output",), (1, 32)),
+    "convnext_tiny": ModelSpec("convnext_tiny", "torchvision", _image_input(), ("output",), (1, 32)),
+    "densenet121": ModelSpec("densenet121", "torchvision", _image_input(), ("output",), (1, 32)),
+    "resnext50_32x4d": ModelSpec("resnext50_32x4d", "torchvision", _image_input(), ("output",), (1, 32)),
+    "shufflenet_v2_x1_0": ModelSpec("shufflenet_v2_x1_0", "torchvision", _image_input(), ("output",), (1, 32)),
+    "inception_v3": ModelSpec("inception_v3", "torchvision", (InputSpec("input", "float32", (3, 299, 299)),),
+                              ("output",), (1, 32), notes="aux_logits off in eval"),
     # Tiny variants: the same architectures and exporter output patterns with small configs, so the
     # exported files are small enough to bring back from the GPU machine and iterate on here.
     "vit_tiny": ModelSpec("vit_tiny", "torchvision", (InputSpec("input", "float32", (3, 64, 64)),),

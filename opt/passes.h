@@ -25,5 +25,8 @@ Expected<bool> convert_precision(Graph& graph);
 // Conv chains -> channels_last (NHWC) where graph.target has an NHWC kernel for them; transposes
 // only where an NCHW consumer needs the value.
 Expected<bool> layout_nhwc(Graph& graph);
+// A channels_last conv ending in Clip(0, M) read only by a depthwise channels_last conv keeps
+// Relu (so it can run on cuBLASLt) and the depthwise conv clamps its input at M (input_max).
+Expected<bool> clip_into_depthwise(Graph& graph);
 
 }  // namespace aotc

@@ -19,6 +19,7 @@ const std::vector<Pass>& default_pipeline() {
       {"fuse_epilogue", fuse_epilogue},
       {"precision", convert_precision},
       {"layout_nhwc", layout_nhwc},
+      {"clip_into_depthwise", clip_into_depthwise},
   };
   return kPasses;
 }

@@ -92,6 +92,11 @@ Status conv_reference_nchw(const Node& node, const ConvShape* csp, const Tensor&
   const ConvShape* cs = csp;
   WindowGeometry g = to_rank3(cs->geo);
   std::vector<double> xd = x.to_doubles(), wd = w.to_doubles();
+  if (node.has_attr("input_max")) {
+    // aotc.FusedConv input_max (opt/clip_into_depthwise): min(x, M) on every input element.
+    const double m = node.attr_float("input_max", 0.0f);
+    for (double& v : xd) v = m < v ? m : v;
+  }
   const int64_t cin_g = cs->cin / cs->group, cout_g = cs->cout / cs->group;
   const int64_t in_sp = g.in[0] * g.in[1] * g.in[2], k_sp = g.kernel[0] * g.kernel[1] * g.kernel[2];
   const int64_t out_sp = g.out[0] * g.out[1] * g.out[2];
@@ -181,6 +186,9 @@ constexpr int64_t kDepthwiseVecThreadsPerSm = 1024;
 // graph.target), then the NHWC depthwise kernel.
 Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph, const ConvShape& cs) {
   const Value& xv = input_value(graph, node, 0);
+  const bool depthwise = cs.group == cs.cin && cs.cout == cs.cin;
+  if (node.has_attr("input_max") && !depthwise)
+    return node_error(node, "input_max is implemented by the depthwise NHWC kernels only");
   const Shape out = nchw_to_nhwc(cs.out);
   const WindowGeometry& g = cs.geo;
   const bool has_bias = node.input(2) != kNoValue, has_res = node.input(kResidualInput) != kNoValue;
@@ -330,9 +338,11 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
     while (owt > 1 && vec_threads(owt) < wave) owt /= 2;
     const bool vec8 = dtype_size(xv.dtype) == 2 && cs.cin % 8 == 0 && owt >= 2;
     k.template_name = vec8 ? "conv_depthwise_nhwc_vec8" : "conv_depthwise_nhwc";
-    k.holes = {{"comment", comment},
+    k.holes = {{"comment", comment + (node.has_attr("input_max") ? " input_max" : "")},
                {"T", dtype_c_type(xv.dtype)},
-               {"ACC", compute_type(xv.dtype)}};
+               {"ACC", compute_type(xv.dtype)},
+               {"HAS_INPUT_MAX", node.has_attr("input_max") ? "1" : "0"},
+               {"INPUT_MAX", float_literal(node.attr_float("input_max", 0.0f))}};
     const std::vector<std::pair<std::string, std::string>> shape_holes = {
         {"N", int_literal(cs.batch)}, {"C", int_literal(cs.cin)},
         {"H", int_literal(g.in[0])}, {"W", int_literal(g.in[1])},
@@ -380,6 +390,8 @@ Expected<Lowering> conv_lower(const Node& node, const Graph& graph) {
   auto cs = conv_shape(node, xv.shape, input_value(graph, node, 1).shape);
   if (!cs) return cs.status();
   if (channels_last(node)) return conv_lower_channels_last(node, graph, *cs);
+  if (node.has_attr("input_max"))
+    return node_error(node, "input_max is implemented by the depthwise NHWC kernels only");
   if (cs->geo.rank() > 3)
     return node_error(node, "the GPU kernel supports 1-, 2- and 3-D convolutions, not " + std::to_string(cs->geo.rank()) + "-D");
   WindowGeometry g = to_rank3(cs->geo);

@@ -150,7 +150,7 @@ TEST(CutlassConv, UnderfilledConvolutionBecomesIm2colAndGemm) {
 }
 
 TEST(CutlassConv, Im2colGemmMustNotFireOnFullGridsOrOtherActivations) {
-  for (const std::string tail : {std::string("output %c"), std::string("%y : float16[?] = LeakyRelu(%c) {alpha=0.1}  # leaky\n    output %y")}) {
+  for (const std::string& tail : {std::string("output %c"), std::string("%y : float16[?] = LeakyRelu(%c) {alpha=0.1}  # leaky\n    output %y")}) {
     const bool big = tail == "output %c";
     std::string text = std::string("input %x : float16[") + (big ? "8x64x64x64" : "1x16x8x8") + R"(]
     const %w : float16[32xCx3x3] = random(1)

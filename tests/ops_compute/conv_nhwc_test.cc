@@ -237,6 +237,15 @@ std::vector<KernelCase> conv_cases() {
                }, scalar});
   c.push_back({"fp32 C16 3x3 s2 plain", [=] { return depthwise(f32, 2, 16, 11, 5, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, false, false, ""); }, scalar});
   c.push_back({"fp32 C5 2x2 s1 no pads bias", [=] { return depthwise(f32, 1, 5, 3, 2, 2, 2, {1, 1}, {0, 0, 0, 0}, {1, 1}, true, false, ""); }, scalar});
+  // input_max (opt/clip_into_depthwise): the input clamped on load, both kernels.
+  auto clamped = [](OneNode g, float m) {
+    g.node().attrs["input_max"] = Attribute::of_float(m);
+    return g;
+  };
+  c.push_back({"fp16 C6 3x3 s1 input_max 0.25", [=] { return clamped(depthwise(f16, 1, 6, 7, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu"), 0.25f); }, scalar});
+  c.push_back({"fp16 C16 3x3 s2 input_max 0.5 OWT4", [=] {
+                 return clamped(wide(depthwise(f16, 2, 16, 9, 11, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, true, true, "Clip", clip)), 0.5f);
+               }, vec8});
   // The vectorised kernel with 4 columns per thread: OW not a multiple of 4, stride 2, dilation.
   c.push_back({"fp16 C16 3x3 s1 p1 bias OWT4", [=] { return wide(depthwise(f16, 2, 16, 7, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "")); }, vec8});
   c.push_back({"fp16 C24 3x3 s2 asym pads dil2 residual relu OWT4", [=] {

@@ -1,0 +1,104 @@
+// clip_into_depthwise: a pointwise expansion conv ending in ReLU6 and read only by a depthwise
+// conv keeps Relu (cuBLASLt can then run it) and the depthwise conv clamps its input; checked
+// against the CPU reference of the graph before the passes, and where it must not fire.
+#include "ir/layout.h"
+#include "ir/ops/epilogue.h"
+#include "opt/passes.h"
+#include "opt_test_util.h"
+
+namespace aotc {
+namespace {
+
+// x -> 1x1 conv (24) + bias + Clip(LO, HI) -> [extra reader] -> depthwise 3x3 + bias + Clip(0, 6).
+std::string block(const std::string& lo, const std::string& hi, bool second_reader = false,
+                  const std::string& expansion_kernel = "1x1", const std::string& expansion_attrs = "") {
+  std::string k = expansion_kernel == "1x1" ? "1x1" : "3x3";
+  return std::string(R"(
+    input %x : float16[2x16x7x9]
+    const %w1 : float16[24x16x)") + k + R"(] = random(1, -0.5, 0.5)
+    const %b1 : float16[24] = random(2, 0, 2)
+    const %lo : float16[scalar] = [)" + lo + R"(]
+    const %hi : float16[scalar] = [)" + hi + R"(]
+    const %z : float16[scalar] = [0]
+    const %six : float16[scalar] = [6]
+    const %w2 : float16[24x1x3x3] = random(3)
+    const %b2 : float16[24] = random(4)
+    %e : float16[?] = Conv(%x, %w1, %b1) )" + expansion_attrs + R"(  # expand
+    %r : float16[?] = Clip(%e, %lo, %hi)  # relu6
+    %d : float16[?] = Conv(%r, %w2, %b2) {group=24, pads=[1,1,1,1]}  # dw
+    %y : float16[?] = Clip(%d, %z, %six)  # relu6b
+    output %y
+  )" + (second_reader ? "    output %r\n" : "");
+}
+
+Expected<bool> passes(Graph& g) {
+  auto f = fuse_epilogue(g);
+  if (!f) return f.status();
+  auto l = layout_nhwc(g);
+  if (!l) return l.status();
+  return clip_into_depthwise(g);
+}
+
+const Node* find_node(const Graph& g, const std::string& prefix) {
+  for (const Node& n : g.nodes)
+    if (n.name.rfind(prefix, 0) == 0 && (n.op_type == "FusedConv" || n.op_type == "Conv")) return &n;
+  return nullptr;
+}
+
+TEST(ClipIntoDepthwise, ExpansionKeepsReluDepthwiseClampsItsInput) {
+  // Bound 1 (not 6): with these weights many expansion outputs pass it, so the clamp matters.
+  AOTC_BUILD(g, block("0", "1"));
+  Graph before = g;
+  auto changed = passes(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(verify(g).is_ok());
+  const Node* e = find_node(g, "expand");
+  const Node* d = find_node(g, "dw");
+  ASSERT_TRUE(e && d);
+  EXPECT_EQ(e->attr_string("activation", ""), "Relu");
+  EXPECT_FALSE(e->has_attr("act.max"));
+  EXPECT_EQ(d->attr_float("input_max", 0), 1.0f);
+  EXPECT_EQ(d->attr_string("activation", ""), "Clip");  // its own ReLU6 stays in its epilogue
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 21, 2.5e-3, 1e-3));
+}
+
+TEST(ClipIntoDepthwise, MustNotFire) {
+  struct Case {
+    const char* why;
+    std::string text;
+    bool pointwise_gemm = true;
+  };
+  const std::vector<Case> cases = {
+      {"lower bound not 0", block("-1", "6")},
+      {"the clipped value has another reader", block("0", "6", true)},
+      {"expansion is not pointwise", block("0", "6", false, "3x3", "{pads=[1,1,1,1]}")},
+      {"pointwise GEMMs off", block("0", "6"), false},
+  };
+  for (const Case& c : cases) {
+    AOTC_BUILD(g, c.text);
+    g.target.conv_pointwise_gemm = c.pointwise_gemm;
+    auto changed = passes(g);
+    ASSERT_TRUE(changed.is_ok()) << c.why << ": " << changed.status().message();
+    EXPECT_FALSE(*changed) << c.why;
+    const Node* d = find_node(g, "dw");
+    ASSERT_NE(d, nullptr) << c.why;
+    EXPECT_FALSE(d->has_attr("input_max")) << c.why;
+  }
+}
+
+// A bound the fp16 storage cannot hold exactly (the fp32 model's 6.1 after the precision pass):
+// min(round(r), M) would differ from round(min(r, M)).
+TEST(ClipIntoDepthwise, MustNotFireOnABoundTheStorageCannotHold) {
+  AOTC_BUILD(g, block("0", "6"));
+  ASSERT_TRUE(fuse_epilogue(g).is_ok());
+  ASSERT_TRUE(layout_nhwc(g).is_ok());
+  for (Node& n : g.nodes)
+    if (n.name.rfind("expand", 0) == 0) n.attrs["act.max"] = Attribute::of_float(6.1f);
+  auto changed = clip_into_depthwise(g);
+  ASSERT_TRUE(changed.is_ok());
+  EXPECT_FALSE(*changed);
+}
+
+}  // namespace
+}  // namespace aotc
