@@ -115,6 +115,21 @@ std::string render_header(const LaunchProgram& program, const Graph& graph,
   }
   h += "AOTC_API unsigned long long " + p + "_arena_bytes(void);\n";
   h += "AOTC_API unsigned long long " + p + "_weight_bytes(void);\n\n";
+  h += "/* Profiling extension (optional: libraries of older aotc versions lack it; look it up with\n"
+       "   dlsym). One entry per launch step (kernel, cuBLASLt matmul, copy) in launch order: a label,\n"
+       "   a kind (\"kernel\", \"matmul\", \"copy\"), FLOPs estimated at compile time (0: no\n"
+       "   estimate) and bytes read + written. " + p + "_profile_run runs like " + p + "_run but\n"
+       "   without CUDA graphs, records an event before and after every step on `stream`,\n"
+       "   synchronises once at the end and writes each step's milliseconds to step_ms[0 ..\n"
+       "   num_steps); it creates its events at its first call (run() stays allocation-free). */\n";
+  h += "AOTC_API int " + p + "_profile_num_steps(void);\n";
+  h += "AOTC_API const char* " + p + "_profile_step_label(int i);\n";
+  h += "AOTC_API const char* " + p + "_profile_step_kind(int i);\n";
+  h += "AOTC_API unsigned long long " + p + "_profile_step_flops(int i);\n";
+  h += "AOTC_API unsigned long long " + p + "_profile_step_bytes(int i);\n";
+  h += "AOTC_API int " + p + "_profile_run(" + p +
+       "_model* model, const void* const* inputs, void* const* outputs,\n"
+       "                void* stream, float* step_ms);\n\n";
   h += "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
   return h;
 }
@@ -237,10 +252,13 @@ std::string render_model_c(const LaunchProgram& program, const Graph& graph,
                            : s.kind == ProgramStep::Kind::kMatmul
                                  ? "matmul " + program.matmuls[static_cast<size_t>(s.index)].label
                                  : "copy " + program.copies[static_cast<size_t>(s.index)].label;
-    steps += "    {" + std::string(kind) + ", " + std::to_string(s.index) + "}, /* " + what + " */\n";
+    steps += "    {" + std::string(kind) + ", " + std::to_string(s.index) + ", " + c_string_literal(s.label) +
+             ", " + ull(s.flops) + ", " + ull(s.bytes) + "}, /* " + what + " */\n";
   }
   c += steps.empty() ? "static const aotc_rt_step kSteps[1];\n"
-                     : "/* Launch order. */\nstatic const aotc_rt_step kSteps[] = {\n" + steps + "};\n";
+                     : "/* Launch order: kind, index, and for the profiling extension the label, the\n"
+                       "   estimated FLOPs (0: no estimate) and the bytes read + written. */\n"
+                       "static const aotc_rt_step kSteps[] = {\n" + steps + "};\n";
   io_table(c, graph, graph.inputs, "Input");
   io_table(c, graph, graph.outputs, "Output");
   std::string archs;
@@ -290,6 +308,21 @@ std::string render_model_c(const LaunchProgram& program, const Graph& graph,
   }
   c += "AOTC_API unsigned long long " + p + "_arena_bytes(void) { return ARENA_BYTES; }\n";
   c += "AOTC_API unsigned long long " + p + "_weight_bytes(void) { return WEIGHT_BYTES; }\n";
+  // The optional profiling extension.
+  c += "\n/* Profiling extension (optional in the ABI; docs/abi.md). */\n";
+  c += "AOTC_API int " + p + "_profile_num_steps(void) { return kModel.num_steps; }\n";
+  const std::string step_at = "  const aotc_rt_step* s = aotc_rt_step_at(&kModel, i);\n";
+  c += "AOTC_API const char* " + p + "_profile_step_label(int i) {\n" + step_at +
+       "  return s ? s->label : 0;\n}\n";
+  c += "AOTC_API const char* " + p + "_profile_step_kind(int i) {\n" + step_at +
+       "  return s ? aotc_rt_step_kind_name(s->kind) : 0;\n}\n";
+  c += "AOTC_API unsigned long long " + p + "_profile_step_flops(int i) {\n" + step_at +
+       "  return s ? s->flops : 0;\n}\n";
+  c += "AOTC_API unsigned long long " + p + "_profile_step_bytes(int i) {\n" + step_at +
+       "  return s ? s->bytes : 0;\n}\n";
+  c += "AOTC_API int " + p + "_profile_run(" + m +
+       "* model, const void* const* inputs, void* const* outputs,\n    void* stream, float* step_ms) {\n"
+       "  return aotc_rt_profile_run((aotc_rt_handle*)model, inputs, outputs, stream, step_ms);\n}\n";
   return c;
 }
 

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "codegen/identifiers.h"
+#include "codegen/step_costs.h"
 
 namespace aotc {
 namespace {
@@ -192,7 +193,9 @@ class ProgramBuilder {
       if (!loc) return loc.status();
       pk.args.push_back(*loc);
     }
-    program_.steps.push_back({ProgramStep::Kind::kKernel, static_cast<int>(program_.kernels.size())});
+    program_.steps.push_back({ProgramStep::Kind::kKernel, static_cast<int>(program_.kernels.size()), pk.name,
+                              kernel_step_flops(node, graph_, k),
+                              kernel_step_bytes(graph_, k, lowering.scratch_bytes)});
     program_.kernels.push_back(std::move(pk));
     return Status::ok();
   }
@@ -221,14 +224,18 @@ class ProgramBuilder {
       if (!loc) return loc.status();
       *locs[i] = *loc;
     }
-    program_.steps.push_back({ProgramStep::Kind::kMatmul, static_cast<int>(program_.matmuls.size())});
+    program_.steps.push_back({ProgramStep::Kind::kMatmul, static_cast<int>(program_.matmuls.size()),
+                              "mm" + std::to_string(program_.matmuls.size()) + "_" + pm.label,
+                              matmul_step_flops(m), matmul_step_bytes(m)});
     program_.matmuls.push_back(std::move(pm));
     return Status::ok();
   }
 
   void add_copy(const Location& src, const Location& dst, int64_t bytes, std::string label) {
     if (bytes <= 0 || src == dst) return;
-    program_.steps.push_back({ProgramStep::Kind::kCopy, static_cast<int>(program_.copies.size())});
+    program_.steps.push_back({ProgramStep::Kind::kCopy, static_cast<int>(program_.copies.size()),
+                              "copy" + std::to_string(program_.copies.size()) + "_" + sanitize_identifier(label, 48),
+                              0, 2 * bytes});
     program_.copies.push_back({src, dst, bytes, std::move(label)});
   }
 

@@ -75,6 +75,11 @@ struct ProgramStep {
   enum class Kind { kKernel, kMatmul, kCopy };
   Kind kind = Kind::kKernel;
   int index = 0;              // into kernels / matmuls / copies
+  // For the profiling extension (codegen/step_costs.h): a sanitized label ("k3_conv1",
+  // "mm0_fc", "copy0_output_0"), estimated FLOPs (0: no estimate) and bytes read + written.
+  std::string label;
+  int64_t flops = 0;
+  int64_t bytes = 0;
 };
 
 struct NamedOffset {

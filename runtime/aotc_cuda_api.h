@@ -17,6 +17,7 @@ typedef struct CUfunc_st* CUfunction;
 typedef struct CUstream_st* CUstream;
 typedef struct CUgraph_st* CUgraph;
 typedef struct CUgraphExec_st* CUgraphExec;
+typedef struct CUevent_st* CUevent;
 
 #define AOTC_CU_SUCCESS 0
 #define AOTC_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
@@ -93,6 +94,12 @@ typedef struct aotc_cuda_api {
   CUresult (*graph_launch)(CUgraphExec exec, CUstream stream);            /* cuGraphLaunch */
   CUresult (*graph_exec_destroy)(CUgraphExec exec);                       /* cuGraphExecDestroy */
   CUresult (*graph_destroy)(CUgraph graph);                               /* cuGraphDestroy */
+  /* Events, for the profiling extension only (optional: NULL when the driver lacks them). */
+  CUresult (*event_create)(CUevent* event, unsigned flags);               /* cuEventCreate */
+  CUresult (*event_record)(CUevent event, CUstream stream);               /* cuEventRecord */
+  CUresult (*event_synchronize)(CUevent event);                           /* cuEventSynchronize */
+  CUresult (*event_elapsed_time)(float* ms, CUevent start, CUevent end);  /* cuEventElapsedTime */
+  CUresult (*event_destroy)(CUevent event);                               /* cuEventDestroy_v2 */
 } aotc_cuda_api;
 
 typedef struct aotc_cublaslt_api {

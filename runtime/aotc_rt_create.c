@@ -202,7 +202,10 @@ int aotc_rt_prepare_kernels(aotc_rt_handle* h) {
 void aotc_rt_release(aotc_rt_handle* h) {
   if (!h) return;
   int pushed = h->ctx && h->cu.ctx_push && h->cu.ctx_push(h->ctx) == AOTC_CU_SUCCESS;
-  if (pushed) aotc_rt_graphs_release(h);
+  if (pushed) {
+    aotc_rt_graphs_release(h);
+    aotc_rt_profile_release(h);
+  }
   if (h->matmuls) {
     for (int i = 0; i < h->desc->num_matmuls; ++i) {
       aotc_rt_matmul_state* st = &h->matmuls[i];
@@ -236,6 +239,7 @@ void aotc_rt_release(aotc_rt_handle* h) {
   free(h->staging_outputs);
   free(h->graph_pointer_store);
   free(h->graph_key);
+  free(h->profile_events); /* NULL unless the context could not be made current */
   if (h->liblt) dlclose(h->liblt);
   if (h->libcuda) dlclose(h->libcuda);
   free(h);

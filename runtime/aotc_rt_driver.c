@@ -1,6 +1,7 @@
 /* Errors and the dlopen tables: the CUDA driver (the graph entry points are optional: an old driver
-   runs without CUDA graphs) and cuBLASLt, resolved with dlsym at create so that a generated library
-   links to nothing of CUDA. Plain C11; never aborts. */
+   runs without CUDA graphs; so are the event entry points, which only profile_run uses) and
+   cuBLASLt, resolved with dlsym at create so that a generated library links to nothing of CUDA.
+   Plain C11; never aborts. */
 #include "aotc_rt_internal.h"
 
 #include <dlfcn.h>
@@ -108,6 +109,27 @@ int aotc_rt_load_driver(aotc_rt_handle* h) {
     if (!(*graph_syms[i].slot = dlsym(h->libcuda, graph_syms[i].symbol))) have_graphs = 0;
   if (!have_graphs)
     for (size_t i = 0; i < sizeof graph_syms / sizeof graph_syms[0]; ++i) *graph_syms[i].slot = NULL;
+  /* Events (the profiling extension): all or none; a symbol's older name is tried first. */
+  struct {
+    void** slot;
+    const char* symbol;
+    const char* other;
+  } event_syms[] = {
+      {(void**)&h->cu.event_create, "cuEventCreate", NULL},
+      {(void**)&h->cu.event_record, "cuEventRecord", NULL},
+      {(void**)&h->cu.event_synchronize, "cuEventSynchronize", NULL},
+      {(void**)&h->cu.event_elapsed_time, "cuEventElapsedTime", "cuEventElapsedTime_v2"},
+      {(void**)&h->cu.event_destroy, "cuEventDestroy_v2", "cuEventDestroy"},
+  };
+  int have_events = 1;
+  for (size_t i = 0; i < sizeof event_syms / sizeof event_syms[0]; ++i) {
+    *event_syms[i].slot = dlsym(h->libcuda, event_syms[i].symbol);
+    if (!*event_syms[i].slot && event_syms[i].other)
+      *event_syms[i].slot = dlsym(h->libcuda, event_syms[i].other);
+    if (!*event_syms[i].slot) have_events = 0;
+  }
+  if (!have_events)
+    for (size_t i = 0; i < sizeof event_syms / sizeof event_syms[0]; ++i) *event_syms[i].slot = NULL;
   return AOTC_OK;
 }
 

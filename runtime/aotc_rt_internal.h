@@ -2,7 +2,8 @@
    C copy of the library-kernel params protocol (templates/library_params.cuh; a test compiles both
    and checks that they agree) and the internal functions, all hidden. Files: aotc_rt_driver.c
    (errors, dlopen tables), aotc_rt_create.c (create / destroy, cuBLASLt and library-kernel setup),
-   aotc_rt_launch.c (run, run_host, the launch sequence), aotc_rt_graph.c (CUDA graph cache). */
+   aotc_rt_launch.c (run, run_host, the launch sequence), aotc_rt_graph.c (CUDA graph cache),
+   aotc_rt_profile.c (the optional profiling extension). */
 #ifndef AOTC_RT_INTERNAL_H
 #define AOTC_RT_INTERNAL_H
 
@@ -93,6 +94,10 @@ struct aotc_rt_handle {
   CUdeviceptr* graph_pointer_store;
   CUdeviceptr* graph_key; /* the current call's pointers */
   unsigned long long graph_captures, graph_replays, plain_runs; /* for tests and debugging */
+  /* Profiling (aotc_rt_profile.c): 2 events per step (before, after), created at the first
+     profile_run; NULL until then. */
+  CUevent* profile_events;
+  int num_profile_events;
 };
 
 /* aotc_rt_driver.c */
@@ -116,6 +121,17 @@ AOTC_RT_HIDDEN void aotc_rt_release(aotc_rt_handle* h);
 /* aotc_rt_launch.c */
 AOTC_RT_HIDDEN int aotc_rt_launch_all(aotc_rt_handle* h, const void* const* inputs,
                                       void* const* outputs, CUstream stream);
+/* Step `s` of the launch sequence on `stream` (what launch_all does for each step). */
+AOTC_RT_HIDDEN int aotc_rt_launch_step(aotc_rt_handle* h, int s, const void* const* inputs,
+                                       void* const* outputs, CUstream stream);
+/* Entry of every call on a handle: checks it (NULL, sticky) and makes its context current. */
+AOTC_RT_HIDDEN int aotc_rt_enter(aotc_rt_handle* h);
+AOTC_RT_HIDDEN void aotc_rt_leave(aotc_rt_handle* h);
+AOTC_RT_HIDDEN int aotc_rt_check_io(aotc_rt_handle* h, const void* const* inputs,
+                                    void* const* outputs);
+
+/* aotc_rt_profile.c */
+AOTC_RT_HIDDEN void aotc_rt_profile_release(aotc_rt_handle* h); /* context current */
 
 /* aotc_rt_graph.c */
 /* 1 when the value of AOTC_NO_CUDA_GRAPH (NULL: unset) turns CUDA graphs off. */

@@ -19,7 +19,7 @@ static CUdeviceptr resolve(const aotc_rt_handle* h, aotc_rt_ref ref, const void*
   }
 }
 
-static int check_io(aotc_rt_handle* h, const void* const* inputs, void* const* outputs) {
+int aotc_rt_check_io(aotc_rt_handle* h, const void* const* inputs, void* const* outputs) {
   const aotc_rt_model_desc* d = h->desc;
   if (d->num_inputs > 0 && !inputs)
     return aotc_rt_set_error(h, AOTC_ERROR_INVALID_ARGUMENT, "run: `inputs` is NULL");
@@ -34,73 +34,80 @@ static int check_io(aotc_rt_handle* h, const void* const* inputs, void* const* o
   return AOTC_OK;
 }
 
-int aotc_rt_launch_all(aotc_rt_handle* h, const void* const* inputs, void* const* outputs,
-                      CUstream stream) {
+int aotc_rt_launch_step(aotc_rt_handle* h, int s, const void* const* inputs, void* const* outputs,
+                        CUstream stream) {
   const aotc_rt_model_desc* d = h->desc;
-  for (int s = 0; s < d->num_steps; ++s) {
-    const aotc_rt_step* step = &d->steps[s];
-    if (step->kind == AOTC_STEP_KERNEL) {
-      const aotc_rt_kernel* k = &d->kernels[step->index];
-      const aotc_rt_launch_shape* shape = &h->shapes[step->index];
-      void** params = k->num_args ? &h->arg_params[k->first_arg] : NULL;
-      void* library_params[1];
-      if (k->library) {
-        /* Patch the pointers into this kernel's host copy of its params struct; cuLaunchKernel
-           copies the struct (its only parameter) at the call. */
-        unsigned char* host =
-            h->library_params + (size_t)h->library_index[step->index] * AOTC_RT_PARAMS_MAX_BYTES;
-        const aotc_rt_params_header* ph = (const aotc_rt_params_header*)(void*)host;
-        for (int a = 0; a < k->num_args; ++a) {
-          if (ph->slot_offset[a] == AOTC_RT_SLOT_UNUSED) continue;
-          CUdeviceptr p = resolve(h, d->kernel_args[k->first_arg + a], inputs, outputs);
-          memcpy(host + AOTC_RT_PARAMS_OFFSET + ph->slot_offset[a], &p, sizeof p);
-        }
-        library_params[0] = host + AOTC_RT_PARAMS_OFFSET;
-        params = library_params;
-      } else {
-        for (int a = 0; a < k->num_args; ++a)
-          h->arg_values[k->first_arg + a] = resolve(h, d->kernel_args[k->first_arg + a], inputs, outputs);
+  const aotc_rt_step* step = &d->steps[s];
+  if (step->kind == AOTC_STEP_KERNEL) {
+    const aotc_rt_kernel* k = &d->kernels[step->index];
+    const aotc_rt_launch_shape* shape = &h->shapes[step->index];
+    void** params = k->num_args ? &h->arg_params[k->first_arg] : NULL;
+    void* library_params[1];
+    if (k->library) {
+      /* Patch the pointers into this kernel's host copy of its params struct; cuLaunchKernel
+         copies the struct (its only parameter) at the call. */
+      unsigned char* host =
+          h->library_params + (size_t)h->library_index[step->index] * AOTC_RT_PARAMS_MAX_BYTES;
+      const aotc_rt_params_header* ph = (const aotc_rt_params_header*)(void*)host;
+      for (int a = 0; a < k->num_args; ++a) {
+        if (ph->slot_offset[a] == AOTC_RT_SLOT_UNUSED) continue;
+        CUdeviceptr p = resolve(h, d->kernel_args[k->first_arg + a], inputs, outputs);
+        memcpy(host + AOTC_RT_PARAMS_OFFSET + ph->slot_offset[a], &p, sizeof p);
       }
-      CUresult r = h->cu.launch_kernel(h->functions[step->index], shape->grid[0], shape->grid[1],
-                                       shape->grid[2], shape->block[0], shape->block[1],
-                                       shape->block[2], shape->shared_bytes, stream, params, NULL);
-      if (r != AOTC_CU_SUCCESS) {
-        char what[160];
-        snprintf(what, sizeof what, "cuLaunchKernel(%s)", k->name);
-        return aotc_rt_cu_fail(h, r, what);
-      }
-    } else if (step->kind == AOTC_STEP_MATMUL) {
-      const aotc_rt_matmul* mm = &d->matmuls[step->index];
-      aotc_rt_matmul_state* st = &h->matmuls[step->index];
-      CUdeviceptr a = resolve(h, mm->a, inputs, outputs), b = resolve(h, mm->b, inputs, outputs);
-      CUdeviceptr dd = resolve(h, mm->d, inputs, outputs);
-      CUdeviceptr c = mm->c.loc != AOTC_LOC_NULL ? resolve(h, mm->c, inputs, outputs) : dd;
-      float alpha = mm->alpha, beta = mm->c.loc != AOTC_LOC_NULL ? mm->beta : 0.0f;
-      cublasStatus_t status = 0;
-      if (mm->epilogue == AOTC_EPI_BIAS || mm->epilogue == AOTC_EPI_BIAS_RELU) {
-        const void* bias = (const void*)(uintptr_t)resolve(h, mm->bias, inputs, outputs);
-        status = h->lt.matmul_desc_set_attribute(st->desc, AOTC_CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                                 &bias, sizeof bias);
-      }
-      if (status == 0)
-        status = h->lt.matmul(h->lt_handle, st->desc, &alpha, (const void*)(uintptr_t)b,
-                              st->layout_a, (const void*)(uintptr_t)a, st->layout_b, &beta,
-                              (const void*)(uintptr_t)c, st->layout_c, (void*)(uintptr_t)dd,
-                              st->layout_d, &st->algo,
-                              (void*)(uintptr_t)(h->arena + d->lt_workspace_offset),
-                              d->lt_workspace_bytes, stream);
-      if (status != 0) return aotc_rt_lt_fail(h, status, "cublasLtMatmul", mm->label);
+      library_params[0] = host + AOTC_RT_PARAMS_OFFSET;
+      params = library_params;
     } else {
-      const aotc_rt_copy* cp = &d->copies[step->index];
-      CUresult r = h->cu.memcpy_dtod_async(resolve(h, cp->dst, inputs, outputs),
-                                           resolve(h, cp->src, inputs, outputs), cp->bytes, stream);
-      if (r != AOTC_CU_SUCCESS) return aotc_rt_cu_fail(h, r, "cuMemcpyDtoDAsync(output copy)");
+      for (int a = 0; a < k->num_args; ++a)
+        h->arg_values[k->first_arg + a] = resolve(h, d->kernel_args[k->first_arg + a], inputs, outputs);
     }
+    CUresult r = h->cu.launch_kernel(h->functions[step->index], shape->grid[0], shape->grid[1],
+                                     shape->grid[2], shape->block[0], shape->block[1],
+                                     shape->block[2], shape->shared_bytes, stream, params, NULL);
+    if (r != AOTC_CU_SUCCESS) {
+      char what[160];
+      snprintf(what, sizeof what, "cuLaunchKernel(%s)", k->name);
+      return aotc_rt_cu_fail(h, r, what);
+    }
+  } else if (step->kind == AOTC_STEP_MATMUL) {
+    const aotc_rt_matmul* mm = &d->matmuls[step->index];
+    aotc_rt_matmul_state* st = &h->matmuls[step->index];
+    CUdeviceptr a = resolve(h, mm->a, inputs, outputs), b = resolve(h, mm->b, inputs, outputs);
+    CUdeviceptr dd = resolve(h, mm->d, inputs, outputs);
+    CUdeviceptr c = mm->c.loc != AOTC_LOC_NULL ? resolve(h, mm->c, inputs, outputs) : dd;
+    float alpha = mm->alpha, beta = mm->c.loc != AOTC_LOC_NULL ? mm->beta : 0.0f;
+    cublasStatus_t status = 0;
+    if (mm->epilogue == AOTC_EPI_BIAS || mm->epilogue == AOTC_EPI_BIAS_RELU) {
+      const void* bias = (const void*)(uintptr_t)resolve(h, mm->bias, inputs, outputs);
+      status = h->lt.matmul_desc_set_attribute(st->desc, AOTC_CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                               &bias, sizeof bias);
+    }
+    if (status == 0)
+      status = h->lt.matmul(h->lt_handle, st->desc, &alpha, (const void*)(uintptr_t)b,
+                            st->layout_a, (const void*)(uintptr_t)a, st->layout_b, &beta,
+                            (const void*)(uintptr_t)c, st->layout_c, (void*)(uintptr_t)dd,
+                            st->layout_d, &st->algo,
+                            (void*)(uintptr_t)(h->arena + d->lt_workspace_offset),
+                            d->lt_workspace_bytes, stream);
+    if (status != 0) return aotc_rt_lt_fail(h, status, "cublasLtMatmul", mm->label);
+  } else {
+    const aotc_rt_copy* cp = &d->copies[step->index];
+    CUresult r = h->cu.memcpy_dtod_async(resolve(h, cp->dst, inputs, outputs),
+                                         resolve(h, cp->src, inputs, outputs), cp->bytes, stream);
+    if (r != AOTC_CU_SUCCESS) return aotc_rt_cu_fail(h, r, "cuMemcpyDtoDAsync(output copy)");
   }
   return AOTC_OK;
 }
 
-static int enter(aotc_rt_handle* h) {
+int aotc_rt_launch_all(aotc_rt_handle* h, const void* const* inputs, void* const* outputs,
+                       CUstream stream) {
+  for (int s = 0; s < h->desc->num_steps; ++s) {
+    int code = aotc_rt_launch_step(h, s, inputs, outputs, stream);
+    if (code != AOTC_OK) return code;
+  }
+  return AOTC_OK;
+}
+
+int aotc_rt_enter(aotc_rt_handle* h) {
   if (!h) return aotc_rt_set_error(NULL, AOTC_ERROR_INVALID_ARGUMENT, "the model handle is NULL");
   if (h->sticky) return AOTC_ERROR_STICKY; /* keep the first fault's message */
   CUresult r = h->cu.ctx_push(h->ctx);
@@ -108,28 +115,28 @@ static int enter(aotc_rt_handle* h) {
   return AOTC_OK;
 }
 
-static void leave(aotc_rt_handle* h) {
+void aotc_rt_leave(aotc_rt_handle* h) {
   CUcontext popped;
   h->cu.ctx_pop(&popped);
 }
 
 int aotc_rt_run(aotc_rt_handle* h, const void* const* inputs, void* const* outputs, void* stream) {
-  int code = enter(h);
+  int code = aotc_rt_enter(h);
   if (code != AOTC_OK) return code;
-  code = check_io(h, inputs, outputs);
+  code = aotc_rt_check_io(h, inputs, outputs);
   if (code == AOTC_OK) code = aotc_rt_run_graph_or_plain(h, inputs, outputs, (CUstream)stream);
   if (code == AOTC_OK) h->message[0] = '\0';
-  leave(h);
+  aotc_rt_leave(h);
   return code;
 }
 
 static unsigned long long align256(unsigned long long n) { return (n + 255u) & ~255ull; }
 
 int aotc_rt_run_host(aotc_rt_handle* h, const void* const* inputs, void* const* outputs) {
-  int code = enter(h);
+  int code = aotc_rt_enter(h);
   if (code != AOTC_OK) return code;
   const aotc_rt_model_desc* d = h->desc;
-  code = check_io(h, inputs, outputs);
+  code = aotc_rt_check_io(h, inputs, outputs);
   CUresult r = AOTC_CU_SUCCESS;
   if (code == AOTC_OK && !h->staging) {
     unsigned long long total = 256, at = 0;
@@ -163,6 +170,6 @@ int aotc_rt_run_host(aotc_rt_handle* h, const void* const* inputs, void* const* 
   if (code == AOTC_OK && (r = h->cu.stream_synchronize(NULL)) != AOTC_CU_SUCCESS)
     code = aotc_rt_cu_fail(h, r, "cuStreamSynchronize");
   if (code == AOTC_OK) h->message[0] = '\0';
-  leave(h);
+  aotc_rt_leave(h);
   return code;
 }

@@ -76,6 +76,12 @@ enum { AOTC_STEP_KERNEL = 0, AOTC_STEP_MATMUL = 1, AOTC_STEP_COPY = 2 };
 typedef struct aotc_rt_step {
   int kind;
   int index; /* into kernels / matmuls / copies */
+  /* For the profiling extension, computed at compile time: a sanitized label ([A-Za-z0-9_ ]),
+     the step's floating-point operations (0 where codegen has no estimate) and the bytes it
+     reads and writes. */
+  const char* label;
+  unsigned long long flops;
+  unsigned long long bytes;
 } aotc_rt_step;
 
 typedef struct aotc_rt_io {
@@ -129,5 +135,13 @@ AOTC_RT_HIDDEN const char* aotc_rt_last_error(const aotc_rt_handle* h);
 
 /* Introspection over the tables (index checked; out of range -> NULL / -1 / 0). */
 AOTC_RT_HIDDEN const aotc_rt_io* aotc_rt_io_at(const aotc_rt_io* table, int count, int i);
+
+/* The profiling extension (aotc_rt_profile.c): the launch sequence without CUDA graphs, an event
+   recorded before and after every step on `stream`, one synchronisation at the end; step_ms gets
+   desc->num_steps entries. Creates its events at the first call (kept until destroy). */
+AOTC_RT_HIDDEN int aotc_rt_profile_run(aotc_rt_handle* h, const void* const* inputs,
+                                       void* const* outputs, void* stream, float* step_ms);
+AOTC_RT_HIDDEN const aotc_rt_step* aotc_rt_step_at(const aotc_rt_model_desc* desc, int i);
+AOTC_RT_HIDDEN const char* aotc_rt_step_kind_name(int kind); /* "kernel", "matmul", "copy" */
 
 #endif /* AOTC_RUNTIME_H */

@@ -70,7 +70,7 @@ TEST(Library, IsProducedWithHeaderAndSources) {
   EXPECT_TRUE(fs::exists(built().header));
   for (const char* f : {"tiny_dev0.cu", "tiny_model.c", "tiny.h", "tiny_blobs.S", "tiny_weights.bin",
                         "tiny_dev0.fatbin", "Makefile", "aotc_rt_create.c", "aotc_rt_driver.c",
-                        "aotc_rt_launch.c", "aotc_rt_graph.c", "aotc_rt_internal.h",
+                        "aotc_rt_launch.c", "aotc_rt_graph.c", "aotc_rt_profile.c", "aotc_rt_internal.h",
                         "aotc_runtime.h", "aotc_cuda_api.h", "library_params.cuh"})
     EXPECT_TRUE(fs::exists(built().emit / f)) << f;
   // No temp file left next to the output.
@@ -90,7 +90,7 @@ TEST(Library, ExportsOnlyPrefixedSymbols) {
     EXPECT_EQ(sym.rfind("tiny_", 0), 0u) << "unprefixed export: " << line;
     ++count;
   }
-  EXPECT_EQ(count, 19);  // create destroy run run_host last_error, 2 counts, 2x5 io, 2 sizes
+  EXPECT_EQ(count, 25);  // create destroy run run_host last_error, 2 counts, 2x5 io, 2 sizes, 6 profile
 }
 
 TEST(Library, NeedsNothingFromCudaOrTheCompiler) {
@@ -265,6 +265,77 @@ std::vector<float> tiny_input(unsigned seed) {
   std::vector<float> x(42);
   for (float& v : x) v = dist(rng);
   return x;
+}
+
+// The optional profiling extension: prefixed, introspectable without a GPU (labels sanitized from
+// the hostile node names, kinds, compile-time FLOPs and bytes), misuse returns status codes, and on
+// a GPU profile_run gives a time per step and the same results as run().
+TEST(Library, ProfileExtensionIsExported) {
+  REQUIRE_BUILT();
+  void* lib = dlopen(built().lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto sym = [&](const char* name) { return dlsym(lib, (std::string("tiny_") + name).c_str()); };
+  auto num_steps = reinterpret_cast<int (*)()>(sym("profile_num_steps"));
+  auto label = reinterpret_cast<const char* (*)(int)>(sym("profile_step_label"));
+  auto kind = reinterpret_cast<const char* (*)(int)>(sym("profile_step_kind"));
+  auto flops = reinterpret_cast<unsigned long long (*)(int)>(sym("profile_step_flops"));
+  auto bytes = reinterpret_cast<unsigned long long (*)(int)>(sym("profile_step_bytes"));
+  auto profile_run = reinterpret_cast<int (*)(void*, const void* const*, void* const*, void*, float*)>(
+      sym("profile_run"));
+  ASSERT_TRUE(num_steps && label && kind && flops && bytes && profile_run);
+  ASSERT_EQ(num_steps(), 2);  // Relu, Sigmoid
+  for (int i = 0; i < 2; ++i) {
+    std::string l = label(i);
+    EXPECT_EQ(l.rfind("k" + std::to_string(i) + "_", 0), 0u) << l;
+    for (char c : l) EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(c)) || c == '_') << l;
+    EXPECT_STREQ(kind(i), "kernel");
+    EXPECT_EQ(flops(i), 0u);
+    EXPECT_EQ(bytes(i), 2u * 168u);  // reads 42 floats, writes 42 floats
+  }
+  EXPECT_EQ(label(2), nullptr);
+  EXPECT_EQ(kind(-1), nullptr);
+  EXPECT_EQ(bytes(5), 0u);
+  float ms[2] = {-1.f, -1.f};
+  EXPECT_EQ(profile_run(nullptr, nullptr, nullptr, nullptr, ms), 1);
+  std::string why;
+  if (!test::have_gpu(&why)) GTEST_SKIP() << "no CUDA GPU: " << why << " (profile_run not run)";
+  Abi abi;
+  ASSERT_TRUE(abi.load(built().lib, "tiny")) << dlerror();
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(cuda, nullptr);
+  using Ptr = unsigned long long;
+  auto alloc = reinterpret_cast<int (*)(Ptr*, size_t)>(dlsym(cuda, "cuMemAlloc_v2"));
+  auto release = reinterpret_cast<int (*)(Ptr)>(dlsym(cuda, "cuMemFree_v2"));
+  auto htod = reinterpret_cast<int (*)(Ptr, const void*, size_t)>(dlsym(cuda, "cuMemcpyHtoD_v2"));
+  auto dtoh = reinterpret_cast<int (*)(void*, Ptr, size_t)>(dlsym(cuda, "cuMemcpyDtoH_v2"));
+  auto retain = reinterpret_cast<int (*)(void**, int)>(dlsym(cuda, "cuDevicePrimaryCtxRetain"));
+  auto set_current = reinterpret_cast<int (*)(void*)>(dlsym(cuda, "cuCtxSetCurrent"));
+  ASSERT_TRUE(alloc && release && htod && dtoh && retain && set_current);
+  void* ctx = nullptr;
+  ASSERT_EQ(retain(&ctx, 0), 0);
+  ASSERT_EQ(set_current(ctx), 0);
+  void* m = nullptr;
+  ASSERT_EQ(abi.create(&m, 0, nullptr, nullptr), 0) << abi.last_error(nullptr);
+  std::vector<float> x = tiny_input(11), y(42, NAN);
+  Ptr in = 0, out = 0;
+  ASSERT_EQ(alloc(&in, 168), 0);
+  ASSERT_EQ(alloc(&out, 168), 0);
+  ASSERT_EQ(htod(in, x.data(), 168), 0);
+  const void* ins[] = {reinterpret_cast<const void*>(in)};
+  void* outs[] = {reinterpret_cast<void*>(out)};
+  EXPECT_EQ(profile_run(m, ins, outs, nullptr, nullptr), 1);  // step_ms NULL
+  for (int round = 0; round < 3; ++round) {  // events created once, reused
+    ASSERT_EQ(profile_run(m, ins, outs, nullptr, ms), 0) << abi.last_error(m);
+    EXPECT_GT(ms[0], 0.f);
+    EXPECT_GT(ms[1], 0.f);
+    EXPECT_LT(ms[0] + ms[1], 100.f);
+  }
+  ASSERT_EQ(dtoh(y.data(), out, 168), 0);
+  for (size_t i = 0; i < x.size(); ++i)
+    EXPECT_NEAR(y[i], tiny_reference(x[i]), 1e-5 + 1e-4 * std::fabs(tiny_reference(x[i]))) << i;
+  abi.destroy(m);
+  release(in);
+  release(out);
 }
 
 TEST(Library, HandlesRunConcurrentlyFromThreads) {

@@ -1,7 +1,8 @@
 /* The runtime against a fake CUDA driver (function pointers in the handle), so the library-kernel
    protocol and the CUDA graph cache are tested without a GPU: builder arguments and launch shape,
    header validation, pointer patching, capture once per (stream, pointers), replay, eviction,
-   fallbacks (NULL / legacy stream, capture failure, caller's own capture, graphs off), release.
+   fallbacks (NULL / legacy stream, capture failure, caller's own capture, graphs off), release,
+   and the profiling extension (events around every step, no graphs, one synchronisation).
    Compiled by runtime_test.cc with the embedded runtime sources; prints "ok" and exits 0. */
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@ static int g_kernel_launches, g_builder_launches, g_attr_value, g_allocs, g_free
 static int g_begin, g_end, g_instantiate, g_graph_launch, g_exec_destroy, g_graph_destroy;
 static int g_fail_begin, g_capturing, g_outer_capture;
 static unsigned long long g_next_exec = 0x1000;
+static double g_clock_ms; /* the fake GPU's clock, advanced by kernel launches */
 
 static CUresult f_ok_ctx(CUcontext c) { (void)c; return 0; }
 static CUresult f_pop(CUcontext* c) { *c = NULL; return 0; }
@@ -81,6 +83,7 @@ static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, un
     return 0;
   }
   ++g_kernel_launches;
+  g_clock_ms += fn == kFnLib ? 1.5 : 0.25;
   if (fn == kFnLib) {
     memcpy(g_lib_params, params[0], sizeof g_lib_params); /* the driver copies the struct now */
     unsigned s[7] = {gx, gy, gz, bx, by, bz, shared};
@@ -130,6 +133,29 @@ static CUresult f_graph_launch(CUgraphExec e, CUstream s) {
   return 0;
 }
 static CUresult f_exec_destroy(CUgraphExec e) { (void)e; ++g_exec_destroy; return 0; }
+
+/* Events on a fake GPU clock: the library kernel takes 1.5 ms, the plain one 0.25 ms. */
+enum { kMaxEvents = 64 };
+static double g_event_time[kMaxEvents];
+static int g_event_creates, g_event_records, g_event_syncs, g_event_destroys, g_last_synced;
+static CUresult f_event_create(CUevent* e, unsigned flags) {
+  CHECK(flags == 0);
+  if (g_event_creates + 1 >= kMaxEvents) return 2;
+  *e = (CUevent)(uintptr_t)(++g_event_creates);
+  return 0;
+}
+static CUresult f_event_record(CUevent e, CUstream s) {
+  CHECK((uintptr_t)s == 0xabc);
+  g_event_time[(uintptr_t)e] = g_clock_ms;
+  ++g_event_records;
+  return 0;
+}
+static CUresult f_event_sync(CUevent e) { ++g_event_syncs; g_last_synced = (int)(uintptr_t)e; return 0; }
+static CUresult f_event_elapsed(float* ms, CUevent a, CUevent b) {
+  *ms = (float)(g_event_time[(uintptr_t)b] - g_event_time[(uintptr_t)a]);
+  return 0;
+}
+static CUresult f_event_destroy(CUevent e) { (void)e; ++g_event_destroys; return 0; }
 static CUresult f_graph_destroy(CUgraph g) { (void)g; ++g_graph_destroy; return 0; }
 
 /* ---- the model: x -> lib (library kernel) -> y, then plain(y, arena + 256) ---- */
@@ -142,7 +168,8 @@ static const aotc_rt_kernel kKernels[] = {
     {"lib", 0, {9u, 9u, 9u}, {9u, 1u, 1u}, 0u, 0, 3, 1, 0, 4},
     {"plain", 0, {2u, 1u, 1u}, {64u, 1u, 1u}, 0u, 3, 2, 0, 0, 0},
 };
-static const aotc_rt_step kSteps[] = {{AOTC_STEP_KERNEL, 0}, {AOTC_STEP_KERNEL, 1}};
+static const aotc_rt_step kSteps[] = {{AOTC_STEP_KERNEL, 0, "k0_lib", 1000ULL, 800ULL},
+                                      {AOTC_STEP_KERNEL, 1, "k1_plain", 0ULL, 656ULL}};
 static const long long kShape[] = {100};
 static const aotc_rt_io kIn[] = {{"x", 1, 1, kShape, 400}};
 static const aotc_rt_io kOut[] = {{"y", 1, 1, kShape, 400}};
@@ -325,11 +352,64 @@ static void test_header_validation(void) {
   good_header(); g_header.block[0] = 2048; expect_bad_header("invalid launch shape");
 }
 
+static int profile(aotc_rt_handle* h, uintptr_t y, float* ms) {
+  const void* ins[] = {(const void*)(uintptr_t)0x1000};
+  void* outs[] = {(void*)y};
+  return aotc_rt_profile_run(h, ins, outs, (void*)(uintptr_t)0xabc, ms);
+}
+
+static void test_profile(void) {
+  CHECK(aotc_rt_step_at(&kDesc, 0) == &kSteps[0] && aotc_rt_step_at(&kDesc, 2) == NULL &&
+        aotc_rt_step_at(&kDesc, -1) == NULL);
+  CHECK(strcmp(aotc_rt_step_kind_name(AOTC_STEP_KERNEL), "kernel") == 0 &&
+        strcmp(aotc_rt_step_kind_name(AOTC_STEP_MATMUL), "matmul") == 0 &&
+        strcmp(aotc_rt_step_kind_name(AOTC_STEP_COPY), "copy") == 0);
+  good_header();
+  aotc_rt_handle* h = new_handle();
+  CHECK(aotc_rt_prepare_kernels(h) == AOTC_OK);
+  float ms[2] = {-1.0f, -1.0f};
+  /* A driver without the event entry points: a clear error, nothing launched. */
+  int launches = g_kernel_launches;
+  CHECK(profile(h, 0x2000, ms) == AOTC_ERROR_CUDA && strstr(h->message, "event") != NULL);
+  CHECK(g_kernel_launches == launches);
+  h->cu.event_create = f_event_create;
+  h->cu.event_record = f_event_record;
+  h->cu.event_synchronize = f_event_sync;
+  h->cu.event_elapsed_time = f_event_elapsed;
+  h->cu.event_destroy = f_event_destroy;
+  int begin = g_begin, graph_launches = g_graph_launch;
+  CHECK(profile(h, 0x2000, ms) == AOTC_OK);
+  CHECK(h->message[0] == '\0');
+  /* 2 events per step created at the first call, recorded around each step, one sync (on the
+     last event), per-step times; no capture, no graph launch. */
+  CHECK(g_event_creates == 4 && g_event_records == 4 && g_event_syncs == 1 && g_last_synced == 4);
+  CHECK(ms[0] == 1.5f && ms[1] == 0.25f);
+  CHECK(g_kernel_launches == launches + 2 && g_begin == begin && g_graph_launch == graph_launches);
+  CHECK(h->graph_captures == 0 && h->plain_runs == 0);
+  CHECK(lib_slot(8) == 0x1000 && lib_slot(16) == 0x2000 && g_plain_args[0] == 0x2000);
+  /* Later calls reuse the events; new pointers are patched in. */
+  CHECK(profile(h, 0x3000, ms) == AOTC_OK);
+  CHECK(g_event_creates == 4 && g_event_records == 8 && g_event_syncs == 2);
+  CHECK(lib_slot(16) == 0x3000 && ms[0] == 1.5f && ms[1] == 0.25f);
+  /* Misuse: NULL step_ms, NULL output, a stream the caller is capturing. */
+  CHECK(profile(h, 0x3000, NULL) == AOTC_ERROR_INVALID_ARGUMENT && strstr(h->message, "step_ms"));
+  CHECK(profile(h, 0, ms) == AOTC_ERROR_INVALID_ARGUMENT);
+  g_outer_capture = 1;
+  CHECK(profile(h, 0x3000, ms) == AOTC_ERROR_INVALID_ARGUMENT && strstr(h->message, "captured"));
+  g_outer_capture = 0;
+  CHECK(aotc_rt_profile_run(NULL, NULL, NULL, NULL, ms) == AOTC_ERROR_INVALID_ARGUMENT);
+  /* run() still uses the graph cache afterwards. */
+  CHECK(run(h, 0x1000, 0x2000, 0xabc) == AOTC_OK && h->graph_captures == 1);
+  aotc_rt_release(h);
+  CHECK(g_event_destroys == 4);
+}
+
 int main(void) {
   test_env();
   test_library_kernel_and_graphs();
   test_capture_failure_and_graphs_off();
   test_header_validation();
+  test_profile(); /* last: the tests above check absolute counts */
   if (g_failures) {
     fprintf(stderr, "%d failures\n", g_failures);
     return 1;

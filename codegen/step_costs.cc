@@ -1,0 +1,61 @@
+// Compile-time FLOPs and bytes of launch steps (see step_costs.h).
+#include "codegen/step_costs.h"
+
+namespace aotc {
+namespace {
+
+bool is_conv(const Node& node) {
+  return (node.op_type == "Conv" && node.domain.empty()) ||
+         (node.op_type == "FusedConv" && node.domain == "aotc");
+}
+
+bool reads(const KernelStep& k, ValueId id) {
+  for (ValueId a : k.args)
+    if (a == id) return true;
+  return false;
+}
+
+// Library conv kernels (templates/cutlass_conv2d_fprop.cu.in): builder args N, H, W, C, K, R, S,
+// P, Q, ... (ir/ops/conv.cc); group 1.
+constexpr size_t kConvBuilderArgs = 9;
+
+}  // namespace
+
+int64_t matmul_step_flops(const MatmulStep& m) { return 2 * m.m * m.n * m.k * m.batch; }
+
+int64_t matmul_step_bytes(const MatmulStep& m) {
+  const int64_t e = dtype_size(m.dtype);
+  auto batched = [&](int64_t stride) { return stride != 0 ? m.batch : 1; };
+  int64_t bytes = m.m * m.k * batched(m.stride_a) + m.k * m.n * batched(m.stride_b) + m.m * m.n * m.batch;
+  if (m.c != kNullArg) bytes += m.m * m.n * batched(m.stride_c);
+  if (m.bias != kNullArg) bytes += m.n;
+  return bytes * e;
+}
+
+int64_t kernel_step_bytes(const Graph& graph, const KernelStep& k, int64_t scratch_bytes) {
+  int64_t bytes = 0;
+  for (ValueId a : k.args) {
+    if (a == kScratchArg) bytes += scratch_bytes;
+    else if (a >= 0 && static_cast<size_t>(a) < graph.values.size()) bytes += graph.value(a).byte_size();
+  }
+  return bytes;
+}
+
+int64_t kernel_step_flops(const Node& node, const Graph& graph, const KernelStep& k) {
+  if (!is_conv(node) || node.inputs.size() < 2 || node.outputs.empty()) return 0;
+  if (k.library_params) {
+    if (k.builder_args.size() < kConvBuilderArgs) return 0;
+    const std::vector<int64_t>& b = k.builder_args;
+    return 2 * b[0] * b[4] * b[7] * b[8] * b[3] * b[5] * b[6];
+  }
+  // The step that reads the weights and writes the output computes the convolution (im2col and
+  // split-K semaphore fills do not). Weights are [K, C/group, R, S] (or KRSC when channels_last),
+  // so out.numel() * weights.numel() / K = N*K*P*Q * C/group*R*S either way.
+  const ValueId w = node.inputs[1], y = node.outputs[0];
+  if (w == kNoValue || y == kNoValue || !reads(k, w) || !reads(k, y)) return 0;
+  const Value& wv = graph.value(w);
+  if (wv.shape.empty() || wv.shape[0] <= 0) return 0;
+  return 2 * graph.value(y).numel() * (wv.numel() / wv.shape[0]);
+}
+
+}  // namespace aotc
