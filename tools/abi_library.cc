@@ -115,6 +115,22 @@ Expected<AbiLibrary> open_abi_library(const std::string& path, const std::string
   AOTC_RETURN_IF_ERROR(read_tensors(out, "output", &lib.outputs));
   lib.arena_bytes = arena();
   lib.weight_bytes = weights();
+  // The optional profiling extension: all of it or none.
+  Resolver p(handle, prefix);
+  p.get(&lib.profile_num_steps, "profile_num_steps");
+  p.get(&lib.profile_step_label, "profile_step_label");
+  p.get(&lib.profile_step_kind, "profile_step_kind");
+  p.get(&lib.profile_step_flops, "profile_step_flops");
+  p.get(&lib.profile_step_bytes, "profile_step_bytes");
+  p.get(&lib.profile_run, "profile_run");
+  if (!p.missing().empty()) {
+    lib.profile_num_steps = nullptr;
+    lib.profile_step_label = nullptr;
+    lib.profile_step_kind = nullptr;
+    lib.profile_step_flops = nullptr;
+    lib.profile_step_bytes = nullptr;
+    lib.profile_run = nullptr;
+  }
   return lib;
 }
 

@@ -29,6 +29,17 @@ struct AbiLibrary {
   int (*run)(Model* model, const void* const* inputs, void* const* outputs, void* stream) = nullptr;
   int (*run_host)(Model* model, const void* const* inputs, void* const* outputs) = nullptr;
   const char* (*last_error)(const Model* model) = nullptr;
+
+  // The optional profiling extension (docs/abi.md); all null when the library lacks it (built by
+  // an aotc without it), all set otherwise.
+  int (*profile_num_steps)() = nullptr;
+  const char* (*profile_step_label)(int i) = nullptr;
+  const char* (*profile_step_kind)(int i) = nullptr;
+  unsigned long long (*profile_step_flops)(int i) = nullptr;
+  unsigned long long (*profile_step_bytes)(int i) = nullptr;
+  int (*profile_run)(Model* model, const void* const* inputs, void* const* outputs, void* stream,
+                     float* step_ms) = nullptr;
+  bool has_profile() const { return profile_run != nullptr; }
 };
 
 // `path` without a '/' is taken relative to the current directory (never searched on

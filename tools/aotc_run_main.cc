@@ -1,6 +1,8 @@
 // aotc-run: loads a library made by aotc, runs it on the GPU (device buffers through the dlopen'd
-// driver, outputs poisoned with 0xFF first), writes/compares outputs and benchmarks with CUDA
-// events. Exit codes: 0 pass, 1 mismatch, 2 error (bad arguments, bad files, no GPU, CUDA errors).
+// driver, outputs poisoned with 0xFF first), writes/compares outputs, benchmarks with CUDA events
+// and profiles per step through the library's optional profiling extension (--profile).
+// Exit codes: 0 pass, 1 mismatch, 2 error (bad arguments, bad files, no GPU, CUDA errors, no
+// profiling extension).
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -13,6 +15,7 @@
 #include "tools/compare.h"
 #include "tools/cuda_driver.h"
 #include "tools/json_writer.h"
+#include "tools/profile_report.h"
 #include "tools/run_io.h"
 
 namespace aotc {
@@ -124,6 +127,29 @@ Expected<TimingSummary> bench(GpuSession& g, const RunOptions& o) {
   return summarize_timings(ms);
 }
 
+// --profile: the step table, two warm-up profile runs (the first creates the library's events),
+// then o.profile_iters timed ones.
+Expected<ProfileReport> profile(GpuSession& g, const RunOptions& o) {
+  const AbiLibrary& lib = *g.lib;
+  int n = lib.profile_num_steps();
+  if (n < 0 || n > 10000000) return Status::error(lib.prefix + "_profile_num_steps returned " + std::to_string(n));
+  std::vector<ProfileStepInfo> steps(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const char* label = lib.profile_step_label(i);
+    const char* kind = lib.profile_step_kind(i);
+    steps[static_cast<size_t>(i)] = {label ? label : "?", kind ? kind : "?", lib.profile_step_flops(i),
+                                     lib.profile_step_bytes(i)};
+  }
+  std::vector<float> ms(static_cast<size_t>(n) + 1, 0.0f);
+  std::vector<std::vector<float>> samples;
+  for (int i = -2; i < o.profile_iters; ++i) {
+    int code = lib.profile_run(g.model, g.in_ptrs.data(), g.out_ptrs.data(), g.stream, ms.data());
+    if (code != 0) return g.lib_error(code, (lib.prefix + "_profile_run").c_str());
+    if (i >= 0) samples.emplace_back(ms.begin(), ms.begin() + n);
+  }
+  return build_profile_report(steps, samples);
+}
+
 void write_json(JsonWriter& j, const RunOptions& o, const AbiLibrary& lib, const std::vector<std::string>& sources,
                 const std::vector<OutputReport>& reports, bool pass, const TimingSummary* timing) {
   j.begin_object();
@@ -172,6 +198,11 @@ int run_main(const std::vector<std::string>& args) {
   }
   auto lib = open_abi_library(o.library_path, o.name);
   if (!lib) return fail(lib.status());
+  if (o.profile && !lib->has_profile()) {
+    return fail(Status::error("'" + escape_for_message(o.library_path) + "' has no profiling extension (" +
+                              lib->prefix + "_profile_run is missing: built by an older aotc; rebuild it to "
+                              "use --profile)"));
+  }
   if (o.mode == RunOptions::Mode::kInfo) {
     for (const auto& t : lib->inputs) std::printf("input  %s\n", describe_tensor(t).c_str());
     for (const auto& t : lib->outputs) std::printf("output %s\n", describe_tensor(t).c_str());
@@ -190,6 +221,7 @@ int run_main(const std::vector<std::string>& args) {
   std::vector<Tensor> outputs;
   std::vector<OutputReport> reports(lib->outputs.size());
   TimingSummary timing;
+  ProfileReport prof;
   {
     GpuSession g;
     g.cu = *cu;
@@ -207,6 +239,11 @@ int run_main(const std::vector<std::string>& args) {
       auto t = bench(g, o);
       if (!t) s = t.status();
       else timing = *t;
+    }
+    if (s.is_ok() && o.profile) {
+      auto p = profile(g, o);
+      if (!p) s = p.status();
+      else prof = std::move(*p);
     }
     if (!s.is_ok()) return fail(s);
   }
@@ -246,6 +283,15 @@ int run_main(const std::vector<std::string>& args) {
   if (o.bench_runs > 0) {
     std::printf("bench %s: %d runs after %d warm-up: median %.4f ms  p90 %.4f ms  p99 %.4f ms\n",
                 lib->prefix.c_str(), timing.runs, o.warmup_runs, timing.median_ms, timing.p90_ms, timing.p99_ms);
+  }
+  if (o.profile) {
+    std::fputs(format_profile_table(prof, lib->prefix, o.profile_top).c_str(), stdout);
+    if (!o.profile_json_path.empty()) {
+      JsonWriter j;
+      write_profile_json(j, prof, lib->path, lib->prefix);
+      Status s = write_file_atomically(o.profile_json_path, j.str());
+      if (!s.is_ok()) return fail(s);
+    }
   }
   if (!o.json_path.empty()) {
     JsonWriter j;

@@ -430,6 +430,17 @@ Expected<RunOptions> parse_run_args(const std::vector<std::string>& args) {
       o.warmup_runs = static_cast<int>(n);
     } else if (opt == "--json") {
       AOTC_RETURN_IF_ERROR(take(&o.json_path));
+    } else if (opt == "--profile") {
+      o.profile = true;
+    } else if (opt == "--profile-json") {
+      AOTC_RETURN_IF_ERROR(take(&o.profile_json_path));
+      o.profile = true;
+    } else if (opt == "--profile-iters") {
+      AOTC_RETURN_IF_ERROR(take_int(1, 100000, &n));
+      o.profile_iters = static_cast<int>(n);
+    } else if (opt == "--profile-top") {
+      AOTC_RETURN_IF_ERROR(take_int(1, 1000000, &n));
+      o.profile_top = static_cast<int>(n);
     } else if (opt == "--device") {
       AOTC_RETURN_IF_ERROR(take_int(0, 1024, &n));
       o.device = static_cast<int>(n);

@@ -60,6 +60,10 @@ struct RunOptions {
   int bench_runs = 0;                          // --bench N
   int warmup_runs = 10;                        // --warmup N (only with --bench)
   std::string json_path;                       // --json FILE
+  bool profile = false;                        // --profile (also implied by --profile-json)
+  std::string profile_json_path;               // --profile-json FILE
+  int profile_iters = 20;                      // --profile-iters N (medians per step over N runs)
+  int profile_top = 15;                        // --profile-top N (table rows; JSON has every step)
   int device = 0;                              // --device N
   bool quiet = false;
 };

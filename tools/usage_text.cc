@@ -92,6 +92,15 @@ options:
                        prints median/p90/p99 in ms
   --warmup N           warm-up runs before --bench (default 10)
   --json FILE          machine-readable results (comparisons, timings)
+  --profile            after the checked run (and --bench): per-step GPU times through the
+                       library's profiling extension (launches without CUDA graphs, CUDA events
+                       around every kernel, cuBLASLt matmul and copy): per step label, kind, median
+                       ms, share of the total, GFLOP, TFLOP/s, MB, GB/s (FLOPs and bytes computed
+                       by aotc at compile time), the top steps and a summary by kind. A library
+                       without the extension (built by an older aotc) is an error (exit 2)
+  --profile-iters N    profiled runs after 2 warm-up ones; medians per step (default 20)
+  --profile-top N      steps shown in the table (default 15; the JSON has every step)
+  --profile-json FILE  the profile as JSON (implies --profile)
   --device N           CUDA device ordinal (default 0)
   --info               print the library's inputs, outputs and sizes (no GPU needed)
   -q, --quiet          print only failures and the summary
@@ -103,6 +112,7 @@ examples:
   aotc-run libresnet50.so --input input=x.npy --expect ref.npy --model-metric
   aotc-run libconv.so --expect-dir test_data_set_0
   aotc-run libresnet50.so --bench 200 --json bench.json
+  aotc-run libresnet50.so --profile --profile-top 20 --profile-json profile.json
 )";
 }
 

@@ -68,6 +68,49 @@ TEST(AotcRun, ErrorsAreOneLineExit2) {
   EXPECT_NE(wrong.err.find("--name"), std::string::npos) << wrong.err;
 }
 
+// A library without the optional profiling extension (older aotc): one line, exit 2, before any
+// GPU is needed.
+TEST(AotcRun, ProfileNeedsTheExtension) {
+  std::string dir = fresh_dir("run_noprofile");
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {kRun, kFake, "--profile"},
+           {kRun, kFake, "--name", "fake_half", "--profile-json", dir + "/p.json"}}) {
+    auto r = run_program(args, dir);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(count_lines(r.err), 1) << r.err;
+    EXPECT_EQ(r.err.rfind("aotc-run: error: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find("no profiling extension"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("_profile_run"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(file_exists(dir + "/p.json"));
+  auto bad = run_program({kRun, kFake, "--name", "fake_profiled", "--profile-iters", "0"}, dir);
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_EQ(count_lines(bad.err), 1) << bad.err;
+  if (have_gpu()) return;
+  // With the extension, the next thing missing here is the GPU.
+  auto nogpu = run_program({kRun, kFake, "--name", "fake_profiled", "--profile"}, dir);
+  EXPECT_EQ(nogpu.exit_code, 2);
+  EXPECT_NE(nogpu.err.find("no CUDA GPU"), std::string::npos) << nogpu.err;
+}
+
+TEST(AotcRun, ProfilePrintsTableAndWritesJson) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: aotc-run needs one to profile a library";
+  std::string dir = fresh_dir("run_profile");
+  auto r = run_program({kRun, kFake, "--name", "fake_profiled", "--profile", "--profile-iters", "5",
+                        "--profile-json", dir + "/p.json"},
+                       dir);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("profile fake_profiled: 2 steps, 5 iterations, total 1.0000 ms"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("k0_identity"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" 75.0%"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("by kind:"), std::string::npos) << r.out;
+  std::string json = read_file(dir + "/p.json");
+  EXPECT_NE(json.find("\"total_ms\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"copy0_output_0\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"tflops\""), std::string::npos) << json;
+}
+
 TEST(AotcRun, WithoutGpuSaysSo) {
   if (have_gpu()) GTEST_SKIP() << "a GPU is present; this test covers machines without one";
   std::string dir = fresh_dir("run_nogpu");

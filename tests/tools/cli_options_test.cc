@@ -179,6 +179,32 @@ TEST(RunArgs, ParsesAndDerivesName) {
   EXPECT_EQ(pos->name, "net");
 }
 
+TEST(RunArgs, ProfileOptions) {
+  auto plain = parse_run_args({"libm.so"});
+  ASSERT_TRUE(plain.is_ok());
+  EXPECT_FALSE(plain->profile);
+  EXPECT_EQ(plain->profile_iters, 20);
+  auto r = parse_run_args({"libm.so", "--profile", "--profile-iters", "7", "--profile-top", "3"});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_TRUE(r->profile);
+  EXPECT_EQ(r->profile_iters, 7);
+  EXPECT_EQ(r->profile_top, 3);
+  EXPECT_TRUE(r->profile_json_path.empty());
+  auto j = parse_run_args({"libm.so", "--profile-json", "p.json"});  // implies --profile
+  ASSERT_TRUE(j.is_ok()) << j.status().message();
+  EXPECT_TRUE(j->profile);
+  EXPECT_EQ(j->profile_json_path, "p.json");
+  for (const Args& bad : std::vector<Args>{{"libm.so", "--profile-iters", "0"},
+                                           {"libm.so", "--profile-top", "x"},
+                                           {"libm.so", "--profile-json"}}) {
+    auto b = parse_run_args(bad);
+    EXPECT_FALSE(b.is_ok()) << bad[1];
+  }
+  const std::string help = run_usage();
+  for (const char* opt : {"--profile ", "--profile-iters", "--profile-top", "--profile-json"})
+    EXPECT_NE(help.find(opt), std::string::npos) << opt;
+}
+
 TEST(RunArgs, Refusals) {
   for (const Args& args : std::vector<Args>{{},
                                             {"libm.so", "--bogus"},

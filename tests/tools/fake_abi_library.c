@@ -1,6 +1,8 @@
 /* A hand-written library with the C ABI of docs/abi.md, so aotc-run is tested without the
-   compiler: two models in one .so. "fake_identity" copies x (float 2x3) to y on the GPU;
-   "fake_half" writes only the first half of y, so the 0xFF poison must make aotc-run fail.
+   compiler: three models in one .so. "fake_identity" copies x (float 2x3) to y on the GPU;
+   "fake_half" writes only the first half of y, so the 0xFF poison must make aotc-run fail;
+   "fake_profiled" is fake_identity plus the optional profiling extension (two made-up steps with
+   fixed times), which the other two lack.
    Like generated libraries, it opens libcuda.so.1 at create time and links no CUDA library. */
 #include <dlfcn.h>
 #include <stddef.h>
@@ -65,3 +67,22 @@ static int run_common(const void* const* in, void* const* out, void* stream, siz
 
 FAKE_MODEL(fake_identity, 24)
 FAKE_MODEL(fake_half, 12)
+FAKE_MODEL(fake_profiled, 24)
+
+/* The profiling extension of fake_profiled: a "kernel" step (the copy) and a "copy" step. */
+static const char* const kStepLabels[2] = {"k0_identity", "copy0_output_0"};
+static const char* const kStepKinds[2] = {"kernel", "copy"};
+int fake_profiled_profile_num_steps(void) { return 2; }
+const char* fake_profiled_profile_step_label(int i) { return i >= 0 && i < 2 ? kStepLabels[i] : NULL; }
+const char* fake_profiled_profile_step_kind(int i) { return i >= 0 && i < 2 ? kStepKinds[i] : NULL; }
+unsigned long long fake_profiled_profile_step_flops(int i) { return i == 0 ? 6000000ULL : 0; }
+unsigned long long fake_profiled_profile_step_bytes(int i) { return i >= 0 && i < 2 ? 48 : 0; }
+int fake_profiled_profile_run(fake_model* m, const void* const* in, void* const* out, void* stream,
+                              float* step_ms) {
+  (void)m;
+  if (!step_ms) { g_error = "step_ms is NULL"; return 1; }
+  int code = run_common(in, out, stream, 24);
+  step_ms[0] = 0.75f;
+  step_ms[1] = 0.25f;
+  return code;
+}
