@@ -17,6 +17,8 @@ Expected<bool> dead_code(Graph& graph);
 // Conv (or aotc.FusedConv without activation/residual) -> BatchNormalization becomes one Conv
 // with rescaled weights and a new bias, computed in double.
 Expected<bool> fold_batchnorm(Graph& graph);
+// The written-out GELU formulas (erf and tanh forms) -> one Gelu node (approximate none / tanh).
+Expected<bool> fuse_gelu(Graph& graph);
 // Conv/Gemm + bias Add + residual Add + one activation -> aotc.FusedConv / aotc.FusedGemm.
 Expected<bool> fuse_epilogue(Graph& graph);
 // float32 values -> graph.target.precision.dtype (fp16/bf16) per opt/precision_policy; constants

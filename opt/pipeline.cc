@@ -16,6 +16,7 @@ const std::vector<Pass>& default_pipeline() {
       {"fold_constants", fold_constants},
       {"dead_code", dead_code},
       {"fold_batchnorm", fold_batchnorm},
+      {"fuse_gelu", fuse_gelu},
       {"fuse_epilogue", fuse_epilogue},
       {"precision", convert_precision},
       {"layout_nhwc", layout_nhwc},
