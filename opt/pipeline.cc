@@ -21,6 +21,7 @@ const std::vector<Pass>& default_pipeline() {
       {"precision", convert_precision},
       {"layout_nhwc", layout_nhwc},
       {"clip_into_depthwise", clip_into_depthwise},
+      {"pad_gemm_n", pad_gemm_n},
   };
   return kPasses;
 }
