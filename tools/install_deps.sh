@@ -21,11 +21,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# Python: onnx to build example models, onnxruntime + numpy for reference outputs.
-if ! python3 -c 'import onnx, onnxruntime, numpy' 2>/dev/null; then
-  echo "[install_deps] pip install onnx onnxruntime numpy"
-  python3 -m pip install -q onnx onnxruntime numpy 2>/dev/null ||
-    python3 -m pip install -q --break-system-packages onnx onnxruntime numpy
+# Python: onnx to build example models, onnxruntime + numpy for reference outputs. onnx is pinned:
+# its package generates the node tests of the newest release in the build
+# (tools/gen_node_test_data.py reads the pin from the next line and refuses another version), so the
+# 1.23 conformance figures are reproducible. Change it together with docs/conformance.md's figures.
+onnx_version=1.23.2
+if ! python3 -c 'import onnxruntime, numpy' 2>/dev/null ||
+   ! python3 -c "import onnx, sys; sys.exit(onnx.__version__ != '$onnx_version')" 2>/dev/null; then
+  echo "[install_deps] pip install onnx==$onnx_version onnxruntime numpy"
+  python3 -m pip install -q "onnx==$onnx_version" onnxruntime numpy 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages "onnx==$onnx_version" onnxruntime numpy
 fi
 
 # CUTLASS headers (library-kernel templates such as templates/cutlass_conv2d_fprop.cu.in include
