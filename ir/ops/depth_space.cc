@@ -1,4 +1,4 @@
-// DepthToSpace (DCR and CRD modes) and SpaceToDepth on NCHW tensors with `blocksize` b: each is
+// DepthToSpace and SpaceToDepth (DCR and CRD modes) on NCHW tensors with `blocksize` b: each is
 // a reshape to 6-D, a transpose and a reshape back, i.e. one strided gather whose strides are
 // the 6-D input strides permuted. Any dtype.
 #include "ir/op_registry.h"
@@ -27,8 +27,11 @@ GatherView depth_to_space_view(const Node& node, const Shape& x) {
   return permuted_view({n, b, b, c, h, w}, {0, 3, 4, 1, 5, 2});
 }
 
+// DCR (default): output channel (by * b + bx) * C + c; CRD (SpaceToDepth-25's mode): c * b * b +
+// by * b + bx.
 GatherView space_to_depth_view(const Node& node, const Shape& x) {
   const int64_t b = node.attr_int("blocksize", 0), n = x[0], c = x[1], h = x[2] / b, w = x[3] / b;
+  if (is_crd(node)) return permuted_view({n, c, h, b, w, b}, {0, 1, 3, 5, 2, 4});
   return permuted_view({n, c, h, b, w, b}, {0, 3, 5, 1, 2, 4});
 }
 
@@ -61,6 +64,8 @@ Status depth_to_space_infer(Node& node, Graph& graph) {
 Status space_to_depth_infer(Node& node, Graph& graph) {
   int64_t b;
   AOTC_RETURN_IF_ERROR(common_checks(node, graph, &b));
+  std::string mode = node.attr_string("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD") return node_error(node, "mode must be DCR or CRD");
   const Shape& x = input_value(graph, node, 0).shape;
   if (x[2] % b != 0 || x[3] % b != 0)
     return node_error(node, "height and width (" + std::to_string(x[2]) + ", " + std::to_string(x[3]) +

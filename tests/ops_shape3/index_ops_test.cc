@@ -241,6 +241,41 @@ TEST(DepthSpace, SpecFormulasAndRoundTrip) {
   OneNode bad("SpaceToDepth");
   bad.input(DType::kFloat32, {1, 1, 3, 4}).attr("blocksize", Attribute::of_int(2));
   EXPECT_FALSE(bad.build().is_ok());
+  OneNode bad_mode("SpaceToDepth");
+  bad_mode.input(DType::kFloat32, {1, 1, 4, 4}).attr("blocksize", Attribute::of_int(2)).attr("mode", Attribute::of_string("RDC"));
+  EXPECT_FALSE(bad_mode.build().is_ok());
+}
+
+// SpaceToDepth's CRD mode (opset 25; it was silently computed as DCR before): output channel
+// c * b * b + by * b + bx, checked against that formula and the spec's example values.
+TEST(DepthSpace, SpaceToDepthCrdMode) {
+  const int64_t b = 2, n_ = 2, c = 3, h = 4, w = 6;
+  OneNode n("SpaceToDepth");
+  n.input(DType::kFloat32, {n_, c, h, w}).attr("blocksize", Attribute::of_int(b)).attr("mode", Attribute::of_string("CRD"));
+  ASSERT_TRUE(n.build().is_ok());
+  EXPECT_EQ(n.out().shape, (Shape{n_, c * b * b, h / b, w / b}));
+  Tensor x = iota({n_, c, h, w});
+  std::vector<double> got = run1(n, {x});
+  for (int64_t ni = 0; ni < n_; ++ni)
+    for (int64_t oc = 0; oc < c * b * b; ++oc)
+      for (int64_t y = 0; y < h / b; ++y)
+        for (int64_t xx = 0; xx < w / b; ++xx) {
+          const int64_t ci = oc / (b * b), by = (oc % (b * b)) / b, bx = oc % b;
+          const double want = x.get(((ni * c + ci) * h + y * b + by) * w + xx * b + bx);
+          ASSERT_EQ(got[static_cast<size_t>(((ni * c * b * b + oc) * (h / b) + y) * (w / b) + xx)], want);
+        }
+  // The spec's example (onnx backend test test_spacetodepth_crd_mode_example).
+  OneNode e("SpaceToDepth");
+  e.input(DType::kFloat32, {1, 2, 4, 6}).attr("blocksize", Attribute::of_int(2)).attr("mode", Attribute::of_string("CRD"));
+  ASSERT_TRUE(e.build().is_ok());
+  Tensor ex(DType::kFloat32, {1, 2, 4, 6});
+  const double vals[48] = {0, 9, 1, 10, 2, 11, 18, 27, 19, 28, 20, 29, 3, 12, 4, 13, 5, 14, 21, 30, 22, 31, 23, 32,
+                           36, 45, 37, 46, 38, 47, 54, 63, 55, 64, 56, 65, 39, 48, 40, 49, 41, 50, 57, 66, 58, 67, 59, 68};
+  for (int64_t i = 0; i < 48; ++i) ex.set(i, vals[i]);
+  std::vector<double> ey = run1(e, {ex});
+  ASSERT_EQ(ey.size(), 48u);
+  // The spec's y: output channel k holds 9k, 9k + 1, ..., 9k + 5.
+  for (int64_t i = 0; i < 48; ++i) EXPECT_EQ(ey[static_cast<size_t>(i)], static_cast<double>(9 * (i / 6) + i % 6)) << i;
 }
 
 TEST(Dropout, InferenceIdentityMaskAndTrainingRefused) {

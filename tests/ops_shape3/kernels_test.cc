@@ -95,6 +95,9 @@ std::vector<KernelCase> kernel_cases() {
   add("SpaceToDepth uint16", 17, 1, 0, [](OneNode& n) {
     n.input(DType::kUInt16, {1, 3, 4, 6}).attr("blocksize", Attribute::of_int(2));
   });
+  add("SpaceToDepth f32 CRD", 17, 1, 0, [](OneNode& n) {
+    n.input(DType::kFloat32, {2, 3, 6, 4}).attr("blocksize", Attribute::of_int(2)).attr("mode", Attribute::of_string("CRD"));
+  });
   add("Dropout f16 with mask", 13, 2, 0, [=](OneNode& n) { n.input(f16, {5, 3}); });
   return c;
 }
