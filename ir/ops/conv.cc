@@ -178,6 +178,50 @@ TileConfig pick_tile(int64_t cout_per_group, int64_t gemm_n, int64_t groups) {
 
 std::string cutlass_element(DType t) { return t == DType::kBFloat16 ? "cutlass::bfloat16_t" : "cutlass::half_t"; }
 
+// A convolution as one cuBLASLt GEMM over NHWC rows: D[M, K] = A[M, KK] x W[K, KK]^T, W the KRSC
+// filter rows, with the node's bias and ReLU in the epilogue and its residual as C (beta 1).
+// `a` is the input itself (1x1) or the im2col matrix in scratch.
+LoweredStep conv_gemm_step(const Node& node, DType dtype, ValueId a, int64_t m, int64_t kk, int64_t k) {
+  const bool has_bias = node.input(2) != kNoValue, has_res = node.input(kResidualInput) != kNoValue;
+  MatmulStep mm;
+  mm.dtype = dtype;
+  mm.a = a;
+  mm.b = node.inputs[1];
+  mm.d = node.outputs[0];
+  mm.m = m;
+  mm.n = k;
+  mm.k = kk;
+  mm.trans_b = true;
+  mm.lda = kk;
+  mm.ldb = kk;
+  mm.ldc = k;
+  mm.ldd = k;
+  if (has_res) {
+    mm.c = node.inputs[kResidualInput];
+    mm.beta = 1.0f;
+  }
+  if (has_bias) mm.bias = node.inputs[2];
+  const bool relu = has_activation(node);
+  mm.epilogue = has_bias ? (relu ? MatmulStep::Epilogue::kBiasRelu : MatmulStep::Epilogue::kBias)
+                         : (relu ? MatmulStep::Epilogue::kRelu : MatmulStep::Epilogue::kNone);
+  LoweredStep s;
+  s.kind = LoweredStep::Kind::kMatmul;
+  s.matmul = mm;
+  return s;
+}
+
+// The 2-D window geometry holes the NHWC depthwise and im2col templates share.
+std::vector<std::pair<std::string, std::string>> window_2d_holes(const ConvShape& cs) {
+  const WindowGeometry& g = cs.geo;
+  return {{"N", int_literal(cs.batch)}, {"C", int_literal(cs.cin)},
+          {"H", int_literal(g.in[0])}, {"W", int_literal(g.in[1])},
+          {"KH", int_literal(g.kernel[0])}, {"KW", int_literal(g.kernel[1])},
+          {"OH", int_literal(g.out[0])}, {"OW", int_literal(g.out[1])},
+          {"SH", int_literal(g.strides[0])}, {"SW", int_literal(g.strides[1])},
+          {"PH", int_literal(g.pad_begin[0])}, {"PW", int_literal(g.pad_begin[1])},
+          {"DH", int_literal(g.dilations[0])}, {"DW", int_literal(g.dilations[1])}};
+}
+
 constexpr int64_t kDepthwisePixelsPerThread = 4;
 constexpr int64_t kDepthwiseVecThreadsPerSm = 1024;
 
@@ -202,32 +246,8 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
   if (conv_pointwise_gemm_applies(graph.target, xv.dtype, cs.group, cs.cin, cs.cout, g.kernel, g.strides, pads,
                                   relu_or_none)) {
     // Y[N*H*W, K] = X[N*H*W, C] x W[K, C]^T (+ bias) (+ residual as C, beta 1) (then ReLU).
-    MatmulStep mm;
-    mm.dtype = xv.dtype;
-    mm.a = node.inputs[0];
-    mm.b = node.inputs[1];
-    mm.d = node.outputs[0];
-    mm.m = cs.batch * g.out[0] * g.out[1];
-    mm.n = cs.cout;
-    mm.k = cs.cin;
-    mm.trans_b = true;
-    mm.lda = cs.cin;
-    mm.ldb = cs.cin;
-    mm.ldc = cs.cout;
-    mm.ldd = cs.cout;
-    if (has_res) {
-      mm.c = node.inputs[kResidualInput];
-      mm.beta = 1.0f;
-    }
-    if (has_bias) mm.bias = node.inputs[2];
-    const bool relu = has_activation(node);
-    mm.epilogue = has_bias ? (relu ? MatmulStep::Epilogue::kBiasRelu : MatmulStep::Epilogue::kBias)
-                           : (relu ? MatmulStep::Epilogue::kRelu : MatmulStep::Epilogue::kNone);
     Lowering l;
-    LoweredStep s;
-    s.kind = LoweredStep::Kind::kMatmul;
-    s.matmul = mm;
-    l.steps.push_back(s);
+    l.steps.push_back(conv_gemm_step(node, xv.dtype, node.inputs[0], cs.batch * g.out[0] * g.out[1], cs.cin, cs.cout));
     return l;
   }
   const int64_t gemm_m = cs.batch * g.out[0] * g.out[1], gemm_k = g.kernel[0] * g.kernel[1] * cs.cin;
@@ -239,43 +259,14 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
     im.template_name = "im2col_nhwc";
     im.holes = {{"comment", "im2col for " + comment},
                 {"T", dtype_c_type(xv.dtype)},
-                {"N", int_literal(cs.batch)}, {"C", int_literal(cs.cin)},
-                {"H", int_literal(g.in[0])}, {"W", int_literal(g.in[1])},
-                {"KH", int_literal(g.kernel[0])}, {"KW", int_literal(g.kernel[1])},
-                {"OH", int_literal(g.out[0])}, {"OW", int_literal(g.out[1])},
-                {"SH", int_literal(g.strides[0])}, {"SW", int_literal(g.strides[1])},
-                {"PH", int_literal(g.pad_begin[0])}, {"PW", int_literal(g.pad_begin[1])},
-                {"DH", int_literal(g.dilations[0])}, {"DW", int_literal(g.dilations[1])},
                 {"IDX", gemm_m * gemm_k < (int64_t{1} << 31) - (int64_t{1} << 20) && xv.numel() < (int64_t{1} << 31) - (int64_t{1} << 20) ? "int" : "long long"}};
+    const auto window = window_2d_holes(cs);
+    im.holes.insert(im.holes.end(), window.begin(), window.end());
     im.args = {node.inputs[0], kScratchArg};
     im.block = Dim3{256, 1, 1};
     im.grid = grid_for(gemm_m * gemm_k / 8, 256);
     l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, im, {}});
-    MatmulStep mm;
-    mm.dtype = xv.dtype;
-    mm.a = kScratchArg;
-    mm.b = node.inputs[1];
-    mm.d = node.outputs[0];
-    mm.m = gemm_m;
-    mm.n = cs.cout;
-    mm.k = gemm_k;
-    mm.trans_b = true;
-    mm.lda = gemm_k;
-    mm.ldb = gemm_k;
-    mm.ldc = cs.cout;
-    mm.ldd = cs.cout;
-    if (has_res) {
-      mm.c = node.inputs[kResidualInput];
-      mm.beta = 1.0f;
-    }
-    if (has_bias) mm.bias = node.inputs[2];
-    const bool relu = has_activation(node);
-    mm.epilogue = has_bias ? (relu ? MatmulStep::Epilogue::kBiasRelu : MatmulStep::Epilogue::kBias)
-                           : (relu ? MatmulStep::Epilogue::kRelu : MatmulStep::Epilogue::kNone);
-    LoweredStep s;
-    s.kind = LoweredStep::Kind::kMatmul;
-    s.matmul = mm;
-    l.steps.push_back(s);
+    l.steps.push_back(conv_gemm_step(node, xv.dtype, kScratchArg, gemm_m, gemm_k, cs.cout));
     return l;
   }
   KernelStep k;
@@ -343,18 +334,13 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
                {"ACC", compute_type(xv.dtype)},
                {"HAS_INPUT_MAX", node.has_attr("input_max") ? "1" : "0"},
                {"INPUT_MAX", float_literal(node.attr_float("input_max", 0.0f))}};
-    const std::vector<std::pair<std::string, std::string>> shape_holes = {
-        {"N", int_literal(cs.batch)}, {"C", int_literal(cs.cin)},
-        {"H", int_literal(g.in[0])}, {"W", int_literal(g.in[1])},
-        {"KH", int_literal(g.kernel[0])}, {"KW", int_literal(g.kernel[1])},
-        {"OH", int_literal(g.out[0])}, {"OW", int_literal(g.out[1])},
-        {"SH", int_literal(g.strides[0])}, {"SW", int_literal(g.strides[1])},
-        {"PH", int_literal(g.pad_begin[0])}, {"PW", int_literal(g.pad_begin[1])},
-        {"DH", int_literal(g.dilations[0])}, {"DW", int_literal(g.dilations[1])},
+    std::vector<std::pair<std::string, std::string>> shape_holes = window_2d_holes(cs);
+    const std::vector<std::pair<std::string, std::string>> more_holes = {
         {"HAS_BIAS", has_bias ? "1" : "0"},
         {"HAS_RES", has_res ? "1" : "0"},
         {"IDX", shape_numel(out) < (int64_t{1} << 31) - (int64_t{1} << 20) && xv.numel() < (int64_t{1} << 31) - (int64_t{1} << 20) ? "int" : "long long"},
         {"act_expr", activation_expr(node, graph, "v")}};
+    shape_holes.insert(shape_holes.end(), more_holes.begin(), more_holes.end());
     k.holes.insert(k.holes.end(), shape_holes.begin(), shape_holes.end());
     k.args = {node.inputs[0], node.inputs[1], has_bias ? node.inputs[2] : kNullArg,
               has_res ? node.inputs[kResidualInput] : kNullArg, node.outputs[0]};
