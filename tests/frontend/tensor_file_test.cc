@@ -37,7 +37,9 @@ void expect_same(const Tensor& a, const Tensor& b) {
   EXPECT_EQ(a.shape(), b.shape());
   ASSERT_EQ(a.byte_size(), b.byte_size());
   // memcmp's pointers must not be null even for 0 bytes (an empty tensor has no buffer; UBSan).
-  if (a.byte_size() > 0) EXPECT_EQ(std::memcmp(a.raw(), b.raw(), static_cast<size_t>(a.byte_size())), 0);
+  if (a.byte_size() > 0) {
+    EXPECT_EQ(std::memcmp(a.raw(), b.raw(), static_cast<size_t>(a.byte_size())), 0);
+  }
 }
 
 TEST(TensorFile, PbRoundTripAllTypes) {
