@@ -27,7 +27,7 @@ GatherView depth_to_space_view(const Node& node, const Shape& x) {
   return permuted_view({n, b, b, c, h, w}, {0, 3, 4, 1, 5, 2});
 }
 
-// DCR (default): output channel (by * b + bx) * C + c; CRD (SpaceToDepth-25's mode): c * b * b +
+// DCR (default): output channel (by * b + bx) * C + c; CRD (SpaceToDepth-28's mode): c * b * b +
 // by * b + bx.
 GatherView space_to_depth_view(const Node& node, const Shape& x) {
   const int64_t b = node.attr_int("blocksize", 0), n = x[0], c = x[1], h = x[2] / b, w = x[3] / b;

@@ -246,7 +246,7 @@ TEST(DepthSpace, SpecFormulasAndRoundTrip) {
   EXPECT_FALSE(bad_mode.build().is_ok());
 }
 
-// SpaceToDepth's CRD mode (opset 25; it was silently computed as DCR before): output channel
+// SpaceToDepth's CRD mode (opset 28; it was silently computed as DCR before): output channel
 // c * b * b + by * b + bx, checked against that formula and the spec's example values.
 TEST(DepthSpace, SpaceToDepthCrdMode) {
   const int64_t b = 2, n_ = 2, c = 3, h = 4, w = 6;
