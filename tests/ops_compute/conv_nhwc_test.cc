@@ -380,31 +380,40 @@ Expected<void*> compile_emulation(const std::string& source) { return testing_ut
     GTEST_SKIP() << "no host compiler for the emulation: " << handle.status().message();            \
   ASSERT_TRUE(handle.is_ok()) << handle.status().message()
 
-// ---- 2. depthwise kernels ----
-
-TEST(ConvNhwc, DepthwiseKernelsEmulatedMatchReference) {
+// Builds `cases`, compiles them for the CPU emulation (skipping without a host compiler) and runs
+// each with inputs seeded from seed_base + 10 * index; `check` compares the output.
+void for_each_emulated(const std::vector<KernelCase>& cases, uint32_t seed_base,
+                       const std::function<void(Built&, std::vector<Tensor>&, Tensor&)>& check) {
   std::vector<Built> built;
   std::string source;
-  ASSERT_TRUE(build(conv_cases(), built, source));
+  ASSERT_TRUE(build(cases, built, source));
   auto handle = compile_emulation(source);
   ASSERT_EMULATION(handle);
   for (size_t r = 0; r < built.size(); ++r) {
     SCOPED_TRACE(built[r].label);
     std::vector<Tensor> inputs;
     Tensor got;
-    ASSERT_TRUE(run_emulated(*handle, r, built[r], 1000 + 10 * static_cast<uint32_t>(r), inputs, got));
-    auto want = evaluate_graph(built[r].graph.graph, inputs);
+    ASSERT_TRUE(run_emulated(*handle, r, built[r], seed_base + 10 * static_cast<uint32_t>(r), inputs, got));
+    check(built[r], inputs, got);
+  }
+}
+
+// ---- 2. depthwise kernels ----
+
+TEST(ConvNhwc, DepthwiseKernelsEmulatedMatchReference) {
+  for_each_emulated(conv_cases(), 1000, [&](Built& b, std::vector<Tensor>& inputs, Tensor& got) {
+    auto want = evaluate_graph(b.graph.graph, inputs);
     ASSERT_TRUE(want.is_ok()) << want.status().message();
     EXPECT_TRUE(tensors_close(got, want.value()[0]));
     // The activation and the epilogue must matter for the data: a kernel that ignored them would fail.
-    const Node& n = built[r].graph.node();
+    const Node& n = b.graph.node();
     if (has_activation(n)) {
       int clipped = 0;
       const Tensor& y = want.value()[0];
       for (int64_t i = 0; i < y.numel(); ++i) clipped += y.get(i) == 0.0 || y.get(i) == 0.5 || y.get(i) == -0.25;
       EXPECT_GT(clipped, 0) << "activation never changes a value";
     }
-  }
+  });
 }
 
 // ---- 3. pooling kernels and references ----
@@ -476,19 +485,10 @@ TEST(ConvNhwc, PoolKernelsEmulatedMatchReference) {
 
 TEST(ConvNhwc, PackNhwcEmulatedMatchesHandWritten) {
   const std::vector<KernelCase> cases = pack_cases();
-  std::vector<Built> built;
-  std::string source;
-  ASSERT_TRUE(build(cases, built, source));
-  auto handle = compile_emulation(source);
-  ASSERT_EMULATION(handle);
-  for (size_t r = 0; r < built.size(); ++r) {
-    SCOPED_TRACE(built[r].label);
-    std::vector<Tensor> inputs;
-    Tensor got;
-    ASSERT_TRUE(run_emulated(*handle, r, built[r], 3000 + 10 * static_cast<uint32_t>(r), inputs, got));
+  for_each_emulated(cases, 3000, [&](Built& b, std::vector<Tensor>& inputs, Tensor& got) {
     const Tensor& x = inputs[0];
     const Shape& s = x.shape();
-    const Node& node = built[r].graph.node();
+    const Node& node = b.graph.node();
     const int64_t cp = node.attr_int("channels", 0);
     const DType to = static_cast<DType>(node.attr_int("to", 0));
     // Hand-written: y[n, h, w, c] = (to) x[n, c, h, w] for c < C, exactly 0 (all bits) beyond.
@@ -502,7 +502,7 @@ TEST(ConvNhwc, PackNhwcEmulatedMatchesHandWritten) {
             is_pad[static_cast<size_t>(i)] = c >= s[1];
             expected.set(i, c < s[1] ? x.get(((n * s[1] + c) * s[2] + h) * s[3] + w) : 0.0);
           }
-    auto want = evaluate_graph(built[r].graph.graph, inputs);
+    auto want = evaluate_graph(b.graph.graph, inputs);
     ASSERT_TRUE(want.is_ok()) << want.status().message();
     for (const Tensor* t : {&got, &want.value()[0]}) {
       const char* what = t == &got ? "kernel" : "reference";
@@ -523,7 +523,7 @@ TEST(ConvNhwc, PackNhwcEmulatedMatchesHandWritten) {
           break;
         }
     }
-  }
+  });
 }
 
 // Space-to-depth packing (block 2, begin pads, spatial extent past the input), checked against a
@@ -542,19 +542,10 @@ TEST(ConvNhwc, PackSpaceToDepthEmulatedMatchesScatter) {
       {"s2d fp32 [2,3,9,8] pads 3,3 -> [2,8,7,16] fp16", [=] { return s2d(f32, f16, {2, 3, 9, 8}, 16, {3, 3}, {8, 7}); }, "pack_nhwc"},
       {"s2d fp16 [1,2,5,7] pads 0,1 -> [1,2,3,8] fp16 (cropped)", [=] { return s2d(f16, f16, {1, 2, 5, 7}, 8, {0, 1}, {2, 3}); }, "pack_nhwc"},
       {"s2d fp32 [1,1,4,4] pads 1,0 -> [1,3,2,5] fp32", [=] { return s2d(f32, f32, {1, 1, 4, 4}, 5, {1, 0}, {3, 2}); }, "pack_nhwc"}};
-  std::vector<Built> built;
-  std::string source;
-  ASSERT_TRUE(build(cases, built, source));
-  auto handle = compile_emulation(source);
-  ASSERT_EMULATION(handle);
-  for (size_t r = 0; r < built.size(); ++r) {
-    SCOPED_TRACE(built[r].label);
-    std::vector<Tensor> inputs;
-    Tensor got;
-    ASSERT_TRUE(run_emulated(*handle, r, built[r], 5000 + 10 * static_cast<uint32_t>(r), inputs, got));
+  for_each_emulated(cases, 5000, [&](Built& b, std::vector<Tensor>& inputs, Tensor& got) {
     const Tensor& x = inputs[0];
     const Shape& s = x.shape();
-    const Node& node = built[r].graph.node();
+    const Node& node = b.graph.node();
     const std::vector<int64_t> pads = node.attr_ints("pads"), sp = node.attr_ints("spatial");
     const int64_t cp = node.attr_int("channels", 0);
     Tensor expected(static_cast<DType>(node.attr_int("to", 0)), {s[0], sp[0], sp[1], cp});
@@ -568,14 +559,14 @@ TEST(ConvNhwc, PackSpaceToDepthEmulatedMatchesScatter) {
             expected.set(((n * sp[0] + hp / 2) * sp[1] + wp / 2) * cp + ((hp % 2) * 2 + wp % 2) * s[1] + c,
                          x.get(((n * s[1] + c) * s[2] + h) * s[3] + w));
           }
-    auto want = evaluate_graph(built[r].graph.graph, inputs);
+    auto want = evaluate_graph(b.graph.graph, inputs);
     ASSERT_TRUE(want.is_ok()) << want.status().message();
     for (const Tensor* t : {&got, &want.value()[0]}) {
       const char* what = t == &got ? "kernel" : "reference";
       ASSERT_EQ(t->shape(), expected.shape()) << what;
       EXPECT_EQ(std::memcmp(t->raw(), expected.raw(), static_cast<size_t>(expected.byte_size())), 0) << what << " differs";
     }
-  }
+  });
 }
 
 // ---- 5. nvcc ----
