@@ -199,7 +199,7 @@ step_aotc() {
     timeout "$(cap 120)" env ${envs[@]+"${envs[@]}"} "$aotc_run" "$lc/lib$lib.so" "${inputs[@]}" \
       --bench "$BENCH_ITERS" --json "$c/bench.json" </dev/null >"$c/bench.log" 2>&1 || bad=1
     if [ "$profile_ok" = 1 ] && [ "$role" = main ] && [[ " $PROFILE_CASES " == *" $name "* ]]; then
-      timeout "$(cap 60)" "$aotc_run" "$lc/lib$lib.so" "${inputs[@]}" --profile "$c/profile.json" \
+      timeout "$(cap 60)" "$aotc_run" "$lc/lib$lib.so" "${inputs[@]}" --profile --profile-json "$c/profile.json" \
         </dev/null >"$c/profile.log" 2>&1 || true
     fi
     [ "$role" = ablation ] || failures=$((failures + bad))
