@@ -56,7 +56,20 @@ std::string cutlass_headers_version(const std::string& include_dir) {
 
 bool source_uses_cutlass(const std::string& text) {
   return text.find("#include \"cutlass/") != std::string::npos ||
-         text.find("#include <cutlass/") != std::string::npos;
+         text.find("#include <cutlass/") != std::string::npos ||
+         text.find("#include \"kernel_forward.h\"") != std::string::npos;
+}
+
+std::vector<std::string> cutlass_extra_include_dirs(const std::string& include_dir) {
+  std::vector<std::string> dirs;
+  if (include_dir.empty()) return dirs;
+  const fs::path root = fs::path(include_dir).parent_path();
+  for (const char* sub : {"examples/41_fused_multi_head_attention"}) {
+    std::error_code ec;
+    const fs::path d = root / sub;
+    if (fs::is_directory(d, ec)) dirs.push_back(d.string());
+  }
+  return dirs;
 }
 
 }  // namespace aotc

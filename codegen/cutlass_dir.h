@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "ir/status.h"
 
@@ -22,7 +23,12 @@ Expected<std::string> find_cutlass_include_dir(const std::string& explicit_dir,
 // SHA-256 of <include>/cutlass/version.h (a cache-key ingredient); "" when unreadable.
 std::string cutlass_headers_version(const std::string& include_dir);
 
-// True when a template's text includes CUTLASS headers.
+// True when a template's text includes CUTLASS headers (or CUTLASS's attention example kernel).
 bool source_uses_cutlass(const std::string& text);
+
+// Folders next to the headers that some templates include from: the fused multi-head attention
+// kernel of CUTLASS's examples (examples/41_fused_multi_head_attention: kernel_forward.h), which
+// the PyPI package ships beside include/. Only those that exist.
+std::vector<std::string> cutlass_extra_include_dirs(const std::string& include_dir);
 
 }  // namespace aotc

@@ -36,6 +36,10 @@ struct Target {
   // Tensor-core convolutions whose implicit-GEMM tiles would not fill one wave (batch 1) run as
   // an im2col kernel + a cuBLASLt GEMM (conv_im2col_gemm_applies). Off: CUTLASS (--conv-im2col off).
   bool conv_im2col_gemm = true;
+  // The ONNX Attention op runs as CUTLASS's fused tensor-core attention kernel where that computes
+  // exactly what the op asks (ir/ops/attention.cc: fmha_applies). Off: the row-tile kernel
+  // (templates/attention_rows.cu.in) everywhere (--attention rows).
+  bool attention_fused = true;
 
   int min_sm() const {
     int m = sms.empty() ? 0 : sms[0];

@@ -19,6 +19,9 @@ Expected<bool> dead_code(Graph& graph);
 Expected<bool> fold_batchnorm(Graph& graph);
 // The written-out GELU formulas (erf and tanh forms) -> one Gelu node (approximate none / tanh).
 Expected<bool> fuse_gelu(Graph& graph);
+// MatMul of activations by a constant [K, N] -> Gemm over the flattened rows (views), with the
+// reshape back moved past the bias / residual Adds and activation that follow (for fuse_epilogue).
+Expected<bool> matmul_to_gemm(Graph& graph);
 // Conv/Gemm + bias Add + residual Add + one activation -> aotc.FusedConv / aotc.FusedGemm.
 Expected<bool> fuse_epilogue(Graph& graph);
 // float32 values -> graph.target.precision.dtype (fp16/bf16) per opt/precision_policy; constants
@@ -30,7 +33,7 @@ Expected<bool> layout_nhwc(Graph& graph);
 // A channels_last conv ending in Clip(0, M) read only by a depthwise channels_last conv keeps
 // Relu (so it can run on cuBLASLt) and the depthwise conv clamps its input at M (input_max).
 Expected<bool> clip_into_depthwise(Graph& graph);
-// A 16-bit MatMul by a constant [K, N] with N % 8 != 0 (large outputs): B zero-padded to a multiple
+// A 16-bit MatMul (or Gemm without C) by a constant [K, N] with N % 8 != 0 (large outputs): B zero-padded to a multiple
 // of 8 at compile time, then a Slice of the first N columns (aligned cuBLASLt kernels).
 Expected<bool> pad_gemm_n(Graph& graph);
 

@@ -17,6 +17,7 @@ const std::vector<Pass>& default_pipeline() {
       {"dead_code", dead_code},
       {"fold_batchnorm", fold_batchnorm},
       {"fuse_gelu", fuse_gelu},
+      {"matmul_to_gemm", matmul_to_gemm},
       {"fuse_epilogue", fuse_epilogue},
       {"precision", convert_precision},
       {"layout_nhwc", layout_nhwc},

@@ -287,6 +287,12 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       if (text != "on" && text != "off")
         return cur.usage("bad --conv-im2col '" + escape_for_message(text) + "': expected on or off");
       o.conv_im2col_gemm = text == "on";
+    } else if (opt == "--attention") {
+      std::string text;
+      AOTC_TAKE(text);
+      if (text != "fused" && text != "rows")
+        return cur.usage("bad --attention '" + escape_for_message(text) + "': expected fused or rows");
+      o.attention_fused = text == "fused";
     } else if (opt == "--max-split-k") {
       std::string text;
       AOTC_TAKE(text);

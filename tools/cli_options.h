@@ -28,6 +28,7 @@ struct AotcOptions {
   std::string conv_config;             // --conv-config NAME (force one tensor-core conv configuration)
   bool conv_pointwise_gemm = true;     // --conv-pointwise cublaslt|cutlass (1x1 convs as cuBLASLt GEMMs)
   bool conv_im2col_gemm = true;        // --conv-im2col on|off (underfilled convs as im2col + cuBLASLt)
+  bool attention_fused = true;         // --attention fused|rows (CUTLASS fused attention where exact)
   int max_split_k = 1;                 // --max-split-k N (serial split-K for underfilled convs; 1 = off)
   std::vector<std::string> disabled_passes;  // --disable-pass NAME (repeatable; ablation)
   std::string report_path;             // --report

@@ -31,6 +31,8 @@ options:
                            activation run as cuBLASLt GEMMs; cutlass: as CUTLASS implicit GEMMs
   --conv-im2col on|off     on (default): fp16/bf16 convolutions too small to fill the GPU (batch 1)
                            run as im2col + a cuBLASLt GEMM; off: CUTLASS implicit GEMM
+  --attention fused|rows   fused (default): 16-bit Attention ops run as CUTLASS's fused tensor-core
+                           attention kernel where it is exact; rows: the row-tile kernel everywhere
   --max-split-k N          serial split-K (1-16) for convolutions that cannot fill the GPU
                            (default 1: off; measured slower than no split on an H100)
   --disable-pass NAME      skip a pass (fuse_epilogue, precision, layout_nhwc, ...; for ablation)

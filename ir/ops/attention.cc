@@ -11,6 +11,7 @@
 // (past + new -> present) and attention_rows.cu.in (online softmax, no score matrix).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "ir/op_registry.h"
@@ -279,10 +280,101 @@ std::string layout_comment(const AttnDims& a) {
          (a.three_d ? " 3-D" : " 4-D") + (a.causal ? " causal" : "") + (a.has_mask ? " mask" : "");
 }
 
+// ---- the fused tensor-core strategy (templates/cutlass_fmha_forward.cu.in) ----
+// It computes exactly what the op asks when: Q/K/V are 16-bit on Sm80+ tensor cores, each query
+// head has its own K/V head, there is no past / nonpad / window / softcap / qk output, the mask
+// (if any) is additive in the same dtype and covers every key, head dims are multiples of 8 up to
+// 128, and the output rows are what the kernel writes: (B, Sq, H*Dv) for 3-D inputs, or (B, H,
+// Sq, Dv) seen as B*H batches of one head (4-D inputs, where the mask's strides allow that).
+struct FmhaConfig {
+  int64_t queries, keys, max_k;
+};
+constexpr FmhaConfig kFmhaConfigs[] = {{64, 64, 64}, {32, 128, 128}};  // head dim <= 64, <= 128
+
+const FmhaConfig* fmha_config(const AttnDims& a) {
+  for (const FmhaConfig& c : kFmhaConfigs)
+    if (a.d <= c.max_k && a.dv <= c.max_k) return &c;
+  return nullptr;
+}
+
+bool fmha_applies(const Node& node, const Graph& graph, const AttnDims& a) {
+  const DType t = input_value(graph, node, kQ).dtype;
+  if (!graph.target.has_sm80_tensor_cores() || (t != DType::kFloat16 && t != DType::kBFloat16)) return false;
+  if (a.q_heads != a.kv_heads || a.has_past || a.has_nonpad || a.left != -1 || a.right != -1 || a.softcap > 0 ||
+      has_output(node, kQk) || has_output(node, kPresentKey) || has_output(node, kPresentValue))
+    return false;
+  if (a.d % 8 != 0 || a.dv % 8 != 0 || !fmha_config(a)) return false;
+  if (a.batch * a.q_heads > 65535 || a.q_len > (int64_t{1} << 30) || a.kv_len > (int64_t{1} << 30)) return false;
+  if (a.has_mask) {
+    if (a.mask_bool || graph.value(node.inputs[kMask]).dtype != t || a.mask_len != a.total) return false;
+    if (a.mask.b % 8 || a.mask.h % 8 || a.mask.s % 8) return false;
+  }
+  if (!a.three_d && a.has_mask && a.batch > 1 && a.q_heads > 1 && a.mask.b != a.q_heads * a.mask.h) return false;
+  return true;
+}
+
+Lowering fmha_lowering(const Node& node, const Graph& graph, const AttnDims& a) {
+  const DType t = input_value(graph, node, kQ).dtype;
+  const FmhaConfig& c = *fmha_config(a);
+  // 4-D: B*H batches of one head, so Y's (B, H, Sq, Dv) is the kernel's (batch, query, Dv) rows.
+  const bool collapse = !a.three_d;
+  const int64_t batches = collapse ? a.batch * a.q_heads : a.batch, heads = collapse ? 1 : a.q_heads;
+  auto batch_stride = [&](const Layout& l) {
+    return collapse ? (a.q_heads == 1 ? l.b : l.h) : l.b;
+  };
+  const float scale = static_cast<float>(a.scale);
+  uint32_t scale_bits = 0;
+  std::memcpy(&scale_bits, &scale, sizeof scale_bits);
+  KernelStep k;
+  k.template_name = "cutlass_fmha_forward";
+  k.holes = {{"comment", "fused attention " + layout_comment(a) + " " + dtype_name(t)},
+             {"ELEMENT", t == DType::kBFloat16 ? "cutlass::bfloat16_t" : "cutlass::half_t"},
+             {"QPB", int_literal(c.queries)},
+             {"KPB", int_literal(c.keys)},
+             {"MAX_K", int_literal(c.max_k)}};
+  k.library_params = true;
+  const Layout m = a.has_mask ? a.mask : Layout{0, 0, 0};
+  k.builder_args = {batches, heads, a.q_len, a.kv_len, a.d, a.dv,
+                    batch_stride(a.q), collapse ? 0 : a.q.h, a.q.s,
+                    batch_stride(a.k), collapse ? 0 : a.k.h, a.k.s,
+                    batch_stride(a.v), collapse ? 0 : a.v.h, a.v.s,
+                    a.y.s, a.has_mask ? 1 : 0,
+                    a.has_mask ? (collapse ? (a.q_heads == 1 ? m.b : m.h) : m.b) : 0, collapse ? 0 : m.h, m.s,
+                    static_cast<int64_t>(scale_bits), a.causal ? 1 : 0};
+  k.args = {node.inputs[kQ], node.inputs[kK], node.inputs[kV], a.has_mask ? node.inputs[kMask] : kNullArg,
+            node.outputs[kY]};
+  k.grid = Dim3{(a.q_len + c.queries - 1) / c.queries, heads, batches};  // informative
+  k.block = Dim3{32, 4, 1};
+  Lowering l;
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  const bool runtime_mask = a.has_mask && !graph.value(node.inputs[kMask]).is_constant();
+  if (runtime_mask) {
+    const int64_t rows = a.batch * a.q_heads * a.q_len;
+    KernelStep z;
+    z.template_name = "attention_zero_masked_rows";
+    z.holes = {{"comment", "rows with every key masked -> zeros, after " + layout_comment(a)},
+               {"T", dtype_c_type(t)},
+               {"ROWS", int_literal(rows)},
+               {"HEADS", int_literal(a.q_heads)},
+               {"SQ", int_literal(a.q_len)},
+               {"KEYS", int_literal(a.total)},
+               {"DV", int_literal(a.dv)},
+               {"MSB", int_literal(m.b)}, {"MSH", int_literal(m.h)}, {"MSS", int_literal(m.s)},
+               {"YSB", int_literal(a.y.b)}, {"YSH", int_literal(a.y.h)}, {"YSS", int_literal(a.y.s)}};
+    z.args = {node.inputs[kMask], node.outputs[kY]};
+    z.block = Dim3{256, 1, 1};
+    z.grid = Dim3{(rows + 7) / 8, 1, 1};
+    l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, z, {}});
+  }
+  return l;
+}
+
 Expected<Lowering> attention_lower(const Node& node, const Graph& graph) {
   Expected<AttnDims> ad = dims_of_graph(node, graph);
   if (!ad) return ad.status();
   const AttnDims& a = *ad;
+  if (a.batch * a.q_heads * a.q_len > 0 && graph.target.attention_fused && fmha_applies(node, graph, a))
+    return fmha_lowering(node, graph, a);
   const DType t = input_value(graph, node, kQ).dtype;
   const std::string ct = t == DType::kFloat64 ? "double" : "float";
   const int64_t ct_size = t == DType::kFloat64 ? 8 : 4;

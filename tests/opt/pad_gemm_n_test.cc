@@ -28,6 +28,37 @@ TEST(PadGemmN, OddNIsPaddedAndSliced) {
   EXPECT_TRUE(testing_util::same_outputs(before, g, 5, 2.5e-3, 1e-3));
 }
 
+TEST(PadGemmN, GemmWithTransposedConstantIsPaddedAndSliced) {
+  AOTC_BUILD(g, R"(
+    input %a : float16[512x16]
+    const %b : float16[1029x16] = random(1)
+    %y : float16[?] = Gemm(%a, %b) {transB=1}
+    output %y
+  )");
+  Graph before = g;
+  auto changed = pad_gemm_n(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(verify(g).is_ok());
+  EXPECT_EQ(op_list(g), "Gemm,Slice");
+  EXPECT_EQ(g.value(g.nodes[0].inputs[1]).shape, (Shape{1032, 16}));
+  EXPECT_EQ(g.value(g.nodes[1].outputs[0]).shape, (Shape{512, 1029}));
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 5, 2.5e-3, 1e-3));
+}
+
+TEST(PadGemmN, GemmWithCIsLeftAlone) {
+  AOTC_BUILD(g, R"(
+    input %a : float16[512x16]
+    const %b : float16[16x1029] = random(1)
+    const %c : float16[1029] = random(2)
+    %y : float16[?] = Gemm(%a, %b, %c)
+    output %y
+  )");
+  auto changed = pad_gemm_n(g);
+  ASSERT_TRUE(changed.is_ok());
+  EXPECT_FALSE(*changed);
+}
+
 TEST(PadGemmN, MustNotFire) {
   const std::vector<std::pair<const char*, std::string>> cases = {
       {"N already a multiple of 8", matmul("float16", "2x256x16", "16x1032")},

@@ -132,6 +132,16 @@ TEST(AotcArgs, PrecisionKeepFp32DisablePassSplitKAndPtxArch) {
   EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--keep-fp32", "a,,b"}).find("--keep-fp32"), std::string::npos);
 }
 
+TEST(AotcArgs, AttentionStrategySwitch) {
+  auto o = parse_aotc_args({"m.onnx", "-o", "libm.so"});
+  ASSERT_TRUE(o.is_ok());
+  EXPECT_TRUE(o->attention_fused);
+  auto rows = parse_aotc_args({"m.onnx", "-o", "libm.so", "--attention", "rows"});
+  ASSERT_TRUE(rows.is_ok()) << rows.status().message();
+  EXPECT_FALSE(rows->attention_fused);
+  EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--attention", "flash"}).find("--attention"), std::string::npos);
+}
+
 TEST(AotcArgs, NameMustBeIdentifier) {
   EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--name", "9lives"}).find("--name"), std::string::npos);
   EXPECT_NE(error_of({"m.onnx", "-o", "lib9lives.so"}).find("--name"), std::string::npos);

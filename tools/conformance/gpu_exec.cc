@@ -51,11 +51,10 @@ BuildOutcome build_library(Graph& graph, const GpuBuildOptions& options) {
   BuildOutcome out;
   // The passes and lowerings choose implementations for the GPU the library is built for.
   // The caller's strategy switches (precision, implementation choices) stay.
-  const Target wanted = graph.target;
-  graph.target = target_from_archs(options.archs.empty() ? std::vector<std::string>{"sm_90"} : options.archs);
-  graph.target.precision = wanted.precision;
-  graph.target.conv_pointwise_gemm = wanted.conv_pointwise_gemm;
-  graph.target.conv_im2col_gemm = wanted.conv_im2col_gemm;
+  // Only the GPU facts (archs, SM count) change; every strategy switch the caller set stays.
+  const Target probed = target_from_archs(options.archs.empty() ? std::vector<std::string>{"sm_90"} : options.archs);
+  graph.target.sms = probed.sms;
+  graph.target.sm_count = probed.sm_count;
   Expected<std::vector<PassStats>> stats = run_pipeline(graph, PipelineOptions{});
   if (!stats) {
     out.message = "pipeline: " + stats.status().message();

@@ -320,7 +320,7 @@ kProfileListKeys = ("kernels", "steps", "entries", "records", "profile")
 kProfileMsKeys = ("total_ms", "ms", "time_ms", "elapsed_ms", "sum_ms", "avg_ms", "mean_ms",
                   "median_ms")
 kProfileUsKeys = ("total_us", "us", "time_us", "avg_us", "mean_us")
-kProfileNameKeys = ("name", "kernel", "symbol", "op", "step")
+kProfileNameKeys = ("label", "name", "kernel", "symbol", "op", "step")
 
 
 def parse_profile(obj):

@@ -452,7 +452,7 @@ import numpy as np
 from models import reference_data as ref
 a = sys.argv[1:]
 if a[0] == '--help':
-    print('usage: aotc-run ...' + ('  --profile FILE' if os.environ.get('FAKE_PROFILE') else ''))
+    print('usage: aotc-run ...' + ('  --profile --profile-json FILE' if os.environ.get('FAKE_PROFILE') else ''))
     sys.exit(0)
 built = open(a[0]).read()
 if '--expect-dir' in a:
@@ -465,9 +465,9 @@ if '--expect-dir' in a:
         y = y * 1.002
     ref.save_tensor(os.path.join(out, 'output_0.pb'), y.astype(np.float32), 'y')
     sys.exit(0)
-if '--profile' in a:
-    json.dump({'kernels': [{'name': 'conv_fwd', 'total_ms': 3.0}, {'name': 'relu', 'total_ms': 1.0}]},
-              open(a[a.index('--profile') + 1], 'w'))
+if '--profile' in a:  # aotc-run's layout: {"steps": [{"label", "ms", ...}], ...}
+    json.dump({'steps': [{'index': 0, 'label': 'conv_fwd', 'ms': 3.0}, {'index': 1, 'label': 'relu', 'ms': 1.0}]},
+              open(a[a.index('--profile-json') + 1], 'w'))
     sys.exit(0)
 ms = 0.25
 if os.environ.get('AOTC_NO_CUDA_GRAPH') == '1':

@@ -1,0 +1,209 @@
+// The ONNX Attention op's fused strategy (CUTLASS's attention kernel,
+// templates/cutlass_fmha_forward.cu.in) through lowering and codegen: which nodes take it, the
+// problem in the builder args (3-D inputs: (B, S, H*D) rows with head strides; 4-D: B*H batches of
+// one head), the masked-rows fix-up after a runtime mask, the cases that must keep the row kernel,
+// and that nvcc compiles the library (skipped with a message without nvcc or the CUTLASS headers).
+// Results against the CPU reference run on the GPU (tests/ops_transformer's GpuAttention tests).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <unistd.h>
+
+#include "codegen/codegen.h"
+#include "codegen/cutlass_dir.h"
+#include "codegen/launch_program.h"
+#include "codegen_test_util.h"
+#include "ir/op_registry.h"
+#include "ir/text_ir.h"
+#include "opt/memory_plan.h"
+
+namespace aotc {
+namespace {
+namespace fs = std::filesystem;
+
+Expected<Graph> attention_graph(const std::string& body, const std::vector<std::string>& archs = {"sm_90"}) {
+  auto g = parse_text_ir(body);
+  if (!g) return g;
+  g->opset = 23;
+  AOTC_RETURN_IF_ERROR(infer_shapes(*g));
+  g->target = target_from_archs(archs);
+  return g;
+}
+
+std::vector<ProgramKernel> kernels_of(Graph& g) {
+  auto program = build_launch_program(g, test::linear_plan(g));
+  EXPECT_TRUE(program.is_ok()) << program.status().message();
+  return program.is_ok() ? program->kernels : std::vector<ProgramKernel>{};
+}
+
+const char* k3dMasked = R"(
+    input %q : float16[2x5x64]
+    input %k : float16[2x8x64]
+    input %v : float16[2x8x32]
+    input %m : float16[2x1x1x8]
+    %y : float16[?] = Attention(%q, %k, %v, %m) {q_num_heads=4, kv_num_heads=4, scale=0.25}  # attn
+    output %y
+  )";
+
+TEST(FusedAttention, ThreeDInputsWithARuntimeMaskTakeTheFusedKernelAndTheFixUp) {
+  auto g = attention_graph(k3dMasked);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  auto ks = kernels_of(*g);
+  ASSERT_EQ(ks.size(), 2u);
+  const ProgramKernel& f = ks[0];
+  EXPECT_EQ(f.template_name, "cutlass_fmha_forward");
+  EXPECT_TRUE(f.library_params);
+  ASSERT_EQ(f.builder_args.size(), 22u);
+  const std::vector<int64_t> dims(f.builder_args.begin(), f.builder_args.begin() + 6);
+  EXPECT_EQ(dims, (std::vector<int64_t>{2, 4, 5, 8, 16, 8}));  // B H Sq Sk D Dv
+  EXPECT_EQ(f.builder_args[6], 5 * 64);   // Q batch stride
+  EXPECT_EQ(f.builder_args[7], 16);       // Q head stride: the head's columns
+  EXPECT_EQ(f.builder_args[8], 64);       // Q row stride
+  EXPECT_EQ(f.builder_args[14], 32);      // V row stride
+  EXPECT_EQ(f.builder_args[15], 4 * 8);   // Y rows: (B, Sq, H*Dv)
+  EXPECT_EQ(f.builder_args[16], 1);       // has bias
+  EXPECT_EQ(f.builder_args[17], 8);       // mask batch stride
+  EXPECT_EQ(f.builder_args[18], 0);       // broadcast over heads
+  EXPECT_EQ(f.builder_args[19], 0);       // and over queries
+  float scale = 0;
+  const uint32_t bits = static_cast<uint32_t>(f.builder_args[20]);
+  std::memcpy(&scale, &bits, sizeof scale);
+  EXPECT_EQ(scale, 0.25f);
+  EXPECT_EQ(f.builder_args[21], 0);  // not causal
+  EXPECT_EQ(ks[1].template_name, "attention_zero_masked_rows");
+}
+
+TEST(FusedAttention, FourDInputsRunAsBatchesOfOneHead) {
+  auto g = attention_graph(R"(
+    input %q : bfloat16[2x3x9x64]
+    input %k : bfloat16[2x3x9x64]
+    input %v : bfloat16[2x3x9x64]
+    %y : bfloat16[?] = Attention(%q, %k, %v) {is_causal=1}  # attn
+    output %y
+  )");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  auto ks = kernels_of(*g);
+  ASSERT_EQ(ks.size(), 1u);  // no mask: no fix-up
+  EXPECT_EQ(ks[0].template_name, "cutlass_fmha_forward");
+  EXPECT_EQ(ks[0].builder_args[0], 6);       // B*H batches
+  EXPECT_EQ(ks[0].builder_args[1], 1);       // of one head
+  EXPECT_EQ(ks[0].builder_args[6], 9 * 64);  // Q batch stride = one head's rows
+  EXPECT_EQ(ks[0].builder_args[15], 64);     // Y rows of Dv: (B, H, Sq, Dv)
+  EXPECT_EQ(ks[0].builder_args[21], 1);      // causal
+}
+
+class FusedAttentionMustNotFire : public ::testing::TestWithParam<std::pair<const char*, std::string>> {};
+
+TEST_P(FusedAttentionMustNotFire, KeepsTheRowKernel) {
+  auto g = attention_graph(GetParam().second, GetParam().first == std::string("Jetson-less target sm_75")
+                                                    ? std::vector<std::string>{"sm_75"}
+                                                    : std::vector<std::string>{"sm_90"});
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  auto ks = kernels_of(*g);
+  ASSERT_FALSE(ks.empty());
+  for (const ProgramKernel& k : ks) EXPECT_NE(k.template_name, "cutlass_fmha_forward") << GetParam().first;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, FusedAttentionMustNotFire,
+    ::testing::Values(
+        std::make_pair("fp32 (the kernel would use TF32-class arithmetic)", std::string(R"(
+    input %q : float[1x2x8x64]
+    input %k : float[1x2x8x64]
+    input %v : float[1x2x8x64]
+    %y : float[?] = Attention(%q, %k, %v)
+    output %y)")),
+        std::make_pair("bool mask", std::string(R"(
+    input %q : float16[1x2x8x64]
+    input %k : float16[1x2x8x64]
+    input %v : float16[1x2x8x64]
+    input %m : bool[8x8]
+    %y : float16[?] = Attention(%q, %k, %v, %m)
+    output %y)")),
+        std::make_pair("mask rows not 16-byte aligned (7 keys)", std::string(R"(
+    input %q : float16[2x5x64]
+    input %k : float16[2x7x64]
+    input %v : float16[2x7x64]
+    input %m : float16[2x1x1x7]
+    %y : float16[?] = Attention(%q, %k, %v, %m) {q_num_heads=4, kv_num_heads=4}
+    output %y)")),
+        std::make_pair("softcap", std::string(R"(
+    input %q : float16[1x2x8x64]
+    input %k : float16[1x2x8x64]
+    input %v : float16[1x2x8x64]
+    %y : float16[?] = Attention(%q, %k, %v) {softcap=30.0}
+    output %y)")),
+        std::make_pair("grouped K/V heads", std::string(R"(
+    input %q : float16[1x4x8x64]
+    input %k : float16[1x2x8x64]
+    input %v : float16[1x2x8x64]
+    %y : float16[?] = Attention(%q, %k, %v)
+    output %y)")),
+        std::make_pair("head dim not a multiple of 8", std::string(R"(
+    input %q : float16[1x2x8x20]
+    input %k : float16[1x2x8x20]
+    input %v : float16[1x2x8x20]
+    %y : float16[?] = Attention(%q, %k, %v)
+    output %y)")),
+        std::make_pair("head dim over 128", std::string(R"(
+    input %q : float16[1x2x8x256]
+    input %k : float16[1x2x8x256]
+    input %v : float16[1x2x8x256]
+    %y : float16[?] = Attention(%q, %k, %v)
+    output %y)")),
+        std::make_pair("4-D mask per batch over several heads (not B*H batches)", std::string(R"(
+    input %q : float16[2x2x8x64]
+    input %k : float16[2x2x8x64]
+    input %v : float16[2x2x8x64]
+    input %m : float16[2x1x1x8]
+    %y : float16[?] = Attention(%q, %k, %v, %m)
+    output %y)")),
+        std::make_pair("Jetson-less target sm_75", std::string(R"(
+    input %q : float16[1x2x8x64]
+    input %k : float16[1x2x8x64]
+    input %v : float16[1x2x8x64]
+    %y : float16[?] = Attention(%q, %k, %v)
+    output %y)"))));
+
+TEST(FusedAttention, SwitchedOffKeepsTheRowKernel) {
+  auto g = attention_graph(k3dMasked);
+  ASSERT_TRUE(g.is_ok());
+  g->target.attention_fused = false;
+  for (const ProgramKernel& k : kernels_of(*g)) EXPECT_EQ(k.template_name, "attention_rows");
+}
+
+TEST(FusedAttention, LibraryCompilesForAmpereAndHopper) {
+  const std::string nvcc = test::find_nvcc();
+  if (!test::tool_runs(nvcc) || !test::tool_runs("cc")) GTEST_SKIP() << "nvcc or cc not available";
+  auto include = find_cutlass_include_dir("");
+  if (!include.is_ok() || include->empty())
+    GTEST_SKIP() << "CUTLASS headers not found (pip install nvidia-cutlass, or CUTLASS_DIR)";
+  if (cutlass_extra_include_dirs(*include).empty())
+    GTEST_SKIP() << "CUTLASS's examples/41_fused_multi_head_attention is not next to " << *include;
+  auto g = attention_graph(k3dMasked, {"sm_80", "sm_90"});
+  ASSERT_TRUE(g.is_ok());
+  fs::path dir = fs::temp_directory_path() / ("aotc-fmha-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  CodegenOptions o;
+  o.name = "attn";
+  o.output_path = (dir / "libattn.so").string();
+  o.emit_source_dir = (dir / "src").string();
+  o.nvcc = nvcc;
+  o.archs = {"sm_80", "sm_90"};
+  o.aotc_version = "test";
+  o.cutlass_include_dir = *include;
+  auto stats = compile_library(*g, test::linear_plan(*g), o);
+  ASSERT_TRUE(stats.is_ok()) << stats.status().message();
+  EXPECT_TRUE(fs::exists(dir / "libattn.so"));
+  std::string sources;
+  for (const auto& e : fs::directory_iterator(dir / "src"))
+    if (e.path().extension() == ".cu") sources += test::read_file(e.path());
+  EXPECT_NE(sources.find("AttentionKernel<cutlass::half_t, cutlass::arch::Sm80"), std::string::npos);
+  EXPECT_NE(sources.find("_params(unsigned char* out, aotc_builder_args a)"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace aotc
