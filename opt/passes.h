@@ -27,6 +27,13 @@ Expected<bool> fuse_epilogue(Graph& graph);
 // float32 values -> graph.target.precision.dtype (fp16/bf16) per opt/precision_policy; constants
 // converted at compile time, Casts only at precision boundaries; graph I/O keep their dtypes.
 Expected<bool> convert_precision(Graph& graph);
+// Casts that cannot change a value (to the same dtype; a round trip through a wider float type)
+// are removed; their readers read the source.
+Expected<bool> drop_exact_casts(Graph& graph);
+// The written-out attention (MatMul, scalar scale, additive mask, Softmax, MatMul, with the head
+// split/merge Reshape+Transposes) -> one Attention node over the 3-D projections, where the
+// Attention lowering runs it as the fused tensor-core kernel.
+Expected<bool> fuse_attention(Graph& graph);
 // Conv chains -> channels_last (NHWC) where graph.target has an NHWC kernel for them; transposes
 // only where an NCHW consumer needs the value.
 Expected<bool> layout_nhwc(Graph& graph);

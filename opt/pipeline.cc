@@ -20,6 +20,8 @@ const std::vector<Pass>& default_pipeline() {
       {"matmul_to_gemm", matmul_to_gemm},
       {"fuse_epilogue", fuse_epilogue},
       {"precision", convert_precision},
+      {"drop_exact_casts", drop_exact_casts},
+      {"fuse_attention", fuse_attention},
       {"layout_nhwc", layout_nhwc},
       {"clip_into_depthwise", clip_into_depthwise},
       {"pad_gemm_n", pad_gemm_n},

@@ -1,0 +1,232 @@
+// fuse_attention: the attention that exporters write out (scores = Q K^T, a scalar scale, an
+// additive mask, Softmax over the keys, times V, with the head split and merge as Reshape +
+// Transpose around it) becomes one ONNX Attention node over the (B, S, H*D) projections, so the
+// fused tensor-core kernel runs it (no score matrix in memory, no head transposes):
+//   q3 [B,Sq,H*D] -Reshape-> [B,Sq,H,D] -Transpose(0,2,1,3)-> Q        (optionally * scalar)
+//   k3 -Reshape-> [B,Sk,H,D] -Transpose(0,2,3,1)-> K^T                 (or (0,2,1,3) then (0,1,3,2))
+//   v3 -Reshape-> [B,Sk,H,Dv] -Transpose(0,2,1,3)-> V
+//   S = MatMul(Q, K^T) [* or / scalar] [+ mask]; P = Softmax(S, axis -1); O = MatMul(P, V)
+//   O -Transpose(0,2,1,3)-> [B,Sq,H,Dv]
+// -> Attention(q3, k3, v3, mask) {q_num_heads = kv_num_heads = H, scale = product of the scalars}
+//    -> [B,Sq,H*Dv] -Reshape-> [B,Sq,H,Dv] (a view). The score-path intermediates must have no
+// other reader. It fires only where the Attention lowering picks the fused kernel (16-bit, tensor
+// cores, exact cases; ir/ops/attention.cc), so fp32 keeps cuBLASLt + Softmax. Runs after the
+// precision pass (dtypes final) and drop_exact_casts. Semantics: identical except rows whose mask
+// is -inf for every key, where Softmax gives NaN and the Attention op defines zeros.
+#include <vector>
+
+#include "ir/op_registry.h"
+#include "ir/shape_inference.h"
+#include "opt/passes.h"
+
+namespace aotc {
+namespace {
+
+struct Ctx {
+  Graph& g;
+  std::vector<int> producers;
+  std::vector<std::vector<int>> consumers;
+};
+
+const Node* producer(const Ctx& c, ValueId v, const char* op) {
+  if (v == kNoValue) return nullptr;
+  const int p = c.producers[static_cast<size_t>(v)];
+  if (p < 0) return nullptr;
+  const Node& n = c.g.nodes[static_cast<size_t>(p)];
+  return n.domain.empty() && n.op_type == op ? &n : nullptr;
+}
+
+bool sole_reader_is(const Ctx& c, ValueId v, int node) {
+  if (c.g.is_graph_output(v)) return false;
+  const auto& r = c.consumers[static_cast<size_t>(v)];
+  return r.size() == 1 && r[0] == node;
+}
+
+int index_of(const Ctx& c, const Node* n) { return static_cast<int>(n - c.g.nodes.data()); }
+
+// A one-element floating constant's value, or nullptr.
+bool scalar_constant(const Graph& g, ValueId v, double& out) {
+  const Value& x = g.value(v);
+  if (!x.is_constant() || x.numel() != 1 || !dtype_is_float(x.dtype)) return false;
+  out = x.constant->get(0);
+  return true;
+}
+
+// x = Mul(y, scalar) (either order) or Div(y, scalar): returns y and multiplies `scale`; else x.
+ValueId strip_scale(const Ctx& c, ValueId x, double& scale, std::vector<int>* removed) {
+  double s = 0;
+  if (const Node* m = producer(c, x, "Mul")) {
+    for (int i = 0; i < 2; ++i)
+      if (m->inputs.size() == 2 && scalar_constant(c.g, m->inputs[static_cast<size_t>(1 - i)], s)) {
+        if (removed) removed->push_back(index_of(c, m));
+        scale *= s;
+        return m->inputs[static_cast<size_t>(i)];
+      }
+  }
+  if (const Node* d = producer(c, x, "Div")) {
+    if (d->inputs.size() == 2 && scalar_constant(c.g, d->inputs[1], s) && s != 0) {
+      if (removed) removed->push_back(index_of(c, d));
+      scale /= s;
+      return d->inputs[0];
+    }
+  }
+  return x;
+}
+
+std::vector<int64_t> perm_of(const Node& t) { return t.attr_ints("perm"); }
+
+// x4 = Transpose(perm)(Reshape(src3)) with src3 [B,S,H*D] and the reshape [B,S,H,D]: src3.
+ValueId split_heads_source(const Ctx& c, ValueId x4, const std::vector<int64_t>& perm) {
+  const Node* t = producer(c, x4, "Transpose");
+  if (!t || perm_of(*t) != perm) return kNoValue;
+  const Node* r = producer(c, t->inputs[0], "Reshape");
+  if (!r) return kNoValue;
+  const Shape& rs = c.g.value(r->outputs[0]).shape;
+  const Shape& ss = c.g.value(r->inputs[0]).shape;
+  if (rs.size() != 4 || ss.size() != 3 || ss[0] != rs[0] || ss[1] != rs[1] || ss[2] != rs[2] * rs[3]) return kNoValue;
+  return r->inputs[0];
+}
+
+ValueId keys_source(const Ctx& c, ValueId kt) {
+  ValueId s = split_heads_source(c, kt, {0, 2, 3, 1});
+  if (s != kNoValue) return s;
+  const Node* t = producer(c, kt, "Transpose");
+  if (!t || perm_of(*t) != std::vector<int64_t>{0, 1, 3, 2}) return kNoValue;
+  return split_heads_source(c, t->inputs[0], {0, 2, 1, 3});
+}
+
+struct Match {
+  ValueId q3 = kNoValue, k3 = kNoValue, v3 = kNoValue, mask = kNoValue;
+  double scale = 1.0;
+  int64_t heads = 0;
+  std::vector<int> chain;  // node indices replaced (the last is where the new nodes go)
+  ValueId merged = kNoValue;  // the [B,Sq,H,Dv] value the head merge produced
+};
+
+bool match_at(const Ctx& c, int softmax_index, Match& m) {
+  const Node& sm = c.g.nodes[static_cast<size_t>(softmax_index)];
+  if (sm.inputs.size() != 1 || sm.outputs.size() != 1) return false;
+  const Shape& ss = c.g.value(sm.inputs[0]).shape;
+  const int64_t axis = sm.attr_int("axis", -1);
+  if (ss.size() != 4 || (axis != -1 && axis != 3)) return false;
+  std::vector<int> chain;
+  // Backwards: [Add(mask)] <- [scale] <- MatMul.
+  ValueId x = sm.inputs[0];
+  int next = softmax_index;
+  if (!sole_reader_is(c, x, next)) return false;
+  if (const Node* add = producer(c, x, "Add")) {
+    for (int i = 0; i < 2 && m.mask == kNoValue; ++i) {
+      double tmp = 1.0;
+      ValueId scores = add->inputs[static_cast<size_t>(i)];
+      ValueId base = strip_scale(c, scores, tmp, nullptr);
+      if (producer(c, base, "MatMul") && add->inputs[static_cast<size_t>(1 - i)] != scores) {
+        m.mask = add->inputs[static_cast<size_t>(1 - i)];
+        chain.push_back(index_of(c, add));
+        next = index_of(c, add);
+        x = scores;
+      }
+    }
+    if (m.mask == kNoValue) return false;
+    if (!sole_reader_is(c, x, next)) return false;
+  }
+  std::vector<int> scale_nodes;
+  ValueId s_raw = strip_scale(c, x, m.scale, &scale_nodes);
+  if (!scale_nodes.empty()) {
+    chain.push_back(scale_nodes[0]);
+    if (!sole_reader_is(c, s_raw, scale_nodes[0])) return false;
+    next = scale_nodes[0];
+  }
+  const Node* mm1 = producer(c, s_raw, "MatMul");
+  if (!mm1 || mm1->inputs.size() != 2) return false;
+  chain.push_back(index_of(c, mm1));
+  // Operands: optional scalar scales on Q and K^T (SDPA's exported sqrt(scale) on both).
+  ValueId q4 = strip_scale(c, mm1->inputs[0], m.scale, nullptr);
+  ValueId kt = strip_scale(c, mm1->inputs[1], m.scale, nullptr);
+  m.q3 = split_heads_source(c, q4, {0, 2, 1, 3});
+  m.k3 = keys_source(c, kt);
+  if (m.q3 == kNoValue || m.k3 == kNoValue) return false;
+  // Forwards: MatMul(P, V) -> Transpose(0,2,1,3).
+  const ValueId p = sm.outputs[0];
+  if (c.g.is_graph_output(p) || c.consumers[static_cast<size_t>(p)].size() != 1) return false;
+  const int mm2_index = c.consumers[static_cast<size_t>(p)][0];
+  const Node& mm2 = c.g.nodes[static_cast<size_t>(mm2_index)];
+  if (!mm2.domain.empty() || mm2.op_type != "MatMul" || mm2.inputs.size() != 2 || mm2.inputs[0] != p) return false;
+  m.v3 = split_heads_source(c, mm2.inputs[1], {0, 2, 1, 3});
+  if (m.v3 == kNoValue) return false;
+  const ValueId o = mm2.outputs[0];
+  if (c.g.is_graph_output(o) || c.consumers[static_cast<size_t>(o)].size() != 1) return false;
+  const int merge_index = c.consumers[static_cast<size_t>(o)][0];
+  const Node& merge = c.g.nodes[static_cast<size_t>(merge_index)];
+  if (!merge.domain.empty() || merge.op_type != "Transpose" || perm_of(merge) != std::vector<int64_t>{0, 2, 1, 3})
+    return false;
+  m.merged = merge.outputs[0];
+  m.heads = c.g.value(o).shape[1];
+  const Shape& qs = c.g.value(m.q3).shape;
+  if (m.heads <= 0 || qs.size() != 3 || qs[2] % m.heads != 0) return false;
+  chain.push_back(softmax_index);
+  chain.push_back(mm2_index);
+  chain.push_back(merge_index);
+  m.chain = chain;
+  return true;
+}
+
+}  // namespace
+
+Expected<bool> fuse_attention(Graph& graph) {
+  const OpRegistry& registry = default_registry();
+  const OpDef* attention = registry.find("Attention");
+  if (!attention || !attention->lower) return false;
+  bool changed = false;
+  for (bool again = true; again;) {
+    again = false;
+    Ctx c{graph, graph.producers(), graph.consumers()};
+    for (size_t i = 0; i < graph.nodes.size() && !again; ++i) {
+      const Node& sm = graph.nodes[i];
+      if (!sm.domain.empty() || sm.op_type != "Softmax") continue;
+      Match m;
+      if (!match_at(c, static_cast<int>(i), m)) continue;
+      const Value merged = graph.value(m.merged);
+      const Shape& ms = merged.shape;  // [B, Sq, H, Dv]
+      Node attn;
+      attn.name = graph.nodes[static_cast<size_t>(m.chain.back())].name + "_attention";
+      attn.op_type = "Attention";
+      attn.inputs = {m.q3, m.k3, m.v3, m.mask};
+      if (m.mask == kNoValue) attn.inputs.pop_back();
+      attn.attrs["q_num_heads"] = Attribute::of_int(m.heads);
+      attn.attrs["kv_num_heads"] = Attribute::of_int(m.heads);
+      attn.attrs["scale"] = Attribute::of_float(static_cast<float>(m.scale));
+      const ValueId y3 = graph.add_value(graph.unique_name(merged.name + "_rows"), merged.dtype,
+                                         {ms[0], ms[1], ms[2] * ms[3]}, true);
+      attn.outputs = {y3};
+      if (!infer_node(attn, graph, registry).is_ok()) continue;
+      Expected<Lowering> low = attention->lower(attn, graph);
+      if (!low || low->steps.empty() || low->steps[0].kernel.template_name != "cutlass_fmha_forward") continue;
+      Node back;
+      back.name = graph.unique_name(attn.name + "_heads");
+      back.op_type = "Reshape";
+      back.inputs = {y3, graph.add_constant(graph.unique_name(attn.name + "_heads_shape"),
+                                            Tensor::from_int64s({4}, ms))};
+      back.outputs = {m.merged};
+      AOTC_RETURN_IF_ERROR(infer_node(back, graph, registry));
+      std::vector<char> drop(graph.nodes.size(), 0);
+      for (int n : m.chain) drop[static_cast<size_t>(n)] = 1;
+      const size_t last = static_cast<size_t>(m.chain.back());
+      std::vector<Node> out;
+      out.reserve(graph.nodes.size());
+      for (size_t n = 0; n < graph.nodes.size(); ++n) {
+        if (n == last) {
+          out.push_back(std::move(attn));
+          out.push_back(std::move(back));
+        } else if (!drop[n]) {
+          out.push_back(std::move(graph.nodes[n]));
+        }
+      }
+      graph.nodes = std::move(out);
+      again = changed = true;
+    }
+  }
+  if (changed) AOTC_RETURN_IF_ERROR(dead_code(graph).status());
+  return changed;
+}
+
+}  // namespace aotc

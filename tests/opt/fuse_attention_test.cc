@@ -1,0 +1,170 @@
+// fuse_attention: the written-out attention (head split Reshape+Transpose, MatMul, scalar scale,
+// additive mask, Softmax, MatMul, head merge) -> one Attention node over the 3-D projections where
+// the fused kernel runs it; CPU reference before/after on random inputs (the Attention reference is
+// independent of the decomposed ops), and the cases where it must not fire. drop_exact_casts too.
+#include "opt/passes.h"
+#include "opt_test_util.h"
+
+namespace aotc {
+namespace {
+
+using testing_util::op_list;
+
+// B=2, S=8, H=2, D=16 (E=32). `T` is the dtype, `KPERM` the K transpose, `EXTRA` lines at the end.
+std::string block(const std::string& t = "float16", const std::string& kperm = "[0,2,3,1]",
+                  const std::string& scale_line = "%s : T[?] = Mul(%qk, %c)", const std::string& extra = "") {
+  std::string text = R"(
+    input %q3 : T[2x8x32]
+    input %k3 : T[2x8x32]
+    input %v3 : T[2x8x32]
+    input %m : T[2x1x1x8]
+    const %hs : int64[4] = [2,8,2,16]
+    const %es : int64[3] = [2,8,32]
+    const %c : T[] = [0.25]
+    %q4 : T[?] = Reshape(%q3, %hs)
+    %q : T[?] = Transpose(%q4) {perm=[0,2,1,3]}
+    %k4 : T[?] = Reshape(%k3, %hs)
+    %kt : T[?] = Transpose(%k4) {perm=KPERM}
+    %v4 : T[?] = Reshape(%v3, %hs)
+    %v : T[?] = Transpose(%v4) {perm=[0,2,1,3]}
+    %qk : T[?] = MatMul(%q, %kt)
+    SCALE
+    %a : T[?] = Add(%s, %m)
+    %p : T[?] = Softmax(%a) {axis=-1}
+    %o : T[?] = MatMul(%p, %v)
+    %ot : T[?] = Transpose(%o) {perm=[0,2,1,3]}
+    %y : T[?] = Reshape(%ot, %es)
+    output %y
+  )" + extra;
+  auto rep = [&](const std::string& from, const std::string& to) {
+    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) text.replace(at, from.size(), to);
+  };
+  rep("SCALE", scale_line);
+  rep("KPERM", kperm);
+  rep("T[", t + "[");
+  return text;
+}
+
+Expected<bool> run(Graph& g) {
+  g.target = target_from_archs({"sm_90"});
+  Expected<bool> changed = fuse_attention(g);
+  if (changed) {
+    Status s = verify(g);
+    if (!s) return s;
+  }
+  return changed;
+}
+
+TEST(FuseAttention, WrittenOutAttentionBecomesOneAttentionNode) {
+  AOTC_REQUIRE_OPS("Attention", "Softmax", "MatMul", "Transpose", "Reshape");
+  for (const std::string kperm : {"[0,2,3,1]"}) {
+    AOTC_BUILD(g, block("float16", kperm));
+    Graph before = g;
+    auto changed = run(g);
+    ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+    EXPECT_TRUE(*changed);
+    EXPECT_EQ(op_list(g), "Attention,Reshape,Reshape");
+    const Node& a = g.nodes[0];
+    EXPECT_EQ(a.inputs[0], g.find_value("q3"));
+    EXPECT_EQ(a.inputs[1], g.find_value("k3"));
+    EXPECT_EQ(a.inputs[2], g.find_value("v3"));
+    EXPECT_EQ(a.inputs[3], g.find_value("m"));
+    EXPECT_EQ(a.attr_int("q_num_heads", 0), 2);
+    EXPECT_FLOAT_EQ(a.attr_float("scale", 0), 0.25f);
+    EXPECT_TRUE(testing_util::same_outputs(before, g, 7, 2.5e-3, 1e-3));
+  }
+}
+
+TEST(FuseAttention, ScalesOnBothOperandsAndDivisionMultiplyIntoOneScale) {
+  AOTC_REQUIRE_OPS("Attention", "Softmax", "MatMul", "Transpose", "Reshape", "Div");
+  // K transposed in two steps (HF: transpose(1,2) then transpose(-1,-2)), the scale a division.
+  std::string text = block("float16", "[0,2,1,3]", "%s : T[?] = Div(%qk, %c)");
+  text.replace(text.find("%kt : float16[?] = Transpose(%k4) {perm=[0,2,1,3]}"),
+               std::string("%kt : float16[?] = Transpose(%k4) {perm=[0,2,1,3]}").size(),
+               "%kh : float16[?] = Transpose(%k4) {perm=[0,2,1,3]}\n    %kt : float16[?] = Transpose(%kh) {perm=[0,1,3,2]}");
+  AOTC_BUILD(g, text);
+  Graph before = g;
+  auto changed = run(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_TRUE(*changed);
+  EXPECT_EQ(op_list(g), "Attention,Reshape,Reshape");
+  EXPECT_FLOAT_EQ(g.nodes[0].attr_float("scale", 0), 4.0f);
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 11, 2.5e-3, 1e-3));
+}
+
+TEST(FuseAttention, MustNotFire) {
+  std::string no_merge = block();
+  no_merge = no_merge.substr(0, no_merge.find("    %ot")) + "    output %o\n";
+  const std::vector<std::pair<const char*, std::string>> cases = {
+      {"fp32: no fused kernel, cuBLASLt + Softmax stay", block("float")},
+      {"scores also a graph output", block("float16", "[0,2,3,1]", "%s : T[?] = Mul(%qk, %c)", "output %qk\n")},
+      {"probabilities read twice", block("float16", "[0,2,3,1]", "%s : T[?] = Mul(%qk, %c)",
+                                         "%p2 : float16[?] = Relu(%p)\n    output %p2\n")},
+      {"no head merge after P V (the fused kernel writes (B, S, H*Dv) rows)", no_merge},
+      {"scale not a scalar", block("float16", "[0,2,3,1]", "%s : T[?] = Mul(%qk, %m)")},
+  };
+  for (const auto& c : cases) {
+    AOTC_BUILD(g, c.second);
+    auto changed = run(g);
+    ASSERT_TRUE(changed.is_ok()) << c.first << ": " << changed.status().message();
+    EXPECT_FALSE(*changed) << c.first;
+    EXPECT_NE(op_list(g).find("Softmax"), std::string::npos) << c.first;
+  }
+  AOTC_BUILD(g, block());
+  g.target = target_from_archs({"sm_75"});  // no Sm80 tensor cores: the row kernel would be slower
+  auto changed = fuse_attention(g);
+  ASSERT_TRUE(changed.is_ok());
+  EXPECT_FALSE(*changed) << "sm_75";
+}
+
+TEST(DropExactCasts, RoundTripsAndNoOpCastsVanish) {
+  AOTC_REQUIRE_OPS("Cast", "Softmax", "Relu");
+  AOTC_BUILD(g, R"(
+    input %x : float16[3x4]
+    %p : float16[?] = Softmax(%x) {axis=-1}
+    %w : float[?] = Cast(%p) {to=1}
+    %w2 : float[?] = Cast(%w) {to=1}
+    %n : float16[?] = Cast(%w2) {to=10}
+    %y : float16[?] = Relu(%n)
+    output %y
+  )");
+  Graph before = g;
+  auto changed = drop_exact_casts(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(verify(g).is_ok());
+  EXPECT_EQ(op_list(g), "Softmax,Relu");
+  EXPECT_EQ(g.nodes[1].inputs[0], g.find_value("p"));
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 3, 0.0, 0.0));
+}
+
+TEST(DropExactCasts, MustNotFire) {
+  const std::vector<std::pair<const char*, std::string>> cases = {
+      {"narrowing first (fp32 -> fp16 -> fp32 rounds)", R"(
+    input %x : float[3x4]
+    %h : float16[?] = Cast(%x) {to=10}
+    %y : float[?] = Cast(%h) {to=1}
+    output %y
+  )"},
+      {"bf16 -> fp32 -> fp16 (another type)", R"(
+    input %x : bfloat16[3x4]
+    %f : float[?] = Cast(%x) {to=1}
+    %y : float16[?] = Cast(%f) {to=10}
+    output %y
+  )"},
+      {"a no-op Cast that is the graph output keeps the name", R"(
+    input %x : float[3x4]
+    %y : float[?] = Cast(%x) {to=1}
+    output %y
+  )"},
+  };
+  for (const auto& c : cases) {
+    AOTC_BUILD(g, c.second);
+    auto changed = drop_exact_casts(g);
+    ASSERT_TRUE(changed.is_ok()) << c.first;
+    EXPECT_FALSE(*changed) << c.first;
+  }
+}
+
+}  // namespace
+}  // namespace aotc
