@@ -95,7 +95,8 @@ std::string render_header(const LaunchProgram& program, const Graph& graph,
   h += "AOTC_API int " + p + "_create(" + p + "_model** out, int device, void* workspace,\n"
        "                const " + p + "_model* share_weights_with);\n";
   h += "AOTC_API void " + p + "_destroy(" + p + "_model* model); /* NULL is a no-op */\n";
-  h += "/* Device pointers, one per input / output in order; stream is a cudaStream_t (NULL: default). */\n";
+  h += "/* Device pointers, one per input / output in order, each 256-byte aligned (as cudaMalloc returns;\n"
+       "   otherwise run returns an error); stream is a cudaStream_t (NULL: default). */\n";
   h += "AOTC_API int " + p + "_run(" + p +
        "_model* model, const void* const* inputs, void* const* outputs, void* stream);\n";
   h += "/* Host pointers: copies in, runs, copies out, synchronises (staging allocated once). */\n";

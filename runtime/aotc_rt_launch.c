@@ -25,12 +25,20 @@ int aotc_rt_check_io(aotc_rt_handle* h, const void* const* inputs, void* const* 
     return aotc_rt_set_error(h, AOTC_ERROR_INVALID_ARGUMENT, "run: `inputs` is NULL");
   if (d->num_outputs > 0 && !outputs)
     return aotc_rt_set_error(h, AOTC_ERROR_INVALID_ARGUMENT, "run: `outputs` is NULL");
-  for (int i = 0; i < d->num_inputs; ++i)
+  /* Kernels read and write 16-byte vectors and cuBLASLt chose its algorithms for aligned
+     operands: every pointer must be 256-byte aligned, as cudaMalloc's are (docs/abi.md). */
+  for (int i = 0; i < d->num_inputs; ++i) {
     if (!inputs[i] && d->inputs[i].bytes > 0)
       return aotc_rt_set_error(h, AOTC_ERROR_INVALID_ARGUMENT, "run: input %d is NULL", i);
-  for (int i = 0; i < d->num_outputs; ++i)
+    if (((uintptr_t)inputs[i] & 255u) != 0)
+      return aotc_rt_set_error(h, AOTC_ERROR_INVALID_ARGUMENT, "run: input %d is not 256-byte aligned", i);
+  }
+  for (int i = 0; i < d->num_outputs; ++i) {
     if (!outputs[i] && d->outputs[i].bytes > 0)
       return aotc_rt_set_error(h, AOTC_ERROR_INVALID_ARGUMENT, "run: output %d is NULL", i);
+    if (((uintptr_t)outputs[i] & 255u) != 0)
+      return aotc_rt_set_error(h, AOTC_ERROR_INVALID_ARGUMENT, "run: output %d is not 256-byte aligned", i);
+  }
   return AOTC_OK;
 }
 

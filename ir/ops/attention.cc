@@ -347,8 +347,7 @@ Lowering fmha_lowering(const Node& node, const Graph& graph, const AttnDims& a) 
   k.block = Dim3{32, 4, 1};
   Lowering l;
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
-  const bool runtime_mask = a.has_mask && !graph.value(node.inputs[kMask]).is_constant();
-  if (runtime_mask) {
+  if (a.has_mask) {  // a mask (runtime or constant) may disallow every key of a row
     const int64_t rows = a.batch * a.q_heads * a.q_len;
     KernelStep z;
     z.template_name = "attention_zero_masked_rows";

@@ -198,9 +198,13 @@ Expected<Lowering> gemm_lower(const Node& node, const Graph& graph) {
              {"R_RS", int_literal(rst.first)},
              {"R_CS", int_literal(rst.second)},
              {"act_expr", kernel_act ? activation_expr(node, graph, "v") : "v"}};
+  // Activation alone over a 16-bit output (buffers are 256-byte aligned, docs/abi.md): 8 elements
+  // per 16-byte access.
+  const bool vec = !kernel_c && !kernel_r && dtype_size(av.dtype) == 2 && (d.m * d.n) % 8 == 0;
+  k.holes.push_back({"VEC", vec ? "8" : "1"});
   k.args = {node.outputs[0], kernel_c ? c : kNullArg, kernel_r ? r : kNullArg};
   k.block = Dim3{256, 1, 1};
-  k.grid = grid_for(d.m * d.n, 256);
+  k.grid = grid_for(vec ? d.m * d.n / 8 : d.m * d.n, 256);
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
   return l;
 }

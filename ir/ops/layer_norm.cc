@@ -118,6 +118,29 @@ Expected<Lowering> layer_norm_lower(const Node& node, const Graph& graph) {
     if (v != kNoValue && !trailing_broadcast(graph.value(v).shape, norm))
       return node_error(node, "Scale/B of shape " + shape_str(graph.value(v).shape) +
                                   " broadcasts in the middle of the normalized shape; the GPU kernel takes trailing broadcasts only");
+  // 16-bit rows of up to 2048 elements (multiples of 8) with per-element scale/bias: one warp per
+  // row, held in registers, 16-byte accesses (templates/norm_rows_warp.cu.in). Arena, weight and
+  // caller buffers are 256-byte aligned (docs/abi.md), so every row of a multiple of 8 is too.
+  const int64_t scale_n = graph.value(node.inputs[1]).numel(), bias_n = b == kNoValue ? n : graph.value(b).numel();
+  const bool low = x.dtype == DType::kFloat16 || x.dtype == DType::kBFloat16;
+  if (low && n % 8 == 0 && n <= 2048 && scale_n == n && bias_n == n) {
+    KernelStep k;
+    k.template_name = "norm_rows_warp";
+    k.holes = {{"comment", "LayerNormalization " + shape_str(x.shape) + " axis " + std::to_string(*axis) + " " +
+                               dtype_name(x.dtype) + ", a warp per row"},
+               {"T", dtype_c_type(x.dtype)},
+               {"ST", "float"},
+               {"ROWS", int_literal(rows)},
+               {"N", int_literal(n)},
+               {"PER_LANE", int_literal((n / 8 + 31) / 32)},
+               {"EPS", float_literal(node.attr_float("epsilon", 1e-5f))}};
+    k.args = {node.inputs[0], node.inputs[1], b == kNoValue ? kNullArg : b, node.outputs[0],
+              has_output(node, 1) ? node.outputs[1] : kNullArg, has_output(node, 2) ? node.outputs[2] : kNullArg};
+    k.block = Dim3{256, 1, 1};
+    k.grid = Dim3{(rows + 7) / 8, 1, 1};
+    l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+    return l;
+  }
   KernelStep k;
   k.template_name = "norm_rows";
   k.holes = {{"comment", "LayerNormalization " + shape_str(x.shape) + " axis " + std::to_string(*axis) + " " + dtype_name(x.dtype)},

@@ -253,6 +253,8 @@ static void test_library_kernel_and_graphs(void) {
   CHECK(h->shapes[1].grid[0] == 2 && h->shapes[1].block[0] == 64);
 
   /* First run on a real stream: captured (both kernels), instantiated, launched as a graph. */
+  CHECK(run(h, 0x1010, 0x2000, 0xabc) == AOTC_ERROR_INVALID_ARGUMENT); /* not 256-byte aligned */
+  CHECK(run(h, 0x1000, 0x2008, 0xabc) == AOTC_ERROR_INVALID_ARGUMENT);
   CHECK(run(h, 0x1000, 0x2000, 0xabc) == AOTC_OK);
   CHECK(g_begin == 1 && g_end == 1 && g_instantiate == 1 && g_graph_launch == 1 && g_graph_destroy == 1);
   CHECK(g_kernel_launches == 2);

@@ -2,6 +2,8 @@
 // nvcc, the C ABI): Attention (fp32 and fp16, causal, boolean masks with fully masked rows,
 // additive masks, sequence 1 and prime lengths, head dims 32/64/80/128, GQA/MQA, 3-D inputs,
 // past/present), RMSNormalization, RotaryEmbedding and Gelu(tanh), each against the CPU reference.
+#include <cmath>
+
 #include "tests/gpu/gpu_harness.h"
 
 namespace aotc::gpu_test {
@@ -62,6 +64,57 @@ TEST(GpuAttention, AdditiveMask3dInputsSoftcapScale) {
   b.output(b.node("Attention", {q, k, v, mask},
                   {{"q_num_heads", i64(4)}, {"kv_num_heads", i64(2)}, {"softcap", f32(2.5f)}, {"scale", f32(0.3f)}}));
   run_case(b.graph(), "attn_f32_3d_additive_softcap");
+}
+
+// The fused tensor-core kernel (16-bit, 3-D inputs, additive mask): a constant fp16 mask with
+// -inf entries and every fourth query row fully masked (zeros by the op's definition: the fix-up
+// kernel after the fused one).
+TEST(GpuAttention, FusedThreeDInputsAdditiveMaskFullyMaskedRows) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  b.graph().opset = 23;
+  const int64_t batch = 2, heads = 4, sq = 16, sk = 24, d = 64;
+  ValueId q = b.input("q", {batch, sq, heads * d}, DType::kFloat16);
+  ValueId k = b.input("k", {batch, sk, heads * d}, DType::kFloat16);
+  ValueId v = b.input("v", {batch, sk, heads * d}, DType::kFloat16);
+  Tensor m(DType::kFloat16, {batch, 1, sq, sk});
+  for (int64_t bi = 0; bi < batch; ++bi)
+    for (int64_t r = 0; r < sq; ++r)
+      for (int64_t j = 0; j < sk; ++j) {
+        const bool masked = r % 4 == 3 || (r + 2 * j + bi) % 5 == 0;
+        m.set((bi * sq + r) * sk + j, masked ? -INFINITY : 0.25 * ((r + j) % 3) - 0.25);
+      }
+  ValueId mask = b.graph().add_constant("mask", m);
+  b.output(b.node("Attention", {q, k, v, mask}, {{"q_num_heads", i64(heads)}, {"kv_num_heads", i64(heads)}}));
+  run_case(b.graph(), "attn_f16_fused_3d_mask_full_rows");
+}
+
+// The written-out attention as exporters write it (BERT-base shapes: 12 heads of 64, 128 tokens,
+// a runtime additive mask [B, 1, 1, S]) becomes one fused Attention node (fuse_attention).
+TEST(GpuAttention, WrittenOutAttentionIsFused) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  Graph& g = b.graph();
+  g.opset = 17;
+  const int64_t batch = 2, seq = 128, heads = 12, d = 64, e = heads * d;
+  const DType t = DType::kFloat16;
+  ValueId q3 = b.input("q3", {batch, seq, e}, t), k3 = b.input("k3", {batch, seq, e}, t),
+          v3 = b.input("v3", {batch, seq, e}, t), mask = b.input("mask", {batch, 1, 1, seq}, t);
+  ValueId hs = g.add_constant("hs", Tensor::from_int64s({4}, {batch, seq, heads, d}));
+  ValueId es = g.add_constant("es", Tensor::from_int64s({3}, {batch, seq, e}));
+  Tensor c(t, {});
+  c.set(0, 0.125);
+  ValueId scale = g.add_constant("scale", c);
+  auto heads_of = [&](ValueId x, std::vector<int64_t> perm) {
+    return b.node("Transpose", {b.node("Reshape", {x, hs})}, {{"perm", ints(std::move(perm))}});
+  };
+  ValueId s = b.node("Mul", {b.node("MatMul", {heads_of(q3, {0, 2, 1, 3}), heads_of(k3, {0, 2, 3, 1})}), scale});
+  ValueId p = b.node("Softmax", {b.node("Add", {s, mask})}, {{"axis", i64(-1)}});
+  ValueId o = b.node("MatMul", {p, heads_of(v3, {0, 2, 1, 3})});
+  b.output(b.node("Reshape", {b.node("Transpose", {o}, {{"perm", ints({0, 2, 1, 3})}}), es}));
+  CaseOptions opt;
+  opt.expect_ops_after_pipeline = {"Attention"};
+  run_case(g, "attn_f16_written_out_bert", opt);
 }
 
 TEST(GpuAttention, PastAndPresentWithProbabilities) {

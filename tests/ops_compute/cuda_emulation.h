@@ -31,6 +31,18 @@ inline thread_local aotc_emu_dim3 threadIdx, blockIdx;
 inline aotc_emu_dim3 blockDim, gridDim;
 inline std::barrier<>* aotc_emu_barrier = nullptr;
 inline void __syncthreads() { aotc_emu_barrier->arrive_and_wait(); }
+// Warp shuffle (xor lane) through a block-wide exchange: every thread of the block must call it
+// together (the templates that use it keep all warps in step, as real warps would be).
+template <class T>
+inline T __shfl_xor_sync(unsigned, T v, int lane_mask) {
+  static T slots[1024];
+  const unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  slots[tid] = v;
+  __syncthreads();
+  const T r = slots[tid ^ static_cast<unsigned>(lane_mask)];
+  __syncthreads();
+  return r;
+}
 
 struct __half {
   _Float16 v;

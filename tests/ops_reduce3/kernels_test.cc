@@ -73,6 +73,15 @@ std::vector<Case> cases() {
   add("LayerNorm f16 axis 1 no bias", [=](OneNode& n) {
     set_op(n, "LayerNormalization").input(f16, {4, 3, 101}).input(f16, {3, 101}).attr("axis", one(1)).attr("epsilon", Attribute::of_float(1e-3f));
   }, 17);
+  add("LayerNorm f16 768 with bias and stats (warp per row)", [=](OneNode& n) {
+    set_op(n, "LayerNormalization").input(f16, {5, 7, 768}).input(f16, {768}).input(f16, {768});
+  }, 17, 3);
+  add("LayerNorm f16 1016 no bias (warp per row, partial lanes)", [=](OneNode& n) {
+    set_op(n, "LayerNormalization").input(f16, {3, 1016}).input(f16, {1016});
+  }, 17);
+  add("LayerNorm f16 64 (warp per row, idle lanes)", [=](OneNode& n) {
+    set_op(n, "LayerNormalization").input(f16, {9, 64}).input(f16, {64}).input(f16, {64});
+  }, 17);
   add("LayerNorm f32 broadcast scale", [=](OneNode& n) {
     set_op(n, "LayerNormalization").input(f32, {2, 3, 4}).input(f32, {1, 4}).input(f32, {4}).attr("axis", one(1));
   }, 17, 2);
