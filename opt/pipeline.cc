@@ -14,7 +14,7 @@ const std::vector<Pass>& default_pipeline() {
   // BN folding before epilogue fusion so Conv+BN+Relu becomes one fused conv. The data-movement
   // passes come last: after precision (dtypes final, so a folded Mul's scale is the constant the
   // Mul kernel would read), after layout_nhwc (which keys on Convs and inserts the Transposes at
-  // NHWC edges that they then compose) and pad_gemm_n (which matches the plain MatMul); the MatMul
+  // NHWC edges that they then compose) and pad_gemm_n (which matches plain MatMul/Gemm); the MatMul
   // transposes first, so the copy chains see keys in [.., S, D] order with contiguous rows.
   static const std::vector<Pass> kPasses = {
       {"fold_constants", fold_constants},
