@@ -10,10 +10,11 @@
 // A reshape may merge dims that are not contiguous in the composed view (torch's
 // MultiheadAttention views a strided q [S, B, E] as [S, B*H, D]): the view then keeps the pieces
 // (opt/strided_view.h) and the gather walks them; only where a reshape or slice cuts a piece
-// unevenly does the chain end before it (that value is materialised, the reshape stays a view). A chain is rewritten when it holds at
-// least two kernels (Transpose, Gather, Slice, Split part, Mul), or one kernel that composes to
-// the identity (then it becomes a Reshape, a view, and no kernel remains); chains of views alone
-// stay views.
+// unevenly does the chain end before it (that value is materialised, the reshape stays a view).
+// A chain is rewritten when it holds at least two kernels (Transpose, Gather, Slice, Split part,
+// Mul), or one kernel that composes to the identity (then it becomes a Reshape, a view, and no
+// kernel remains); chains of views alone stay views, and a lone kernel stays what it is (the
+// tiled Transpose kernel reads better than a gather).
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -299,7 +300,8 @@ Expected<bool> fuse_copy_chains(Graph& graph) {
     const Node& n = graph.nodes[i];
     if (!in_chain[i]) continue;
     bool unused = true;
-    for (ValueId o : n.outputs) unused = unused && (o == kNoValue || (readers[static_cast<size_t>(o)] == 0 && !graph.is_graph_output(o)));
+    for (ValueId o : n.outputs)
+      unused = unused && (o == kNoValue || (readers[static_cast<size_t>(o)] == 0 && !graph.is_graph_output(o)));
     if (!unused) continue;
     drop[i] = true;
     for (ValueId v : n.inputs)

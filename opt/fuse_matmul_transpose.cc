@@ -30,8 +30,8 @@ ValueId scalar_mul_data(const Graph& g, const Node& n) {
     const ValueId c = n.inputs[s], d = n.inputs[1 - s];
     if (c == kNoValue || d == kNoValue) continue;
     const Value& cv = g.value(c);
-    if (cv.is_constant() && cv.numel() == 1 && !g.value(d).is_constant() && g.value(d).shape == g.value(n.outputs[0]).shape)
-      return d;
+    const Value& dv = g.value(d);
+    if (cv.is_constant() && cv.numel() == 1 && !dv.is_constant() && dv.shape == g.value(n.outputs[0]).shape) return d;
   }
   return kNoValue;
 }
@@ -138,7 +138,8 @@ class Rewriter {
     mm.inputs[slot] = swapped;
     const Shape before = g_.value(mm.outputs[0]).shape;
     AOTC_RETURN_IF_ERROR(registry.find("MatMulT", "aotc")->infer(mm, g_));
-    if (g_.value(mm.outputs[0]).shape != before) return node_error(mm, "internal: absorbing a transpose changed the output shape");
+    if (g_.value(mm.outputs[0]).shape != before)
+      return node_error(mm, "internal: absorbing a transpose changed the output shape");
     return true;
   }
 

@@ -105,9 +105,9 @@ void view_select(StridedView& v, size_t axis, int64_t index) {
     v.base += (index % v.dims[j]) * v.strides[j];
     index /= v.dims[j];
   }
-  v.dims.erase(v.dims.begin() + static_cast<std::ptrdiff_t>(start), v.dims.begin() + static_cast<std::ptrdiff_t>(start + span));
-  v.strides.erase(v.strides.begin() + static_cast<std::ptrdiff_t>(start),
-                  v.strides.begin() + static_cast<std::ptrdiff_t>(start + span));
+  const auto first = static_cast<std::ptrdiff_t>(start), last = static_cast<std::ptrdiff_t>(start + span);
+  v.dims.erase(v.dims.begin() + first, v.dims.begin() + last);
+  v.strides.erase(v.strides.begin() + first, v.strides.begin() + last);
   v.spans.erase(v.spans.begin() + static_cast<std::ptrdiff_t>(axis));
 }
 

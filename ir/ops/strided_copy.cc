@@ -61,7 +61,8 @@ Status strided_copy_infer(Node& node, Graph& graph) {
   return Status::ok();
 }
 
-Status strided_copy_reference(const Node& node, const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) {
+Status strided_copy_reference(const Node& node, const std::vector<const Tensor*>& inputs,
+                              std::vector<Tensor>& outputs) {
   strided_gather_reference(*inputs[0], outputs[0], view_of(node));
   std::optional<float> scale = scale_of(node);
   if (scale && !scale_reference(outputs[0], *scale))

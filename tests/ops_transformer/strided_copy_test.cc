@@ -183,7 +183,8 @@ std::vector<Built> build_all() {
   const DType f32 = DType::kFloat32, f16 = DType::kFloat16, f64 = DType::kFloat64;
   std::vector<std::pair<std::string, std::unique_ptr<OneNode>>> c;
   // The ViT head split at S=7 (prime), B=3, E=12, H=3, D=4: [B, H, S, D] from [S, B, 3E].
-  c.push_back({"copy f16 head split scaled", strided_copy(f16, {7, 3, 36}, {3, 3, 7, 4}, {36, 4, 108, 1}, 12, {3, 3, 7, 4}, 0.70703125f)});
+  c.push_back({"copy f16 head split scaled",
+               strided_copy(f16, {7, 3, 36}, {3, 3, 7, 4}, {36, 4, 108, 1}, 12, {3, 3, 7, 4}, 0.70703125f)});
   c.push_back({"copy f32 transpose unscaled", strided_copy(f32, {5, 13}, {13, 5}, {1, 13}, 0, {13, 5})});
   c.push_back({"copy f64 reversed scaled", strided_copy(f64, {2, 9}, {2, 9}, {9, -1}, 8, {18}, -1.5f)});
   c.push_back({"copy int64 pieces", strided_copy(DType::kInt64, {4, 6}, {3, 2, 4}, {1, 3, 6}, 0, {6, 4})});
