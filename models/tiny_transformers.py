@@ -11,6 +11,11 @@ package alone (no torch), for testing aotc's whole-model path off the GPU machin
               post-LayerNorm residuals.
   vit_block   (opset 20): Conv patch embedding, Reshape + Transpose to tokens, class token Expand +
               Concat, position Add, pre-LN attention, the Gelu op, class-token Gather, Gemm head.
+  vit_mha_block (opset 17): torchvision ViT's encoder layers as TorchScript exports
+              nn.MultiheadAttention(batch_first=True): Transpose to sequence-first, packed in-projection
+              MatMul + Add, Reshape -> Unsqueeze -> Transpose -> Squeeze -> Gather 0/1/2 for q/k/v,
+              per-head Reshape/Transpose/Reshape, k^T, both scaled by sqrt(1/sqrt(d)), Softmax,
+              Transpose + Reshape + Gemm out-projection, Reshape + Transpose back, residual Add.
 
 Each goes to OUT/<name>/model.onnx with seeded weights, the batch dim symbolic ("batch"), and
 test_data_set_bs1 / test_data_set_bs2 holding seeded inputs (input_K.pb, named) and ONNX Runtime's
@@ -182,7 +187,44 @@ def vit_block(b):
     return ([("input", TensorProto.FLOAT, ["batch", 3, 32, 32])], [(out, "output", TensorProto.FLOAT, ["batch", 10])])
 
 
-MODELS = {"gpt2_block": (gpt2_block, 17), "bert_block": (bert_block, 17), "vit_block": (vit_block, 20)}
+def torch_mha(b, x):
+    """nn.MultiheadAttention(batch_first=True) on x [B, S, E] as TorchScript exports it (need_weights
+    False, scaled_dot_product_attention written out)."""
+    xs = b.op("Transpose", [x], perm=[1, 0, 2])  # [S, B, E]
+    proj = b.op("Add", [b.op("MatMul", [xs, b.weight((HIDDEN, 3 * HIDDEN), 1.0 / np.sqrt(HIDDEN))]),
+                        b.weight((3 * HIDDEN,), 0.1, "b")])
+    proj = b.op("Reshape", [proj, b.i64([SEQ, -1, 3, HIDDEN])])  # unflatten(-1, (3, E))
+    proj = b.op("Unsqueeze", [proj, b.i64([0])])
+    proj = b.op("Transpose", [proj], perm=[3, 1, 2, 0, 4])  # transpose(0, -2)
+    proj = b.op("Squeeze", [proj, b.i64([3])])  # [3, S, B, E]
+    heads = []
+    for i in range(3):
+        t = b.op("Gather", [proj, b.const(i, "index", np.int64)], axis=0)  # [S, B, E]
+        t = b.op("Reshape", [t, b.i64([SEQ, -1, HEAD_DIM])])  # view(S, B * H, D)
+        t = b.op("Transpose", [t], perm=[1, 0, 2])  # [B * H, S, D]
+        heads.append(b.op("Reshape", [t, b.i64([-1, HEADS, SEQ, HEAD_DIM])]))  # [B, H, S, D]
+    q, k, v = heads
+    kt = b.op("Transpose", [k], perm=[0, 1, 3, 2])
+    scale = b.const(np.sqrt(1.0 / np.sqrt(HEAD_DIM)), "scale")
+    scores = b.op("MatMul", [b.op("Mul", [q, scale]), b.op("Mul", [kt, scale])])
+    ctx = b.op("MatMul", [b.op("Softmax", [scores], axis=-1), v])  # [B, H, S, D]
+    ctx = b.op("Reshape", [b.op("Transpose", [ctx], perm=[2, 0, 1, 3]), b.i64([-1, HIDDEN])])  # [S * B, E]
+    out = b.op("Gemm", [ctx, b.weight((HIDDEN, HIDDEN), 1.0 / np.sqrt(HIDDEN)), b.weight((HIDDEN,), 0.1, "b")], transB=1)
+    return b.op("Transpose", [b.op("Reshape", [out, b.i64([SEQ, -1, HIDDEN])])], perm=[1, 0, 2])
+
+
+def vit_mha_block(b):
+    x = "tokens"
+    for _ in range(2):
+        x = b.op("Add", [x, torch_mha(b, b.layer_norm(x))])
+        m = b.linear(b.op("Gelu", [b.linear(b.layer_norm(x), HIDDEN, FFN)], approximate="none"), FFN, HIDDEN)
+        x = b.op("Add", [x, m])
+    return ([("tokens", TensorProto.FLOAT, ["batch", SEQ, HIDDEN])],
+            [(b.layer_norm(x), "last_hidden_state", TensorProto.FLOAT, ["batch", SEQ, HIDDEN])])
+
+
+MODELS = {"gpt2_block": (gpt2_block, 17), "bert_block": (bert_block, 17), "vit_block": (vit_block, 20),
+          "vit_mha_block": (vit_mha_block, 20)}
 
 
 def build(name, seed):

@@ -43,5 +43,13 @@ Expected<bool> clip_into_depthwise(Graph& graph);
 // A 16-bit MatMul (or Gemm without C) by a constant [K, N] with N % 8 != 0 (large outputs): B zero-padded to a multiple
 // of 8 at compile time, then a Slice of the first N columns (aligned cuBLASLt kernels).
 Expected<bool> pad_gemm_n(Graph& graph);
+// A MatMul operand made by a Transpose whose second-last output axis is the input's last (k^T,
+// possibly through a scalar Mul) -> aotc.MatMulT reading it transposed (cuBLASLt transA/transB);
+// the Transpose keeps the rest of its permutation, or goes when that is the identity.
+Expected<bool> fuse_matmul_transpose(Graph& graph);
+// Chains of Transpose / Reshape-like / Gather(one constant index) / Slice / Split (+ one trailing
+// scalar Mul) whose intermediates nothing else reads -> one aotc.StridedCopy from the source (or a
+// Reshape view when the composition is the identity).
+Expected<bool> fuse_copy_chains(Graph& graph);
 
 }  // namespace aotc

@@ -11,7 +11,11 @@ namespace aotc {
 
 const std::vector<Pass>& default_pipeline() {
   // Constants first so shape subgraphs vanish before the pattern passes look at the graph;
-  // BN folding before epilogue fusion so Conv+BN+Relu becomes one fused conv.
+  // BN folding before epilogue fusion so Conv+BN+Relu becomes one fused conv. The data-movement
+  // passes come last: after precision (dtypes final, so a folded Mul's scale is the constant the
+  // Mul kernel would read), after layout_nhwc (which keys on Convs and inserts the Transposes at
+  // NHWC edges that they then compose) and pad_gemm_n (which matches plain MatMul/Gemm); the MatMul
+  // transposes first, so the copy chains see keys in [.., S, D] order with contiguous rows.
   static const std::vector<Pass> kPasses = {
       {"fold_constants", fold_constants},
       {"dead_code", dead_code},
@@ -25,6 +29,8 @@ const std::vector<Pass>& default_pipeline() {
       {"layout_nhwc", layout_nhwc},
       {"clip_into_depthwise", clip_into_depthwise},
       {"pad_gemm_n", pad_gemm_n},
+      {"fuse_matmul_transpose", fuse_matmul_transpose},
+      {"fuse_copy_chains", fuse_copy_chains},
   };
   return kPasses;
 }

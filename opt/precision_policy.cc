@@ -46,6 +46,7 @@ const std::vector<PrecisionPolicy>& precision_policies() {
       {"Gemm", PrecisionRule::kComputeFp32, {}},
       {"FusedGemm", PrecisionRule::kComputeFp32, {}},
       {"MatMul", PrecisionRule::kComputeFp32, {}},
+      {"MatMulT", PrecisionRule::kComputeFp32, {}},
       // Inputs that keep their type whatever the node computes in.
       {"Resize", PrecisionRule::kLow, {1, 2}},
   };

@@ -67,6 +67,7 @@ void register_integer_matmul_ops(OpRegistry& registry);
 void register_tfidf_ops(OpRegistry& registry);
 void register_rotary_embedding_ops(OpRegistry& registry);
 void register_attention_ops(OpRegistry& registry);
+void register_strided_copy_ops(OpRegistry& registry);
 
 void register_all_ops(OpRegistry& registry) {
   register_unary_elementwise_ops(registry);
@@ -132,6 +133,7 @@ void register_all_ops(OpRegistry& registry) {
   register_tfidf_ops(registry);
   register_rotary_embedding_ops(registry);
   register_attention_ops(registry);
+  register_strided_copy_ops(registry);
 }
 
 }  // namespace aotc

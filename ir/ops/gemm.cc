@@ -1,5 +1,7 @@
-// Gemm, aotc.FusedGemm (Y = act(alpha * A'B' + beta * C + Residual)) and MatMul (numpy semantics:
-// 1-D operands, broadcast batch dims). The product is a cuBLASLt call (MatmulStep, fp32 compute,
+// Gemm, aotc.FusedGemm (Y = act(alpha * A'B' + beta * C + Residual)), MatMul (numpy semantics:
+// 1-D operands, broadcast batch dims) and aotc.MatMulT (MatMul of operands stored with their last
+// two axes swapped, attributes transA / transB: opt/fuse_matmul_transpose.cc absorbs a Transpose
+// into cuBLASLt's operand layout that way). The product is a cuBLASLt call (MatmulStep, fp32 compute,
 // no TF32) using its C / bias / ReLU epilogue where that is exact; what it cannot express (a
 // broadcast C with beta != 1, a broadcast residual, other activations) runs in a small epilogue
 // kernel (templates/gemm_epilogue.cu.in) over Y in place. Batched MatMul whose batch broadcast
@@ -209,7 +211,15 @@ Expected<Lowering> gemm_lower(const Node& node, const Graph& graph) {
   return l;
 }
 
-// ---- MatMul ----
+// ---- MatMul, aotc.MatMulT ----
+
+// transA / transB of aotc.MatMulT (the standard MatMul has none).
+bool matmul_trans(const Node& node, const char* attr) { return node.domain == "aotc" && node.attr_int(attr, 0) != 0; }
+
+Shape swap_last_two(Shape s) {
+  if (s.size() >= 2) std::swap(s[s.size() - 2], s[s.size() - 1]);
+  return s;
+}
 
 struct MatmulDims {
   int64_t m = 1, n = 1, k = 0;
@@ -218,8 +228,16 @@ struct MatmulDims {
   Shape out;
 };
 
-Expected<MatmulDims> matmul_dims(const Node& node, const Shape& a, const Shape& b) {
-  if (a.empty() || b.empty()) return node_error(node, "MatMul operands must have rank >= 1 (got " + shape_str(a) + " and " + shape_str(b) + ")");
+// Dims of the product of the operands as stored: `a` and `b` are the operands' shapes, read with
+// their last two axes swapped where the node says transA / transB.
+Expected<MatmulDims> matmul_dims(const Node& node, const Shape& stored_a, const Shape& stored_b) {
+  if (stored_a.empty() || stored_b.empty())
+    return node_error(node, "MatMul operands must have rank >= 1 (got " + shape_str(stored_a) + " and " + shape_str(stored_b) + ")");
+  for (const char* t : {"transA", "transB"})
+    if (matmul_trans(node, t) && (std::string(t) == "transA" ? stored_a : stored_b).size() < 2)
+      return node_error(node, std::string(t) + " needs an operand of rank >= 2");
+  const Shape a = matmul_trans(node, "transA") ? swap_last_two(stored_a) : stored_a;
+  const Shape b = matmul_trans(node, "transB") ? swap_last_two(stored_b) : stored_b;
   MatmulDims d;
   d.k = a.back();
   d.m = a.size() >= 2 ? a[a.size() - 2] : 1;
@@ -245,6 +263,9 @@ Status matmul_infer(Node& node, Graph& graph) {
   if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
   AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 0, kFloatTypes));
   AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 1, {input_value(graph, node, 0).dtype}));
+  for (const char* t : {"transA", "transB"})
+    if (node.domain == "aotc" && (node.attr_int(t, 0) < 0 || node.attr_int(t, 0) > 1))
+      return node_error(node, std::string("attribute ") + t + " must be 0 or 1");
   auto d = matmul_dims(node, input_value(graph, node, 0).shape, input_value(graph, node, 1).shape);
   if (!d) return d.status();
   set_output(graph, node, 0, input_value(graph, node, 0).dtype, d->out);
@@ -268,6 +289,9 @@ Status matmul_reference(const Node& node, const std::vector<const Tensor*>& inpu
   std::vector<double> ad = inputs[0]->to_doubles(), bd = inputs[1]->to_doubles();
   std::vector<int64_t> sa = batch_strides(d->a_batch, d->m * d->k), sb = batch_strides(d->b_batch, d->k * d->n);
   const int64_t batches = shape_numel(d->batch);
+  // Element strides of A's rows/columns and B's rows/columns within one stored matrix.
+  const bool ta = matmul_trans(node, "transA"), tb = matmul_trans(node, "transB");
+  const int64_t a_rs = ta ? 1 : d->k, a_cs = ta ? d->m : 1, b_rs = tb ? 1 : d->n, b_cs = tb ? d->k : 1;
   for (int64_t bi = 0; bi < batches; ++bi) {
     int64_t oa = 0, ob = 0, rest = bi;
     for (size_t i = d->batch.size(); i-- > 0;) {
@@ -280,7 +304,7 @@ Status matmul_reference(const Node& node, const std::vector<const Tensor*>& inpu
       for (int64_t j = 0; j < d->n; ++j) {
         double acc = 0;
         for (int64_t p = 0; p < d->k; ++p)
-          acc += ad[static_cast<size_t>(oa + i * d->k + p)] * bd[static_cast<size_t>(ob + p * d->n + j)];
+          acc += ad[static_cast<size_t>(oa + i * a_rs + p * a_cs)] * bd[static_cast<size_t>(ob + p * b_rs + j * b_cs)];
         outputs[0].set((bi * d->m + i) * d->n + j, acc);
       }
   }
@@ -300,6 +324,7 @@ Expected<Lowering> matmul_lower(const Node& node, const Graph& graph) {
   const bool a_one = shape_numel(d.a_batch) == 1, b_one = shape_numel(d.b_batch) == 1;
   // cuBLASLt (through codegen) takes fp32 and fp16; fp64 products use the kernel below.
   const bool cublas_dtype = av.dtype != DType::kFloat64;
+  const bool ta = matmul_trans(node, "transA"), tb = matmul_trans(node, "transB");
   if (cublas_dtype && (a_full || a_one) && (b_full || b_one)) {
     MatmulStep mm;
     mm.dtype = av.dtype;
@@ -307,8 +332,10 @@ Expected<Lowering> matmul_lower(const Node& node, const Graph& graph) {
     mm.b = node.inputs[1];
     mm.d = node.outputs[0];
     mm.m = d.m; mm.n = d.n; mm.k = d.k;
-    mm.lda = d.k; mm.ldb = d.n; mm.ldc = d.n; mm.ldd = d.n;
-    if (b_one && batches > 1) {
+    mm.trans_a = ta;
+    mm.trans_b = tb;
+    mm.lda = ta ? d.m : d.k; mm.ldb = tb ? d.k : d.n; mm.ldc = d.n; mm.ldd = d.n;
+    if (b_one && batches > 1 && !ta) {
       mm.m = batches * d.m;  // A's matrices are consecutive rows: one GEMM with B shared
     } else {
       mm.batch = batches;
@@ -325,15 +352,17 @@ Expected<Lowering> matmul_lower(const Node& node, const Graph& graph) {
   const Shape a_batch = d.batch.empty() ? Shape{1} : d.a_batch, b_batch = d.batch.empty() ? Shape{1} : d.b_batch;
   KernelStep k;
   k.template_name = "gemm_batched_broadcast";
-  k.holes = {{"comment", "MatMul " + shape_str(av.shape) + " x " + shape_str(input_value(graph, node, 1).shape) +
-                             " (broadcast batch dims)"},
+  k.holes = {{"comment", node.op_type + " " + shape_str(av.shape) + (ta ? "^T" : "") + " x " +
+                             shape_str(input_value(graph, node, 1).shape) + (tb ? "^T" : "") + " (broadcast batch dims)"},
              {"T", dtype_c_type(av.dtype)},
              {"ACC", compute_type(av.dtype)},
              {"M", int_literal(d.m)}, {"N", int_literal(d.n)}, {"K", int_literal(d.k)},
              {"RANK", int_literal(static_cast<int64_t>(batch.size()))},
              {"OUT_DIMS", dims_literal(batch)},
              {"A_STRIDES", dims_literal(batch_strides(a_batch, d.m * d.k))},
-             {"B_STRIDES", dims_literal(batch_strides(b_batch, d.k * d.n))}};
+             {"B_STRIDES", dims_literal(batch_strides(b_batch, d.k * d.n))},
+             {"A_RS", int_literal(ta ? 1 : d.k)}, {"A_CS", int_literal(ta ? d.m : 1)},
+             {"B_RS", int_literal(tb ? 1 : d.n)}, {"B_CS", int_literal(tb ? d.k : 1)}};
   k.args = {node.inputs[0], node.inputs[1], node.outputs[0]};
   k.block = Dim3{16, 16, 1};
   k.grid = Dim3{(d.n + 15) / 16, (d.m + 15) / 16, batches};
@@ -356,12 +385,15 @@ void register_gemm_ops(OpRegistry& registry) {
     def.lower = gemm_lower;
     registry.add(def);
   }
-  OpDef mm;
-  mm.op_type = "MatMul";
-  mm.infer = matmul_infer;
-  mm.reference = matmul_reference;
-  mm.lower = matmul_lower;
-  registry.add(mm);
+  for (const char* domain : {"", "aotc"}) {
+    OpDef mm;
+    mm.op_type = std::string(domain).empty() ? "MatMul" : "MatMulT";
+    mm.domain = domain;
+    mm.infer = matmul_infer;
+    mm.reference = matmul_reference;
+    mm.lower = matmul_lower;
+    registry.add(mm);
+  }
 }
 
 }  // namespace aotc

@@ -7,6 +7,7 @@
 
 #include "ir/op_registry.h"
 #include "ir/ops/op_helpers.h"
+#include "ir/ops/slice.h"
 #include "ir/ops/strided_gather.h"
 
 namespace aotc {
@@ -30,11 +31,6 @@ Status slice_import(Node& node, Graph& graph, int64_t) {
   for (const char* a : {"starts", "ends", "axes"}) node.attrs.erase(a);
   return Status::ok();
 }
-
-struct SliceParams {
-  Shape out;
-  std::vector<int64_t> start, step;  // per input dim (start clamped; step 1 on unlisted dims)
-};
 
 // The ONNX Slice rules for one node, from the tensors of inputs 1..4 (axes/steps may be null).
 Expected<SliceParams> resolve_slice(const Node& node, const Shape& in, const Tensor& starts_t, const Tensor& ends_t,
@@ -95,7 +91,9 @@ GatherView slice_view(const Shape& in, const SliceParams& p) {
   return v;
 }
 
-Expected<SliceParams> params_from_graph(const Node& node, const Graph& graph) {
+}  // namespace
+
+Expected<SliceParams> slice_params(const Node& node, const Graph& graph) {
   const Tensor* t[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
   static const char* const kNames[5] = {"data", "starts", "ends", "axes", "steps"};
   for (size_t i = 1; i < 5; ++i) {
@@ -108,6 +106,8 @@ Expected<SliceParams> params_from_graph(const Node& node, const Graph& graph) {
   return resolve_slice(node, input_value(graph, node, 0).shape, *t[1], *t[2], t[3], t[4]);
 }
 
+namespace {
+
 Status slice_infer(Node& node, Graph& graph) {
   AOTC_RETURN_IF_ERROR(expect_inputs(node, 3, 5));
   if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
@@ -119,7 +119,7 @@ Status slice_infer(Node& node, Graph& graph) {
     AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, i, {DType::kInt32, DType::kInt64}));
     AOTC_RETURN_IF_ERROR(expect_rank(node, graph, i, 1));
   }
-  Expected<SliceParams> p = params_from_graph(node, graph);
+  Expected<SliceParams> p = slice_params(node, graph);
   if (!p) return p.status();
   set_output(graph, node, 0, x.dtype, p->out);
   return Status::ok();
@@ -135,7 +135,7 @@ Status slice_reference(const Node& node, const std::vector<const Tensor*>& input
 }
 
 Expected<Lowering> slice_lower(const Node& node, const Graph& graph) {
-  Expected<SliceParams> p = params_from_graph(node, graph);
+  Expected<SliceParams> p = slice_params(node, graph);
   if (!p) return p.status();
   const Value& x = input_value(graph, node, 0);
   Lowering l;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ir/ops/elem_types.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/strided_layout.h"
 
@@ -22,13 +23,31 @@ void strided_gather_reference(const Tensor& x, Tensor& y, const GatherView& view
   }
 }
 
+bool scale_reference(Tensor& y, double scale) {
+  if (!dtype_is_float(y.dtype())) return false;
+  return visit_numeric(y.dtype(), [&](auto tag) {
+    using E = decltype(tag);
+    using C = typename E::Compute;
+    const C s = static_cast<C>(scale);
+    for (int64_t i = 0; i < y.numel(); ++i) E::store(y, i, E::load(y, i) * s);
+  });
+}
+
 KernelStep strided_gather_step(ValueId in, ValueId out, DType dtype, int64_t in_numel,
-                               const GatherView& view, const std::string& comment) {
+                               const GatherView& view, const std::string& comment, std::optional<float> scale) {
   StridedLayout layout = collapse_layout(StridedLayout{view.dims, {view.strides}});
   const int64_t numel = shape_numel(view.dims);
   KernelStep k;
   k.template_name = "strided_gather";
-  k.holes = {{"T", bits_c_type(dtype)},
+  // Without a scale elements move as raw bits of their width; with one, through the compute type.
+  std::string value = "x";
+  if (scale) {
+    const std::string ct = dtype == DType::kFloat64 ? "double" : "float";
+    value = "static_cast<" + dtype_c_type(dtype) + ">(static_cast<" + ct + ">(x) * static_cast<" + ct + ">(" +
+            float_literal(*scale) + "))";
+  }
+  k.holes = {{"T", scale ? dtype_c_type(dtype) : bits_c_type(dtype)},
+             {"value", value},
              {"I", index_type_for(std::max(numel, in_numel))},
              {"rank", std::to_string(layout.dims.size())},
              {"dims", dims_literal(layout.dims)},

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # CTest driver: builds the transformer-shaped graphs of models/tiny_transformers.py (onnx +
-# onnxruntime, no torch) into OUT, runs aotc-model-check --lower on them (must pass), then checks
-# that the checker fails on a copy whose reference output is perturbed by 1e-3 relative (so the
-# pass above could have failed). Exit 77 (CTest: skipped) when python3 lacks onnx or onnxruntime.
+# onnxruntime, no torch) into OUT, runs aotc-model-check --lower on them (must pass), checks that
+# the CPU outputs are bit-identical with the copy-chain passes disabled, then that the checker
+# fails on a copy whose reference output is perturbed by 1e-3 relative (so the pass above could
+# have failed). Exit 77 (CTest: skipped) when python3 lacks onnx or onnxruntime.
 # usage: run_tiny_transformers.sh AOTC_MODEL_CHECK TINY_TRANSFORMERS_PY OUT
 set -euo pipefail
 checker=$1 script=$2 out=$3
@@ -12,7 +13,24 @@ if ! python3 -c "import onnx, onnxruntime, numpy" 2>/dev/null; then
 fi
 rm -rf "$out"
 python3 "$script" "$out"
-"$checker" --lower --ops "$out"/gpt2_block "$out"/bert_block "$out"/vit_block
+models=("$out"/gpt2_block "$out"/bert_block "$out"/vit_block "$out"/vit_mha_block)
+"$checker" --lower --ops "${models[@]}" | tee "$out/with_passes.txt"
+
+# fuse_copy_chains / fuse_matmul_transpose move data only (a folded Mul rounds as before): the CPU
+# outputs must be bit-identical without them, and they must have fired where the exports have
+# copy chains (GPT-2's Split heads, torch MultiheadAttention's q/k/v).
+"$checker" --ops "${models[@]}" --disable-pass fuse_copy_chains --disable-pass fuse_matmul_transpose \
+  > "$out/without_passes.txt"
+if ! diff <(grep fnv1a "$out/with_passes.txt") <(grep fnv1a "$out/without_passes.txt"); then
+  echo "FAIL: outputs differ with and without fuse_copy_chains / fuse_matmul_transpose"
+  exit 1
+fi
+fired=$(grep -c "aotc.StridedCopyx6" "$out/with_passes.txt" || true)
+if [ "$fired" -ne 4 ]; then  # gpt2_block and vit_mha_block, batch 1 and 2
+  echo "FAIL: fuse_copy_chains fired on $fired of the 4 expected cases (6 copies each)"
+  exit 1
+fi
+echo "ok: bit-identical outputs without the copy-chain passes; they fired on gpt2_block and vit_mha_block"
 
 bad="$out/perturbed_bert_block"
 cp -r "$out/bert_block" "$bad"

@@ -1,17 +1,20 @@
 // aotc-model-check: the whole-model CPU check (model_check.h) from the command line.
 //   aotc-model-check MODEL_DIR [MODEL_DIR...] [--batch-dir NAME]... [--lower] [--ops]
+//                    [--disable-pass NAME]...
 // One line per model and data set; exit 0 only when every line is PASS (1 otherwise, 2 on usage).
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "ir/graph.h"
 #include "tools/model_check/model_check.h"
 
 namespace {
 
 const char kUsage[] =
     "usage: aotc-model-check MODEL_DIR [MODEL_DIR...] [--batch-dir test_data_set_bs1]... [--lower] [--ops]\n"
+    "                        [--disable-pass NAME]...\n"
     "  MODEL_DIR holds model.onnx (+ external data) and test_data_set*/{input_K,output_K}.pb.\n"
     "  Imports with the data set's input shapes, runs the pass pipeline, evaluates on the CPU\n"
     "  reference and compares every output by the whole-model metric (relative L2 < 1e-4, max abs\n"
@@ -19,7 +22,9 @@ const char kUsage[] =
     "  pipeline.\n"
     "  --batch-dir NAME  only this data set folder (repeatable; default: every test_data_set*)\n"
     "  --lower           also lower every remaining node and plan the arena (plan_memory)\n"
-    "  --ops             print the op types left after the pipeline, and every failing node\n";
+    "  --ops             print the op types left after the pipeline, every failing node and a hash\n"
+    "                    (FNV-1a) of each output's bytes\n"
+    "  --disable-pass NAME  skip this pipeline pass (repeatable; as aotc's option)\n";
 
 std::string base_name(std::string path) {
   while (path.size() > 1 && path.back() == '/') path.pop_back();
@@ -44,6 +49,8 @@ int main(int argc, char** argv) {
       options.lower = true;
     } else if (a == "--ops") {
       show_ops = true;
+    } else if (a == "--disable-pass" && i + 1 < argc) {
+      options.disabled_passes.push_back(argv[++i]);
     } else if (!a.empty() && a[0] == '-') {
       std::fprintf(stderr, "aotc-model-check: error: unknown option '%s'\n%s", a.c_str(), kUsage);
       return 2;
@@ -74,6 +81,8 @@ int main(int argc, char** argv) {
         std::printf("%s\n", ops.c_str());
         for (const std::string& s : r.shape_ops_left) std::printf("  shape op left: %s\n", s.c_str());
         for (const std::string& s : r.lowering_failures) std::printf("  no lowering: %s\n", s.c_str());
+        for (const aotc::OutputCheck& o : r.outputs)
+          std::printf("  output %s fnv1a %016llx\n", aotc::escape_for_message(o.name, 60).c_str(),static_cast<unsigned long long>(o.fnv1a));
       }
       std::fflush(stdout);
     }

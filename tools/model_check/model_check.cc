@@ -141,6 +141,7 @@ ModelCheckResult check_model_case(const std::string& model_path, const std::stri
   r.nodes_imported = static_cast<int>(graph.nodes.size());
 
   PipelineOptions popts;
+  popts.disabled = options.disabled_passes;
   Expected<std::vector<PassStats>> stats = run_pipeline(graph, popts);
   if (!stats) return fail(r, "pipeline", stats.status().message()), finish();
   r.nodes_final = static_cast<int>(graph.nodes.size());
@@ -175,6 +176,9 @@ ModelCheckResult check_model_case(const std::string& model_path, const std::stri
     oc.rel_l2 = c.rel_l2;
     oc.max_abs_error = c.max_abs_error;
     oc.max_abs_ref = c.max_abs_ref;
+    oc.fnv1a = 14695981039346656037ull;
+    for (int64_t b = 0; b < (*got)[i].byte_size(); ++b)
+      oc.fnv1a = (oc.fnv1a ^ static_cast<uint8_t>((*got)[i].raw()[b])) * 1099511628211ull;
     if (!c.pass && first_mismatch.empty()) first_mismatch = "output '" + escape_for_message(oc.name, 60) + "': " + c.reason;
     r.outputs.push_back(oc);
   }

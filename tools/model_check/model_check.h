@@ -5,6 +5,7 @@
 // and the memory plan succeeds, so one run tells how far a model is from compiling.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@ namespace aotc {
 
 struct ModelCheckOptions {
   bool lower = false;  // also lower every node and plan memory
+  std::vector<std::string> disabled_passes;  // pipeline passes to skip (--disable-pass)
 };
 
 struct OutputCheck {
@@ -23,6 +25,7 @@ struct OutputCheck {
   bool pass = false;
   std::string reason;  // why it failed, one line
   double rel_l2 = 0, max_abs_error = 0, max_abs_ref = 0;
+  uint64_t fnv1a = 0;  // of the CPU output's bytes: equal hashes = bit-identical outputs
 };
 
 struct ModelCheckResult {
