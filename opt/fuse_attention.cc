@@ -13,6 +13,10 @@
 // cores, exact cases; ir/ops/attention.cc), so fp32 keeps cuBLASLt + Softmax. Runs after the
 // precision pass (dtypes final) and drop_exact_casts. Semantics: identical except rows whose mask
 // is -inf for every key, where Softmax gives NaN and the Attention op defines zeros.
+// Second form, when the operands are not head splits of 3-D projections (torch's
+// nn.MultiheadAttention, sequence-first): Q [B,H,Sq,D], K^T = Transpose(0,1,3,2) of K [B,H,Sk,D]
+// and V [B,H,Sk,Dv] as they are -> Attention(Q, K, V, mask) writing O [B,H,Sq,Dv] in place of the
+// second MatMul (the producers of Q/K/V stay; fuse_copy_chains later makes them strided copies).
 #include <vector>
 
 #include "ir/op_registry.h"
@@ -170,6 +174,68 @@ bool match_at(const Ctx& c, int softmax_index, Match& m) {
   return true;
 }
 
+// The backward part shared by both forms: [Add(mask)] <- [scalar scale] <- MatMul(A, B); fills
+// mask, scale and chain, returns the MatMul or nullptr.
+const Node* scores_matmul(const Ctx& c, const Node& sm, int softmax_index, Match& m) {
+  if (sm.inputs.size() != 1 || sm.outputs.size() != 1) return nullptr;
+  const Shape& ss = c.g.value(sm.inputs[0]).shape;
+  const int64_t axis = sm.attr_int("axis", -1);
+  if (ss.size() != 4 || (axis != -1 && axis != 3)) return nullptr;
+  ValueId x = sm.inputs[0];
+  int next = softmax_index;
+  if (!sole_reader_is(c, x, next)) return nullptr;
+  if (const Node* add = producer(c, x, "Add")) {
+    for (int i = 0; i < 2 && m.mask == kNoValue; ++i) {
+      double tmp = 1.0;
+      ValueId scores = add->inputs[static_cast<size_t>(i)];
+      if (producer(c, strip_scale(c, scores, tmp, nullptr), "MatMul") && add->inputs[static_cast<size_t>(1 - i)] != scores) {
+        m.mask = add->inputs[static_cast<size_t>(1 - i)];
+        m.chain.push_back(index_of(c, add));
+        next = index_of(c, add);
+        x = scores;
+      }
+    }
+    if (m.mask == kNoValue || !sole_reader_is(c, x, next)) return nullptr;
+  }
+  std::vector<int> scale_nodes;
+  const ValueId raw = strip_scale(c, x, m.scale, &scale_nodes);
+  if (!scale_nodes.empty()) {
+    m.chain.push_back(scale_nodes[0]);
+    if (!sole_reader_is(c, raw, scale_nodes[0])) return nullptr;
+  }
+  const Node* mm1 = producer(c, raw, "MatMul");
+  if (!mm1 || mm1->inputs.size() != 2) return nullptr;
+  m.chain.push_back(index_of(c, mm1));
+  return mm1;
+}
+
+// Second form: dense 4-D operands; on success m.chain ends with the P V MatMul, whose output the
+// Attention node writes (m.merged).
+bool match_dense(const Ctx& c, int softmax_index, Match& m) {
+  const Node& sm = c.g.nodes[static_cast<size_t>(softmax_index)];
+  const Node* mm1 = scores_matmul(c, sm, softmax_index, m);
+  if (!mm1) return false;
+  m.q3 = strip_scale(c, mm1->inputs[0], m.scale, nullptr);
+  const Node* t = producer(c, strip_scale(c, mm1->inputs[1], m.scale, nullptr), "Transpose");
+  if (!t || perm_of(*t) != std::vector<int64_t>{0, 1, 3, 2}) return false;
+  m.k3 = t->inputs[0];
+  const ValueId p = sm.outputs[0];
+  if (c.g.is_graph_output(p) || c.consumers[static_cast<size_t>(p)].size() != 1) return false;
+  const int mm2_index = c.consumers[static_cast<size_t>(p)][0];
+  const Node& mm2 = c.g.nodes[static_cast<size_t>(mm2_index)];
+  if (!mm2.domain.empty() || mm2.op_type != "MatMul" || mm2.inputs.size() != 2 || mm2.inputs[0] != p) return false;
+  m.v3 = mm2.inputs[1];
+  const Shape &q = c.g.value(m.q3).shape, &k = c.g.value(m.k3).shape, &v = c.g.value(m.v3).shape;
+  if (q.size() != 4 || k.size() != 4 || v.size() != 4 || q[0] != k[0] || q[1] != k[1] || q[3] != k[3] ||
+      v[0] != k[0] || v[1] != k[1] || v[2] != k[2])
+    return false;
+  m.heads = q[1];
+  m.merged = mm2.outputs[0];
+  m.chain.push_back(softmax_index);
+  m.chain.push_back(mm2_index);
+  return true;
+}
+
 }  // namespace
 
 Expected<bool> fuse_attention(Graph& graph) {
@@ -184,30 +250,43 @@ Expected<bool> fuse_attention(Graph& graph) {
       const Node& sm = graph.nodes[i];
       if (!sm.domain.empty() || sm.op_type != "Softmax") continue;
       Match m;
-      if (!match_at(c, static_cast<int>(i), m)) continue;
+      bool dense = false;
+      if (!match_at(c, static_cast<int>(i), m)) {
+        m = Match();
+        if (!match_dense(c, static_cast<int>(i), m)) continue;
+        dense = true;
+      }
       const Value merged = graph.value(m.merged);
-      const Shape& ms = merged.shape;  // [B, Sq, H, Dv]
+      const Shape& ms = merged.shape;  // [B, Sq, H, Dv]; dense: [B, H, Sq, Dv]
       Node attn;
       attn.name = graph.nodes[static_cast<size_t>(m.chain.back())].name + "_attention";
       attn.op_type = "Attention";
       attn.inputs = {m.q3, m.k3, m.v3, m.mask};
       if (m.mask == kNoValue) attn.inputs.pop_back();
-      attn.attrs["q_num_heads"] = Attribute::of_int(m.heads);
-      attn.attrs["kv_num_heads"] = Attribute::of_int(m.heads);
+      if (!dense) {
+        attn.attrs["q_num_heads"] = Attribute::of_int(m.heads);
+        attn.attrs["kv_num_heads"] = Attribute::of_int(m.heads);
+      }
       attn.attrs["scale"] = Attribute::of_float(static_cast<float>(m.scale));
-      const ValueId y3 = graph.add_value(graph.unique_name(merged.name + "_rows"), merged.dtype,
-                                         {ms[0], ms[1], ms[2] * ms[3]}, true);
-      attn.outputs = {y3};
+      const ValueId y = dense ? graph.add_value(graph.unique_name(merged.name + "_attention"), merged.dtype, ms, true)
+                              : graph.add_value(graph.unique_name(merged.name + "_rows"), merged.dtype,
+                                                {ms[0], ms[1], ms[2] * ms[3]}, true);
+      attn.outputs = {y};
       if (!infer_node(attn, graph, registry).is_ok()) continue;
       Expected<Lowering> low = attention->lower(attn, graph);
       if (!low || low->steps.empty() || low->steps[0].kernel.template_name != "cutlass_fmha_forward") continue;
+      if (dense) attn.outputs = {m.merged};
       Node back;
-      back.name = graph.unique_name(attn.name + "_heads");
-      back.op_type = "Reshape";
-      back.inputs = {y3, graph.add_constant(graph.unique_name(attn.name + "_heads_shape"),
-                                            Tensor::from_int64s({4}, ms))};
-      back.outputs = {m.merged};
-      AOTC_RETURN_IF_ERROR(infer_node(back, graph, registry));
+      if (!dense) {
+        back.name = graph.unique_name(attn.name + "_heads");
+        back.op_type = "Reshape";
+        back.inputs = {y, graph.add_constant(graph.unique_name(attn.name + "_heads_shape"),
+                                             Tensor::from_int64s({4}, ms))};
+        back.outputs = {m.merged};
+        AOTC_RETURN_IF_ERROR(infer_node(back, graph, registry));
+      } else {
+        AOTC_RETURN_IF_ERROR(infer_node(attn, graph, registry));
+      }
       std::vector<char> drop(graph.nodes.size(), 0);
       for (int n : m.chain) drop[static_cast<size_t>(n)] = 1;
       const size_t last = static_cast<size_t>(m.chain.back());
@@ -216,7 +295,7 @@ Expected<bool> fuse_attention(Graph& graph) {
       for (size_t n = 0; n < graph.nodes.size(); ++n) {
         if (n == last) {
           out.push_back(std::move(attn));
-          out.push_back(std::move(back));
+          if (!dense) out.push_back(std::move(back));
         } else if (!drop[n]) {
           out.push_back(std::move(graph.nodes[n]));
         }

@@ -92,6 +92,37 @@ TEST(FuseAttention, ScalesOnBothOperandsAndDivisionMultiplyIntoOneScale) {
   EXPECT_TRUE(testing_util::same_outputs(before, g, 11, 2.5e-3, 1e-3));
 }
 
+// Second form (nn.MultiheadAttention as TorchScript exports it: heads already [B,H,S,D], scaled Q
+// and K^T, no head merge right after): Attention over the 4-D values, writing P V's output.
+TEST(FuseAttention, DenseFourDOperandsWithScaledQAndKTranspose) {
+  AOTC_REQUIRE_OPS("Attention", "Softmax", "MatMul", "Transpose", "Mul");
+  AOTC_BUILD(g, R"(
+    input %q : float16[2x3x9x16]
+    input %k : float16[2x3x11x16]
+    input %v : float16[2x3x11x8]
+    const %c : float16[] = [0.5]
+    %qs : float16[?] = Mul(%q, %c)
+    %kt : float16[?] = Transpose(%k) {perm=[0,1,3,2]}
+    %ks : float16[?] = Mul(%kt, %c)
+    %s : float16[?] = MatMul(%qs, %ks)
+    %p : float16[?] = Softmax(%s) {axis=-1}
+    %o : float16[?] = MatMul(%p, %v)
+    %y : float16[?] = Relu(%o)
+    output %y
+  )");
+  Graph before = g;
+  auto changed = run(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_TRUE(*changed);
+  EXPECT_EQ(op_list(g), "Attention,Relu");
+  EXPECT_EQ(g.nodes[0].inputs[0], g.find_value("q"));
+  EXPECT_EQ(g.nodes[0].inputs[1], g.find_value("k"));
+  EXPECT_EQ(g.nodes[0].outputs[0], g.find_value("o"));
+  EXPECT_FLOAT_EQ(g.nodes[0].attr_float("scale", 0), 0.25f);
+  EXPECT_FALSE(g.nodes[0].has_attr("q_num_heads"));
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 5, 2.5e-3, 1e-3));
+}
+
 TEST(FuseAttention, MustNotFire) {
   std::string no_merge = block();
   no_merge = no_merge.substr(0, no_merge.find("    %ot")) + "    output %o\n";
