@@ -143,6 +143,7 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   graph.target.conv_config = o.conv_config;
   graph.target.conv_pointwise_gemm = o.conv_pointwise_gemm;
   graph.target.conv_im2col_gemm = o.conv_im2col_gemm;
+  graph.target.conv_fp32_nhwc = o.conv_fp32_nhwc;
   t0 = std::chrono::steady_clock::now();
   PipelineOptions popts;
   popts.disabled = o.disabled_passes;

@@ -287,6 +287,12 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       if (text != "on" && text != "off")
         return cur.usage("bad --conv-im2col '" + escape_for_message(text) + "': expected on or off");
       o.conv_im2col_gemm = text == "on";
+    } else if (opt == "--conv-fp32") {
+      std::string text;
+      AOTC_TAKE(text);
+      if (text != "nhwc" && text != "nchw")
+        return cur.usage("bad --conv-fp32 '" + escape_for_message(text) + "': expected nhwc or nchw");
+      o.conv_fp32_nhwc = text == "nhwc";
     } else if (opt == "--max-split-k") {
       std::string text;
       AOTC_TAKE(text);

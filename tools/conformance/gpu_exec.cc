@@ -56,6 +56,7 @@ BuildOutcome build_library(Graph& graph, const GpuBuildOptions& options) {
   graph.target.precision = wanted.precision;
   graph.target.conv_pointwise_gemm = wanted.conv_pointwise_gemm;
   graph.target.conv_im2col_gemm = wanted.conv_im2col_gemm;
+  graph.target.conv_fp32_nhwc = wanted.conv_fp32_nhwc;
   Expected<std::vector<PassStats>> stats = run_pipeline(graph, PipelineOptions{});
   if (!stats) {
     out.message = "pipeline: " + stats.status().message();
