@@ -208,23 +208,34 @@ inline bool conv_pointwise_gemm_applies(const Target& target, DType dtype, int64
 // Largest im2col matrix (bytes) a batch-1 convolution may materialise in its scratch.
 constexpr int64_t kIm2colMaxBytes = int64_t{16} << 20;
 
-// An NHWC convolution that leaves SMs idle (its configuration's tiles < the target's SM count:
-// batch 1, late layers) runs as im2col into scratch + one cuBLASLt GEMM, whose heuristics split K
-// across the idle SMs; CUTLASS's serial split-K measured slower (docs/perf_notes.md v2). Only with
-// an activation cuBLASLt's epilogue has (none or ReLU) and an im2col matrix of at most
-// kIm2colMaxBytes. The same rule for fp32 (SIMT configurations, 4-byte elements): the matrix costs
-// one write and one read of M x R*S*C elements, small next to a GEMM whose tiles cannot fill the
-// GPU; a full-wave convolution never takes it (at batch 32 its matrix is also far past the limit:
-// ResNet-50 layer1 3x3, 32*56*56 x 576 fp32 = 231 MB).
+// fp32 (SIMT) convolutions take im2col only when their K loop is at least this long (R*S*C; 128
+// main-loop iterations of the SIMT configurations' K tile of 8). See conv_im2col_gemm_applies.
+constexpr int64_t kSimtIm2colMinK = 1024;
+
+// An NHWC convolution that leaves SMs idle runs as im2col into scratch + one cuBLASLt GEMM, whose
+// heuristics split K across the idle SMs; CUTLASS's serial split-K measured slower
+// (docs/perf_notes.md v2). Only with an activation cuBLASLt's epilogue has (none or ReLU) and an
+// im2col matrix of at most kIm2colMaxBytes. "Idle" per math:
+//  - tensor cores: the picked configuration's tiles < the target's SM count (batch 1, late
+//    layers; measured, docs/perf_notes.md);
+//  - SIMT (fp32): the tiles < half the SM count (no configuration fills half a wave: the pick rule
+//    fell through to its smallest tile) and K = R*S*C >= kSimtIm2colMinK. The time an under-filled
+//    CUTLASS grid loses grows with its K loop, while the im2col matrix always costs a write and a
+//    read of M*K fp32 values plus a launch; estimated for an H100 at batch 1 (docs/perf_notes.md
+//    v6, not measured): ResNet-50 layer2-4 3x3 (K 1152-4608, 26-8 tiles) gain 2-6x from im2col,
+//    layer1 3x3 (K 576, 49 tiles, ~15 us either way; a 7.2 MB matrix) and the stem (98 tiles)
+//    do not. A full-wave convolution never takes it (at batch 32 its matrix is also far past the
+//    limit: ResNet-50 layer1 3x3, 32*56*56 x 576 fp32 = 231 MB).
 inline bool conv_im2col_gemm_applies(const Target& target, DType dtype, int64_t group, int64_t cin, int64_t cout,
                                      int64_t gemm_m, int64_t gemm_k, bool relu_or_none) {
   ConvMath math;
   if (!target.conv_im2col_gemm || !relu_or_none || !conv_math_for(dtype, &math) || forced_conv_config(target, math))
     return false;
   if (!conv_implicit_gemm_applies(target, dtype, group, cin, cout)) return false;
+  if (math == ConvMath::kSimt && gemm_k < kSimtIm2colMinK) return false;
   const ConvKernelConfig& c = pick_conv_config(target, math, gemm_m, cout);
-  return conv_config_tiles(c, gemm_m, cout) < target.sm_count &&
-         gemm_m * gemm_k * dtype_size(dtype) <= kIm2colMaxBytes;
+  const int64_t idle_below = math == ConvMath::kSimt ? target.sm_count / 2 : target.sm_count;
+  return conv_config_tiles(c, gemm_m, cout) < idle_below && gemm_m * gemm_k * dtype_size(dtype) <= kIm2colMaxBytes;
 }
 
 }  // namespace aotc

@@ -119,7 +119,7 @@ Lowering lower_cutlass(const NhwcConv& c, ConvMath math) {
   const int64_t split_k = pick_split_k(c.graph.target, cfg, c.gemm_m, gemm_n, c.gemm_k);
   const int64_t tiles = conv_config_tiles(cfg, c.gemm_m, gemm_n);
   const bool simt = math == ConvMath::kSimt;
-  const std::string align = simt ? "1" : int_literal(kTensorCoreChannelAlign);
+  const std::string align = int_literal(simt ? 1 : kTensorCoreChannelAlign);
   KernelStep k;
   k.template_name = "cutlass_conv2d_fprop";
   k.holes = {{"comment", c.comment + " config " + cfg.name},

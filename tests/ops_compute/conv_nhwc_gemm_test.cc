@@ -15,6 +15,7 @@
 
 #include "ir/op_registry.h"
 #include "ir/ops/epilogue.h"
+#include "ir/ops/op_helpers.h"
 #include "tests/ops_compute/kernel_harness.h"
 #include "tests/ops_compute/test_util.h"
 
@@ -69,17 +70,18 @@ struct GemmCase {
 
 std::vector<GemmCase> gemm_cases() {
   const DType f32 = DType::kFloat32, f16 = DType::kFloat16;
+  // fp32 takes im2col only for K = R*S*C >= kSimtIm2colMinK (1024): the fp32 cases have wide C.
   return {
-      // H (7 + 2 - 3) / 1 + 1 = 7, W 5: 4 fp32 channels = one 16-byte vector per tap.
-      {"fp32 C4 K12 3x3 p1 bias", [=] { return nhwc_conv(f32, 1, 4, 7, 5, 12, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, ""); }, true},
-      // H (11 + 1 + 2 - 5) / 2 + 1 = 5, W (9 + 0 + 1 - 3) / 2 + 1 = 4: taps past every edge.
-      {"fp32 C8 K20 3x3 s2 dil(2,1) asym pads residual relu", [=] {
-         return nhwc_conv(f32, 2, 8, 11, 9, 20, 3, 3, {2, 2}, {1, 0, 2, 1}, {2, 1}, true, true, "Relu");
+      // H (5 + 2 - 3) / 1 + 1 = 5, W 4; K = 9 * 128 = 1152: 32 fp32 vectors of 4 channels per tap.
+      {"fp32 C128 K12 3x3 p1 bias", [=] { return nhwc_conv(f32, 1, 128, 5, 4, 12, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, ""); }, true},
+      // H (11 + 1 + 2 - 5) / 2 + 1 = 5, W (9 + 0 + 1 - 3) / 2 + 1 = 4: taps past every edge; K 1044.
+      {"fp32 C116 K20 3x3 s2 dil(2,1) asym pads residual relu", [=] {
+         return nhwc_conv(f32, 2, 116, 11, 9, 20, 3, 3, {2, 2}, {1, 0, 2, 1}, {2, 1}, true, true, "Relu");
        }, true},
-      // 1x1 stride 2 (ResNet's downsample): a strided gather, then the GEMM; no bias, residual.
-      {"fp32 C12 K8 1x1 s2 residual", [=] { return nhwc_conv(f32, 3, 12, 7, 6, 8, 1, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}, false, true, ""); }, true},
+      // 1x1 stride 2 (ResNet's layer4 downsample shape class): a strided gather, then the GEMM.
+      {"fp32 C1024 K8 1x1 s2 residual", [=] { return nhwc_conv(f32, 1, 1024, 3, 5, 8, 1, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}, false, true, ""); }, true},
       {"fp16 C8 K16 3x3 p1 bias relu", [=] { return nhwc_conv(f16, 2, 8, 5, 6, 16, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu"); }, true},
-      // 1x1 stride 1: one GEMM over the NHWC rows (M = 2*5*7 = 70, prime-ish K 20 -> 12).
+      // 1x1 stride 1: one GEMM over the NHWC rows (M = 2*5*7 = 70, K 20 -> 12).
       {"fp32 C20 K12 1x1 bias residual relu", [=] {
          return nhwc_conv(f32, 2, 20, 5, 7, 12, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, true, true, "Relu");
        }, false},
@@ -142,8 +144,8 @@ TEST(ConvNhwcGemm, Im2colAndPointwiseEmulatedMatchReference) {
   }
 }
 
-// fp32 convolutions that fill the GPU, or whose activation cuBLASLt cannot apply, lower to the
-// CUTLASS implicit GEMM with the SIMT main loop (FFMA, 4-byte accesses, fp32 storage) and a SIMT
+// fp32 convolutions that fill the GPU, whose activation cuBLASLt cannot apply, or whose K loop is
+// short, lower to the CUTLASS implicit GEMM with the SIMT main loop (FFMA, 4-byte accesses, fp32 storage) and a SIMT
 // configuration from the table; 16-bit ones keep the tensor-core holes. Must not take the SIMT
 // path: a 16-bit convolution.
 TEST(ConvNhwcGemm, Fp32FullGridConvolutionLowersToCutlassSimt) {
@@ -157,7 +159,10 @@ TEST(ConvNhwcGemm, Fp32FullGridConvolutionLowersToCutlassSimt) {
   // M = 4*56*56 = 12544, N = 64: 98 tiles of 128x64 -> half a wave is filled.
   cases.push_back({"fp32 bs4 56x56 64->64 3x3", nhwc_conv(f32, 4, 64, 56, 56, 64, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, true, "Relu"), true});
   cases.push_back({"fp32 small LeakyRelu", nhwc_conv(f32, 1, 8, 5, 5, 12, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "LeakyRelu"), true});
-  cases.push_back({"fp16 bs4 56x56 64->64 3x3", nhwc_conv(f16, 4, 64, 56, 56, 64, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, true, "Relu"), false});
+  // Under-filled but a short K loop (K 36 < kSimtIm2colMinK): CUTLASS, not im2col.
+  cases.push_back({"fp32 small short K", nhwc_conv(f32, 1, 4, 7, 5, 12, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu"), true});
+  // 16-bit: 196 tiles of 128x64 fill the GPU -> tensor cores.
+  cases.push_back({"fp16 bs8 56x56 64->64 3x3", nhwc_conv(f16, 8, 64, 56, 56, 64, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, true, "Relu"), false});
   for (Case& c : cases) {
     SCOPED_TRACE(c.label);
     auto l = lower(c.g);
@@ -170,11 +175,11 @@ TEST(ConvNhwcGemm, Fp32FullGridConvolutionLowersToCutlassSimt) {
     EXPECT_EQ(holes["OP_CLASS"], c.simt ? "cutlass::arch::OpClassSimt" : "cutlass::arch::OpClassTensorOp");
     EXPECT_EQ(holes["INSTRUCTION"], c.simt ? "1, 1, 1" : "16, 8, 16");
     EXPECT_EQ(holes["ELEMENT"], c.simt ? "float" : "cutlass::half_t");
-    EXPECT_EQ(holes["ALIGN_A"], c.simt ? "1" : "8");
-    EXPECT_EQ(holes["ALIGN_C"], c.simt ? "1" : "8");
+    EXPECT_EQ(holes["ALIGN_A"], int_literal(c.simt ? 1 : 8));
+    EXPECT_EQ(holes["ALIGN_C"], int_literal(c.simt ? 1 : 8));
     EXPECT_NE(holes["comment"].find(c.simt ? "config simt" : "config tc"), std::string::npos) << holes["comment"];
     if (c.simt) {
-      EXPECT_EQ(holes["TB_K"], "8");
+      EXPECT_EQ(holes["TB_K"], int_literal(8));
     }
   }
 }
@@ -184,7 +189,7 @@ TEST(ConvNhwcGemm, Im2colKernelsCompileWithNvcc) {
   std::string source;
   int r = 0;
   for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
-    OneNode g = nhwc_conv(t, 1, 8, 7, 5, 16, 3, 3, {2, 1}, {1, 1, 1, 1}, {1, 2}, true, false, "Relu");
+    OneNode g = nhwc_conv(t, 1, 128, 7, 5, 16, 3, 3, {2, 1}, {1, 1, 1, 1}, {1, 2}, true, false, "Relu");
     auto l = lower(g);
     ASSERT_TRUE(l.is_ok()) << l.status().message();
     ASSERT_EQ(l->steps[0].kernel.template_name, "im2col_nhwc") << dtype_name(t);

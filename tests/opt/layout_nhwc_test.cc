@@ -315,7 +315,8 @@ TEST(LayoutNhwc, ConfigTablePicksAWaveFillingTileOrTheSmallest) {
 }
 
 // The SIMT (fp32) rows follow the same rule within their math; a forced configuration applies to
-// its own math only; every row's tile is a whole number of warps and its shared memory fits.
+// its own math only; every row is one of CUTLASS's SIMT shapes (8x8 or 8x16 outputs per thread)
+// and its operand stages fit in shared memory.
 TEST(LayoutNhwc, SimtConfigurationsPickLikeTheTensorCoreOnes) {
   Target t;  // sm_90, 132 SMs
   const std::vector<ConvKernelConfig> simt = conv_configs_of(ConvMath::kSimt);
@@ -338,7 +339,8 @@ TEST(LayoutNhwc, SimtConfigurationsPickLikeTheTensorCoreOnes) {
     for (const ConvKernelConfig& c : *list) {
       if (c.math != ConvMath::kSimt) continue;
       EXPECT_EQ(c.tb_k, c.warp_k) << c.name;
-      EXPECT_EQ(c.warp_m * c.warp_n / 32, 64) << c.name;  // 8x8 outputs per thread
+      const int per_thread = c.warp_m * c.warp_n / 32;  // 8x8 or 8x16 outputs per thread
+      EXPECT_TRUE(per_thread == 64 || per_thread == 128) << c.name;
       EXPECT_LE((c.tb_m + c.tb_n) * c.tb_k * 4 * c.stages, 96 * 1024) << c.name;  // operand stages in smem
     }
 }
@@ -358,6 +360,12 @@ TEST(LayoutNhwc, Fp32ApplicabilityChecks) {
   EXPECT_TRUE(conv_pointwise_gemm_applies(t, DType::kFloat32, 1, 64, 256, {1, 1}, {1, 1}, {0, 0, 0, 0}, true));
   // Batch 1 ResNet-50 layer4 3x3 (M 49, K 4608): under-filled, 0.9 MB of fp32 im2col -> im2col.
   EXPECT_TRUE(conv_im2col_gemm_applies(t, DType::kFloat32, 1, 512, 512, 49, 4608, true));
+  // Batch 1 layer1 3x3 (M 3136, K 576: 49 tiles, a short K loop) and the stem (98 tiles): CUTLASS.
+  EXPECT_FALSE(conv_im2col_gemm_applies(t, DType::kFloat32, 1, 64, 64, 56 * 56, 576, true));
+  EXPECT_FALSE(conv_im2col_gemm_applies(t, DType::kFloat32, 1, 12, 64, 112 * 112, 192, true));
+  // Batch 1 layer2 3x3 (M 784, K 1152, 26 tiles): im2col; the fp16 rule takes layer1 too.
+  EXPECT_TRUE(conv_im2col_gemm_applies(t, DType::kFloat32, 1, 128, 128, 28 * 28, 1152, true));
+  EXPECT_TRUE(conv_im2col_gemm_applies(t, DType::kFloat16, 1, 64, 64, 56 * 56, 576, true));
   // Batch 32 layer1 3x3 (M 100352, K 576): fills the GPU (and 231 MB) -> CUTLASS SIMT.
   EXPECT_FALSE(conv_im2col_gemm_applies(t, DType::kFloat32, 1, 64, 64, 32 * 56 * 56, 576, true));
   Target older = target_from_archs({"sm_75"});
