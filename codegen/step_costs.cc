@@ -16,7 +16,7 @@ bool reads(const KernelStep& k, ValueId id) {
 }
 
 // Library conv kernels (templates/cutlass_conv2d_fprop.cu.in): builder args N, H, W, C, K, R, S,
-// P, Q, ... (ir/ops/conv.cc); group 1.
+// P, Q, ... (ir/ops/conv_nhwc.cc); group 1.
 constexpr size_t kConvBuilderArgs = 9;
 
 }  // namespace

@@ -40,13 +40,19 @@ struct Target {
   // exactly what the op asks (ir/ops/attention.cc: fmha_applies). Off: the row-tile kernel
   // (templates/attention_rows.cu.in) everywhere (--attention rows).
   bool attention_fused = true;
+  // fp32 convolution chains move to NHWC like 16-bit ones (opt/layout_nhwc), with fp32 kernels:
+  // cuBLASLt SGEMM (no TF32) for 1x1 and under-filled convolutions, the CUTLASS SIMT implicit GEMM
+  // for the rest, the NHWC depthwise and pooling kernels. Off: fp32 graphs keep the NCHW kernels
+  // (--conv-fp32 nchw).
+  bool conv_fp32_nhwc = true;
 
   int min_sm() const {
     int m = sms.empty() ? 0 : sms[0];
     for (int s : sms) m = s < m ? s : m;
     return m;
   }
-  // Sm80-class tensor-core kernels (mma.sync + cp.async, CUTLASS 2.x) run on every target.
+  // Sm80-class CUTLASS 2.x kernels (cp.async pipelines; mma.sync tensor cores for 16-bit, FFMA
+  // for fp32) run on every target.
   bool has_sm80_tensor_cores() const { return min_sm() >= 80; }
 };
 

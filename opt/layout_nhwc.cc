@@ -5,9 +5,11 @@
 // max/average/global pooling, which have channels_last kernels). A value goes back to NCHW only
 // where a consumer needs it (one Transpose per value, or a view when H = W = 1), and a graph
 // input enters NHWC through one Transpose (or one aotc.PackNhwc that also converts and pads).
-// Input channels below the tensor-core alignment (the first conv's C = 3) are zero-padded, in the
-// activation and in the weights, to a multiple of 8; a stride-2 stem with C <= 4 instead reads a
-// space-to-depth packing of its input (2x2 blocks -> 4*C channels) as a stride-1 convolution.
+// Input channels below the 16-byte alignment (the first conv's C = 3) are zero-padded, in the
+// activation and in the weights, to a multiple of 8 (16-bit) or 4 (fp32); a stride-2 stem with
+// C <= 4 instead reads a space-to-depth packing of its input (2x2 blocks -> 4*C channels) as a
+// stride-1 convolution. fp32 chains run on fp32 kernels (cuBLASLt SGEMM, CUTLASS SIMT; no TF32)
+// unless graph.target.conv_fp32_nhwc is off.
 #include <cstring>
 #include <map>
 
@@ -18,6 +20,9 @@
 
 namespace aotc {
 namespace {
+
+// Most channels a space-to-depth stem packing may have (4*C after padding: C <= 4).
+constexpr int64_t kStemSpaceToDepthMaxChannels = 16;
 
 bool is_conv(const Node& n) { return (n.op_type == "Conv" && n.domain.empty()) || (n.op_type == "FusedConv" && n.domain == "aotc"); }
 
@@ -87,29 +92,29 @@ class LayoutRewriter {
     if (x.shape.size() != 4 || wid == kNoValue || !g_.value(wid).is_constant() || channels_last(node)) return false;
     const Shape& ws = g_.value(wid).shape;
     const int64_t cin = x.shape[1], cout = ws[0], group = node.attr_int("group", 1);
-    const bool low = x.dtype == DType::kFloat16 || x.dtype == DType::kBFloat16;
-    const int64_t padded = tensor_core_padded_channels(cin);
-    const bool pad_small_c = group == 1 && cin < kTensorCoreChannelAlign;
-    const bool tensor_core = conv_tensor_core_applies(g_.target, x.dtype, group, pad_small_c ? padded : cin, cout);
-    const bool depthwise = low && group == cin && cout == cin;
-    if (!tensor_core && !depthwise) return false;
+    const int64_t padded = conv_padded_channels(x.dtype, cin);
+    const bool pad_small_c = group == 1 && cin < conv_channel_align(x.dtype);
+    const bool implicit_gemm = conv_implicit_gemm_applies(g_.target, x.dtype, group, pad_small_c ? padded : cin, cout) &&
+                               ws.size() == 4 && ws[2] <= kImplicitGemmMaxWindow && ws[3] <= kImplicitGemmMaxWindow;
+    const bool depthwise = conv_depthwise_nhwc_applies(g_.target, x.dtype, group, cin, cout);
+    if (!implicit_gemm && !depthwise) return false;
     // Only convert a conv whose input is already NHWC, or that starts a chain worth converting
-    // (a tensor-core conv: its speed pays for the one transpose).
-    if (!tensor_core && !nhwc_.count(node.inputs[0])) return false;
-    if (tensor_core && pad_small_c && !nhwc_.count(node.inputs[0])) {
+    // (an implicit-GEMM conv: its speed pays for the one transpose).
+    if (!implicit_gemm && !nhwc_.count(node.inputs[0])) return false;
+    if (implicit_gemm && pad_small_c && !nhwc_.count(node.inputs[0])) {
       Expected<bool> s2d = rewrite_stem_space_to_depth(node);
       if (!s2d || *s2d) return s2d;
     }
     ValueId xin = kNoValue;
-    if (tensor_core && pad_small_c && !nhwc_.count(node.inputs[0])) {
+    if (implicit_gemm && pad_small_c && !nhwc_.count(node.inputs[0])) {
       xin = pack_input(node.inputs[0], padded);  // one kernel: (Cast +) transpose + channel padding
     } else {
       AOTC_RETURN_IF_ERROR(ensure_nhwc(node.inputs[0]));
       xin = nhwc_.at(node.inputs[0]);
-      if (tensor_core && pad_small_c) xin = pad_channels(xin, padded);
+      if (implicit_gemm && pad_small_c) xin = pad_channels(xin, padded);
     }
     Tensor w = permute_channels(*g_.value(wid).constant, /*to_nchw=*/false);  // OIHW -> KRSC
-    if (tensor_core && pad_small_c) {
+    if (implicit_gemm && pad_small_c) {
       Tensor wp(w.dtype(), {w.shape()[0], w.shape()[1], w.shape()[2], padded});
       const size_t es = static_cast<size_t>(dtype_size(w.dtype()));
       for (int64_t i = 0; i < w.numel() / cin; ++i)
@@ -128,9 +133,10 @@ class LayoutRewriter {
   }
 
   // The strided RGB stem (C = 3, stride 2, ResNet's 7x7) as a stride-1 convolution over a
-  // space-to-depth packing of the input: the tensor-core kernel walks the window one tap at a time,
+  // space-to-depth packing of the input: the implicit GEMM walks the window one tap at a time,
   // each tap's channels padded to its K tile, so 7x7 taps of 8 (padded) channels cost 49 K
-  // iterations while ceil(7/2)^2 = 16 taps of 4*3 -> 16 channels cost 16. aotc.PackNhwc does the
+  // iterations while ceil(7/2)^2 = 16 taps of 4*3 -> 16 channels cost 16 (fp32, SIMT K tile 8:
+  // 49 taps of 4 channels -> 49 iterations, 16 taps of 12 channels -> 32). aotc.PackNhwc does the
   // packing (with the Cast and the zero padding) in its one pass over the input; the weights are
   // rearranged at compile time (taps past the window are zero).
   Expected<bool> rewrite_stem_space_to_depth(const Node& node) {
@@ -144,12 +150,12 @@ class LayoutRewriter {
     const int64_t b = strides.size() == 2 ? strides[0] : 0, cin = x.shape[1];
     if (b != 2 || strides[1] != b || dil != std::vector<int64_t>{1, 1} || pads.size() != 4 ||
         (auto_pad != "NOTSET" && auto_pad != "VALID") || node.attr_int("group", 1) != 1 ||
-        cin * b * b > 2 * kTensorCoreChannelAlign || ws.size() != 4 || ws[2] < b || ws[3] < b)
+        cin * b * b > kStemSpaceToDepthMaxChannels || ws.size() != 4 || ws[2] < b || ws[3] < b)
       return false;
     const Shape& out = g_.value(node.outputs[0]).shape;
     const int64_t r2 = (ws[2] + b - 1) / b, s2 = (ws[3] + b - 1) / b;
-    const int64_t channels = tensor_core_padded_channels(cin * b * b);
-    if (!conv_tensor_core_applies(g_.target, x.dtype, 1, channels, ws[0])) return false;
+    const int64_t channels = conv_padded_channels(x.dtype, cin * b * b);
+    if (!conv_implicit_gemm_applies(g_.target, x.dtype, 1, channels, ws[0])) return false;
     // The packed input: rows 0 .. out_h + r2 - 2 of blocks, so every tap of every output exists.
     const ValueId packed = pack_input(node.inputs[0], channels, b, {pads[0], pads[1]},
                                       {out[2] + r2 - 1, out[3] + s2 - 1});

@@ -144,6 +144,15 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   graph.target.conv_pointwise_gemm = o.conv_pointwise_gemm;
   graph.target.conv_im2col_gemm = o.conv_im2col_gemm;
   graph.target.attention_fused = o.attention_fused;
+  graph.target.conv_fp32_nhwc = o.conv_fp32_nhwc;
+  // The CUTLASS headers, needed by the NHWC implicit-GEMM convolutions. Without them fp32 models
+  // keep the NCHW convolution kernels (which need none); 16-bit ones fail in codegen with a hint.
+  auto cutlass = find_cutlass_include_dir(o.cutlass_dir);
+  if (!cutlass) return cutlass.status();
+  if (cutlass->empty() && graph.target.conv_fp32_nhwc) {
+    graph.target.conv_fp32_nhwc = false;
+    progress("note: no CUTLASS headers (pip install nvidia-cutlass, or --cutlass-dir): fp32 convolutions stay NCHW");
+  }
   t0 = std::chrono::steady_clock::now();
   PipelineOptions popts;
   popts.disabled = o.disabled_passes;
@@ -183,8 +192,6 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   cg.cuda_include_dir = slash == std::string::npos ? "/usr/local/cuda/include" : o.nvcc.substr(0, slash) + "/../include";
   cg.host_cc = o.host_cc;
   if (!o.no_cache) cg.kernel_cache_dir = o.cache_dir.empty() ? default_kernel_cache_dir() : o.cache_dir;
-  auto cutlass = find_cutlass_include_dir(o.cutlass_dir);
-  if (!cutlass) return cutlass.status();
   cg.cutlass_include_dir = *cutlass;
   cg.model_hash = report.model_sha256;
   cg.aotc_version = aotc_version_string();

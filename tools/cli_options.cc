@@ -293,6 +293,12 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       if (text != "fused" && text != "rows")
         return cur.usage("bad --attention '" + escape_for_message(text) + "': expected fused or rows");
       o.attention_fused = text == "fused";
+    } else if (opt == "--conv-fp32") {
+      std::string text;
+      AOTC_TAKE(text);
+      if (text != "nhwc" && text != "nchw")
+        return cur.usage("bad --conv-fp32 '" + escape_for_message(text) + "': expected nhwc or nchw");
+      o.conv_fp32_nhwc = text == "nhwc";
     } else if (opt == "--max-split-k") {
       std::string text;
       AOTC_TAKE(text);

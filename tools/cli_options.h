@@ -25,10 +25,11 @@ struct AotcOptions {
   int64_t batch = 1;                   // --batch: value of symbolic first dims
   std::string precision = "fp32";      // --precision fp32|fp16|bf16
   std::vector<std::string> keep_fp32;  // --keep-fp32 NODE|OP[,...] (repeatable)
-  std::string conv_config;             // --conv-config NAME (force one tensor-core conv configuration)
+  std::string conv_config;             // --conv-config NAME (force one CUTLASS conv configuration)
   bool conv_pointwise_gemm = true;     // --conv-pointwise cublaslt|cutlass (1x1 convs as cuBLASLt GEMMs)
   bool conv_im2col_gemm = true;        // --conv-im2col on|off (underfilled convs as im2col + cuBLASLt)
   bool attention_fused = true;         // --attention fused|rows (CUTLASS fused attention where exact)
+  bool conv_fp32_nhwc = true;          // --conv-fp32 nhwc|nchw (fp32 conv chains on the NHWC kernels)
   int max_split_k = 1;                 // --max-split-k N (serial split-K for underfilled convs; 1 = off)
   std::vector<std::string> disabled_passes;  // --disable-pass NAME (repeatable; ablation)
   std::string report_path;             // --report

@@ -25,14 +25,18 @@ options:
                            and GEMMs on tensor cores (fp32 accumulation), reductions, softmax and
                            norms computed in fp32; inputs/outputs keep the model's dtypes
   --keep-fp32 NODE|OP      keep these nodes (by name) or op types in fp32 (comma list, repeatable)
-  --conv-config NAME       force one tensor-core convolution configuration (for measuring; the
+  --conv-config NAME       force one CUTLASS convolution configuration for the convolutions of its
+                           kind (tc*: fp16/bf16 tensor cores, simt*: fp32; for measuring; the
                            names are in ir/ops/conv_configs.h)
-  --conv-pointwise IMPL    cublaslt (default): 1x1 stride-1 fp16/bf16 convolutions with no or ReLU
+  --conv-pointwise IMPL    cublaslt (default): 1x1 stride-1 NHWC convolutions with no or ReLU
                            activation run as cuBLASLt GEMMs; cutlass: as CUTLASS implicit GEMMs
-  --conv-im2col on|off     on (default): fp16/bf16 convolutions too small to fill the GPU (batch 1)
+  --conv-im2col on|off     on (default): NHWC convolutions too small to fill the GPU (batch 1)
                            run as im2col + a cuBLASLt GEMM; off: CUTLASS implicit GEMM
   --attention fused|rows   fused (default): 16-bit Attention ops run as CUTLASS's fused tensor-core
                            attention kernel where it is exact; rows: the row-tile kernel everywhere
+  --conv-fp32 nhwc|nchw    nhwc (default): fp32 convolution chains run channels-last on fp32
+                           kernels (cuBLASLt SGEMM and CUTLASS SIMT implicit GEMM, no TF32; NHWC
+                           depthwise and pooling); nchw: the NCHW fp32 kernels
   --max-split-k N          serial split-K (1-16) for convolutions that cannot fill the GPU
                            (default 1: off; measured slower than no split on an H100)
   --disable-pass NAME      skip a pass (fuse_epilogue, precision, layout_nhwc, ...; for ablation)

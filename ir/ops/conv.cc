@@ -3,14 +3,14 @@
 // an implicit-GEMM kernel (templates/conv_implicit_gemm.cu.in) and, when every output channel reads
 // one input channel (depthwise), a direct kernel (templates/conv_depthwise.cu.in).
 // Attribute channels_last=1 (set by opt/layout_nhwc) stores X, Y and the residual as NHWC and W as
-// KRSC; such a node lowers to a candidate from ir/ops/conv_configs.h (CUTLASS tensor cores) or to
-// the NHWC depthwise kernel, chosen for graph.target.
+// KRSC; such a node lowers in ir/ops/conv_nhwc.cc (cuBLASLt, CUTLASS tensor-core or SIMT implicit
+// GEMM, NHWC depthwise kernels), chosen for graph.target.
 #include <algorithm>
 #include <cmath>
 
 #include "ir/op_registry.h"
 #include "ir/layout.h"
-#include "ir/ops/conv_configs.h"
+#include "ir/ops/conv_nhwc.h"
 #include "ir/ops/epilogue.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/window.h"
@@ -19,13 +19,7 @@ namespace aotc {
 namespace {
 
 const std::vector<DType> kConvTypes = {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kBFloat16};
-constexpr size_t kResidualInput = 3;
-
-struct ConvShape {
-  int64_t batch = 0, cin = 0, cout = 0, group = 1;
-  WindowGeometry geo;  // spatial geometry of the node's own rank
-  Shape out;
-};
+constexpr size_t kResidualInput = kConvResidualInput;
 
 bool is_fused(const Node& node) { return node.op_type == "FusedConv"; }
 // Everything infer checks about the inputs, shared with reference and lower (which see the same
@@ -174,200 +168,6 @@ TileConfig pick_tile(int64_t cout_per_group, int64_t gemm_n, int64_t groups) {
   const int64_t large_blocks = ((cout_per_group + 127) / 128) * ((gemm_n + 127) / 128) * groups;
   if (cout_per_group >= 128 && large_blocks >= kLargeTileMinBlocks) return kLargeTile;
   return kWideTile;
-}
-
-std::string cutlass_element(DType t) { return t == DType::kBFloat16 ? "cutlass::bfloat16_t" : "cutlass::half_t"; }
-
-// A convolution as one cuBLASLt GEMM over NHWC rows: D[M, K] = A[M, KK] x W[K, KK]^T, W the KRSC
-// filter rows, with the node's bias and ReLU in the epilogue and its residual as C (beta 1).
-// `a` is the input itself (1x1) or the im2col matrix in scratch.
-LoweredStep conv_gemm_step(const Node& node, DType dtype, ValueId a, int64_t m, int64_t kk, int64_t k) {
-  const bool has_bias = node.input(2) != kNoValue, has_res = node.input(kResidualInput) != kNoValue;
-  MatmulStep mm;
-  mm.dtype = dtype;
-  mm.a = a;
-  mm.b = node.inputs[1];
-  mm.d = node.outputs[0];
-  mm.m = m;
-  mm.n = k;
-  mm.k = kk;
-  mm.trans_b = true;
-  mm.lda = kk;
-  mm.ldb = kk;
-  mm.ldc = k;
-  mm.ldd = k;
-  if (has_res) {
-    mm.c = node.inputs[kResidualInput];
-    mm.beta = 1.0f;
-  }
-  if (has_bias) mm.bias = node.inputs[2];
-  const bool relu = has_activation(node);
-  mm.epilogue = has_bias ? (relu ? MatmulStep::Epilogue::kBiasRelu : MatmulStep::Epilogue::kBias)
-                         : (relu ? MatmulStep::Epilogue::kRelu : MatmulStep::Epilogue::kNone);
-  LoweredStep s;
-  s.kind = LoweredStep::Kind::kMatmul;
-  s.matmul = mm;
-  return s;
-}
-
-// The 2-D window geometry holes the NHWC depthwise and im2col templates share.
-std::vector<std::pair<std::string, std::string>> window_2d_holes(const ConvShape& cs) {
-  const WindowGeometry& g = cs.geo;
-  return {{"N", int_literal(cs.batch)}, {"C", int_literal(cs.cin)},
-          {"H", int_literal(g.in[0])}, {"W", int_literal(g.in[1])},
-          {"KH", int_literal(g.kernel[0])}, {"KW", int_literal(g.kernel[1])},
-          {"OH", int_literal(g.out[0])}, {"OW", int_literal(g.out[1])},
-          {"SH", int_literal(g.strides[0])}, {"SW", int_literal(g.strides[1])},
-          {"PH", int_literal(g.pad_begin[0])}, {"PW", int_literal(g.pad_begin[1])},
-          {"DH", int_literal(g.dilations[0])}, {"DW", int_literal(g.dilations[1])}};
-}
-
-constexpr int64_t kDepthwisePixelsPerThread = 4;
-constexpr int64_t kDepthwiseVecThreadsPerSm = 1024;
-
-// A channels_last node: the candidates, in order of preference, each with its applicability check
-// (TVM-style strategy): tensor-core implicit GEMM (ir/ops/conv_configs.h, configuration picked for
-// graph.target), then the NHWC depthwise kernel.
-Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph, const ConvShape& cs) {
-  const Value& xv = input_value(graph, node, 0);
-  const bool depthwise = cs.group == cs.cin && cs.cout == cs.cin;
-  if (node.has_attr("input_max") && !depthwise)
-    return node_error(node, "input_max is implemented by the depthwise NHWC kernels only");
-  const Shape out = nchw_to_nhwc(cs.out);
-  const WindowGeometry& g = cs.geo;
-  const bool has_bias = node.input(2) != kNoValue, has_res = node.input(kResidualInput) != kNoValue;
-  std::string comment = node.op_type + " NHWC X " + shape_str(xv.shape) + " W(KRSC) " +
-                        shape_str(input_value(graph, node, 1).shape) + " -> " + shape_str(out) + " group " +
-                        std::to_string(cs.group) + (has_activation(node) ? " act " + load_activation(node).op_type : "");
-  std::vector<int64_t> pads = g.pad_begin;
-  pads.insert(pads.end(), g.pad_end.begin(), g.pad_end.end());
-  const bool relu_or_none =
-      !has_activation(node) || (load_activation(node).op_type == "Relu" && load_activation(node).attrs.empty());
-  if (conv_pointwise_gemm_applies(graph.target, xv.dtype, cs.group, cs.cin, cs.cout, g.kernel, g.strides, pads,
-                                  relu_or_none)) {
-    // Y[N*H*W, K] = X[N*H*W, C] x W[K, C]^T (+ bias) (+ residual as C, beta 1) (then ReLU).
-    Lowering l;
-    l.steps.push_back(conv_gemm_step(node, xv.dtype, node.inputs[0], cs.batch * g.out[0] * g.out[1], cs.cin, cs.cout));
-    return l;
-  }
-  const int64_t gemm_m = cs.batch * g.out[0] * g.out[1], gemm_k = g.kernel[0] * g.kernel[1] * cs.cin;
-  if (conv_im2col_gemm_applies(graph.target, xv.dtype, cs.group, cs.cin, cs.cout, gemm_m, gemm_k, relu_or_none)) {
-    // im2col into this node's scratch, then Y[M, K] = A[M, R*S*C] x W[K, R*S*C]^T as above.
-    Lowering l;
-    l.scratch_bytes = gemm_m * gemm_k * dtype_size(xv.dtype);
-    KernelStep im;
-    im.template_name = "im2col_nhwc";
-    im.holes = {{"comment", "im2col for " + comment},
-                {"T", dtype_c_type(xv.dtype)},
-                {"IDX", gemm_m * gemm_k < (int64_t{1} << 31) - (int64_t{1} << 20) && xv.numel() < (int64_t{1} << 31) - (int64_t{1} << 20) ? "int" : "long long"}};
-    const auto window = window_2d_holes(cs);
-    im.holes.insert(im.holes.end(), window.begin(), window.end());
-    im.args = {node.inputs[0], kScratchArg};
-    im.block = Dim3{256, 1, 1};
-    im.grid = grid_for(gemm_m * gemm_k / 8, 256);
-    l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, im, {}});
-    l.steps.push_back(conv_gemm_step(node, xv.dtype, kScratchArg, gemm_m, gemm_k, cs.cout));
-    return l;
-  }
-  KernelStep k;
-  if (conv_tensor_core_applies(graph.target, xv.dtype, cs.group, cs.cin, cs.cout)) {
-    const int64_t gemm_n = cs.cout;
-    const ConvKernelConfig& c = pick_conv_config(graph.target, gemm_m, gemm_n);
-    const int64_t split_k = pick_split_k(graph.target, c, gemm_m, gemm_n, g.kernel[0] * g.kernel[1] * cs.cin);
-    const int64_t tiles = conv_config_tiles(c, gemm_m, gemm_n);
-    k.template_name = "cutlass_conv2d_fprop";
-    k.holes = {{"comment", comment + " config " + c.name},
-               {"ELEMENT", cutlass_element(xv.dtype)},
-               {"TB_M", int_literal(c.tb_m)}, {"TB_N", int_literal(c.tb_n)}, {"TB_K", int_literal(c.tb_k)},
-               {"WARP_M", int_literal(c.warp_m)}, {"WARP_N", int_literal(c.warp_n)}, {"WARP_K", int_literal(c.warp_k)},
-               {"STAGES", int_literal(c.stages)},
-               {"SWIZZLE", "1"},
-               {"ITERATOR", "kOptimized"},
-               {"ALIGN_A", int_literal(kTensorCoreChannelAlign)},
-               {"ALIGN_B", int_literal(kTensorCoreChannelAlign)},
-               {"ALIGN_C", int_literal(kTensorCoreChannelAlign)},
-               {"act_expr", activation_expr(node, graph, "v")}};
-    k.library_params = true;
-    k.builder_args = {cs.batch, g.in[0], g.in[1], cs.cin, cs.cout, g.kernel[0], g.kernel[1], g.out[0], g.out[1],
-                      g.pad_begin[0], g.pad_begin[1], g.strides[0], g.strides[1], g.dilations[0], g.dilations[1],
-                      split_k, has_res ? 1 : 0};
-    // Only the begin pads reach CUTLASS: the output size is passed explicitly, so a larger end
-    // pad only means reads past the input, which the iterators mask.
-    k.args = {node.inputs[0], node.inputs[1], has_bias ? node.inputs[2] : kNullArg,
-              has_res ? node.inputs[kResidualInput] : kNullArg, node.outputs[0],
-              split_k > 1 ? kScratchArg : kNullArg};
-    // Informative only: the builder reports the real launch shape.
-    k.grid = Dim3{tiles, 1, split_k};
-    k.block = Dim3{32 * (c.tb_m / c.warp_m) * (c.tb_n / c.warp_n), 1, 1};
-    if (split_k > 1) {
-      // Serial split-K: one semaphore per output tile in this node's scratch, zeroed first (one
-      // small fill launch; the kernel leaves them zero, but the arena bytes are shared).
-      Lowering l;
-      l.scratch_bytes = tiles * 4;
-      KernelStep z;
-      z.template_name = "fill";
-      z.holes = {{"comment", "zero the split-K semaphores of " + node.op_type}, {"T", "int"},
-                 {"value_bits", "0"}, {"numel", int_literal(tiles)}};
-      z.args = {kScratchArg};
-      z.block = Dim3{128, 1, 1};
-      z.grid = grid_for(tiles, 128);
-      k.holes[0].second += " split-K " + std::to_string(split_k);
-      l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, z, {}});
-      l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
-      return l;
-    }
-  } else if (cs.group == cs.cin && cs.cout == cs.cin) {
-    // 16-bit values with C % 8 == 0 and enough work: the vectorised kernel (8 channels x OWT
-    // columns per thread, 16-byte accesses, shared input columns loaded once, the 8 x KH x KW
-    // filter taps loaded once per thread). OWT is 4, or 2 when 4 would not give one wave of
-    // kDepthwiseVecThreadsPerSm threads per SM. With OWT = 1 its per-thread filter load is not
-    // amortised and it measured slower than the scalar kernel (H100, MobileNetV2 bs32 late
-    // layers: 14x14x384 29 vs 17 us; docs/perf_notes.md v4), so then the scalar kernel runs.
-    auto vec_threads = [&](int64_t t) { return cs.batch * g.out[0] * ((g.out[1] + t - 1) / t) * (cs.cin / 8); };
-    const int64_t wave = int64_t{graph.target.sm_count} * kDepthwiseVecThreadsPerSm;
-    int64_t owt = 4;
-    while (owt > 1 && vec_threads(owt) < wave) owt /= 2;
-    const bool vec8 = dtype_size(xv.dtype) == 2 && cs.cin % 8 == 0 && owt >= 2;
-    k.template_name = vec8 ? "conv_depthwise_nhwc_vec8" : "conv_depthwise_nhwc";
-    k.holes = {{"comment", comment + (node.has_attr("input_max") ? " input_max" : "")},
-               {"T", dtype_c_type(xv.dtype)},
-               {"ACC", compute_type(xv.dtype)},
-               {"HAS_INPUT_MAX", node.has_attr("input_max") ? "1" : "0"},
-               {"INPUT_MAX", float_literal(node.attr_float("input_max", 0.0f))}};
-    std::vector<std::pair<std::string, std::string>> shape_holes = window_2d_holes(cs);
-    const std::vector<std::pair<std::string, std::string>> more_holes = {
-        {"HAS_BIAS", has_bias ? "1" : "0"},
-        {"HAS_RES", has_res ? "1" : "0"},
-        {"IDX", shape_numel(out) < (int64_t{1} << 31) - (int64_t{1} << 20) && xv.numel() < (int64_t{1} << 31) - (int64_t{1} << 20) ? "int" : "long long"},
-        {"act_expr", activation_expr(node, graph, "v")}};
-    shape_holes.insert(shape_holes.end(), more_holes.begin(), more_holes.end());
-    k.holes.insert(k.holes.end(), shape_holes.begin(), shape_holes.end());
-    k.args = {node.inputs[0], node.inputs[1], has_bias ? node.inputs[2] : kNullArg,
-              has_res ? node.inputs[kResidualInput] : kNullArg, node.outputs[0]};
-    if (vec8) {
-      k.holes.push_back({"OWT", int_literal(owt)});
-      k.block = Dim3{256, 1, 1};
-      k.grid = grid_for(cs.batch * g.out[0] * ((g.out[1] + owt - 1) / owt) * (cs.cin / 8), 256);
-    } else {
-      // Channels across a warp, output pixels across warps and blocks, the filter taps in
-      // registers for all of a thread's pixels (kDepthwisePixelsPerThread of them while the grid
-      // still fills two waves of the target, else 1).
-      const int64_t pixels = cs.batch * g.out[0] * g.out[1];
-      const int64_t chunks = (cs.cin + 31) / 32;
-      int64_t ppt = kDepthwisePixelsPerThread;
-      while (ppt > 1 && ((pixels + 8 * ppt - 1) / (8 * ppt)) * chunks < 2 * int64_t{graph.target.sm_count} * 8) ppt /= 2;
-      k.block = Dim3{32, 8, 1};
-      k.grid = Dim3{std::min<int64_t>((pixels + 8 * ppt - 1) / (8 * ppt), int64_t{1} << 30), chunks, 1};
-      if (k.grid.y > 65535) return node_error(node, "too many channels for the depthwise kernel's grid");
-    }
-  } else {
-    return node_error(node, "no NHWC implementation for this convolution on the target (dtype " +
-                                dtype_name(xv.dtype) + ", group " + std::to_string(cs.group) + ", C " +
-                                std::to_string(cs.cin) + ", K " + std::to_string(cs.cout) + ")");
-  }
-  Lowering l;
-  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
-  return l;
 }
 
 Expected<Lowering> conv_lower(const Node& node, const Graph& graph) {

@@ -1,6 +1,7 @@
-// The one table of tensor-core convolution configurations (CUTLASS 2.x implicit GEMM, Sm80 class)
-// and the rule that picks one per problem. Lowering (ir/ops/conv.cc), the layout pass (which only
-// moves a convolution to NHWC when a configuration applies) and the tests all read this table.
+// The one table of NHWC implicit-GEMM convolution configurations (CUTLASS 2.x, Sm80 class: 16-bit
+// tensor cores, or fp32 FFMA for float) and the rules that pick an implementation per problem.
+// Lowering (ir/ops/conv_nhwc.cc), the layout pass (which only moves a convolution to NHWC when an
+// implementation applies) and the tests all read this file.
 #pragma once
 
 #include <algorithm>
@@ -13,38 +14,70 @@
 
 namespace aotc {
 
+// The main loop's arithmetic: mma.sync on 16-bit operands (fp32 accumulate), or fp32 FFMA (SIMT;
+// IEEE fp32 products and sums, no TF32) for float.
+enum class ConvMath { kTensorOp, kSimt };
+
 struct ConvKernelConfig {
   const char* name;
+  ConvMath math;
   int tb_m, tb_n, tb_k;        // threadblock tile of the implicit GEMM (M = N*P*Q, N = K, K = R*S*C)
   int warp_m, warp_n, warp_k;  // warp tile
   int stages;                  // cp.async pipeline depth
   int min_sm;                  // lowest compute capability it runs on
 };
 
-// Largest tile first. The pick rule: the first configuration whose tile count fills half a wave
-// of the smallest target GPU (tiles >= sm_count / 2); when none does (batch-1 late layers), the
-// last. Measured on an H100 (docs/tune_resnet50_h100.txt, tools/device/tune_conv.sh): a
-// 128x128x64 tile on 98 tiles beats a 128x64x32 tile on 196 (ResNet-50 bs32 layer3: 26 vs 37 us),
-// so filling a whole wave is not worth a smaller tile; 64-channel layers keep a 64-wide N tile.
+// The math a dtype's NHWC convolutions use; false for a dtype without one (fp64, integers).
+inline bool conv_math_for(DType dtype, ConvMath* math) {
+  if (dtype == DType::kFloat16 || dtype == DType::kBFloat16) {
+    *math = ConvMath::kTensorOp;
+    return true;
+  }
+  if (dtype == DType::kFloat32) {
+    *math = ConvMath::kSimt;
+    return true;
+  }
+  return false;
+}
+
+// Largest tile first within each math. The pick rule: the first configuration of the dtype's math
+// whose tile count fills half a wave of the smallest target GPU (tiles >= sm_count / 2); when none
+// does (batch-1 late layers), the last. Tensor cores, measured on an H100
+// (docs/tune_resnet50_h100.txt, tools/device/tune_conv.sh): a 128x128x64 tile on 98 tiles beats a
+// 128x64x32 tile on 196 (ResNet-50 bs32 layer3: 26 vs 37 us), so filling a whole wave is not worth
+// a smaller tile; 64-channel layers keep a 64-wide N tile.
+// SIMT: the shapes of CUTLASS's own Sm80 fp32 SIMT library kernels (cutlass_library generator:
+// GenerateSM80_Simt_f32): every thread accumulates an 8x8 block of outputs (warp 32x64 or 64x32 =
+// 2048 outputs / 32 threads), so each shared-memory operand feeds 8 FFMAs; tb_k 8 keeps a
+// stage at 8 KiB (128x128) and 4 stages hide the global latency. NOT yet measured (no GPU when
+// they were added; docs/perf_notes.md v6 has the prediction).
 inline const std::vector<ConvKernelConfig>& conv_kernel_configs() {
   static const std::vector<ConvKernelConfig> kConfigs = {
-      {"tc128x128x64_w64x64_s3", 128, 128, 64, 64, 64, 64, 3, 80},
-      {"tc128x64x32_w64x32_s4", 128, 64, 32, 64, 32, 32, 4, 80},
-      {"tc64x64x32_w32x32_s4", 64, 64, 32, 32, 32, 32, 4, 80},
+      {"tc128x128x64_w64x64_s3", ConvMath::kTensorOp, 128, 128, 64, 64, 64, 64, 3, 80},
+      {"tc128x64x32_w64x32_s4", ConvMath::kTensorOp, 128, 64, 32, 64, 32, 32, 4, 80},
+      {"tc64x64x32_w32x32_s4", ConvMath::kTensorOp, 64, 64, 32, 32, 32, 32, 4, 80},
+      {"simt128x128x8_w32x64_s4", ConvMath::kSimt, 128, 128, 8, 32, 64, 8, 4, 80},
+      {"simt128x64x8_w64x32_s4", ConvMath::kSimt, 128, 64, 8, 64, 32, 8, 4, 80},
+      {"simt64x64x8_w32x64_s4", ConvMath::kSimt, 64, 64, 8, 32, 64, 8, 4, 80},
   };
   return kConfigs;
 }
 
 // Candidates that the default rule does not pick, for measuring (--conv-config NAME forces one for
-// every tensor-core convolution): the rule above is chosen from their timings (docs/perf_notes.md).
+// every convolution of its math): the rule above is chosen from their timings (docs/perf_notes.md).
 inline const std::vector<ConvKernelConfig>& conv_candidate_configs() {
   static const std::vector<ConvKernelConfig> kCandidates = {
-      {"tc128x128x32_w64x64_s3", 128, 128, 32, 64, 64, 32, 3, 80},
-      {"tc256x128x32_w64x64_s3", 256, 128, 32, 64, 64, 32, 3, 80},
-      {"tc128x256x32_w64x64_s3", 128, 256, 32, 64, 64, 32, 3, 80},
-      {"tc128x64x64_w64x32_s3", 128, 64, 64, 64, 32, 64, 3, 80},
-      {"tc64x64x64_w32x32_s3", 64, 64, 64, 32, 32, 64, 3, 80},
-      {"tc64x128x32_w32x64_s4", 64, 128, 32, 32, 64, 32, 4, 80},
+      {"tc128x128x32_w64x64_s3", ConvMath::kTensorOp, 128, 128, 32, 64, 64, 32, 3, 80},
+      {"tc256x128x32_w64x64_s3", ConvMath::kTensorOp, 256, 128, 32, 64, 64, 32, 3, 80},
+      {"tc128x256x32_w64x64_s3", ConvMath::kTensorOp, 128, 256, 32, 64, 64, 32, 3, 80},
+      {"tc128x64x64_w64x32_s3", ConvMath::kTensorOp, 128, 64, 64, 64, 32, 64, 3, 80},
+      {"tc64x64x64_w32x32_s3", ConvMath::kTensorOp, 64, 64, 64, 32, 32, 64, 3, 80},
+      {"tc64x128x32_w32x64_s4", ConvMath::kTensorOp, 64, 128, 32, 32, 64, 32, 4, 80},
+      {"simt128x128x8_w32x64_s5", ConvMath::kSimt, 128, 128, 8, 32, 64, 8, 5, 80},
+      {"simt256x128x8_w64x64_s4", ConvMath::kSimt, 256, 128, 8, 64, 64, 8, 4, 80},
+      {"simt128x256x8_w64x64_s4", ConvMath::kSimt, 128, 256, 8, 64, 64, 8, 4, 80},
+      {"simt64x128x8_w32x64_s5", ConvMath::kSimt, 64, 128, 8, 32, 64, 8, 5, 80},
+      {"simt128x32x8_w64x32_s5", ConvMath::kSimt, 128, 32, 8, 64, 32, 8, 5, 80},
   };
   return kCandidates;
 }
@@ -57,21 +90,38 @@ inline const ConvKernelConfig* find_conv_config(const std::string& name) {
   return nullptr;
 }
 
+// The configuration --conv-config forces for convolutions of `math`; nullptr when none is forced
+// or the forced one is of the other math (a tensor-core name leaves fp32 convolutions alone).
+inline const ConvKernelConfig* forced_conv_config(const Target& target, ConvMath math) {
+  if (target.conv_config.empty()) return nullptr;
+  const ConvKernelConfig* c = find_conv_config(target.conv_config);
+  return c && c->math == math ? c : nullptr;
+}
+
+// The default table's rows of one math, largest tile first.
+inline std::vector<ConvKernelConfig> conv_configs_of(ConvMath math) {
+  std::vector<ConvKernelConfig> out;
+  for (const ConvKernelConfig& c : conv_kernel_configs())
+    if (c.math == math) out.push_back(c);
+  return out;
+}
+
 inline int64_t conv_config_tiles(const ConvKernelConfig& c, int64_t gemm_m, int64_t gemm_n) {
   return ((gemm_m + c.tb_m - 1) / c.tb_m) * ((gemm_n + c.tb_n - 1) / c.tb_n);
 }
 
 // Configurations whose N tile is wider than the output channels (rounded up to 64) waste that part
 // of every tile (ResNet's 64-channel layers under a 128-wide tile): skipped.
-inline const ConvKernelConfig& pick_conv_config(const Target& target, int64_t gemm_m, int64_t gemm_n) {
-  if (!target.conv_config.empty()) {
-    if (const ConvKernelConfig* forced = find_conv_config(target.conv_config)) return *forced;
-  }
-  const auto& configs = conv_kernel_configs();
+inline const ConvKernelConfig& pick_conv_config(const Target& target, ConvMath math, int64_t gemm_m, int64_t gemm_n) {
+  if (const ConvKernelConfig* forced = forced_conv_config(target, math)) return *forced;
+  const ConvKernelConfig* last = nullptr;
   const int64_t n_cap = std::max<int64_t>(64, (gemm_n + 63) / 64 * 64);
-  for (const ConvKernelConfig& c : configs)
+  for (const ConvKernelConfig& c : conv_kernel_configs()) {
+    if (c.math != math) continue;
     if (c.tb_n <= n_cap && 2 * conv_config_tiles(c, gemm_m, gemm_n) >= target.sm_count) return c;
-  return configs.back();
+    last = &c;
+  }
+  return *last;  // every math has rows in the table
 }
 
 // Serial split-K slices for a problem that leaves SMs idle (batch 1): enough slices to give about
@@ -88,35 +138,64 @@ inline int64_t pick_split_k(const Target& target, const ConvKernelConfig& c, int
   return std::max<int64_t>(split, 1);
 }
 
-// Channel alignment (elements) the tensor-core kernels need for 16-byte accesses.
+// Channel alignment (elements) the NHWC convolutions need: 16 bytes, so the tensor-core kernels,
+// the im2col kernel, the vectorised depthwise kernel and cuBLASLt's aligned kernels can use
+// 16-byte accesses (8 16-bit or 4 fp32 channels). The SIMT kernel itself needs none.
 constexpr int64_t kTensorCoreChannelAlign = 8;
-// Input channels a conv with `cin` channels is zero-padded to for the tensor-core kernels (the
-// RGB stem: 3 -> 8). Padding to 4 for CUTLASS's fixed-channels iterators halves the stem's MMA work
-// but measured 2.1x slower on an H100 (ResNet-50 bs32 stem 266 -> 558 us; docs/perf_notes.md).
-inline int64_t tensor_core_padded_channels(int64_t cin) {
-  return (cin + kTensorCoreChannelAlign - 1) / kTensorCoreChannelAlign * kTensorCoreChannelAlign;
+inline int64_t conv_channel_align(DType dtype) { return dtype_size(dtype) == 2 ? kTensorCoreChannelAlign : 4; }
+
+// Input channels a conv with `cin` channels is zero-padded to for the NHWC kernels (the RGB stem:
+// 3 -> 8 for 16-bit, 3 -> 4 for fp32). Padding to 4 for CUTLASS's fixed-channels iterators halves
+// the 16-bit stem's MMA work but measured 2.1x slower on an H100 (ResNet-50 bs32 stem 266 -> 558
+// us; docs/perf_notes.md).
+inline int64_t conv_padded_channels(DType dtype, int64_t cin) {
+  const int64_t a = conv_channel_align(dtype);
+  return (cin + a - 1) / a * a;
 }
 
-// Whether a 2-D convolution with these properties has a tensor-core NHWC implementation.
-inline bool conv_tensor_core_applies(const Target& target, DType dtype, int64_t group, int64_t cin,
-                                     int64_t cout) {
-  return target.has_sm80_tensor_cores() && (dtype == DType::kFloat16 || dtype == DType::kBFloat16) &&
-         group == 1 && cin % kTensorCoreChannelAlign == 0 &&
-         cout % kTensorCoreChannelAlign == 0;
+// Largest filter height / width of the CUTLASS implicit GEMM (its optimized iterators keep one
+// mask bit per filter row and column; Conv2dFpropActivationTileAccessIteratorOptimized).
+constexpr int64_t kImplicitGemmMaxWindow = 32;
+
+// Whether a 2-D convolution with these properties has an NHWC implicit-GEMM implementation:
+// 16-bit on tensor cores, or fp32 on the SIMT kernels (unless --conv-fp32 nchw turned that off);
+// one group, channels aligned for 16-byte accesses.
+inline bool conv_implicit_gemm_applies(const Target& target, DType dtype, int64_t group, int64_t cin,
+                                       int64_t cout) {
+  ConvMath math;
+  if (!target.has_sm80_tensor_cores() || !conv_math_for(dtype, &math)) return false;
+  if (math == ConvMath::kSimt && !target.conv_fp32_nhwc) return false;
+  const int64_t a = conv_channel_align(dtype);
+  return group == 1 && cin % a == 0 && cout % a == 0;
+}
+
+// A depthwise convolution (one input channel per group, multiplier 1) of a dtype whose NHWC
+// chains the layout pass builds (16-bit, or fp32 unless --conv-fp32 nchw): the NHWC depthwise
+// kernels run it.
+inline bool conv_depthwise_nhwc_applies(const Target& target, DType dtype, int64_t group, int64_t cin,
+                                        int64_t cout) {
+  ConvMath math;
+  if (!target.has_sm80_tensor_cores() || !conv_math_for(dtype, &math)) return false;
+  if (math == ConvMath::kSimt && !target.conv_fp32_nhwc) return false;
+  return group == cin && cout == cin;
 }
 
 // A channels_last convolution that is a plain GEMM: 1x1 window, stride 1, no padding, one group
 // (dilation is irrelevant for a 1x1 window). M = N*H*W rows of C channels times the KRSC weights
-// ([K, C], transposed) gives the NHWC output directly. cuBLASLt runs it (its Hopper kernels use
-// wgmma, which the Sm80-class CUTLASS kernels cannot), with its bias and ReLU epilogue and the
-// residual as the C matrix (beta = 1); other activations keep the CUTLASS kernel, whose epilogue
-// takes any scalar expression. `relu_or_none`: the fused activation is absent or a plain Relu.
+// ([K, C], transposed) gives the NHWC output directly. cuBLASLt runs it (16-bit: its Hopper kernels
+// use wgmma, which the Sm80-class CUTLASS kernels cannot; fp32: its FFMA SGEMM kernels, compute
+// type CUBLAS_COMPUTE_32F, no TF32), with its bias and ReLU epilogue and the residual as the C
+// matrix (beta = 1); other activations keep the CUTLASS kernel, whose epilogue takes any scalar
+// expression. `relu_or_none`: the fused activation is absent or a plain Relu.
 inline bool conv_pointwise_gemm_applies(const Target& target, DType dtype, int64_t group, int64_t cin,
                                         int64_t cout, const std::vector<int64_t>& kernel,
                                         const std::vector<int64_t>& strides, const std::vector<int64_t>& pads,
                                         bool relu_or_none) {
-  if (!target.conv_pointwise_gemm || !target.conv_config.empty() || !relu_or_none) return false;
-  if (!conv_tensor_core_applies(target, dtype, group, cin, cout)) return false;
+  ConvMath math;
+  if (!target.conv_pointwise_gemm || !relu_or_none || !conv_math_for(dtype, &math) ||
+      forced_conv_config(target, math))
+    return false;
+  if (!conv_implicit_gemm_applies(target, dtype, group, cin, cout)) return false;
   for (int64_t k : kernel)
     if (k != 1) return false;
   for (int64_t s : strides)
@@ -129,18 +208,34 @@ inline bool conv_pointwise_gemm_applies(const Target& target, DType dtype, int64
 // Largest im2col matrix (bytes) a batch-1 convolution may materialise in its scratch.
 constexpr int64_t kIm2colMaxBytes = int64_t{16} << 20;
 
-// A tensor-core NHWC convolution that leaves SMs idle (its configuration's tiles < the target's
-// SM count: batch 1, late layers) runs as im2col into scratch + one cuBLASLt GEMM, whose
+// fp32 (SIMT) convolutions take im2col only when their K loop is at least this long (R*S*C; 128
+// main-loop iterations of the SIMT configurations' K tile of 8). See conv_im2col_gemm_applies.
+constexpr int64_t kSimtIm2colMinK = 1024;
+
+// An NHWC convolution that leaves SMs idle runs as im2col into scratch + one cuBLASLt GEMM, whose
 // heuristics split K across the idle SMs; CUTLASS's serial split-K measured slower
 // (docs/perf_notes.md v2). Only with an activation cuBLASLt's epilogue has (none or ReLU) and an
-// im2col matrix of at most kIm2colMaxBytes.
+// im2col matrix of at most kIm2colMaxBytes. "Idle" per math:
+//  - tensor cores: the picked configuration's tiles < the target's SM count (batch 1, late
+//    layers; measured, docs/perf_notes.md);
+//  - SIMT (fp32): the tiles < half the SM count (no configuration fills half a wave: the pick rule
+//    fell through to its smallest tile) and K = R*S*C >= kSimtIm2colMinK. The time an under-filled
+//    CUTLASS grid loses grows with its K loop, while the im2col matrix always costs a write and a
+//    read of M*K fp32 values plus a launch; estimated for an H100 at batch 1 (docs/perf_notes.md
+//    v6, not measured): ResNet-50 layer2-4 3x3 (K 1152-4608, 26-8 tiles) gain 2-6x from im2col,
+//    layer1 3x3 (K 576, 49 tiles, ~15 us either way; a 7.2 MB matrix) and the stem (98 tiles)
+//    do not. A full-wave convolution never takes it (at batch 32 its matrix is also far past the
+//    limit: ResNet-50 layer1 3x3, 32*56*56 x 576 fp32 = 231 MB).
 inline bool conv_im2col_gemm_applies(const Target& target, DType dtype, int64_t group, int64_t cin, int64_t cout,
                                      int64_t gemm_m, int64_t gemm_k, bool relu_or_none) {
-  if (!target.conv_im2col_gemm || !target.conv_config.empty() || !relu_or_none) return false;
-  if (!conv_tensor_core_applies(target, dtype, group, cin, cout)) return false;
-  const ConvKernelConfig& c = pick_conv_config(target, gemm_m, cout);
-  return conv_config_tiles(c, gemm_m, cout) < target.sm_count &&
-         gemm_m * gemm_k * dtype_size(dtype) <= kIm2colMaxBytes;
+  ConvMath math;
+  if (!target.conv_im2col_gemm || !relu_or_none || !conv_math_for(dtype, &math) || forced_conv_config(target, math))
+    return false;
+  if (!conv_implicit_gemm_applies(target, dtype, group, cin, cout)) return false;
+  if (math == ConvMath::kSimt && gemm_k < kSimtIm2colMinK) return false;
+  const ConvKernelConfig& c = pick_conv_config(target, math, gemm_m, cout);
+  const int64_t idle_below = math == ConvMath::kSimt ? target.sm_count / 2 : target.sm_count;
+  return conv_config_tiles(c, gemm_m, cout) < idle_below && gemm_m * gemm_k * dtype_size(dtype) <= kIm2colMaxBytes;
 }
 
 }  // namespace aotc

@@ -24,7 +24,7 @@ namespace aotc {
 namespace {
 namespace fs = std::filesystem;
 
-// `t`: float16 or bfloat16.
+// `t`: float16, bfloat16 or float (fp32: the SIMT configurations and cuBLASLt SGEMM).
 Expected<Graph> residual_block(const std::string& t = "float16", bool pointwise_gemm = true, bool im2col_gemm = false) {
   std::string text = R"(
     input %x : T[2x16x9x7]
@@ -262,11 +262,60 @@ TEST_P(CutlassConvTypes, LibraryCompilesForAmpereAndHopper) {
   const std::string sources = compile_block_sources(*g, test::linear_plan(*g), {"sm_80", "sm_90"}, *include, "cutlass-" + GetParam());
   ASSERT_FALSE(sources.empty());
   EXPECT_NE(sources.find("DefaultConv2dFpropWithBroadcast"), std::string::npos);
-  EXPECT_NE(sources.find(GetParam() == "bfloat16" ? "cutlass::bfloat16_t" : "cutlass::half_t"), std::string::npos);
+  if (GetParam() == "float") {
+    EXPECT_NE(sources.find("cutlass::arch::OpClassSimt, cutlass::arch::Sm80"), std::string::npos);
+    EXPECT_EQ(sources.find("cutlass::arch::OpClassTensorOp"), std::string::npos);
+  } else {
+    EXPECT_NE(sources.find(GetParam() == "bfloat16" ? "cutlass::bfloat16_t" : "cutlass::half_t"), std::string::npos);
+  }
   EXPECT_NE(sources.find("_params(unsigned char* out, aotc_builder_args a)"), std::string::npos);
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, CutlassConvTypes, ::testing::Values("float16", "bfloat16"));
+INSTANTIATE_TEST_SUITE_P(Types, CutlassConvTypes, ::testing::Values("float16", "bfloat16", "float"));
+
+// fp32: the block runs NHWC with the 1x1 convolutions on cuBLASLt fp32 GEMMs and the 3x3 on the
+// CUTLASS SIMT kernel; with --conv-fp32 nchw (must not fire) every convolution stays on the NCHW
+// kernels and nothing is a library kernel or a matmul.
+TEST(CutlassConv, Fp32BlockTakesSgemmAndSimtOrStaysNchwWhenOff) {
+  for (bool on : {true, false}) {
+    SCOPED_TRACE(on ? "nhwc" : "nchw");
+    std::string text = R"(
+    input %x : float[2x16x9x7]
+    const %w1 : float[32x16x3x3] = random(1)
+    const %b1 : float[32] = random(2)
+    const %w2 : float[32x32x1x1] = random(3)
+    %c1 : float[?] = Conv(%x, %w1, %b1) {pads=[1,1,1,1]}  # conv1
+    %r1 : float[?] = Relu(%c1)  # relu1
+    %c2 : float[?] = Conv(%r1, %w2)  # conv2
+    output %c2
+    )";
+    auto g = parse_text_ir(text);
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    g->opset = 17;
+    ASSERT_TRUE(infer_shapes(*g).is_ok());
+    g->target = target_from_archs({"sm_90"});
+    g->target.conv_im2col_gemm = false;  // small convolutions would take im2col + GEMM
+    g->target.conv_fp32_nhwc = on;
+    ASSERT_TRUE(fuse_epilogue(*g).is_ok());
+    auto laid = layout_nhwc(*g);
+    ASSERT_TRUE(laid.is_ok()) << laid.status().message();
+    EXPECT_EQ(*laid, on);
+    auto program = build_launch_program(*g, test::linear_plan(*g));
+    ASSERT_TRUE(program.is_ok()) << program.status().message();
+    int library = 0, nchw = 0;
+    for (const ProgramKernel& k : program->kernels) {
+      library += k.library_params ? 1 : 0;
+      nchw += k.template_name == "conv_implicit_gemm" ? 1 : 0;
+    }
+    EXPECT_EQ(library, on ? 1 : 0);
+    EXPECT_EQ(nchw, on ? 0 : 2);
+    ASSERT_EQ(program->matmuls.size(), on ? 1u : 0u);
+    if (on) {
+      EXPECT_EQ(program->matmuls[0].step.dtype, DType::kFloat32);
+      EXPECT_EQ(program->matmuls[0].step.m, 2 * 9 * 7);
+    }
+  }
+}
 
 }  // namespace
 }  // namespace aotc

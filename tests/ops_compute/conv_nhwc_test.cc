@@ -1,7 +1,7 @@
 // Channels-last (NHWC) convolution, pooling and packing: the channels_last references against
 // independent loops written here (scatter-form convolution on data permuted to NCHW by hand, NHWC
 // pooling loops, the PackNhwc layout), and the NHWC kernels (conv_depthwise_nhwc,
-// pool_window_nhwc, pool_global_nhwc, pack_nhwc), lowered through each op's lower(), run on the
+// pool_window_nhwc, pool_global_nhwc, pack_nhwc; fp16 and fp32), lowered through each op's lower(), run on the
 // CPU emulation (tests/ops_compute/cuda_emulation.h) against the references, and compiled by nvcc
 // for sm_90 and sm_87. Outputs are poisoned with 0xFF bytes before every kernel run, so an element
 // a kernel does not write shows as NaN. The CUTLASS (group 1, 16-bit) lowering is not covered here:
@@ -209,7 +209,7 @@ OneNode depthwise(DType t, int64_t n, int64_t c, int64_t h, int64_t w, int64_t k
 
 std::vector<KernelCase> conv_cases() {
   const DType f16 = DType::kFloat16, f32 = DType::kFloat32;
-  const std::string scalar = "conv_depthwise_nhwc", vec8 = "conv_depthwise_nhwc_vec8";
+  const std::string scalar = "conv_depthwise_nhwc", vec = "conv_depthwise_nhwc_vec";
   // sm_count 0: nothing to fill, so the vectorised kernel keeps 4 output columns per thread (for
   // grids this small a real target gets the scalar kernel).
   auto wide = [](OneNode g) {
@@ -245,16 +245,25 @@ std::vector<KernelCase> conv_cases() {
   c.push_back({"fp16 C6 3x3 s1 input_max 0.25", [=] { return clamped(depthwise(f16, 1, 6, 7, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu"), 0.25f); }, scalar});
   c.push_back({"fp16 C16 3x3 s2 input_max 0.5 OWT4", [=] {
                  return clamped(wide(depthwise(f16, 2, 16, 9, 11, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, true, true, "Clip", clip)), 0.5f);
-               }, vec8});
+               }, vec});
   // The vectorised kernel with 4 columns per thread: OW not a multiple of 4, stride 2, dilation.
-  c.push_back({"fp16 C16 3x3 s1 p1 bias OWT4", [=] { return wide(depthwise(f16, 2, 16, 7, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "")); }, vec8});
+  c.push_back({"fp16 C16 3x3 s1 p1 bias OWT4", [=] { return wide(depthwise(f16, 2, 16, 7, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "")); }, vec});
   c.push_back({"fp16 C24 3x3 s2 asym pads dil2 residual relu OWT4", [=] {
                  return wide(depthwise(f16, 1, 24, 11, 13, 3, 3, {2, 2}, {1, 0, 2, 1}, {2, 2}, false, true, "Relu"));
-               }, vec8});
+               }, vec});
   c.push_back({"fp16 C8 5x3 s(1,2) p2 bias residual clip OWT4", [=] {
                  return wide(depthwise(f16, 2, 8, 6, 11, 5, 3, {1, 2}, {2, 1, 2, 0}, {1, 1}, true, true, "Clip", clip));
-               }, vec8});
-  c.push_back({"fp16 C16 3x3 s1 dil(1,3) OWT4", [=] { return wide(depthwise(f16, 1, 16, 5, 9, 3, 3, {1, 1}, {1, 3, 1, 3}, {1, 3}, false, false, "")); }, vec8});
+               }, vec});
+  c.push_back({"fp16 C16 3x3 s1 dil(1,3) OWT4", [=] { return wide(depthwise(f16, 1, 16, 5, 9, 3, 3, {1, 1}, {1, 3, 1, 3}, {1, 3}, false, false, "")); }, vec});
+  // fp32: 4 channels per 16-byte vector (C 4, 12, 8); C 6 is not a multiple of 4 -> scalar.
+  c.push_back({"fp32 C8 3x3 s1 p1 bias OWT4", [=] { return wide(depthwise(f32, 2, 8, 7, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "")); }, vec});
+  c.push_back({"fp32 C12 3x3 s2 asym pads dil2 residual relu OWT4", [=] {
+                 return wide(depthwise(f32, 1, 12, 11, 13, 3, 3, {2, 2}, {1, 0, 2, 1}, {2, 2}, false, true, "Relu"));
+               }, vec});
+  c.push_back({"fp32 C4 5x3 s(1,2) bias residual clip input_max 0.5 OWT4", [=] {
+                 return clamped(wide(depthwise(f32, 2, 4, 6, 11, 5, 3, {1, 2}, {2, 1, 2, 0}, {1, 1}, true, true, "Clip", clip)), 0.5f);
+               }, vec});
+  c.push_back({"fp32 C6 3x3 wide -> scalar", [=] { return wide(depthwise(f32, 1, 6, 7, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu")); }, scalar});
   return c;
 }
 
@@ -579,7 +588,7 @@ TEST(ConvNhwc, KernelsCompileWithNvcc) {
   ASSERT_TRUE(build(pack_cases(), built, source));
   std::set<std::string> used;
   for (const Built& b : built) used.insert(b.lowering.steps[0].kernel.template_name);
-  for (const char* t : {"conv_depthwise_nhwc", "conv_depthwise_nhwc_vec8", "pool_window_nhwc", "pool_global_nhwc", "pack_nhwc"})
+  for (const char* t : {"conv_depthwise_nhwc", "conv_depthwise_nhwc_vec", "pool_window_nhwc", "pool_global_nhwc", "pack_nhwc"})
     EXPECT_TRUE(used.count(t)) << "template not exercised: " << t;
   if (testing_util::find_nvcc().empty()) GTEST_SKIP() << "no nvcc: NHWC kernels rendered, not compiled";
   char dir[] = "/tmp/aotc_nhwc_XXXXXX";

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -131,7 +132,18 @@ Status run_on_cpu(void* handle, const std::string& prefix, const Lowering& lower
   for (size_t i = 0; i < lowering.steps.size(); ++i) {
     const LoweredStep& step = lowering.steps[i];
     if (step.kind == LoweredStep::Kind::kMatmul) {
-      AOTC_RETURN_IF_ERROR(emulate_matmul(step.matmul, values));
+      const MatmulStep& m = step.matmul;
+      if (m.a != kScratchArg && m.b != kScratchArg && m.c != kScratchArg) {
+        AOTC_RETURN_IF_ERROR(emulate_matmul(m, values));
+        continue;
+      }
+      // An operand in the node's scratch (im2col + GEMM): the scratch bytes as a flat tensor.
+      Tensor flat(m.dtype, {lowering.scratch_bytes / dtype_size(m.dtype)});
+      std::memcpy(flat.raw(), scratch.data(), static_cast<size_t>(flat.byte_size()));
+      values.emplace(kScratchArg, std::move(flat));
+      Status s = emulate_matmul(m, values);
+      values.erase(kScratchArg);
+      AOTC_RETURN_IF_ERROR(s);
       continue;
     }
     const KernelStep& k = step.kernel;

@@ -1,6 +1,7 @@
 // layout_nhwc: conv chains move to channels_last with KRSC weights, transposes only at the edges,
-// small input channels padded, pooling and elementwise ops follow; checked against the CPU
-// reference of the NCHW graph, and where it must not fire (no tensor-core target, fp32, grouped
+// small input channels padded, pooling and elementwise ops follow (16-bit and fp32 chains);
+// checked against the CPU reference of the NCHW graph, and where it must not fire (no Sm80
+// target, fp32 with --conv-fp32 nchw, fp64, unaligned fp32 channels, windows past 32, grouped
 // convolutions, per-channel broadcasts).
 #include "ir/layout.h"
 #include "ir/ops/conv_configs.h"
@@ -163,17 +164,96 @@ TEST(LayoutNhwc, SpaceToDepthOnlyForStride2SmallChannelStems) {
   EXPECT_EQ(g.value(g.nodes[0].outputs[0]).shape[3], 8);
 }
 
-TEST(LayoutNhwc, Fp32GraphDoesNotFire) {
+// The residual block in fp32: the same chain, the stem's 3 channels padded to 4 (16 bytes of
+// fp32), results equal to the NCHW graph's at the fp32 tolerance.
+TEST(LayoutNhwc, Fp32ChainRunsChannelsLast) {
+  std::string text = kResidualBlock;
+  for (size_t at = text.find("float16"); at != std::string::npos; at = text.find("float16", at)) text.replace(at, 7, "float");
+  AOTC_BUILD(g, text);
+  Graph before = g;
+  auto changed = layout_nhwc(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(verify(g).is_ok());
+  EXPECT_EQ(op_list(g), "aotc.PackNhwc,Conv,Relu,MaxPool,Conv,Add,Conv,GlobalAveragePool,Reshape,Flatten");
+  for (const Node& n : g.nodes)
+    if (n.op_type == "Conv" || n.op_type == "MaxPool" || n.op_type == "GlobalAveragePool") {
+      EXPECT_TRUE(channels_last(n)) << n.name;
+    }
+  const Node& conv1 = g.nodes[1];
+  EXPECT_EQ(g.value(conv1.inputs[0]).shape, (Shape{2, 10, 10, 4}));
+  EXPECT_EQ(g.value(conv1.inputs[1]).shape, (Shape{16, 3, 3, 4}));  // KRSC, padded C
+  EXPECT_EQ(g.value(conv1.inputs[0]).dtype, DType::kFloat32);
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 42, 1e-5, 1e-4));
+}
+
+// The fp32 stride-2 RGB stem reads the space-to-depth packing too: 2x2 blocks of 3 channels are
+// 12 channels, already a multiple of 4 (16-bit pads them to 16).
+TEST(LayoutNhwc, Fp32StridedStemBecomesSpaceToDepthWithTwelveChannels) {
+  AOTC_BUILD(g, R"(
+    input %x : float[2x3x17x14]
+    const %w : float[8x3x7x7] = random(1)
+    const %b : float[8] = random(2)
+    %y : float[?] = Conv(%x, %w, %b) {strides=[2,2], pads=[3,3,2,3]}  # stem
+    output %y
+  )");
+  Graph before = g;
+  ASSERT_TRUE(layout_nhwc(g).is_ok());
+  ASSERT_TRUE(verify(g).is_ok());
+  EXPECT_EQ(op_list(g), "aotc.PackNhwc,Conv,Transpose");
+  EXPECT_EQ(g.nodes[0].attr_int("block", 1), 2);
+  EXPECT_EQ(g.value(g.nodes[0].outputs[0]).shape, (Shape{2, 11, 10, 12}));
+  EXPECT_EQ(g.value(g.nodes[1].inputs[1]).shape, (Shape{8, 4, 4, 12}));
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 11, 1e-5, 1e-4));
+}
+
+// Must not fire: fp32 with the switch off (--conv-fp32 nchw), fp64 (no NHWC kernels), fp32
+// channels that are not a multiple of 4 (and not a small stem), a window past CUTLASS's 32.
+TEST(LayoutNhwc, Fp32MustNotFireWhenOffUnalignedOrTooWide) {
+  struct Case {
+    std::string label, dtype, c, k, hw;
+    bool switch_on;
+  };
+  for (const Case& c : {Case{"switch off", "float", "8", "3", "6", false}, Case{"fp64", "double", "8", "3", "6", true},
+                        Case{"C 6", "float", "6", "3", "6", true}, Case{"window 33", "float", "8", "33", "40", true}}) {
+    const std::string text = "input %x : " + c.dtype + "[1x" + c.c + "x" + c.hw + "x" + c.hw + "]\n" +
+                             "const %w : " + c.dtype + "[8x" + c.c + "x" + c.k + "x" + c.k + "] = random(1)\n" +
+                             "%y : " + c.dtype + "[?] = Conv(%x, %w) {pads=[1,1,1,1]}  # conv\n" + "output %y\n";
+    AOTC_BUILD(g, text);
+    g.target.conv_fp32_nhwc = c.switch_on;
+    auto changed = layout_nhwc(g);
+    ASSERT_TRUE(changed.is_ok()) << c.label;
+    EXPECT_FALSE(*changed) << c.label;
+    EXPECT_EQ(op_list(g), "Conv") << c.label;
+  }
+}
+
+// A depthwise fp32 conv after an fp32 chain follows it into NHWC; one that starts a graph does not
+// (it alone does not pay for the transposes), as for 16-bit.
+TEST(LayoutNhwc, Fp32DepthwiseFollowsAChainOnly) {
   AOTC_BUILD(g, R"(
     input %x : float[1x8x6x6]
-    const %w : float[8x8x3x3] = random(1)
-    %y : float[?] = Conv(%x, %w) {pads=[1,1,1,1]}  # conv
+    const %wd : float[8x1x3x3] = random(1)
+    %y : float[?] = Conv(%x, %wd) {group=8, pads=[1,1,1,1]}  # dw_alone
     output %y
   )");
   auto changed = layout_nhwc(g);
   ASSERT_TRUE(changed.is_ok());
   EXPECT_FALSE(*changed);
-  EXPECT_EQ(op_list(g), "Conv");
+  AOTC_BUILD(h, R"(
+    input %x : float[1x8x6x6]
+    const %w : float[16x8x1x1] = random(1)
+    const %wd : float[16x1x3x3] = random(2)
+    %c : float[?] = Conv(%x, %w)  # pw
+    %y : float[?] = Conv(%c, %wd) {group=16, pads=[1,1,1,1]}  # dw
+    output %y
+  )");
+  Graph before = h;
+  ASSERT_TRUE(layout_nhwc(h).is_ok());
+  ASSERT_TRUE(verify(h).is_ok());
+  EXPECT_EQ(op_list(h), "Transpose,Conv,Conv,Transpose");
+  EXPECT_TRUE(channels_last(h.nodes[2]));
+  EXPECT_TRUE(testing_util::same_outputs(before, h, 13, 1e-5, 1e-4));
 }
 
 TEST(LayoutNhwc, TargetWithoutTensorCoresDoesNotFire) {
@@ -201,24 +281,24 @@ TEST(LayoutNhwc, GroupedConvAndChannelBroadcastStayNchw) {
 
 TEST(LayoutNhwc, ConfigTablePicksAWaveFillingTileOrTheSmallest) {
   Target t;  // sm_90, 132 SMs
-  const auto& configs = conv_kernel_configs();
+  const std::vector<ConvKernelConfig> configs = conv_configs_of(ConvMath::kTensorOp);
   ASSERT_GE(configs.size(), 2u);
   // Batch 32 ResNet-50 layer 1: M = 32*56*56, N = 64 -> the largest tile already fills the GPU.
-  EXPECT_STREQ(pick_conv_config(t, 32 * 56 * 56, 256).name, configs.front().name);
+  EXPECT_STREQ(pick_conv_config(t, ConvMath::kTensorOp, 32 * 56 * 56, 256).name, configs.front().name);
   // Batch 1, 7x7 output: nothing fills the GPU -> the smallest tile (most blocks).
-  EXPECT_STREQ(pick_conv_config(t, 49, 512).name, configs.back().name);
+  EXPECT_STREQ(pick_conv_config(t, ConvMath::kTensorOp, 49, 512).name, configs.back().name);
   // Jetson Orin (16 SMs) fills with larger tiles than the H100 on the same problem.
   Target orin = target_from_archs({"sm_87"});
   EXPECT_EQ(orin.sm_count, 16);
-  EXPECT_GE(pick_conv_config(orin, 56 * 56, 64).tb_m * pick_conv_config(orin, 56 * 56, 64).tb_n,
-            pick_conv_config(t, 56 * 56, 64).tb_m * pick_conv_config(t, 56 * 56, 64).tb_n);
+  EXPECT_GE(pick_conv_config(orin, ConvMath::kTensorOp, 56 * 56, 64).tb_m * pick_conv_config(orin, ConvMath::kTensorOp, 56 * 56, 64).tb_n,
+            pick_conv_config(t, ConvMath::kTensorOp, 56 * 56, 64).tb_m * pick_conv_config(t, ConvMath::kTensorOp, 56 * 56, 64).tb_n);
   // 64 output channels: no configuration with a 128-wide N tile (half of it would be wasted).
-  EXPECT_LE(pick_conv_config(t, 32 * 112 * 112, 64).tb_n, 64);
+  EXPECT_LE(pick_conv_config(t, ConvMath::kTensorOp, 32 * 112 * 112, 64).tb_n, 64);
   // Split-K: none when the tiles fill a wave; batch-1 layer4 3x3 (M 49, N 512, K 4608) splits to
   // about one wave, capped at 16 and at K-iterations / 4.
-  const ConvKernelConfig& big = pick_conv_config(t, 32 * 56 * 56, 256);
+  const ConvKernelConfig& big = pick_conv_config(t, ConvMath::kTensorOp, 32 * 56 * 56, 256);
   EXPECT_EQ(pick_split_k(t, big, 32 * 56 * 56, 256, 576), 1);
-  const ConvKernelConfig& small = pick_conv_config(t, 49, 512);
+  const ConvKernelConfig& small = pick_conv_config(t, ConvMath::kTensorOp, 49, 512);
   EXPECT_EQ(pick_split_k(t, small, 49, 512, 4608), 1);  // off by default (measured slower)
   t.max_split_k = 16;
   const int64_t tiles = conv_config_tiles(small, 49, 512);
@@ -227,11 +307,74 @@ TEST(LayoutNhwc, ConfigTablePicksAWaveFillingTileOrTheSmallest) {
   EXPECT_LE(split, kMaxSplitK);
   EXPECT_LE(tiles * split, 2 * t.sm_count);
   EXPECT_EQ(pick_split_k(t, small, 49, 512, 64), 1);  // 2 K-iterations: nothing to split
-  for (const ConvKernelConfig& c : configs) {
+  for (const ConvKernelConfig& c : conv_kernel_configs()) {
     EXPECT_EQ(c.tb_m % c.warp_m, 0) << c.name;
     EXPECT_EQ(c.tb_n % c.warp_n, 0) << c.name;
     EXPECT_GE(c.min_sm, 80) << c.name;
   }
+}
+
+// The SIMT (fp32) rows follow the same rule within their math; a forced configuration applies to
+// its own math only; every row is one of CUTLASS's SIMT shapes (8x8 or 8x16 outputs per thread)
+// and its operand stages fit in shared memory.
+TEST(LayoutNhwc, SimtConfigurationsPickLikeTheTensorCoreOnes) {
+  Target t;  // sm_90, 132 SMs
+  const std::vector<ConvKernelConfig> simt = conv_configs_of(ConvMath::kSimt);
+  ASSERT_GE(simt.size(), 2u);
+  for (const ConvKernelConfig& c : simt) EXPECT_EQ(std::string(c.name).rfind("simt", 0), 0u) << c.name;
+  // ResNet-50 bs32 layer3 3x3 (M 32*14*14, N 256): the largest tile already gives 98 tiles.
+  EXPECT_STREQ(pick_conv_config(t, ConvMath::kSimt, 32 * 14 * 14, 256).name, simt.front().name);
+  // 64 output channels: a tile at most 64 wide.
+  EXPECT_LE(pick_conv_config(t, ConvMath::kSimt, 32 * 56 * 56, 64).tb_n, 64);
+  // Batch 1 7x7: the smallest.
+  EXPECT_STREQ(pick_conv_config(t, ConvMath::kSimt, 49, 512).name, simt.back().name);
+  // Forcing a tensor-core configuration leaves fp32 on its rule, and the other way round.
+  t.conv_config = "tc64x64x32_w32x32_s4";
+  EXPECT_STREQ(pick_conv_config(t, ConvMath::kSimt, 49, 512).name, simt.back().name);
+  EXPECT_STREQ(pick_conv_config(t, ConvMath::kTensorOp, 32 * 56 * 56, 256).name, "tc64x64x32_w32x32_s4");
+  t.conv_config = "simt128x64x8_w64x32_s4";
+  EXPECT_STREQ(pick_conv_config(t, ConvMath::kSimt, 49, 512).name, "simt128x64x8_w64x32_s4");
+  EXPECT_EQ(std::string(pick_conv_config(t, ConvMath::kTensorOp, 49, 512).name).rfind("tc", 0), 0u);
+  for (const auto* list : {&conv_kernel_configs(), &conv_candidate_configs()})
+    for (const ConvKernelConfig& c : *list) {
+      if (c.math != ConvMath::kSimt) continue;
+      EXPECT_EQ(c.tb_k, c.warp_k) << c.name;
+      const int per_thread = c.warp_m * c.warp_n / 32;  // 8x8 or 8x16 outputs per thread
+      EXPECT_TRUE(per_thread == 64 || per_thread == 128) << c.name;
+      EXPECT_LE((c.tb_m + c.tb_n) * c.tb_k * 4 * c.stages, 96 * 1024) << c.name;  // operand stages in smem
+    }
+}
+
+// Which fp32 convolutions have an NHWC implementation: group 1 with 4-aligned channels, on Sm80+,
+// unless switched off; depthwise ones through the depthwise kernels. fp64 never.
+TEST(LayoutNhwc, Fp32ApplicabilityChecks) {
+  Target t;
+  EXPECT_TRUE(conv_implicit_gemm_applies(t, DType::kFloat32, 1, 4, 12));
+  EXPECT_FALSE(conv_implicit_gemm_applies(t, DType::kFloat32, 1, 6, 12));
+  EXPECT_FALSE(conv_implicit_gemm_applies(t, DType::kFloat32, 2, 8, 8));
+  EXPECT_FALSE(conv_implicit_gemm_applies(t, DType::kFloat64, 1, 8, 8));
+  EXPECT_FALSE(conv_implicit_gemm_applies(t, DType::kFloat16, 1, 4, 12));  // 16-bit needs 8
+  EXPECT_TRUE(conv_depthwise_nhwc_applies(t, DType::kFloat32, 6, 6, 6));
+  EXPECT_EQ(conv_padded_channels(DType::kFloat32, 3), 4);
+  EXPECT_EQ(conv_padded_channels(DType::kFloat16, 3), 8);
+  EXPECT_TRUE(conv_pointwise_gemm_applies(t, DType::kFloat32, 1, 64, 256, {1, 1}, {1, 1}, {0, 0, 0, 0}, true));
+  // Batch 1 ResNet-50 layer4 3x3 (M 49, K 4608): under-filled, 0.9 MB of fp32 im2col -> im2col.
+  EXPECT_TRUE(conv_im2col_gemm_applies(t, DType::kFloat32, 1, 512, 512, 49, 4608, true));
+  // Batch 1 layer1 3x3 (M 3136, K 576: 49 tiles, a short K loop) and the stem (98 tiles): CUTLASS.
+  EXPECT_FALSE(conv_im2col_gemm_applies(t, DType::kFloat32, 1, 64, 64, 56 * 56, 576, true));
+  EXPECT_FALSE(conv_im2col_gemm_applies(t, DType::kFloat32, 1, 12, 64, 112 * 112, 192, true));
+  // Batch 1 layer2 3x3 (M 784, K 1152, 26 tiles): im2col; the fp16 rule takes layer1 too.
+  EXPECT_TRUE(conv_im2col_gemm_applies(t, DType::kFloat32, 1, 128, 128, 28 * 28, 1152, true));
+  EXPECT_TRUE(conv_im2col_gemm_applies(t, DType::kFloat16, 1, 64, 64, 56 * 56, 576, true));
+  // Batch 32 layer1 3x3 (M 100352, K 576): fills the GPU (and 231 MB) -> CUTLASS SIMT.
+  EXPECT_FALSE(conv_im2col_gemm_applies(t, DType::kFloat32, 1, 64, 64, 32 * 56 * 56, 576, true));
+  Target older = target_from_archs({"sm_75"});
+  EXPECT_FALSE(conv_implicit_gemm_applies(older, DType::kFloat32, 1, 8, 8));
+  t.conv_fp32_nhwc = false;
+  EXPECT_FALSE(conv_implicit_gemm_applies(t, DType::kFloat32, 1, 8, 8));
+  EXPECT_FALSE(conv_depthwise_nhwc_applies(t, DType::kFloat32, 6, 6, 6));
+  EXPECT_FALSE(conv_pointwise_gemm_applies(t, DType::kFloat32, 1, 64, 256, {1, 1}, {1, 1}, {0, 0, 0, 0}, true));
+  EXPECT_TRUE(conv_implicit_gemm_applies(t, DType::kFloat16, 1, 8, 8));  // 16-bit unaffected
 }
 
 }  // namespace

@@ -142,6 +142,24 @@ TEST(AotcArgs, AttentionStrategySwitch) {
   EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--attention", "flash"}).find("--attention"), std::string::npos);
 }
 
+TEST(AotcArgs, ConvStrategySwitches) {
+  auto d = parse_aotc_args({"m.onnx", "-o", "libm.so"});
+  ASSERT_TRUE(d.is_ok()) << d.status().message();
+  EXPECT_TRUE(d->conv_fp32_nhwc);
+  EXPECT_TRUE(d->conv_pointwise_gemm);
+  EXPECT_TRUE(d->conv_im2col_gemm);
+  auto o = parse_aotc_args({"m.onnx", "-o", "libm.so", "--conv-fp32", "nchw", "--conv-pointwise", "cutlass",
+                            "--conv-im2col", "off", "--conv-config", "simt128x64x8_w64x32_s4"});
+  ASSERT_TRUE(o.is_ok()) << o.status().message();
+  EXPECT_FALSE(o->conv_fp32_nhwc);
+  EXPECT_FALSE(o->conv_pointwise_gemm);
+  EXPECT_FALSE(o->conv_im2col_gemm);
+  EXPECT_EQ(o->conv_config, "simt128x64x8_w64x32_s4");
+  EXPECT_TRUE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--conv-fp32=nhwc"})->conv_fp32_nhwc);
+  EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--conv-fp32", "tf32"}).find("--conv-fp32"), std::string::npos);
+  EXPECT_NE(aotc_usage().find("--conv-fp32"), std::string::npos);
+}
+
 TEST(AotcArgs, NameMustBeIdentifier) {
   EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--name", "9lives"}).find("--name"), std::string::npos);
   EXPECT_NE(error_of({"m.onnx", "-o", "lib9lives.so"}).find("--name"), std::string::npos);

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Measures every tensor-core convolution configuration (ir/ops/conv_configs.h) on the exported
-# models, for choosing the pick rule from data: each (model, batch) is compiled once per
+# Measures every CUTLASS convolution configuration of one math (ir/ops/conv_configs.h: tc* rows
+# for TUNE_PRECISION=fp16 (default), simt* rows for TUNE_PRECISION=fp32) on the exported models,
+# for choosing the pick rule from data: each (model, batch) is compiled once per
 # configuration with --conv-config (and once with the rule), checked against ONNX Runtime, timed,
 # and profiled per kernel with ncu; tools/device/tune_summary.py prints the totals and, per
 # convolution, the fastest configuration. Run after tools/device_run.sh built aotc and exported.
-# Usage: OUT=dir TUNE_MODELS="resnet50 mobilenet_v2" TUNE_BATCHES="1 32" bash tools/device/tune_conv.sh
+# Usage: OUT=dir TUNE_MODELS="resnet50 mobilenet_v2" TUNE_BATCHES="1 32" [TUNE_PRECISION=fp32] \
+#          bash tools/device/tune_conv.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 WORK="${WORK:-${TMPDIR:-/tmp}/aotc-gpu-run}"
@@ -19,7 +21,7 @@ mkdir -p "$OUT" "$WORK/tune"
 [ -f "$WORK/deps.env" ] && . "$WORK/deps.env"
 export LD_LIBRARY_PATH="${AOTC_LD_PATH:-}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 configs="rule $("$BUILD_DIR/bin/aotc" --conv-config '?' m.onnx -o libm.so 2>&1 | sed -n 's/.*known: //p' |
-                tr -d ',' | tr ' ' '\n' | grep '^tc' | tr '\n' ' ')"
+                tr -d ',' | tr ' ' '\n' | grep "^$([ "$PREC" = fp32 ] && echo simt || echo tc)" | tr '\n' ' ')"
 jobs=()
 while read -r label batch model data; do
   [ -n "$label" ] || continue

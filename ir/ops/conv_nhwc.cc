@@ -1,0 +1,263 @@
+// The lowering of a channels_last Conv / aotc.FusedConv (NHWC X, Y and residual; KRSC W; set by
+// opt/layout_nhwc) to its NHWC implementations, tried in order, each with its applicability check
+// from ir/ops/conv_configs.h (TVM-style strategies): a 1x1 stride-1 convolution -> one cuBLASLt
+// GEMM over the NHWC rows; a convolution whose implicit-GEMM tiles would leave SMs idle -> im2col
+// into scratch + cuBLASLt GEMM; otherwise the CUTLASS implicit GEMM (tensor cores for 16-bit,
+// SIMT FFMA for fp32; templates/cutlass_conv2d_fprop.cu.in); depthwise -> the NHWC depthwise
+// kernels. fp32 stays IEEE fp32 everywhere (cuBLASLt CUBLAS_COMPUTE_32F, FFMA): no TF32.
+#include <algorithm>
+
+#include "ir/layout.h"
+#include "ir/op_registry.h"
+#include "ir/ops/conv_configs.h"
+#include "ir/ops/conv_nhwc.h"
+#include "ir/ops/epilogue.h"
+#include "ir/ops/op_helpers.h"
+
+namespace aotc {
+namespace {
+
+constexpr int64_t kDepthwisePixelsPerThread = 4;
+constexpr int64_t kDepthwiseVecThreadsPerSm = 1024;
+constexpr int64_t kVectorBytes = 16;  // the vectorised NHWC kernels move 16 bytes per access
+
+std::string cutlass_element(DType t) {
+  return t == DType::kBFloat16 ? "cutlass::bfloat16_t" : t == DType::kFloat16 ? "cutlass::half_t" : "float";
+}
+
+// "int" when every index of the kernel stays below 2^31 (the margin covers loop bounds that
+// overshoot by one step), else "long long".
+std::string index_type(int64_t largest) { return largest < (int64_t{1} << 31) - (int64_t{1} << 20) ? "int" : "long long"; }
+
+// What every strategy reads about the node.
+struct NhwcConv {
+  const Node& node;
+  const Graph& graph;
+  const ConvShape& cs;
+  const Value& x;
+  bool has_bias, has_res, relu_or_none;
+  std::string comment;
+  int64_t gemm_m, gemm_k;  // implicit GEMM: M = N*P*Q, K = R*S*C (N = output channels)
+};
+
+// A convolution as one cuBLASLt GEMM over NHWC rows: D[M, K] = A[M, KK] x W[K, KK]^T, W the KRSC
+// filter rows, with the node's bias and ReLU in the epilogue and its residual as C (beta 1).
+// `a` is the input itself (1x1) or the im2col matrix in scratch.
+LoweredStep conv_gemm_step(const NhwcConv& c, ValueId a, int64_t m, int64_t kk) {
+  const Node& node = c.node;
+  const int64_t k = c.cs.cout;
+  MatmulStep mm;
+  mm.dtype = c.x.dtype;
+  mm.a = a;
+  mm.b = node.inputs[1];
+  mm.d = node.outputs[0];
+  mm.m = m;
+  mm.n = k;
+  mm.k = kk;
+  mm.trans_b = true;
+  mm.lda = kk;
+  mm.ldb = kk;
+  mm.ldc = k;
+  mm.ldd = k;
+  if (c.has_res) {
+    mm.c = node.inputs[kConvResidualInput];
+    mm.beta = 1.0f;
+  }
+  if (c.has_bias) mm.bias = node.inputs[2];
+  const bool relu = has_activation(node);
+  mm.epilogue = c.has_bias ? (relu ? MatmulStep::Epilogue::kBiasRelu : MatmulStep::Epilogue::kBias)
+                           : (relu ? MatmulStep::Epilogue::kRelu : MatmulStep::Epilogue::kNone);
+  LoweredStep s;
+  s.kind = LoweredStep::Kind::kMatmul;
+  s.matmul = mm;
+  return s;
+}
+
+// The 2-D window geometry holes the NHWC depthwise and im2col templates share.
+std::vector<std::pair<std::string, std::string>> window_2d_holes(const ConvShape& cs) {
+  const WindowGeometry& g = cs.geo;
+  return {{"N", int_literal(cs.batch)}, {"C", int_literal(cs.cin)},
+          {"H", int_literal(g.in[0])}, {"W", int_literal(g.in[1])},
+          {"KH", int_literal(g.kernel[0])}, {"KW", int_literal(g.kernel[1])},
+          {"OH", int_literal(g.out[0])}, {"OW", int_literal(g.out[1])},
+          {"SH", int_literal(g.strides[0])}, {"SW", int_literal(g.strides[1])},
+          {"PH", int_literal(g.pad_begin[0])}, {"PW", int_literal(g.pad_begin[1])},
+          {"DH", int_literal(g.dilations[0])}, {"DW", int_literal(g.dilations[1])}};
+}
+
+// im2col into this node's scratch, then Y[M, K] = A[M, R*S*C] x W[K, R*S*C]^T (conv_gemm_step).
+// One thread copies LANES channels (16 bytes: 8 16-bit or 4 fp32 values).
+Lowering lower_im2col_gemm(const NhwcConv& c) {
+  const int64_t lanes = kVectorBytes / dtype_size(c.x.dtype);
+  Lowering l;
+  l.scratch_bytes = c.gemm_m * c.gemm_k * dtype_size(c.x.dtype);
+  KernelStep im;
+  im.template_name = "im2col_nhwc";
+  im.holes = {{"comment", "im2col for " + c.comment},
+              {"T", dtype_c_type(c.x.dtype)},
+              {"LANES", int_literal(lanes)},
+              {"IDX", index_type(std::max(c.gemm_m * c.gemm_k, c.x.numel()))}};
+  const auto window = window_2d_holes(c.cs);
+  im.holes.insert(im.holes.end(), window.begin(), window.end());
+  im.args = {c.node.inputs[0], kScratchArg};
+  im.block = Dim3{256, 1, 1};
+  im.grid = grid_for(c.gemm_m * c.gemm_k / lanes, 256);
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, im, {}});
+  l.steps.push_back(conv_gemm_step(c, kScratchArg, c.gemm_m, c.gemm_k));
+  return l;
+}
+
+// The CUTLASS implicit GEMM (a library kernel: its params are built on the device at create),
+// configuration picked for graph.target from the dtype's math (tensor cores: 16-byte accesses,
+// instruction 16x8x16; SIMT: 4-byte accesses, one FFMA per instruction).
+Lowering lower_cutlass(const NhwcConv& c, ConvMath math) {
+  const ConvShape& cs = c.cs;
+  const WindowGeometry& g = cs.geo;
+  const Node& node = c.node;
+  const int64_t gemm_n = cs.cout;
+  const ConvKernelConfig& cfg = pick_conv_config(c.graph.target, math, c.gemm_m, gemm_n);
+  const int64_t split_k = pick_split_k(c.graph.target, cfg, c.gemm_m, gemm_n, c.gemm_k);
+  const int64_t tiles = conv_config_tiles(cfg, c.gemm_m, gemm_n);
+  const bool simt = math == ConvMath::kSimt;
+  const std::string align = int_literal(simt ? 1 : kTensorCoreChannelAlign);
+  KernelStep k;
+  k.template_name = "cutlass_conv2d_fprop";
+  k.holes = {{"comment", c.comment + " config " + cfg.name},
+             {"ELEMENT", cutlass_element(c.x.dtype)},
+             {"OP_CLASS", simt ? "cutlass::arch::OpClassSimt" : "cutlass::arch::OpClassTensorOp"},
+             {"INSTRUCTION", simt ? "1, 1, 1" : "16, 8, 16"},
+             {"TB_M", int_literal(cfg.tb_m)}, {"TB_N", int_literal(cfg.tb_n)}, {"TB_K", int_literal(cfg.tb_k)},
+             {"WARP_M", int_literal(cfg.warp_m)}, {"WARP_N", int_literal(cfg.warp_n)}, {"WARP_K", int_literal(cfg.warp_k)},
+             {"STAGES", int_literal(cfg.stages)},
+             {"SWIZZLE", "1"},
+             {"ITERATOR", "kOptimized"},
+             {"ALIGN_A", align},
+             {"ALIGN_B", align},
+             {"ALIGN_C", align},
+             {"act_expr", activation_expr(node, c.graph, "v")}};
+  k.library_params = true;
+  k.builder_args = {cs.batch, g.in[0], g.in[1], cs.cin, cs.cout, g.kernel[0], g.kernel[1], g.out[0], g.out[1],
+                    g.pad_begin[0], g.pad_begin[1], g.strides[0], g.strides[1], g.dilations[0], g.dilations[1],
+                    split_k, c.has_res ? 1 : 0};
+  // Only the begin pads reach CUTLASS: the output size is passed explicitly, so a larger end
+  // pad only means reads past the input, which the iterators mask.
+  k.args = {node.inputs[0], node.inputs[1], c.has_bias ? node.inputs[2] : kNullArg,
+            c.has_res ? node.inputs[kConvResidualInput] : kNullArg, node.outputs[0],
+            split_k > 1 ? kScratchArg : kNullArg};
+  // Informative only: the builder reports the real launch shape.
+  k.grid = Dim3{tiles, 1, split_k};
+  k.block = Dim3{32 * (cfg.tb_m / cfg.warp_m) * (cfg.tb_n / cfg.warp_n), 1, 1};
+  Lowering l;
+  if (split_k > 1) {
+    // Serial split-K: one semaphore per output tile in this node's scratch, zeroed first (one
+    // small fill launch; the kernel leaves them zero, but the arena bytes are shared).
+    l.scratch_bytes = tiles * 4;
+    KernelStep z;
+    z.template_name = "fill";
+    z.holes = {{"comment", "zero the split-K semaphores of " + node.op_type}, {"T", "int"},
+               {"value_bits", "0"}, {"numel", int_literal(tiles)}};
+    z.args = {kScratchArg};
+    z.block = Dim3{128, 1, 1};
+    z.grid = grid_for(tiles, 128);
+    k.holes[0].second += " split-K " + std::to_string(split_k);
+    l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, z, {}});
+  }
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  return l;
+}
+
+// Depthwise: the vectorised kernel when C is a multiple of its 16-byte LANES (8 16-bit or 4 fp32
+// channels) and there is enough work (LANES channels x OWT columns per thread, 16-byte accesses,
+// shared input columns loaded once, the LANES x KH x KW filter taps loaded once per thread). OWT
+// is 4, or 2 when 4 would not give one wave of kDepthwiseVecThreadsPerSm threads per SM. With OWT
+// = 1 its per-thread filter load is not amortised and it measured slower than the scalar kernel
+// (H100, fp16 MobileNetV2 bs32 late layers: 14x14x384 29 vs 17 us; docs/perf_notes.md v4), so
+// then the scalar kernel runs. The fp32 variant (4 lanes) is not measured yet.
+Expected<Lowering> lower_depthwise(const NhwcConv& c) {
+  const ConvShape& cs = c.cs;
+  const WindowGeometry& g = cs.geo;
+  const Node& node = c.node;
+  const int64_t lanes = kVectorBytes / dtype_size(c.x.dtype);
+  auto vec_threads = [&](int64_t t) { return cs.batch * g.out[0] * ((g.out[1] + t - 1) / t) * (cs.cin / lanes); };
+  const int64_t wave = int64_t{c.graph.target.sm_count} * kDepthwiseVecThreadsPerSm;
+  int64_t owt = 4;
+  while (owt > 1 && vec_threads(owt) < wave) owt /= 2;
+  const bool vec = (c.x.dtype == DType::kFloat32 || dtype_size(c.x.dtype) == 2) && cs.cin % lanes == 0 && owt >= 2;
+  KernelStep k;
+  k.template_name = vec ? "conv_depthwise_nhwc_vec" : "conv_depthwise_nhwc";
+  k.holes = {{"comment", c.comment + (node.has_attr("input_max") ? " input_max" : "")},
+             {"T", dtype_c_type(c.x.dtype)},
+             {"ACC", c.x.dtype == DType::kFloat64 ? "double" : "float"},
+             {"HAS_INPUT_MAX", node.has_attr("input_max") ? "1" : "0"},
+             {"INPUT_MAX", float_literal(node.attr_float("input_max", 0.0f))}};
+  std::vector<std::pair<std::string, std::string>> shape_holes = window_2d_holes(cs);
+  const std::vector<std::pair<std::string, std::string>> more_holes = {
+      {"HAS_BIAS", c.has_bias ? "1" : "0"},
+      {"HAS_RES", c.has_res ? "1" : "0"},
+      {"IDX", index_type(std::max(shape_numel(nchw_to_nhwc(cs.out)), c.x.numel()))},
+      {"act_expr", activation_expr(node, c.graph, "v")}};
+  shape_holes.insert(shape_holes.end(), more_holes.begin(), more_holes.end());
+  k.holes.insert(k.holes.end(), shape_holes.begin(), shape_holes.end());
+  k.args = {node.inputs[0], node.inputs[1], c.has_bias ? node.inputs[2] : kNullArg,
+            c.has_res ? node.inputs[kConvResidualInput] : kNullArg, node.outputs[0]};
+  if (vec) {
+    k.holes.push_back({"OWT", int_literal(owt)});
+    k.holes.push_back({"LANES", int_literal(lanes)});
+    k.block = Dim3{256, 1, 1};
+    k.grid = grid_for(vec_threads(owt), 256);
+  } else {
+    // Channels across a warp, output pixels across warps and blocks, the filter taps in
+    // registers for all of a thread's pixels (kDepthwisePixelsPerThread of them while the grid
+    // still fills two waves of the target, else 1).
+    const int64_t pixels = cs.batch * g.out[0] * g.out[1];
+    const int64_t chunks = (cs.cin + 31) / 32;
+    int64_t ppt = kDepthwisePixelsPerThread;
+    while (ppt > 1 && ((pixels + 8 * ppt - 1) / (8 * ppt)) * chunks < 2 * int64_t{c.graph.target.sm_count} * 8) ppt /= 2;
+    k.block = Dim3{32, 8, 1};
+    k.grid = Dim3{std::min<int64_t>((pixels + 8 * ppt - 1) / (8 * ppt), int64_t{1} << 30), chunks, 1};
+    if (k.grid.y > 65535) return node_error(node, "too many channels for the depthwise kernel's grid");
+  }
+  Lowering l;
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  return l;
+}
+
+}  // namespace
+
+Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph, const ConvShape& cs) {
+  const Value& xv = input_value(graph, node, 0);
+  const bool depthwise = cs.group == cs.cin && cs.cout == cs.cin;
+  if (node.has_attr("input_max") && !depthwise)
+    return node_error(node, "input_max is implemented by the depthwise NHWC kernels only");
+  const WindowGeometry& g = cs.geo;
+  NhwcConv c{node, graph, cs, xv, node.input(2) != kNoValue, node.input(kConvResidualInput) != kNoValue,
+             !has_activation(node) || (load_activation(node).op_type == "Relu" && load_activation(node).attrs.empty()),
+             "", cs.batch * g.out[0] * g.out[1], g.kernel[0] * g.kernel[1] * cs.cin};
+  c.comment = node.op_type + " NHWC X " + shape_str(xv.shape) + " W(KRSC) " + shape_str(input_value(graph, node, 1).shape) +
+              " -> " + shape_str(nchw_to_nhwc(cs.out)) + " group " + std::to_string(cs.group) +
+              (has_activation(node) ? " act " + load_activation(node).op_type : "");
+  std::vector<int64_t> pads = g.pad_begin;
+  pads.insert(pads.end(), g.pad_end.begin(), g.pad_end.end());
+  const Target& t = graph.target;
+  if (conv_pointwise_gemm_applies(t, xv.dtype, cs.group, cs.cin, cs.cout, g.kernel, g.strides, pads, c.relu_or_none)) {
+    // Y[N*H*W, K] = X[N*H*W, C] x W[K, C]^T (+ bias) (+ residual as C, beta 1) (then ReLU).
+    Lowering l;
+    l.steps.push_back(conv_gemm_step(c, node.inputs[0], c.gemm_m, cs.cin));
+    return l;
+  }
+  if (conv_im2col_gemm_applies(t, xv.dtype, cs.group, cs.cin, cs.cout, c.gemm_m, c.gemm_k, c.relu_or_none))
+    return lower_im2col_gemm(c);
+  ConvMath math;
+  if (conv_implicit_gemm_applies(t, xv.dtype, cs.group, cs.cin, cs.cout) && conv_math_for(xv.dtype, &math)) {
+    if (g.kernel[0] > kImplicitGemmMaxWindow || g.kernel[1] > kImplicitGemmMaxWindow)
+      return node_error(node, "window " + shape_str(g.kernel) + " is past the CUTLASS implicit GEMM's " +
+                                  std::to_string(kImplicitGemmMaxWindow) + "x" + std::to_string(kImplicitGemmMaxWindow));
+    return lower_cutlass(c, math);
+  }
+  if (depthwise) return lower_depthwise(c);
+  return node_error(node, "no NHWC implementation for this convolution on the target (dtype " + dtype_name(xv.dtype) +
+                              ", group " + std::to_string(cs.group) + ", C " + std::to_string(cs.cin) + ", K " +
+                              std::to_string(cs.cout) + ")");
+}
+
+}  // namespace aotc

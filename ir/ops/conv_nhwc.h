@@ -1,0 +1,28 @@
+// Shared between the two files of the Conv family: ir/ops/conv.cc (import, checks, shape
+// inference, reference, NCHW lowering) and ir/ops/conv_nhwc.cc (the lowering of a channels_last
+// node to its NHWC implementations). Not for other op families.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ir/graph.h"
+#include "ir/lowering.h"
+#include "ir/ops/window.h"
+
+namespace aotc {
+
+constexpr size_t kConvResidualInput = 3;
+
+// A convolution's sizes after the checks of conv.cc's conv_shape (logical NCHW order).
+struct ConvShape {
+  int64_t batch = 0, cin = 0, cout = 0, group = 1;
+  WindowGeometry geo;  // spatial geometry of the node's own rank
+  Shape out;
+};
+
+// A channels_last node (2-D): the first implementation of ir/ops/conv_configs.h's order that
+// applies for graph.target and the node's dtype.
+Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph, const ConvShape& cs);
+
+}  // namespace aotc

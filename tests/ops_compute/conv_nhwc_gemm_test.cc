@@ -1,0 +1,218 @@
+// Channels-last convolutions lowered to GEMMs (ir/ops/conv_nhwc.cc), fp32 and 16-bit: the 1x1
+// stride-1 cuBLASLt step, and im2col (templates/im2col_nhwc.cu.in, 16-byte LANES: 4 fp32 or 8
+// fp16 channels per thread) + cuBLASLt step, run on the CPU emulation (the im2col kernel through
+// tests/ops_compute/cuda_emulation.h, the matmul step from its MatmulStep description) against
+// the channels_last reference, with outputs and scratch poisoned; the fp32 CUTLASS SIMT lowering's
+// holes (compiled in tests/codegen/cutlass_conv_test.cc); the im2col kernels compiled by nvcc.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <map>
+
+#include "ir/op_registry.h"
+#include "ir/ops/epilogue.h"
+#include "ir/ops/op_helpers.h"
+#include "tests/ops_compute/kernel_harness.h"
+#include "tests/ops_compute/test_util.h"
+
+namespace aotc {
+namespace {
+
+using testing_util::one_node;
+using testing_util::OneNode;
+using testing_util::random_tensor;
+using testing_util::tensors_close;
+
+const char* const kEmulatedCommon = R"(
+template <class To, class From> inline To aotc_cast(From v) { return static_cast<To>(v); }
+)";
+
+// A channels_last Conv (or FusedConv with residual and/or an activation): X [n, h, w, c],
+// W [k, kh, kw, c] (KRSC), output dims computed as window.h does (floor).
+OneNode nhwc_conv(DType t, int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t kh, int64_t kw,
+                  std::vector<int64_t> strides, std::vector<int64_t> pads, std::vector<int64_t> dil, bool bias,
+                  bool residual, const std::string& act) {
+  const int64_t oh = (h + pads[0] + pads[2] - ((kh - 1) * dil[0] + 1)) / strides[0] + 1;
+  const int64_t ow = (w + pads[1] + pads[3] - ((kw - 1) * dil[1] + 1)) / strides[1] + 1;
+  const bool fused = residual || !act.empty();
+  std::vector<std::pair<std::string, Shape>> ins = {{"x", {n, h, w, c}}, {"w", {k, kh, kw, c}}, {bias ? "b" : "", {k}}};
+  if (fused) ins.push_back({residual ? "r" : "", {n, oh, ow, k}});
+  Attributes attrs = {{"strides", Attribute::of_ints(strides)}, {"pads", Attribute::of_ints(pads)},
+                      {"dilations", Attribute::of_ints(dil)}, {"group", Attribute::of_int(1)},
+                      {"channels_last", Attribute::of_int(1)}};
+  OneNode g = one_node(fused ? "FusedConv" : "Conv", ins, attrs, 1, t, fused ? "aotc" : "");
+  if (!act.empty()) {
+    Node a;
+    a.op_type = act;
+    if (act == "LeakyRelu") a.attrs["alpha"] = Attribute::of_float(0.1f);
+    store_activation(g.node(), a);
+  }
+  g.graph.target = target_from_archs({"sm_90"});
+  return g;
+}
+
+Expected<Lowering> lower(OneNode& g) {
+  AOTC_RETURN_IF_ERROR(infer_shapes(g.graph));
+  const OpDef* def = default_registry().find(g.node().op_type, g.node().domain);
+  if (!def) return Status::error("no op " + g.node().op_type);
+  return def->lower(g.node(), g.graph);
+}
+
+struct GemmCase {
+  std::string label;
+  std::function<OneNode()> build;
+  bool im2col;  // im2col kernel + matmul; else one matmul over the input rows
+};
+
+std::vector<GemmCase> gemm_cases() {
+  const DType f32 = DType::kFloat32, f16 = DType::kFloat16;
+  // fp32 takes im2col only for K = R*S*C >= kSimtIm2colMinK (1024): the fp32 cases have wide C.
+  return {
+      // H (5 + 2 - 3) / 1 + 1 = 5, W 4; K = 9 * 128 = 1152: 32 fp32 vectors of 4 channels per tap.
+      {"fp32 C128 K12 3x3 p1 bias", [=] { return nhwc_conv(f32, 1, 128, 5, 4, 12, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, ""); }, true},
+      // H (11 + 1 + 2 - 5) / 2 + 1 = 5, W (9 + 0 + 1 - 3) / 2 + 1 = 4: taps past every edge; K 1044.
+      {"fp32 C116 K20 3x3 s2 dil(2,1) asym pads residual relu", [=] {
+         return nhwc_conv(f32, 2, 116, 11, 9, 20, 3, 3, {2, 2}, {1, 0, 2, 1}, {2, 1}, true, true, "Relu");
+       }, true},
+      // 1x1 stride 2 (ResNet's layer4 downsample shape class): a strided gather, then the GEMM.
+      {"fp32 C1024 K8 1x1 s2 residual", [=] { return nhwc_conv(f32, 1, 1024, 3, 5, 8, 1, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}, false, true, ""); }, true},
+      {"fp16 C8 K16 3x3 p1 bias relu", [=] { return nhwc_conv(f16, 2, 8, 5, 6, 16, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu"); }, true},
+      // 1x1 stride 1: one GEMM over the NHWC rows (M = 2*5*7 = 70, K 20 -> 12).
+      {"fp32 C20 K12 1x1 bias residual relu", [=] {
+         return nhwc_conv(f32, 2, 20, 5, 7, 12, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, true, true, "Relu");
+       }, false},
+      {"fp32 C4 K4 1x1 on 1x1", [=] { return nhwc_conv(f32, 1, 4, 1, 1, 4, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, false, false, ""); }, false},
+  };
+}
+
+TEST(ConvNhwcGemm, Im2colAndPointwiseEmulatedMatchReference) {
+  const std::vector<GemmCase> cases = gemm_cases();
+  std::vector<OneNode> graphs;
+  std::vector<Lowering> lowerings;
+  std::string source = kEmulatedCommon;
+  for (size_t r = 0; r < cases.size(); ++r) {
+    SCOPED_TRACE(cases[r].label);
+    graphs.push_back(cases[r].build());
+    auto l = lower(graphs.back());
+    ASSERT_TRUE(l.is_ok()) << l.status().message();
+    ASSERT_EQ(l->steps.size(), cases[r].im2col ? 2u : 1u);
+    const MatmulStep& mm = l->steps.back().matmul;
+    ASSERT_EQ(l->steps.back().kind, LoweredStep::Kind::kMatmul);
+    EXPECT_EQ(mm.dtype, graphs.back().graph.value(graphs.back().node().inputs[0]).dtype);
+    EXPECT_TRUE(mm.trans_b);
+    if (cases[r].im2col) {
+      ASSERT_EQ(l->steps[0].kind, LoweredStep::Kind::kKernel);
+      EXPECT_EQ(l->steps[0].kernel.template_name, "im2col_nhwc");
+      EXPECT_EQ(mm.a, kScratchArg);
+      EXPECT_EQ(l->scratch_bytes, mm.m * mm.k * dtype_size(mm.dtype));
+      auto text = testing_util::render_kernel(l->steps[0].kernel, "c" + std::to_string(r) + "_k0");
+      ASSERT_TRUE(text.is_ok()) << text.status().message();
+      source += *text + "\n";
+    } else {
+      EXPECT_EQ(mm.a, graphs.back().node().inputs[0]);
+      EXPECT_EQ(l->scratch_bytes, 0);
+    }
+    lowerings.push_back(*l);
+  }
+  auto handle = testing_util::compile_for_cpu(source);
+  if (!handle && handle.status().message().find("g++ failed") == std::string::npos)
+    GTEST_SKIP() << "no host compiler for the emulation: " << handle.status().message();
+  ASSERT_TRUE(handle.is_ok()) << handle.status().message();
+  for (size_t r = 0; r < cases.size(); ++r) {
+    SCOPED_TRACE(cases[r].label);
+    const Graph& g = graphs[r].graph;
+    std::map<ValueId, Tensor> values;
+    std::vector<Tensor> inputs;
+    uint32_t seed = 7000 + 10 * static_cast<uint32_t>(r);
+    for (ValueId id : g.inputs) {
+      inputs.push_back(random_tensor(g.value(id).dtype, g.value(id).shape, seed++));
+      values[id] = inputs.back();
+    }
+    const ValueId out = graphs[r].node().outputs[0];
+    Tensor poisoned(g.value(out).dtype, g.value(out).shape);
+    std::memset(poisoned.raw(), 0xFF, static_cast<size_t>(poisoned.byte_size()));
+    values[out] = poisoned;
+    Status s = testing_util::run_on_cpu(*handle, "c" + std::to_string(r) + "_", lowerings[r], values);
+    ASSERT_TRUE(s.is_ok()) << s.message();
+    auto want = evaluate_graph(g, inputs);
+    ASSERT_TRUE(want.is_ok()) << want.status().message();
+    EXPECT_TRUE(tensors_close(values[out], want.value()[0]));
+  }
+}
+
+// fp32 convolutions that fill the GPU, whose activation cuBLASLt cannot apply, or whose K loop is
+// short, lower to the CUTLASS implicit GEMM with the SIMT main loop (FFMA, 4-byte accesses, fp32 storage) and a SIMT
+// configuration from the table; 16-bit ones keep the tensor-core holes. Must not take the SIMT
+// path: a 16-bit convolution.
+TEST(ConvNhwcGemm, Fp32FullGridConvolutionLowersToCutlassSimt) {
+  const DType f32 = DType::kFloat32, f16 = DType::kFloat16;
+  struct Case {
+    std::string label;
+    OneNode g;
+    bool simt;
+  };
+  std::vector<Case> cases;
+  // M = 4*56*56 = 12544, N = 64: 98 tiles of 128x64 -> half a wave is filled.
+  cases.push_back({"fp32 bs4 56x56 64->64 3x3", nhwc_conv(f32, 4, 64, 56, 56, 64, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, true, "Relu"), true});
+  cases.push_back({"fp32 small LeakyRelu", nhwc_conv(f32, 1, 8, 5, 5, 12, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "LeakyRelu"), true});
+  // Under-filled but a short K loop (K 36 < kSimtIm2colMinK): CUTLASS, not im2col.
+  cases.push_back({"fp32 small short K", nhwc_conv(f32, 1, 4, 7, 5, 12, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu"), true});
+  // 16-bit: 196 tiles of 128x64 fill the GPU -> tensor cores.
+  cases.push_back({"fp16 bs8 56x56 64->64 3x3", nhwc_conv(f16, 8, 64, 56, 56, 64, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, true, "Relu"), false});
+  for (Case& c : cases) {
+    SCOPED_TRACE(c.label);
+    auto l = lower(c.g);
+    ASSERT_TRUE(l.is_ok()) << l.status().message();
+    ASSERT_EQ(l->steps.size(), 1u);
+    const KernelStep& k = l->steps[0].kernel;
+    EXPECT_EQ(k.template_name, "cutlass_conv2d_fprop");
+    EXPECT_TRUE(k.library_params);
+    std::map<std::string, std::string> holes(k.holes.begin(), k.holes.end());
+    EXPECT_EQ(holes["OP_CLASS"], c.simt ? "cutlass::arch::OpClassSimt" : "cutlass::arch::OpClassTensorOp");
+    EXPECT_EQ(holes["INSTRUCTION"], c.simt ? "1, 1, 1" : "16, 8, 16");
+    EXPECT_EQ(holes["ELEMENT"], c.simt ? "float" : "cutlass::half_t");
+    EXPECT_EQ(holes["ALIGN_A"], int_literal(c.simt ? 1 : 8));
+    EXPECT_EQ(holes["ALIGN_C"], int_literal(c.simt ? 1 : 8));
+    EXPECT_NE(holes["comment"].find(c.simt ? "config simt" : "config tc"), std::string::npos) << holes["comment"];
+    if (c.simt) {
+      EXPECT_EQ(holes["TB_K"], int_literal(8));
+    }
+  }
+}
+
+// Every im2col variant compiles (sm_90 and Jetson's sm_87): fp32, fp16, bf16, 32- and 64-bit indices.
+TEST(ConvNhwcGemm, Im2colKernelsCompileWithNvcc) {
+  std::string source;
+  int r = 0;
+  for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    OneNode g = nhwc_conv(t, 1, 128, 7, 5, 16, 3, 3, {2, 1}, {1, 1, 1, 1}, {1, 2}, true, false, "Relu");
+    auto l = lower(g);
+    ASSERT_TRUE(l.is_ok()) << l.status().message();
+    ASSERT_EQ(l->steps[0].kernel.template_name, "im2col_nhwc") << dtype_name(t);
+    for (const char* idx : {"int", "long long"}) {
+      KernelStep k = l->steps[0].kernel;
+      for (auto& [hole, value] : k.holes)
+        if (hole == "IDX") value = idx;
+      auto text = testing_util::render_kernel(k, "im2col_" + std::to_string(r++));
+      ASSERT_TRUE(text.is_ok()) << text.status().message();
+      source += *text + "\n";
+    }
+  }
+  if (testing_util::find_nvcc().empty()) GTEST_SKIP() << "no nvcc: im2col kernels rendered, not compiled";
+  char dir[] = "/tmp/aotc_im2col_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  bool ok = true;
+  for (const char* arch : {"sm_90", "sm_87"}) {
+    Status s = testing_util::nvcc_compile(source, arch, false, std::string(dir) + "/im2col_" + arch + ".o");
+    EXPECT_TRUE(s.is_ok()) << arch << ": " << s.message();
+    ok = ok && s.is_ok();
+  }
+  if (ok) std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace aotc
