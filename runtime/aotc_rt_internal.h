@@ -128,7 +128,7 @@ AOTC_RT_HIDDEN int aotc_rt_launch_step(aotc_rt_handle* h, int s, const void* con
 AOTC_RT_HIDDEN int aotc_rt_enter(aotc_rt_handle* h);
 AOTC_RT_HIDDEN void aotc_rt_leave(aotc_rt_handle* h);
 AOTC_RT_HIDDEN int aotc_rt_check_io(aotc_rt_handle* h, const void* const* inputs,
-                                    void* const* outputs);
+                                     void* const* outputs, int device);
 
 /* aotc_rt_profile.c */
 AOTC_RT_HIDDEN void aotc_rt_profile_release(aotc_rt_handle* h); /* context current */

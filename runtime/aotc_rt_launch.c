@@ -19,24 +19,25 @@ static CUdeviceptr resolve(const aotc_rt_handle* h, aotc_rt_ref ref, const void*
   }
 }
 
-int aotc_rt_check_io(aotc_rt_handle* h, const void* const* inputs, void* const* outputs) {
+int aotc_rt_check_io(aotc_rt_handle* h, const void* const* inputs, void* const* outputs, int device) {
   const aotc_rt_model_desc* d = h->desc;
   if (d->num_inputs > 0 && !inputs)
     return aotc_rt_set_error(h, AOTC_ERROR_INVALID_ARGUMENT, "run: `inputs` is NULL");
   if (d->num_outputs > 0 && !outputs)
     return aotc_rt_set_error(h, AOTC_ERROR_INVALID_ARGUMENT, "run: `outputs` is NULL");
   /* Kernels read and write 16-byte vectors and cuBLASLt chose its algorithms for aligned
-     operands: every pointer must be 256-byte aligned, as cudaMalloc's are (docs/abi.md). */
+     operands: every device pointer must be 256-byte aligned, as cudaMalloc's are (docs/abi.md).
+     run_host's host pointers may be anything: it stages through its own aligned buffers. */
   for (int i = 0; i < d->num_inputs; ++i) {
     if (!inputs[i] && d->inputs[i].bytes > 0)
       return aotc_rt_set_error(h, AOTC_ERROR_INVALID_ARGUMENT, "run: input %d is NULL", i);
-    if (((uintptr_t)inputs[i] & 255u) != 0)
+    if (device && ((uintptr_t)inputs[i] & 255u) != 0)
       return aotc_rt_set_error(h, AOTC_ERROR_INVALID_ARGUMENT, "run: input %d is not 256-byte aligned", i);
   }
   for (int i = 0; i < d->num_outputs; ++i) {
     if (!outputs[i] && d->outputs[i].bytes > 0)
       return aotc_rt_set_error(h, AOTC_ERROR_INVALID_ARGUMENT, "run: output %d is NULL", i);
-    if (((uintptr_t)outputs[i] & 255u) != 0)
+    if (device && ((uintptr_t)outputs[i] & 255u) != 0)
       return aotc_rt_set_error(h, AOTC_ERROR_INVALID_ARGUMENT, "run: output %d is not 256-byte aligned", i);
   }
   return AOTC_OK;
@@ -131,7 +132,7 @@ void aotc_rt_leave(aotc_rt_handle* h) {
 int aotc_rt_run(aotc_rt_handle* h, const void* const* inputs, void* const* outputs, void* stream) {
   int code = aotc_rt_enter(h);
   if (code != AOTC_OK) return code;
-  code = aotc_rt_check_io(h, inputs, outputs);
+  code = aotc_rt_check_io(h, inputs, outputs, 1);
   if (code == AOTC_OK) code = aotc_rt_run_graph_or_plain(h, inputs, outputs, (CUstream)stream);
   if (code == AOTC_OK) h->message[0] = '\0';
   aotc_rt_leave(h);
@@ -144,7 +145,7 @@ int aotc_rt_run_host(aotc_rt_handle* h, const void* const* inputs, void* const* 
   int code = aotc_rt_enter(h);
   if (code != AOTC_OK) return code;
   const aotc_rt_model_desc* d = h->desc;
-  code = aotc_rt_check_io(h, inputs, outputs);
+  code = aotc_rt_check_io(h, inputs, outputs, 0);
   CUresult r = AOTC_CU_SUCCESS;
   if (code == AOTC_OK && !h->staging) {
     unsigned long long total = 256, at = 0;

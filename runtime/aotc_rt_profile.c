@@ -82,7 +82,7 @@ int aotc_rt_profile_run(aotc_rt_handle* h, const void* const* inputs, void* cons
   int capturing = AOTC_CU_STREAM_CAPTURE_STATUS_NONE;
   if (!step_ms && h->desc->num_steps > 0)
     code = aotc_rt_set_error(h, AOTC_ERROR_INVALID_ARGUMENT, "profile_run: `step_ms` is NULL");
-  if (code == AOTC_OK) code = aotc_rt_check_io(h, inputs, outputs);
+  if (code == AOTC_OK) code = aotc_rt_check_io(h, inputs, outputs, 1);
   if (code == AOTC_OK && !h->cu.event_create)
     code = aotc_rt_set_error(h, AOTC_ERROR_CUDA,
                              "profile_run: libcuda.so.1 lacks the event entry points");
