@@ -1,6 +1,6 @@
 // fuse_copy_chains: chains of pure data movement (Transpose, Reshape, Flatten, Squeeze, Unsqueeze,
 // Identity, Gather of one constant index, Slice with constant parameters, Split, and one trailing
-// Mul by a scalar constant) become ONE aotc.StridedCopy from the chain's source, their affine maps
+// Mul by a scalar constant or Cast between float types) become ONE aotc.StridedCopy from the chain's source, their affine maps
 // composed (opt/strided_view.h). Transformer exports run 4-10 such kernels between the QKV
 // projection and the attention MatMuls, each a full read + write of the tensor.
 //
@@ -33,6 +33,7 @@ struct Link {
   size_t data_input = 0;   // index of the data input in node.inputs
   bool kernel = false;     // runs a kernel today (Transpose, Gather, Slice, Split, Mul)
   std::optional<float> scale;  // a Mul by this scalar constant
+  std::optional<DType> to;     // a Cast between float types (ends its chain, like a scale)
 };
 
 bool is_op(const Node& n, const char* op) { return n.domain.empty() && n.op_type == op; }
@@ -93,6 +94,12 @@ std::optional<Link> link_of(const Graph& g, const Node& n) {
     l.kernel = true;
     return l;
   }
+  if (is_op(n, "Cast") && n.inputs.size() == 1 && n.outputs.size() == 1 && dtype_is_float(x.dtype) &&
+      dtype_is_float(g.value(n.outputs[0]).dtype) && g.value(n.outputs[0]).dtype != x.dtype) {
+    l.kernel = true;
+    l.to = g.value(n.outputs[0]).dtype;
+    return l;
+  }
   if (is_op(n, "Mul") && n.inputs.size() == 2 && n.input(1) != kNoValue && dtype_is_float(x.dtype)) {
     for (size_t s : {size_t{1}, size_t{0}}) {
       const size_t d = 1 - s;
@@ -145,7 +152,7 @@ bool apply_link(const Graph& g, const Node& n, size_t slot, StridedView& v) {
     for (size_t i = 0; i < slot; ++i) start += g.value(n.outputs[i]).shape[a];
     return view_slice(v, a, in[a], start, 1, out.shape[a]);
   }
-  if (is_op(n, "Mul")) return true;
+  if (is_op(n, "Mul") || is_op(n, "Cast")) return true;
   return view_reshape(v, out.shape);  // Reshape, Flatten, Squeeze, Unsqueeze, Identity
 }
 
@@ -155,6 +162,7 @@ struct Chain {
   std::vector<std::pair<int, size_t>> links;  // (node index, output slot), source side first
   StridedView view;
   std::optional<float> scale;
+  std::optional<DType> to;
   int kernels = 0;
 };
 
@@ -204,6 +212,7 @@ class ChainFinder {
           }
           c.kernels += l.kernel ? 1 : 0;
           if (l.scale) c.scale = l.scale;
+          if (l.to) c.to = l.to;
         }
         if (composed) chains.push_back(std::move(c));
       }
@@ -212,7 +221,7 @@ class ChainFinder {
   }
 
  private:
-  // absorbed_[v]: v is produced by a link (not a Mul: a scale ends its chain), is no graph output,
+  // absorbed_[v]: v is produced by a link (not a Mul or Cast: they end a chain), is no graph output,
   // is read only as the data input of links, and (for a Split) so are all its siblings.
   void mark_absorbed() {
     absorbed_.assign(g_.values.size(), false);
@@ -220,6 +229,7 @@ class ChainFinder {
       const ValueId id = static_cast<ValueId>(v);
       const int p = producers_[v];
       if (p < 0 || cut_[v] || !links_[static_cast<size_t>(p)] || links_[static_cast<size_t>(p)]->scale ||
+          links_[static_cast<size_t>(p)]->to ||
           g_.is_graph_output(id) || consumers_[v].empty())
         continue;
       bool ok = true;
@@ -255,7 +265,7 @@ Node strided_copy_node(Graph& g, const Chain& c, const Node& end) {
   n.outputs = {end.outputs[0]};
   const Shape& shape = g.value(end.outputs[0]).shape;
   const GatherView view = gather_view(c.view);
-  if (!c.scale && view_is_identity(c.view, g.value(c.source).numel())) {
+  if (!c.scale && !c.to && view_is_identity(c.view, g.value(c.source).numel())) {
     n.op_type = "Reshape";  // the chain only renames the source's elements: a view
     n.inputs.push_back(g.add_constant(g.unique_name(end.name + "_shape"),
                                       Tensor::from_int64s({static_cast<int64_t>(shape.size())}, shape)));
@@ -268,6 +278,7 @@ Node strided_copy_node(Graph& g, const Chain& c, const Node& end) {
   n.attrs["base"] = Attribute::of_int(view.base);
   n.attrs["shape"] = Attribute::of_ints(shape);
   if (c.scale) n.attrs["scale"] = Attribute::of_float(*c.scale);
+  if (c.to) n.attrs["to"] = Attribute::of_int(static_cast<int64_t>(*c.to));
   return n;
 }
 
@@ -280,7 +291,7 @@ Expected<bool> fuse_copy_chains(Graph& graph) {
   const OpRegistry& registry = default_registry();
   for (const Chain& c : chains) {
     const Node& end = graph.nodes[static_cast<size_t>(c.end)];
-    const bool identity = !c.scale && view_is_identity(c.view, graph.value(c.source).numel());
+    const bool identity = !c.scale && !c.to && view_is_identity(c.view, graph.value(c.source).numel());
     if (c.kernels < 2 && !(c.kernels == 1 && identity)) continue;
     Node n = strided_copy_node(graph, c, end);
     AOTC_RETURN_IF_ERROR(registry.find(n.op_type, n.domain)->infer(n, graph));

@@ -3,7 +3,9 @@
 // a whole chain of data-movement ops (Transpose, Reshape, Gather of one index, Slice, Split part...)
 // composed by opt/fuse_copy_chains.cc. The optional float `scale` multiplies every element as the
 // Mul kernel would for a scalar constant of that value (compute type float for 16-bit types,
-// rounded once), so a trailing Mul folds in exactly.
+// rounded once), so a trailing Mul folds in exactly. The optional int `to` (an ONNX float type
+// number, as Cast spells it) converts every element as the Cast kernel would, so a trailing float
+// Cast folds in (e.g. the padded LM head's Slice + the fp16 -> fp32 output Cast: one pass).
 #include <algorithm>
 
 #include "ir/op_registry.h"
@@ -15,6 +17,10 @@ namespace {
 
 GatherView view_of(const Node& node) {
   return GatherView{node.attr_ints("dims"), node.attr_ints("strides"), node.attr_int("base", 0)};
+}
+
+DType to_of(const Node& node, DType input) {
+  return node.has_attr("to") ? static_cast<DType>(node.attr_int("to", 0)) : input;
 }
 
 std::optional<float> scale_of(const Node& node) {
@@ -35,6 +41,12 @@ Status strided_copy_infer(Node& node, Graph& graph) {
     return node_error(node, "attribute 'scale' must be a float");
   if (node.has_attr("scale") && !dtype_is_float(x.dtype))
     return node_error(node, "a scale needs a float input, not " + dtype_name(x.dtype));
+  if (node.has_attr("to")) {
+    const int64_t t = node.attrs.at("to").kind == Attribute::Kind::kInt ? node.attr_int("to", 0) : -1;
+    if (t < 0 || !dtype_is_known(static_cast<int32_t>(t)) || !dtype_is_float(static_cast<DType>(t)) ||
+        !dtype_is_float(x.dtype) || node.has_attr("scale"))
+      return node_error(node, "attribute 'to' must be a float type number, for a float input without a scale");
+  }
   const GatherView v = view_of(node);
   const Shape shape = node.attr_ints("shape");
   if (v.dims.size() != v.strides.size())
@@ -57,12 +69,18 @@ Status strided_copy_infer(Node& node, Graph& graph) {
       return node_error(node, "the view reads input offsets [" + std::to_string(lo) + ", " + std::to_string(hi) +
                                   "] outside an input of " + std::to_string(x.numel()) + " elements");
   }
-  set_output(graph, node, 0, x.dtype, shape);
+  set_output(graph, node, 0, to_of(node, x.dtype), shape);
   return Status::ok();
 }
 
 Status strided_copy_reference(const Node& node, const std::vector<const Tensor*>& inputs,
                               std::vector<Tensor>& outputs) {
+  if (outputs[0].dtype() != inputs[0]->dtype()) {  // `to`: gather in the input type, then convert
+    Tensor gathered(inputs[0]->dtype(), outputs[0].shape());
+    strided_gather_reference(*inputs[0], gathered, view_of(node));
+    for (int64_t i = 0; i < gathered.numel(); ++i) outputs[0].set(i, gathered.get(i));
+    return Status::ok();
+  }
   strided_gather_reference(*inputs[0], outputs[0], view_of(node));
   std::optional<float> scale = scale_of(node);
   if (scale && !scale_reference(outputs[0], *scale))
@@ -79,8 +97,9 @@ Expected<Lowering> strided_copy_lower(const Node& node, const Graph& graph) {
   std::optional<float> scale = scale_of(node);
   std::string comment = "StridedCopy " + shape_str(x.shape) + " -> " + shape_str(y.shape) + " " + dtype_name(x.dtype) +
                         " (view dims " + shape_str(v.dims) + " strides " + shape_str(v.strides) + " base " +
-                        std::to_string(v.base) + (scale ? ", scaled" : "") + ")";
-  KernelStep k = strided_gather_step(node.inputs[0], node.outputs[0], x.dtype, x.numel(), v, comment, scale);
+                        std::to_string(v.base) + (scale ? ", scaled" : "") +
+                        (y.dtype != x.dtype ? ", to " + dtype_name(y.dtype) : "") + ")";
+  KernelStep k = strided_gather_step(node.inputs[0], node.outputs[0], x.dtype, x.numel(), v, comment, scale, y.dtype);
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
   return l;
 }

@@ -34,7 +34,8 @@ bool scale_reference(Tensor& y, double scale) {
 }
 
 KernelStep strided_gather_step(ValueId in, ValueId out, DType dtype, int64_t in_numel,
-                               const GatherView& view, const std::string& comment, std::optional<float> scale) {
+                               const GatherView& view, const std::string& comment, std::optional<float> scale,
+                               DType out_dtype) {
   StridedLayout layout = collapse_layout(StridedLayout{view.dims, {view.strides}});
   const int64_t numel = shape_numel(view.dims);
   KernelStep k;
@@ -46,7 +47,15 @@ KernelStep strided_gather_step(ValueId in, ValueId out, DType dtype, int64_t in_
     value = "static_cast<" + dtype_c_type(dtype) + ">(static_cast<" + ct + ">(x) * static_cast<" + ct + ">(" +
             float_literal(*scale) + "))";
   }
-  k.holes = {{"T", scale ? dtype_c_type(dtype) : bits_c_type(dtype)},
+  // A converting copy (float types only): through float (double for fp64), rounded once.
+  const bool convert = out_dtype != DType::kUndefined && out_dtype != dtype;
+  if (convert) {
+    const std::string ct = dtype == DType::kFloat64 || out_dtype == DType::kFloat64 ? "double" : "float";
+    value = "static_cast<" + dtype_c_type(out_dtype) + ">(static_cast<" + ct + ">(x))";
+  }
+  const std::string in_type = scale || convert ? dtype_c_type(dtype) : bits_c_type(dtype);
+  k.holes = {{"T", in_type},
+             {"TO", convert ? dtype_c_type(out_dtype) : in_type},
              {"value", value},
              {"I", index_type_for(std::max(numel, in_numel))},
              {"rank", std::to_string(layout.dims.size())},

@@ -33,6 +33,7 @@ bool scale_reference(Tensor& y, double scale);
 // float) each element is also multiplied by it as scale_reference does.
 KernelStep strided_gather_step(ValueId in, ValueId out, DType dtype, int64_t in_numel,
                                const GatherView& view, const std::string& comment,
-                               std::optional<float> scale = std::nullopt);
+                               std::optional<float> scale = std::nullopt,
+                               DType out_dtype = DType::kUndefined);
 
 }  // namespace aotc

@@ -187,6 +187,14 @@ std::vector<Built> build_all() {
                strided_copy(f16, {7, 3, 36}, {3, 3, 7, 4}, {36, 4, 108, 1}, 12, {3, 3, 7, 4}, 0.70703125f)});
   c.push_back({"copy f32 transpose unscaled", strided_copy(f32, {5, 13}, {13, 5}, {1, 13}, 0, {13, 5})});
   c.push_back({"copy f64 reversed scaled", strided_copy(f64, {2, 9}, {2, 9}, {9, -1}, 8, {18}, -1.5f)});
+  {  // GPT-2's padded logits: drop the padding columns and convert fp16 -> fp32 in one pass
+    auto n = strided_copy(f16, {6, 16}, {6, 13}, {16, 1}, 0, {6, 13});
+    n->attr("to", Attribute::of_int(static_cast<int64_t>(f32)));
+    c.push_back({"copy f16 slice to f32", std::move(n)});
+    auto d = strided_copy(f32, {4, 10}, {10, 4}, {1, 10}, 0, {10, 4});
+    d->attr("to", Attribute::of_int(static_cast<int64_t>(f16)));
+    c.push_back({"copy f32 transpose to f16 (rounds)", std::move(d)});
+  }
   c.push_back({"copy int64 pieces", strided_copy(DType::kInt64, {4, 6}, {3, 2, 4}, {1, 3, 6}, 0, {6, 4})});
   c.push_back({"copy f16 one element", strided_copy(f16, {3}, {}, {}, 2, {1})});
   c.push_back({"matmulT f32 transB batched", matmul_t(f32, {2, 3, 5, 4}, {2, 3, 6, 4}, 0, 1)});
@@ -253,22 +261,23 @@ std::string read_text(const std::string& path) {
 
 TEST(StridedCopyKernels, LoweringsHaveTheExpectedShape) {
   std::vector<Built> built = build_all();
-  ASSERT_EQ(built.size(), 9u);
+  ASSERT_EQ(built.size(), 11u);
   for (const Built& b : built) ASSERT_EQ(b.lowering.steps.size(), 1u) << b.label;
   EXPECT_EQ(built[0].lowering.steps[0].kernel.template_name, "strided_gather");
-  const MatmulStep& m = built[5].lowering.steps[0].matmul;
-  ASSERT_EQ(built[5].lowering.steps[0].kind, LoweredStep::Kind::kMatmul);
+  EXPECT_EQ(built[3].lowering.steps[0].kernel.template_name, "strided_gather");  // the converting copy
+  const MatmulStep& m = built[7].lowering.steps[0].matmul;
+  ASSERT_EQ(built[7].lowering.steps[0].kind, LoweredStep::Kind::kMatmul);
   EXPECT_TRUE(m.trans_b);
   EXPECT_FALSE(m.trans_a);
   EXPECT_EQ(m.ldb, 4);  // B stored [N=6, K=4]
   EXPECT_EQ(m.batch, 6);
   EXPECT_EQ(m.stride_b, 24);
-  const MatmulStep& shared = built[6].lowering.steps[0].matmul;
+  const MatmulStep& shared = built[8].lowering.steps[0].matmul;
   EXPECT_TRUE(shared.trans_a);
   EXPECT_EQ(shared.lda, 5);      // A stored [K=4, M=5] per batch
   EXPECT_EQ(shared.batch, 3);    // not folded into one tall GEMM: A^T's rows are not consecutive
   EXPECT_EQ(shared.stride_b, 0);
-  EXPECT_EQ(built[7].lowering.steps[0].kernel.template_name, "gemm_batched_broadcast");
+  EXPECT_EQ(built[9].lowering.steps[0].kernel.template_name, "gemm_batched_broadcast");
 }
 
 TEST(StridedCopyKernels, AllCompileWithNvcc) {

@@ -202,6 +202,43 @@ TEST(FuseCopyChains, SliceGatherAndTransposeCompose) {
   EXPECT_TRUE(identical(before, g));
 }
 
+// GPT-2's padded LM head: the Slice that drops the padding and the fp16 -> fp32 output Cast become
+// one converting copy (`to`), bit-identical to the two kernels; a Cast between other types or
+// one that starts a chain on its own stays.
+TEST(FuseCopyChains, TrailingFloatCastConvertsInTheCopy) {
+  AOTC_BUILD(g, R"(
+    input %x : float16[6x16]
+    const %starts : int64[1] = [0]
+    const %ends : int64[1] = [13]
+    const %axes : int64[1] = [1]
+    %s : float16[?] = Slice(%x, %starts, %ends, %axes)
+    %y : float[?] = Cast(%s) {to=1}
+    output %y
+  )");
+  Graph before = g;
+  auto changed = run_and_verify(fuse_copy_chains, g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_TRUE(*changed);
+  EXPECT_EQ(op_list(g), "aotc.StridedCopy");
+  EXPECT_EQ(g.nodes[0].attr_int("to", 0), static_cast<int64_t>(DType::kFloat32));
+  EXPECT_EQ(g.value(g.outputs[0]).dtype, DType::kFloat32);
+  EXPECT_EQ(g.value(g.outputs[0]).shape, (Shape{6, 13}));
+  EXPECT_TRUE(identical(before, g));
+
+  AOTC_BUILD(h, R"(
+    input %x : float16[6x16]
+    const %starts : int64[1] = [0]
+    const %ends : int64[1] = [13]
+    const %axes : int64[1] = [1]
+    %s : float16[?] = Slice(%x, %starts, %ends, %axes)
+    %y : int32[?] = Cast(%s) {to=6}
+    output %y
+  )");
+  auto unchanged = run_and_verify(fuse_copy_chains, h);
+  ASSERT_TRUE(unchanged.is_ok()) << unchanged.status().message();
+  EXPECT_FALSE(*unchanged) << "a Cast to an integer type is no float conversion";
+}
+
 TEST(FuseCopyChains, ChainsThatUndoThemselvesBecomeAView) {
   // layout_nhwc's edge Transpose back to NCHW, then the patch embedding's flatten(2).transpose(1, 2):
   // the tokens are the NHWC bytes as they are.
