@@ -5,7 +5,10 @@
 // the reshape back are views (no copy). The Reshape back to [..., N] is moved past the Adds and the
 // activation that follow (sole consumers), so they see the Gemm's [M, N] output: a row-broadcast
 // constant keeps its shape ([N], [1, N]...), a same-shape partner (the residual) gets a view.
-// Exact: the same products and additions in the same order.
+// The same sinking applies to a 2-D Gemm whose output is only reshaped back to [..., N] (GPT-2's
+// Conv1D exports as Reshape -> Gemm(bias) -> Reshape, then the GELU or the residual Add): the
+// Reshape moves past them so fuse_epilogue can absorb them. Exact: the same products and additions
+// in the same order.
 #include <vector>
 
 #include "ir/op_registry.h"
@@ -61,19 +64,37 @@ Expected<bool> matmul_to_gemm(Graph& graph) {
   // the last node of its chain) or -2 (dropped: part of a chain emitted elsewhere).
   std::vector<int> plan(count, -1);
   std::vector<std::vector<Sunk>> chains(count);
+  std::vector<int> reshape_of(count, -1);  // Gemm candidates: the Reshape after them
   for (size_t i = 0; i < count; ++i) {
     const Node& mm = graph.nodes[i];
-    if (!mm.domain.empty() || mm.op_type != "MatMul" || mm.inputs.size() != 2 || mm.outputs.size() != 1) continue;
+    if (!mm.domain.empty() || mm.inputs.size() < 2 || mm.outputs.size() != 1) continue;
+    const bool is_matmul = mm.op_type == "MatMul" && mm.inputs.size() == 2;
+    if (!is_matmul && mm.op_type != "Gemm") continue;
     const Value& a = graph.value(mm.inputs[0]);
     const Value& b = graph.value(mm.inputs[1]);
-    const Value& y = graph.value(mm.outputs[0]);
     const bool floating = a.dtype == DType::kFloat32 || a.dtype == DType::kFloat16 || a.dtype == DType::kBFloat16;
-    if (!floating || !b.is_constant() || b.shape.size() != 2 || a.shape.size() < 2 || a.is_constant() ||
-        y.numel() == 0 || b.shape[0] == 0)
-      continue;
-    const int64_t n = b.shape[1];
+    if (!floating || graph.value(mm.outputs[0]).numel() == 0) continue;
+    ValueId start = mm.outputs[0];
+    int64_t n = 0;
+    if (is_matmul) {
+      if (!b.is_constant() || b.shape.size() != 2 || a.shape.size() < 2 || a.is_constant() || b.shape[0] == 0) continue;
+      n = b.shape[1];
+    } else {
+      // Gemm [M, N] read only by a Reshape to [..., N]: the sinking starts after that Reshape.
+      const Shape& g2 = graph.value(mm.outputs[0]).shape;
+      const int r = sole_reader(graph, consumers, mm.outputs[0]);
+      if (g2.size() != 2 || r < 0) continue;
+      const Node& rs = graph.nodes[static_cast<size_t>(r)];
+      if (!rs.domain.empty() || rs.op_type != "Reshape" || rs.outputs.size() != 1) continue;
+      const Shape& ys = graph.value(rs.outputs[0]).shape;
+      if (ys.size() < 3 || ys.back() != g2[1]) continue;
+      n = g2[1];
+      start = rs.outputs[0];
+      reshape_of[i] = r;
+    }
+    const Value& y = graph.value(start);
     std::vector<Sunk> sunk;
-    ValueId cur = mm.outputs[0];
+    ValueId cur = start;
     bool has_act = false;
     while (sunk.size() < kMaxSunk && !has_act) {
       int next = sole_reader(graph, consumers, cur);
@@ -104,9 +125,17 @@ Expected<bool> matmul_to_gemm(Graph& graph) {
       sunk.push_back(s);
       cur = c.outputs[0];
     }
+    if (!is_matmul && sunk.empty()) {  // a Gemm with nothing to absorb stays as it is
+      reshape_of[i] = -1;
+      continue;
+    }
     const size_t last = sunk.empty() ? i : static_cast<size_t>(sunk.back().node);
-    if (plan[last] != -1) continue;  // already claimed (cannot happen with sole readers; be safe)
+    if (plan[last] != -1 || plan[i] != -1 || (reshape_of[i] >= 0 && plan[static_cast<size_t>(reshape_of[i])] != -1)) {
+      reshape_of[i] = -1;
+      continue;  // already claimed (cannot happen with sole readers; be safe)
+    }
     plan[i] = -2;
+    if (reshape_of[i] >= 0) plan[static_cast<size_t>(reshape_of[i])] = -2;
     for (const Sunk& s : sunk) plan[static_cast<size_t>(s.node)] = -2;
     plan[last] = static_cast<int>(i);
     chains[i] = std::move(sunk);
@@ -124,32 +153,48 @@ Expected<bool> matmul_to_gemm(Graph& graph) {
     }
     if (plan[i] == -2) continue;
     const size_t m_index = static_cast<size_t>(plan[i]);
-    const Node& mm = old[m_index];
-    const Value a = graph.value(mm.inputs[0]);
-    const Shape y_shape = graph.value(mm.outputs[0]).shape;
-    const DType t = a.dtype;
-    const int64_t k = a.shape.back(), n = graph.value(mm.inputs[1]).shape[1];
-    const int64_t rows = a.numel() / k;
-    const Shape flat = {rows, n};
-    const bool needs_views = a.shape.size() != 2;
-    ValueId a2 = mm.inputs[0];
-    if (needs_views) {
-      a2 = graph.add_value(graph.unique_name(a.name + "_rows"), t, {rows, k}, true);
-      out.push_back(reshape(graph, mm.name + "_rows", mm.inputs[0], a2, {rows, k}));
-    }
     const std::vector<Sunk>& sunk = chains[m_index];
-    const ValueId final_out = sunk.empty() ? mm.outputs[0] : old[static_cast<size_t>(sunk.back().node)].outputs[0];
+    ValueId cur = kNoValue, final_out = kNoValue;
+    Shape y_shape, flat;
+    DType t = DType::kUndefined;
+    bool needs_views = true;
+    if (reshape_of[m_index] >= 0) {
+      // A Gemm already: it keeps its 2-D output; the Reshape after it moves to the chain's end.
+      Node gemm = std::move(old[m_index]);
+      const Node& rs = old[static_cast<size_t>(reshape_of[m_index])];
+      y_shape = graph.value(rs.outputs[0]).shape;
+      flat = graph.value(gemm.outputs[0]).shape;
+      t = graph.value(gemm.outputs[0]).dtype;
+      cur = gemm.outputs[0];
+      out.push_back(std::move(gemm));
+    } else {
+      const Node& mm = old[m_index];
+      const Value a = graph.value(mm.inputs[0]);
+      y_shape = graph.value(mm.outputs[0]).shape;
+      t = a.dtype;
+      const int64_t k = a.shape.back(), n = graph.value(mm.inputs[1]).shape[1];
+      const int64_t rows = a.numel() / k;
+      flat = {rows, n};
+      needs_views = a.shape.size() != 2;
+      ValueId a2 = mm.inputs[0];
+      if (needs_views) {
+        a2 = graph.add_value(graph.unique_name(a.name + "_rows"), t, {rows, k}, true);
+        out.push_back(reshape(graph, mm.name + "_rows", mm.inputs[0], a2, {rows, k}));
+      }
+      Node gemm;
+      gemm.name = mm.name;
+      gemm.op_type = "Gemm";
+      gemm.inputs = {a2, mm.inputs[1]};
+      cur = needs_views ? graph.add_value(graph.unique_name(graph.value(mm.outputs[0]).name + "_2d"), t, flat, true)
+                        : mm.outputs[0];
+      gemm.outputs = {cur};
+      AOTC_RETURN_IF_ERROR(infer_node(gemm, graph, registry));
+      out.push_back(std::move(gemm));
+    }
+    final_out = sunk.empty() ? old[m_index].outputs[0] : old[static_cast<size_t>(sunk.back().node)].outputs[0];
     auto new_flat = [&](const std::string& base) {
       return needs_views ? graph.add_value(graph.unique_name(base + "_2d"), t, flat, true) : kNoValue;
     };
-    Node gemm;
-    gemm.name = mm.name;
-    gemm.op_type = "Gemm";
-    gemm.inputs = {a2, mm.inputs[1]};
-    ValueId cur = needs_views ? new_flat(graph.value(mm.outputs[0]).name) : mm.outputs[0];
-    gemm.outputs = {cur};
-    AOTC_RETURN_IF_ERROR(infer_node(gemm, graph, registry));
-    out.push_back(std::move(gemm));
     for (const Sunk& s : sunk) {
       Node node = std::move(old[static_cast<size_t>(s.node)]);
       const ValueId orig_out = node.outputs[0];

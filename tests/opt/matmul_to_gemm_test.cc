@@ -99,6 +99,52 @@ TEST(MatmulToGemm, StopsSinkingAtABroadcastPartnerAndKeepsTheChainCorrect) {
   EXPECT_TRUE(testing_util::same_outputs(before, g));
 }
 
+// GPT-2's Conv1D: Gemm(bias) on flattened rows, reshaped back, then the residual Add and an
+// activation: the Reshape moves to the end so fuse_epilogue makes one FusedGemm.
+TEST(MatmulToGemm, ReshapeAfterAGemmIsSunkPastResidualAndActivation) {
+  AOTC_REQUIRE_OPS("Gemm", "aotc.FusedGemm", "Add", "Relu", "Reshape");
+  AOTC_BUILD(g, R"(
+    input %x : float[6x4]
+    input %r : float[2x3x5]
+    const %w : float[4x5] = random(1)
+    const %b : float[5] = random(2)
+    const %s : int64[3] = [2,3,5]
+    %m : float[?] = Gemm(%x, %w, %b)  # c_proj
+    %m3 : float[?] = Reshape(%m, %s)
+    %a : float[?] = Add(%r, %m3)
+    %y : float[?] = Relu(%a)
+    output %y
+  )");
+  Graph before = g;
+  auto changed = run_verified(g, matmul_to_gemm);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_TRUE(*changed);
+  EXPECT_EQ(op_list(g), "Gemm,Reshape,Add,Relu,Reshape");
+  EXPECT_EQ(g.nodes.back().outputs[0], g.find_value("y"));
+  EXPECT_TRUE(testing_util::same_outputs(before, g));
+  auto fused = run_verified(g, fuse_epilogue);
+  ASSERT_TRUE(fused.is_ok()) << fused.status().message();
+  EXPECT_EQ(op_list(g), "Reshape,aotc.FusedGemm,Reshape");
+  EXPECT_TRUE(testing_util::same_outputs(before, g));
+}
+
+TEST(MatmulToGemm, GemmWithNothingToAbsorbStays) {
+  AOTC_REQUIRE_OPS("Gemm", "Reshape", "Softmax");
+  AOTC_BUILD(g, R"(
+    input %x : float[6x4]
+    const %w : float[4x5] = random(1)
+    const %s : int64[3] = [2,3,5]
+    %m : float[?] = Gemm(%x, %w)
+    %m3 : float[?] = Reshape(%m, %s)
+    %y : float[?] = Softmax(%m3) {axis=-1}
+    output %y
+  )");
+  auto changed = matmul_to_gemm(g);
+  ASSERT_TRUE(changed.is_ok());
+  EXPECT_FALSE(*changed);
+  EXPECT_EQ(op_list(g), "Gemm,Reshape,Softmax");
+}
+
 TEST(MatmulToGemm, MustNotFire) {
   const std::vector<std::pair<const char*, std::string>> cases = {
       {"B not a constant", R"(
