@@ -107,73 +107,6 @@ struct Match {
   ValueId merged = kNoValue;  // the [B,Sq,H,Dv] value the head merge produced
 };
 
-bool match_at(const Ctx& c, int softmax_index, Match& m) {
-  const Node& sm = c.g.nodes[static_cast<size_t>(softmax_index)];
-  if (sm.inputs.size() != 1 || sm.outputs.size() != 1) return false;
-  const Shape& ss = c.g.value(sm.inputs[0]).shape;
-  const int64_t axis = sm.attr_int("axis", -1);
-  if (ss.size() != 4 || (axis != -1 && axis != 3)) return false;
-  std::vector<int> chain;
-  // Backwards: [Add(mask)] <- [scale] <- MatMul.
-  ValueId x = sm.inputs[0];
-  int next = softmax_index;
-  if (!sole_reader_is(c, x, next)) return false;
-  if (const Node* add = producer(c, x, "Add")) {
-    for (int i = 0; i < 2 && m.mask == kNoValue; ++i) {
-      double tmp = 1.0;
-      ValueId scores = add->inputs[static_cast<size_t>(i)];
-      ValueId base = strip_scale(c, scores, tmp, nullptr);
-      if (producer(c, base, "MatMul") && add->inputs[static_cast<size_t>(1 - i)] != scores) {
-        m.mask = add->inputs[static_cast<size_t>(1 - i)];
-        chain.push_back(index_of(c, add));
-        next = index_of(c, add);
-        x = scores;
-      }
-    }
-    if (m.mask == kNoValue) return false;
-    if (!sole_reader_is(c, x, next)) return false;
-  }
-  std::vector<int> scale_nodes;
-  ValueId s_raw = strip_scale(c, x, m.scale, &scale_nodes);
-  if (!scale_nodes.empty()) {
-    chain.push_back(scale_nodes[0]);
-    if (!sole_reader_is(c, s_raw, scale_nodes[0])) return false;
-    next = scale_nodes[0];
-  }
-  const Node* mm1 = producer(c, s_raw, "MatMul");
-  if (!mm1 || mm1->inputs.size() != 2) return false;
-  chain.push_back(index_of(c, mm1));
-  // Operands: optional scalar scales on Q and K^T (SDPA's exported sqrt(scale) on both).
-  ValueId q4 = strip_scale(c, mm1->inputs[0], m.scale, nullptr);
-  ValueId kt = strip_scale(c, mm1->inputs[1], m.scale, nullptr);
-  m.q3 = split_heads_source(c, q4, {0, 2, 1, 3});
-  m.k3 = keys_source(c, kt);
-  if (m.q3 == kNoValue || m.k3 == kNoValue) return false;
-  // Forwards: MatMul(P, V) -> Transpose(0,2,1,3).
-  const ValueId p = sm.outputs[0];
-  if (c.g.is_graph_output(p) || c.consumers[static_cast<size_t>(p)].size() != 1) return false;
-  const int mm2_index = c.consumers[static_cast<size_t>(p)][0];
-  const Node& mm2 = c.g.nodes[static_cast<size_t>(mm2_index)];
-  if (!mm2.domain.empty() || mm2.op_type != "MatMul" || mm2.inputs.size() != 2 || mm2.inputs[0] != p) return false;
-  m.v3 = split_heads_source(c, mm2.inputs[1], {0, 2, 1, 3});
-  if (m.v3 == kNoValue) return false;
-  const ValueId o = mm2.outputs[0];
-  if (c.g.is_graph_output(o) || c.consumers[static_cast<size_t>(o)].size() != 1) return false;
-  const int merge_index = c.consumers[static_cast<size_t>(o)][0];
-  const Node& merge = c.g.nodes[static_cast<size_t>(merge_index)];
-  if (!merge.domain.empty() || merge.op_type != "Transpose" || perm_of(merge) != std::vector<int64_t>{0, 2, 1, 3})
-    return false;
-  m.merged = merge.outputs[0];
-  m.heads = c.g.value(o).shape[1];
-  const Shape& qs = c.g.value(m.q3).shape;
-  if (m.heads <= 0 || qs.size() != 3 || qs[2] % m.heads != 0) return false;
-  chain.push_back(softmax_index);
-  chain.push_back(mm2_index);
-  chain.push_back(merge_index);
-  m.chain = chain;
-  return true;
-}
-
 // The backward part shared by both forms: [Add(mask)] <- [scalar scale] <- MatMul(A, B); fills
 // mask, scale and chain, returns the MatMul or nullptr.
 const Node* scores_matmul(const Ctx& c, const Node& sm, int softmax_index, Match& m) {
@@ -207,6 +140,40 @@ const Node* scores_matmul(const Ctx& c, const Node& sm, int softmax_index, Match
   if (!mm1 || mm1->inputs.size() != 2) return nullptr;
   m.chain.push_back(index_of(c, mm1));
   return mm1;
+}
+
+bool match_at(const Ctx& c, int softmax_index, Match& m) {
+  const Node& sm = c.g.nodes[static_cast<size_t>(softmax_index)];
+  const Node* mm1 = scores_matmul(c, sm, softmax_index, m);
+  if (!mm1) return false;
+  // Operands: optional scalar scales on Q and K^T (SDPA's exported sqrt(scale) on both).
+  ValueId q4 = strip_scale(c, mm1->inputs[0], m.scale, nullptr);
+  ValueId kt = strip_scale(c, mm1->inputs[1], m.scale, nullptr);
+  m.q3 = split_heads_source(c, q4, {0, 2, 1, 3});
+  m.k3 = keys_source(c, kt);
+  if (m.q3 == kNoValue || m.k3 == kNoValue) return false;
+  // Forwards: MatMul(P, V) -> Transpose(0,2,1,3).
+  const ValueId p = sm.outputs[0];
+  if (c.g.is_graph_output(p) || c.consumers[static_cast<size_t>(p)].size() != 1) return false;
+  const int mm2_index = c.consumers[static_cast<size_t>(p)][0];
+  const Node& mm2 = c.g.nodes[static_cast<size_t>(mm2_index)];
+  if (!mm2.domain.empty() || mm2.op_type != "MatMul" || mm2.inputs.size() != 2 || mm2.inputs[0] != p) return false;
+  m.v3 = split_heads_source(c, mm2.inputs[1], {0, 2, 1, 3});
+  if (m.v3 == kNoValue) return false;
+  const ValueId o = mm2.outputs[0];
+  if (c.g.is_graph_output(o) || c.consumers[static_cast<size_t>(o)].size() != 1) return false;
+  const int merge_index = c.consumers[static_cast<size_t>(o)][0];
+  const Node& merge = c.g.nodes[static_cast<size_t>(merge_index)];
+  if (!merge.domain.empty() || merge.op_type != "Transpose" || perm_of(merge) != std::vector<int64_t>{0, 2, 1, 3})
+    return false;
+  m.merged = merge.outputs[0];
+  m.heads = c.g.value(o).shape[1];
+  const Shape& qs = c.g.value(m.q3).shape;
+  if (m.heads <= 0 || qs.size() != 3 || qs[2] % m.heads != 0) return false;
+  m.chain.push_back(softmax_index);
+  m.chain.push_back(mm2_index);
+  m.chain.push_back(merge_index);
+  return true;
 }
 
 // Second form: dense 4-D operands; on success m.chain ends with the P V MatMul, whose output the
