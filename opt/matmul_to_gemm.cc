@@ -154,7 +154,10 @@ Expected<bool> matmul_to_gemm(Graph& graph) {
     if (plan[i] == -2) continue;
     const size_t m_index = static_cast<size_t>(plan[i]);
     const std::vector<Sunk>& sunk = chains[m_index];
-    ValueId cur = kNoValue, final_out = kNoValue;
+    // The value the whole replacement ends in (read before any node of the chain is moved).
+    const ValueId final_out =
+        sunk.empty() ? old[m_index].outputs[0] : old[static_cast<size_t>(sunk.back().node)].outputs[0];
+    ValueId cur = kNoValue;
     Shape y_shape, flat;
     DType t = DType::kUndefined;
     bool needs_views = true;
@@ -191,7 +194,6 @@ Expected<bool> matmul_to_gemm(Graph& graph) {
       AOTC_RETURN_IF_ERROR(infer_node(gemm, graph, registry));
       out.push_back(std::move(gemm));
     }
-    final_out = sunk.empty() ? old[m_index].outputs[0] : old[static_cast<size_t>(sunk.back().node)].outputs[0];
     auto new_flat = [&](const std::string& base) {
       return needs_views ? graph.add_value(graph.unique_name(base + "_2d"), t, flat, true) : kNoValue;
     };

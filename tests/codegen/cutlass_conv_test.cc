@@ -7,13 +7,12 @@
 // tools/device_run.sh against ONNX Runtime on whole networks.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <unistd.h>
 
 #include "codegen/codegen.h"
 #include "codegen/cutlass_dir.h"
 #include "codegen/launch_program.h"
 #include "codegen_test_util.h"
+#include "library_build.h"
 #include "ir/layout.h"
 #include "ir/op_registry.h"
 #include "ir/text_ir.h"
@@ -22,7 +21,6 @@
 
 namespace aotc {
 namespace {
-namespace fs = std::filesystem;
 
 // `t`: float16, bfloat16 or float (fp32: the SIMT configurations and cuBLASLt SGEMM).
 Expected<Graph> residual_block(const std::string& t = "float16", bool pointwise_gemm = true, bool im2col_gemm = false) {
@@ -210,32 +208,6 @@ INSTANTIATE_TEST_SUITE_P(
                       std::make_pair(std::string(""),
                                      std::string("%y : float16[?] = Sigmoid(%c)  # sig\n    output %y"))));
 
-// Compiles `g` with `plan` into a temporary folder for `archs` and returns the generated .cu
-// sources (the library is checked to exist first). "" means compile_library failed (recorded).
-std::string compile_block_sources(Graph& g, const MemoryPlan& plan, const std::vector<std::string>& archs,
-                                  const std::string& cutlass_include, const std::string& tag) {
-  fs::path dir = fs::temp_directory_path() / ("aotc-" + tag + "-" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  CodegenOptions o;
-  o.name = "block";
-  o.output_path = (dir / "libblock.so").string();
-  o.emit_source_dir = (dir / "src").string();
-  o.nvcc = test::find_nvcc();
-  o.archs = archs;
-  o.aotc_version = "test";
-  o.cutlass_include_dir = cutlass_include;
-  auto stats = compile_library(g, plan, o);
-  EXPECT_TRUE(stats.is_ok()) << stats.status().message();
-  EXPECT_TRUE(fs::exists(dir / "libblock.so"));
-  std::string sources;
-  if (stats.is_ok())
-    for (const auto& e : fs::directory_iterator(dir / "src"))
-      if (e.path().extension() == ".cu") sources += test::read_file(e.path());
-  fs::remove_all(dir);
-  return sources;
-}
-
 // The im2col + GEMM form of the block compiles too (the im2col kernel, cuBLASLt calls, no CUTLASS).
 TEST(CutlassConv, Im2colLibraryCompiles) {
   if (!test::tool_runs(test::find_nvcc()) || !test::tool_runs("cc")) GTEST_SKIP() << "nvcc or cc not available";
@@ -243,7 +215,7 @@ TEST(CutlassConv, Im2colLibraryCompiles) {
   ASSERT_TRUE(g.is_ok()) << g.status().message();
   auto plan = plan_memory(*g);
   ASSERT_TRUE(plan.is_ok()) << plan.status().message();
-  const std::string sources = compile_block_sources(*g, *plan, {"sm_87", "sm_90"}, "", "im2col");
+  const std::string sources = test::compile_block_sources(*g, *plan, {"sm_87", "sm_90"}, "", "im2col");
   ASSERT_FALSE(sources.empty());
   EXPECT_NE(sources.find("im2col of an NHWC activation"), std::string::npos);
   EXPECT_EQ(sources.find("cutlass"), std::string::npos);
@@ -259,7 +231,7 @@ TEST_P(CutlassConvTypes, LibraryCompilesForAmpereAndHopper) {
     GTEST_SKIP() << "CUTLASS headers not found (pip install nvidia-cutlass, or CUTLASS_DIR)";
   auto g = residual_block(GetParam(), /*pointwise_gemm=*/true, /*im2col_gemm=*/false);
   ASSERT_TRUE(g.is_ok()) << g.status().message();
-  const std::string sources = compile_block_sources(*g, test::linear_plan(*g), {"sm_80", "sm_90"}, *include, "cutlass-" + GetParam());
+  const std::string sources = test::compile_block_sources(*g, test::linear_plan(*g), {"sm_80", "sm_90"}, *include, "cutlass-" + GetParam());
   ASSERT_FALSE(sources.empty());
   EXPECT_NE(sources.find("DefaultConv2dFpropWithBroadcast"), std::string::npos);
   if (GetParam() == "float") {

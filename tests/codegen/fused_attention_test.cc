@@ -7,20 +7,18 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <filesystem>
-#include <unistd.h>
 
 #include "codegen/codegen.h"
 #include "codegen/cutlass_dir.h"
 #include "codegen/launch_program.h"
 #include "codegen_test_util.h"
+#include "library_build.h"
 #include "ir/op_registry.h"
 #include "ir/text_ir.h"
 #include "opt/memory_plan.h"
 
 namespace aotc {
 namespace {
-namespace fs = std::filesystem;
 
 Expected<Graph> attention_graph(const std::string& body, const std::vector<std::string>& archs = {"sm_90"}) {
   auto g = parse_text_ir(body);
@@ -183,26 +181,11 @@ TEST(FusedAttention, LibraryCompilesForAmpereAndHopper) {
     GTEST_SKIP() << "CUTLASS's examples/41_fused_multi_head_attention is not next to " << *include;
   auto g = attention_graph(k3dMasked, {"sm_80", "sm_90"});
   ASSERT_TRUE(g.is_ok());
-  fs::path dir = fs::temp_directory_path() / ("aotc-fmha-" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  CodegenOptions o;
-  o.name = "attn";
-  o.output_path = (dir / "libattn.so").string();
-  o.emit_source_dir = (dir / "src").string();
-  o.nvcc = nvcc;
-  o.archs = {"sm_80", "sm_90"};
-  o.aotc_version = "test";
-  o.cutlass_include_dir = *include;
-  auto stats = compile_library(*g, test::linear_plan(*g), o);
-  ASSERT_TRUE(stats.is_ok()) << stats.status().message();
-  EXPECT_TRUE(fs::exists(dir / "libattn.so"));
-  std::string sources;
-  for (const auto& e : fs::directory_iterator(dir / "src"))
-    if (e.path().extension() == ".cu") sources += test::read_file(e.path());
+  const std::string sources =
+      test::compile_block_sources(*g, test::linear_plan(*g), {"sm_80", "sm_90"}, *include, "fmha");
+  ASSERT_FALSE(sources.empty());
   EXPECT_NE(sources.find("AttentionKernel<cutlass::half_t, cutlass::arch::Sm80"), std::string::npos);
   EXPECT_NE(sources.find("_params(unsigned char* out, aotc_builder_args a)"), std::string::npos);
-  fs::remove_all(dir);
 }
 
 }  // namespace
