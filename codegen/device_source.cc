@@ -81,6 +81,7 @@ Expected<std::vector<std::string>> render_device_sources(LaunchProgram& program,
     int u = unique_of[i];
     program.kernels[i].function = unique[static_cast<size_t>(u)].name;
     program.kernels[i].module = u % files;
+    program.kernels[i].pdl = unique[static_cast<size_t>(u)].code.find("AOTC_PDL_ENTER();") != std::string::npos;
   }
   std::vector<std::string> sources(static_cast<size_t>(files));
   for (int f = 0; f < files; ++f) {

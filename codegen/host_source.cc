@@ -205,7 +205,7 @@ std::string render_model_c(const LaunchProgram& program, const Graph& graph,
                std::to_string(k.block.z) + "u}, " + std::to_string(k.shared_bytes) + "u, " +
                std::to_string(first) + ", " + std::to_string(k.args.size()) + ", " +
                (k.library_params ? "1" : "0") + ", " + std::to_string(first_builder) + ", " +
-               std::to_string(num_builder) + "},\n";
+               std::to_string(num_builder) + ", " + (k.pdl ? "1" : "0") + "},\n";
     first += static_cast<int>(k.args.size());
     first_builder += num_builder;
   }

@@ -57,6 +57,9 @@ struct ProgramKernel {
   // their own builder_args.
   bool library_params = false;
   std::vector<int64_t> builder_args;
+  // The rendered code starts its kernel with AOTC_PDL_ENTER() (templates/common.cuh): the runtime
+  // may launch it with programmatic dependent launch. Set by render_device_sources.
+  bool pdl = false;
 };
 
 struct ProgramMatmul {

@@ -26,6 +26,27 @@ typedef struct CUevent_st* CUevent;
 #define AOTC_CU_STREAM_CAPTURE_STATUS_NONE 0
 #define AOTC_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
 
+/* cuLaunchKernelEx's configuration (CUlaunchConfig, CUlaunchAttribute of cuda.h; the attribute
+   value is a 64-byte union there). Only programmatic stream serialization is used. */
+#define AOTC_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
+typedef struct aotc_cu_launch_attribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int programmatic_stream_serialization_allowed;
+    void* align;
+  } value;
+} aotc_cu_launch_attribute;
+typedef struct aotc_cu_launch_config {
+  unsigned grid_x, grid_y, grid_z;
+  unsigned block_x, block_y, block_z;
+  unsigned shared_bytes;
+  CUstream stream;
+  aotc_cu_launch_attribute* attrs;
+  unsigned num_attrs;
+} aotc_cu_launch_config;
+
 /* cuBLASLt: opaque descriptors are pointers; the heuristic result is semi-opaque (layout fixed). */
 typedef int cublasStatus_t; /* CUBLAS_STATUS_SUCCESS = 0 */
 typedef struct cublasLtContext* cublasLtHandle_t;
@@ -100,6 +121,11 @@ typedef struct aotc_cuda_api {
   CUresult (*event_synchronize)(CUevent event);                           /* cuEventSynchronize */
   CUresult (*event_elapsed_time)(float* ms, CUevent start, CUevent end);  /* cuEventElapsedTime */
   CUresult (*event_destroy)(CUevent event);                               /* cuEventDestroy_v2 */
+  /* Programmatic dependent launch (optional: NULL when the driver lacks either; plain launches). */
+  CUresult (*launch_kernel_ex)(const aotc_cu_launch_config* config, CUfunction f, void** params,
+                               void** extra);                             /* cuLaunchKernelEx */
+  CUresult (*module_get_global)(CUdeviceptr* ptr, size_t* bytes, CUmodule m,
+                                const char* name);                        /* cuModuleGetGlobal_v2 */
 } aotc_cuda_api;
 
 typedef struct aotc_cublaslt_api {

@@ -256,6 +256,7 @@ static int create_on_device(aotc_rt_handle* h, void* workspace, const aotc_rt_ha
           aotc_rt_cu_error_name(h, r), d->archs);
   int code = aotc_rt_prepare_kernels(h);
   if (code != AOTC_OK) return code;
+  aotc_rt_pdl_setup(h);
   if (workspace) {
     h->arena = (CUdeviceptr)(uintptr_t)workspace;
   } else if (d->arena_bytes > 0) {
@@ -316,6 +317,7 @@ aotc_rt_handle* aotc_rt_handle_new(const aotc_rt_model_desc* desc, int device) {
     h->library_index[i] = desc->kernels[i].library ? next++ : -1;
   for (int e = 0; e < kAotcGraphCacheEntries; ++e) h->graphs[e].pointers = h->graph_pointer_store + nio * (size_t)e;
   h->graphs_enabled = !aotc_rt_env_disables_graphs(getenv("AOTC_NO_CUDA_GRAPH"));
+  h->pdl_allowed = !aotc_rt_env_disables_graphs(getenv("AOTC_NO_PDL"));
   return h;
 }
 

@@ -86,6 +86,11 @@ struct aotc_rt_handle {
   CUdeviceptr staging; /* run_host buffers, allocated on its first call */
   const void** staging_inputs;
   void** staging_outputs;
+  /* Programmatic dependent launch: kernels whose table entry says `pdl` are launched with
+     programmatic stream serialization when pdl_enabled (aotc_rt_pdl_setup at create). */
+  int pdl_allowed; /* AOTC_NO_PDL is not set (read at create) */
+  int pdl_enabled; /* allowed, the driver has cuLaunchKernelEx, every module reports sm_90+ code */
+  unsigned long long pdl_launches; /* for tests and debugging */
   /* CUDA graphs (aotc_rt_graph.c). */
   int graphs_enabled; /* the driver has the entry points and AOTC_NO_CUDA_GRAPH is not set */
   int graphs_failed;  /* a capture failed: plain launches from now on */
@@ -119,6 +124,10 @@ AOTC_RT_HIDDEN int aotc_rt_prepare_kernels(aotc_rt_handle* h);
 AOTC_RT_HIDDEN void aotc_rt_release(aotc_rt_handle* h);
 
 /* aotc_rt_launch.c */
+/* Decides pdl_enabled after the modules are loaded (context current): the driver's entry points,
+   AOTC_NO_PDL, and every module's aotc_pdl_arch global (1: compiled for sm_90+, so its kernels
+   execute griddepcontrol.wait; templates/common.cuh). Never fails: without PDL, plain launches. */
+AOTC_RT_HIDDEN void aotc_rt_pdl_setup(aotc_rt_handle* h);
 AOTC_RT_HIDDEN int aotc_rt_launch_all(aotc_rt_handle* h, const void* const* inputs,
                                       void* const* outputs, CUstream stream);
 /* Step `s` of the launch sequence on `stream` (what launch_all does for each step). */

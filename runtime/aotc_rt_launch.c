@@ -43,6 +43,54 @@ int aotc_rt_check_io(aotc_rt_handle* h, const void* const* inputs, void* const* 
   return AOTC_OK;
 }
 
+void aotc_rt_pdl_setup(aotc_rt_handle* h) {
+  const aotc_rt_model_desc* d = h->desc;
+  h->pdl_enabled = 0;
+  if (!h->pdl_allowed || !h->cu.launch_kernel_ex || !h->cu.module_get_global) return;
+  int any = 0;
+  for (int i = 0; i < d->num_kernels; ++i) any |= d->kernels[i].pdl;
+  if (!any) return;
+  for (int m = 0; m < d->num_fatbins; ++m) {
+    CUdeviceptr p = 0;
+    size_t bytes = 0;
+    int value = 0;
+    if (h->cu.module_get_global(&p, &bytes, h->modules[m], "aotc_pdl_arch") != AOTC_CU_SUCCESS ||
+        bytes != sizeof value || h->cu.memcpy_dtoh(&value, p, sizeof value) != AOTC_CU_SUCCESS ||
+        value != 1)
+      return;
+  }
+  h->pdl_enabled = 1;
+}
+
+static CUresult launch_kernel(aotc_rt_handle* h, const aotc_rt_kernel* k, CUfunction f,
+                              const aotc_rt_launch_shape* shape, CUstream stream, void** params) {
+  if (h->pdl_enabled && k->pdl) {
+    /* The kernel may start before the previous one in the stream has finished: it waits for it
+       (griddepcontrol.wait) before touching memory. */
+    aotc_cu_launch_attribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = AOTC_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmatic_stream_serialization_allowed = 1;
+    aotc_cu_launch_config config;
+    memset(&config, 0, sizeof config);
+    config.grid_x = shape->grid[0];
+    config.grid_y = shape->grid[1];
+    config.grid_z = shape->grid[2];
+    config.block_x = shape->block[0];
+    config.block_y = shape->block[1];
+    config.block_z = shape->block[2];
+    config.shared_bytes = shape->shared_bytes;
+    config.stream = stream;
+    config.attrs = &attr;
+    config.num_attrs = 1;
+    ++h->pdl_launches;
+    return h->cu.launch_kernel_ex(&config, f, params, NULL);
+  }
+  return h->cu.launch_kernel(f, shape->grid[0], shape->grid[1], shape->grid[2], shape->block[0],
+                             shape->block[1], shape->block[2], shape->shared_bytes, stream, params,
+                             NULL);
+}
+
 int aotc_rt_launch_step(aotc_rt_handle* h, int s, const void* const* inputs, void* const* outputs,
                         CUstream stream) {
   const aotc_rt_model_desc* d = h->desc;
@@ -69,9 +117,7 @@ int aotc_rt_launch_step(aotc_rt_handle* h, int s, const void* const* inputs, voi
       for (int a = 0; a < k->num_args; ++a)
         h->arg_values[k->first_arg + a] = resolve(h, d->kernel_args[k->first_arg + a], inputs, outputs);
     }
-    CUresult r = h->cu.launch_kernel(h->functions[step->index], shape->grid[0], shape->grid[1],
-                                     shape->grid[2], shape->block[0], shape->block[1],
-                                     shape->block[2], shape->shared_bytes, stream, params, NULL);
+    CUresult r = launch_kernel(h, k, h->functions[step->index], shape, stream, params);
     if (r != AOTC_CU_SUCCESS) {
       char what[160];
       snprintf(what, sizeof what, "cuLaunchKernel(%s)", k->name);

@@ -92,7 +92,13 @@ int aotc_rt_profile_run(aotc_rt_handle* h, const void* const* inputs, void* cons
     code = aotc_rt_set_error(h, AOTC_ERROR_INVALID_ARGUMENT,
                              "profile_run: the stream is being captured (profile outside a capture)");
   if (code == AOTC_OK && !h->profile_events) code = create_events(h);
-  if (code == AOTC_OK) code = profile_steps(h, inputs, outputs, s, step_ms);
+  if (code == AOTC_OK) {
+    /* Plain launches: an early-started kernel would be timed from before its predecessor ended. */
+    int pdl = h->pdl_enabled;
+    h->pdl_enabled = 0;
+    code = profile_steps(h, inputs, outputs, s, step_ms);
+    h->pdl_enabled = pdl;
+  }
   if (code == AOTC_OK) h->message[0] = '\0';
   aotc_rt_leave(h);
   return code;

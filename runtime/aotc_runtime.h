@@ -49,6 +49,9 @@ typedef struct aotc_rt_kernel {
   int library;
   int first_builder_arg;
   int num_builder_args;
+  /* 1: the kernel starts with griddepcontrol.wait (templates/common.cuh AOTC_PDL_ENTER), so it
+     may be launched with programmatic stream serialization (sm_90+, see aotc_rt_launch.c). */
+  int pdl;
 } aotc_rt_kernel;
 
 enum { AOTC_MM_F32 = 0, AOTC_MM_F16 = 1, AOTC_MM_BF16 = 2 };

@@ -6,6 +6,24 @@
 #include <math.h>
 #include <stdint.h>
 
+// Programmatic dependent launch (Hopper and later). Every kernel of the templates starts with
+// AOTC_PDL_ENTER(): it waits until the kernels before it in the stream have completed and their
+// writes are visible (griddepcontrol.wait), then lets the next kernel's blocks be scheduled
+// (griddepcontrol.launch_dependents) so that its launch overlaps this kernel's tail. Both are
+// no-ops when the kernel was launched without the programmatic-serialization attribute. The
+// runtime sets that attribute only on kernels whose rendered code calls AOTC_PDL_ENTER (the
+// kernel table's `pdl`) and only when every loaded module reports aotc_pdl_arch == 1, i.e. the
+// code the driver picked was compiled for sm_90+ (a compute_87 PTX library JIT-compiled on an
+// H100 has no wait instruction, so it must not be launched early).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define AOTC_PDL_ENTER() asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory")
+#define AOTC_PDL_ARCH_VALUE 1
+#else
+#define AOTC_PDL_ENTER() ((void)0)
+#define AOTC_PDL_ARCH_VALUE 0
+#endif
+extern "C" __device__ int aotc_pdl_arch = AOTC_PDL_ARCH_VALUE;
+
 // Element <-> compute-type conversions usable in every template: static_cast works for float,
 // double and the integer types; __half and __nv_bfloat16 convert through float.
 template <class To, class From>

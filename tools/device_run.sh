@@ -18,6 +18,8 @@
 #      JETSON_PTX=1 (resnet50 bs1 fp16 --arch compute_87: PTX JIT-compiled by the driver here)
 #      PROFILE_CASES="resnet50_bs32_fp16" (aotc-run --profile, when aotc-run has it)
 #      ABLATION_MODEL=resnet50 (the model of the ablation and PTX cases)
+#      AB_ENV="AOTC_NO_PDL=1" (each main case is timed a second time with these variables set;
+#      both medians on its progress line, the second in bench_ab.json)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 repo="$(pwd)"
@@ -202,8 +204,15 @@ step_aotc() {
       timeout "$(cap 60)" "$aotc_run" "$lc/lib$lib.so" "${inputs[@]}" --profile --profile-json "$c/profile.json" \
         </dev/null >"$c/profile.log" 2>&1 || true
     fi
+    local ab=""
+    if [ -n "${AB_ENV:-}" ] && [ "$role" = main ]; then
+      # shellcheck disable=SC2086  # AB_ENV is a list of VAR=value
+      timeout "$(cap 120)" env ${envs[@]+"${envs[@]}"} $AB_ENV "$aotc_run" "$lc/lib$lib.so" "${inputs[@]}" \
+        --bench "$BENCH_ITERS" --json "$c/bench_ab.json" </dev/null >"$c/bench_ab.log" 2>&1 || true
+      ab="; with $AB_ENV: $(grep -o -m1 'median [0-9.]* ms' "$c/bench_ab.log")"
+    fi
     [ "$role" = ablation ] || failures=$((failures + bad))
-    [ "$quiet" = 1 ] || say "  $name: compiled in $dt s; $(tail -n 1 "$c/check.log" | cut -c1-150); $(grep -o -m1 'median [0-9.]* ms' "$c/bench.log")"
+    [ "$quiet" = 1 ] || say "  $name: compiled in $dt s; $(tail -n 1 "$c/check.log" | cut -c1-150); $(grep -o -m1 'median [0-9.]* ms' "$c/bench.log")$ab"
   done <<<"$plan"
   return $failures
 }

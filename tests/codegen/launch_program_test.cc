@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "codegen/device_source.h"
+#include "codegen/embedded_files.h"
 #include "codegen/host_source.h"
 #include "codegen/launch_program.h"
 #include "codegen_test_util.h"
@@ -238,11 +239,14 @@ TEST(GeneratedSource, HostileNamesAreSanitizedEverywhere) {
   EXPECT_NE(cu->find("void k1_sig_moid_define_X_"), std::string::npos);
   // Names reach the host tables only as escaped string literals.
   EXPECT_NE(host.model_c.find("\"x\\042\\051\\073\\040system"), std::string::npos) << host.model_c;
-  // Every preprocessor line of the .cu comes from common.cuh.
+  // Every preprocessor line of the .cu is a line of common.cuh.
+  const EmbeddedFile* common = find_embedded_file("templates/common.cuh");
+  ASSERT_NE(common, nullptr);
+  const std::string common_text = "\n" + common->text();
   std::istringstream lines(*cu);
   for (std::string line; std::getline(lines, line);)
     if (!line.empty() && line[0] == '#') {
-      EXPECT_EQ(line.rfind("#include <", 0), 0u) << line;
+      EXPECT_NE(common_text.find("\n" + line + "\n"), std::string::npos) << line;
     }
 }
 
@@ -317,6 +321,66 @@ TEST(GeneratedSource, IdenticalKernelsAreEmittedOnceAndFilesSplit) {
   EXPECT_NE(host.model_c.find("{\"k0_relu0\", 0, {"), std::string::npos) << host.model_c;
   EXPECT_NE(host.model_c.find("/* k2_relu2 (runs k0_relu0) */"), std::string::npos);
   EXPECT_NE(host.blobs_s.find(".incbin \"m_dev2.fatbin\""), std::string::npos);
+}
+
+// Programmatic dependent launch: every kernel of every embedded template begins with
+// AOTC_PDL_ENTER() (the wait must come before the kernel touches memory), the params builders of
+// library kernels excepted; the kernel table marks what it renders, and only that.
+TEST(GeneratedSource, EveryTemplateKernelStartsWithThePdlWait) {
+  int kernels = 0;
+  for (const EmbeddedFile& f : embedded_files()) {
+    std::string path = f.path;
+    if (path.rfind("templates/", 0) != 0 || path.size() < 6 || path.substr(path.size() - 6) != ".cu.in") continue;
+    std::string text = f.text();
+    for (size_t at = text.find("__global__"); at != std::string::npos; at = text.find("__global__", at + 1)) {
+      size_t name = text.find("{{kernel_name}}", at);
+      ASSERT_NE(name, std::string::npos) << path;
+      if (text.compare(name + 15, 7, "_params") == 0) continue;
+      // The body's opening brace: the first '{' after the parameter list that is not a hole.
+      size_t open = text.find('(', name), depth = 0, i = open;
+      for (; i < text.size(); ++i) {
+        if (text[i] == '(') ++depth;
+        if (text[i] == ')' && --depth == 0) break;
+      }
+      size_t brace = text.find('{', i);
+      while (brace != std::string::npos && text.compare(brace, 2, "{{") == 0) brace = text.find('{', text.find("}}", brace) + 2);
+      ASSERT_NE(brace, std::string::npos) << path;
+      size_t first = text.find_first_not_of(" \n", brace + 1);
+      EXPECT_EQ(text.compare(first, 18, "AOTC_PDL_ENTER();\n"), 0)
+          << path << ": the kernel's first statement must be AOTC_PDL_ENTER();";
+      ++kernels;
+    }
+  }
+  EXPECT_GE(kernels, 60);
+}
+
+TEST(GeneratedSource, KernelTableMarksPdlKernels) {
+  Graph g = relu_sigmoid_graph({2, 3});
+  ASSERT_TRUE(infer_shapes(g).is_ok());
+  MemoryPlan plan = linear_plan(g);
+  auto p = build_launch_program(g, plan);
+  ASSERT_TRUE(p.is_ok());
+  // One template replaced by a copy without the wait: that kernel must not be marked.
+  const EmbeddedFile* unary = find_embedded_file("templates/unary_elementwise.cu.in");
+  ASSERT_NE(unary, nullptr);
+  std::string no_wait = unary->text();
+  size_t at = no_wait.find("AOTC_PDL_ENTER();");
+  ASSERT_NE(at, std::string::npos);
+  no_wait.erase(at, 17);
+  std::map<std::string, std::string> extra = {{"unary_elementwise", no_wait}};
+  auto sources = render_device_sources(*p, g, {"0.1.0", "h", "m", &extra});
+  ASSERT_TRUE(sources.is_ok()) << sources.status().message();
+  ASSERT_EQ(p->kernels.size(), 2u);
+  EXPECT_FALSE(p->kernels[0].pdl);
+  EXPECT_FALSE(p->kernels[1].pdl);
+  sources = render_device_sources(*p, g, {"0.1.0", "h", "m"});
+  ASSERT_TRUE(sources.is_ok());
+  EXPECT_TRUE(p->kernels[0].pdl);
+  EXPECT_TRUE(p->kernels[1].pdl);
+  EXPECT_NE((*sources)[0].find("extern \"C\" __device__ int aotc_pdl_arch"), std::string::npos);
+  HostSources host = render_host_sources(*p, g, {"m", {"sm_90"}, "0.1.0", "h", "m"});
+  // {name, module, grid, block, shared, first_arg, num_args, library, first_builder, num_builder, pdl}
+  EXPECT_NE(host.model_c.find(", 0, 2, 0, 0, 0, 1},"), std::string::npos) << host.model_c;
 }
 
 }  // namespace

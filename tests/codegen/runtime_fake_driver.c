@@ -2,7 +2,8 @@
    protocol and the CUDA graph cache are tested without a GPU: builder arguments and launch shape,
    header validation, pointer patching, capture once per (stream, pointers), replay, eviction,
    fallbacks (NULL / legacy stream, capture failure, caller's own capture, graphs off), release,
-   and the profiling extension (events around every step, no graphs, one synchronisation).
+   the profiling extension (events around every step, no graphs, one synchronisation), and
+   programmatic dependent launch (which kernels get the attribute, and when none do).
    Compiled by runtime_test.cc with the embedded runtime sources; prints "ok" and exits 0. */
 #include <stdint.h>
 #include <stdio.h>
@@ -62,7 +63,14 @@ static CUresult f_htod(CUdeviceptr dst, const void* src, size_t n) {
   memcpy(g_device, src, n);
   return 0;
 }
+enum { kPdlGlobal = 0x7000000 };
+static int g_pdl_arch = 1, g_pdl_global_found = 1, g_ex_launches, g_ex_attr_ok;
 static CUresult f_dtoh(void* dst, CUdeviceptr src, size_t n) {
+  if (src == kPdlGlobal) {
+    CHECK(n == sizeof g_pdl_arch);
+    memcpy(dst, &g_pdl_arch, sizeof g_pdl_arch);
+    return 0;
+  }
   CHECK(src == kScratch && n == sizeof g_device);
   memcpy(dst, g_device, n);
   return 0;
@@ -94,6 +102,22 @@ static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, un
     g_plain_args[1] = *(CUdeviceptr*)params[1];
   }
   return 0;
+}
+static CUresult f_get_global(CUdeviceptr* p, size_t* bytes, CUmodule m, const char* name) {
+  (void)m;
+  CHECK(strcmp(name, "aotc_pdl_arch") == 0);
+  if (!g_pdl_global_found) return 500; /* CUDA_ERROR_NOT_FOUND: a module without the global */
+  *p = kPdlGlobal;
+  *bytes = sizeof(int);
+  return 0;
+}
+static CUresult f_launch_ex(const aotc_cu_launch_config* c, CUfunction f, void** params, void** extra) {
+  ++g_ex_launches;
+  g_ex_attr_ok = c->num_attrs == 1 && c->attrs &&
+                 c->attrs[0].id == AOTC_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION &&
+                 c->attrs[0].value.programmatic_stream_serialization_allowed == 1;
+  return f_launch(f, c->grid_x, c->grid_y, c->grid_z, c->block_x, c->block_y, c->block_z,
+                  c->shared_bytes, c->stream, params, extra);
 }
 static CUresult f_error_name(CUresult r, const char** name) {
   (void)r;
@@ -165,8 +189,8 @@ static const aotc_rt_ref kArgs[] = {
 };
 static const long long kBuilderArgs[] = {100, 2000000, 65536, 0};
 static const aotc_rt_kernel kKernels[] = {
-    {"lib", 0, {9u, 9u, 9u}, {9u, 1u, 1u}, 0u, 0, 3, 1, 0, 4},
-    {"plain", 0, {2u, 1u, 1u}, {64u, 1u, 1u}, 0u, 3, 2, 0, 0, 0},
+    {"lib", 0, {9u, 9u, 9u}, {9u, 1u, 1u}, 0u, 0, 3, 1, 0, 4, 0},
+    {"plain", 0, {2u, 1u, 1u}, {64u, 1u, 1u}, 0u, 3, 2, 0, 0, 0, 1},
 };
 static const aotc_rt_step kSteps[] = {{AOTC_STEP_KERNEL, 0, "k0_lib", 1000ULL, 800ULL},
                                       {AOTC_STEP_KERNEL, 1, "k1_plain", 0ULL, 656ULL}};
@@ -406,12 +430,62 @@ static void test_profile(void) {
   CHECK(g_event_destroys == 4);
 }
 
+/* Only the kernel whose table entry says pdl (plain) gets the attribute, and only when the
+   driver has the entry points, AOTC_NO_PDL is unset and every module reports sm_90+ code;
+   profiling launches plainly. */
+static void test_pdl(void) {
+  good_header();
+  aotc_rt_handle* h = new_handle();
+  CHECK(aotc_rt_prepare_kernels(h) == AOTC_OK);
+  h->graphs_enabled = 0;
+  aotc_rt_pdl_setup(h); /* the fake driver has no cuLaunchKernelEx yet */
+  CHECK(h->pdl_enabled == 0);
+  h->cu.launch_kernel_ex = f_launch_ex;
+  h->cu.module_get_global = f_get_global;
+  h->pdl_allowed = 1;
+  g_pdl_arch = 1;
+  aotc_rt_pdl_setup(h);
+  CHECK(h->pdl_enabled == 1);
+  int launches = g_kernel_launches;
+  CHECK(run(h, 0x1000, 0x2000, 0xabc) == AOTC_OK);
+  CHECK(g_kernel_launches == launches + 2 && g_ex_launches == 1 && g_ex_attr_ok == 1);
+  CHECK(h->pdl_launches == 1 && g_plain_args[0] == 0x2000 && lib_slot(16) == 0x2000);
+  /* A module compiled for sm_8x (e.g. compute_87 PTX JIT-compiled on an H100): no wait
+     instruction in its kernels, so no early launch. */
+  g_pdl_arch = 0;
+  aotc_rt_pdl_setup(h);
+  CHECK(h->pdl_enabled == 0);
+  g_pdl_arch = 1;
+  g_pdl_global_found = 0; /* a module without the global (built before PDL) */
+  aotc_rt_pdl_setup(h);
+  CHECK(h->pdl_enabled == 0);
+  g_pdl_global_found = 1;
+  h->pdl_allowed = 0; /* AOTC_NO_PDL */
+  aotc_rt_pdl_setup(h);
+  CHECK(h->pdl_enabled == 0);
+  CHECK(run(h, 0x1000, 0x2000, 0xabc) == AOTC_OK && g_ex_launches == 1);
+  h->pdl_allowed = 1;
+  aotc_rt_pdl_setup(h);
+  CHECK(h->pdl_enabled == 1);
+  h->cu.event_create = f_event_create;
+  h->cu.event_record = f_event_record;
+  h->cu.event_synchronize = f_event_sync;
+  h->cu.event_elapsed_time = f_event_elapsed;
+  h->cu.event_destroy = f_event_destroy;
+  float ms[2];
+  CHECK(profile(h, 0x2000, ms) == AOTC_OK && g_ex_launches == 1 && h->pdl_enabled == 1);
+  CHECK(run(h, 0x1000, 0x2000, 0xabc) == AOTC_OK && g_ex_launches == 2);
+  aotc_rt_release(h);
+  CHECK(aotc_rt_env_disables_graphs(NULL) == 0); /* AOTC_NO_PDL is read the same way */
+}
+
 int main(void) {
   test_env();
   test_library_kernel_and_graphs();
   test_capture_failure_and_graphs_off();
   test_header_validation();
-  test_profile(); /* last: the tests above check absolute counts */
+  test_profile(); /* after the tests that check absolute counts */
+  test_pdl();
   if (g_failures) {
     fprintf(stderr, "%d failures\n", g_failures);
     return 1;

@@ -19,6 +19,8 @@
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __shared__ static
+// templates/common.cuh's programmatic-dependent-launch entry: nothing to wait for here.
+#define AOTC_PDL_ENTER() ((void)0)
 
 struct aotc_emu_dim3 { unsigned x = 1, y = 1, z = 1; };
 // 16-byte vector type and the read-only-cache load, as the vectorised templates use them.
