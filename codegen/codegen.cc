@@ -273,7 +273,7 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
   if (!program) return program.status();
   auto device = render_device_sources(
       *program, graph,
-      {options.aotc_version, options.model_hash, graph.name, &options.extra_templates});
+      {options.aotc_version, options.model_hash, graph.name, &options.extra_templates, options.pdl});
   if (!device) return device.status();
   const int files = static_cast<int>(device->size());
   // CUTLASS: only a model whose templates include it needs the headers.

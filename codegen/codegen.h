@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/pdl_mode.h"
 #include "ir/graph.h"
 #include "ir/op_registry.h"
 #include "ir/status.h"
@@ -38,6 +39,11 @@ struct CodegenOptions {
   // Templates by name (the text of a .cu.in) looked up before the embedded templates/: kernels
   // written outside aotc's tree (tests, experiments).
   std::map<std::string, std::string> extra_templates;
+  // Programmatic dependent launch (templates/common.cuh): kOff launches every kernel plainly,
+  // kWait lets a kernel be scheduled once its predecessor's blocks have exited (it waits for the
+  // predecessor's memory flush in griddepcontrol.wait), kEarly also signals its own dependents at
+  // its start (griddepcontrol.launch_dependents), so they are scheduled while it runs.
+  PdlMode pdl = PdlMode::kWait;
 };
 
 struct CodegenStats {

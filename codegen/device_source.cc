@@ -81,7 +81,8 @@ Expected<std::vector<std::string>> render_device_sources(LaunchProgram& program,
     int u = unique_of[i];
     program.kernels[i].function = unique[static_cast<size_t>(u)].name;
     program.kernels[i].module = u % files;
-    program.kernels[i].pdl = unique[static_cast<size_t>(u)].code.find("AOTC_PDL_ENTER();") != std::string::npos;
+    program.kernels[i].pdl = info.pdl != PdlMode::kOff &&
+                             unique[static_cast<size_t>(u)].code.find("AOTC_PDL_ENTER();") != std::string::npos;
   }
   std::vector<std::string> sources(static_cast<size_t>(files));
   for (int f = 0; f < files; ++f) {
@@ -94,6 +95,8 @@ Expected<std::vector<std::string>> render_device_sources(LaunchProgram& program,
     out += "// device file " + std::to_string(f + 1) + " of " + std::to_string(files) + ": " +
            std::to_string(count) + " of " + std::to_string(unique.size()) +
            " distinct kernels, in launch order. Do not edit: regenerate with aotc.\n\n";
+    out += std::string("static constexpr bool aotc_pdl_early_trigger = ") +
+           (info.pdl == PdlMode::kEarly ? "true" : "false") + ";  // aotc --pdl\n";
     out += common->text();
     for (size_t u = static_cast<size_t>(f); u < unique.size(); u += static_cast<size_t>(files)) {
       out += "\n";

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/pdl_mode.h"
 #include "codegen/launch_program.h"
 #include "ir/status.h"
 
@@ -22,6 +23,7 @@ struct DeviceSourceInfo {
   std::string model_name;
   // Templates by name looked up before the embedded ones (CodegenOptions::extra_templates).
   const std::map<std::string, std::string>* extra_templates = nullptr;
+  PdlMode pdl = PdlMode::kWait;
 };
 
 // At most this many distinct kernels per .cu file (and at most kMaxDeviceFiles files).

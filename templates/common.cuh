@@ -9,14 +9,20 @@
 // Programmatic dependent launch (Hopper and later). Every kernel of the templates starts with
 // AOTC_PDL_ENTER(): it waits until the kernels before it in the stream have completed and their
 // writes are visible (griddepcontrol.wait), then lets the next kernel's blocks be scheduled
-// (griddepcontrol.launch_dependents) so that its launch overlaps this kernel's tail. Both are
+// (griddepcontrol.launch_dependents, with --pdl early) so that its launch overlaps this kernel's tail. Both are
 // no-ops when the kernel was launched without the programmatic-serialization attribute. The
 // runtime sets that attribute only on kernels whose rendered code calls AOTC_PDL_ENTER (the
 // kernel table's `pdl`) and only when every loaded module reports aotc_pdl_arch == 1, i.e. the
 // code the driver picked was compiled for sm_90+ (a compute_87 PTX library JIT-compiled on an
 // H100 has no wait instruction, so it must not be launched early).
+// aotc_pdl_early_trigger (a constant the generated file defines before this header, from
+// `aotc --pdl`) decides whether the dependents are signalled at the start or at exit.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define AOTC_PDL_ENTER() asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory")
+#define AOTC_PDL_ENTER() aotc_pdl_enter()
+__device__ __forceinline__ void aotc_pdl_enter() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  if (aotc_pdl_early_trigger) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
 #define AOTC_PDL_ARCH_VALUE 1
 #else
 #define AOTC_PDL_ENTER() ((void)0)

@@ -287,6 +287,12 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       if (text != "on" && text != "off")
         return cur.usage("bad --conv-im2col '" + escape_for_message(text) + "': expected on or off");
       o.conv_im2col_gemm = text == "on";
+    } else if (opt == "--pdl") {
+      std::string text;
+      AOTC_TAKE(text);
+      if (text != "off" && text != "wait" && text != "early")
+        return cur.usage("bad --pdl '" + escape_for_message(text) + "': expected off, wait or early");
+      o.pdl = text == "off" ? PdlMode::kOff : text == "wait" ? PdlMode::kWait : PdlMode::kEarly;
     } else if (opt == "--attention") {
       std::string text;
       AOTC_TAKE(text);

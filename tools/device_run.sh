@@ -18,6 +18,7 @@
 #      JETSON_PTX=1 (resnet50 bs1 fp16 --arch compute_87: PTX JIT-compiled by the driver here)
 #      PROFILE_CASES="resnet50_bs32_fp16" (aotc-run --profile, when aotc-run has it)
 #      ABLATION_MODEL=resnet50 (the model of the ablation and PTX cases)
+#      AOTC_EXTRA_ARGS="--pdl early" (appended to every aotc compile of the run)
 #      AB_ENV="AOTC_NO_PDL=1" (each main case is timed a second time with these variables set;
 #      both medians on its progress line, the second in bench_ab.json)
 set -uo pipefail
@@ -167,9 +168,9 @@ step_aotc() {
     [ "$lib" = "$name" ] || continue
     # shellcheck disable=SC2086  # args is a list of aotc options
     if [ "$AOTC_PARALLEL" = 0 ]; then
-      compile_case "$name" "$model" "$batch" "$WORK/cases/$name" $args
+      compile_case "$name" "$model" "$batch" "$WORK/cases/$name" $args ${AOTC_EXTRA_ARGS:-}
     else
-      compile_case "$name" "$model" "$batch" "$WORK/cases/$name" $args &
+      compile_case "$name" "$model" "$batch" "$WORK/cases/$name" $args ${AOTC_EXTRA_ARGS:-} &
       pids+=($!)
     fi
   done <<<"$plan"

@@ -378,6 +378,17 @@ TEST(GeneratedSource, KernelTableMarksPdlKernels) {
   EXPECT_TRUE(p->kernels[0].pdl);
   EXPECT_TRUE(p->kernels[1].pdl);
   EXPECT_NE((*sources)[0].find("extern \"C\" __device__ int aotc_pdl_arch"), std::string::npos);
+  EXPECT_NE((*sources)[0].find("aotc_pdl_early_trigger = false;"), std::string::npos);
+  // --pdl early: the same kernels, signalling at their start; --pdl off: nothing marked.
+  auto early = render_device_sources(*p, g, {"0.1.0", "h", "m", nullptr, PdlMode::kEarly});
+  ASSERT_TRUE(early.is_ok());
+  EXPECT_NE((*early)[0].find("aotc_pdl_early_trigger = true;"), std::string::npos);
+  EXPECT_TRUE(p->kernels[0].pdl && p->kernels[1].pdl);
+  auto off = render_device_sources(*p, g, {"0.1.0", "h", "m", nullptr, PdlMode::kOff});
+  ASSERT_TRUE(off.is_ok());
+  EXPECT_FALSE(p->kernels[0].pdl || p->kernels[1].pdl);
+  sources = render_device_sources(*p, g, {"0.1.0", "h", "m"});
+  ASSERT_TRUE(sources.is_ok());
   HostSources host = render_host_sources(*p, g, {"m", {"sm_90"}, "0.1.0", "h", "m"});
   // {name, module, grid, block, shared, first_arg, num_args, library, first_builder, num_builder, pdl}
   EXPECT_NE(host.model_c.find(", 0, 2, 0, 0, 0, 1},"), std::string::npos) << host.model_c;
