@@ -43,7 +43,7 @@ struct CodegenOptions {
   // kWait lets a kernel be scheduled once its predecessor's blocks have exited (it waits for the
   // predecessor's memory flush in griddepcontrol.wait), kEarly also signals its own dependents at
   // its start (griddepcontrol.launch_dependents), so they are scheduled while it runs.
-  PdlMode pdl = PdlMode::kWait;
+  PdlMode pdl = PdlMode::kOff;  // measured neutral on an H100 (docs/perf_notes.md v8)
 };
 
 struct CodegenStats {

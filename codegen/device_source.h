@@ -23,7 +23,7 @@ struct DeviceSourceInfo {
   std::string model_name;
   // Templates by name looked up before the embedded ones (CodegenOptions::extra_templates).
   const std::map<std::string, std::string>* extra_templates = nullptr;
-  PdlMode pdl = PdlMode::kWait;
+  PdlMode pdl = PdlMode::kOff;
 };
 
 // At most this many distinct kernels per .cu file (and at most kMaxDeviceFiles files).

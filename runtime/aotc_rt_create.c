@@ -63,17 +63,22 @@ static int prepare_matmul(aotc_rt_handle* h, const aotc_rt_matmul* mm, aotc_rt_m
   uint64_t max_ws = h->desc->lt_workspace_bytes;
   s = h->lt.preference_set_attribute(pref, AOTC_CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws,
                                      sizeof max_ws);
-  cublasLtMatmulHeuristicResult_t result;
-  memset(&result, 0, sizeof result);
+  cublasLtMatmulHeuristicResult_t results[kAotcMatmulCandidates];
+  memset(results, 0, sizeof results);
   int returned = 0;
+  int wanted = h->tune_matmuls ? kAotcMatmulCandidates : 1;
   if (s == 0)
     s = h->lt.algo_get_heuristic(h->lt_handle, st->desc, st->layout_a, st->layout_b, st->layout_c,
-                                 st->layout_d, pref, 1, &result, &returned);
+                                 st->layout_d, pref, wanted, results, &returned);
   h->lt.preference_destroy(pref);
   if (s != 0) return aotc_rt_lt_fail(h, s, "cublasLtMatmulAlgoGetHeuristic", mm->label);
-  if (returned < 1 || result.state != 0)
+  st->num_candidates = 0;
+  for (int i = 0; i < returned && i < kAotcMatmulCandidates; ++i)
+    if (results[i].state == 0) st->candidates[st->num_candidates++] = results[i].algo;
+  if (st->num_candidates < 1)
     return aotc_rt_set_error(h, AOTC_ERROR_CUDA, "cuBLASLt has no algorithm for matmul %s", mm->label);
-  st->algo = result.algo;
+  st->algo = st->candidates[0];
+  st->chosen = 0;
   return AOTC_OK;
 }
 
@@ -280,8 +285,9 @@ static int create_on_device(aotc_rt_handle* h, void* workspace, const aotc_rt_ha
       code = prepare_matmul(h, &d->matmuls[i], &h->matmuls[i]);
       if (code != AOTC_OK) return code;
     }
+    code = aotc_rt_tune_matmuls(h);
   }
-  return AOTC_OK;
+  return code;
 }
 
 aotc_rt_handle* aotc_rt_handle_new(const aotc_rt_model_desc* desc, int device) {
@@ -316,8 +322,9 @@ aotc_rt_handle* aotc_rt_handle_new(const aotc_rt_model_desc* desc, int device) {
   for (int i = 0, next = 0; i < desc->num_kernels; ++i)
     h->library_index[i] = desc->kernels[i].library ? next++ : -1;
   for (int e = 0; e < kAotcGraphCacheEntries; ++e) h->graphs[e].pointers = h->graph_pointer_store + nio * (size_t)e;
-  h->graphs_enabled = !aotc_rt_env_disables_graphs(getenv("AOTC_NO_CUDA_GRAPH"));
-  h->pdl_allowed = !aotc_rt_env_disables_graphs(getenv("AOTC_NO_PDL"));
+  h->graphs_enabled = !aotc_rt_env_flag(getenv("AOTC_NO_CUDA_GRAPH"));
+  h->pdl_allowed = !aotc_rt_env_flag(getenv("AOTC_NO_PDL"));
+  h->tune_matmuls = !aotc_rt_env_flag(getenv("AOTC_NO_MATMUL_TUNE"));
   return h;
 }
 

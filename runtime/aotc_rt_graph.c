@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-int aotc_rt_env_disables_graphs(const char* value) {
+int aotc_rt_env_flag(const char* value) {
   if (!value) return 0;
   while (*value == ' ' || *value == '\t') ++value;
   if (*value == '\0') return 0;

@@ -33,11 +33,18 @@ typedef struct aotc_rt_params_header {
 } aotc_rt_params_header;
 
 enum { kAotcMessageBytes = 1024, kAotcMaxStaticShared = 48 * 1024, kAotcGraphCacheEntries = 4 };
+/* cuBLASLt algorithms create() times per matmul (the heuristic's first ones); 1 = no timing. */
+enum { kAotcMatmulCandidates = 8, kAotcMatmulTuneReps = 5 };
 
 typedef struct aotc_rt_matmul_state {
   cublasLtMatmulDesc_t desc;
   cublasLtMatrixLayout_t layout_a, layout_b, layout_c, layout_d; /* cuBLASLt's (swapped) A, B */
-  cublasLtMatmulAlgo_t algo;
+  cublasLtMatmulAlgo_t algo; /* what run() uses: the heuristic's first, or the fastest timed */
+  cublasLtMatmulAlgo_t candidates[kAotcMatmulCandidates];
+  int num_candidates;
+  int chosen;        /* index of `algo` in candidates */
+  float chosen_ms;   /* its measured time per call at create (0: not timed) */
+  float first_ms;    /* the heuristic's first algorithm's measured time (0: not timed) */
 } aotc_rt_matmul_state;
 
 /* The launch shape of one kernel: the table's, or for a library kernel its builder's. */
@@ -89,6 +96,7 @@ struct aotc_rt_handle {
   /* Programmatic dependent launch: kernels whose table entry says `pdl` are launched with
      programmatic stream serialization when pdl_enabled (aotc_rt_pdl_setup at create). */
   int pdl_allowed; /* AOTC_NO_PDL is not set (read at create) */
+  int tune_matmuls; /* AOTC_NO_MATMUL_TUNE is not set (read at create): time cuBLASLt candidates */
   int pdl_enabled; /* allowed, the driver has cuLaunchKernelEx, every module reports sm_90+ code */
   unsigned long long pdl_launches; /* for tests and debugging */
   /* CUDA graphs (aotc_rt_graph.c). */
@@ -124,6 +132,13 @@ AOTC_RT_HIDDEN int aotc_rt_prepare_kernels(aotc_rt_handle* h);
 AOTC_RT_HIDDEN void aotc_rt_release(aotc_rt_handle* h);
 
 /* aotc_rt_launch.c */
+/* One cuBLASLt call of matmul `i` with `algo` and the given operand addresses (c: 0 = d) and
+   cuBLASLt workspace (lt_workspace_bytes). */
+AOTC_RT_HIDDEN cublasStatus_t aotc_rt_issue_matmul(aotc_rt_handle* h, int i,
+                                                  const cublasLtMatmulAlgo_t* algo, CUdeviceptr a,
+                                                  CUdeviceptr b, CUdeviceptr c, CUdeviceptr d,
+                                                  CUdeviceptr bias, CUdeviceptr workspace,
+                                                  CUstream stream);
 /* Decides pdl_enabled after the modules are loaded (context current): the driver's entry points,
    AOTC_NO_PDL, and every module's aotc_pdl_arch global (1: compiled for sm_90+, so its kernels
    execute griddepcontrol.wait; templates/common.cuh). Never fails: without PDL, plain launches. */
@@ -139,12 +154,19 @@ AOTC_RT_HIDDEN void aotc_rt_leave(aotc_rt_handle* h);
 AOTC_RT_HIDDEN int aotc_rt_check_io(aotc_rt_handle* h, const void* const* inputs,
                                      void* const* outputs, int device);
 
+/* aotc_rt_tune.c */
+/* Times each matmul's cuBLASLt candidates on this device and keeps the fastest (after the arena
+   and weights exist; context current). Never fails create: without timing, the heuristic's
+   first algorithm stays. */
+AOTC_RT_HIDDEN int aotc_rt_tune_matmuls(aotc_rt_handle* h);
+
 /* aotc_rt_profile.c */
 AOTC_RT_HIDDEN void aotc_rt_profile_release(aotc_rt_handle* h); /* context current */
 
 /* aotc_rt_graph.c */
-/* 1 when the value of AOTC_NO_CUDA_GRAPH (NULL: unset) turns CUDA graphs off. */
-AOTC_RT_HIDDEN int aotc_rt_env_disables_graphs(const char* value);
+/* 1 when an environment switch's value (NULL: unset) is set: anything but empty or "0"
+   (AOTC_NO_CUDA_GRAPH, AOTC_NO_PDL, AOTC_NO_MATMUL_TUNE, AOTC_MATMUL_TUNE_LOG). */
+AOTC_RT_HIDDEN int aotc_rt_env_flag(const char* value);
 /* Runs the launch sequence through the graph cache when it can; otherwise plain launches. */
 AOTC_RT_HIDDEN int aotc_rt_run_graph_or_plain(aotc_rt_handle* h, const void* const* inputs,
                                               void* const* outputs, CUstream stream);

@@ -62,6 +62,27 @@ void aotc_rt_pdl_setup(aotc_rt_handle* h) {
   h->pdl_enabled = 1;
 }
 
+cublasStatus_t aotc_rt_issue_matmul(aotc_rt_handle* h, int i, const cublasLtMatmulAlgo_t* algo,
+                                    CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUdeviceptr d,
+                                    CUdeviceptr bias, CUdeviceptr workspace, CUstream stream) {
+  const aotc_rt_model_desc* desc = h->desc;
+  const aotc_rt_matmul* mm = &desc->matmuls[i];
+  aotc_rt_matmul_state* st = &h->matmuls[i];
+  float alpha = mm->alpha, beta = c ? mm->beta : 0.0f;
+  cublasStatus_t status = 0;
+  if (mm->epilogue == AOTC_EPI_BIAS || mm->epilogue == AOTC_EPI_BIAS_RELU) {
+    const void* bias_ptr = (const void*)(uintptr_t)bias;
+    status = h->lt.matmul_desc_set_attribute(st->desc, AOTC_CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                             &bias_ptr, sizeof bias_ptr);
+  }
+  if (status != 0) return status;
+  return h->lt.matmul(h->lt_handle, st->desc, &alpha, (const void*)(uintptr_t)b, st->layout_a,
+                      (const void*)(uintptr_t)a, st->layout_b, &beta,
+                      (const void*)(uintptr_t)(c ? c : d), st->layout_c, (void*)(uintptr_t)d,
+                      st->layout_d, algo, (void*)(uintptr_t)workspace, desc->lt_workspace_bytes,
+                      stream);
+}
+
 static CUresult launch_kernel(aotc_rt_handle* h, const aotc_rt_kernel* k, CUfunction f,
                               const aotc_rt_launch_shape* shape, CUstream stream, void** params) {
   if (h->pdl_enabled && k->pdl) {
@@ -125,24 +146,15 @@ int aotc_rt_launch_step(aotc_rt_handle* h, int s, const void* const* inputs, voi
     }
   } else if (step->kind == AOTC_STEP_MATMUL) {
     const aotc_rt_matmul* mm = &d->matmuls[step->index];
-    aotc_rt_matmul_state* st = &h->matmuls[step->index];
     CUdeviceptr a = resolve(h, mm->a, inputs, outputs), b = resolve(h, mm->b, inputs, outputs);
     CUdeviceptr dd = resolve(h, mm->d, inputs, outputs);
-    CUdeviceptr c = mm->c.loc != AOTC_LOC_NULL ? resolve(h, mm->c, inputs, outputs) : dd;
-    float alpha = mm->alpha, beta = mm->c.loc != AOTC_LOC_NULL ? mm->beta : 0.0f;
-    cublasStatus_t status = 0;
-    if (mm->epilogue == AOTC_EPI_BIAS || mm->epilogue == AOTC_EPI_BIAS_RELU) {
-      const void* bias = (const void*)(uintptr_t)resolve(h, mm->bias, inputs, outputs);
-      status = h->lt.matmul_desc_set_attribute(st->desc, AOTC_CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                               &bias, sizeof bias);
-    }
-    if (status == 0)
-      status = h->lt.matmul(h->lt_handle, st->desc, &alpha, (const void*)(uintptr_t)b,
-                            st->layout_a, (const void*)(uintptr_t)a, st->layout_b, &beta,
-                            (const void*)(uintptr_t)c, st->layout_c, (void*)(uintptr_t)dd,
-                            st->layout_d, &st->algo,
-                            (void*)(uintptr_t)(h->arena + d->lt_workspace_offset),
-                            d->lt_workspace_bytes, stream);
+    CUdeviceptr c = mm->c.loc != AOTC_LOC_NULL ? resolve(h, mm->c, inputs, outputs) : 0;
+    CUdeviceptr bias = (mm->epilogue == AOTC_EPI_BIAS || mm->epilogue == AOTC_EPI_BIAS_RELU)
+                           ? resolve(h, mm->bias, inputs, outputs)
+                           : 0;
+    cublasStatus_t status = aotc_rt_issue_matmul(h, step->index, &h->matmuls[step->index].algo,
+                                                 a, b, c, dd, bias,
+                                                 h->arena + d->lt_workspace_offset, stream);
     if (status != 0) return aotc_rt_lt_fail(h, status, "cublasLtMatmul", mm->label);
   } else {
     const aotc_rt_copy* cp = &d->copies[step->index];

@@ -33,9 +33,10 @@ options:
   --conv-im2col on|off     on (default): NHWC convolutions too small to fill the GPU (batch 1)
                            run as im2col + a cuBLASLt GEMM; off: CUTLASS implicit GEMM
   --pdl off|wait|early     programmatic dependent launch on sm_90+ (the runtime turns it off for
-                           code built for older GPUs, and AOTC_NO_PDL=1 at run time): wait
-                           (default): a kernel is scheduled as its predecessor's blocks exit and
-                           waits for its writes; early: scheduled while the predecessor runs; off
+                           code built for older GPUs, and AOTC_NO_PDL=1 at run time): off
+                           (default; measured neutral with CUDA graphs on an H100); wait: a kernel
+                           is scheduled as its predecessor's blocks exit and waits for its writes;
+                           early: also while the predecessor runs (measured slower)
   --attention fused|rows   fused (default): 16-bit Attention ops run as CUTLASS's fused tensor-core
                            attention kernel where it is exact; rows: the row-tile kernel everywhere
   --conv-fp32 nhwc|nchw    nhwc (default): fp32 convolution chains run channels-last on fp32

@@ -368,12 +368,12 @@ TEST(GeneratedSource, KernelTableMarksPdlKernels) {
   ASSERT_NE(at, std::string::npos);
   no_wait.erase(at, 17);
   std::map<std::string, std::string> extra = {{"unary_elementwise", no_wait}};
-  auto sources = render_device_sources(*p, g, {"0.1.0", "h", "m", &extra});
+  auto sources = render_device_sources(*p, g, {"0.1.0", "h", "m", &extra, PdlMode::kWait});
   ASSERT_TRUE(sources.is_ok()) << sources.status().message();
   ASSERT_EQ(p->kernels.size(), 2u);
   EXPECT_FALSE(p->kernels[0].pdl);
   EXPECT_FALSE(p->kernels[1].pdl);
-  sources = render_device_sources(*p, g, {"0.1.0", "h", "m"});
+  sources = render_device_sources(*p, g, {"0.1.0", "h", "m", nullptr, PdlMode::kWait});
   ASSERT_TRUE(sources.is_ok());
   EXPECT_TRUE(p->kernels[0].pdl);
   EXPECT_TRUE(p->kernels[1].pdl);
@@ -387,7 +387,7 @@ TEST(GeneratedSource, KernelTableMarksPdlKernels) {
   auto off = render_device_sources(*p, g, {"0.1.0", "h", "m", nullptr, PdlMode::kOff});
   ASSERT_TRUE(off.is_ok());
   EXPECT_FALSE(p->kernels[0].pdl || p->kernels[1].pdl);
-  sources = render_device_sources(*p, g, {"0.1.0", "h", "m"});
+  sources = render_device_sources(*p, g, {"0.1.0", "h", "m", nullptr, PdlMode::kWait});
   ASSERT_TRUE(sources.is_ok());
   HostSources host = render_host_sources(*p, g, {"m", {"sm_90"}, "0.1.0", "h", "m"});
   // {name, module, grid, block, shared, first_arg, num_args, library, first_builder, num_builder, pdl}

@@ -127,7 +127,7 @@ TEST(LibraryKernel, ProgramCarriesBuilderArgsAndSharesTheFunction) {
   EXPECT_EQ(a.args[2].space, Location::Space::kNull);
 
   std::map<std::string, std::string> extra = {{"test_scale_library", scale_template()}};
-  auto device = render_device_sources(*program, g, {"test", "hash", g.name, &extra});
+  auto device = render_device_sources(*program, g, {"test", "hash", g.name, &extra, PdlMode::kWait});
   ASSERT_TRUE(device.is_ok()) << device.status().message();
   EXPECT_EQ(program->kernels[0].function, program->kernels[2].function);  // one instantiation
   EXPECT_NE(program->kernels[0].function, program->kernels[1].function);

@@ -407,7 +407,12 @@ TEST(Library, RunsWithDevicePointersAndCallerWorkspace) {
   Abi abi;
   ASSERT_TRUE(abi.load(built().lib, "tiny")) << dlerror();
   void* m = nullptr;
+  ASSERT_EQ(memset8(ws, 0xAB, 256), 0);
   ASSERT_EQ(abi.create(&m, 0, reinterpret_cast<void*>(ws), nullptr), 0) << abi.last_error(nullptr);
+  // create() never writes a caller's workspace (another handle may be using it).
+  std::vector<unsigned char> ws_bytes(256, 0);
+  ASSERT_EQ(dtoh(ws_bytes.data(), ws, 256), 0);
+  for (size_t i = 0; i < ws_bytes.size(); ++i) ASSERT_EQ(ws_bytes[i], 0xAB) << i;
   const void* ins[] = {reinterpret_cast<const void*>(in)};
   void* outs[] = {reinterpret_cast<void*>(out)};
   ASSERT_EQ(abi.run(m, ins, outs, nullptr), 0) << abi.last_error(m);

@@ -3,7 +3,9 @@
    header validation, pointer patching, capture once per (stream, pointers), replay, eviction,
    fallbacks (NULL / legacy stream, capture failure, caller's own capture, graphs off), release,
    the profiling extension (events around every step, no graphs, one synchronisation), and
-   programmatic dependent launch (which kernels get the attribute, and when none do).
+   programmatic dependent launch (which kernels get the attribute, and when none do), and the
+   create-time timing of cuBLASLt candidates (the fastest is kept, failures skipped, stand-ins
+   for caller-owned operands).
    Compiled by runtime_test.cc with the embedded runtime sources; prints "ok" and exits 0. */
 #include <stdint.h>
 #include <stdio.h>
@@ -255,13 +257,13 @@ static int run(aotc_rt_handle* h, uintptr_t x, uintptr_t y, uintptr_t stream) {
 }
 
 static void test_env(void) {
-  CHECK(aotc_rt_env_disables_graphs(NULL) == 0);
-  CHECK(aotc_rt_env_disables_graphs("") == 0);
-  CHECK(aotc_rt_env_disables_graphs("0") == 0);
-  CHECK(aotc_rt_env_disables_graphs("1") == 1);
-  CHECK(aotc_rt_env_disables_graphs(" 1") == 1);
-  CHECK(aotc_rt_env_disables_graphs("yes") == 1);
-  CHECK(aotc_rt_env_disables_graphs("00") == 1);
+  CHECK(aotc_rt_env_flag(NULL) == 0);
+  CHECK(aotc_rt_env_flag("") == 0);
+  CHECK(aotc_rt_env_flag("0") == 0);
+  CHECK(aotc_rt_env_flag("1") == 1);
+  CHECK(aotc_rt_env_flag(" 1") == 1);
+  CHECK(aotc_rt_env_flag("yes") == 1);
+  CHECK(aotc_rt_env_flag("00") == 1);
 }
 
 static void test_library_kernel_and_graphs(void) {
@@ -476,7 +478,115 @@ static void test_pdl(void) {
   CHECK(profile(h, 0x2000, ms) == AOTC_OK && g_ex_launches == 1 && h->pdl_enabled == 1);
   CHECK(run(h, 0x1000, 0x2000, 0xabc) == AOTC_OK && g_ex_launches == 2);
   aotc_rt_release(h);
-  CHECK(aotc_rt_env_disables_graphs(NULL) == 0); /* AOTC_NO_PDL is read the same way */
+  CHECK(aotc_rt_env_flag(NULL) == 0); /* AOTC_NO_PDL is read the same way */
+}
+
+/* ---- a one-matmul model for the candidate timing: y = x W + bias ---- */
+static const aotc_rt_matmul kMatmuls[] = {{"fc", AOTC_MM_F16, {AOTC_LOC_INPUT, 0, 0}, {AOTC_LOC_WEIGHTS, 0, 0},
+                                           {AOTC_LOC_NULL, 0, 0}, {AOTC_LOC_OUTPUT, 0, 0},
+                                           {AOTC_LOC_WEIGHTS, 0, 512}, 4, 8, 16, 1, 0, 0, 16, 8, 8, 8,
+                                           0, 0, 0, 0, 1.0f, 0.0f, AOTC_EPI_BIAS}};
+static const aotc_rt_step kMmSteps[] = {{AOTC_STEP_MATMUL, 0, "mm0_fc", 1024ULL, 256ULL}};
+static const long long kMmIn[] = {4, 16}, kMmOut[] = {4, 8};
+static const aotc_rt_io kMmInputs[] = {{"x", 10, 2, kMmIn, 128}};
+static const aotc_rt_io kMmOutputs[] = {{"y", 10, 2, kMmOut, 64}};
+static const aotc_rt_model_desc kMmDesc = {
+    "fake_mm", "sm_90", kNoFatbins, 1, NULL, 0, 8192, 4096, 4096, NULL, 0, NULL, 0, kMatmuls, 1, NULL, 0,
+    kMmSteps, 1, kMmInputs, 1, kMmOutputs, 1, NULL, 0};
+enum { kStandIn = 0x6000000 };
+static int g_mm_calls, g_mm_fail_cost, g_tune_allocs, g_tune_frees, g_null_records;
+static unsigned long long g_tune_alloc_bytes;
+static uint64_t g_last_algo;
+static const void *g_last_a, *g_last_b, *g_last_d, *g_last_ws;
+static CUresult f_tune_alloc(CUdeviceptr* p, size_t n) { *p = kStandIn; g_tune_alloc_bytes = n; ++g_tune_allocs; return 0; }
+static CUresult f_tune_free(CUdeviceptr p) { CHECK(p == kStandIn); ++g_tune_frees; return 0; }
+static CUresult f_tune_record(CUevent e, CUstream s) {
+  CHECK(s == NULL);
+  g_event_time[(uintptr_t)e] = g_clock_ms;
+  ++g_null_records;
+  return 0;
+}
+static CUresult f_sync(CUstream s) { (void)s; return 0; }
+static cublasStatus_t f_lt_set(cublasLtMatmulDesc_t d, int attr, const void* buf, size_t size) {
+  (void)d; (void)buf; (void)size;
+  CHECK(attr == AOTC_CUBLASLT_MATMUL_DESC_BIAS_POINTER);
+  return 0;
+}
+/* A candidate's cost in ms is its algo.data[0]; cost g_mm_fail_cost fails to launch. */
+static cublasStatus_t f_lt_matmul(cublasLtHandle_t hd, cublasLtMatmulDesc_t desc, const void* alpha,
+                                  const void* a, cublasLtMatrixLayout_t la, const void* b,
+                                  cublasLtMatrixLayout_t lb, const void* beta, const void* c,
+                                  cublasLtMatrixLayout_t lc, void* d, cublasLtMatrixLayout_t ld,
+                                  const cublasLtMatmulAlgo_t* algo, void* ws, size_t ws_bytes, CUstream s) {
+  (void)hd; (void)desc; (void)alpha; (void)la; (void)lb; (void)beta; (void)c; (void)lc; (void)ld; (void)s;
+  CHECK(((uintptr_t)ws == 0x9000000 + 4096 || (uintptr_t)ws == kStandIn + 256) && ws_bytes == 4096);
+  g_last_ws = ws;
+  ++g_mm_calls;
+  g_last_algo = algo->data[0];
+  g_last_a = b; /* cuBLASLt's B is our A (row-major swap) */
+  g_last_b = a;
+  g_last_d = d;
+  if ((int)algo->data[0] == g_mm_fail_cost) return 13; /* CUBLAS_STATUS_EXECUTION_FAILED */
+  g_clock_ms += (double)algo->data[0];
+  return 0;
+}
+
+static void test_matmul_tuning(void) {
+  aotc_rt_handle* h = aotc_rt_handle_new(&kMmDesc, 0);
+  CHECK(h != NULL);
+  h->cu.ctx_push = f_ok_ctx;
+  h->cu.ctx_pop = f_pop;
+  h->cu.primary_ctx_release = f_release;
+  h->cu.mem_alloc = f_tune_alloc;
+  h->cu.mem_free = f_tune_free;
+  h->cu.stream_synchronize = f_sync;
+  h->cu.event_create = f_event_create;
+  h->cu.event_record = f_tune_record;
+  h->cu.event_synchronize = f_event_sync;
+  h->cu.event_elapsed_time = f_event_elapsed;
+  h->cu.event_destroy = f_event_destroy;
+  h->lt.matmul = f_lt_matmul;
+  h->lt.matmul_desc_set_attribute = f_lt_set;
+  h->ctx = (CUcontext)(uintptr_t)1;
+  h->arena = 0x9000000;
+  h->weights = 0x8000000;
+  h->graphs_enabled = 0;
+  aotc_rt_matmul_state* st = &h->matmuls[0];
+  const uint64_t costs[] = {30, 7, 10, 20};
+  st->num_candidates = 4;
+  for (int i = 0; i < 4; ++i) st->candidates[i].data[0] = costs[i];
+  st->algo = st->candidates[0];
+  /* Switched off (AOTC_NO_MATMUL_TUNE): nothing runs, the heuristic's first stays. */
+  h->tune_matmuls = 0;
+  CHECK(aotc_rt_tune_matmuls(h) == AOTC_OK && g_mm_calls == 0 && st->algo.data[0] == 30);
+  /* On: every candidate warmed up once and timed over kAotcMatmulTuneReps calls; candidate 1
+     fails to launch and is skipped; the fastest that ran (10 ms) is kept. */
+  h->tune_matmuls = 1;
+  g_mm_fail_cost = 7;
+  CHECK(aotc_rt_tune_matmuls(h) == AOTC_OK);
+  CHECK(g_mm_calls == 3 * (1 + kAotcMatmulTuneReps) + 1);
+  CHECK(st->chosen == 2 && st->algo.data[0] == 10);
+  CHECK(st->first_ms == 30.0f && st->chosen_ms == 10.0f);
+  /* The caller-owned x and y and the workspace are stand-ins in one temporary buffer, freed
+     again (the arena is never written at create); W is the real weights. x spans 4 x 16 fp16 =
+     128 bytes, y 64: 256 bytes of operands, then the 4096-byte workspace. */
+  CHECK(g_tune_allocs == 1 && g_tune_frees == 1 && g_tune_alloc_bytes == 256 + 4096);
+  CHECK((uintptr_t)g_last_a == kStandIn && (uintptr_t)g_last_d == kStandIn &&
+        (uintptr_t)g_last_b == 0x8000000 && (uintptr_t)g_last_ws == kStandIn + 256);
+  /* run() uses the chosen algorithm with the caller's pointers. */
+  const void* ins[] = {(const void*)(uintptr_t)0x1000};
+  void* outs[] = {(void*)(uintptr_t)0x2000};
+  CHECK(aotc_rt_run(h, ins, outs, (void*)(uintptr_t)0xabc) == AOTC_OK);
+  CHECK(g_last_algo == 10 && (uintptr_t)g_last_a == 0x1000 && (uintptr_t)g_last_d == 0x2000 &&
+        (uintptr_t)g_last_ws == 0x9000000 + 4096);
+  /* One candidate only: nothing to time. */
+  int calls = g_mm_calls;
+  st->num_candidates = 1;
+  st->algo = st->candidates[0];
+  CHECK(aotc_rt_tune_matmuls(h) == AOTC_OK && g_mm_calls == calls && st->algo.data[0] == 30);
+  h->lt.destroy = NULL;
+  h->lt_handle = NULL;
+  aotc_rt_release(h);
 }
 
 int main(void) {
@@ -486,6 +596,7 @@ int main(void) {
   test_header_validation();
   test_profile(); /* after the tests that check absolute counts */
   test_pdl();
+  test_matmul_tuning();
   if (g_failures) {
     fprintf(stderr, "%d failures\n", g_failures);
     return 1;
