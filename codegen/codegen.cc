@@ -92,6 +92,7 @@ std::string arch_number(const std::string& arch) {
 
 std::vector<std::string> nvcc_command(const CodegenOptions& o, const std::string& prefix, int file) {
   std::vector<std::string> argv = {o.nvcc, "--fatbin", "-O3", "-std=c++17", "--expt-relaxed-constexpr"};
+  if (o.pdl == PdlMode::kEarly) argv.push_back("-DAOTC_PDL_EARLY_TRIGGER=1");  // templates/common.cuh
   if (!o.cutlass_include_dir.empty()) argv.push_back("-I" + o.cutlass_include_dir);
   for (const std::string& dir : cutlass_extra_include_dirs(o.cutlass_include_dir)) argv.push_back("-I" + dir);
   std::string highest;

@@ -95,8 +95,6 @@ Expected<std::vector<std::string>> render_device_sources(LaunchProgram& program,
     out += "// device file " + std::to_string(f + 1) + " of " + std::to_string(files) + ": " +
            std::to_string(count) + " of " + std::to_string(unique.size()) +
            " distinct kernels, in launch order. Do not edit: regenerate with aotc.\n\n";
-    out += std::string("static constexpr bool aotc_pdl_early_trigger = ") +
-           (info.pdl == PdlMode::kEarly ? "true" : "false") + ";  // aotc --pdl\n";
     out += common->text();
     for (size_t u = static_cast<size_t>(f); u < unique.size(); u += static_cast<size_t>(files)) {
       out += "\n";

@@ -121,6 +121,9 @@ typedef struct aotc_cuda_api {
   CUresult (*event_synchronize)(CUevent event);                           /* cuEventSynchronize */
   CUresult (*event_elapsed_time)(float* ms, CUevent start, CUevent end);  /* cuEventElapsedTime */
   CUresult (*event_destroy)(CUevent event);                               /* cuEventDestroy_v2 */
+  /* Streams, for create()'s timing of cuBLASLt candidates (optional). */
+  CUresult (*stream_create)(CUstream* stream, unsigned flags);            /* cuStreamCreate */
+  CUresult (*stream_destroy)(CUstream stream);                            /* cuStreamDestroy_v2 */
   /* Programmatic dependent launch (optional: NULL when the driver lacks either; plain launches). */
   CUresult (*launch_kernel_ex)(const aotc_cu_launch_config* config, CUfunction f, void** params,
                                void** extra);                             /* cuLaunchKernelEx */

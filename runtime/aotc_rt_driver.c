@@ -130,6 +130,13 @@ int aotc_rt_load_driver(aotc_rt_handle* h) {
   }
   if (!have_events)
     for (size_t i = 0; i < sizeof event_syms / sizeof event_syms[0]; ++i) *event_syms[i].slot = NULL;
+  /* Streams (create()'s matmul timing): both or neither. */
+  h->cu.stream_create = dlsym(h->libcuda, "cuStreamCreate");
+  h->cu.stream_destroy = dlsym(h->libcuda, "cuStreamDestroy_v2");
+  if (!h->cu.stream_create || !h->cu.stream_destroy) {
+    h->cu.stream_create = NULL;
+    h->cu.stream_destroy = NULL;
+  }
   /* Programmatic dependent launch (CUDA 12.0+ drivers): both or neither. */
   h->cu.launch_kernel_ex = dlsym(h->libcuda, "cuLaunchKernelEx");
   h->cu.module_get_global = dlsym(h->libcuda, "cuModuleGetGlobal_v2");

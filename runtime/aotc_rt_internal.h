@@ -34,7 +34,9 @@ typedef struct aotc_rt_params_header {
 
 enum { kAotcMessageBytes = 1024, kAotcMaxStaticShared = 48 * 1024, kAotcGraphCacheEntries = 4 };
 /* cuBLASLt algorithms create() times per matmul (the heuristic's first ones); 1 = no timing. */
-enum { kAotcMatmulCandidates = 8, kAotcMatmulTuneReps = 5 };
+enum { kAotcMatmulCandidates = 8, kAotcMatmulTuneReps = 10 };
+/* A candidate replaces the heuristic's first only when at least this much faster (timing noise). */
+#define AOTC_MATMUL_TUNE_MARGIN 0.97f
 
 typedef struct aotc_rt_matmul_state {
   cublasLtMatmulDesc_t desc;

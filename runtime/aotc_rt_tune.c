@@ -1,7 +1,8 @@
 /* create-time choice among cuBLASLt's candidate algorithms: for every matmul with more than one
    candidate (the heuristic's first kAotcMatmulCandidates), each is timed with events on the
-   device the library runs on (one warm-up call, then kAotcMatmulTuneReps calls) and the fastest
-   becomes the one run() uses. Every operand that is not a weight, and the cuBLASLt workspace,
+   device the library runs on (kAotcMatmulTuneReps calls replayed as a CUDA graph on a private
+   stream, after one warm-up replay) and the fastest becomes the one run() uses when it beats
+   the heuristic's first by AOTC_MATMUL_TUNE_MARGIN. Every operand that is not a weight, and the cuBLASLt workspace,
    is a stand-in in one temporary buffer (timing needs addresses, not values), so create() never
    writes the arena (a caller's workspace may be in use by another handle). A candidate that fails to launch is skipped; when no event entry points
    exist, AOTC_NO_MATMUL_TUNE is set, or the temporary buffer cannot be allocated, the heuristic's
@@ -58,9 +59,11 @@ static CUdeviceptr operand(const aotc_rt_handle* h, aotc_rt_ref r, CUdeviceptr s
   }
 }
 
-/* Time per call of candidate `c` of matmul `i` in ms; negative when it could not run. */
+/* Time per call of candidate `c` of matmul `i` in ms; negative when it could not run. The calls
+   are captured into a CUDA graph and replayed, as run() does: timing separate launches would
+   measure the host's launch rate (~10 us a call), not the kernel. */
 static float time_candidate(aotc_rt_handle* h, int i, int c, CUdeviceptr stand_in,
-                            CUdeviceptr workspace, CUevent start, CUevent stop) {
+                            CUdeviceptr workspace, CUstream stream, CUevent start, CUevent stop) {
   const aotc_rt_matmul* mm = &h->desc->matmuls[i];
   const cublasLtMatmulAlgo_t* algo = &h->matmuls[i].candidates[c];
   CUdeviceptr a = operand(h, mm->a, stand_in), b = operand(h, mm->b, stand_in);
@@ -69,21 +72,40 @@ static float time_candidate(aotc_rt_handle* h, int i, int c, CUdeviceptr stand_i
   CUdeviceptr bias = (mm->epilogue == AOTC_EPI_BIAS || mm->epilogue == AOTC_EPI_BIAS_RELU)
                          ? operand(h, mm->bias, stand_in)
                          : 0;
-  if (aotc_rt_issue_matmul(h, i, algo, a, b, cc, d, bias, workspace, NULL) != 0) return -1.0f; /* warm-up */
-  if (h->cu.event_record(start, NULL) != AOTC_CU_SUCCESS) return -1.0f;
-  for (int r = 0; r < kAotcMatmulTuneReps; ++r)
-    if (aotc_rt_issue_matmul(h, i, algo, a, b, cc, d, bias, workspace, NULL) != 0) return -1.0f;
-  float ms = 0.0f;
-  if (h->cu.event_record(stop, NULL) != AOTC_CU_SUCCESS ||
-      h->cu.event_synchronize(stop) != AOTC_CU_SUCCESS ||
-      h->cu.event_elapsed_time(&ms, start, stop) != AOTC_CU_SUCCESS)
+  /* One plain call first: an algorithm that cannot run fails here, outside any capture. */
+  if (aotc_rt_issue_matmul(h, i, algo, a, b, cc, d, bias, workspace, stream) != 0 ||
+      h->cu.stream_synchronize(stream) != AOTC_CU_SUCCESS)
     return -1.0f;
-  return ms / (float)kAotcMatmulTuneReps;
+  if (h->cu.stream_begin_capture(stream, AOTC_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) != AOTC_CU_SUCCESS)
+    return -1.0f;
+  int ok = 1;
+  for (int r = 0; r < kAotcMatmulTuneReps && ok; ++r)
+    ok = aotc_rt_issue_matmul(h, i, algo, a, b, cc, d, bias, workspace, stream) == 0;
+  CUgraph graph = NULL;
+  CUgraphExec exec = NULL;
+  if (h->cu.stream_end_capture(stream, &graph) != AOTC_CU_SUCCESS || !graph) return -1.0f;
+  if (ok && h->cu.graph_instantiate(&exec, graph, 0) != AOTC_CU_SUCCESS) exec = NULL;
+  h->cu.graph_destroy(graph);
+  if (!exec) return -1.0f;
+  float ms = -1.0f;
+  if (h->cu.graph_launch(exec, stream) == AOTC_CU_SUCCESS && /* warm-up */
+      h->cu.event_record(start, stream) == AOTC_CU_SUCCESS &&
+      h->cu.graph_launch(exec, stream) == AOTC_CU_SUCCESS &&
+      h->cu.event_record(stop, stream) == AOTC_CU_SUCCESS &&
+      h->cu.event_synchronize(stop) == AOTC_CU_SUCCESS &&
+      h->cu.event_elapsed_time(&ms, start, stop) == AOTC_CU_SUCCESS)
+    ms /= (float)kAotcMatmulTuneReps;
+  else
+    ms = -1.0f;
+  h->cu.graph_exec_destroy(exec);
+  return ms;
 }
 
 int aotc_rt_tune_matmuls(aotc_rt_handle* h) {
   const aotc_rt_model_desc* d = h->desc;
-  if (!h->tune_matmuls || !h->cu.event_create || d->num_matmuls == 0) return AOTC_OK;
+  if (!h->tune_matmuls || !h->cu.event_create || !h->cu.stream_create || !h->cu.graph_launch ||
+      d->num_matmuls == 0)
+    return AOTC_OK;
   unsigned long long need = 256;
   int any = 0;
   for (int i = 0; i < d->num_matmuls; ++i) {
@@ -97,25 +119,32 @@ int aotc_rt_tune_matmuls(aotc_rt_handle* h) {
   unsigned long long total = need + d->lt_workspace_bytes;
   CUdeviceptr stand_in = 0;
   CUevent start = NULL, stop = NULL;
+  CUstream stream = NULL;
   if (h->cu.mem_alloc(&stand_in, total) != AOTC_CU_SUCCESS) return AOTC_OK; /* keep the heuristic's */
-  if (h->cu.event_create(&start, 0) == AOTC_CU_SUCCESS && h->cu.event_create(&stop, 0) == AOTC_CU_SUCCESS) {
+  if (h->cu.stream_create(&stream, 1 /* CU_STREAM_NON_BLOCKING */) != AOTC_CU_SUCCESS) stream = NULL;
+  if (stream && h->cu.event_create(&start, 0) == AOTC_CU_SUCCESS &&
+      h->cu.event_create(&stop, 0) == AOTC_CU_SUCCESS) {
     for (int i = 0; i < d->num_matmuls; ++i) {
       aotc_rt_matmul_state* st = &h->matmuls[i];
       if (st->num_candidates < 2) continue;
       int best = 0;
       float best_ms = -1.0f;
       for (int c = 0; c < st->num_candidates; ++c) {
-        float ms = time_candidate(h, i, c, stand_in, stand_in + need, start, stop);
+        float ms = time_candidate(h, i, c, stand_in, stand_in + need, stream, start, stop);
         if (c == 0) st->first_ms = ms > 0.0f ? ms : 0.0f;
         if (ms > 0.0f && (best_ms < 0.0f || ms < best_ms)) {
           best = c;
           best_ms = ms;
         }
       }
-      if (best_ms > 0.0f) {
+      if (best_ms > 0.0f && (st->first_ms <= 0.0f || best_ms < AOTC_MATMUL_TUNE_MARGIN * st->first_ms)) {
         st->chosen = best;
         st->chosen_ms = best_ms;
         st->algo = st->candidates[best];
+      } else {
+        st->chosen = 0;
+        st->chosen_ms = st->first_ms;
+        st->algo = st->candidates[0];
       }
     }
   }
@@ -127,7 +156,10 @@ int aotc_rt_tune_matmuls(aotc_rt_handle* h) {
     }
   if (start) h->cu.event_destroy(start);
   if (stop) h->cu.event_destroy(stop);
-  h->cu.stream_synchronize(NULL);
+  if (stream) {
+    h->cu.stream_synchronize(stream);
+    h->cu.stream_destroy(stream);
+  }
   h->cu.mem_free(stand_in);
   return AOTC_OK;
 }

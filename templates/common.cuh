@@ -15,13 +15,16 @@
 // kernel table's `pdl`) and only when every loaded module reports aotc_pdl_arch == 1, i.e. the
 // code the driver picked was compiled for sm_90+ (a compute_87 PTX library JIT-compiled on an
 // H100 has no wait instruction, so it must not be launched early).
-// aotc_pdl_early_trigger (a constant the generated file defines before this header, from
-// `aotc --pdl`) decides whether the dependents are signalled at the start or at exit.
+// AOTC_PDL_EARLY_TRIGGER (nvcc -D from `aotc --pdl early`) signals the dependents at the start
+// instead of at exit.
+#ifndef AOTC_PDL_EARLY_TRIGGER
+#define AOTC_PDL_EARLY_TRIGGER 0
+#endif
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define AOTC_PDL_ENTER() aotc_pdl_enter()
 __device__ __forceinline__ void aotc_pdl_enter() {
   asm volatile("griddepcontrol.wait;" ::: "memory");
-  if (aotc_pdl_early_trigger) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if (AOTC_PDL_EARLY_TRIGGER) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 #define AOTC_PDL_ARCH_VALUE 1
 #else

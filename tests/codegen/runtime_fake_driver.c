@@ -500,8 +500,44 @@ static uint64_t g_last_algo;
 static const void *g_last_a, *g_last_b, *g_last_d, *g_last_ws;
 static CUresult f_tune_alloc(CUdeviceptr* p, size_t n) { *p = kStandIn; g_tune_alloc_bytes = n; ++g_tune_allocs; return 0; }
 static CUresult f_tune_free(CUdeviceptr p) { CHECK(p == kStandIn); ++g_tune_frees; return 0; }
+enum { kTuneStream = 0x77 };
+static int g_t_capturing, g_t_streams, g_t_stream_destroys, g_t_graphs, g_t_execs, g_t_exec_destroys;
+static double g_t_graph_cost;
+static CUresult f_t_stream_create(CUstream* s, unsigned flags) {
+  CHECK(flags == 1);
+  *s = (CUstream)(uintptr_t)kTuneStream;
+  ++g_t_streams;
+  return 0;
+}
+static CUresult f_t_stream_destroy(CUstream s) { CHECK((uintptr_t)s == kTuneStream); ++g_t_stream_destroys; return 0; }
+static CUresult f_t_begin(CUstream s, int mode) {
+  CHECK((uintptr_t)s == kTuneStream && mode == AOTC_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL && !g_t_capturing);
+  g_t_capturing = 1;
+  g_t_graph_cost = 0;
+  return 0;
+}
+static CUresult f_t_end(CUstream s, CUgraph* g) {
+  CHECK((uintptr_t)s == kTuneStream && g_t_capturing);
+  g_t_capturing = 0;
+  *g = (CUgraph)(uintptr_t)0x900;
+  ++g_t_graphs;
+  return 0;
+}
+static CUresult f_t_instantiate(CUgraphExec* e, CUgraph g, unsigned long long flags) {
+  CHECK((uintptr_t)g == 0x900 && flags == 0);
+  *e = (CUgraphExec)(uintptr_t)0x901;
+  ++g_t_execs;
+  return 0;
+}
+static CUresult f_t_graph_launch(CUgraphExec e, CUstream s) {
+  CHECK((uintptr_t)e == 0x901 && (uintptr_t)s == kTuneStream);
+  g_clock_ms += g_t_graph_cost; /* the captured calls run */
+  return 0;
+}
+static CUresult f_t_exec_destroy(CUgraphExec e) { (void)e; ++g_t_exec_destroys; return 0; }
+static CUresult f_t_graph_destroy(CUgraph g) { (void)g; return 0; }
 static CUresult f_tune_record(CUevent e, CUstream s) {
-  CHECK(s == NULL);
+  CHECK((uintptr_t)s == kTuneStream);
   g_event_time[(uintptr_t)e] = g_clock_ms;
   ++g_null_records;
   return 0;
@@ -527,7 +563,10 @@ static cublasStatus_t f_lt_matmul(cublasLtHandle_t hd, cublasLtMatmulDesc_t desc
   g_last_b = a;
   g_last_d = d;
   if ((int)algo->data[0] == g_mm_fail_cost) return 13; /* CUBLAS_STATUS_EXECUTION_FAILED */
-  g_clock_ms += (double)algo->data[0];
+  if (g_t_capturing)
+    g_t_graph_cost += (double)algo->data[0]; /* recorded into the graph, runs at its launch */
+  else
+    g_clock_ms += (double)algo->data[0];
   return 0;
 }
 
@@ -545,6 +584,14 @@ static void test_matmul_tuning(void) {
   h->cu.event_synchronize = f_event_sync;
   h->cu.event_elapsed_time = f_event_elapsed;
   h->cu.event_destroy = f_event_destroy;
+  h->cu.stream_create = f_t_stream_create;
+  h->cu.stream_destroy = f_t_stream_destroy;
+  h->cu.stream_begin_capture = f_t_begin;
+  h->cu.stream_end_capture = f_t_end;
+  h->cu.graph_instantiate = f_t_instantiate;
+  h->cu.graph_launch = f_t_graph_launch;
+  h->cu.graph_exec_destroy = f_t_exec_destroy;
+  h->cu.graph_destroy = f_t_graph_destroy;
   h->lt.matmul = f_lt_matmul;
   h->lt.matmul_desc_set_attribute = f_lt_set;
   h->ctx = (CUcontext)(uintptr_t)1;
@@ -559,12 +606,15 @@ static void test_matmul_tuning(void) {
   /* Switched off (AOTC_NO_MATMUL_TUNE): nothing runs, the heuristic's first stays. */
   h->tune_matmuls = 0;
   CHECK(aotc_rt_tune_matmuls(h) == AOTC_OK && g_mm_calls == 0 && st->algo.data[0] == 30);
-  /* On: every candidate warmed up once and timed over kAotcMatmulTuneReps calls; candidate 1
-     fails to launch and is skipped; the fastest that ran (10 ms) is kept. */
+  /* On: every candidate runs once plainly, then kAotcMatmulTuneReps calls captured into a graph
+     that is replayed twice (warm-up, timed); candidate 1 fails its plain call and is skipped;
+     the fastest that ran (10 ms a call) is kept. */
   h->tune_matmuls = 1;
   g_mm_fail_cost = 7;
   CHECK(aotc_rt_tune_matmuls(h) == AOTC_OK);
   CHECK(g_mm_calls == 3 * (1 + kAotcMatmulTuneReps) + 1);
+  CHECK(g_t_streams == 1 && g_t_stream_destroys == 1 && g_t_graphs == 3 && g_t_execs == 3 &&
+        g_t_exec_destroys == 3 && g_t_capturing == 0);
   CHECK(st->chosen == 2 && st->algo.data[0] == 10);
   CHECK(st->first_ms == 30.0f && st->chosen_ms == 10.0f);
   /* The caller-owned x and y and the workspace are stand-ins in one temporary buffer, freed
@@ -579,11 +629,23 @@ static void test_matmul_tuning(void) {
   CHECK(aotc_rt_run(h, ins, outs, (void*)(uintptr_t)0xabc) == AOTC_OK);
   CHECK(g_last_algo == 10 && (uintptr_t)g_last_a == 0x1000 && (uintptr_t)g_last_d == 0x2000 &&
         (uintptr_t)g_last_ws == 0x9000000 + 4096);
+  /* A candidate within the noise margin of the heuristic's first does not replace it. */
+  st->num_candidates = 2;
+  st->candidates[0].data[0] = 100;
+  st->candidates[1].data[0] = 98; /* 2% faster: noise */
+  st->algo = st->candidates[0];
+  g_mm_fail_cost = -1;
+  CHECK(aotc_rt_tune_matmuls(h) == AOTC_OK && st->chosen == 0 && st->algo.data[0] == 100);
+  st->candidates[1].data[0] = 96; /* 4% faster: taken */
+  CHECK(aotc_rt_tune_matmuls(h) == AOTC_OK && st->chosen == 1 && st->algo.data[0] == 96);
+  st->candidates[0].data[0] = 30;
   /* One candidate only: nothing to time. */
   int calls = g_mm_calls;
   st->num_candidates = 1;
   st->algo = st->candidates[0];
-  CHECK(aotc_rt_tune_matmuls(h) == AOTC_OK && g_mm_calls == calls && st->algo.data[0] == 30);
+  st->chosen = 0; /* as prepare_matmul leaves it */
+  CHECK(aotc_rt_tune_matmuls(h) == AOTC_OK && g_mm_calls == calls && st->algo.data[0] == 30 &&
+        st->chosen == 0);
   h->lt.destroy = NULL;
   h->lt_handle = NULL;
   aotc_rt_release(h);
