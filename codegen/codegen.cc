@@ -293,7 +293,8 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
   }
   HostSources host = render_host_sources(
       *program, graph,
-      {prefix, options.archs, options.aotc_version, options.model_hash, graph.name, files});
+      {prefix, options.archs, options.aotc_version, options.model_hash, graph.name, files,
+       options.tune_matmuls});
   std::set<std::string> functions;  // distinct __global__ functions (identical kernels share one)
   for (const ProgramKernel& k : program->kernels) functions.insert(k.function);
   stats.kernels = static_cast<int>(functions.size());

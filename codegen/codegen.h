@@ -44,6 +44,10 @@ struct CodegenOptions {
   // predecessor's memory flush in griddepcontrol.wait), kEarly also signals its own dependents at
   // its start (griddepcontrol.launch_dependents), so they are scheduled while it runs.
   PdlMode pdl = PdlMode::kOff;  // measured neutral on an H100 (docs/perf_notes.md v8)
+  // The library times up to 8 cuBLASLt candidates per matmul at create() and keeps the fastest
+  // (runtime/aotc_rt_tune.c). Off by default: measured 2-5% faster on CNNs at batch 32 but 1-7%
+  // slower on transformers (docs/perf_notes.md v8).
+  bool tune_matmuls = false;
 };
 
 struct CodegenStats {

@@ -275,7 +275,8 @@ std::string render_model_c(const LaunchProgram& program, const Graph& graph,
        ",\n";
   c += "    kInputs, " + std::to_string(graph.inputs.size()) + ", kOutputs, " +
        std::to_string(graph.outputs.size()) + ",\n";
-  c += "    kBuilderArgs, " + std::to_string(first_builder) + "};\n\n";
+  c += "    kBuilderArgs, " + std::to_string(first_builder) + ", " + (info.tune_matmuls ? "1" : "0") +
+       " /* time cuBLASLt candidates at create */};\n\n";
 
   // The exported ABI.
   const std::string m = p + "_model";

@@ -19,6 +19,7 @@ struct HostSourceInfo {
   std::string model_hash;
   std::string model_name;
   int device_files = 1;               // number of .cu / .fatbin files
+  bool tune_matmuls = false;          // the library times cuBLASLt candidates at create (--tune-matmuls)
 };
 
 struct HostSources {

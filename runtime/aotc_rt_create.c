@@ -338,7 +338,8 @@ aotc_rt_handle* aotc_rt_handle_new(const aotc_rt_model_desc* desc, int device) {
   for (int e = 0; e < kAotcGraphCacheEntries; ++e) h->graphs[e].pointers = h->graph_pointer_store + nio * (size_t)e;
   h->graphs_enabled = !aotc_rt_env_flag(getenv("AOTC_NO_CUDA_GRAPH"));
   h->pdl_allowed = !aotc_rt_env_flag(getenv("AOTC_NO_PDL"));
-  h->tune_matmuls = !aotc_rt_env_flag(getenv("AOTC_NO_MATMUL_TUNE"));
+  h->tune_matmuls = desc->tune_matmuls || aotc_rt_env_flag(getenv("AOTC_MATMUL_TUNE"));
+  if (aotc_rt_env_flag(getenv("AOTC_NO_MATMUL_TUNE"))) h->tune_matmuls = 0;
   return h;
 }
 

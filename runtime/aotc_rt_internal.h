@@ -98,7 +98,7 @@ struct aotc_rt_handle {
   /* Programmatic dependent launch: kernels whose table entry says `pdl` are launched with
      programmatic stream serialization when pdl_enabled (aotc_rt_pdl_setup at create). */
   int pdl_allowed; /* AOTC_NO_PDL is not set (read at create) */
-  int tune_matmuls; /* AOTC_NO_MATMUL_TUNE is not set (read at create): time cuBLASLt candidates */
+  int tune_matmuls; /* desc->tune_matmuls or AOTC_MATMUL_TUNE, unless AOTC_NO_MATMUL_TUNE (at create) */
   int pdl_enabled; /* allowed, the driver has cuLaunchKernelEx, every module reports sm_90+ code */
   unsigned long long pdl_launches; /* for tests and debugging */
   /* CUDA graphs (aotc_rt_graph.c). */
@@ -167,7 +167,7 @@ AOTC_RT_HIDDEN void aotc_rt_profile_release(aotc_rt_handle* h); /* context curre
 
 /* aotc_rt_graph.c */
 /* 1 when an environment switch's value (NULL: unset) is set: anything but empty or "0"
-   (AOTC_NO_CUDA_GRAPH, AOTC_NO_PDL, AOTC_NO_MATMUL_TUNE, AOTC_MATMUL_TUNE_LOG). */
+   (AOTC_NO_CUDA_GRAPH, AOTC_NO_PDL, AOTC_MATMUL_TUNE, AOTC_NO_MATMUL_TUNE, AOTC_MATMUL_TUNE_LOG). */
 AOTC_RT_HIDDEN int aotc_rt_env_flag(const char* value);
 /* Runs the launch sequence through the graph cache when it can; otherwise plain launches. */
 AOTC_RT_HIDDEN int aotc_rt_run_graph_or_plain(aotc_rt_handle* h, const void* const* inputs,

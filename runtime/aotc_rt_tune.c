@@ -6,7 +6,8 @@
    is a stand-in in one temporary buffer (timing needs addresses, not values), so create() never
    writes the arena (a caller's workspace may be in use by another handle). A candidate that fails to launch is skipped; when no event entry points
    exist, AOTC_NO_MATMUL_TUNE is set, or the temporary buffer cannot be allocated, the heuristic's
-   first algorithm stays. Like TensorRT's builder, but on the target GPU at create().
+   first algorithm stays. Like TensorRT's builder, but on the target GPU at create(). On when the
+   library was built with --tune-matmuls on or AOTC_MATMUL_TUNE=1 is set.
    AOTC_MATMUL_TUNE_LOG=1 prints each matmul's times to stderr (debugging only). */
 #include "aotc_rt_internal.h"
 

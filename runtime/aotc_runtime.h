@@ -121,6 +121,9 @@ typedef struct aotc_rt_model_desc {
   int num_outputs;
   const long long* builder_args; /* library kernels' params builder arguments */
   int num_builder_args;
+  /* 1: create() times cuBLASLt's candidate algorithms per matmul and keeps the fastest (aotc
+     --tune-matmuls on); AOTC_MATMUL_TUNE=1 / AOTC_NO_MATMUL_TUNE=1 override it at run time. */
+  int tune_matmuls;
 } aotc_rt_model_desc;
 
 typedef struct aotc_rt_handle aotc_rt_handle;

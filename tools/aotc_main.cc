@@ -194,6 +194,7 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   if (!o.no_cache) cg.kernel_cache_dir = o.cache_dir.empty() ? default_kernel_cache_dir() : o.cache_dir;
   cg.cutlass_include_dir = *cutlass;
   cg.pdl = o.pdl;
+  cg.tune_matmuls = o.tune_matmuls;
   cg.model_hash = report.model_sha256;
   cg.aotc_version = aotc_version_string();
   cg.progress = progress;

@@ -287,6 +287,12 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       if (text != "on" && text != "off")
         return cur.usage("bad --conv-im2col '" + escape_for_message(text) + "': expected on or off");
       o.conv_im2col_gemm = text == "on";
+    } else if (opt == "--tune-matmuls") {
+      std::string text;
+      AOTC_TAKE(text);
+      if (text != "on" && text != "off")
+        return cur.usage("bad --tune-matmuls '" + escape_for_message(text) + "': expected on or off");
+      o.tune_matmuls = text == "on";
     } else if (opt == "--pdl") {
       std::string text;
       AOTC_TAKE(text);

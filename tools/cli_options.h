@@ -30,6 +30,7 @@ struct AotcOptions {
   bool conv_pointwise_gemm = true;     // --conv-pointwise cublaslt|cutlass (1x1 convs as cuBLASLt GEMMs)
   bool conv_im2col_gemm = true;        // --conv-im2col on|off (underfilled convs as im2col + cuBLASLt)
   PdlMode pdl = PdlMode::kOff;         // --pdl off|wait|early
+  bool tune_matmuls = false;           // --tune-matmuls on|off
   bool attention_fused = true;         // --attention fused|rows (CUTLASS fused attention where exact)
   bool conv_fp32_nhwc = true;          // --conv-fp32 nhwc|nchw (fp32 conv chains on the NHWC kernels)
   int max_split_k = 1;                 // --max-split-k N (serial split-K for underfilled convs; 1 = off)

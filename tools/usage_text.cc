@@ -32,6 +32,11 @@ options:
                            activation run as cuBLASLt GEMMs; cutlass: as CUTLASS implicit GEMMs
   --conv-im2col on|off     on (default): NHWC convolutions too small to fill the GPU (batch 1)
                            run as im2col + a cuBLASLt GEMM; off: CUTLASS implicit GEMM
+  --tune-matmuls on|off    on: the library times up to 8 cuBLASLt algorithms per matmul on its GPU
+                           at create() and keeps the fastest (adds create time; measured 2-5%
+                           faster on CNNs at batch 32, 1-7% slower on transformers); off
+                           (default): cuBLASLt's heuristic. AOTC_MATMUL_TUNE=1 / AOTC_NO_MATMUL_TUNE=1
+                           switch it at run time
   --pdl off|wait|early     programmatic dependent launch on sm_90+ (the runtime turns it off for
                            code built for older GPUs, and AOTC_NO_PDL=1 at run time): off
                            (default; measured neutral with CUDA graphs on an H100); wait: a kernel

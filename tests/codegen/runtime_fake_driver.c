@@ -7,6 +7,7 @@
    create-time timing of cuBLASLt candidates (the fastest is kept, failures skipped, stand-ins
    for caller-owned operands).
    Compiled by runtime_test.cc with the embedded runtime sources; prints "ok" and exits 0. */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,7 +203,7 @@ static const aotc_rt_io kOut[] = {{"y", 1, 1, kShape, 400}};
 static const unsigned char* const kNoFatbins[1];
 static const aotc_rt_model_desc kDesc = {
     "fake", "sm_90", kNoFatbins, 1, NULL, 0, 4096, 0, 0, kKernels, 2, kArgs, 5, NULL, 0, NULL, 0,
-    kSteps, 2, kIn, 1, kOut, 1, kBuilderArgs, 4};
+    kSteps, 2, kIn, 1, kOut, 1, kBuilderArgs, 4, 0};
 
 static void good_header(void) {
   memset(&g_header, 0, sizeof g_header);
@@ -492,7 +493,7 @@ static const aotc_rt_io kMmInputs[] = {{"x", 10, 2, kMmIn, 128}};
 static const aotc_rt_io kMmOutputs[] = {{"y", 10, 2, kMmOut, 64}};
 static const aotc_rt_model_desc kMmDesc = {
     "fake_mm", "sm_90", kNoFatbins, 1, NULL, 0, 8192, 4096, 4096, NULL, 0, NULL, 0, kMatmuls, 1, NULL, 0,
-    kMmSteps, 1, kMmInputs, 1, kMmOutputs, 1, NULL, 0};
+    kMmSteps, 1, kMmInputs, 1, kMmOutputs, 1, NULL, 0, 1};
 enum { kStandIn = 0x6000000 };
 static int g_mm_calls, g_mm_fail_cost, g_tune_allocs, g_tune_frees, g_null_records;
 static unsigned long long g_tune_alloc_bytes;
@@ -571,8 +572,22 @@ static cublasStatus_t f_lt_matmul(cublasLtHandle_t hd, cublasLtMatmulDesc_t desc
 }
 
 static void test_matmul_tuning(void) {
-  aotc_rt_handle* h = aotc_rt_handle_new(&kMmDesc, 0);
-  CHECK(h != NULL);
+  /* The library's default (aotc --tune-matmuls) and the run-time switches. */
+  aotc_rt_handle* off = aotc_rt_handle_new(&kDesc, 0); /* built with tune_matmuls 0 */
+  CHECK(off && off->tune_matmuls == 0);
+  aotc_rt_release(off);
+  setenv("AOTC_MATMUL_TUNE", "1", 1);
+  off = aotc_rt_handle_new(&kDesc, 0);
+  CHECK(off && off->tune_matmuls == 1);
+  aotc_rt_release(off);
+  unsetenv("AOTC_MATMUL_TUNE");
+  setenv("AOTC_NO_MATMUL_TUNE", "1", 1);
+  aotc_rt_handle* h = aotc_rt_handle_new(&kMmDesc, 0); /* built with tune_matmuls 1 */
+  CHECK(h && h->tune_matmuls == 0);
+  aotc_rt_release(h);
+  unsetenv("AOTC_NO_MATMUL_TUNE");
+  h = aotc_rt_handle_new(&kMmDesc, 0);
+  CHECK(h != NULL && h->tune_matmuls == 1);
   h->cu.ctx_push = f_ok_ctx;
   h->cu.ctx_pop = f_pop;
   h->cu.primary_ctx_release = f_release;
