@@ -23,6 +23,11 @@ Status evaluate_node(const Node& node, const Graph& graph, const std::vector<con
 
 Expected<std::vector<Tensor>> evaluate_graph(const Graph& graph, const std::vector<Tensor>& inputs,
                                              const OpRegistry& registry) {
+  return evaluate_graph(graph, inputs, registry, ValueObserver());
+}
+
+Expected<std::vector<Tensor>> evaluate_graph(const Graph& graph, const std::vector<Tensor>& inputs,
+                                             const OpRegistry& registry, const ValueObserver& observe) {
   if (inputs.size() != graph.inputs.size())
     return Status::error("expected " + std::to_string(graph.inputs.size()) + " inputs, got " +
                          std::to_string(inputs.size()));
@@ -34,6 +39,7 @@ Expected<std::vector<Tensor>> evaluate_graph(const Graph& graph, const std::vect
                            "[" + shape_str(v.shape) + "], got " + dtype_name(inputs[i].dtype()) + "[" +
                            shape_str(inputs[i].shape()) + "]");
     live[static_cast<size_t>(graph.inputs[i])] = std::make_shared<const Tensor>(inputs[i]);
+    if (observe) observe(graph.inputs[i], inputs[i]);
   }
   for (size_t i = 0; i < graph.values.size(); ++i)
     if (graph.values[i].constant) live[i] = graph.values[i].constant;
@@ -60,8 +66,10 @@ Expected<std::vector<Tensor>> evaluate_graph(const Graph& graph, const std::vect
     std::vector<Tensor> outs;
     AOTC_RETURN_IF_ERROR(evaluate_node(node, graph, args, outs, registry));
     for (size_t i = 0; i < node.outputs.size(); ++i)
-      if (node.outputs[i] != kNoValue)
+      if (node.outputs[i] != kNoValue) {
         live[static_cast<size_t>(node.outputs[i])] = std::make_shared<const Tensor>(std::move(outs[i]));
+        if (observe) observe(node.outputs[i], *live[static_cast<size_t>(node.outputs[i])]);
+      }
     for (ValueId in : node.inputs)
       if (in != kNoValue && last_use[static_cast<size_t>(in)] == static_cast<int>(n) &&
           !graph.value(in).constant)

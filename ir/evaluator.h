@@ -3,6 +3,7 @@
 // clarity over speed.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "ir/graph.h"
@@ -19,5 +20,11 @@ Status evaluate_node(const Node& node, const Graph& graph, const std::vector<con
 // shape. Returns the graph outputs in order.
 Expected<std::vector<Tensor>> evaluate_graph(const Graph& graph, const std::vector<Tensor>& inputs,
                                              const OpRegistry& registry = default_registry());
+
+// Same, calling `observe` with every graph input and every node output as it is computed
+// (calibration collects its statistics this way); constants are not observed.
+using ValueObserver = std::function<void(ValueId, const Tensor&)>;
+Expected<std::vector<Tensor>> evaluate_graph(const Graph& graph, const std::vector<Tensor>& inputs,
+                                             const OpRegistry& registry, const ValueObserver& observe);
 
 }  // namespace aotc

@@ -3,11 +3,14 @@
 // is one line "aotc: error: <message>" and exit code 2; codegen writes the .so atomically, so a
 // failed run leaves no library behind. `aotc check` lists every problem of a model instead.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,6 +22,8 @@
 #include "ir/dump.h"
 #include "opt/memory_plan.h"
 #include "opt/pipeline.h"
+#include "opt/calibration.h"
+#include "tools/calibration_io.h"
 #include "tools/cli_options.h"
 #include "tools/compile_report.h"
 #include "tools/json_writer.h"
@@ -95,6 +100,92 @@ int run_check(const AotcOptions& o) {
   std::fprintf(stderr, "aotc: check: %zu problem(s) in '%s'\n", problems.size(),
                escape_for_message(o.model_path).c_str());
   return kExitError;
+}
+
+// `aotc calibrate`: statistics of every floating-point value of the fp32 graph over the --calib
+// inputs (CPU reference), one int8 range per value by the chosen calibrator, written as JSON. A
+// --calib-cache of the same model file and calibrator is reused instead of recalibrating.
+int run_calibrate(const AotcOptions& o) {
+  auto t0 = std::chrono::steady_clock::now();
+  struct stat model_st;
+  if (::stat(o.model_path.c_str(), &model_st) != 0 || !S_ISREG(model_st.st_mode))
+    return print_error("cannot read model '" + escape_for_message(o.model_path) + "' (not a regular file?)");
+  auto hash = sha256_file(o.model_path);
+  if (!hash) return print_error(hash.status().message());
+  auto calibrator = parse_calibrator(o.calibrator);
+  if (!calibrator) return print_error(calibrator.status().message());
+  // Lines before the result are held back, so that a failure is the only line (exit 2); the
+  // per-batch progress goes out only to a terminal.
+  std::vector<std::string> notes;
+  auto say = [&](const std::string& line) { notes.push_back(one_line(line)); };
+  auto flush = [&]() {
+    if (!o.quiet)
+      for (const std::string& line : notes) std::fprintf(stderr, "[aotc] %s\n", line.c_str());
+    notes.clear();
+  };
+  const bool terminal = ::isatty(2) != 0;
+  CalibrationResult result;
+  bool from_cache = false;
+  std::string cache_problem;
+  if (!o.calib_cache.empty()) {
+    std::ifstream in(o.calib_cache, std::ios::binary);
+    if (in) {
+      std::stringstream text;
+      text << in.rdbuf();
+      auto cached = calibration_from_json(text.str());
+      if (!cached) {
+        cache_problem = "is unreadable (" + cached.status().message() + ")";
+      } else if (cached->model_sha256 != *hash || cached->calibrator != o.calibrator ||
+                 (o.calibrator == "percentile" && cached->percentile != o.percentile)) {
+        cache_problem = "is for another model file or calibrator";
+      } else {
+        result = *cached;
+        from_cache = true;
+        say("calibration: " + std::to_string(result.tensors.size()) + " tensors from the cache '" +
+            escape_for_message(o.calib_cache) + "'");
+      }
+    }
+  }
+  if (!from_cache) {
+    if (o.calib_dir.empty())
+      return print_error("calibration cache '" + escape_for_message(o.calib_cache) + "' " +
+                         (cache_problem.empty() ? std::string("does not exist") : cache_problem) +
+                         ", and no --calib folder is given");
+    if (!cache_problem.empty())
+      say("calibration cache '" + escape_for_message(o.calib_cache) + "' " + cache_problem + ": recalibrating");
+    ImportOptions import;
+    import.input_shapes = o.input_shapes;
+    import.default_batch = o.batch;
+    auto graph = load_onnx_model(o.model_path, import);
+    if (!graph) return print_error(graph.status().message());
+    std::string note;
+    auto batches = load_calibration_batches(o.calib_dir, *graph, static_cast<int>(o.max_batches), &note);
+    if (!batches) return print_error(batches.status().message());
+    say("calibration inputs: " + note);
+    CalibrationOptions options;
+    options.calibrator = *calibrator;
+    options.percentile = o.percentile;
+    auto calibrated = calibrate_graph(*graph, *batches, options, [&](int done, int total) {
+      if (terminal && !o.quiet)
+        std::fprintf(stderr, "\r[aotc] calibration: batch %d/%d (%.1f s)%s", done, total, seconds_since(t0),
+                     done == total ? "\n" : "");
+    });
+    if (!calibrated) return print_error(calibrated.status().message());
+    result = *calibrated;
+    result.model_sha256 = *hash;
+  }
+  const std::string json = calibration_to_json(result);
+  for (const std::string& path : {o.calib_cache, o.output_path}) {
+    if (path.empty() || (from_cache && path == o.calib_cache)) continue;
+    Status s = write_file_atomically(path, json);
+    if (!s.is_ok()) return print_error(s.message());
+  }
+  char line[200];
+  std::snprintf(line, sizeof line, "calibration (%s): %zu tensors, %d batch(es), %.2f s%s", o.calibrator.c_str(),
+                result.tensors.size(), result.batches, seconds_since(t0), from_cache ? " (cache)" : "");
+  say(line);
+  flush();
+  return kExitOk;
 }
 
 // The compile proper; fills `report` as far as it gets.
@@ -227,6 +318,7 @@ int aotc_main(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (o.mode == AotcOptions::Mode::kCheck) return run_check(o);
+  if (o.mode == AotcOptions::Mode::kCalibrate) return run_calibrate(o);
 
   auto t_start = std::chrono::steady_clock::now();
   CompileReport report;

@@ -205,6 +205,11 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       first = false;
       continue;
     }
+    if (first && opt == "calibrate") {
+      o.mode = AotcOptions::Mode::kCalibrate;
+      first = false;
+      continue;
+    }
     first = false;
     auto need = [&]() { return cur.value(opt); };
 #define AOTC_TAKE(var)                               \
@@ -287,6 +292,29 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       if (text != "on" && text != "off")
         return cur.usage("bad --conv-im2col '" + escape_for_message(text) + "': expected on or off");
       o.conv_im2col_gemm = text == "on";
+    } else if (opt == "--calib") {
+      AOTC_TAKE(o.calib_dir);
+    } else if (opt == "--calibrator") {
+      AOTC_TAKE(o.calibrator);
+      if (o.calibrator != "entropy" && o.calibrator != "minmax" && o.calibrator != "percentile" &&
+          o.calibrator != "mse")
+        return cur.usage("bad --calibrator '" + escape_for_message(o.calibrator) +
+                         "': expected entropy, minmax, percentile or mse");
+    } else if (opt == "--percentile") {
+      std::string text;
+      AOTC_TAKE(text);
+      char* end = nullptr;
+      double p = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || !(p > 0 && p <= 100))
+        return cur.usage("bad --percentile '" + escape_for_message(text) + "': expected a number in (0, 100]");
+      o.percentile = p;
+    } else if (opt == "--calib-cache") {
+      AOTC_TAKE(o.calib_cache);
+    } else if (opt == "--max-batches") {
+      std::string text;
+      AOTC_TAKE(text);
+      if (!parse_int(text, 1, int64_t{1} << 31, &o.max_batches))
+        return cur.usage("bad --max-batches '" + escape_for_message(text) + "': expected an integer >= 1");
     } else if (opt == "--tune-matmuls") {
       std::string text;
       AOTC_TAKE(text);
@@ -366,6 +394,15 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
   if (o.nvcc.empty()) o.nvcc = find_nvcc();
   if (!o.dump_dir.empty() && o.dump_after.empty()) return cur.usage("--dump-dir needs --dump-after");
   if (o.mode == AotcOptions::Mode::kCheck) return o;
+  if (o.mode == AotcOptions::Mode::kCalibrate) {
+    if (o.calib_dir.empty() && o.calib_cache.empty())
+      return cur.usage("calibrate needs --calib DIR (or a --calib-cache FILE to reuse)");
+    if (o.output_path.empty() && o.calib_cache.empty())
+      return cur.usage("calibrate needs -o FILE.json or --calib-cache FILE");
+    return o;
+  }
+  if (!o.calib_dir.empty() || !o.calib_cache.empty())
+    return cur.usage("--calib and --calib-cache belong to `aotc calibrate` (int8 compiles are not supported yet)");
   if (o.output_path.empty() && o.emit_source_dir.empty()) {
     return cur.usage("no output given; pass -o libNAME.so (or --emit-source DIR)");
   }

@@ -14,9 +14,10 @@
 
 namespace aotc {
 
-// `aotc MODEL.onnx -o libNAME.so [options]` and `aotc check MODEL.onnx [options]`.
+// `aotc MODEL.onnx -o libNAME.so [options]`, `aotc check MODEL.onnx [options]` and
+// `aotc calibrate MODEL.onnx --calib DIR [-o calib.json] [options]`.
 struct AotcOptions {
-  enum class Mode { kCompile, kCheck, kHelp, kVersion };
+  enum class Mode { kCompile, kCheck, kCalibrate, kHelp, kVersion };
   Mode mode = Mode::kCompile;
   std::string model_path;
   std::string output_path;             // -o
@@ -45,6 +46,13 @@ struct AotcOptions {
   bool no_cache = false;               // --no-cache
   std::string cutlass_dir;             // --cutlass-dir, else $CUTLASS_DIR, else pip nvidia-cutlass
   bool quiet = false;
+  // aotc calibrate (issue 8): --calib DIR, --calibrator NAME, --percentile P, --calib-cache FILE,
+  // --max-batches N.
+  std::string calib_dir;
+  std::string calibrator = "entropy";
+  double percentile = 99.99;
+  std::string calib_cache;
+  int64_t max_batches = 0;  // 0: every batch the folder holds
 };
 
 // `aotc-run libX.so [options]`.

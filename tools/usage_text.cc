@@ -7,6 +7,8 @@ namespace aotc {
 std::string aotc_usage() {
   return R"(usage: aotc MODEL.onnx -o libNAME.so [options]
        aotc check MODEL.onnx [--input-shape NAME:DIMS ...] [--batch N]
+       aotc calibrate MODEL.onnx --calib DIR [-o calib.json] [--calib-cache FILE]
+                 [--calibrator entropy|minmax|percentile|mse] [--percentile P] [--max-batches N]
 
 Compiles an ONNX model into one self-contained CUDA shared library (see docs/abi.md) and writes
 NAME.h next to it. Progress goes to stderr; errors are one line "aotc: error: ...", exit code 2,
@@ -32,6 +34,17 @@ options:
                            activation run as cuBLASLt GEMMs; cutlass: as CUTLASS implicit GEMMs
   --conv-im2col on|off     on (default): NHWC convolutions too small to fill the GPU (batch 1)
                            run as im2col + a cuBLASLt GEMM; off: CUTLASS implicit GEMM
+  calibrate (int8 calibration, issue 8; int8 compiles are not supported yet):
+  --calib DIR              calibration inputs: .npy or TensorProto .pb files (one sample each, for
+                           single-input models) or test_data_set_N folders (input_K.pb); samples
+                           whose first dimension divides the model's are stacked into batches
+  --calibrator NAME        entropy (default: KL divergence, as TensorRT's entropy calibrator),
+                           minmax, percentile, mse: how a tensor's |x| histogram (2048 bins)
+                           becomes its symmetric int8 range amax (scale = amax / 127)
+  --percentile P           for --calibrator percentile (default 99.99)
+  --calib-cache FILE       JSON written after calibrating and reused when it is for the same model
+                           file (SHA-256) and calibrator
+  --max-batches N          use at most N batches of the folder
   --tune-matmuls on|off    on: the library times up to 8 cuBLASLt algorithms per matmul on its GPU
                            at create() and keeps the fastest (adds create time; measured 2-5%
                            faster on CNNs at batch 32, 1-7% slower on transformers); off

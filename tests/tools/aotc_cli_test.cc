@@ -5,6 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 
@@ -299,3 +303,88 @@ TEST(AotcCli, ReportEscapesHostileNames) {
 }
 
 }  // namespace
+
+namespace {
+
+// A NumPy .npy file (format 1.0) of float32 values with the given shape.
+void write_npy(const std::string& path, const std::vector<float>& values, const std::string& shape) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  out.write("\x93NUMPY\x01\x00", 8);
+  const uint16_t len = static_cast<uint16_t>(header.size());
+  out.put(static_cast<char>(len & 0xff));
+  out.put(static_cast<char>(len >> 8));
+  out << header;
+  out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * 4));
+}
+
+// The value of a Python expression over the JSON file.
+std::string json_expr(const std::string& path, const std::string& expr, const std::string& dir) {
+  return python_on_json(path, expr, dir);
+}
+
+}  // namespace
+
+// `aotc calibrate`: every float value of the model gets a range from the calibration inputs
+// (minmax: the largest |x| seen, computed here from the inputs), the JSON parses, a cache of the
+// same model and calibrator is reused without the inputs, another calibrator recalibrates, and
+// bad input ends in one error line.
+TEST(AotcCli, CalibrateWritesRangesAndReusesItsCache) {
+  if (!have_python_json()) GTEST_SKIP() << "python3 with json needed to read the result";
+  std::string dir = fresh_dir("calibrate");
+  std::string model = dir + "/m.onnx";
+  write_model(chain_model({"Relu", "Neg"}, {"r", "n"}), model);
+  std::string calib = dir + "/calib";
+  ASSERT_EQ(::mkdir(calib.c_str(), 0755), 0);
+  float max_abs = 0, max_pos = 0;
+  for (int s = 0; s < 3; ++s) {
+    std::vector<float> v = {-3.0f * (s + 1), 0.5f, 1.25f * (s + 1), -0.25f};
+    for (float x : v) {
+      max_abs = std::max(max_abs, std::fabs(x));
+      max_pos = std::max(max_pos, x);
+    }
+    write_npy(calib + "/s" + std::to_string(s) + ".npy", v, "(1, 4)");
+  }
+  std::string out = dir + "/calib.json", cache = dir + "/cache.json";
+  auto r = run_program({kAotc, "calibrate", model, "--calib", calib, "--calibrator", "minmax", "-o", out,
+                        "--calib-cache", cache},
+                       dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("3 batch(es) of 1 sample(s)"), std::string::npos) << r.err;
+  EXPECT_EQ(json_expr(out, "d['calibrator'], d['batches'], len(d['tensors'])", dir), "minmax 3 3\n");
+  EXPECT_EQ(json_expr(out, "[t['name'] for t in d['tensors']]", dir), "['x', 't0', 'y']\n");
+  char want[128];
+  std::snprintf(want, sizeof want, "%.6g %.6g %.6g\n", max_abs, max_pos, max_pos);
+  EXPECT_EQ(json_expr(out, "'%.6g %.6g %.6g' % tuple(t['amax'] for t in d['tensors'])", dir), want);
+  EXPECT_EQ(json_expr(out, "abs(d['tensors'][0]['scale'] - d['tensors'][0]['amax'] / 127) < 1e-12", dir), "True\n");
+  // The cache answers without the calibration folder.
+  std::system(("rm -rf " + calib).c_str());
+  r = run_program({kAotc, "calibrate", model, "--calibrator", "minmax", "--calib-cache", cache, "-o", dir + "/again.json"},
+                  dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("from the cache"), std::string::npos) << r.err;
+  EXPECT_EQ(json_expr(dir + "/again.json", "len(d['tensors'])", dir), "3\n");
+  // Another calibrator does not take the cache; without inputs that is an error.
+  r = run_program({kAotc, "calibrate", model, "--calibrator", "entropy", "--calib-cache", cache}, dir);
+  expect_one_error_line(r);
+  EXPECT_NE(r.err.find("another model file or calibrator, and no --calib folder"), std::string::npos) << r.err;
+  // Samples of the wrong shape, an empty folder, a missing folder: one line each, exit 2.
+  std::string bad = dir + "/bad";
+  ASSERT_EQ(::mkdir(bad.c_str(), 0755), 0);
+  r = run_program({kAotc, "calibrate", model, "--calib", bad, "-o", dir + "/x.json"}, dir);
+  expect_one_error_line(r);
+  EXPECT_NE(r.err.find("no .npy"), std::string::npos) << r.err;
+  write_npy(bad + "/a.npy", {1, 2, 3}, "(1, 3)");
+  r = run_program({kAotc, "calibrate", model, "--calib", bad, "-o", dir + "/x.json"}, dir);
+  expect_one_error_line(r);
+  EXPECT_NE(r.err.find("has shape [1x3]"), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(dir + "/x.json"));
+  r = run_program({kAotc, "calibrate", model, "--calib", dir + "/nope", "-o", dir + "/x.json"}, dir);
+  expect_one_error_line(r);
+  r = run_program({kAotc, "calibrate", model, "-o", dir + "/x.json"}, dir);
+  expect_one_error_line(r);  // neither --calib nor --calib-cache
+  r = run_program({kAotc, model, "-o", dir + "/lib.so", "--calib", bad}, dir);
+  expect_one_error_line(r);  // --calib belongs to calibrate
+}

@@ -1,0 +1,26 @@
+// Calibration inputs and the calibration cache for `aotc calibrate` (issue 8): the inputs come
+// from a folder of .npy or TensorProto .pb files (one sample each, single-input models) or of ONNX
+// `test_data_set_*` folders (input_K.pb per model input); samples whose leading dimension divides
+// the model's are stacked into full batches. The cache is JSON (calibration_to_json) and is reused
+// only for the same model file (SHA-256) and calibrator.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/status.h"
+#include "ir/tensor.h"
+#include "opt/calibration.h"
+
+namespace aotc {
+
+// Batches in graph.inputs order; at most `max_batches` (0: all). `note` (may be null) receives a
+// line about samples left over or stacked.
+Expected<std::vector<std::vector<Tensor>>> load_calibration_batches(const std::string& dir, const Graph& graph,
+                                                                    int max_batches, std::string* note);
+
+std::string calibration_to_json(const CalibrationResult& result);
+Expected<CalibrationResult> calibration_from_json(const std::string& text);
+
+}  // namespace aotc
