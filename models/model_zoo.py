@@ -38,6 +38,7 @@ def _image_input():
 kSequence = 128
 kGpt2Vocab = 50257
 kBertVocab = 30522
+kLlamaVocab = 32000
 
 MODEL_SPECS: Dict[str, ModelSpec] = {
     "resnet50": ModelSpec("resnet50", "torchvision", _image_input(), ("output",), (1, 32)),
@@ -70,6 +71,17 @@ MODEL_SPECS: Dict[str, ModelSpec] = {
     "gpt2_tiny": ModelSpec("gpt2_tiny", "transformers",
                            (InputSpec("input_ids", "int64", (32,), "tokens", 1000),),
                            ("logits",), (1, 2), notes="GPT2LMHeadModel, 2 layers, width 64, vocab 1000"),
+    # A LLaMA-style decoder (issue 7): RMSNorm, rotary embeddings, grouped-query attention (12 query
+    # heads on 4 key/value heads), SwiGLU MLP; ~GPT-2 size so the two compare.
+    "llama": ModelSpec("llama", "transformers",
+                       (InputSpec("input_ids", "int64", (kSequence,), "tokens", kLlamaVocab),),
+                       ("logits",), (1, 8),
+                       notes="LlamaForCausalLM: hidden 768, 12 layers, 12 heads / 4 kv heads, "
+                             "intermediate 2048, vocab 32000, eager attention"),
+    "llama_tiny": ModelSpec("llama_tiny", "transformers",
+                            (InputSpec("input_ids", "int64", (32,), "tokens", 1000),),
+                            ("logits",), (1, 2),
+                            notes="LlamaForCausalLM, 2 layers, width 64, 4 heads / 2 kv heads, vocab 1000"),
     "bert_tiny": ModelSpec("bert_tiny", "transformers",
                            (InputSpec("input_ids", "int64", (32,), "tokens", 1000),
                             InputSpec("attention_mask", "int64", (32,), "mask")),
@@ -126,6 +138,17 @@ def _build_transformers(spec: ModelSpec):
                                          n_positions=128)
         config.use_cache = False
         inner_cls, wrapper = transformers.GPT2LMHeadModel, Gpt2Logits
+    elif spec.name in ("llama", "llama_tiny"):
+        if spec.name == "llama":
+            config = transformers.LlamaConfig(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                                              num_key_value_heads=4, intermediate_size=2048,
+                                              vocab_size=kLlamaVocab, max_position_embeddings=512)
+        else:
+            config = transformers.LlamaConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                              num_key_value_heads=2, intermediate_size=128, vocab_size=1000,
+                                              max_position_embeddings=128)
+        config.use_cache = False
+        inner_cls, wrapper = transformers.LlamaForCausalLM, Gpt2Logits
     elif spec.name == "bert_base":
         config = transformers.BertConfig()
         inner_cls, wrapper = transformers.BertModel, BertHidden

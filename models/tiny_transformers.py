@@ -11,6 +11,9 @@ package alone (no torch), for testing aotc's whole-model path off the GPU machin
               post-LayerNorm residuals.
   vit_block   (opset 20): Conv patch embedding, Reshape + Transpose to tokens, class token Expand +
               Concat, position Add, pre-LN attention, the Gelu op, class-token Gather, Gemm head.
+  llama_block (opset 23): a LLaMA-style decoder in the newest ops: RMSNormalization,
+              RotaryEmbedding with position ids, Attention with grouped-query heads and is_causal,
+              SwiGLU MLP, untied LM head (what the dynamo exporter writes at opset 23).
   vit_mha_block (opset 17): torchvision ViT's encoder layers as TorchScript exports
               nn.MultiheadAttention(batch_first=True): Transpose to sequence-first, packed in-projection
               MatMul + Add, Reshape -> Unsqueeze -> Transpose -> Squeeze -> Gather 0/1/2 for q/k/v,
@@ -223,8 +226,51 @@ def vit_mha_block(b):
             [(b.layer_norm(x), "last_hidden_state", TensorProto.FLOAT, ["batch", SEQ, HIDDEN])])
 
 
+KV_HEADS = 2  # llama_block: grouped-query attention, 2 query heads per key/value head
+
+
+def llama_block(b):
+    """A LLaMA-style decoder as the dynamo exporter writes it at opset 23: RMSNormalization,
+    RotaryEmbedding on the 3-D projections (num_heads, position ids from Range), the Attention op
+    with grouped-query heads (q_num_heads 4, kv_num_heads 2) and is_causal, SwiGLU MLP (SiLU as
+    x * Sigmoid(x)), no biases, final RMSNormalization and an untied LM head."""
+    ids = "input_ids"
+    x = b.op("Gather", [b.weight((VOCAB, HIDDEN), 0.5, "embed"), ids], axis=0)
+    # position ids [batch, seq] = Expand(Range(0, seq)), the run-time shape from Shape.
+    seq = b.op("Squeeze", [b.dim(ids, 1), b.i64([0])])
+    pos = b.op("Range", [b.const(0, "start", np.int64), seq, b.const(1, "delta", np.int64)])
+    pos = b.op("Expand", [b.op("Unsqueeze", [pos, b.i64([0])]), b.op("Shape", [ids])])
+    # cos/sin caches [max positions, head_dim / 2] (rotary base 10000).
+    inv = 1.0 / (10000.0 ** (np.arange(0, HEAD_DIM, 2, dtype=np.float64) / HEAD_DIM))
+    angles = np.outer(np.arange(SEQ + 8, dtype=np.float64), inv)
+    cos, sin = b.const(np.cos(angles), "cos"), b.const(np.sin(angles), "sin")
+
+    def rms(v):
+        return b.op("RMSNormalization", [v, b.const(1.0 + b.rng.normal(0.0, 0.1, size=HIDDEN), "rms.g")],
+                    axis=-1, epsilon=1e-6)
+
+    def proj(v, n_in, n_out):
+        return b.op("MatMul", [v, b.weight((n_in, n_out), 1.0 / np.sqrt(n_in))])
+
+    kv = KV_HEADS * HEAD_DIM
+    for _ in range(2):
+        h = rms(x)
+        q = b.op("RotaryEmbedding", [proj(h, HIDDEN, HIDDEN), cos, sin, pos], num_heads=HEADS)
+        k = b.op("RotaryEmbedding", [proj(h, HIDDEN, kv), cos, sin, pos], num_heads=KV_HEADS)
+        v = proj(h, HIDDEN, kv)
+        a = b.op("Attention", [q, k, v], is_causal=1, q_num_heads=HEADS, kv_num_heads=KV_HEADS)
+        x = b.op("Add", [x, proj(a, HIDDEN, HIDDEN)])
+        h = rms(x)
+        gate = proj(h, HIDDEN, FFN)
+        silu = b.op("Mul", [gate, b.op("Sigmoid", [gate])])
+        x = b.op("Add", [x, proj(b.op("Mul", [silu, proj(h, HIDDEN, FFN)]), FFN, HIDDEN)])
+    logits = proj(rms(x), HIDDEN, VOCAB)
+    return ([("input_ids", TensorProto.INT64, ["batch", SEQ])],
+            [(logits, "logits", TensorProto.FLOAT, ["batch", SEQ, VOCAB])])
+
+
 MODELS = {"gpt2_block": (gpt2_block, 17), "bert_block": (bert_block, 17), "vit_block": (vit_block, 20),
-          "vit_mha_block": (vit_mha_block, 20)}
+          "vit_mha_block": (vit_mha_block, 20), "llama_block": (llama_block, 23)}
 
 
 def build(name, seed):
