@@ -14,6 +14,9 @@ namespace aotc {
 struct PrecisionOptions {
   DType dtype = DType::kFloat32;        // kFloat32 (no change), kFloat16 or kBFloat16
   std::vector<std::string> keep_fp32;   // node names or op types that stay fp32
+  // --io-dtype fp16|bf16: float32 graph inputs and outputs take the compute dtype (the library's
+  // I/O is 16-bit; no boundary Casts). False: they keep their declared dtypes.
+  bool low_io = false;
 };
 
 struct Target {

@@ -2,7 +2,10 @@
 // fp16 or bf16) unless the op that produces or reads it must stay fp32 (opt/precision_policy.cc,
 // --keep-fp32, or an op whose shape inference refuses the low precision). Constants are converted
 // at compile time (once per value); a Cast is inserted only where a value crosses a precision
-// boundary, once per (value, dtype). Graph inputs and outputs keep their declared dtypes.
+// boundary, once per (value, dtype). Graph inputs and outputs keep their declared dtypes, unless
+// precision.low_io (--io-dtype) gives the float32 ones the low dtype: a graph input is then read
+// as it comes (a Cast to fp32 only for nodes that stay fp32), a graph output is written in the
+// low dtype by its producer (a Cast from fp32 only when the producer stays fp32).
 #include <map>
 
 #include "ir/op_registry.h"
@@ -37,6 +40,14 @@ class PrecisionRewriter {
     origin_f32_.assign(g_.values.size(), false);
     for (size_t v = 0; v < g_.values.size(); ++v) origin_f32_[v] = g_.values[v].dtype == DType::kFloat32;
     bool changed = false;
+    const bool low_io = g_.target.precision.low_io;
+    if (low_io) {
+      for (ValueId in : g_.inputs)
+        if (is_f32_origin(in)) {
+          g_.value(in).dtype = low_;  // version() now casts it to fp32 where a node needs that
+          changed = true;
+        }
+    }
     for (size_t i = 0; i < n; ++i) {
       Node node = std::move(nodes[i]);
       const bool low = runs_low(node);
@@ -54,11 +65,25 @@ class PrecisionRewriter {
       for (ValueId& out : node.outputs) {
         if (out == kNoValue || !is_f32_origin(out)) continue;
         if (!low) {
+          if (low_io && g_.is_graph_output(out)) {
+            // The producer stays fp32: it writes a new fp32 value, a Cast writes the declared
+            // (now low) graph output.
+            const ValueId declared = out;
+            const Value copy = g_.value(declared);
+            out = g_.add_value(g_.unique_name(copy.name + "_fp32"), DType::kFloat32, copy.shape, copy.shape_known);
+            grow();
+            g_.value(declared).dtype = low_;
+            versions_[declared][DType::kFloat32] = out;
+            versions_[declared][low_] = declared;
+            output_casts.push_back({out, declared});
+            changed = true;
+            continue;
+          }
           versions_[out][DType::kFloat32] = out;
           continue;
         }
         changed = true;
-        if (g_.is_graph_output(out)) {
+        if (g_.is_graph_output(out) && !low_io) {
           const ValueId declared = out;
           const Value copy = g_.value(declared);
           out = g_.add_value(g_.unique_name(copy.name + "_" + dtype_name(low_)), low_, copy.shape, copy.shape_known);

@@ -230,6 +230,7 @@ Status compile(const AotcOptions& o, CompileReport& report) {
                                  : o.precision == "bf16" ? DType::kBFloat16
                                                          : DType::kFloat32;
   graph.target.precision.keep_fp32 = o.keep_fp32;
+  graph.target.precision.low_io = o.io_dtype != "model";
   graph.target.max_split_k = o.max_split_k;
   graph.target.conv_config = o.conv_config;
   graph.target.conv_pointwise_gemm = o.conv_pointwise_gemm;

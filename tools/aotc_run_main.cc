@@ -272,7 +272,11 @@ int run_main(const std::vector<std::string>& args) {
     }
     tol.model_metric = o.model_metric;
     r.compared = true;
-    r.result = compare_tensors(outputs[i], (*expected)[i], tol);
+    // A 16-bit output (--io-dtype) against float32 expectations: compared widened (exactly).
+    const bool widen = (*expected)[i].dtype() == DType::kFloat32 &&
+                       (outputs[i].dtype() == DType::kFloat16 || outputs[i].dtype() == DType::kBFloat16);
+    r.result = compare_tensors(widen ? convert_float_tensor(outputs[i], DType::kFloat32) : outputs[i],
+                               (*expected)[i], tol);
     pass = pass && r.result.pass;
     if (!o.quiet || !r.result.pass) {
       std::printf("%s: %s  max_abs_err %.3g  max|ref| %.3g  rel_l2 %.3g%s%s\n", head.c_str(),

@@ -260,6 +260,10 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       if (o.precision != "fp32" && o.precision != "fp16" && o.precision != "bf16") {
         return cur.usage("bad --precision '" + escape_for_message(o.precision) + "': expected fp32, fp16 or bf16");
       }
+    } else if (opt == "--io-dtype") {
+      AOTC_TAKE(o.io_dtype);
+      if (o.io_dtype != "model" && o.io_dtype != "fp16" && o.io_dtype != "bf16")
+        return cur.usage("bad --io-dtype '" + escape_for_message(o.io_dtype) + "': expected model, fp16 or bf16");
     } else if (opt == "--keep-fp32") {
       std::string text;
       AOTC_TAKE(text);
@@ -393,6 +397,8 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
   }
   if (o.nvcc.empty()) o.nvcc = find_nvcc();
   if (!o.dump_dir.empty() && o.dump_after.empty()) return cur.usage("--dump-dir needs --dump-after");
+  if (o.io_dtype != "model" && o.io_dtype != o.precision)
+    return cur.usage("--io-dtype " + o.io_dtype + " needs --precision " + o.io_dtype + " (the library computes in it)");
   if (o.mode == AotcOptions::Mode::kCheck) return o;
   if (o.mode == AotcOptions::Mode::kCalibrate) {
     if (o.calib_dir.empty() && o.calib_cache.empty())

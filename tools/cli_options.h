@@ -27,6 +27,7 @@ struct AotcOptions {
   int64_t batch = 1;                   // --batch: value of symbolic first dims
   std::string precision = "fp32";      // --precision fp32|fp16|bf16
   std::vector<std::string> keep_fp32;  // --keep-fp32 NODE|OP[,...] (repeatable)
+  std::string io_dtype = "model";      // --io-dtype model|fp16|bf16 (16-bit I/O needs that --precision)
   std::string conv_config;             // --conv-config NAME (force one CUTLASS conv configuration)
   bool conv_pointwise_gemm = true;     // --conv-pointwise cublaslt|cutlass (1x1 convs as cuBLASLt GEMMs)
   bool conv_im2col_gemm = true;        // --conv-im2col on|off (underfilled convs as im2col + cuBLASLt)

@@ -10,6 +10,13 @@
 #include "tools/random_tensor.h"
 
 namespace aotc {
+
+Tensor convert_float_tensor(const Tensor& t, DType to) {
+  Tensor out(to, t.shape());
+  for (int64_t i = 0; i < t.numel(); ++i) out.set(i, t.get(i));
+  return out;
+}
+
 namespace {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -101,9 +108,17 @@ Expected<std::vector<Tensor>> gather_inputs(const RunOptions& options, const Abi
     }
     auto t = load_tensor_file(paths[i]);
     if (!t) return Status::error(what + ": " + t.status().message());
+    std::string source = paths[i];
+    // A library built with --io-dtype fp16/bf16 takes 16-bit floats: float32 data is rounded to
+    // its input dtype (to nearest even), as the caller of such a library would.
+    if (t->dtype() == DType::kFloat32 && t->shape() == lib.inputs[i].shape &&
+        (lib.inputs[i].dtype == DType::kFloat16 || lib.inputs[i].dtype == DType::kBFloat16)) {
+      *t = convert_float_tensor(*t, lib.inputs[i].dtype);
+      source += " (float32 rounded to " + dtype_name(lib.inputs[i].dtype) + ")";
+    }
     AOTC_RETURN_IF_ERROR(check_matches(*t, lib.inputs[i], what, paths[i]));
     tensors.push_back(std::move(*t));
-    sources->push_back(paths[i]);
+    sources->push_back(source);
   }
   return tensors;
 }

@@ -26,4 +26,8 @@ Expected<std::vector<Tensor>> gather_expected(const RunOptions& options, const A
 // DIR/output_K.pb (named like the output) and DIR/output_K.npy; creates DIR if needed.
 Status write_outputs(const std::string& dir, const AbiLibrary& lib, const std::vector<Tensor>& outputs);
 
+// `t` (a floating-point tensor) in another floating-point dtype: exact widening, or rounding to
+// nearest even (Tensor::set) when narrowing.
+Tensor convert_float_tensor(const Tensor& t, DType to);
+
 }  // namespace aotc

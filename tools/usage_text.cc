@@ -26,6 +26,11 @@ options:
   --precision P            fp32 (default, IEEE), fp16 or bf16: values stored in 16 bits, convolutions
                            and GEMMs on tensor cores (fp32 accumulation), reductions, softmax and
                            norms computed in fp32; inputs/outputs keep the model's dtypes
+  --io-dtype model|fp16|bf16
+                           model (default): inputs and outputs keep the model's declared dtypes
+                           (float32 I/O, converted inside the library); fp16 / bf16 (with the same
+                           --precision): float32 inputs and outputs become 16-bit in the ABI (the
+                           header states each dtype), saving the conversions and half the copies
   --keep-fp32 NODE|OP      keep these nodes (by name) or op types in fp32 (comma list, repeatable)
   --conv-config NAME       force one CUTLASS convolution configuration for the convolutions of its
                            kind (tc*: fp16/bf16 tensor cores, simt*: fp32; for measuring; the

@@ -73,6 +73,61 @@ TEST(Precision, Fp16ChainHasCastsOnlyAtTheGraphBoundary) {
   EXPECT_GT(err, 0.0);  // fp16 storage really happened (values rounded)
 }
 
+// --io-dtype fp16: the float input and output become fp16 in the graph signature, so the
+// boundary Casts vanish; the result still matches the fp32 graph fed the fp16-rounded input.
+TEST(Precision, LowIoMakesTheSignatureFp16WithoutBoundaryCasts) {
+  AOTC_BUILD(g, kConvChain);
+  Graph before = g;
+  g.target.precision.dtype = DType::kFloat16;
+  g.target.precision.low_io = true;
+  auto changed = convert_precision(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(verify(g).is_ok());
+  EXPECT_EQ(op_list(g), "Conv,Relu,Conv,Add");
+  EXPECT_EQ(g.value(g.inputs[0]).dtype, DType::kFloat16);
+  EXPECT_EQ(g.value(g.outputs[0]).dtype, DType::kFloat16);
+  EXPECT_EQ(g.value(g.inputs[0]).name, "x");
+  EXPECT_EQ(g.value(g.outputs[0]).name, "y");
+  std::vector<Tensor> in32 = testing_util::random_inputs(before, 7);
+  Tensor in16(DType::kFloat16, in32[0].shape());
+  for (int64_t i = 0; i < in16.numel(); ++i) in16.set(i, in32[0].get(i));
+  auto a = evaluate_graph(before, in32);
+  auto b = evaluate_graph(g, {in16});
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  ASSERT_EQ((*b)[0].dtype(), DType::kFloat16);
+  double num = 0, den = 0;
+  for (int64_t k = 0; k < (*a)[0].numel(); ++k) {
+    double d = (*a)[0].get(k) - (*b)[0].get(k);
+    num += d * d;
+    den += (*a)[0].get(k) * (*a)[0].get(k);
+  }
+  EXPECT_LT(std::sqrt(num / den), 1e-2);
+  EXPECT_GT(num, 0.0);
+}
+
+// --io-dtype with nodes that stay fp32 at both ends: a Cast from the fp16 input into the kept
+// node, and one from the kept node's fp32 result into the fp16 output.
+TEST(Precision, LowIoCastsAroundNodesThatStayFp32) {
+  AOTC_BUILD(g, kConvChain);
+  g.target.precision.dtype = DType::kFloat16;
+  g.target.precision.low_io = true;
+  g.target.precision.keep_fp32 = {"conv1", "add"};
+  auto changed = convert_precision(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  ASSERT_TRUE(verify(g).is_ok());
+  EXPECT_EQ(op_list(g), "Cast,Conv,Cast,Relu,Conv,Cast,Cast,Add,Cast");
+  EXPECT_EQ(g.value(g.inputs[0]).dtype, DType::kFloat16);
+  EXPECT_EQ(g.value(g.outputs[0]).dtype, DType::kFloat16);
+  const Node& first = g.nodes.front();
+  EXPECT_EQ(first.inputs[0], g.inputs[0]);
+  EXPECT_EQ(g.value(first.outputs[0]).dtype, DType::kFloat32);
+  const Node& last = g.nodes.back();
+  EXPECT_EQ(last.op_type, "Cast");
+  EXPECT_EQ(last.outputs[0], g.outputs[0]);
+  EXPECT_EQ(g.value(last.inputs[0]).dtype, DType::kFloat32);
+}
+
 TEST(Precision, Bf16UsesTheSameMachinery) {
   AOTC_BUILD(g, kConvChain);
   Graph before = g;
