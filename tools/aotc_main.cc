@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <exception>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "opt/memory_plan.h"
 #include "opt/pipeline.h"
 #include "opt/calibration.h"
+#include "opt/quant_sensitivity.h"
 #include "tools/calibration_io.h"
 #include "tools/cli_options.h"
 #include "tools/compile_report.h"
@@ -146,6 +148,8 @@ int run_calibrate(const AotcOptions& o) {
       }
     }
   }
+  std::unique_ptr<Graph> graph_for_sensitivity;
+  std::vector<std::vector<Tensor>> sensitivity_batches;
   if (!from_cache) {
     if (o.calib_dir.empty())
       return print_error("calibration cache '" + escape_for_message(o.calib_cache) + "' " +
@@ -173,8 +177,35 @@ int run_calibrate(const AotcOptions& o) {
     if (!calibrated) return print_error(calibrated.status().message());
     result = *calibrated;
     result.model_sha256 = *hash;
+    if (o.sensitivity) {
+      graph_for_sensitivity = std::make_unique<Graph>(std::move(*graph));
+      for (size_t b = 0; b < batches->size() && static_cast<int64_t>(b) < o.sensitivity_batches; ++b)
+        sensitivity_batches.push_back((*batches)[b]);
+    }
   }
-  const std::string json = calibration_to_json(result);
+  std::unique_ptr<SensitivityReport> sensitivity;
+  if (o.sensitivity) {
+    if (!graph_for_sensitivity) {  // the ranges came from the cache: the inputs are still needed
+      if (o.calib_dir.empty()) return print_error("--sensitivity needs the --calib inputs");
+      ImportOptions import;
+      import.input_shapes = o.input_shapes;
+      import.default_batch = o.batch;
+      auto graph = load_onnx_model(o.model_path, import);
+      if (!graph) return print_error(graph.status().message());
+      auto batches = load_calibration_batches(o.calib_dir, *graph, static_cast<int>(o.sensitivity_batches), nullptr);
+      if (!batches) return print_error(batches.status().message());
+      graph_for_sensitivity = std::make_unique<Graph>(std::move(*graph));
+      sensitivity_batches = std::move(*batches);
+    }
+    auto report = quantization_sensitivity(*graph_for_sensitivity, result, sensitivity_batches, o.accuracy_budget,
+                                           [&](const std::string& line) {
+                                             if (terminal && !o.quiet) std::fprintf(stderr, "\r[aotc] %s   ", line.c_str());
+                                           });
+    if (terminal && !o.quiet) std::fprintf(stderr, "\n");
+    if (!report) return print_error(report.status().message());
+    sensitivity = std::make_unique<SensitivityReport>(std::move(*report));
+  }
+  const std::string json = calibration_to_json(result, sensitivity.get());
   for (const std::string& path : {o.calib_cache, o.output_path}) {
     if (path.empty() || (from_cache && path == o.calib_cache)) continue;
     Status s = write_file_atomically(path, json);
@@ -185,6 +216,18 @@ int run_calibrate(const AotcOptions& o) {
                 result.tensors.size(), result.batches, seconds_since(t0), from_cache ? " (cache)" : "");
   say(line);
   flush();
+  if (sensitivity) {
+    // The table: one line per layer, most sensitive first is the reader's job (graph order here).
+    std::printf("%-40s %-8s %10s %9s %s\n", "layer", "op", "rel L2", "SQNR dB", "precision");
+    for (const LayerSensitivity& l : sensitivity->layers)
+      std::printf("%-40s %-8s %10.3g %9.1f %s\n", one_line(l.node).substr(0, 40).c_str(), l.op_type.c_str(), l.rel_l2,
+                  l.sqnr_db, l.precision.c_str());
+    std::printf("every layer int8: rel L2 %.3g", sensitivity->all_int8_rel_l2);
+    if (sensitivity->budget > 0)
+      std::printf("; budget %.3g: %s, rel L2 %.3g", sensitivity->budget,
+                  sensitivity->budget_met ? "met" : "NOT met with every layer in fp16", sensitivity->chosen_rel_l2);
+    std::printf("\n");
+  }
   return kExitOk;
 }
 

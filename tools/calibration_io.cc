@@ -124,7 +124,7 @@ Expected<std::vector<std::vector<Tensor>>> load_calibration_batches(const std::s
   return batches;
 }
 
-std::string calibration_to_json(const CalibrationResult& r) {
+std::string calibration_to_json(const CalibrationResult& r, const SensitivityReport* sens) {
   JsonWriter w;
   w.begin_object();
   w.key("format").value("aotc-calibration-1");
@@ -144,6 +144,25 @@ std::string calibration_to_json(const CalibrationResult& r) {
     w.end_object();
   }
   w.end_array();
+  if (sens) {
+    w.key("sensitivity").begin_object();
+    w.key("all_int8_rel_l2").value(sens->all_int8_rel_l2);
+    w.key("budget").value(sens->budget);
+    w.key("chosen_rel_l2").value(sens->chosen_rel_l2);
+    w.key("budget_met").value(sens->budget_met);
+    w.key("layers").begin_array();
+    for (const LayerSensitivity& l : sens->layers) {
+      w.begin_object();
+      w.key("node").value(l.node);
+      w.key("op").value(l.op_type);
+      w.key("rel_l2").value(l.rel_l2);
+      w.key("sqnr_db").value(l.sqnr_db);
+      w.key("precision").value(l.precision);
+      w.end_object();
+    }
+    w.end_array();
+    w.end_object();
+  }
   w.end_object();
   return w.str() + "\n";
 }

@@ -12,6 +12,7 @@
 #include "ir/status.h"
 #include "ir/tensor.h"
 #include "opt/calibration.h"
+#include "opt/quant_sensitivity.h"
 
 namespace aotc {
 
@@ -20,7 +21,7 @@ namespace aotc {
 Expected<std::vector<std::vector<Tensor>>> load_calibration_batches(const std::string& dir, const Graph& graph,
                                                                     int max_batches, std::string* note);
 
-std::string calibration_to_json(const CalibrationResult& result);
+std::string calibration_to_json(const CalibrationResult& result, const SensitivityReport* sensitivity = nullptr);
 Expected<CalibrationResult> calibration_from_json(const std::string& text);
 
 }  // namespace aotc

@@ -312,6 +312,26 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       if (text.empty() || *end != '\0' || !(p > 0 && p <= 100))
         return cur.usage("bad --percentile '" + escape_for_message(text) + "': expected a number in (0, 100]");
       o.percentile = p;
+    } else if (opt == "--sensitivity") {
+      o.sensitivity = true;
+    } else if (opt == "--accuracy-budget") {
+      std::string text;
+      AOTC_TAKE(text);
+      std::string number = text;
+      const bool percent = !number.empty() && number.back() == '%';
+      if (percent) number.pop_back();
+      char* end = nullptr;
+      double v = std::strtod(number.c_str(), &end);
+      if (number.empty() || *end != '\0' || !(v > 0) || (percent ? v > 100 : v > 1))
+        return cur.usage("bad --accuracy-budget '" + escape_for_message(text) +
+                         "': expected a relative error such as 1% or 0.01");
+      o.accuracy_budget = percent ? v / 100 : v;
+      o.sensitivity = true;
+    } else if (opt == "--sensitivity-batches") {
+      std::string text;
+      AOTC_TAKE(text);
+      if (!parse_int(text, 1, 1 << 20, &o.sensitivity_batches))
+        return cur.usage("bad --sensitivity-batches '" + escape_for_message(text) + "': expected an integer >= 1");
     } else if (opt == "--calib-cache") {
       AOTC_TAKE(o.calib_cache);
     } else if (opt == "--max-batches") {

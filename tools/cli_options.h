@@ -54,6 +54,9 @@ struct AotcOptions {
   double percentile = 99.99;
   std::string calib_cache;
   int64_t max_batches = 0;  // 0: every batch the folder holds
+  bool sensitivity = false;        // --sensitivity: per-layer int8 sensitivity (CPU reference)
+  double accuracy_budget = 0;      // --accuracy-budget P% (relative L2 of the outputs; 0: none)
+  int64_t sensitivity_batches = 1; // --sensitivity-batches N
 };
 
 // `aotc-run libX.so [options]`.

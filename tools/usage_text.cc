@@ -50,6 +50,13 @@ options:
   --calib-cache FILE       JSON written after calibrating and reused when it is for the same model
                            file (SHA-256) and calibrator
   --max-batches N          use at most N batches of the folder
+  --sensitivity            also quantize each Conv / Gemm / MatMul alone (activation per tensor from
+                           its range, weight per output channel, symmetric int8, simulated on the
+                           CPU reference) and report the outputs' relative L2 error and SQNR per layer
+  --accuracy-budget P      with --sensitivity: start from every layer in int8 and move the most
+                           sensitive layers to fp16 until the outputs' relative L2 error against fp32
+                           is at most P (1% or 0.01); the JSON and the table give each layer's choice
+  --sensitivity-batches N  calibration batches the sensitivity runs on (default 1)
   --tune-matmuls on|off    on: the library times up to 8 cuBLASLt algorithms per matmul on its GPU
                            at create() and keeps the fastest (adds create time; measured 2-5%
                            faster on CNNs at batch 32, 1-7% slower on transformers); off

@@ -387,4 +387,17 @@ TEST(AotcCli, CalibrateWritesRangesAndReusesItsCache) {
   expect_one_error_line(r);  // neither --calib nor --calib-cache
   r = run_program({kAotc, model, "-o", dir + "/lib.so", "--calib", bad}, dir);
   expect_one_error_line(r);  // --calib belongs to calibrate
+  // --sensitivity needs a layer to quantize (this chain has none); a malformed budget.
+  std::string calib2 = dir + "/calib2";
+  ASSERT_EQ(::mkdir(calib2.c_str(), 0755), 0);
+  write_npy(calib2 + "/a.npy", {1, -2, 3, -4}, "(1, 4)");
+  r = run_program({kAotc, "calibrate", model, "--calib", calib2, "-o", dir + "/s.json", "--sensitivity"}, dir);
+  expect_one_error_line(r);
+  EXPECT_NE(r.err.find("no Conv, Gemm or MatMul"), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(dir + "/s.json"));
+  for (const char* budget : {"0%", "150%", "2", "x", "-1%"}) {
+    r = run_program({kAotc, "calibrate", model, "--calib", calib2, "-o", dir + "/s.json", "--accuracy-budget", budget},
+                    dir);
+    expect_one_error_line(r);
+  }
 }

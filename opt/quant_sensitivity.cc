@@ -1,0 +1,185 @@
+#include "opt/quant_sensitivity.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "ir/evaluator.h"
+#include "ir/shape_inference.h"
+
+namespace aotc {
+
+std::vector<QuantLayer> quantizable_layers(const Graph& graph) {
+  std::vector<QuantLayer> out;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const Node& node = graph.nodes[n];
+    if (!node.domain.empty() || node.inputs.size() < 2 || node.inputs[0] == kNoValue || node.inputs[1] == kNoValue)
+      continue;
+    const Value& x = graph.value(node.inputs[0]);
+    const Value& w = graph.value(node.inputs[1]);
+    if (x.dtype != DType::kFloat32 || w.dtype != DType::kFloat32 || !w.is_constant() || x.is_constant()) continue;
+    QuantLayer l;
+    l.node = static_cast<int>(n);
+    l.activation = node.inputs[0];
+    l.weight = node.inputs[1];
+    if (node.op_type == "Conv" && w.shape.size() >= 3) {
+      l.weight_axis = 0;  // [K, C/group, kernel...]
+    } else if (node.op_type == "Gemm" && w.shape.size() == 2) {
+      l.weight_axis = node.attr_int("transB", 0) ? 0 : 1;
+    } else if (node.op_type == "MatMul" && w.shape.size() == 2) {
+      l.weight_axis = 1;
+    } else {
+      continue;
+    }
+    out.push_back(l);
+  }
+  return out;
+}
+
+namespace {
+
+// Symmetric per-channel int8 fake quantization of a constant weight along `axis`.
+Tensor fake_quant_weight(const Tensor& w, int axis) {
+  const Shape& s = w.shape();
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= s[static_cast<size_t>(d)];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < s.size(); ++d) inner *= s[d];
+  const int64_t channels = s[static_cast<size_t>(axis)];
+  std::vector<double> amax(static_cast<size_t>(channels), 0.0);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t i = 0; i < inner; ++i)
+        amax[static_cast<size_t>(c)] = std::max(amax[static_cast<size_t>(c)], std::fabs(w.get((o * channels + c) * inner + i)));
+  Tensor q(w.dtype(), s);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t c = 0; c < channels; ++c) {
+      const double scale = amax[static_cast<size_t>(c)] / 127.0;
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t at = (o * channels + c) * inner + i;
+        const double v = w.get(at);
+        q.set(at, scale > 0 ? std::clamp(std::nearbyint(v / scale), -127.0, 127.0) * scale : 0.0);
+      }
+    }
+  return q;
+}
+
+// Relative L2 error over every floating-point output of all batches.
+double rel_l2(const std::vector<std::vector<Tensor>>& got, const std::vector<std::vector<Tensor>>& ref) {
+  double num = 0, den = 0;
+  for (size_t b = 0; b < ref.size(); ++b)
+    for (size_t o = 0; o < ref[b].size(); ++o) {
+      if (!dtype_is_float(ref[b][o].dtype())) continue;
+      for (int64_t i = 0; i < ref[b][o].numel(); ++i) {
+        const double r = ref[b][o].get(i), d = got[b][o].get(i) - r;
+        num += d * d;
+        den += r * r;
+      }
+    }
+  return den > 0 ? std::sqrt(num / den) : (num > 0 ? INFINITY : 0.0);
+}
+
+Expected<std::vector<std::vector<Tensor>>> run_all(const Graph& g, const std::vector<std::vector<Tensor>>& batches) {
+  std::vector<std::vector<Tensor>> out;
+  for (const auto& b : batches) {
+    auto r = evaluate_graph(g, b);
+    if (!r) return r.status();
+    out.push_back(std::move(*r));
+  }
+  return out;
+}
+
+}  // namespace
+
+Expected<Graph> fake_quantize(const Graph& graph, const std::vector<QuantLayer>& layers,
+                              const std::vector<bool>& quantize, const CalibrationResult& calibration) {
+  std::map<std::string, double> amax;
+  for (const TensorCalibration& t : calibration.tensors) amax[t.name] = t.amax;
+  Graph g = graph;
+  g.nodes.clear();
+  std::map<int, const QuantLayer*> by_node;
+  for (size_t i = 0; i < layers.size(); ++i)
+    if (i < quantize.size() && quantize[i]) by_node[layers[i].node] = &layers[i];
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    Node node = graph.nodes[n];
+    auto it = by_node.find(static_cast<int>(n));
+    if (it != by_node.end()) {
+      const QuantLayer& l = *it->second;
+      const Value& x = graph.value(l.activation);
+      auto range = amax.find(x.name);
+      if (range == amax.end())
+        return node_error(node, "no calibrated range for its input '" + escape_for_message(x.name) + "'");
+      Tensor scale(DType::kFloat32, {});
+      scale.set(0, range->second > 0 ? range->second / 127.0 : 1.0);
+      Tensor zero(DType::kInt8, {});
+      zero.set(0, 0);
+      ValueId s = g.add_constant(g.unique_name(x.name + "_scale"), scale);
+      ValueId z = g.add_constant(g.unique_name(x.name + "_zero"), zero);
+      ValueId q = g.add_value(g.unique_name(x.name + "_q"));
+      ValueId dq = g.add_value(g.unique_name(x.name + "_dq"));
+      g.nodes.push_back(Node{g.unique_name(node.name + "_quantize"), "QuantizeLinear", "", {l.activation, s, z}, {q}, {}});
+      g.nodes.push_back(Node{g.unique_name(node.name + "_dequantize"), "DequantizeLinear", "", {q, s, z}, {dq}, {}});
+      node.inputs[0] = dq;
+      const Value& w = graph.value(l.weight);
+      node.inputs[1] = g.add_constant(g.unique_name(w.name + "_int8"), fake_quant_weight(*w.constant, l.weight_axis));
+    }
+    g.nodes.push_back(std::move(node));
+  }
+  AOTC_RETURN_IF_ERROR(infer_shapes(g));
+  return g;
+}
+
+Expected<SensitivityReport> quantization_sensitivity(const Graph& graph, const CalibrationResult& calibration,
+                                                     const std::vector<std::vector<Tensor>>& batches, double budget,
+                                                     const std::function<void(const std::string&)>& progress) {
+  std::vector<QuantLayer> layers = quantizable_layers(graph);
+  if (layers.empty()) return Status::error("sensitivity: the model has no Conv, Gemm or MatMul with a constant weight");
+  auto ref = run_all(graph, batches);
+  if (!ref) return ref.status();
+  SensitivityReport r;
+  r.budget = budget;
+  auto error_of = [&](const std::vector<bool>& q) -> Expected<double> {
+    auto g = fake_quantize(graph, layers, q, calibration);
+    if (!g) return g.status();
+    auto got = run_all(*g, batches);
+    if (!got) return got.status();
+    return rel_l2(*got, *ref);
+  };
+  for (size_t i = 0; i < layers.size(); ++i) {
+    std::vector<bool> q(layers.size(), false);
+    q[i] = true;
+    auto e = error_of(q);
+    if (!e) return e.status();
+    LayerSensitivity s;
+    s.node = graph.nodes[static_cast<size_t>(layers[i].node)].name;
+    s.op_type = graph.nodes[static_cast<size_t>(layers[i].node)].op_type;
+    s.rel_l2 = *e;
+    s.sqnr_db = *e > 0 ? -20.0 * std::log10(*e) : INFINITY;
+    r.layers.push_back(s);
+    if (progress) progress("sensitivity: layer " + std::to_string(i + 1) + "/" + std::to_string(layers.size()));
+  }
+  std::vector<bool> q(layers.size(), true);
+  auto all = error_of(q);
+  if (!all) return all.status();
+  r.all_int8_rel_l2 = r.chosen_rel_l2 = *all;
+  if (budget > 0 && r.chosen_rel_l2 > budget) {
+    // Most sensitive first: move layers to fp16 until the whole model meets the budget.
+    std::vector<size_t> order(layers.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return r.layers[a].rel_l2 > r.layers[b].rel_l2; });
+    for (size_t k : order) {
+      q[k] = false;
+      r.layers[k].precision = "fp16";
+      auto e = error_of(q);
+      if (!e) return e.status();
+      r.chosen_rel_l2 = *e;
+      if (progress) progress("budget: " + r.layers[k].node + " -> fp16, whole-model rel L2 " + std::to_string(*e));
+      if (r.chosen_rel_l2 <= budget) break;
+    }
+  }
+  r.budget_met = budget <= 0 || r.chosen_rel_l2 <= budget;
+  return r;
+}
+
+}  // namespace aotc
