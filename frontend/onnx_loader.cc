@@ -21,6 +21,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "frontend/onnx_attributes.h"
+#include "frontend/onnx_op_versions.h"
 #include "frontend/tensor_proto.h"
 #include "ir/constant_folding.h"
 #include "ir/shape_inference.h"
@@ -362,6 +363,10 @@ Status Importer::import_node(const onnx::NodeProto& proto) {
   if (!def)
     return node_error(node, "unsupported op" + (node.domain.empty() ? std::string()
                                                                      : " in domain " + quoted(node.domain)));
+  const int64_t first_opset = node.domain.empty() ? onnx_op_first_opset(node.op_type) : 0;
+  if (first_opset > graph_.opset)
+    return node_error(node, "is defined from opset " + std::to_string(first_opset) + "; the model imports opset " +
+                                std::to_string(graph_.opset));
   if (proto.output_size() == 0) return node_error(node, "has no outputs");
   for (const std::string& out : proto.output()) {
     if (!out.empty()) claim_name(out);
