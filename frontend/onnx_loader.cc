@@ -423,6 +423,7 @@ Status with_node_position(const Status& s, const onnx::NodeProto& proto, size_t 
 
 Status Importer::run(onnx::ModelProto& model) {
   AOTC_RETURN_IF_ERROR(check_limits(model.graph(), options_.limits));
+  graph_.max_folded_bytes_total = options_.limits.max_folded_bytes;
   AOTC_RETURN_IF_ERROR(import_opset(model));
   const onnx::GraphProto& g = model.graph();
   graph_.name = g.name();

@@ -24,6 +24,7 @@ struct ImportLimits {
   int64_t max_node_inputs = 4096;        // inputs of one node (a Concat / Sum of many)
   int64_t max_node_outputs = 4096;       // outputs of one node (a Split into many)
   size_t max_name_bytes = 4096;          // any name: node, value, op type, domain, attribute, graph
+  int64_t max_folded_bytes = int64_t{2} << 30;  // constants made by folding, in total (Graph::)
 };
 
 struct ImportOptions {

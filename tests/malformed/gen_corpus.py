@@ -831,6 +831,18 @@ def main():
         gen(c)
         if os.environ.get("GEN_CORPUS_VERBOSE"):
             print(f"  {gen.__name__}: {time.time() - t0:.1f} s", flush=True)
+    # Valid-but-odd models also go through the passes, the memory plan and codegen (nvcc and the
+    # host compiler run: a few only, to keep the run short).
+    twins = ["structure.no_nodes_input_is_output", "structure.unused_input", "structure.dead_nodes",
+             "structure.same_output_twice", "structure.initializer_is_output", "shapes.zero_dim_relu",
+             "shapes.zero_dim_add_broadcast", "shapes.rank_0_input", "shapes.reshape_zero_allowzero",
+             "bombs.range_empty_ok", "initializers.empty_tensor_ok", "external.valid_offset",
+             "attributes.unknown_attribute", "names.all_unicode", "names.long_value_at_cap"]
+    # Every hostile-name model: the names reach generated C, CUDA and the header.
+    twins += [x["id"] for x in c.cases if x["id"].startswith("names.all_") and x["id"] != "names.all_unicode"]
+    for cid in twins:
+        case = next(x for x in c.cases if x["id"] == cid)
+        c.cases.append(dict(case, id=cid + ".compile", mode="compile"))
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump({"onnx": onnx.__version__, "cases": c.cases}, f, indent=1)
     classes = sorted({x["class"] for x in c.cases})
