@@ -819,6 +819,63 @@ def nesting_cases(c):
     c.add("nesting", "sequence_type_depth_45", m, "error", "sequence inputs are not supported")
 
 
+def mutated_cases(c):
+    """Field mutations of a real model (models/tiny_cnn.py: Conv, BatchNormalization, residual Add,
+    MaxPool, Clip, GlobalAveragePool, Flatten, Gemm, Softmax). The spec does not decide each outcome
+    in advance (a mutated stride may still be valid), so every case accepts success or one line:
+    what they test is no crash, no hang and no file left, through import, inference and folding."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models"))
+    import tiny_cnn
+    base = tiny_cnn.build(seed=0)
+    rng = random.Random(11)
+
+    def variant():
+        m = onnx.ModelProto()
+        m.CopyFrom(base)
+        return m
+    picks = [0, -1, 2 ** 31, -(2 ** 63), 7, 2 ** 62]
+    for ni, node in enumerate(base.graph.node):
+        for ai, attr in enumerate(node.attribute):
+            if attr.type not in (onnx.AttributeProto.INT, onnx.AttributeProto.INTS):
+                continue
+            for v in rng.sample(picks, 3):
+                m = variant()
+                a = m.graph.node[ni].attribute[ai]
+                if attr.type == onnx.AttributeProto.INT:
+                    a.i = v
+                else:
+                    a.ints[:] = [v] * max(1, len(a.ints))
+                c.add("mutated", f"node{ni}_{attr.name}_{'m' if v < 0 else ''}{abs(v)}", m, "ok_or_error",
+                      "a mutated attribute of a real model")
+    for ii, init in enumerate(base.graph.initializer):
+        for tag, f in [("dim0_zero", lambda d: 0), ("dim0_plus1", lambda d: d + 1), ("dim0_neg", lambda d: -d)]:
+            if not init.dims:
+                continue
+            m = variant()
+            m.graph.initializer[ii].dims[0] = f(init.dims[0])
+            c.add("mutated", f"init{ii}_{tag}", m, "ok_or_error", "a mutated initializer shape of a real model")
+        m = variant()
+        t = m.graph.initializer[ii]
+        t.dims[:] = list(reversed(t.dims))
+        c.add("mutated", f"init{ii}_dims_reversed", m, "ok_or_error", "an initializer with its dims reversed")
+    for ni, node in enumerate(base.graph.node):
+        if len(node.input) >= 2:
+            m = variant()
+            ins = m.graph.node[ni].input
+            ins[0], ins[1] = ins[1], ins[0]
+            c.add("mutated", f"node{ni}_inputs_swapped", m, "ok_or_error", "two inputs of a real node swapped")
+        m = variant()
+        m.graph.node[ni].op_type = rng.choice(["Relu", "Add", "Conv", "Gemm", "Softmax", "Concat", "Transpose"])
+        c.add("mutated", f"node{ni}_op_changed", m, "ok_or_error", "a node's op_type replaced")
+    for dims in [[1, 3, 1, 1], [1, 3, 0, 32], [1, 1, 32, 32], [7, 3, 32, 32], [1, 3, 33, 31], [1, 3, 2 ** 20, 2 ** 20]]:
+        m = variant()
+        shape = m.graph.input[0].type.tensor_type.shape
+        for k, d in enumerate(dims):
+            shape.dim[k].Clear()
+            shape.dim[k].dim_value = d
+        c.add("mutated", "input_" + "x".join(map(str, dims)), m, "ok_or_error", "the image input reshaped")
+
+
 def main():
     out = sys.argv[1]
     if os.path.isdir(os.path.join(out, "cases")):
@@ -826,7 +883,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     c = Corpus(out)
     for gen in [protobuf_cases, structure_cases, type_cases, shape_cases, attribute_cases, initializer_cases,
-                external_cases, opset_cases, name_cases, bomb_cases, nesting_cases]:
+                external_cases, opset_cases, name_cases, bomb_cases, nesting_cases, mutated_cases]:
         t0 = time.time()
         gen(c)
         if os.environ.get("GEN_CORPUS_VERBOSE"):
