@@ -328,6 +328,11 @@ def attribute_cases(c):
         ("conv_group_not_dividing", "Conv", {"group": 3}, ([1, 4, 4, 4], [4, 1, 3, 3]), "C divisible by group"),
         ("conv_strides_wrong_len", "Conv", {"strides": [1, 1, 1]}, ([1, 1, 4, 4], [1, 1, 3, 3]), "one stride per spatial axis"),
         ("conv_auto_pad_bogus", "Conv", {"auto_pad": "SIDEWAYS"}, ([1, 1, 4, 4], [1, 1, 3, 3]), "auto_pad is one of four strings"),
+        ("convtranspose_stride_2_31", "ConvTranspose", {"strides": [2 ** 31, 1]}, ([1, 1, 2 ** 30, 1], [1, 1, 1, 1]), "the output (2^61 rows) is over 1 TiB"),
+        ("convtranspose_stride_huge", "ConvTranspose", {"strides": [2 ** 62, 1]}, ([1, 1, 2 ** 20, 1], [1, 1, 1, 1]), "the output size overflows"),
+        ("convtranspose_outpad_huge", "ConvTranspose", {"output_padding": [2 ** 62, 0]}, ([1, 1, 4, 4], [1, 1, 3, 3]), "output_padding < stride"),
+        ("convtranspose_dilation_huge", "ConvTranspose", {"dilations": [2 ** 40, 2 ** 40]}, ([1, 1, 4, 4], [1, 1, 2 ** 20, 1]), "the output size overflows"),
+        ("conv_dilation_huge", "Conv", {"dilations": [2 ** 40, 2 ** 40]}, ([1, 1, 4, 4], [1, 1, 3, 3]), "the window overflows"),
         ("maxpool_kernel_zero", "MaxPool", {"kernel_shape": [0, 0]}, ([1, 1, 4, 4],), "kernel dims are positive"),
         ("maxpool_kernel_neg", "MaxPool", {"kernel_shape": [-2, 2]}, ([1, 1, 4, 4],), "kernel dims are positive"),
         ("maxpool_stride_zero", "MaxPool", {"kernel_shape": [2, 2], "strides": [0, 0]}, ([1, 1, 4, 4],), "strides are positive"),
@@ -521,7 +526,7 @@ def external_cases(c):
     add("offset_huge_digits", ext_model("w.bin", "9" * 40), "error", "offset does not fit int64")
     add("file_too_short", ext_model("w.bin"), "error", "the file holds fewer bytes than the tensor",
         files=(("w.bin", b"\0" * 5),))
-    add("claims_huge_file_small", ext_model("w.bin", dims=(2 ** 30,)), "error", "4 GiB claimed, 16 bytes there")
+    add("claims_huge_file_small", ext_model("w.bin", dims=(2 ** 36,)), "error", "256 GiB claimed, 16 bytes there: refused before any allocation")
 
     def link_out(d):
         os.symlink("/etc/passwd", os.path.join(d, "link.bin"))

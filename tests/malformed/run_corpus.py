@@ -105,6 +105,7 @@ def main():
     ap.add_argument("--kill-seconds", type=float, default=20.0)
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
+    args.kill_seconds = max(args.kill_seconds, 2 * args.max_seconds)
     with open(os.path.join(args.corpus, "manifest.json")) as f:
         manifest = json.load(f)
     cases = [c for c in manifest["cases"] if args.only in c["id"]]
