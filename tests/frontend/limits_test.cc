@@ -229,6 +229,25 @@ TEST(ImportLimits, FoldedBytesAtAndBeyond) {
   expect_error(model(4), {"node 'sum' (Sum)", "past 4 MiB in total"}, o);
 }
 
+// Window attributes are bounded so that output sizes stay inside int64 (pads of 2^62 overflowed).
+TEST(ImportLimits, WindowAttributesAtAndBeyond) {
+  TempDir dir;
+  for (int64_t stride : {int64_t{1} << 31, (int64_t{1} << 31) + 1}) {
+    ModelBuilder m;
+    m.add_input("x", kFloat, {"1", "1", "4", "4"});
+    m.add_raw_float_initializer("w", {1, 1, 3, 3}, std::vector<float>(9, 1.0f));
+    onnx::NodeProto* conv = m.add_node("Conv", {"x", "w"}, {"y"}, "conv");
+    auto* a = conv->add_attribute();
+    a->set_name("strides");
+    a->set_type(onnx::AttributeProto::INTS);
+    a->add_ints(stride);
+    a->add_ints(stride);
+    m.add_output("y");
+    if (stride == int64_t{1} << 31) expect_ok(m.write(dir));  // one 3x3 window: output 1x1
+    else expect_error(m.write(dir), {"node 'conv' (Conv)", "must each be at most 2^31"});
+  }
+}
+
 TEST(ImportLimits, RangeCountOverflowingInt64) {
   TempDir dir;
   ModelBuilder m;
