@@ -21,6 +21,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "frontend/onnx_attributes.h"
+#include "frontend/onnx_op_versions.h"
 #include "frontend/tensor_proto.h"
 #include "ir/constant_folding.h"
 #include "ir/shape_inference.h"
@@ -32,6 +33,12 @@ namespace {
 // Every opset is read; where an op's meaning changed between versions its importer
 // (OpDef::import) resolves or refuses the old form (e.g. Add's opset-1 broadcast attribute).
 constexpr int64_t kOldestOpset = 1;
+// The newest default-domain opset of the ONNX release whose operators aotc implements (onnx 1.23.2,
+// tools/install_deps.sh); a model claiming a later one is refused rather than read with old meanings.
+constexpr int64_t kNewestOpset = 28;
+// Protobuf messages nested deeper than this are refused while parsing (an If inside an If ... is
+// three levels per If: about 32 Ifs).
+constexpr int kMaxMessageNesting = 100;
 
 std::string quoted(const std::string& name) { return "'" + escape_for_message(name) + "'"; }
 
@@ -54,12 +61,63 @@ Status read_model(const std::string& path, onnx::ModelProto* model) {
     google::protobuf::io::FileInputStream raw(fd);
     google::protobuf::io::CodedInputStream stream(&raw);
     stream.SetTotalBytesLimit(INT_MAX);
+    // The nesting cap (docs/reliability.md, Limits): protobuf's default, set here so it is ours.
+    // Parsing recurses once per nested message; subgraphs (If/Loop) are refused after parsing.
+    stream.SetRecursionLimit(kMaxMessageNesting);
     parsed = model->ParseFromCodedStream(&stream) && stream.ConsumedEntireMessage();
   }
   ::close(fd);
-  if (!parsed) return Status::error(file + " is not a valid ONNX protobuf (truncated or corrupted)");
+  if (!parsed)
+    return Status::error(file + " is not a valid ONNX protobuf (truncated, corrupted, or messages nested deeper than " +
+                         std::to_string(kMaxMessageNesting) + ")");
   if (!model->has_graph())
     return Status::error(file + " has no graph (not an ONNX model?)");
+  return Status::ok();
+}
+
+// The caps of ImportLimits, on the protobuf. Names are checked here, once, so that no later
+// message, map key or generated identifier has to deal with megabyte names.
+Status check_limits(const onnx::GraphProto& g, const ImportLimits& limits) {
+  auto count = [](const char* what, int64_t n, int64_t cap) -> Status {
+    if (n <= cap) return Status::ok();
+    return Status::error("the model has " + std::to_string(n) + " " + what + "; aotc accepts at most " +
+                         std::to_string(cap) + " (docs/reliability.md, Limits)");
+  };
+  AOTC_RETURN_IF_ERROR(count("nodes", g.node_size(), limits.max_nodes));
+  AOTC_RETURN_IF_ERROR(count("graph inputs", g.input_size(), limits.max_graph_inputs));
+  AOTC_RETURN_IF_ERROR(count("graph outputs", g.output_size(), limits.max_graph_outputs));
+  auto name = [&](const std::string& what, const std::string& text) -> Status {
+    if (text.size() <= limits.max_name_bytes) return Status::ok();
+    return Status::error(what + " '" + escape_for_message(text, 60) + "' is " + std::to_string(text.size()) +
+                         " bytes long; aotc accepts names of at most " + std::to_string(limits.max_name_bytes) +
+                         " bytes (docs/reliability.md, Limits)");
+  };
+  AOTC_RETURN_IF_ERROR(name("the graph name", g.name()));
+  int64_t values = static_cast<int64_t>(g.initializer_size()) + g.input_size();
+  for (const auto& init : g.initializer()) AOTC_RETURN_IF_ERROR(name("initializer name", init.name()));
+  for (const auto& info : g.input()) AOTC_RETURN_IF_ERROR(name("graph input name", info.name()));
+  for (const auto& info : g.output()) AOTC_RETURN_IF_ERROR(name("graph output name", info.name()));
+  for (const auto& info : g.value_info()) AOTC_RETURN_IF_ERROR(name("value_info name", info.name()));
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& proto = g.node(i);
+    // Named by position until its own name is known to be of a sane length.
+    const std::string where = "node #" + std::to_string(i);
+    AOTC_RETURN_IF_ERROR(name(where + ": node name", proto.name()));
+    const std::string node = "node '" + escape_for_message(proto.name()) + "' (" +
+                             escape_for_message(proto.op_type().substr(0, 60), 60) + ")";
+    AOTC_RETURN_IF_ERROR(name(node + ": op type", proto.op_type()));
+    AOTC_RETURN_IF_ERROR(name(node + ": domain", proto.domain()));
+    if (proto.input_size() > limits.max_node_inputs || proto.output_size() > limits.max_node_outputs)
+      return Status::error(node + ": has " + std::to_string(proto.input_size()) + " inputs and " +
+                           std::to_string(proto.output_size()) + " outputs; aotc accepts at most " +
+                           std::to_string(limits.max_node_inputs) + " and " +
+                           std::to_string(limits.max_node_outputs) + " (docs/reliability.md, Limits)");
+    for (const std::string& in : proto.input()) AOTC_RETURN_IF_ERROR(name(node + ": input name", in));
+    for (const std::string& out : proto.output()) AOTC_RETURN_IF_ERROR(name(node + ": output name", out));
+    for (const auto& a : proto.attribute()) AOTC_RETURN_IF_ERROR(name(node + ": attribute name", a.name()));
+    values += proto.output_size();
+  }
+  AOTC_RETURN_IF_ERROR(count("values (initializers, graph inputs and node outputs)", values, limits.max_values));
   return Status::ok();
 }
 
@@ -105,8 +163,15 @@ class Importer {
 
 Status Importer::import_opset(const onnx::ModelProto& model) {
   int64_t opset = -1;
-  for (const auto& entry : model.opset_import())
-    if (entry.domain().empty() || entry.domain() == "ai.onnx") opset = entry.version();
+  std::unordered_set<std::string> domains;
+  for (const auto& entry : model.opset_import()) {
+    const bool default_domain = entry.domain().empty() || entry.domain() == "ai.onnx";
+    // IR.md: one version per domain; two would leave the meaning of every op open.
+    if (!domains.insert(default_domain ? std::string() : entry.domain()).second)
+      return Status::error("opset_import lists domain " + quoted(default_domain ? "ai.onnx" : entry.domain()) +
+                           " twice");
+    if (default_domain) opset = entry.version();
+  }
   if (opset < 0) {
     // Valid when no node uses the default domain (e.g. a model of training ops only): those
     // nodes are then refused one by one as unsupported ops, which says more.
@@ -120,6 +185,10 @@ Status Importer::import_opset(const onnx::ModelProto& model) {
     return Status::error("model uses opset " + std::to_string(opset) + "; aotc supports opset " +
                          std::to_string(kOldestOpset) + " and newer (convert it with "
                          "onnx.version_converter.convert_version)");
+  if (opset > kNewestOpset)
+    return Status::error("model uses opset " + std::to_string(opset) + "; the newest opset aotc knows is " +
+                         std::to_string(kNewestOpset) + " (ONNX 1.23): the ops of a newer one may mean "
+                         "something else");
   graph_.opset = opset;
   return Status::ok();
 }
@@ -265,13 +334,13 @@ Status Importer::import_node(const onnx::NodeProto& proto) {
                                   ") is not produced by any earlier node or initializer");
     node.inputs.push_back(it->second);
   }
+  std::unordered_set<std::string> outputs_seen;  // a set: a Split of 4096 outputs is 4096 lookups
   for (int k = 0; k < proto.output_size(); ++k) {
     const std::string& out = proto.output(k);
     if (!out.empty() && (names_.count(out) || unknown_.count(out)))
       return node_error(node, "output " + std::to_string(k) + " (" + quoted(out) + ") is already defined");
-    for (int j = 0; j < k; ++j)
-      if (!out.empty() && proto.output(j) == out)
-        return node_error(node, "output " + std::to_string(k) + " (" + quoted(out) + ") is listed twice");
+    if (!out.empty() && !outputs_seen.insert(out).second)
+      return node_error(node, "output " + std::to_string(k) + " (" + quoted(out) + ") is listed twice");
   }
   AOTC_RETURN_IF_ERROR(convert_attributes(proto, base_dir_, node));
 
@@ -294,6 +363,10 @@ Status Importer::import_node(const onnx::NodeProto& proto) {
   if (!def)
     return node_error(node, "unsupported op" + (node.domain.empty() ? std::string()
                                                                      : " in domain " + quoted(node.domain)));
+  const int64_t first_opset = node.domain.empty() ? onnx_op_first_opset(node.op_type) : 0;
+  if (first_opset > graph_.opset)
+    return node_error(node, "is defined from opset " + std::to_string(first_opset) + "; the model imports opset " +
+                                std::to_string(graph_.opset));
   if (proto.output_size() == 0) return node_error(node, "has no outputs");
   for (const std::string& out : proto.output()) {
     if (!out.empty()) claim_name(out);
@@ -349,6 +422,8 @@ Status with_node_position(const Status& s, const onnx::NodeProto& proto, size_t 
 }
 
 Status Importer::run(onnx::ModelProto& model) {
+  AOTC_RETURN_IF_ERROR(check_limits(model.graph(), options_.limits));
+  graph_.max_folded_bytes_total = options_.limits.max_folded_bytes;
   AOTC_RETURN_IF_ERROR(import_opset(model));
   const onnx::GraphProto& g = model.graph();
   graph_.name = g.name();

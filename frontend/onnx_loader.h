@@ -13,7 +13,22 @@
 
 namespace aotc {
 
+// Caps on what a model may ask of the compiler (docs/reliability.md "Limits"). Checked on the
+// protobuf before anything is imported, so a hostile model costs no more than reading it. Each is an
+// error naming the count or the name; tests lower them to check "at" and "beyond".
+struct ImportLimits {
+  int64_t max_nodes = 1000000;           // nodes of the graph
+  int64_t max_values = 4000000;          // initializers + graph inputs + node outputs
+  int64_t max_graph_inputs = 4096;       // runtime inputs: each is a parameter of the generated C
+  int64_t max_graph_outputs = 4096;      // (50,000 made a C file the host compiler did not finish)
+  int64_t max_node_inputs = 4096;        // inputs of one node (a Concat / Sum of many)
+  int64_t max_node_outputs = 4096;       // outputs of one node (a Split into many)
+  size_t max_name_bytes = 4096;          // any name: node, value, op type, domain, attribute, graph
+  int64_t max_folded_bytes = int64_t{2} << 30;  // constants made by folding, in total (Graph::)
+};
+
 struct ImportOptions {
+  ImportLimits limits;
   // Shapes for named inputs ("--input-shape name:1x3x224x224"); override the model's dims.
   std::map<std::string, Shape> input_shapes;
   // Value for a symbolic (dim_param / unknown) FIRST dim of an input not named above.

@@ -72,8 +72,10 @@ Expected<ExternalRef> parse_external_ref(const onnx::TensorProto& proto, const s
 
 // Reads external bytes, refusing any location that leaves `base_dir` (absolute paths, "..",
 // symlinks pointing outside: realpath resolves all of them before the prefix check).
-Status read_external(const onnx::TensorProto& proto, const std::string& base_dir,
-                     const std::string& what, int64_t expected_bytes, Tensor& out) {
+// Every check comes before the tensor is allocated: a 16-byte file claimed as 4 GiB used to
+// allocate (and zero) the 4 GiB first, taking seconds before the refusal.
+Expected<Tensor> read_external(const onnx::TensorProto& proto, const std::string& base_dir,
+                               const std::string& what, int64_t expected_bytes, DType dt, const Shape& dims) {
   if (base_dir.empty()) return tensor_error(what, "external data is not allowed here");
   auto ref = parse_external_ref(proto, what);
   if (!ref) return ref.status();
@@ -106,12 +108,13 @@ Status read_external(const onnx::TensorProto& proto, const std::string& base_dir
                                   std::to_string(file_size) + " bytes");
   FILE* f = std::fopen(target.c_str(), "rb");
   if (!f) return tensor_error(what, "cannot open external data file " + loc_msg);
+  Tensor out(dt, dims);
   bool ok = ::fseeko(f, static_cast<off_t>(ref->offset), SEEK_SET) == 0 &&
             (length == 0 || std::fread(out.raw(), 1, static_cast<size_t>(length), f) ==
                                 static_cast<size_t>(length));
   std::fclose(f);
   if (!ok) return tensor_error(what, "short read from external data file " + loc_msg);
-  return Status::ok();
+  return out;
 }
 
 Status count_mismatch(const std::string& what, const char* field, int64_t got, int64_t numel) {
@@ -255,10 +258,9 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const std::st
       if (n > 0) field = name, count += n;
     if (count != *numel) return count_mismatch(what, field, count, *numel);
   }
+  if (external) return read_external(proto, base_dir, what, bytes, dt, dims);
   Tensor out(dt, dims);
-  if (external) {
-    AOTC_RETURN_IF_ERROR(read_external(proto, base_dir, what, bytes, out));
-  } else if (proto.has_raw_data()) {
+  if (proto.has_raw_data()) {
     if (static_cast<int64_t>(proto.raw_data().size()) != bytes)
       return tensor_error(what, "raw_data has " + std::to_string(proto.raw_data().size()) +
                                     " bytes, dims and dtype imply " + std::to_string(bytes));

@@ -42,6 +42,11 @@ Expected<bool> try_fold_node(const Node& node, Graph& graph, const OpRegistry& r
       if (node.inputs[i] != kNoValue && !graph.value(node.inputs[i]).is_constant()) shape_fold = false;
   }
   if (!(all_constant || shape_fold)) return false;
+  if (graph.folded_bytes + bytes > graph.max_folded_bytes_total)
+    return Status::error("constant folding: this output (" + std::to_string(bytes) + " bytes) would take the folded "
+                         "constants past " + std::to_string(graph.max_folded_bytes_total >> 20) +
+                         " MiB in total, the limit (docs/reliability.md, Limits)");
+  graph.folded_bytes += bytes;
 
   // Placeholders for non-constant inputs of shape-only ops: right shape, no bytes (dtype-less),
   // since shape-only references read only shape().

@@ -10,7 +10,9 @@
 
 namespace aotc {
 
-// Largest total output size a node may fold to (the weight blob holds it).
+// Largest total output size a node may fold to (the weight blob holds it); a larger one is left
+// to run on the GPU. The sum over all folds is capped by Graph::max_folded_bytes_total (2 GiB):
+// beyond it folding is an error.
 constexpr int64_t kMaxFoldedBytes = 64LL << 20;
 
 // If every input of `node` is constant, or the op is shape-only (OpTraits::shape_only) and its

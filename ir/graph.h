@@ -64,6 +64,10 @@ class Graph {
   std::vector<Node> nodes;        // topological order
   std::vector<ValueId> inputs;    // runtime inputs (not initializers)
   std::vector<ValueId> outputs;
+  // Constant folding's running total and its cap (ir/constant_folding.h): every folded output
+  // stays in memory, so a model of many large foldable nodes is refused instead of exhausting it.
+  int64_t folded_bytes = 0;
+  int64_t max_folded_bytes_total = int64_t{2} << 30;
 
   ValueId add_value(std::string name, DType dtype = DType::kUndefined, Shape shape = {},
                     bool shape_known = false);

@@ -16,7 +16,7 @@ Expected<bool> fold_constants(Graph& graph) {
   kept.reserve(graph.nodes.size());
   for (Node& node : graph.nodes) {
     Expected<bool> folded = try_fold_node(node, graph);
-    if (!folded) return folded.status();
+    if (!folded) return node_error(node, folded.status().message());
     if (*folded) {
       changed = true;
       continue;

@@ -3,6 +3,7 @@
 // pads keeps those pads; SAME_* derive them from the output size). The reference scatters each
 // input element; the kernel (templates/conv_transpose.cu.in) gathers per output element.
 #include <algorithm>
+#include <initializer_list>
 
 #include "ir/op_registry.h"
 #include "ir/ops/op_helpers.h"
@@ -49,10 +50,22 @@ Expected<TransposeGeometry> geometry(const Node& node, const Shape& x, const Sha
   std::vector<int64_t> out_shape = node.attr_ints("output_shape");
   if (!out_shape.empty() && out_shape.size() == r + 2) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
   if (!out_shape.empty() && out_shape.size() != r) return node_error(node, "output_shape has " + std::to_string(out_shape.size()) + " values, expected " + std::to_string(r));
+  // Bounded, and the geometry computed in 128 bits: strides of 2^31 over a long input overflowed.
+  const int64_t kMaxWindowValue = int64_t{1} << 31;
+  for (const std::vector<int64_t>* v : std::initializer_list<const std::vector<int64_t>*>{&g.strides, &g.dilations, &*outpad, &*pads, &out_shape})
+    for (int64_t x : *v)
+      if (x > kMaxWindowValue || x < -kMaxWindowValue)
+        return node_error(node, "strides, dilations, output_padding, pads and output_shape must each be within "
+                                "[-2^31, 2^31], got " + std::to_string(x));
   for (size_t i = 0; i < r; ++i) {
-    const int64_t natural = g.strides[i] * (g.in[i] - 1) + (*outpad)[i] + (g.kernel[i] - 1) * g.dilations[i] + 1;
+    const __int128 natural128 = static_cast<__int128>(g.strides[i]) * (g.in[i] - 1) + (*outpad)[i] +
+                                static_cast<__int128>(g.kernel[i] - 1) * g.dilations[i] + 1;
+    const __int128 same128 = static_cast<__int128>(g.in[i]) * g.strides[i];
+    if (natural128 > (int64_t{1} << 62) || same128 > (int64_t{1} << 62))
+      return node_error(node, "output spatial dim " + std::to_string(i) + " would be over 2^62");
+    const int64_t natural = static_cast<int64_t>(natural128);
     if (same && !node.has_attr("pads")) {
-      const int64_t out = out_shape.empty() ? g.in[i] * g.strides[i] : out_shape[i];
+      const int64_t out = out_shape.empty() ? static_cast<int64_t>(same128) : out_shape[i];
       const int64_t total = natural - out;
       g.pad_begin.push_back(auto_pad == "SAME_UPPER" ? floor_div(total, 2) : total - floor_div(total, 2));
       g.out.push_back(out);

@@ -3,6 +3,7 @@
 // length. So a Range always folds to a constant; element i is start + i * delta, as numpy's
 // arange computes it (exact for the integer types).
 #include <cmath>
+#include <cstdint>
 
 #include "ir/op_registry.h"
 #include "ir/ops/op_helpers.h"
@@ -17,9 +18,13 @@ Expected<int64_t> range_count(const Node& node, const Tensor& start, const Tenso
   if (dtype_is_integer(start.dtype())) {
     int64_t s = start.get_int(0), l = limit.get_int(0), d = delta.get_int(0);
     if (d == 0) return node_error(node, "delta is 0");
-    int64_t span = l - s;
+    // In 128 bits: limit - start of two int64 values overflows int64 (the corpus's full-range
+    // Range read as 0 elements).
+    const __int128 span = static_cast<__int128>(l) - s;
     if ((span > 0) != (d > 0) || span == 0) return int64_t{0};
-    return (span + d + (d > 0 ? -1 : 1)) / d;
+    const __int128 n = (span + d + (d > 0 ? -1 : 1)) / d;
+    if (n > INT64_MAX) return node_error(node, "output would have more than 2^63 elements");
+    return static_cast<int64_t>(n);
   }
   double s = start.get(0), l = limit.get(0), d = delta.get(0);
   if (d == 0 || !std::isfinite(s) || !std::isfinite(l) || !std::isfinite(d))

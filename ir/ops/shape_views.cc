@@ -78,7 +78,9 @@ Status reshape_infer(Node& node, Graph& graph) {
       dims[i] = x.shape[i];
     }
     if (d == 0) has_zero = true;
-    known *= dims[i];
+    // Overflow-checked: a shape of [2^40, 2^40] is a one-line error, not undefined behaviour.
+    if (__builtin_mul_overflow(known, dims[i], &known))
+      return node_error(node, "the product of shape " + shape_str(dims) + " overflows int64");
   }
   if (allow_zero && has_zero && infer_at >= 0)
     return node_error(node, "allowzero=1 forbids 0 and -1 in the same shape");

@@ -4,6 +4,7 @@
 // ceil(in / stride), the odd pad goes at the end (UPPER) or the beginning (LOWER).
 #include "ir/ops/window.h"
 
+#include <initializer_list>
 #include <string>
 
 namespace aotc {
@@ -68,6 +69,15 @@ Expected<WindowGeometry> resolve_window(const Node& node, const std::vector<int6
     for (int64_t p : pads)
       if (p != 0) return node_error(node, "explicit pads cannot be combined with auto_pad " + auto_pad);
 
+  // Bounded so that the geometry below, (k - 1) * dilation + 1 and in + pads - eff, cannot overflow
+  // int64 (pads of 2^62 did); no real window comes near.
+  const int64_t kMaxWindowValue = int64_t{1} << 31;
+  for (const std::vector<int64_t>* v : std::initializer_list<const std::vector<int64_t>*>{&kernel, &g.strides, &g.dilations, &pads})
+    for (int64_t x : *v)
+      if (x > kMaxWindowValue)
+        return node_error(node, "kernel " + list_str(kernel) + ", strides " + list_str(g.strides) + ", dilations " +
+                                    list_str(g.dilations) + " and pads " + list_str(pads) +
+                                    " must each be at most 2^31");
   g.pad_begin.assign(rank, 0);
   g.pad_end.assign(rank, 0);
   g.out.assign(rank, 0);
