@@ -311,12 +311,12 @@ TEST(Elementwise3Reference, CastRules) {
   old.input(DType::kInt32, {1}).attr("to", Attribute::of_string("DOUBLE"));
   ASSERT_TRUE(old.build().is_ok());
   EXPECT_EQ(old.out().dtype, DType::kFloat64);
-  for (int64_t refused : {8, 17, 19}) {
+  for (int64_t refused : {8, 14, 27}) {
     OneNode r("Cast", 19);
     r.input(DType::kFloat32, {1}).attr("to", Attribute::of_int(refused));
     Status s = r.build();
     ASSERT_FALSE(s.is_ok());
-    EXPECT_TRUE(test::contains(s.message(), refused == 8 ? "string" : "float8")) << s.message();
+    EXPECT_TRUE(test::contains(s.message(), refused == 8 ? "string" : refused == 14 ? "complex" : "float6")) << s.message();
   }
   OneNode like("CastLike");
   like.input(DType::kFloat64, {2}).input(DType::kInt16, {1});
@@ -352,6 +352,86 @@ TEST(Elementwise3Reference, DefaultsAreFilledByImport) {
   EXPECT_FALSE(n.built().has_attr("consumed_inputs"));
   EXPECT_FLOAT_EQ(n.built().attr_float("alpha", 0), 1.67326319217681884765625f);
   EXPECT_FLOAT_EQ(n.built().attr_float("gamma", 0), 1.05070102214813232421875f);
+}
+
+}  // namespace
+}  // namespace aotc
+
+namespace aotc {
+namespace {
+
+// Casts to and from the sub-16-bit types (issue 9). Expected values: the ONNX Cast tables and what
+// onnx 1.23.2's reference (ml_dtypes astype / saturate_cast / to_float8e8m0) gives for them.
+Tensor cast_small(DType from, std::vector<double> values, DType to, int64_t saturate = 1, const char* round_mode = nullptr) {
+  OneNode n("Cast", 25);
+  n.input(from, {static_cast<int64_t>(values.size())}).attr("to", Attribute::of_int(static_cast<int64_t>(to)));
+  n.attr("saturate", Attribute::of_int(saturate));
+  if (round_mode) n.attr("round_mode", Attribute::of_string(round_mode));
+  return run1(n, {make_tensor(from, {static_cast<int64_t>(values.size())}, values)});
+}
+
+std::vector<double> doubles(const Tensor& t) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.get(i));
+  return v;
+}
+
+TEST(Elementwise3Reference, CastToSmallIntegersTruncatesAndWraps) {
+  Tensor y = cast_small(DType::kFloat32, {-9, -3.7, 7.9, 8, 15, NAN}, DType::kInt4);
+  EXPECT_EQ(y.dtype(), DType::kInt4);
+  EXPECT_EQ(ints(y), (std::vector<int64_t>{7, -3, 7, -8, -1, 0}));
+  EXPECT_EQ(ints(cast_small(DType::kFloat32, {-1, 5, 2.9}, DType::kUInt2)), (std::vector<int64_t>{3, 1, 2}));
+  EXPECT_EQ(ints(cast_small(DType::kInt8, {100, -100}, DType::kUInt4)), (std::vector<int64_t>{4, 12}));
+  EXPECT_EQ(ints(cast_small(DType::kInt4, {-8, 7}, DType::kInt8)), (std::vector<int64_t>{-8, 7}));
+  EXPECT_EQ(doubles(cast_small(DType::kInt2, {-2, 1}, DType::kFloat16)), (std::vector<double>{-2, 1}));
+}
+
+TEST(Elementwise3Reference, CastToFloat8FollowsTheSaturateTable) {
+  const std::vector<double> x = {1000, -1000, INFINITY, -INFINITY, 0.1};
+  EXPECT_EQ(doubles(cast_small(DType::kFloat32, x, DType::kFloat8E4M3FN)),
+            (std::vector<double>{448, -448, 448, -448, 0.1015625}));
+  Tensor nosat = cast_small(DType::kFloat32, x, DType::kFloat8E4M3FN, 0);
+  for (int64_t i = 0; i < 4; ++i) EXPECT_TRUE(std::isnan(nosat.get(i))) << i;
+  Tensor e5m2 = cast_small(DType::kFloat16, {70000 / 2.0, -INFINITY}, DType::kFloat8E5M2, 0);
+  EXPECT_EQ(doubles(e5m2), (std::vector<double>{32768, -INFINITY}));  // 35008 (the half) rounds to 32768
+  EXPECT_EQ(doubles(cast_small(DType::kFloat32, {-0.0}, DType::kFloat8E5M2FNUZ)), (std::vector<double>{0}));
+  EXPECT_FALSE(std::signbit(cast_small(DType::kFloat32, {-0.0}, DType::kFloat8E5M2FNUZ).get(0)));
+  EXPECT_EQ(doubles(cast_small(DType::kFloat32, {7, -0.25, 2.5}, DType::kFloat4E2M1)), (std::vector<double>{6, -0.0, 2}));
+}
+
+TEST(Elementwise3Reference, CastToFloat8E8M0RoundingModes) {
+  EXPECT_EQ(doubles(cast_small(DType::kFloat32, {3, 0.124}, DType::kFloat8E8M0, 1, "up")), (std::vector<double>{4, 0.125}));
+  EXPECT_EQ(doubles(cast_small(DType::kFloat32, {3, 0.124}, DType::kFloat8E8M0, 1, "down")), (std::vector<double>{2, 0.0625}));
+  EXPECT_EQ(doubles(cast_small(DType::kFloat32, {3, 1.1}, DType::kFloat8E8M0, 1, "nearest")), (std::vector<double>{4, 1}));
+  OneNode bad("Cast", 25);
+  bad.input(DType::kFloat32, {1}).attr("to", Attribute::of_int(24)).attr("round_mode", Attribute::of_string("sideways"));
+  Status s = bad.build();
+  EXPECT_TRUE(test::contains(s.message(), "round_mode 'sideways'")) << s.message();
+  EXPECT_TRUE(test::contains(s.message(), "(Cast)")) << s.message();
+}
+
+TEST(Elementwise3Reference, CastFromSmallFloatsIsExact) {
+  EXPECT_EQ(doubles(cast_small(DType::kFloat8E4M3FN, {448, -0.001953125}, DType::kFloat16)),
+            (std::vector<double>{448, -0.001953125}));
+  EXPECT_EQ(ints(cast_small(DType::kFloat4E2M1, {6, -0.5, -3}, DType::kInt8)), (std::vector<int64_t>{6, 0, -3}));
+  EXPECT_EQ(ints(cast_small(DType::kFloat8E5M2, {INFINITY}, DType::kBool)), (std::vector<int64_t>{1}));
+  // float8 -> float8 goes through the exact value: 448 (e4m3fn) -> e5m2 rounds to 448.
+  EXPECT_EQ(doubles(cast_small(DType::kFloat8E4M3FN, {448, 0.1015625}, DType::kFloat8E5M2)),
+            (std::vector<double>{448, 0.09375}));
+  OneNode like("CastLike", 25);
+  like.input(DType::kFloat32, {2}).input(DType::kUInt4, {1});
+  Tensor z = run1(like, {make_tensor(DType::kFloat32, {2}, {15.5, 16}), make_tensor(DType::kUInt4, {1}, {0})});
+  EXPECT_EQ(z.dtype(), DType::kUInt4);
+  EXPECT_EQ(ints(z), (std::vector<int64_t>{15, 0}));
+}
+
+TEST(Elementwise3Reference, CastOfSmallTypesIsRefusedOnTheGpu) {
+  OneNode n("Cast", 25);
+  n.input(DType::kFloat32, {3}).attr("to", Attribute::of_int(static_cast<int64_t>(DType::kFloat8E4M3FN)));
+  ASSERT_TRUE(n.build().is_ok());
+  auto l = default_registry().find("Cast")->lower(n.built(), n.graph);
+  ASSERT_FALSE(l.is_ok());
+  EXPECT_TRUE(test::contains(l.status().message(), "float8e4m3fn has no GPU storage")) << l.status().message();
 }
 
 }  // namespace
