@@ -158,11 +158,12 @@ TEST(Elementwise3Reference, ModSignRulesAndZeroDivisor) {
   Tensor y = run1(fl, {make_tensor(DType::kFloat32, {2}, {-5.5, 5.5}), make_tensor(DType::kFloat32, {2}, {2, -2})});
   EXPECT_FLOAT_EQ(static_cast<float>(y.get(0)), -1.5f);
   EXPECT_FLOAT_EQ(static_cast<float>(y.get(1)), 1.5f);
-  OneNode bad("Mod");
-  bad.input(DType::kFloat32, {2}).input(DType::kFloat32, {2});
-  Status s = bad.build();
-  ASSERT_FALSE(s.is_ok());
-  EXPECT_TRUE(test::contains(s.message(), "fmod")) << s.message();
+  // fmod=0 on floats (allowed since Mod-28): the floor modulo, the divisor's sign.
+  OneNode floor_mod("Mod");
+  floor_mod.input(DType::kFloat32, {2}).input(DType::kFloat32, {2});
+  Tensor z = run1(floor_mod, {make_tensor(DType::kFloat32, {2}, {-5.5, 5.5}), make_tensor(DType::kFloat32, {2}, {2, -2})});
+  EXPECT_FLOAT_EQ(static_cast<float>(z.get(0)), 0.5f);
+  EXPECT_FLOAT_EQ(static_cast<float>(z.get(1)), -0.5f);
 }
 
 TEST(Elementwise3Reference, PowMixedTypesAndBroadcast) {
@@ -432,6 +433,89 @@ TEST(Elementwise3Reference, CastOfSmallTypesIsRefusedOnTheGpu) {
   auto l = default_registry().find("Cast")->lower(n.built(), n.graph);
   ASSERT_FALSE(l.is_ok());
   EXPECT_TRUE(test::contains(l.status().message(), "float8e4m3fn has no GPU storage")) << l.status().message();
+}
+
+}  // namespace
+}  // namespace aotc
+
+namespace aotc {
+namespace {
+
+// Issue 9: BitShift on signed integers (opset 28), BitwiseAnd/Or/Xor/Not, Mod fmod=0 on floats,
+// Mish, Swish. Expected values from the spec text (hand-worked) and numpy's np.mod.
+Tensor binary1(const char* op, DType t, std::vector<double> a, std::vector<double> b,
+               const std::vector<std::pair<std::string, Attribute>>& attrs = {}) {
+  OneNode n(op, 28);
+  const Shape sa{static_cast<int64_t>(a.size())}, sb{static_cast<int64_t>(b.size())};
+  n.input(t, sa).input(t, sb);
+  for (const auto& [k, v] : attrs) n.attr(k, v);
+  return run1(n, {make_tensor(t, sa, a), make_tensor(t, sb, b)});
+}
+
+TEST(Elementwise3Reference, SignedBitShift) {
+  const auto right = std::make_pair(std::string("direction"), Attribute::of_string("RIGHT"));
+  const auto left = std::make_pair(std::string("direction"), Attribute::of_string("LEFT"));
+  // Arithmetic right shift; a negative or >= width shift gives the sign fill (-1 or 0).
+  EXPECT_EQ(ints(binary1("BitShift", DType::kInt8, {-128, -7, 7, -1, 100, -100}, {1, 1, 1, -1, 8, 9}, {right})),
+            (std::vector<int64_t>{-64, -4, 3, -1, 0, -1}));
+  // Left: bits past the sign bit are discarded; out-of-range shifts give 0.
+  EXPECT_EQ(ints(binary1("BitShift", DType::kInt8, {64, 1, -1, 3, 3}, {1, 7, 7, -2, 8}, {left})),
+            (std::vector<int64_t>{-128, -128, -128, 0, 0}));
+  EXPECT_EQ(ints(binary1("BitShift", DType::kInt64, {-1}, {63}, {right})), (std::vector<int64_t>{-1}));
+}
+
+TEST(Elementwise3Reference, BitwiseOps) {
+  EXPECT_EQ(ints(binary1("BitwiseAnd", DType::kInt16, {-1, 12, -8}, {5, 10, 7})), (std::vector<int64_t>{5, 8, 0}));
+  EXPECT_EQ(ints(binary1("BitwiseOr", DType::kUInt8, {240, 1}, {15, 2})), (std::vector<int64_t>{255, 3}));
+  EXPECT_EQ(ints(binary1("BitwiseXor", DType::kInt32, {-1, 6}, {1, 3})), (std::vector<int64_t>{-2, 5}));
+  OneNode n("BitwiseNot", 18);
+  n.input(DType::kInt8, {3});
+  EXPECT_EQ(ints(run1(n, {make_tensor(DType::kInt8, {3}, {0, -128, 5})})), (std::vector<int64_t>{-1, 127, -6}));
+  OneNode u("BitwiseNot", 18);
+  u.input(DType::kUInt16, {1});
+  EXPECT_EQ(ints(run1(u, {make_tensor(DType::kUInt16, {1}, {1})})), (std::vector<int64_t>{65534}));
+  OneNode f("BitwiseAnd", 18);
+  f.input(DType::kFloat32, {1}).input(DType::kFloat32, {1});
+  Status s = f.build();
+  EXPECT_TRUE(test::contains(s.message(), "input 0 has dtype float")) << s.message();
+}
+
+TEST(Elementwise3Reference, FloatModWithFmod0IsTheFloorModulo) {
+  const double inf = INFINITY;
+  Tensor y = binary1("Mod", DType::kFloat32, {5.5, -5.5, 5.5, -5.5, 0.0, -0.0, 3, -3, 3, inf, 2, NAN},
+                     {2, 2, -2, -2, -3, 3, inf, inf, -inf, 2, 0, 1});
+  const std::vector<double> want = {1.5, 0.5, -0.5, -1.5, -0.0, 0.0, 3, inf, -inf, NAN, NAN, NAN};
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double g = y.get(static_cast<int64_t>(i));
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(g)) << i;
+    } else {
+      EXPECT_EQ(g, want[i]) << i;
+      EXPECT_EQ(std::signbit(g), std::signbit(want[i])) << i;  // zero takes the divisor's sign
+    }
+  }
+  // fmod=1 keeps C's fmod (the dividend's sign).
+  Tensor f = binary1("Mod", DType::kFloat64, {-5.5}, {2}, {{"fmod", Attribute::of_int(1)}});
+  EXPECT_EQ(f.get(0), -1.5);
+}
+
+TEST(Elementwise3Reference, MishAndSwish) {
+  OneNode m("Mish", 18);
+  m.input(DType::kFloat64, {4});
+  Tensor y = run1(m, {make_tensor(DType::kFloat64, {4}, {-2, 0, 1, 50})});
+  const std::vector<double> x = {-2, 0, 1, 50};
+  for (size_t i = 0; i < x.size(); ++i)
+    EXPECT_NEAR(y.get(static_cast<int64_t>(i)), x[i] * std::tanh(std::log(1 + std::exp(x[i]))), 1e-12) << x[i];
+  OneNode s("Swish", 24);
+  s.input(DType::kFloat32, {3}).attr("alpha", Attribute::of_float(0.5f));
+  Tensor z = run1(s, {make_tensor(DType::kFloat32, {3}, {-1, 0, 3})});
+  for (int64_t i = 0; i < 3; ++i) {
+    const double v = i == 0 ? -1 : i == 1 ? 0 : 3;
+    EXPECT_NEAR(z.get(i), v / (1 + std::exp(-0.5 * v)), 1e-6) << v;
+  }
+  OneNode d("Swish", 24);  // alpha defaults to 1
+  d.input(DType::kFloat32, {1});
+  EXPECT_NEAR(run1(d, {make_tensor(DType::kFloat32, {1}, {2})}).get(0), 2 / (1 + std::exp(-2.0)), 1e-6);
 }
 
 }  // namespace
