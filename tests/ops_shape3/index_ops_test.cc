@@ -205,6 +205,32 @@ TEST(CumSum, ExclusiveReverseAxes) {
   EXPECT_FALSE(i8.build().is_ok());
 }
 
+// CumProd (opset 26): the running product, 1 before the first element when exclusive.
+TEST(CumProd, ExclusiveReverseAxesAndWrap) {
+  auto cp = [](int exclusive, int reverse) {
+    OneNode n("CumProd", 26);
+    n.input(DType::kInt64, {4}).constant(Tensor::scalar_int64(0)).attr("exclusive", Attribute::of_int(exclusive))
+        .attr("reverse", Attribute::of_int(reverse));
+    EXPECT_TRUE(n.build().is_ok());
+    return run1(n, {i64({2, 3, -1, 5})});
+  };
+  EXPECT_EQ(cp(0, 0), (std::vector<double>{2, 6, -6, -30}));
+  EXPECT_EQ(cp(1, 0), (std::vector<double>{1, 2, 6, -6}));
+  EXPECT_EQ(cp(0, 1), (std::vector<double>{-30, -15, -5, 5}));
+  EXPECT_EQ(cp(1, 1), (std::vector<double>{-15, -5, 5, 1}));
+  OneNode f("CumProd", 26);  // along axis 0 of a 2x2
+  f.input(DType::kFloat32, {2, 2}).constant(Tensor::scalar_int64(0));
+  ASSERT_TRUE(f.build().is_ok());
+  EXPECT_EQ(run1(f, {Tensor::from_floats({2, 2}, {1.5f, -2, 4, 0.5f})}), (std::vector<double>{1.5, -2, 6, -1}));
+  OneNode wrap("CumProd", 26);  // int32 products wrap: 65536 * 65536 = 2^32 = 0 mod 2^32
+  wrap.input(DType::kInt32, {2}).constant(Tensor::scalar_int64(0));
+  ASSERT_TRUE(wrap.build().is_ok());
+  Tensor w(DType::kInt32, {2});
+  w.set_int(0, 65536);
+  w.set_int(1, 65536);
+  EXPECT_EQ(run1(wrap, {w}), (std::vector<double>{65536, 0}));
+}
+
 TEST(DepthSpace, SpecFormulasAndRoundTrip) {
   const int64_t b = 2, n_ = 2, c = 3, h = 2, w = 3;
   for (const char* mode : {"DCR", "CRD"}) {
