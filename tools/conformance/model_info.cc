@@ -23,7 +23,7 @@ const std::map<std::string, std::vector<int>> kShapeInputSlots = {
     {"ConstantOfShape", {0}}, {"Range", {0, 1, 2}},     {"Slice", {1, 2, 3, 4}},
     {"Pad", {1, 3}},         {"Resize", {1, 2, 3}},    {"Upsample", {1}},
     {"TopK", {1}},           {"Squeeze", {1}},         {"Unsqueeze", {1}},
-    {"Split", {1}},          {"CumSum", {1}},          {"OneHot", {1}},
+    {"Split", {1}},          {"CumSum", {1}},          {"CumProd", {1}},         {"OneHot", {1}},
     {"ReduceSum", {1}},      {"ReduceMean", {1}},      {"ReduceMax", {1}},
     {"ReduceMin", {1}},      {"ReduceProd", {1}},      {"ReduceL1", {1}},
     {"ReduceL2", {1}},       {"ReduceLogSum", {1}},    {"ReduceLogSumExp", {1}},
