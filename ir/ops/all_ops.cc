@@ -12,6 +12,7 @@ void register_compare_logic_ops(OpRegistry& registry);
 void register_variadic_elementwise_ops(OpRegistry& registry);
 void register_where_ops(OpRegistry& registry);
 void register_cast_ops(OpRegistry& registry);
+void register_bit_cast_ops(OpRegistry& registry);
 void register_shape_view_ops(OpRegistry& registry);
 void register_constant_ops(OpRegistry& registry);
 void register_concat_ops(OpRegistry& registry);
@@ -78,6 +79,7 @@ void register_all_ops(OpRegistry& registry) {
   register_variadic_elementwise_ops(registry);
   register_where_ops(registry);
   register_cast_ops(registry);
+  register_bit_cast_ops(registry);
   register_shape_view_ops(registry);
   register_constant_ops(registry);
   register_concat_ops(registry);

@@ -1,5 +1,5 @@
 // Add, Sub, Mul, Div, Pow, Mod, PRelu, BitShift, BitwiseAnd/Or/Xor with numpy broadcasting (PRelu: slope
-// broadcasts to X only).
+// broadcasts to X only), and SwiGLU-28 (Swish_alpha(A) * B, equal shapes, no broadcasting).
 // Integer semantics are defined for every input, on the host and the GPU alike: +, -, * wrap
 // modulo 2^bits; Div truncates toward zero (C), x / 0 == 0 and INT_MIN / -1 == INT_MIN (wraps);
 // Mod by 0 is 0. Integer Pow: an integer exponent gives the exact power by repeated squaring,
@@ -19,7 +19,7 @@
 namespace aotc {
 namespace {
 
-enum class BinaryKind { kAdd, kSub, kMul, kDiv, kMod, kPRelu, kPow, kShiftLeft, kShiftRight, kBitAnd, kBitOr, kBitXor };
+enum class BinaryKind { kAdd, kSub, kMul, kDiv, kMod, kPRelu, kPow, kShiftLeft, kShiftRight, kBitAnd, kBitOr, kBitXor, kSwiGLU };
 
 BinaryKind kind_of(const std::string& op_type) {
   if (op_type == "Add") return BinaryKind::kAdd;
@@ -29,6 +29,7 @@ BinaryKind kind_of(const std::string& op_type) {
   if (op_type == "PRelu") return BinaryKind::kPRelu;
   if (op_type == "Pow") return BinaryKind::kPow;
   if (op_type == "BitShift") return BinaryKind::kShiftLeft;  // direction: see node_kind
+  if (op_type == "SwiGLU") return BinaryKind::kSwiGLU;
   if (op_type == "BitwiseAnd") return BinaryKind::kBitAnd;
   if (op_type == "BitwiseOr") return BinaryKind::kBitOr;
   if (op_type == "BitwiseXor") return BinaryKind::kBitXor;
@@ -53,6 +54,7 @@ const std::vector<DType> kPReluTypes = {DType::kFloat32, DType::kFloat16, DType:
 const std::vector<DType> kIntegerTypes = {DType::kUInt8, DType::kUInt16, DType::kUInt32, DType::kUInt64,
                                           DType::kInt8,  DType::kInt16,  DType::kInt32,  DType::kInt64};
 bool is_bitwise(BinaryKind k) { return k == BinaryKind::kBitAnd || k == BinaryKind::kBitOr || k == BinaryKind::kBitXor; }
+const std::vector<DType> kFloatTypes = {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kBFloat16};
 // Pow-15: the base (and output) type T.
 const std::vector<DType> kPowBaseTypes = {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kBFloat16,
                                           DType::kInt32,   DType::kInt64};
@@ -90,6 +92,7 @@ Status binary_infer(Node& node, Graph& graph) {
   AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 0, kind == BinaryKind::kPow         ? kPowBaseTypes
                                                     : kind == BinaryKind::kPRelu     ? kPReluTypes
                                                     : kind == BinaryKind::kShiftLeft || is_bitwise(kind) ? kIntegerTypes
+                                                    : kind == BinaryKind::kSwiGLU    ? kFloatTypes
                                                                                      : kNumericTypes));
   const Value& a = input_value(graph, node, 0);
   const Value& b = input_value(graph, node, 1);
@@ -100,6 +103,9 @@ Status binary_infer(Node& node, Graph& graph) {
     return node_error(node, "inputs have different dtypes " + dtype_name(a.dtype) + " and " +
                                 dtype_name(b.dtype));
   }
+  if (kind == BinaryKind::kSwiGLU && a.shape != b.shape)
+    return node_error(node, "A of shape " + shape_str(a.shape) + " and B of shape " + shape_str(b.shape) +
+                                " differ (SwiGLU does not broadcast)");
   Expected<Shape> out = broadcast_shapes(node, a.shape, b.shape);
   if (!out) return out.status();
   if (kind == BinaryKind::kPRelu && (b.shape.size() > a.shape.size() || *out != a.shape))
@@ -141,6 +147,7 @@ C apply_binary(BinaryKind kind, C a, C b, bool fmod) {
         return a < 0 ? static_cast<C>(static_cast<uint64_t>(static_cast<U>(b)) * static_cast<uint64_t>(static_cast<U>(a)))
                      : a;
       case BinaryKind::kPow: return 0;  // computed by pow_reference
+      case BinaryKind::kSwiGLU: return 0;  // floats only, computed in binary_reference
       // BitShift-28: a negative shift or one by the width or more gives what the sign fill alone
       // gives (-1 for a right shift of a negative x, else 0); signed right shifts are arithmetic,
       // signed left shifts discard the bits past the sign bit (through the unsigned type).
@@ -179,7 +186,7 @@ C apply_binary(BinaryKind kind, C a, C b, bool fmod) {
       case BinaryKind::kMod: return fmod ? static_cast<C>(std::fmod(a, b)) : floor_mod(a, b);
       case BinaryKind::kPRelu: return a < 0 ? b * a : a;
       case BinaryKind::kPow: return 0;  // computed by pow_reference
-      default: return 0;  // shifts: integers only
+      default: return 0;  // shifts, bitwise: integers only; SwiGLU: binary_reference
     }
     return 0;
   }
@@ -259,6 +266,14 @@ Status binary_reference(const Node& node, const std::vector<const Tensor*>& inpu
   Tensor& y = outputs[0];
   BinaryKind kind = node_kind(node);
   if (kind == BinaryKind::kPow) return pow_reference(node, a, b, y);
+  if (kind == BinaryKind::kSwiGLU) {  // same shapes; in double, rounded once to the output type
+    const double alpha = node.attr_float("alpha", 1.0f);
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      const double x = a.get(i);
+      y.set(i, x / (1.0 + std::exp(-alpha * x)) * b.get(i));
+    }
+    return Status::ok();
+  }
   bool fmod = node.attr_int("fmod", 0) == 1;
   const Shape& out_shape = y.shape();
   std::vector<int64_t> sa = broadcast_strides(a.shape(), out_shape);
@@ -293,6 +308,8 @@ std::string binary_expr(const Node& node, BinaryKind kind, DType t, DType te, co
   }
   if (!dtype_is_integer(t)) {
     switch (kind) {
+      case BinaryKind::kSwiGLU:
+        return "(x / (1 + exp(-" + float_literal(node.attr_float("alpha", 1.0f)) + " * x)) * y)";
       case BinaryKind::kMod:
         if (node.attr_int("fmod", 0) == 1) return "fmod(x, y)";
         // floor_mod, in the compute type.
@@ -336,7 +353,8 @@ std::string binary_expr(const Node& node, BinaryKind kind, DType t, DType te, co
     case BinaryKind::kBitAnd: return c + "(x & y)";
     case BinaryKind::kBitOr: return c + "(x | y)";
     case BinaryKind::kBitXor: return c + "(x ^ y)";
-    case BinaryKind::kPow: break;
+    case BinaryKind::kPow:
+    case BinaryKind::kSwiGLU: break;
   }
   return "";
 }
@@ -359,7 +377,7 @@ Expected<Lowering> binary_lower(const Node& node, const Graph& graph) {
 
 void register_binary_elementwise_ops(OpRegistry& registry) {
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "PRelu", "BitShift", "BitwiseAnd", "BitwiseOr",
-                         "BitwiseXor"}) {
+                         "BitwiseXor", "SwiGLU"}) {
     OpDef def;
     def.op_type = op;
     def.traits.elementwise = true;

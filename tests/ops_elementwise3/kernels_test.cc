@@ -119,6 +119,8 @@ std::vector<KernelCase> kernel_cases() {
   un("Mish", f16, {33});
   add("Swish f32 alpha", [=](OneNode& n) { n.input(f32, {45}).attr("alpha", Attribute::of_float(0.75f)); });
   un("Swish", f16, {33});
+  add("SwiGLU f32 alpha", [=](OneNode& n) { n.input(f32, {3, 17}).input(f32, {3, 17}).attr("alpha", Attribute::of_float(1.702f)); });
+  add("SwiGLU f16", [=](OneNode& n) { n.input(f16, {29}).input(f16, {29}); });
   add("PRelu f32 channel slope", [=](OneNode& n) { n.input(f32, {2, 3, 5}).input(f32, {3, 1}); });
   add("PRelu f16 scalar slope", [=](OneNode& n) { n.input(f16, {37}).input(f16, {1}); });
   add("PRelu int32 same shape", [=](OneNode& n) { n.input(i32, {37}).input(i32, {37}); });

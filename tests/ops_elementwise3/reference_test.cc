@@ -520,3 +520,54 @@ TEST(Elementwise3Reference, MishAndSwish) {
 
 }  // namespace
 }  // namespace aotc
+
+namespace aotc {
+namespace {
+
+// BitCast-26 (the bits, reinterpreted) and SwiGLU-28 (Swish_alpha(A) * B).
+TEST(Elementwise3Reference, BitCastKeepsTheBits) {
+  OneNode f("BitCast", 26);
+  f.input(DType::kFloat32, {3}).attr("to", Attribute::of_int(static_cast<int64_t>(DType::kInt32)));
+  Tensor y = run1(f, {make_tensor(DType::kFloat32, {3}, {1.0, -2.0, 0.0})});
+  EXPECT_EQ(y.dtype(), DType::kInt32);
+  EXPECT_EQ(ints(y), (std::vector<int64_t>{0x3F800000, static_cast<int32_t>(0xC0000000u), 0}));
+  OneNode u("BitCast", 26);
+  u.input(DType::kUInt16, {2}).attr("to", Attribute::of_int(static_cast<int64_t>(DType::kFloat16)));
+  Tensor h = run1(u, {make_tensor(DType::kUInt16, {2}, {0x3C00, 0xFC00})});
+  EXPECT_EQ(h.get(0), 1.0);
+  EXPECT_EQ(h.get(1), -INFINITY);
+  // 4-bit patterns: uint4 15 is int4 -1 and float4e2m1 -6.
+  OneNode n4("BitCast", 26);
+  n4.input(DType::kUInt4, {2}).attr("to", Attribute::of_int(static_cast<int64_t>(DType::kInt4)));
+  EXPECT_EQ(ints(run1(n4, {make_tensor(DType::kUInt4, {2}, {15, 7})})), (std::vector<int64_t>{-1, 7}));
+  OneNode f4("BitCast", 26);
+  f4.input(DType::kInt4, {1}).attr("to", Attribute::of_int(static_cast<int64_t>(DType::kFloat4E2M1)));
+  EXPECT_EQ(run1(f4, {make_tensor(DType::kInt4, {1}, {-1})}).get(0), -6.0);
+  OneNode bad("BitCast", 26);
+  bad.input(DType::kFloat32, {1}).attr("to", Attribute::of_int(static_cast<int64_t>(DType::kInt64)));
+  Status s = bad.build();
+  EXPECT_TRUE(test::contains(s.message(), "target int64 has 64 bits, the input's float has 32")) << s.message();
+  // On the GPU a view: no kernel.
+  OneNode v("BitCast", 26);
+  v.input(DType::kInt64, {5}).attr("to", Attribute::of_int(static_cast<int64_t>(DType::kFloat64)));
+  ASSERT_TRUE(v.build().is_ok());
+  auto l = default_registry().find("BitCast")->lower(v.built(), v.graph);
+  ASSERT_TRUE(l.is_ok());
+  EXPECT_TRUE(l->is_view);
+  EXPECT_TRUE(l->steps.empty());
+}
+
+TEST(Elementwise3Reference, SwiGLU) {
+  OneNode n("SwiGLU", 28);
+  n.input(DType::kFloat32, {3}).input(DType::kFloat32, {3}).attr("alpha", Attribute::of_float(1.5f));
+  Tensor y = run1(n, {make_tensor(DType::kFloat32, {3}, {-1, 0, 2}), make_tensor(DType::kFloat32, {3}, {3, 4, -0.5})});
+  const double a[3] = {-1, 0, 2}, b[3] = {3, 4, -0.5};
+  for (int64_t i = 0; i < 3; ++i) EXPECT_NEAR(y.get(i), a[i] / (1 + std::exp(-1.5 * a[i])) * b[i], 1e-6) << i;
+  OneNode bc("SwiGLU", 28);
+  bc.input(DType::kFloat32, {2, 3}).input(DType::kFloat32, {3});
+  Status s = bc.build();
+  EXPECT_TRUE(test::contains(s.message(), "does not broadcast")) << s.message();
+}
+
+}  // namespace
+}  // namespace aotc
