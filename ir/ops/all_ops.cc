@@ -42,6 +42,7 @@ void register_arg_reduce_ops(OpRegistry& registry);
 void register_log_softmax_ops(OpRegistry& registry);
 void register_layer_norm_ops(OpRegistry& registry);
 void register_instance_norm_ops(OpRegistry& registry);
+void register_lp_normalization_ops(OpRegistry& registry);
 void register_einsum_ops(OpRegistry& registry);
 void register_conv_transpose_ops(OpRegistry& registry);
 void register_resize_ops(OpRegistry& registry);
@@ -109,6 +110,7 @@ void register_all_ops(OpRegistry& registry) {
   register_log_softmax_ops(registry);
   register_layer_norm_ops(registry);
   register_instance_norm_ops(registry);
+  register_lp_normalization_ops(registry);
   register_einsum_ops(registry);
   register_conv_transpose_ops(registry);
   register_resize_ops(registry);

@@ -87,6 +87,8 @@ std::vector<Case> cases() {
   }, 17, 2);
   add("InstanceNorm f32", [=](OneNode& n) { set_op(n, "InstanceNormalization").input(f32, {2, 3, 5, 7}).input(f32, {3}).input(f32, {3}); });
   add("InstanceNorm f16 67 channels", [=](OneNode& n) { set_op(n, "InstanceNormalization").input(f16, {1, 67, 3}).input(f16, {67}).input(f16, {67}); });
+  add("LpNormalization f32 p2 axis 1", [=](OneNode& n) { set_op(n, "LpNormalization").input(f32, {3, 7, 5}).attr("axis", one(1)); }, 22);
+  add("LpNormalization f16 p1 last axis", [=](OneNode& n) { set_op(n, "LpNormalization").input(f16, {4, 13}).attr("p", one(1)); }, 22);
   add("Einsum bij,bjk->bik (matmul)", [=](OneNode& n) {
     set_op(n, "Einsum").input(f32, {3, 2, 5}).input(f32, {3, 5, 4}).attr("equation", Attribute::of_string("bij,bjk->bik"));
   });

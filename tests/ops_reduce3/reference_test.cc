@@ -144,6 +144,22 @@ TEST(InstanceNorm, PerChannelScaleAndBias) {
               {1 - 2 * inv, 1 + 2 * inv, -1 - 3 * inv, -1 + 3 * inv});
 }
 
+// LpNormalization-22: x / ||x||_p along the axis; a zero line stays zero.
+TEST(LpNormalization, L1L2AndZeroLines) {
+  OneNode l2("LpNormalization", 22);
+  l2.input(DType::kFloat32, {2, 2}).attr("axis", Attribute::of_int(0));
+  ASSERT_TRUE(l2.build().is_ok());
+  expect_near(run1(l2, {f32({2, 2}, {3, 0, -4, 0})}), {0.6, 0, -0.8, 0});
+  OneNode l1("LpNormalization", 22);
+  l1.input(DType::kFloat32, {1, 3}).attr("p", Attribute::of_int(1));
+  ASSERT_TRUE(l1.build().is_ok());
+  expect_near(run1(l1, {f32({1, 3}, {1, -2, 1})}), {0.25, -0.5, 0.25});
+  OneNode bad("LpNormalization", 22);
+  bad.input(DType::kFloat32, {2}).attr("p", Attribute::of_int(3));
+  Status s = bad.build();
+  EXPECT_NE(s.message().find("p 3 is not 1 or 2"), std::string::npos) << s.message();
+}
+
 TEST(Einsum, AttentionScoresMatchLoops) {
   OneNode n("Einsum");
   n.input(DType::kFloat32, {2, 3, 4}).input(DType::kFloat32, {2, 5, 4}).attr("equation", Attribute::of_string("bid,bjd->bij"));
