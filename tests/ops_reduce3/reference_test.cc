@@ -96,6 +96,50 @@ TEST(Reduce, Refusals) {
   EXPECT_FALSE(boolean.build().is_ok());
 }
 
+// ReduceMax / ReduceMin-20 on bool: any / all; an empty reduction gives false / true.
+TEST(Reduce, BoolMaxIsAnyMinIsAll) {
+  Tensor x(DType::kBool, {2, 3});
+  const int v[6] = {0, 1, 0, 1, 1, 1};
+  for (int i = 0; i < 6; ++i) x.set_int(i, v[i]);
+  OneNode mx("ReduceMax", 20);
+  mx.input(DType::kBool, {2, 3}).constant(i64({1})).attr("keepdims", Attribute::of_int(0));
+  ASSERT_TRUE(mx.build().is_ok());
+  EXPECT_EQ(run1(mx, {x}), (std::vector<double>{1, 1}));
+  OneNode mn("ReduceMin", 20);
+  mn.input(DType::kBool, {2, 3}).constant(i64({1})).attr("keepdims", Attribute::of_int(0));
+  ASSERT_TRUE(mn.build().is_ok());
+  EXPECT_EQ(run1(mn, {x}), (std::vector<double>{0, 1}));
+  OneNode empty_max("ReduceMax", 20), empty_min("ReduceMin", 20);
+  empty_max.input(DType::kBool, {2, 0}).constant(i64({1})).attr("keepdims", Attribute::of_int(0));
+  empty_min.input(DType::kBool, {2, 0}).constant(i64({1})).attr("keepdims", Attribute::of_int(0));
+  ASSERT_TRUE(empty_max.build().is_ok());
+  ASSERT_TRUE(empty_min.build().is_ok());
+  EXPECT_EQ(run1(empty_max, {Tensor(DType::kBool, {2, 0})}), (std::vector<double>{0, 0}));
+  EXPECT_EQ(run1(empty_min, {Tensor(DType::kBool, {2, 0})}), (std::vector<double>{1, 1}));
+}
+
+// GroupNormalization-21: mean / variance over each (n, group), scale and bias per channel.
+TEST(GroupNorm, PerGroupStatisticsPerChannelScale) {
+  OneNode n("GroupNormalization", 21);
+  n.input(DType::kFloat32, {1, 4, 2}).input(DType::kFloat32, {4}).input(DType::kFloat32, {4})
+      .attr("num_groups", Attribute::of_int(2)).attr("epsilon", Attribute::of_float(0));
+  ASSERT_TRUE(n.build().is_ok());
+  // Group 0 = channels 0-1 = {0, 2, 4, 6}: mean 3, variance 5; group 1 = {1, 1, 1, 1}: variance 0 -> 0/0.
+  const double inv = 1 / std::sqrt(5.0);
+  std::vector<double> got = run1(n, {f32({1, 4, 2}, {0, 2, 4, 6, 1, 1, 1, 1}), f32({4}, {1, 2, 3, 4}), f32({4}, {0, 10, 0, 0})});
+  ASSERT_EQ(got.size(), 8u);
+  const double want[4] = {-3 * inv, -1 * inv, 10 + 2 * 1 * inv, 10 + 2 * 3 * inv};
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(got[static_cast<size_t>(i)], want[i], 1e-6) << i;
+  OneNode bad("GroupNormalization", 21);
+  bad.input(DType::kFloat32, {1, 4, 2}).input(DType::kFloat32, {4}).input(DType::kFloat32, {4}).attr("num_groups", Attribute::of_int(3));
+  Status s = bad.build();
+  EXPECT_TRUE(test::contains(s.message(), "num_groups 3 does not divide the 4 channels")) << s.message();
+  OneNode old("GroupNormalization", 18);  // per-group scale (opset 18)
+  old.input(DType::kFloat32, {1, 4, 2}).input(DType::kFloat32, {2}).input(DType::kFloat32, {2}).attr("num_groups", Attribute::of_int(2));
+  s = old.build();
+  EXPECT_TRUE(test::contains(s.message(), "per-group")) << s.message();
+}
+
 TEST(ArgMax, TiesFirstOrLast) {
   for (int last = 0; last < 2; ++last) {
     OneNode n("ArgMax");

@@ -149,6 +149,22 @@ TEST(Range, CountsAndValues) {
   OneNode rt("Range");
   rt.input(DType::kInt64, {}).constant(Tensor::scalar_int64(4)).constant(Tensor::scalar_int64(1));
   EXPECT_FALSE(rt.build().is_ok());
+  // float16 / bfloat16: start + i * delta in float, rounded to the type (0.1 is not a half).
+  for (DType t : {DType::kFloat16, DType::kBFloat16}) {
+    Tensor s16(t, {}), l16(t, {}), d16(t, {});
+    s16.set(0, 1);
+    l16.set(0, 1.5);
+    d16.set(0, 0.1);
+    std::vector<double> got = range(s16, l16, d16, &s);
+    ASSERT_TRUE(s.is_ok()) << s.message();
+    const float d = static_cast<float>(d16.get(0));  // 0.0999755859375 (half), 0.10009765625 (bfloat16)
+    ASSERT_EQ(got.size(), t == DType::kFloat16 ? 6u : 5u) << dtype_name(t);  // ceil(0.5 / d)
+    for (size_t i = 0; i < got.size(); ++i) {
+      Tensor want(t, {});
+      want.set(0, 1.0f + static_cast<float>(i) * d);
+      EXPECT_EQ(got[i], want.get(0)) << dtype_name(t) << " element " << i;
+    }
+  }
 }
 
 TEST(Trilu, UpperLowerWithK) {
