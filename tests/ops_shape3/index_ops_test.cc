@@ -127,6 +127,26 @@ TEST(Pad, AxesInputRuntimeValueAndLegacyAttributes) {
   EXPECT_TRUE(test::contains(s.message(), "must be a constant")) << s.message();
 }
 
+// CenterCropPad-18 imports as Pad with centred pads: crop 5 -> 2 starts at 1 ((5 - 2) // 2), pad
+// 2 -> 5 puts 1 zero before and 2 after (the odd element at the end).
+TEST(CenterCropPad, CentredCropAndPadAsPad) {
+  OneNode n("CenterCropPad", 18);
+  n.input(DType::kFloat32, {5, 2}).constant(i64({2, 5}));
+  ASSERT_TRUE(n.build().is_ok());
+  EXPECT_EQ(n.built().op_type, "Pad");
+  EXPECT_EQ(n.out().shape, (Shape{2, 5}));
+  EXPECT_EQ(run1(n, {iota({5, 2})}), (std::vector<double>{0, 2.5, 3.5, 0, 0, 0, 4.5, 5.5, 0, 0}));  // iota: i + 0.5
+  OneNode axes("CenterCropPad", 18);  // only the last axis, negative
+  axes.input(DType::kFloat32, {2, 4}).constant(i64({1})).attr("axes", Attribute::of_ints({-1}));
+  ASSERT_TRUE(axes.build().is_ok());
+  EXPECT_EQ(axes.out().shape, (Shape{2, 1}));
+  EXPECT_EQ(run1(axes, {iota({2, 4})}), (std::vector<double>{1.5, 5.5}));
+  OneNode runtime("CenterCropPad", 18);
+  runtime.input(DType::kFloat32, {2, 4}).input(DType::kInt64, {2});
+  Status s = runtime.build();
+  EXPECT_NE(s.message().find("(CenterCropPad): input 1 must be a constant"), std::string::npos) << s.message();
+}
+
 TEST(Range, CountsAndValues) {
   auto range = [](Tensor a, Tensor b, Tensor c, Status* st) {
     OneNode n("Range");
