@@ -95,6 +95,11 @@ std::vector<Case> cases() {
     set_op(n, "QLinearMatMul").input(i8, {3, 5}).constant(fvec({0.1f, 0.2f, 0.3f})).constant(zp(i8, {3}, {0, 1, -1})).input(i8, {5, 2})
         .constant(fvec({0.5f, 0.05f})).constant(zp(i8, {2}, {1, 0})).constant(scalar(0.07f)).constant(zp(i8, {}, {-5}));
   }, 10);
+  add("QLinearMatMul int8 float16 scales", [=](OneNode& n) {
+    auto h = [](float v) { Tensor t(DType::kFloat16, {}); t.set(0, v); return t; };
+    set_op(n, "QLinearMatMul").input(i8, {2, 3, 7}).constant(h(0.0537f)).constant(zp(i8, {}, {3})).input(i8, {7, 5})
+        .constant(h(0.0213f)).constant(zp(i8, {}, {-2})).constant(h(0.0141f)).constant(zp(i8, {}, {1}));
+  }, 21);
   add("ConvInteger pads strides group 2 per-channel w_zp", [=](OneNode& n) {
     set_op(n, "ConvInteger").input(u8, {2, 4, 5, 7}).input(u8, {6, 2, 3, 2}).constant(zp(u8, {}, {3})).constant(zp(u8, {6}, {0, 1, 2, 3, 2, 1}))
         .attr("pads", ints({1, 0, 2, 1})).attr("strides", ints({2, 1})).attr("group", one(2));

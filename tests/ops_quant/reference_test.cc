@@ -299,3 +299,24 @@ TEST(QuantReference, GpuLoweringRefusesWhatOnlyTheCpuComputes) {
 
 }  // namespace
 }  // namespace aotc
+
+namespace aotc {
+namespace {
+
+// QLinearMatMul-21 with float16 scales: a_scale * b_scale / y_scale is computed in float16 (each
+// step rounded), as the onnx reference's numpy does: 0.1 * 0.3 / 0.0141 (as halves) = 2.126953125,
+// so a sum of 51 gives rint(108.47) = 108, where the float multiplier (2.1276...) would give 109.
+TEST(QuantReference, QLinearMatMulFloat16ScalesRoundInFloat16) {
+  auto h = [](double v) { return make_tensor(DType::kFloat16, {}, {v}); };
+  OneNode n("QLinearMatMul", 21);
+  auto out = run(n, {i8({1, 1}, {3}), h(0.1), i8({}, {0}), i8({1, 1}, {17}), h(0.3), i8({}, {0}), h(0.0141), i8({}, {0})});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TENSOR_NEAR(out[0], i8({1, 1}, {108}));
+  OneNode mixed("QLinearMatMul", 21);
+  std::string why = refusal(mixed, {i8({1, 1}, {3}), h(0.1), i8({}, {0}), i8({1, 1}, {17}), f32({}, {0.3}), i8({}, {0}),
+                                    h(0.0141), i8({}, {0})});
+  EXPECT_TRUE(test::contains(why, "share one dtype")) << why;
+}
+
+}  // namespace
+}  // namespace aotc
