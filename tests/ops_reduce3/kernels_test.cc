@@ -135,6 +135,10 @@ std::vector<Case> cases() {
   add("Resize linear f32 align_corners sizes", [=](OneNode& n) {
     resize(n, f32, {1, 1, 4, 5}, "linear", "align_corners").absent().absent().constant(i64({1, 1, 7, 3}));
   });
+  add("Resize linear f32 not_smaller sizes", [=](OneNode& n) {
+    resize(n, f32, {1, 1, 4, 5}, "linear", "half_pixel").absent().absent().constant(i64({1, 1, 7, 3}))
+        .attr("keep_aspect_ratio_policy", Attribute::of_string("not_smaller"));
+  }, 18);
   add("Resize cubic f32 exclude_outside", [=](OneNode& n) {
     resize(n, f32, {1, 1, 5, 4}, "cubic", "half_pixel").absent().constant(f32s({1, 1, 0.6f, 1.75f}))
         .attr("exclude_outside", one(1)).attr("cubic_coeff_a", Attribute::of_float(-0.5f));

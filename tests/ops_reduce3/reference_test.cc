@@ -243,6 +243,30 @@ TEST(ConvTranspose, HandComputed1dStride2) {
   EXPECT_EQ(same.out().shape, (Shape{1, 2, 6, 6}));
 }
 
+// keep_aspect_ratio_policy: sizes 3x3 for a 2x4 image give scales 1.5 and 0.75; not_larger uses
+// 0.75 for both (2x4 -> round_half_up(1.5) x 3 = 2x3), not_smaller 1.5 (-> 3x6).
+TEST(Resize, KeepAspectRatioPolicies) {
+  for (const char* policy : {"not_larger", "not_smaller"}) {
+    OneNode n("Resize", 18);
+    n.input(DType::kFloat32, {1, 1, 2, 4}).absent().absent().constant(i64({3, 3}));
+    n.attr("axes", Attribute::of_ints({2, 3})).attr("keep_aspect_ratio_policy", Attribute::of_string(policy));
+    ASSERT_TRUE(n.build().is_ok()) << policy;
+    EXPECT_EQ(n.out().shape, (std::string(policy) == "not_larger" ? Shape{1, 1, 2, 3} : Shape{1, 1, 3, 6})) << policy;
+  }
+  // Nearest (asymmetric, floor) with the common scale 0.75: x_orig = o / 0.75 = 0, 1.33, 2.67.
+  OneNode v("Resize", 18);
+  v.input(DType::kFloat32, {1, 4}).absent().absent().constant(i64({3, 3}));
+  v.attr("keep_aspect_ratio_policy", Attribute::of_string("not_larger"))
+      .attr("coordinate_transformation_mode", Attribute::of_string("asymmetric")).attr("nearest_mode", Attribute::of_string("floor"));
+  ASSERT_TRUE(v.build().is_ok());
+  EXPECT_EQ(v.out().shape, (Shape{1, 3}));
+  expect_near(run1(v, {f32({1, 4}, {10, 20, 30, 40})}), {10, 20, 30});
+  OneNode bad("Resize", 18);
+  bad.input(DType::kFloat32, {2}).absent().absent().constant(i64({3})).attr("keep_aspect_ratio_policy", Attribute::of_string("fit"));
+  Status s = bad.build();
+  EXPECT_TRUE(test::contains(s.message(), "keep_aspect_ratio_policy 'fit'")) << s.message();
+}
+
 TEST(Resize, LinearHalfPixelUpsampleAndNearestModes) {
   OneNode n("Resize", 13);
   n.input(DType::kFloat32, {1, 2}).absent().constant(Tensor::from_floats({2}, {1, 2}));
