@@ -30,7 +30,7 @@ const std::map<std::string, std::vector<int>> kShapeInputSlots = {
     {"ReduceSumSquare", {1}}, {"MaxUnpool", {2}},      {"CenterCropPad", {1}},
     {"Col2Im", {1, 2}},      {"BlackmanWindow", {0}},  {"HannWindow", {0}},
     {"HammingWindow", {0}},  {"DFT", {1}},             {"STFT", {1, 3}},
-    {"MelWeightMatrix", {0, 1, 2, 3, 4}},
+    {"MelWeightMatrix", {0, 1, 2, 3, 4}}, {"AffineGrid", {1}},
 };
 
 // (op, input index) read for the dtype only: bound as constants like the shape slots, so the
