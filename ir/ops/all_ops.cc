@@ -58,6 +58,7 @@ void register_max_unpool_ops(OpRegistry& registry);
 void register_upsample_ops(OpRegistry& registry);
 void register_grid_sample_ops(OpRegistry& registry);
 void register_affine_grid_ops(OpRegistry& registry);
+void register_col2im_ops(OpRegistry& registry);
 void register_roi_align_ops(OpRegistry& registry);
 void register_loss_ops(OpRegistry& registry);
 void register_hardmax_ops(OpRegistry& registry);
@@ -127,6 +128,7 @@ void register_all_ops(OpRegistry& registry) {
   register_upsample_ops(registry);
   register_grid_sample_ops(registry);
   register_affine_grid_ops(registry);
+  register_col2im_ops(registry);
   register_roi_align_ops(registry);
   register_loss_ops(registry);
   register_hardmax_ops(registry);

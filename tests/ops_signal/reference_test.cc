@@ -126,6 +126,31 @@ TEST(SignalReference, AffineGridIdentityAndTranslation) {
   EXPECT_NE(s.message().find("size's N 1 differs from theta's 2"), std::string::npos) << s.message();
 }
 
+// Col2Im-18 (PyTorch's fold): a 1-D image of 5 with blocks of 2 (stride 1, 4 blocks); pixel p sums
+// row 0 at block p and row 1 at block p - 1: [1, 2+10, 3+20, 4+30, 40].
+TEST(SignalReference, Col2ImSumsOverlappingBlocks) {
+  OneNode n("Col2Im", 18);
+  n.input(DType::kFloat32, {1, 2, 4}).constant(i64s({1}, {5})).constant(i64s({1}, {2}));
+  Tensor y = run1(n, {Tensor::from_floats({1, 2, 4}, {1, 2, 3, 4, 10, 20, 30, 40})});
+  ASSERT_EQ(y.shape(), (Shape{1, 1, 5}));
+  const double want[5] = {1, 12, 23, 34, 40};
+  for (int64_t i = 0; i < 5; ++i) EXPECT_EQ(y.get(i), want[i]) << i;
+  // 2-D, stride 2, pads 1 on each side: image 3x3, block 2x2 -> blocks (3 + 2 - 1 - 1) / 2 + 1 = 2
+  // per axis; every pixel is covered exactly once, so a column of ones folds back to ones.
+  OneNode s("Col2Im", 18);
+  s.input(DType::kFloat32, {1, 4, 4}).constant(i64s({2}, {3, 3})).constant(i64s({2}, {2, 2}))
+      .attr("strides", Attribute::of_ints({2, 2})).attr("pads", Attribute::of_ints({1, 1, 1, 1}));
+  Tensor ones(DType::kFloat32, {1, 4, 4});
+  for (int64_t i = 0; i < 16; ++i) ones.set(i, 1);
+  Tensor z = run1(s, {ones});
+  ASSERT_EQ(z.shape(), (Shape{1, 1, 3, 3}));
+  for (int64_t i = 0; i < 9; ++i) EXPECT_EQ(z.get(i), 1.0) << i;
+  OneNode bad("Col2Im", 18);
+  bad.input(DType::kFloat32, {1, 2, 3}).constant(i64s({1}, {5})).constant(i64s({1}, {2}));
+  Status st = bad.build();
+  EXPECT_NE(st.message().find("is not the number of sliding blocks, 4"), std::string::npos) << st.message();
+}
+
 TEST(SignalReference, DetKnownMatrices) {
   OneNode n("Det");
   n.input(DType::kFloat32, {3, 2, 2});
