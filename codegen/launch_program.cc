@@ -9,6 +9,7 @@
 
 #include "codegen/identifiers.h"
 #include "codegen/step_costs.h"
+#include "ir/small_dtypes.h"
 
 namespace aotc {
 namespace {
@@ -244,6 +245,13 @@ class ProgramBuilder {
     const OpDef* def = registry.find(node.op_type, node.domain);
     if (!def) return node_error(node, "unknown op (not in the registry)");
     if (!def->lower) return node_error(node, "op has no GPU lowering");
+    // float8 / float4 / int4 / int2 values are CPU-reference only (ir/small_dtypes.h): the ABI and
+    // the kernels have no storage for them. A constant one folded away before here is fine.
+    for (const std::vector<ValueId>* ids : {&node.inputs, &node.outputs})
+      for (ValueId id : *ids)
+        if (id != kNoValue && dtype_is_small(graph_.value(id).dtype))
+          return node_error(node, "dtype " + dtype_name(graph_.value(id).dtype) +
+                                      " has no GPU storage in aotc (the CPU reference only)");
     auto lowered = def->lower(node, graph_);
     if (!lowered) return lowered.status();
     const Lowering& l = *lowered;
@@ -304,3 +312,4 @@ Expected<LaunchProgram> build_launch_program(const Graph& graph, const MemoryPla
 }
 
 }  // namespace aotc
+

@@ -1,6 +1,8 @@
 // TensorProto decoding and encoding. Data comes from raw_data, the typed repeated fields (whose
 // use per dtype follows onnx.proto: int32_data also carries the narrow ints, bool and the bit
-// patterns of float16/bfloat16), or an external file that must resolve inside the model's folder.
+// patterns of float16/bfloat16 and the bytes of the sub-16-bit types, packed like raw_data), or an
+// external file that must resolve inside the model's folder. Sub-16-bit types are unpacked to one
+// byte per element (ir/small_dtypes.h).
 #include "frontend/tensor_proto.h"
 
 #include <climits>
@@ -10,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "ir/graph.h"
+#include "ir/small_dtypes.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "raw_data and .npy bytes are copied as-is: aotc assumes a little-endian host");
@@ -73,7 +76,8 @@ Expected<ExternalRef> parse_external_ref(const onnx::TensorProto& proto, const s
 // Reads external bytes, refusing any location that leaves `base_dir` (absolute paths, "..",
 // symlinks pointing outside: realpath resolves all of them before the prefix check).
 // Every check comes before the tensor is allocated: a 16-byte file claimed as 4 GiB used to
-// allocate (and zero) the 4 GiB first, taking seconds before the refusal.
+// allocate (and zero) the 4 GiB first, taking seconds before the refusal. Sub-byte storage types
+// (int4, float4e2m1, ...) are read packed and unpacked to one byte per element.
 Expected<Tensor> read_external(const onnx::TensorProto& proto, const std::string& base_dir,
                                const std::string& what, int64_t expected_bytes, DType dt, const Shape& dims) {
   if (base_dir.empty()) return tensor_error(what, "external data is not allowed here");
@@ -109,11 +113,15 @@ Expected<Tensor> read_external(const onnx::TensorProto& proto, const std::string
   FILE* f = std::fopen(target.c_str(), "rb");
   if (!f) return tensor_error(what, "cannot open external data file " + loc_msg);
   Tensor out(dt, dims);
+  const bool small = dtype_is_small(dt);
+  std::vector<uint8_t> packed(small ? static_cast<size_t>(length) : 0);
+  uint8_t* dst = small ? packed.data() : out.raw();
   bool ok = ::fseeko(f, static_cast<off_t>(ref->offset), SEEK_SET) == 0 &&
-            (length == 0 || std::fread(out.raw(), 1, static_cast<size_t>(length), f) ==
+            (length == 0 || std::fread(dst, 1, static_cast<size_t>(length), f) ==
                                 static_cast<size_t>(length));
   std::fclose(f);
   if (!ok) return tensor_error(what, "short read from external data file " + loc_msg);
+  if (small) unpack_small(dt, packed.data(), out.numel(), out.raw());
   return out;
 }
 
@@ -170,6 +178,19 @@ Status decode_typed(const onnx::TensorProto& proto, const std::string& what, int
     }
     default:
       break;
+  }
+  if (dtype_is_small(dt)) {  // one byte per int32 (packed for the 4-bit / 2-bit types)
+    const int64_t count = packed_small_bytes(dt, numel);
+    if (proto.int32_data_size() != count) return count_mismatch(what, "int32_data", proto.int32_data_size(), count);
+    std::vector<uint8_t> bytes(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) {
+      const int32_t v = proto.int32_data(static_cast<int>(i));
+      if (v < 0 || v > 255)
+        return tensor_error(what, "int32_data value " + std::to_string(v) + " is not a byte of " + dtype_name(dt));
+      bytes[static_cast<size_t>(i)] = static_cast<uint8_t>(v);
+    }
+    unpack_small(dt, bytes.data(), numel, out.raw());
+    return Status::ok();
   }
   if (proto.int32_data_size() != numel) return count_mismatch(what, "int32_data", proto.int32_data_size(), numel);
   switch (dt) {
@@ -234,7 +255,9 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const std::st
   Shape dims(proto.dims().begin(), proto.dims().end());
   auto numel = checked_numel(dims, dt, what);
   if (!numel) return numel.status();
-  const int64_t bytes = *numel * dtype_size(dt);
+  // Bytes in the proto: packed (two 4-bit / four 2-bit elements per byte) for the small types.
+  const bool small = dtype_is_small(dt);
+  const int64_t bytes = small ? packed_small_bytes(dt, *numel) : *numel * dtype_size(dt);
 
   const bool external = proto.data_location() == onnx::TensorProto::EXTERNAL;
   if (external && (proto.has_raw_data() || has_typed_data(proto)))
@@ -256,7 +279,8 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const std::st
     int64_t count = 0;
     for (const auto& [name, n] : fields)
       if (n > 0) field = name, count += n;
-    if (count != *numel) return count_mismatch(what, field, count, *numel);
+    const int64_t want = small ? bytes : *numel;
+    if (count != want) return count_mismatch(what, field, count, want);
   }
   if (external) return read_external(proto, base_dir, what, bytes, dt, dims);
   Tensor out(dt, dims);
@@ -264,7 +288,9 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const std::st
     if (static_cast<int64_t>(proto.raw_data().size()) != bytes)
       return tensor_error(what, "raw_data has " + std::to_string(proto.raw_data().size()) +
                                     " bytes, dims and dtype imply " + std::to_string(bytes));
-    if (bytes) std::memcpy(out.raw(), proto.raw_data().data(), static_cast<size_t>(bytes));
+    const auto* src = reinterpret_cast<const uint8_t*>(proto.raw_data().data());
+    if (small) unpack_small(dt, src, *numel, out.raw());
+    else if (bytes) std::memcpy(out.raw(), src, static_cast<size_t>(bytes));
   } else {
     AOTC_RETURN_IF_ERROR(decode_typed(proto, what, *numel, out));
   }
@@ -278,6 +304,11 @@ Status tensor_to_proto(const Tensor& tensor, const std::string& name, onnx::Tens
   if (!name.empty()) proto->set_name(name);
   proto->set_data_type(static_cast<int32_t>(tensor.dtype()));
   for (int64_t d : tensor.shape()) proto->add_dims(d);
+  if (dtype_is_small(tensor.dtype())) {
+    const std::vector<uint8_t> packed = pack_small(tensor.dtype(), tensor.raw(), tensor.numel());
+    proto->set_raw_data(reinterpret_cast<const char*>(packed.data()), packed.size());
+    return Status::ok();
+  }
   proto->set_raw_data(reinterpret_cast<const char*>(tensor.raw()),
                       static_cast<size_t>(tensor.byte_size()));
   return Status::ok();

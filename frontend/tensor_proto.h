@@ -25,7 +25,8 @@ Expected<int64_t> checked_numel(const Shape& dims, DType dtype, const std::strin
 Expected<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const std::string& base_dir,
                                    const std::string& what);
 
-// Encodes a Tensor as a TensorProto with raw_data (little-endian, as ONNX requires).
+// Encodes a Tensor as a TensorProto with raw_data (little-endian, as ONNX requires; the 4-bit and
+// 2-bit types packed, low bits first).
 Status tensor_to_proto(const Tensor& tensor, const std::string& name, onnx::TensorProto* proto);
 
 // The folder part of a file path ("." when there is none).

@@ -4,6 +4,8 @@
 #include <cassert>
 #include <cmath>
 
+#include "ir/small_dtypes.h"
+
 namespace aotc {
 
 int64_t shape_numel(const Shape& shape) {
@@ -99,6 +101,11 @@ double Tensor::get(int64_t i) const {
     case DType::kUInt32: return data<uint32_t>()[i];
     case DType::kUInt64: return static_cast<double>(data<uint64_t>()[i]);
     case DType::kBool: return data<uint8_t>()[i] ? 1.0 : 0.0;
+    case DType::kInt4: case DType::kInt2: return data<int8_t>()[i];
+    case DType::kUInt4: case DType::kUInt2: return data<uint8_t>()[i];
+    case DType::kFloat8E4M3FN: case DType::kFloat8E4M3FNUZ: case DType::kFloat8E5M2:
+    case DType::kFloat8E5M2FNUZ: case DType::kFloat8E8M0: case DType::kFloat4E2M1:
+      return small_float_decode(dtype_, data<uint8_t>()[i]);
     default: assert(false && "Tensor::get on a dtype without numbers"); return 0;
   }
 }
@@ -118,6 +125,16 @@ void Tensor::set(int64_t i, double v) {
     case DType::kUInt32: data<uint32_t>()[i] = static_cast<uint32_t>(v); break;
     case DType::kUInt64: data<uint64_t>()[i] = static_cast<uint64_t>(v); break;
     case DType::kBool: data<uint8_t>()[i] = v != 0.0 ? 1 : 0; break;
+    case DType::kInt4: case DType::kInt2: case DType::kUInt4: case DType::kUInt2: {
+      // Truncation toward zero (NaN -> 0), then the low bits: the ONNX integer conversion rule.
+      const double c = v != v ? 0.0 : std::fmax(-9.2e18, std::fmin(9.2e18, v));
+      data<uint8_t>()[i] = static_cast<uint8_t>(small_int_wrap(dtype_, static_cast<int64_t>(c)));
+      break;
+    }
+    case DType::kFloat8E4M3FN: case DType::kFloat8E4M3FNUZ: case DType::kFloat8E5M2:
+    case DType::kFloat8E5M2FNUZ: case DType::kFloat8E8M0: case DType::kFloat4E2M1:
+      data<uint8_t>()[i] = small_float_encode(dtype_, v);  // Cast's defaults: saturate, round up
+      break;
     default: assert(false && "Tensor::set on a dtype without numbers");
   }
 }

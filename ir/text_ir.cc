@@ -142,7 +142,7 @@ Expected<int64_t> to_int(LineParser& p, const std::string& t) {
 Expected<DType> parse_dtype(LineParser& p) {
   auto w = p.word("a dtype");
   if (!w) return w.status();
-  for (int code = 1; code <= 16; ++code)
+  for (int code = 1; code <= 26; ++code)  // through the sub-16-bit types (ir/small_dtypes.h)
     if (dtype_is_known(code) && dtype_name(static_cast<DType>(code)) == *w) return static_cast<DType>(code);
   return p.error("unknown dtype '" + *w + "'");
 }

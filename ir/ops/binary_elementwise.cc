@@ -1,4 +1,5 @@
-// Add, Sub, Mul, Div, Pow, Mod, PRelu, BitShift with numpy broadcasting (PRelu: slope broadcasts to X only).
+// Add, Sub, Mul, Div, Pow, Mod, PRelu, BitShift, BitwiseAnd/Or/Xor with numpy broadcasting (PRelu: slope
+// broadcasts to X only), and SwiGLU-28 (Swish_alpha(A) * B, equal shapes, no broadcasting).
 // Integer semantics are defined for every input, on the host and the GPU alike: +, -, * wrap
 // modulo 2^bits; Div truncates toward zero (C), x / 0 == 0 and INT_MIN / -1 == INT_MIN (wraps);
 // Mod by 0 is 0. Integer Pow: an integer exponent gives the exact power by repeated squaring,
@@ -18,7 +19,7 @@
 namespace aotc {
 namespace {
 
-enum class BinaryKind { kAdd, kSub, kMul, kDiv, kMod, kPRelu, kPow, kShiftLeft, kShiftRight };
+enum class BinaryKind { kAdd, kSub, kMul, kDiv, kMod, kPRelu, kPow, kShiftLeft, kShiftRight, kBitAnd, kBitOr, kBitXor, kSwiGLU };
 
 BinaryKind kind_of(const std::string& op_type) {
   if (op_type == "Add") return BinaryKind::kAdd;
@@ -28,6 +29,10 @@ BinaryKind kind_of(const std::string& op_type) {
   if (op_type == "PRelu") return BinaryKind::kPRelu;
   if (op_type == "Pow") return BinaryKind::kPow;
   if (op_type == "BitShift") return BinaryKind::kShiftLeft;  // direction: see node_kind
+  if (op_type == "SwiGLU") return BinaryKind::kSwiGLU;
+  if (op_type == "BitwiseAnd") return BinaryKind::kBitAnd;
+  if (op_type == "BitwiseOr") return BinaryKind::kBitOr;
+  if (op_type == "BitwiseXor") return BinaryKind::kBitXor;
   return BinaryKind::kDiv;
 }
 
@@ -45,8 +50,11 @@ const std::vector<DType> kNumericTypes = {
 // PRelu-9/16: floats and 32/64-bit integers.
 const std::vector<DType> kPReluTypes = {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kBFloat16,
                                         DType::kInt32,   DType::kInt64,   DType::kUInt32,  DType::kUInt64};
-// BitShift-11: unsigned integers.
-const std::vector<DType> kUnsignedTypes = {DType::kUInt8, DType::kUInt16, DType::kUInt32, DType::kUInt64};
+// BitShift (signed since opset 28) and BitwiseAnd/Or/Xor-18: the integer types.
+const std::vector<DType> kIntegerTypes = {DType::kUInt8, DType::kUInt16, DType::kUInt32, DType::kUInt64,
+                                          DType::kInt8,  DType::kInt16,  DType::kInt32,  DType::kInt64};
+bool is_bitwise(BinaryKind k) { return k == BinaryKind::kBitAnd || k == BinaryKind::kBitOr || k == BinaryKind::kBitXor; }
+const std::vector<DType> kFloatTypes = {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kBFloat16};
 // Pow-15: the base (and output) type T.
 const std::vector<DType> kPowBaseTypes = {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kBFloat16,
                                           DType::kInt32,   DType::kInt64};
@@ -83,7 +91,8 @@ Status binary_infer(Node& node, Graph& graph) {
   BinaryKind kind = kind_of(node.op_type);
   AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 0, kind == BinaryKind::kPow         ? kPowBaseTypes
                                                     : kind == BinaryKind::kPRelu     ? kPReluTypes
-                                                    : kind == BinaryKind::kShiftLeft ? kUnsignedTypes
+                                                    : kind == BinaryKind::kShiftLeft || is_bitwise(kind) ? kIntegerTypes
+                                                    : kind == BinaryKind::kSwiGLU    ? kFloatTypes
                                                                                      : kNumericTypes));
   const Value& a = input_value(graph, node, 0);
   const Value& b = input_value(graph, node, 1);
@@ -94,8 +103,9 @@ Status binary_infer(Node& node, Graph& graph) {
     return node_error(node, "inputs have different dtypes " + dtype_name(a.dtype) + " and " +
                                 dtype_name(b.dtype));
   }
-  if (kind == BinaryKind::kMod && dtype_is_float(a.dtype) && node.attr_int("fmod", 0) != 1)
-    return node_error(node, "fmod=0 with " + dtype_name(a.dtype) + " inputs: the spec requires fmod=1 for floats");
+  if (kind == BinaryKind::kSwiGLU && a.shape != b.shape)
+    return node_error(node, "A of shape " + shape_str(a.shape) + " and B of shape " + shape_str(b.shape) +
+                                " differ (SwiGLU does not broadcast)");
   Expected<Shape> out = broadcast_shapes(node, a.shape, b.shape);
   if (!out) return out.status();
   if (kind == BinaryKind::kPRelu && (b.shape.size() > a.shape.size() || *out != a.shape))
@@ -103,6 +113,18 @@ Status binary_infer(Node& node, Graph& graph) {
                                 shape_str(a.shape) + " (unidirectional broadcasting)");
   set_output(graph, node, 0, a.dtype, *out);
   return Status::ok();
+}
+
+// Mod-28 with fmod=0 on floats: a - floor(a / b) * b, the sign of b, with the spec's special cases
+// (what numpy's np.mod computes): NaN for an infinite a or a zero b; an infinite b gives a when a
+// has b's sign (or a is zero, then zero with b's sign), else b.
+template <class C>
+C floor_mod(C a, C b) {
+  if (std::isnan(a) || std::isnan(b) || std::isinf(a) || b == 0) return std::numeric_limits<C>::quiet_NaN();
+  if (std::isinf(b)) return a == 0 ? std::copysign(C{0}, b) : std::signbit(a) == std::signbit(b) ? a : b;
+  C r = std::fmod(a, b);
+  if (r == 0) return std::copysign(C{0}, b);
+  return (r < 0) != (b < 0) ? r + b : r;
 }
 
 // One element of the op in type C (the compute type), with the integer rules of this file.
@@ -125,11 +147,21 @@ C apply_binary(BinaryKind kind, C a, C b, bool fmod) {
         return a < 0 ? static_cast<C>(static_cast<uint64_t>(static_cast<U>(b)) * static_cast<uint64_t>(static_cast<U>(a)))
                      : a;
       case BinaryKind::kPow: return 0;  // computed by pow_reference
-      // A shift by the width or more gives 0 (C leaves it undefined); BitShift is unsigned-only.
+      case BinaryKind::kSwiGLU: return 0;  // floats only, computed in binary_reference
+      // BitShift-28: a negative shift or one by the width or more gives what the sign fill alone
+      // gives (-1 for a right shift of a negative x, else 0); signed right shifts are arithmetic,
+      // signed left shifts discard the bits past the sign bit (through the unsigned type).
       case BinaryKind::kShiftLeft:
         return static_cast<uint64_t>(b) >= sizeof(C) * 8 ? C{0} : static_cast<C>(static_cast<U>(a) << b);
       case BinaryKind::kShiftRight:
+        if constexpr (std::is_signed_v<C>) {
+          if (static_cast<uint64_t>(b) >= sizeof(C) * 8) return a < 0 ? C{-1} : C{0};
+          return static_cast<C>(a >> b);  // arithmetic (GCC, Clang, nvcc; C++20 requires it)
+        }
         return static_cast<uint64_t>(b) >= sizeof(C) * 8 ? C{0} : static_cast<C>(static_cast<U>(a) >> b);
+      case BinaryKind::kBitAnd: return static_cast<C>(a & b);
+      case BinaryKind::kBitOr: return static_cast<C>(a | b);
+      case BinaryKind::kBitXor: return static_cast<C>(a ^ b);
       // Unsigned arithmetic wraps without UB; converting back to C is modular (C++20, and what
       // GCC/Clang/nvcc do for C++17).
       case BinaryKind::kAdd: return static_cast<C>(static_cast<U>(a) + static_cast<U>(b));
@@ -151,10 +183,10 @@ C apply_binary(BinaryKind kind, C a, C b, bool fmod) {
       case BinaryKind::kSub: return a - b;
       case BinaryKind::kMul: return a * b;
       case BinaryKind::kDiv: return a / b;
-      case BinaryKind::kMod: return static_cast<C>(std::fmod(a, b));  // fmod=1, exact
+      case BinaryKind::kMod: return fmod ? static_cast<C>(std::fmod(a, b)) : floor_mod(a, b);
       case BinaryKind::kPRelu: return a < 0 ? b * a : a;
       case BinaryKind::kPow: return 0;  // computed by pow_reference
-      default: return 0;  // shifts: integers only
+      default: return 0;  // shifts, bitwise: integers only; SwiGLU: binary_reference
     }
     return 0;
   }
@@ -234,6 +266,14 @@ Status binary_reference(const Node& node, const std::vector<const Tensor*>& inpu
   Tensor& y = outputs[0];
   BinaryKind kind = node_kind(node);
   if (kind == BinaryKind::kPow) return pow_reference(node, a, b, y);
+  if (kind == BinaryKind::kSwiGLU) {  // same shapes; in double, rounded once to the output type
+    const double alpha = node.attr_float("alpha", 1.0f);
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      const double x = a.get(i);
+      y.set(i, x / (1.0 + std::exp(-alpha * x)) * b.get(i));
+    }
+    return Status::ok();
+  }
   bool fmod = node.attr_int("fmod", 0) == 1;
   const Shape& out_shape = y.shape();
   std::vector<int64_t> sa = broadcast_strides(a.shape(), out_shape);
@@ -268,7 +308,14 @@ std::string binary_expr(const Node& node, BinaryKind kind, DType t, DType te, co
   }
   if (!dtype_is_integer(t)) {
     switch (kind) {
-      case BinaryKind::kMod: return "fmod(x, y)";
+      case BinaryKind::kSwiGLU:
+        return "(x / (1 + exp(-" + float_literal(node.attr_float("alpha", 1.0f)) + " * x)) * y)";
+      case BinaryKind::kMod:
+        if (node.attr_int("fmod", 0) == 1) return "fmod(x, y)";
+        // floor_mod, in the compute type.
+        return "[&]() -> " + ct + " { if (isnan(x) || isnan(y) || isinf(x) || y == 0) return (" + ct +
+               ")nan(\"\"); if (isinf(y)) return x == 0 ? copysign((" + ct + ")0, y) : (signbit(x) == signbit(y) ? x : y); " +
+               ct + " r = fmod(x, y); if (r == 0) return copysign((" + ct + ")0, y); return (r < 0) != (y < 0) ? r + y : r; }()";
       case BinaryKind::kPRelu: return "(x < 0 ? y * x : x)";
       default: break;
     }
@@ -296,10 +343,18 @@ std::string binary_expr(const Node& node, BinaryKind kind, DType t, DType te, co
              " + y) : " + r + ")";
     }
     case BinaryKind::kShiftLeft:
-    case BinaryKind::kShiftRight:
-      return "((unsigned long long)y >= " + std::to_string(dtype_size(t) * 8) + "ULL ? " + c + "0 : " + c + "(" +
-             u + "x " + (kind == BinaryKind::kShiftLeft ? "<<" : ">>") + " y))";
-    case BinaryKind::kPow: break;
+    case BinaryKind::kShiftRight: {
+      const std::string width = std::to_string(dtype_size(t) * 8) + "ULL";
+      if (kind == BinaryKind::kShiftRight && dtype_is_signed(t))  // arithmetic, sign fill when out of range
+        return "((unsigned long long)y >= " + width + " ? (x < 0 ? " + c + "-1 : " + c + "0) : " + c + "(x >> y))";
+      return "((unsigned long long)y >= " + width + " ? " + c + "0 : " + c + "(" + u + "x " +
+             (kind == BinaryKind::kShiftLeft ? "<<" : ">>") + " y))";
+    }
+    case BinaryKind::kBitAnd: return c + "(x & y)";
+    case BinaryKind::kBitOr: return c + "(x | y)";
+    case BinaryKind::kBitXor: return c + "(x ^ y)";
+    case BinaryKind::kPow:
+    case BinaryKind::kSwiGLU: break;
   }
   return "";
 }
@@ -321,11 +376,12 @@ Expected<Lowering> binary_lower(const Node& node, const Graph& graph) {
 }  // namespace
 
 void register_binary_elementwise_ops(OpRegistry& registry) {
-  for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "PRelu", "BitShift"}) {
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "PRelu", "BitShift", "BitwiseAnd", "BitwiseOr",
+                         "BitwiseXor", "SwiGLU"}) {
     OpDef def;
     def.op_type = op;
     def.traits.elementwise = true;
-    def.traits.commutative = kind_of(op) == BinaryKind::kAdd || kind_of(op) == BinaryKind::kMul;
+    def.traits.commutative = kind_of(op) == BinaryKind::kAdd || kind_of(op) == BinaryKind::kMul || is_bitwise(kind_of(op));
     def.import = binary_import;
     def.infer = binary_infer;
     def.reference = binary_reference;

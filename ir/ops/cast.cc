@@ -1,11 +1,16 @@
 // Cast and CastLike between every numeric dtype and bool (float16 and bfloat16 included).
 // Rules, identical on the host and the GPU: float -> integer truncates toward zero, NaN gives 0 and
 // out-of-range values saturate (ONNX leaves them undefined); integer -> integer wraps; anything ->
-// bool is x != 0; to float16/bfloat16 rounds through float. String and float8/int4 are refused by
-// name (the opset-19 `saturate` attribute only affects float8, so it is accepted and ignored).
+// bool is x != 0; to float16/bfloat16 rounds through float. The sub-16-bit types (float8, float4,
+// int4/uint4/int2/uint2; ir/small_dtypes.h) convert on the CPU reference only: float -> small int
+// truncates toward zero and keeps the low bits (what the onnx reference's ml_dtypes does), float ->
+// small float follows the Cast tables with the `saturate` and `round_mode` attributes; the GPU
+// lowering refuses them. String, complex and float6 are refused by name.
+#include <cmath>
 #include <type_traits>
 
 #include "ir/op_registry.h"
+#include "ir/small_dtypes.h"
 #include "ir/ops/elementwise_common.h"
 #include "ir/ops/op_helpers.h"
 
@@ -15,7 +20,9 @@ namespace {
 const std::vector<DType> kCastTypes = {
     DType::kBool,  DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kBFloat16, DType::kInt8,
     DType::kInt16, DType::kInt32,   DType::kInt64,   DType::kUInt8,   DType::kUInt16,   DType::kUInt32,
-    DType::kUInt64};
+    DType::kUInt64, DType::kFloat8E4M3FN, DType::kFloat8E4M3FNUZ, DType::kFloat8E5M2,
+    DType::kFloat8E5M2FNUZ, DType::kFloat8E8M0, DType::kFloat4E2M1, DType::kInt4, DType::kUInt4,
+    DType::kInt2, DType::kUInt2};
 
 bool castable(DType t) {
   for (DType c : kCastTypes)
@@ -37,16 +44,27 @@ int64_t dtype_from_name(const std::string& name) {
 // A readable reason why ONNX type number `t` cannot be a Cast target, or "" if it can.
 std::string refuse_reason(int64_t t) {
   if (t == 8) return "casts to or from string are not supported";
-  if (t >= 17 && t <= 20) return "float8 types are not supported";
   if (t == 14 || t == 15) return "complex types are not supported";
-  if (t == 21 || t == 22) return "int4 types are not supported";
+  if (t == 27 || t == 28) return "float6 types are not supported";
   if (!dtype_is_known(static_cast<int32_t>(t)) || !castable(static_cast<DType>(t)))
     return "unknown target type " + std::to_string(t);
   return "";
 }
 
+Expected<E8M0Rounding> e8m0_rounding(const Node& node) {
+  const std::string mode = node.attr_string("round_mode", "up");
+  if (mode == "up") return E8M0Rounding::kUp;
+  if (mode == "down") return E8M0Rounding::kDown;
+  if (mode == "nearest") return E8M0Rounding::kNearest;
+  return node_error(node, "round_mode '" + escape_for_message(mode) + "' is not one of up, down, nearest");
+}
+
 Status cast_import(Node& node, Graph&, int64_t) {
-  node.attrs.erase("saturate");  // float8 only
+  // `saturate` and `round_mode` only change conversions to float8 / float8e8m0; kept for those.
+  if (node.has_attr("round_mode")) {
+    auto r = e8m0_rounding(node);
+    if (!r) return r.status();
+  }
   if (node.op_type == "CastLike") return Status::ok();
   if (!node.has_attr("to")) return node_error(node, "missing attribute 'to'");
   const Attribute& to = node.attrs.at("to");
@@ -78,9 +96,36 @@ Status cast_infer(Node& node, Graph& graph) {
   return Status::ok();
 }
 
+// Casts where the input or the output is a sub-16-bit type, element by element through
+// small_dtypes.h: a float source is read as its exact double, an integer source as int64.
+Status cast_small_reference(const Node& node, const Tensor& x, Tensor& y) {
+  auto rounding = e8m0_rounding(node);
+  if (!rounding) return rounding.status();
+  const bool saturate = node.attr_int("saturate", 1) != 0;
+  const DType from = x.dtype(), to = y.dtype();
+  const bool float_source = dtype_is_float(from) || dtype_is_small_float(from);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (dtype_is_small_float(to)) {
+      y.data<uint8_t>()[i] = small_float_encode(to, x.get(i), saturate, *rounding);
+    } else if (dtype_is_small_int(to)) {
+      const int64_t v = float_source ? saturating_float_to_int<int64_t>(x.get(i)) : x.get_int(i);
+      y.data<uint8_t>()[i] = static_cast<uint8_t>(small_int_wrap(to, v));
+    } else {  // a small source into a standard type, by the rules of the standard conversions
+      const bool ok = visit_numeric_or_bool(to, [&](auto dst) {
+        using D = decltype(dst);
+        if (float_source) D::store(y, i, convert_value<typename D::Compute>(x.get(i)));
+        else D::store(y, i, convert_value<typename D::Compute>(x.get_int(i)));
+      });
+      if (!ok) return node_error(node, "no reference for " + dtype_name(from) + " -> " + dtype_name(to));
+    }
+  }
+  return Status::ok();
+}
+
 Status cast_reference(const Node& node, const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) {
   const Tensor& x = *inputs[0];
   Tensor& y = outputs[0];
+  if (dtype_is_small(x.dtype()) || dtype_is_small(y.dtype())) return cast_small_reference(node, x, y);
   bool ok = true;
   visit_numeric_or_bool(x.dtype(), [&](auto src) {
     using S = decltype(src);
@@ -106,6 +151,9 @@ std::string cast_expr(DType from, DType to) {
 Expected<Lowering> cast_lower(const Node& node, const Graph& graph) {
   const Value& x = input_value(graph, node, 0);
   const Value& y = output_value(graph, node, 0);
+  for (DType t : {x.dtype, y.dtype})
+    if (dtype_is_small(t))
+      return node_error(node, "dtype " + dtype_name(t) + " has no GPU storage in aotc (the CPU reference only)");
   Lowering l;
   if (x.numel() == 0) return l;
   KernelStep k;

@@ -1,6 +1,7 @@
-// CumSum: running sums along `axis` (int32/int64 scalar input 1, a constant: it is compiled into
-// the kernel), with the exclusive and reverse attributes. Numeric dtypes of the spec (float,
-// double, float16, bfloat16, int32, int64, uint32, uint64); 16-bit floats accumulate in float.
+// CumSum and CumProd: running sums / products along `axis` (int32/int64 scalar input 1, a
+// constant: it is compiled into the kernel), with the exclusive and reverse attributes. Numeric
+// dtypes of the spec (float, double, float16, bfloat16, int32, int64, uint32, uint64); 16-bit floats
+// accumulate in float; integers wrap (two's complement) on the host and the GPU alike.
 #include <type_traits>
 
 #include "ir/op_registry.h"
@@ -41,12 +42,19 @@ void lines_of(const Shape& s, int64_t axis, int64_t* outer, int64_t* len, int64_
   }
 }
 
-// Integer sums wrap (two's complement), as the GPU's adds do, instead of overflowing (UB).
+// Integer sums and products wrap (two's complement), as the kernel's unsigned arithmetic does,
+// instead of overflowing (UB).
 template <class C>
-C add(C a, C b) {
-  if constexpr (std::is_integral_v<C>) return static_cast<C>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-  else return static_cast<C>(a + b);
+C combine(bool product, C a, C b) {
+  if constexpr (std::is_integral_v<C>) {
+    const uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
+    return static_cast<C>(product ? ua * ub : ua + ub);
+  } else {
+    return static_cast<C>(product ? a * b : a + b);
+  }
 }
+
+bool is_product(const Node& node) { return node.op_type == "CumProd"; }
 
 Status cumsum_reference(const Node& node, const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) {
   const Tensor& x = *inputs[0];
@@ -56,17 +64,18 @@ Status cumsum_reference(const Node& node, const std::vector<const Tensor*>& inpu
   int64_t outer, len, inner;
   lines_of(x.shape(), *axis, &outer, &len, &inner);
   const bool exclusive = node.attr_int("exclusive", 0) != 0, reverse = node.attr_int("reverse", 0) != 0;
+  const bool product = is_product(node);
   bool ok = visit_numeric(x.dtype(), [&](auto tag) {
     using E = decltype(tag);
     using C = typename E::Compute;
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t in = 0; in < inner; ++in) {
-        C acc = C(0);
+        C acc = product ? C(1) : C(0);
         for (int64_t s = 0; s < len; ++s) {
           int64_t idx = (o * len + (reverse ? len - 1 - s : s)) * inner + in;
           C v = E::load(x, idx);
           if (exclusive) E::store(y, idx, acc);
-          acc = add(acc, v);
+          acc = combine(product, acc, v);
           if (!exclusive) E::store(y, idx, acc);
         }
       }
@@ -90,16 +99,23 @@ Expected<Lowering> cumsum_lower(const Node& node, const Graph& graph) {
   int64_t outer, len, inner;
   lines_of(x.shape, *axis, &outer, &len, &inner);
   const bool exclusive = node.attr_int("exclusive", 0) != 0, reverse = node.attr_int("reverse", 0) != 0;
+  const bool product = is_product(node);
+  const std::string c = compute_type(x.dtype);
+  std::string step = product ? "acc * v" : "acc + v";
+  if (dtype_is_integer(x.dtype))  // wrapping, like the reference
+    step = "(" + c + ")((unsigned long long)acc " + (product ? "*" : "+") + " (unsigned long long)v)";
   KernelStep k;
   k.template_name = "cumsum";
   k.holes = {{"T", dtype_c_type(x.dtype)},
-             {"C", compute_type(x.dtype)},
+             {"C", c},
+             {"init", product ? "1" : "0"},
+             {"step", step},
              {"len", int_literal(len)},
              {"inner", int_literal(inner)},
              {"exclusive", exclusive ? "true" : "false"},
              {"reverse", reverse ? "true" : "false"},
              {"lines", int_literal(outer * inner)},
-             {"comment", "CumSum " + shape_str(x.shape) + " axis " + std::to_string(*axis) +
+             {"comment", node.op_type + " " + shape_str(x.shape) + " axis " + std::to_string(*axis) +
                              (exclusive ? " exclusive" : "") + (reverse ? " reverse" : "") + " " + dtype_name(x.dtype)}};
   k.args = {node.inputs[0], node.outputs[0]};
   k.block = Dim3{128, 1, 1};
@@ -111,12 +127,14 @@ Expected<Lowering> cumsum_lower(const Node& node, const Graph& graph) {
 }  // namespace
 
 void register_cumsum_ops(OpRegistry& registry) {
-  OpDef def;
-  def.op_type = "CumSum";
-  def.infer = cumsum_infer;
-  def.reference = cumsum_reference;
-  def.lower = cumsum_lower;
-  registry.add(def);
+  for (const char* op : {"CumSum", "CumProd"}) {
+    OpDef def;
+    def.op_type = op;
+    def.infer = cumsum_infer;
+    def.reference = cumsum_reference;
+    def.lower = cumsum_lower;
+    registry.add(def);
+  }
 }
 
 }  // namespace aotc

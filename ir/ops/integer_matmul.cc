@@ -138,7 +138,9 @@ Status integer_infer(Node& node, Graph& graph) {
   if (r.quantized()) {
     for (auto [idx, ch, what] : {std::tuple{r.a_scale, a_channels, a_what}, std::tuple{r.b_scale, b_channels, b_what},
                                  std::tuple{r.y_scale, int64_t{1}, std::string("tensor")}}) {
-      AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, static_cast<size_t>(idx), {DType::kFloat32}));
+      AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, static_cast<size_t>(idx), {DType::kFloat32, DType::kFloat16, DType::kBFloat16}));
+      if (input_value(graph, node, static_cast<size_t>(idx)).dtype != input_value(graph, node, static_cast<size_t>(r.a_scale)).dtype)
+        return node_error(node, "the three scales must share one dtype");
       AOTC_RETURN_IF_ERROR(check_param(node, idx, input_value(graph, node, static_cast<size_t>(idx)).shape, ch, what));
     }
     y_type = a.dtype;
@@ -172,8 +174,17 @@ void store_result(const Node& node, const std::vector<const Tensor*>& in, Tensor
     y.set_int(yi, static_cast<int32_t>(acc));
     return;
   }
-  const float mult = static_cast<float>(param(in, r.a_scale, a_ch)) * static_cast<float>(param(in, r.b_scale, b_ch)) /
-                     static_cast<float>(param(in, r.y_scale, 0));
+  // In float; 16-bit scales round the product and the quotient to their type (numpy's arithmetic
+  // in that type, as the ONNX reference computes a_scale * b_scale / y_scale).
+  const DType st = in[static_cast<size_t>(r.a_scale)]->dtype();
+  auto round_scale = [st](float v) {
+    if (st == DType::kFloat16) return half_to_float(float_to_half(v));
+    if (st == DType::kBFloat16) return bfloat16_to_float(float_to_bfloat16(v));
+    return v;
+  };
+  const float mult = round_scale(round_scale(static_cast<float>(param(in, r.a_scale, a_ch)) *
+                                             static_cast<float>(param(in, r.b_scale, b_ch))) /
+                                 static_cast<float>(param(in, r.y_scale, 0)));
   const double lo = y.dtype() == DType::kInt8 ? -128 : 0, hi = y.dtype() == DType::kInt8 ? 127 : 255;
   const double v = std::nearbyint(static_cast<double>(acc) * static_cast<double>(mult)) + param(in, r.y_zp, 0);
   y.set_int(yi, static_cast<int64_t>(std::min(hi, std::max(lo, v))));
@@ -244,7 +255,8 @@ void common_holes(const Node& node, const Graph& graph, KernelStep& k) {
     return std::to_string(param_mode(node, idx, present(node, idx) ? &input_value(graph, node, static_cast<size_t>(idx)).shape : nullptr));
   };
   const DType y = output_value(graph, node, 0).dtype;
-  k.holes.insert(k.holes.end(), {{"TA", type_of(r.a)}, {"TB", type_of(r.b)}, {"TY", dtype_c_type(y)},
+  const DType st = r.quantized() ? input_value(graph, node, static_cast<size_t>(r.a_scale)).dtype : DType::kFloat32;
+  k.holes.insert(k.holes.end(), {{"TS", dtype_c_type(st)},{"TA", type_of(r.a)}, {"TB", type_of(r.b)}, {"TY", dtype_c_type(y)},
                                  {"a_zp_mode", mode(r.a_zp)}, {"b_zp_mode", mode(r.b_zp)},
                                  {"quantized", r.quantized() ? "true" : "false"},
                                  {"a_scale_mode", r.quantized() ? mode(r.a_scale) : "0"},

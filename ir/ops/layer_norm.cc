@@ -151,6 +151,8 @@ Expected<Lowering> layer_norm_lower(const Node& node, const Graph& graph) {
              {"N", int_literal(n)},
              {"EPS", float_literal(node.attr_float("epsilon", 1e-5f))},
              {"SCALE_PER_ROW", "false"},
+             {"GROUPS", "1"},
+             {"CHANNEL_SP", "0"},
              {"SCALE_N", int_literal(graph.value(node.inputs[1]).numel())},
              {"BIAS_N", int_literal(b == kNoValue ? 1 : graph.value(b).numel())},
              {"THREADS", "256"}};

@@ -2,6 +2,8 @@
 // canonical form: pads as a constant int64 input 1 (Pad-2's attribute moves there), the fill
 // value as input 2 (Pad-2's `value` attribute becomes a constant; a run-time value is fine), and
 // an optional constant axes input 3 (opset 18) that selects which dims the pads address.
+// CenterCropPad-18 is imported as that canonical Pad: its constant target shape becomes centred
+// pads (negative where it crops; an odd difference puts the extra element at the end), zero fill.
 #include <cstring>
 
 #include "ir/op_registry.h"
@@ -215,9 +217,57 @@ Expected<Lowering> pad_lower(const Node& node, const Graph& graph) {
   return l;
 }
 
+// CenterCropPad -> Pad with constant pads: begin = floor-toward-zero half of the difference
+// (shape - dim), end = the rest, as the spec's centring rule says for both crop and pad.
+Status center_crop_pad_import(Node& node, Graph& graph, int64_t) {
+  if (node.num_present_inputs() != 2 || node.outputs.size() != 1)
+    return node_error(node, "expects inputs (input_data, shape) and 1 output");
+  const Value& x = graph.value(node.inputs[0]);
+  const Value& shape = graph.value(node.inputs[1]);
+  if (shape.dtype != DType::kInt64 && shape.dtype != DType::kInt32)
+    return node_error(node, "input 1 has dtype " + dtype_name(shape.dtype) + ", expected int32 or int64");
+  if (!shape.constant)
+    return node_error(node, "input 1 must be a constant (the target shape decides the output shape; aotc compiles static shapes)");
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  std::vector<int64_t> axes = node.attr_ints("axes");
+  if (axes.empty())
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  if (shape.constant->numel() != static_cast<int64_t>(axes.size()))
+    return node_error(node, "shape has " + std::to_string(shape.constant->numel()) + " values for " +
+                                std::to_string(axes.size()) + " axes");
+  std::vector<int64_t> pads(static_cast<size_t>(2 * rank), 0);
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    auto a = normalize_axis(node, axes[i], rank);
+    if (!a) return a.status();
+    if (seen[static_cast<size_t>(*a)]) return node_error(node, "axis " + std::to_string(axes[i]) + " is listed twice");
+    seen[static_cast<size_t>(*a)] = true;
+    const int64_t target = shape.constant->get_int(static_cast<int64_t>(i));
+    if (target < 0) return node_error(node, "target dim " + std::to_string(target) + " is negative");
+    const int64_t diff = target - x.shape[static_cast<size_t>(*a)];
+    const int64_t begin = diff >= 0 ? diff / 2 : -((-diff) / 2);
+    pads[static_cast<size_t>(*a)] = begin;
+    pads[static_cast<size_t>(*a + rank)] = diff - begin;
+  }
+  node.op_type = "Pad";
+  node.attrs.clear();  // mode: constant (the default), value 0
+  node.inputs = {node.inputs[0], graph.add_constant(graph.unique_name(node.name + "_pads"),
+                                                    Tensor::from_int64s({2 * rank}, pads))};
+  return Status::ok();
+}
+
+Status center_crop_pad_infer(Node& node, Graph&) {
+  return node_error(node, "is rewritten to Pad when imported; it cannot be inferred as it is");
+}
+
 }  // namespace
 
 void register_pad_ops(OpRegistry& registry) {
+  OpDef crop;
+  crop.op_type = "CenterCropPad";
+  crop.import = center_crop_pad_import;
+  crop.infer = center_crop_pad_infer;
+  registry.add(crop);
   OpDef def;
   def.op_type = "Pad";
   def.import = pad_import;

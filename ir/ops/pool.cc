@@ -1,4 +1,5 @@
-// Pooling: MaxPool (optional Indices output, storage_order), AveragePool (count_include_pad) and
+// Pooling: MaxPool (optional Indices output, storage_order), AveragePool (count_include_pad), LpPool
+// ((sum of |x|^p over the window's elements inside the input)^(1/p)) and
 // GlobalAveragePool / GlobalMaxPool. Window geometry comes from window.h (auto_pad, ceil_mode,
 // dilations); references and kernels handle 1-, 2- and 3-D windows through one rank-3 form.
 // Templates: templates/pool_window.cu.in and templates/pool_global.cu.in.
@@ -19,6 +20,7 @@ const std::vector<DType> kMaxPoolTypes = {DType::kFloat32, DType::kFloat16, DTyp
                                           DType::kUInt8};
 
 bool is_max(const Node& node) { return node.op_type == "MaxPool" || node.op_type == "GlobalMaxPool"; }
+bool is_lp(const Node& node) { return node.op_type == "LpPool"; }
 bool has_indices(const Node& node) { return node.outputs.size() > 1 && node.outputs[1] != kNoValue; }
 
 // What MaxPool yields for a window that lies entirely in the padding.
@@ -55,6 +57,8 @@ Status window_pool_infer(Node& node, Graph& graph) {
   int64_t count_include_pad = node.attr_int("count_include_pad", 0);
   if (count_include_pad != 0 && count_include_pad != 1)
     return node_error(node, "count_include_pad " + std::to_string(count_include_pad) + " must be 0 or 1");
+  if (is_lp(node) && node.attr_int("p", 2) < 1)
+    return node_error(node, "p " + std::to_string(node.attr_int("p", 2)) + " must be at least 1");
   const Value& x = input_value(graph, node, 0);
   if (channels_last(node) && (x.shape.size() != 4 || has_indices(node)))
     return node_error(node, "channels_last pooling is 2-D (rank 4) without Indices");
@@ -78,6 +82,7 @@ Status window_pool_reference_nchw(const Node& node, const std::vector<const Tens
   const bool max = is_max(node);
   const bool include_pad = node.attr_int("count_include_pad", 0) != 0;
   const bool column_major = node.attr_int("storage_order", 0) == 1;
+  const double lp = is_lp(node) ? static_cast<double>(node.attr_int("p", 2)) : 0.0;
   const int64_t nc = x.shape()[0] * x.shape()[1];
   const int64_t in_sp = g.in[0] * g.in[1] * g.in[2];
   std::vector<double> xd = x.to_doubles();
@@ -105,7 +110,7 @@ Status window_pool_reference_nchw(const Node& node, const std::vector<const Tens
                 if (!inside) continue;
                 ++count_in;
                 const double v = xd[static_cast<size_t>(p * in_sp + (at[0] * g.in[1] + at[1]) * g.in[2] + at[2])];
-                sum += v;
+                sum += lp > 0 ? std::pow(std::fabs(v), lp) : v;
                 if (v > best) {
                   best = v;
                   // Row-major: the flat NCHW index. Column-major (storage_order 1): the spatial
@@ -117,6 +122,8 @@ Status window_pool_reference_nchw(const Node& node, const std::vector<const Tens
           if (max) {
             outputs[0].set(yi, best_index < 0 ? lowest_value(x.dtype()) : best);
             if (indices) indices->set_int(yi, best_index);
+          } else if (lp > 0) {
+            outputs[0].set(yi, std::pow(sum, 1.0 / lp));
           } else {
             const int64_t count = include_pad ? count_padded : count_in;
             outputs[0].set(yi, count > 0 ? sum / static_cast<double>(count) : 0.0);
@@ -220,6 +227,7 @@ Expected<Lowering> window_pool_lower(const Node& node, const Graph& graph) {
              {"LOWEST", lowest_literal(x.dtype)},
              {"COUNT_INCLUDE_PAD", node.attr_int("count_include_pad", 0) ? "1" : "0"},
              {"HAS_INDICES", has_indices(node) ? "1" : "0"},
+             {"LP", is_lp(node) ? int_literal(node.attr_int("p", 2)) : "0"},
              {"COLUMN_MAJOR", node.attr_int("storage_order", 0) ? "1" : "0"}};
   k.args = {node.inputs[0], node.outputs[0], has_indices(node) ? node.outputs[1] : kNullArg};
   k.block = Dim3{256, 1, 1};
@@ -271,7 +279,7 @@ Expected<Lowering> global_pool_lower(const Node& node, const Graph& graph) {
 }  // namespace
 
 void register_pool_ops(OpRegistry& registry) {
-  for (const char* op : {"MaxPool", "AveragePool"}) {
+  for (const char* op : {"MaxPool", "AveragePool", "LpPool"}) {
     OpDef def;
     def.op_type = op;
     def.infer = window_pool_infer;

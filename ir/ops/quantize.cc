@@ -1,42 +1,87 @@
-// QuantizeLinear, DequantizeLinear (per-tensor and per-axis; int8/uint8, and int32 for Dequantize)
-// and DynamicQuantizeLinear (uint8). Rounding is half to even (rintf) and results saturate, as the
-// spec says; arithmetic is float32 in the same order as the ONNX reference, so the CPU reference and
-// the kernels (templates/quantize_linear.cu.in, ...) give the same bits. Scales and zero points
-// stay run-time inputs: the kernels read them through pointers.
+// QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear (uint8). Granularity: per tensor, per
+// axis, or blocked (`block_size`: a scale per block of the axis). Quantized types: int8/uint8,
+// int16/uint16 and int32 (Dequantize only) on the CPU and the GPU; int4/uint4/int2/uint2, the
+// float8 types and float4e2m1 (ir/small_dtypes.h) and blocked quantization on the CPU reference
+// only (the GPU lowering refuses them). Integer rounding is half to even (rintf) and results
+// saturate, as the spec says; float8 follows Cast's tables (`saturate`). Arithmetic is float32 in
+// the order of the ONNX reference (x / scale, + zero point; (x - zero point) * scale), or the
+// `precision` attribute's type for the division, so the CPU reference and the kernels
+// (templates/quantize_linear.cu.in, ...) give the same bits. Scales and zero points stay run-time
+// inputs: the kernels read them through pointers.
 #include <algorithm>
 #include <cmath>
 
 #include "ir/op_registry.h"
 #include "ir/ops/op_helpers.h"
+#include "ir/small_dtypes.h"
 
 namespace aotc {
 namespace {
 
-// Where a per-axis parameter's index comes from: element i uses channel (i / inner) % channels.
+// Which scale / zero point element x's element i uses: per tensor (index 0), per axis
+// ((i / inner) % dim), or blocked (the element of the scale tensor whose axis coordinate is the
+// block of i's axis coordinate).
 struct AxisLayout {
-  int64_t inner = 1, channels = 1;  // channels == 1: per tensor
+  enum class Mode { kTensor, kAxis, kBlocked } mode = Mode::kTensor;
+  int64_t inner = 1, dim = 1, block = 1, scale_dim = 1;
+  int64_t channels() const { return mode == Mode::kAxis ? dim : 1; }
+  int64_t index(int64_t i) const {
+    switch (mode) {
+      case Mode::kTensor: return 0;
+      case Mode::kAxis: return (i / inner) % dim;
+      case Mode::kBlocked: return ((i / (dim * inner)) * scale_dim + ((i / inner) % dim) / block) * inner + i % inner;
+    }
+    return 0;
+  }
 };
 
 Expected<AxisLayout> axis_layout(const Node& node, const Shape& x, const Shape& scale, const Shape* zp) {
   AxisLayout l;
-  if (zp && *zp != scale) return node_error(node, "zero point shape " + shape_str(*zp) + " differs from scale shape " + shape_str(scale));
-  if (node.has_attr("block_size") && node.attr_int("block_size", 0) != 0)
-    return node_error(node, "blocked quantization (block_size) is not supported");
-  if (shape_numel(scale) == 1 && scale.size() <= 1) return l;
-  if (scale.size() != 1) return node_error(node, "scale must be a scalar or 1-D, got shape " + shape_str(scale));
+  // A zero point must have the scale's shape; a one-element zero point may go with a scalar scale.
+  if (zp && *zp != scale && !(shape_numel(*zp) == 1 && shape_numel(scale) == 1 && zp->size() <= 1 && scale.size() <= 1))
+    return node_error(node, "zero point shape " + shape_str(*zp) + " differs from scale shape " + shape_str(scale));
+  const int64_t block = node.attr_int("block_size", 0);
+  if (block < 0) return node_error(node, "block_size " + std::to_string(block) + " is negative");
+  if (block == 0 && shape_numel(scale) == 1 && scale.size() <= 1) return l;
   Expected<int64_t> axis = normalize_axis(node, node.attr_int("axis", 1), static_cast<int64_t>(x.size()));
   if (!axis) return axis.status();
-  if (x[static_cast<size_t>(*axis)] != scale[0])
-    return node_error(node, "scale has " + std::to_string(scale[0]) + " elements, axis " + std::to_string(*axis) +
-                                " of the input has " + std::to_string(x[static_cast<size_t>(*axis)]));
-  l.channels = scale[0];
-  for (size_t d = static_cast<size_t>(*axis) + 1; d < x.size(); ++d) l.inner *= x[d];
+  const size_t a = static_cast<size_t>(*axis);
+  l.dim = x[a];
+  for (size_t d = a + 1; d < x.size(); ++d) l.inner *= x[d];
+  if (block == 0) {
+    if (scale.size() != 1) return node_error(node, "scale must be a scalar or 1-D, got shape " + shape_str(scale));
+    if (x[a] != scale[0])
+      return node_error(node, "scale has " + std::to_string(scale[0]) + " elements, axis " + std::to_string(*axis) +
+                                  " of the input has " + std::to_string(x[a]));
+    l.mode = AxisLayout::Mode::kAxis;
+    return l;
+  }
+  // Blocked: the scale has x's shape except ceil(D / block_size) on the axis.
+  bool same = scale.size() == x.size();
+  for (size_t d = 0; same && d < x.size(); ++d)
+    if (d != a && scale[d] != x[d]) same = false;
+  if (!same || scale[a] != (x[a] + block - 1) / block)
+    return node_error(node, "blocked quantization needs a scale of shape " + shape_str(x) + " with ceil(" +
+                                std::to_string(x[a]) + " / block_size " + std::to_string(block) + ") on axis " +
+                                std::to_string(*axis) + ", got " + shape_str(scale));
+  l.mode = AxisLayout::Mode::kBlocked;
+  l.block = block;
+  l.scale_dim = scale[a];
   return l;
 }
 
-void quant_range(DType t, float* lo, float* hi) {
-  if (t == DType::kInt8) { *lo = -128.f; *hi = 127.f; }
-  else { *lo = 0.f; *hi = 255.f; }
+bool quant_range(DType t, float* lo, float* hi) {
+  switch (t) {
+    case DType::kInt8: *lo = -128.f; *hi = 127.f; return true;
+    case DType::kUInt8: *lo = 0.f; *hi = 255.f; return true;
+    case DType::kInt16: *lo = -32768.f; *hi = 32767.f; return true;
+    case DType::kUInt16: *lo = 0.f; *hi = 65535.f; return true;
+    case DType::kInt4: case DType::kUInt4: case DType::kInt2: case DType::kUInt2:
+      *lo = static_cast<float>(small_int_min(t));
+      *hi = static_cast<float>(small_int_max(t));
+      return true;
+    default: return false;  // the float types: rounded by small_float_encode
+  }
 }
 
 // The spec's saturate(round(x / scale) + zero_point), in float (exact for these ranges).
@@ -49,22 +94,59 @@ const Shape* optional_shape(const Graph& graph, const Node& node, size_t index) 
   return node.input(index) == kNoValue ? nullptr : &input_value(graph, node, index).shape;
 }
 
+const std::vector<DType> kQuantizedTypes = {
+    DType::kUInt8, DType::kInt8, DType::kUInt16, DType::kInt16, DType::kUInt4, DType::kInt4, DType::kUInt2,
+    DType::kInt2, DType::kFloat8E4M3FN, DType::kFloat8E4M3FNUZ, DType::kFloat8E5M2, DType::kFloat8E5M2FNUZ,
+    DType::kFloat4E2M1};
+const std::vector<DType> kScaleTypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+
+bool is_quantized_type(DType t) { return std::find(kQuantizedTypes.begin(), kQuantizedTypes.end(), t) != kQuantizedTypes.end(); }
+
+// The `precision` attribute: the type of the division x / scale (0: float32, as before).
+Expected<DType> division_type(const Node& node) {
+  const int64_t p = node.attr_int("precision", 0);
+  if (p == 0 || p == static_cast<int64_t>(DType::kFloat32)) return DType::kFloat32;
+  if (p == static_cast<int64_t>(DType::kFloat16) || p == static_cast<int64_t>(DType::kBFloat16) ||
+      p == static_cast<int64_t>(DType::kFloat64))
+    return static_cast<DType>(p);
+  return node_error(node, "precision " + std::to_string(p) + " is not float, float16, bfloat16 or double");
+}
+
+// x / scale in `t` (operands and quotient rounded to t, like numpy in that type).
+double divide_in(DType t, double x, double scale) {
+  switch (t) {
+    case DType::kFloat64: return x / scale;
+    case DType::kFloat16:
+      return half_to_float(float_to_half(half_to_float(float_to_half(static_cast<float>(x))) /
+                                         half_to_float(float_to_half(static_cast<float>(scale)))));
+    case DType::kBFloat16:
+      return bfloat16_to_float(float_to_bfloat16(bfloat16_to_float(float_to_bfloat16(static_cast<float>(x))) /
+                                                 bfloat16_to_float(float_to_bfloat16(static_cast<float>(scale)))));
+    default: return static_cast<float>(x) / static_cast<float>(scale);
+  }
+}
+
 Status quantize_infer(Node& node, Graph& graph) {
   AOTC_RETURN_IF_ERROR(expect_inputs(node, 2, 3));
   if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
-  AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 0, {DType::kFloat32, DType::kFloat16, DType::kInt32}));
-  AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 1, {DType::kFloat32, DType::kFloat16}));
+  AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 0, {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt32}));
+  AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 1, kScaleTypes));
+  const int64_t output_dtype = node.attr_int("output_dtype", 0);
   DType out = DType::kUInt8;
-  if (node.input(2) != kNoValue) {
-    AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 2, {DType::kUInt8, DType::kInt8}));
-    out = input_value(graph, node, 2).dtype;
+  if (output_dtype != 0) {
+    if (!dtype_is_known(static_cast<int32_t>(output_dtype)) || !is_quantized_type(static_cast<DType>(output_dtype)))
+      return node_error(node, "output_dtype " + std::to_string(output_dtype) + " is not a quantized type aotc supports");
+    out = static_cast<DType>(output_dtype);
   }
-  if (node.has_attr("output_dtype") && node.attr_int("output_dtype", 0) != 0 &&
-      node.attr_int("output_dtype", 0) != static_cast<int64_t>(out))
-    return node_error(node, "output_dtype " + std::to_string(node.attr_int("output_dtype", 0)) +
-                                " is not supported (only uint8/int8 matching the zero point)");
-  if (node.has_attr("precision") && node.attr_int("precision", 0) != 0)
-    return node_error(node, "the precision attribute is not supported");
+  if (node.input(2) != kNoValue) {
+    AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 2, kQuantizedTypes));
+    const DType zp = input_value(graph, node, 2).dtype;
+    if (output_dtype != 0 && zp != out)
+      return node_error(node, "output_dtype " + dtype_name(out) + " differs from the zero point's dtype " + dtype_name(zp));
+    out = zp;
+  }
+  auto div = division_type(node);
+  if (!div) return div.status();
   const Value& x = input_value(graph, node, 0);
   auto l = axis_layout(node, x.shape, input_value(graph, node, 1).shape, optional_shape(graph, node, 2));
   if (!l) return l.status();
@@ -77,14 +159,47 @@ Status quantize_reference(const Node& node, const std::vector<const Tensor*>& in
   const Tensor* zp = in.size() > 2 ? in[2] : nullptr;
   auto l = axis_layout(node, x.shape(), in[1]->shape(), zp ? &zp->shape() : nullptr);
   if (!l) return l.status();
-  float lo, hi;
-  quant_range(out[0].dtype(), &lo, &hi);
+  auto div = division_type(node);
+  if (!div) return div.status();
+  Tensor& y = out[0];
+  const DType t = y.dtype();
+  const bool saturate = node.attr_int("saturate", 1) != 0;
+  float lo = 0, hi = 0;
+  const bool integer = quant_range(t, &lo, &hi);
   for (int64_t i = 0; i < x.numel(); ++i) {
-    const int64_t c = (i / l->inner) % l->channels;
-    const float z = zp ? static_cast<float>(zp->get_int(c)) : 0.f;
-    float xv = x.dtype() == DType::kInt32 ? static_cast<float>(x.get_int(i)) : static_cast<float>(x.get(i));
-    out[0].set_int(i, static_cast<int64_t>(quantize_value(xv, static_cast<float>(in[1]->get(c)), z, lo, hi)));
+    const int64_t c = l->index(i);
+    const double xv = x.dtype() == DType::kInt32 ? static_cast<double>(x.get_int(i)) : x.get(i);
+    const double z = zp ? zp->get(c) : 0.0;
+    if (integer && *div == DType::kFloat32) {
+      y.set_int(i, static_cast<int64_t>(quantize_value(static_cast<float>(xv), static_cast<float>(in[1]->get(c)),
+                                                       static_cast<float>(z), lo, hi)));
+      continue;
+    }
+    const double q = divide_in(*div, xv, in[1]->get(c));
+    if (integer) {
+      y.set_int(i, static_cast<int64_t>(std::min<double>(hi, std::max<double>(lo, std::nearbyint(q) + z))));
+    } else {  // float8 / float4: the Cast conversion of x / scale (+ a zero point, zero in practice)
+      y.data<uint8_t>()[i] = small_float_encode(t, static_cast<float>(q + z), saturate);
+    }
   }
+  return Status::ok();
+}
+
+// The GPU kernels cover per-tensor and per-axis int8/uint8/int16/uint16 with float32 division.
+Status refuse_on_gpu(const Node& node, const Graph& graph, const AxisLayout& l) {
+  for (size_t k = 0; k < node.inputs.size(); ++k)
+    if (node.input(k) != kNoValue && dtype_is_small(input_value(graph, node, k).dtype))
+      return node_error(node, "dtype " + dtype_name(input_value(graph, node, k).dtype) +
+                                  " has no GPU storage in aotc (the CPU reference only)");
+  if (dtype_is_small(output_value(graph, node, 0).dtype))
+    return node_error(node, "dtype " + dtype_name(output_value(graph, node, 0).dtype) +
+                                " has no GPU storage in aotc (the CPU reference only)");
+  if (l.mode == AxisLayout::Mode::kBlocked)
+    return node_error(node, "blocked quantization (block_size) has no GPU lowering (the CPU reference only)");
+  auto div = division_type(node);
+  if (!div) return div.status();
+  if (*div != DType::kFloat32)
+    return node_error(node, "precision " + dtype_name(*div) + " has no GPU lowering (the CPU reference only)");
   return Status::ok();
 }
 
@@ -93,18 +208,19 @@ Expected<Lowering> quantize_lower(const Node& node, const Graph& graph) {
   const Value& y = output_value(graph, node, 0);
   auto l = axis_layout(node, x.shape, input_value(graph, node, 1).shape, optional_shape(graph, node, 2));
   if (!l) return l.status();
+  AOTC_RETURN_IF_ERROR(refuse_on_gpu(node, graph, *l));
   Lowering low;
   if (x.numel() == 0) return low;
-  float lo, hi;
+  float lo = 0, hi = 0;
   quant_range(y.dtype, &lo, &hi);
   KernelStep k;
   k.template_name = "quantize_linear";
   k.holes = {{"T", dtype_c_type(x.dtype)}, {"S", dtype_c_type(input_value(graph, node, 1).dtype)},
              {"Q", dtype_c_type(y.dtype)}, {"has_zp", node.input(2) != kNoValue ? "true" : "false"},
              {"qmin", float_literal(lo)}, {"qmax", float_literal(hi)},
-             {"n", int_literal(x.numel())}, {"inner", int_literal(l->inner)}, {"channels", int_literal(l->channels)},
+             {"n", int_literal(x.numel())}, {"inner", int_literal(l->inner)}, {"channels", int_literal(l->channels())},
              {"comment", "QuantizeLinear " + shape_str(x.shape) + " " + dtype_name(x.dtype) + " -> " + dtype_name(y.dtype) +
-                             (l->channels > 1 ? " per-axis" : " per-tensor")}};
+                             (l->channels() > 1 ? " per-axis" : " per-tensor")}};
   k.args = {node.inputs[0], node.inputs[1], node.input(2) != kNoValue ? node.inputs[2] : kNullArg, node.outputs[0]};
   k.block = Dim3{256, 1, 1};
   k.grid = grid_for(x.numel());
@@ -115,21 +231,27 @@ Expected<Lowering> quantize_lower(const Node& node, const Graph& graph) {
 Status dequantize_infer(Node& node, Graph& graph) {
   AOTC_RETURN_IF_ERROR(expect_inputs(node, 2, 3));
   if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
-  AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 0, {DType::kUInt8, DType::kInt8, DType::kInt32}));
-  AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 1, {DType::kFloat32, DType::kFloat16}));
+  std::vector<DType> inputs = kQuantizedTypes;
+  inputs.push_back(DType::kInt32);
+  AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 0, inputs));
+  AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 1, kScaleTypes));
   const Value& x = input_value(graph, node, 0);
   if (node.input(2) != kNoValue) {
     AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 2, {x.dtype}));
     const Value& zp = input_value(graph, node, 2);
-    // The spec requires int32 zero points to be 0; a constant one we can check now.
-    if (x.dtype == DType::kInt32 && zp.constant)
+    // The spec requires int32 (and float8) zero points to be 0; a constant one we can check now.
+    if ((x.dtype == DType::kInt32 || dtype_is_small_float(x.dtype)) && zp.constant)
       for (int64_t i = 0; i < zp.constant->numel(); ++i)
-        if (zp.constant->get_int(i) != 0) return node_error(node, "an int32 input needs a zero point of 0");
+        if (zp.constant->get(i) != 0) return node_error(node, "an " + dtype_name(x.dtype) + " input needs a zero point of 0");
   }
-  const DType out = input_value(graph, node, 1).dtype;
-  if (node.has_attr("output_dtype") && node.attr_int("output_dtype", 0) != 0 &&
-      node.attr_int("output_dtype", 0) != static_cast<int64_t>(out))
-    return node_error(node, "output_dtype must equal the scale's dtype");
+  DType out = input_value(graph, node, 1).dtype;
+  const int64_t output_dtype = node.attr_int("output_dtype", 0);
+  if (output_dtype != 0) {
+    if (output_dtype != static_cast<int64_t>(DType::kFloat32) && output_dtype != static_cast<int64_t>(DType::kFloat16) &&
+        output_dtype != static_cast<int64_t>(DType::kBFloat16))
+      return node_error(node, "output_dtype " + std::to_string(output_dtype) + " is not float, float16 or bfloat16");
+    out = static_cast<DType>(output_dtype);
+  }
   auto l = axis_layout(node, x.shape, input_value(graph, node, 1).shape, optional_shape(graph, node, 2));
   if (!l) return l.status();
   set_output(graph, node, 0, out, x.shape);
@@ -142,10 +264,10 @@ Status dequantize_reference(const Node& node, const std::vector<const Tensor*>& 
   auto l = axis_layout(node, x.shape(), in[1]->shape(), zp ? &zp->shape() : nullptr);
   if (!l) return l.status();
   for (int64_t i = 0; i < x.numel(); ++i) {
-    const int64_t c = (i / l->inner) % l->channels;
-    const float z = zp ? static_cast<float>(zp->get_int(c)) : 0.f;
-    const float v = (static_cast<float>(x.get_int(i)) - z) * static_cast<float>(in[1]->get(c));
-    out[0].set(i, v);
+    const int64_t c = l->index(i);
+    const float z = zp ? static_cast<float>(zp->get(c)) : 0.f;
+    const float xv = x.dtype() == DType::kInt32 ? static_cast<float>(x.get_int(i)) : static_cast<float>(x.get(i));
+    out[0].set(i, (xv - z) * static_cast<float>(in[1]->get(c)));
   }
   return Status::ok();
 }
@@ -155,15 +277,16 @@ Expected<Lowering> dequantize_lower(const Node& node, const Graph& graph) {
   const Value& y = output_value(graph, node, 0);
   auto l = axis_layout(node, x.shape, input_value(graph, node, 1).shape, optional_shape(graph, node, 2));
   if (!l) return l.status();
+  AOTC_RETURN_IF_ERROR(refuse_on_gpu(node, graph, *l));
   Lowering low;
   if (x.numel() == 0) return low;
   KernelStep k;
   k.template_name = "dequantize_linear";
   k.holes = {{"Q", dtype_c_type(x.dtype)}, {"S", dtype_c_type(input_value(graph, node, 1).dtype)},
              {"T", dtype_c_type(y.dtype)}, {"has_zp", node.input(2) != kNoValue ? "true" : "false"},
-             {"n", int_literal(x.numel())}, {"inner", int_literal(l->inner)}, {"channels", int_literal(l->channels)},
+             {"n", int_literal(x.numel())}, {"inner", int_literal(l->inner)}, {"channels", int_literal(l->channels())},
              {"comment", "DequantizeLinear " + shape_str(x.shape) + " " + dtype_name(x.dtype) + " -> " + dtype_name(y.dtype) +
-                             (l->channels > 1 ? " per-axis" : " per-tensor")}};
+                             (l->channels() > 1 ? " per-axis" : " per-tensor")}};
   k.args = {node.inputs[0], node.inputs[1], node.input(2) != kNoValue ? node.inputs[2] : kNullArg, node.outputs[0]};
   k.block = Dim3{256, 1, 1};
   k.grid = grid_for(x.numel());

@@ -1,5 +1,5 @@
 // Range: start, start+delta, ... up to (not including) limit; inputs are scalars of one dtype
-// (float, double, int16, int32, int64) and must be constants, since they decide the output
+// (float, double, float16, bfloat16, int16, int32, int64) and must be constants, since they decide the output
 // length. So a Range always folds to a constant; element i is start + i * delta, as numpy's
 // arange computes it (exact for the integer types).
 #include <cmath>
@@ -11,7 +11,8 @@
 namespace aotc {
 namespace {
 
-const std::vector<DType> kRangeTypes = {DType::kFloat32, DType::kFloat64, DType::kInt16, DType::kInt32, DType::kInt64};
+const std::vector<DType> kRangeTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
+                                        DType::kInt16,   DType::kInt32,   DType::kInt64};
 
 // Number of elements: max(ceil((limit - start) / delta), 0).
 Expected<int64_t> range_count(const Node& node, const Tensor& start, const Tensor& limit, const Tensor& delta) {
@@ -58,10 +59,11 @@ Status range_reference(const Node&, const std::vector<const Tensor*>& inputs, st
   if (dtype_is_integer(y.dtype())) {
     int64_t s = inputs[0]->get_int(0), d = inputs[2]->get_int(0);
     for (int64_t i = 0; i < y.numel(); ++i) y.set_int(i, s + i * d);
-  } else if (y.dtype() == DType::kFloat32) {
-    // In float, as the ONNX reference (numpy arange on float32 inputs) does.
+  } else if (y.dtype() != DType::kFloat64) {
+    // In float, as the ONNX reference (numpy arange on float32 inputs) does; float16 / bfloat16
+    // values are then rounded to the output type (numpy's half arange fills through float too).
     float s = static_cast<float>(inputs[0]->get(0)), d = static_cast<float>(inputs[2]->get(0));
-    for (int64_t i = 0; i < y.numel(); ++i) y.data<float>()[i] = s + static_cast<float>(i) * d;
+    for (int64_t i = 0; i < y.numel(); ++i) y.set(i, s + static_cast<float>(i) * d);
   } else {
     double s = inputs[0]->get(0), d = inputs[2]->get(0);
     for (int64_t i = 0; i < y.numel(); ++i) y.set(i, s + static_cast<double>(i) * d);

@@ -38,6 +38,7 @@ std::vector<DType> allowed_types(ReduceKind k) {
   if (k == ReduceKind::kMax || k == ReduceKind::kMin) {
     t.push_back(DType::kInt8);
     t.push_back(DType::kUInt8);
+    t.push_back(DType::kBool);  // ReduceMax/Min-20: any / all
   }
   return t;
 }
@@ -177,6 +178,7 @@ int64_t empty_extreme(DType t, bool lowest) {
     case DType::kInt32: return lowest ? INT32_MIN : INT32_MAX;
     case DType::kUInt32: return lowest ? 0 : UINT32_MAX;
     case DType::kUInt64: return lowest ? 0 : -1;  // all bits set
+    case DType::kBool: return lowest ? 0 : 1;
     default: return lowest ? INT64_MIN : INT64_MAX;
   }
 }
@@ -262,6 +264,7 @@ std::string extreme_literal(DType t, bool lowest) {
     case DType::kInt32: return lowest ? "(-2147483647LL - 1)" : "2147483647LL";
     case DType::kUInt32: return lowest ? "0ULL" : "4294967295ULL";
     case DType::kUInt64: return lowest ? "0ULL" : "18446744073709551615ULL";
+    case DType::kBool: return lowest ? "0ULL" : "1ULL";
     default: return lowest ? "(-9223372036854775807LL - 1)" : "9223372036854775807LL";
   }
 }

@@ -1,8 +1,8 @@
 // Resize (opsets 10, 11, 13, 18, 19): modes nearest (every nearest_mode), linear and cubic (any
 // rank, separable: per axis 1, 2 or 4 taps), every coordinate_transformation_mode, scales or sizes
-// (constants; opset 18 `axes`), exclude_outside, extrapolation_value; antialias and
-// keep_aspect_ratio_policy other than stretch are refused. Follows the ONNX reference
-// (onnx/reference/ops/op_resize.py) exactly. Opset 10 is canonicalised to [X, roi, scales] with
+// (constants; opset 18 `axes`), exclude_outside, extrapolation_value, keep_aspect_ratio_policy
+// not_larger / not_smaller (one scale for every resized axis); antialias is refused. Follows the
+// ONNX reference (onnx/reference/ops/op_resize.py) exactly. Opset 10 is canonicalised to [X, roi, scales] with
 // asymmetric coordinates and floor rounding. Kernel: templates/resize.cu.in.
 #include <cmath>
 
@@ -52,8 +52,9 @@ Expected<ResizePlan> make_plan(const Node& node, const Shape& in, const Tensor* 
   if (p.coord < 0) return node_error(node, "unknown coordinate_transformation_mode '" + escape_for_message(node.attr_string("coordinate_transformation_mode", "")) + "'");
   if (p.nearest < 0) return node_error(node, "unknown nearest_mode '" + escape_for_message(node.attr_string("nearest_mode", "")) + "'");
   if (node.attr_int("antialias", 0) != 0) return node_error(node, "antialias is not supported");
-  if (node.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch")
-    return node_error(node, "keep_aspect_ratio_policy '" + escape_for_message(node.attr_string("keep_aspect_ratio_policy", "")) + "' is not supported (only stretch)");
+  const std::string policy = node.attr_string("keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
+    return node_error(node, "keep_aspect_ratio_policy '" + escape_for_message(policy) + "' is not stretch, not_larger or not_smaller");
   p.cubic_a = node.attr_float("cubic_coeff_a", -0.75f);
   p.exclude_outside = node.attr_int("exclude_outside", 0) != 0;
   p.extrapolation = node.attr_float("extrapolation_value", 0.0f);
@@ -79,6 +80,17 @@ Expected<ResizePlan> make_plan(const Node& node, const Shape& in, const Tensor* 
       p.out[a] = sizes->get_int(static_cast<int64_t>(i));
       if (p.out[a] < 0) return node_error(node, "sizes must be >= 0");
       p.scale[a] = in[a] == 0 ? 1.0 : static_cast<double>(p.out[a]) / static_cast<double>(in[a]);
+    }
+    if (policy != "stretch") {
+      // One scale for every resized axis: the smallest (not_larger) or largest (not_smaller)
+      // sizes / in; out = round_half_up(scale * in), as the spec and the ONNX reference say.
+      double one = p.scale[static_cast<size_t>(axes[0])];
+      for (int64_t a : axes)
+        one = policy == "not_larger" ? std::min(one, p.scale[static_cast<size_t>(a)]) : std::max(one, p.scale[static_cast<size_t>(a)]);
+      for (int64_t a : axes) {
+        p.scale[static_cast<size_t>(a)] = one;
+        p.out[static_cast<size_t>(a)] = static_cast<int64_t>(one * static_cast<double>(in[static_cast<size_t>(a)]) + 0.5);
+      }
     }
   } else if (scales && scales->numel() > 0) {
     if (scales->numel() != static_cast<int64_t>(axes.size())) return node_error(node, "scales has " + std::to_string(scales->numel()) + " values, expected " + std::to_string(axes.size()));

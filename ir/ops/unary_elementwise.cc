@@ -22,9 +22,11 @@ const std::vector<DType> kNumericTypes = {
     DType::kInt16,   DType::kInt32,   DType::kInt64,   DType::kUInt8,    DType::kUInt16,
     DType::kUInt32,  DType::kUInt64};
 const std::vector<DType> kBoolType = {DType::kBool};
+const std::vector<DType> kIntegerTypes = {DType::kInt8,  DType::kInt16,  DType::kInt32,  DType::kInt64,
+                                          DType::kUInt8, DType::kUInt16, DType::kUInt32, DType::kUInt64};
 
 // What an op does to integer (and bool) elements.
-enum class IntRule { kNone, kRelu, kNeg, kAbs, kSign, kNot };
+enum class IntRule { kNone, kRelu, kNeg, kAbs, kSign, kNot, kBitNot };
 
 struct UnaryOp {
   const char* op_type;
@@ -51,7 +53,8 @@ const FloatDefault kDefaults[] = {
     {"Selu", "alpha", 1.67326319217681884765625f}, {"Selu", "gamma", 1.05070102214813232421875f},
     {"HardSigmoid", "alpha", 0.2f},       {"HardSigmoid", "beta", 0.5f},
     {"ThresholdedRelu", "alpha", 1.0f},   {"Celu", "alpha", 1.0f},
-    {"Shrink", "lambd", 0.5f},            {"Shrink", "bias", 0.0f}};
+    {"Shrink", "lambd", 0.5f},            {"Shrink", "bias", 0.0f},
+    {"Swish", "alpha", 1.0f}};
 float dflt(const char* op, const char* key) {
   for (const FloatDefault& d : kDefaults)
     if (std::string(op) == d.op && std::string(key) == d.key) return d.value;
@@ -127,6 +130,8 @@ const UnaryOp kUnaryOps[] = {
      }},
     {"Not", false, &kBoolType, DType::kUndefined, nullptr, IntRule::kNot,
      [](const Node&, const std::string& x, bool) { return "(!" + x + ")"; }},
+    {"BitwiseNot", false, &kIntegerTypes, DType::kUndefined, nullptr, IntRule::kBitNot,
+     [](const Node&, const std::string& x, bool) { return "(~" + x + ")"; }},
     {"IsNaN", false, &kFloatTypes, DType::kBool, [](double x, const Node&) { return std::isnan(x) ? 1.0 : 0.0; },
      IntRule::kNone, [](const Node&, const std::string& x, bool) { return "(" + x + " != " + x + ")"; }},
     {"IsInf", false, &kFloatTypes, DType::kBool,
@@ -235,6 +240,22 @@ const UnaryOp kUnaryOps[] = {
                 " + 0.044715f * " + x + " * " + x + " * " + x + "))))";
        return "(0.5f * " + x + " * (1 + erf(" + x + " * " + float_literal(static_cast<float>(M_SQRT1_2)) + ")))";
      }},
+    // Mish-18: x * tanh(softplus(x)), softplus without overflow as above.
+    {"Mish", false, &kFloatTypes, DType::kUndefined,
+     [](double x, const Node&) {
+       return x * std::tanh(x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)));
+     },
+     IntRule::kNone,
+     [](const Node&, const std::string& x, bool) {
+       return "(" + x + " * tanh(" + x + " > 0 ? " + x + " + log1p(exp(-" + x + ")) : log1p(exp(" + x + "))))";
+     }},
+    // Swish-24: x * sigmoid(alpha * x).
+    {"Swish", false, &kFloatTypes, DType::kUndefined,
+     [](double x, const Node& n) { return x / (1.0 + std::exp(-static_cast<double>(attr(n, "alpha", 1.0f)) * x)); },
+     IntRule::kNone,
+     [](const Node& n, const std::string& x, bool) {
+       return "(" + x + " / (1 + exp(-" + lit(n, "alpha", 1.0f) + " * " + x + ")))";
+     }},
 };
 #undef AOTC_FN
 
@@ -283,6 +304,7 @@ C apply_int_rule(IntRule rule, C x) {
       case IntRule::kNeg: return neg;
       case IntRule::kAbs: return x < 0 ? neg : x;
       case IntRule::kSign: return static_cast<C>(x > 0 ? 1 : x < 0 ? -1 : 0);
+      case IntRule::kBitNot: return static_cast<C>(~static_cast<U>(x));
       default: return x;
     }
   }

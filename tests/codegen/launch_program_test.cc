@@ -202,6 +202,22 @@ TEST(LaunchProgram, UnknownOpIsRefused) {
       << p.status().message();
 }
 
+// The sub-16-bit types have no GPU storage: a node reading or writing one is refused by name, even
+// an op (Identity, a view) whose lowering would accept any dtype.
+TEST(LaunchProgram, SmallStorageTypesAreRefused) {
+  Graph g;
+  ValueId x = g.add_value("x", DType::kInt4, {5}, true);
+  ValueId y = g.add_value("y");
+  g.inputs = {x};
+  g.outputs = {y};
+  g.nodes.push_back(Node{"id", "Identity", "", {x}, {y}, {}});
+  ASSERT_TRUE(infer_shapes(g).is_ok());
+  auto p = build_launch_program(g, linear_plan(g));
+  ASSERT_FALSE(p.is_ok());
+  EXPECT_NE(p.status().message().find("node 'id' (Identity): dtype int4 has no GPU storage"), std::string::npos)
+      << p.status().message();
+}
+
 // Names an attacker might put into an ONNX file to break out of a comment, a string or an
 // identifier in the generated code.
 const char* const kHostileNode1 = "*/ #include \"evil.h\"\n int pwned1; /*";

@@ -99,8 +99,31 @@ TEST(ModelInfo, ShapeInputsBecomeConstantsOnlyWhenUsedOnlyAsShapes) {
   *g->add_input() = tensor_input("lo", {});
   add_node(g, "Clip", {"x", "lo"}, {"c"});
   ModelInfo info = info_of(m, "slots");
-  EXPECT_EQ(info.constant_inputs, std::vector<int>{1});
+  // "both" is read as data too, but it decides z's shape: a static-shape compile needs its value,
+  // so it is bound as well (issue 9; before, such a test stayed unsupported).
+  EXPECT_EQ(info.constant_inputs, (std::vector<int>{1, 2}));
   EXPECT_EQ(info.attribute_inputs, std::vector<int>{3});
+}
+
+// An input that reaches a shape slot through other nodes (a window length through Cast and Sub
+// into Range's limit) is bound when it is small (rank <= 1, <= 16 elements); an input whose shape
+// alone is read (through Shape) is not, nor is a large one.
+TEST(ModelInfo, InputsReachingShapeSlotsThroughNodesBecomeConstants) {
+  onnx::ModelProto m;
+  onnx::GraphProto* g = m.mutable_graph();
+  *g->add_input() = tensor_input("size", {1});
+  *g->add_input() = tensor_input("x", {2, 3});
+  *g->add_input() = tensor_input("big", {32});
+  add_node(g, "Cast", {"size"}, {"size_f"});
+  add_node(g, "Sub", {"size_f", "size_f"}, {"limit"});
+  add_node(g, "Range", {"limit", "limit", "limit"}, {"r"});
+  add_node(g, "Mul", {"size_f", "size_f"}, {"data_use"});
+  add_node(g, "Shape", {"x"}, {"x_shape"});
+  add_node(g, "Reshape", {"x", "x_shape"}, {"y"});
+  add_node(g, "Abs", {"big"}, {"big_abs"});
+  add_node(g, "Expand", {"x", "big_abs"}, {"e"});
+  ModelInfo info = info_of(m, "indirect");
+  EXPECT_EQ(info.constant_inputs, std::vector<int>{0});
 }
 
 TEST(ModelInfo, DtypeOnlyAndUnusedInputsBecomeConstants) {

@@ -9,6 +9,7 @@
 
 #include "frontend/onnx_loader.h"
 #include "frontend/tensor_file.h"
+#include "frontend/tensor_proto.h"
 #include "ir/evaluator.h"
 #include "tests/frontend/model_builder.h"
 
@@ -250,6 +251,59 @@ TEST(NodeTestData, EveryModelLoadsOrFailsWithOneLine) {
   }
   EXPECT_GT(loaded, 0);
   EXPECT_GT(loaded + refused, 900);
+}
+
+
+// Sub-16-bit types in TensorProto (onnx.numpy_helper.from_array / to_array): 4-bit and 2-bit
+// elements packed low bits first in raw_data, or one packed byte per int32_data entry; float8 one
+// byte per element. Bytes below written by hand from that rule.
+TEST(TensorProto, PackedSmallTypesDecodeAndEncode) {
+  onnx::TensorProto p;
+  p.set_data_type(static_cast<int32_t>(DType::kInt4));  // the sub-16-bit types are not in onnx 1.12's proto
+  p.add_dims(3);
+  p.set_raw_data(std::string("\x78\x0F", 2));  // -8, 7 | -1, padding
+  auto t = tensor_from_proto(p, "", "int4 tensor");
+  ASSERT_TRUE(t.is_ok()) << t.status().message();
+  EXPECT_EQ(t->dtype(), DType::kInt4);
+  EXPECT_EQ(t->get(0), -8);
+  EXPECT_EQ(t->get(1), 7);
+  EXPECT_EQ(t->get(2), -1);
+  onnx::TensorProto back;
+  ASSERT_TRUE(tensor_to_proto(*t, "x", &back).is_ok());
+  EXPECT_EQ(back.raw_data(), std::string("\x78\x0F", 2));
+  // int32_data: one packed byte per entry.
+  onnx::TensorProto q;
+  q.set_data_type(static_cast<int32_t>(DType::kUInt2));
+  q.add_dims(5);
+  q.add_int32_data(0x39);
+  q.add_int32_data(0x03);
+  auto u = tensor_from_proto(q, "", "uint2 tensor");
+  ASSERT_TRUE(u.is_ok()) << u.status().message();
+  EXPECT_EQ(u->to_int64s(), (std::vector<int64_t>{1, 2, 3, 0, 3}));
+  // float8: one byte per element in int32_data.
+  onnx::TensorProto f;
+  f.set_data_type(static_cast<int32_t>(DType::kFloat8E4M3FN));
+  f.add_dims(2);
+  f.add_int32_data(0x7E);
+  f.add_int32_data(0xBC);
+  auto e = tensor_from_proto(f, "", "float8 tensor");
+  ASSERT_TRUE(e.is_ok()) << e.status().message();
+  EXPECT_EQ(e->to_doubles(), (std::vector<double>{448, -1.5}));
+  // Wrong sizes are refused with the packed byte count.
+  p.set_raw_data(std::string("\x78", 1));
+  auto bad = tensor_from_proto(p, "", "int4 tensor");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("raw_data has 1 bytes, dims and dtype imply 2"), std::string::npos)
+      << bad.status().message();
+  q.add_int32_data(0x01);
+  auto bad2 = tensor_from_proto(q, "", "uint2 tensor");
+  ASSERT_FALSE(bad2.is_ok());
+  EXPECT_NE(bad2.status().message().find("int32_data has 3 elements, dims imply 2"), std::string::npos)
+      << bad2.status().message();
+  f.set_int32_data(0, 300);
+  auto bad3 = tensor_from_proto(f, "", "float8 tensor");
+  ASSERT_FALSE(bad3.is_ok());
+  EXPECT_NE(bad3.status().message().find("not a byte of float8e4m3fn"), std::string::npos) << bad3.status().message();
 }
 
 }  // namespace

@@ -108,6 +108,17 @@ std::vector<Case> cases() {
     return one_node("AveragePool", {{"x", {2, 3, 13, 5}}}, a);
   });
   add("avgpool 1-D fp16", [f16] { return one_node("AveragePool", {{"x", {1, 3, 11}}}, pool({3}, {2}, {1, 1}), 1, f16); });
+  add("lppool p3 dilations ceil", [] {
+    auto a = pool({3, 2}, {2, 1}, {1, 0, 1, 1}, 1);
+    a["p"] = Attribute::of_int(3);
+    a["dilations"] = Attribute::of_ints({1, 2});
+    return one_node("LpPool", {{"x", {2, 3, 11, 7}}}, a);
+  });
+  add("lppool 1-D fp16 p1", [f16] {
+    auto a = pool({3}, {2}, {1, 1});
+    a["p"] = Attribute::of_int(1);
+    return one_node("LpPool", {{"x", {1, 3, 11}}}, a, 1, f16);
+  });
   add("global avgpool", [] { return one_node("GlobalAveragePool", {{"x", {2, 3, 7, 7}}}, {}); });
   add("global maxpool long", [] { return one_node("GlobalMaxPool", {{"x", {1, 2, 1001}}}, {}); });
   add("global avgpool fp16", [f16] { return one_node("GlobalAveragePool", {{"x", {1, 5, 3, 3}}}, {}, 1, f16); });

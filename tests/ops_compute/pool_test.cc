@@ -86,6 +86,25 @@ TEST(Pool, AverageCountIncludePad) {
   }
 }
 
+// LpPool-18: (sum over the window's elements inside the input of |x|^p)^(1/p); pads add nothing.
+TEST(Pool, LpPoolHandValues) {
+  std::vector<float> v = {1, -2, 3, 4, 5, -6, 7, 8, 9};
+  Attributes a = pool_attrs({2, 2}, {2, 2}, {1, 1, 1, 1});
+  auto g = one_node("LpPool", {{"x", {1, 1, 3, 3}}}, a);  // p defaults to 2
+  auto out = run_one(g, {Tensor::from_floats({1, 1, 3, 3}, v)});
+  ASSERT_TRUE(out.is_ok()) << out.status().message();
+  EXPECT_TRUE(tensors_close(out.value()[0], {1, std::sqrt(13.0), std::sqrt(65.0), std::sqrt(206.0)}, DType::kFloat32));
+  a["p"] = Attribute::of_int(1);
+  auto g1 = one_node("LpPool", {{"x", {1, 1, 3, 3}}}, a);
+  out = run_one(g1, {Tensor::from_floats({1, 1, 3, 3}, v)});
+  ASSERT_TRUE(out.is_ok()) << out.status().message();
+  EXPECT_TRUE(tensors_close(out.value()[0], {1, 5, 11, 28}, DType::kFloat32));
+  a["p"] = Attribute::of_int(0);
+  auto bad = one_node("LpPool", {{"x", {1, 1, 3, 3}}}, a);
+  Status s = infer_shapes(bad.graph);
+  EXPECT_NE(s.message().find("p 0 must be at least 1"), std::string::npos) << s.message();
+}
+
 TEST(Pool, MaxPoolIndicesBothStorageOrders) {
   // [[1, 5, 2], [7, 3, 4]], kernel 2x2, stride 1: maxima 7 at (1, 0) and 5 at (0, 1).
   for (int order : {0, 1}) {

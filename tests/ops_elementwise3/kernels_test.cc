@@ -93,6 +93,34 @@ std::vector<KernelCase> kernel_cases() {
     n.input(f32, {3, 1, 5}).input(f32, {4, 1}).attr("fmod", Attribute::of_int(1));
   });
   add("Mod f16 fmod1", [=](OneNode& n) { n.input(f16, {33}).input(f16, {33}).attr("fmod", Attribute::of_int(1)); });
+  // Mod-28: fmod=0 on floats is the floor modulo (numpy's np.mod), with the spec's special cases.
+  add("Mod f32 fmod0 specials", [=](OneNode& n) { n.input(f32, {64}).input(f32, {64}); });
+  add("Mod f64 fmod0 bcast", [=](OneNode& n) { n.input(f64, {4, 5}).input(f64, {5}); });
+  add("Mod f16 fmod0", [=](OneNode& n) { n.input(f16, {33}).input(f16, {33}); });
+  // BitShift-28 on signed integers (negative and too-large shifts), BitwiseAnd/Or/Xor/Not-18.
+  add("BitShift int8 right specials", [=](OneNode& n) {
+    n.input(i8, {37}).input(i8, {37}).attr("direction", Attribute::of_string("RIGHT"));
+  });
+  add("BitShift int32 left specials", [=](OneNode& n) {
+    n.input(i32, {37}).input(i32, {37}).attr("direction", Attribute::of_string("LEFT"));
+  });
+  add("BitShift int64 right wide bcast", [=](OneNode& n) {
+    n.input(i64, {3, 7}).input(i64, {7}).attr("direction", Attribute::of_string("RIGHT"));
+  });
+  add("BitShift int8 left small", [=](OneNode& n) {
+    n.input(i8, {29}).input(i8, {29}).attr("direction", Attribute::of_string("LEFT"));
+  });
+  add("BitwiseAnd int32 bcast", [=](OneNode& n) { n.input(i32, {3, 5}).input(i32, {5}); });
+  add("BitwiseOr uint64", [=](OneNode& n) { n.input(u64, {19}).input(u64, {19}); });
+  add("BitwiseXor int8 bcast", [=](OneNode& n) { n.input(i8, {4, 1}).input(i8, {1, 6}); });
+  un("BitwiseNot", i8, {31});
+  un("BitwiseNot", u64, {7});
+  un("Mish", f32, {61}, "wide");
+  un("Mish", f16, {33});
+  add("Swish f32 alpha", [=](OneNode& n) { n.input(f32, {45}).attr("alpha", Attribute::of_float(0.75f)); });
+  un("Swish", f16, {33});
+  add("SwiGLU f32 alpha", [=](OneNode& n) { n.input(f32, {3, 17}).input(f32, {3, 17}).attr("alpha", Attribute::of_float(1.702f)); });
+  add("SwiGLU f16", [=](OneNode& n) { n.input(f16, {29}).input(f16, {29}); });
   add("PRelu f32 channel slope", [=](OneNode& n) { n.input(f32, {2, 3, 5}).input(f32, {3, 1}); });
   add("PRelu f16 scalar slope", [=](OneNode& n) { n.input(f16, {37}).input(f16, {1}); });
   add("PRelu int32 same shape", [=](OneNode& n) { n.input(i32, {37}).input(i32, {37}); });

@@ -158,11 +158,12 @@ TEST(Elementwise3Reference, ModSignRulesAndZeroDivisor) {
   Tensor y = run1(fl, {make_tensor(DType::kFloat32, {2}, {-5.5, 5.5}), make_tensor(DType::kFloat32, {2}, {2, -2})});
   EXPECT_FLOAT_EQ(static_cast<float>(y.get(0)), -1.5f);
   EXPECT_FLOAT_EQ(static_cast<float>(y.get(1)), 1.5f);
-  OneNode bad("Mod");
-  bad.input(DType::kFloat32, {2}).input(DType::kFloat32, {2});
-  Status s = bad.build();
-  ASSERT_FALSE(s.is_ok());
-  EXPECT_TRUE(test::contains(s.message(), "fmod")) << s.message();
+  // fmod=0 on floats (allowed since Mod-28): the floor modulo, the divisor's sign.
+  OneNode floor_mod("Mod");
+  floor_mod.input(DType::kFloat32, {2}).input(DType::kFloat32, {2});
+  Tensor z = run1(floor_mod, {make_tensor(DType::kFloat32, {2}, {-5.5, 5.5}), make_tensor(DType::kFloat32, {2}, {2, -2})});
+  EXPECT_FLOAT_EQ(static_cast<float>(z.get(0)), 0.5f);
+  EXPECT_FLOAT_EQ(static_cast<float>(z.get(1)), -0.5f);
 }
 
 TEST(Elementwise3Reference, PowMixedTypesAndBroadcast) {
@@ -311,12 +312,12 @@ TEST(Elementwise3Reference, CastRules) {
   old.input(DType::kInt32, {1}).attr("to", Attribute::of_string("DOUBLE"));
   ASSERT_TRUE(old.build().is_ok());
   EXPECT_EQ(old.out().dtype, DType::kFloat64);
-  for (int64_t refused : {8, 17, 19}) {
+  for (int64_t refused : {8, 14, 27}) {
     OneNode r("Cast", 19);
     r.input(DType::kFloat32, {1}).attr("to", Attribute::of_int(refused));
     Status s = r.build();
     ASSERT_FALSE(s.is_ok());
-    EXPECT_TRUE(test::contains(s.message(), refused == 8 ? "string" : "float8")) << s.message();
+    EXPECT_TRUE(test::contains(s.message(), refused == 8 ? "string" : refused == 14 ? "complex" : "float6")) << s.message();
   }
   OneNode like("CastLike");
   like.input(DType::kFloat64, {2}).input(DType::kInt16, {1});
@@ -352,6 +353,220 @@ TEST(Elementwise3Reference, DefaultsAreFilledByImport) {
   EXPECT_FALSE(n.built().has_attr("consumed_inputs"));
   EXPECT_FLOAT_EQ(n.built().attr_float("alpha", 0), 1.67326319217681884765625f);
   EXPECT_FLOAT_EQ(n.built().attr_float("gamma", 0), 1.05070102214813232421875f);
+}
+
+}  // namespace
+}  // namespace aotc
+
+namespace aotc {
+namespace {
+
+// Casts to and from the sub-16-bit types (issue 9). Expected values: the ONNX Cast tables and what
+// onnx 1.23.2's reference (ml_dtypes astype / saturate_cast / to_float8e8m0) gives for them.
+Tensor cast_small(DType from, std::vector<double> values, DType to, int64_t saturate = 1, const char* round_mode = nullptr) {
+  OneNode n("Cast", 25);
+  n.input(from, {static_cast<int64_t>(values.size())}).attr("to", Attribute::of_int(static_cast<int64_t>(to)));
+  n.attr("saturate", Attribute::of_int(saturate));
+  if (round_mode) n.attr("round_mode", Attribute::of_string(round_mode));
+  return run1(n, {make_tensor(from, {static_cast<int64_t>(values.size())}, values)});
+}
+
+std::vector<double> doubles(const Tensor& t) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.get(i));
+  return v;
+}
+
+TEST(Elementwise3Reference, CastToSmallIntegersTruncatesAndWraps) {
+  Tensor y = cast_small(DType::kFloat32, {-9, -3.7, 7.9, 8, 15, NAN}, DType::kInt4);
+  EXPECT_EQ(y.dtype(), DType::kInt4);
+  EXPECT_EQ(ints(y), (std::vector<int64_t>{7, -3, 7, -8, -1, 0}));
+  EXPECT_EQ(ints(cast_small(DType::kFloat32, {-1, 5, 2.9}, DType::kUInt2)), (std::vector<int64_t>{3, 1, 2}));
+  EXPECT_EQ(ints(cast_small(DType::kInt8, {100, -100}, DType::kUInt4)), (std::vector<int64_t>{4, 12}));
+  EXPECT_EQ(ints(cast_small(DType::kInt4, {-8, 7}, DType::kInt8)), (std::vector<int64_t>{-8, 7}));
+  EXPECT_EQ(doubles(cast_small(DType::kInt2, {-2, 1}, DType::kFloat16)), (std::vector<double>{-2, 1}));
+}
+
+TEST(Elementwise3Reference, CastToFloat8FollowsTheSaturateTable) {
+  const std::vector<double> x = {1000, -1000, INFINITY, -INFINITY, 0.1};
+  EXPECT_EQ(doubles(cast_small(DType::kFloat32, x, DType::kFloat8E4M3FN)),
+            (std::vector<double>{448, -448, 448, -448, 0.1015625}));
+  Tensor nosat = cast_small(DType::kFloat32, x, DType::kFloat8E4M3FN, 0);
+  for (int64_t i = 0; i < 4; ++i) EXPECT_TRUE(std::isnan(nosat.get(i))) << i;
+  Tensor e5m2 = cast_small(DType::kFloat16, {70000 / 2.0, -INFINITY}, DType::kFloat8E5M2, 0);
+  EXPECT_EQ(doubles(e5m2), (std::vector<double>{32768, -INFINITY}));  // 35008 (the half) rounds to 32768
+  EXPECT_EQ(doubles(cast_small(DType::kFloat32, {-0.0}, DType::kFloat8E5M2FNUZ)), (std::vector<double>{0}));
+  EXPECT_FALSE(std::signbit(cast_small(DType::kFloat32, {-0.0}, DType::kFloat8E5M2FNUZ).get(0)));
+  EXPECT_EQ(doubles(cast_small(DType::kFloat32, {7, -0.25, 2.5}, DType::kFloat4E2M1)), (std::vector<double>{6, -0.0, 2}));
+}
+
+TEST(Elementwise3Reference, CastToFloat8E8M0RoundingModes) {
+  EXPECT_EQ(doubles(cast_small(DType::kFloat32, {3, 0.124}, DType::kFloat8E8M0, 1, "up")), (std::vector<double>{4, 0.125}));
+  EXPECT_EQ(doubles(cast_small(DType::kFloat32, {3, 0.124}, DType::kFloat8E8M0, 1, "down")), (std::vector<double>{2, 0.0625}));
+  EXPECT_EQ(doubles(cast_small(DType::kFloat32, {3, 1.1}, DType::kFloat8E8M0, 1, "nearest")), (std::vector<double>{4, 1}));
+  OneNode bad("Cast", 25);
+  bad.input(DType::kFloat32, {1}).attr("to", Attribute::of_int(24)).attr("round_mode", Attribute::of_string("sideways"));
+  Status s = bad.build();
+  EXPECT_TRUE(test::contains(s.message(), "round_mode 'sideways'")) << s.message();
+  EXPECT_TRUE(test::contains(s.message(), "(Cast)")) << s.message();
+}
+
+TEST(Elementwise3Reference, CastFromSmallFloatsIsExact) {
+  EXPECT_EQ(doubles(cast_small(DType::kFloat8E4M3FN, {448, -0.001953125}, DType::kFloat16)),
+            (std::vector<double>{448, -0.001953125}));
+  EXPECT_EQ(ints(cast_small(DType::kFloat4E2M1, {6, -0.5, -3}, DType::kInt8)), (std::vector<int64_t>{6, 0, -3}));
+  EXPECT_EQ(ints(cast_small(DType::kFloat8E5M2, {INFINITY}, DType::kBool)), (std::vector<int64_t>{1}));
+  // float8 -> float8 goes through the exact value: 448 (e4m3fn) -> e5m2 rounds to 448.
+  EXPECT_EQ(doubles(cast_small(DType::kFloat8E4M3FN, {448, 0.1015625}, DType::kFloat8E5M2)),
+            (std::vector<double>{448, 0.09375}));
+  OneNode like("CastLike", 25);
+  like.input(DType::kFloat32, {2}).input(DType::kUInt4, {1});
+  Tensor z = run1(like, {make_tensor(DType::kFloat32, {2}, {15.5, 16}), make_tensor(DType::kUInt4, {1}, {0})});
+  EXPECT_EQ(z.dtype(), DType::kUInt4);
+  EXPECT_EQ(ints(z), (std::vector<int64_t>{15, 0}));
+}
+
+TEST(Elementwise3Reference, CastOfSmallTypesIsRefusedOnTheGpu) {
+  OneNode n("Cast", 25);
+  n.input(DType::kFloat32, {3}).attr("to", Attribute::of_int(static_cast<int64_t>(DType::kFloat8E4M3FN)));
+  ASSERT_TRUE(n.build().is_ok());
+  auto l = default_registry().find("Cast")->lower(n.built(), n.graph);
+  ASSERT_FALSE(l.is_ok());
+  EXPECT_TRUE(test::contains(l.status().message(), "float8e4m3fn has no GPU storage")) << l.status().message();
+}
+
+}  // namespace
+}  // namespace aotc
+
+namespace aotc {
+namespace {
+
+// Issue 9: BitShift on signed integers (opset 28), BitwiseAnd/Or/Xor/Not, Mod fmod=0 on floats,
+// Mish, Swish. Expected values from the spec text (hand-worked) and numpy's np.mod.
+Tensor binary1(const char* op, DType t, std::vector<double> a, std::vector<double> b,
+               const std::vector<std::pair<std::string, Attribute>>& attrs = {}) {
+  OneNode n(op, 28);
+  const Shape sa{static_cast<int64_t>(a.size())}, sb{static_cast<int64_t>(b.size())};
+  n.input(t, sa).input(t, sb);
+  for (const auto& [k, v] : attrs) n.attr(k, v);
+  return run1(n, {make_tensor(t, sa, a), make_tensor(t, sb, b)});
+}
+
+TEST(Elementwise3Reference, SignedBitShift) {
+  const auto right = std::make_pair(std::string("direction"), Attribute::of_string("RIGHT"));
+  const auto left = std::make_pair(std::string("direction"), Attribute::of_string("LEFT"));
+  // Arithmetic right shift; a negative or >= width shift gives the sign fill (-1 or 0).
+  EXPECT_EQ(ints(binary1("BitShift", DType::kInt8, {-128, -7, 7, -1, 100, -100}, {1, 1, 1, -1, 8, 9}, {right})),
+            (std::vector<int64_t>{-64, -4, 3, -1, 0, -1}));
+  // Left: bits past the sign bit are discarded; out-of-range shifts give 0.
+  EXPECT_EQ(ints(binary1("BitShift", DType::kInt8, {64, 1, -1, 3, 3}, {1, 7, 7, -2, 8}, {left})),
+            (std::vector<int64_t>{-128, -128, -128, 0, 0}));
+  EXPECT_EQ(ints(binary1("BitShift", DType::kInt64, {-1}, {63}, {right})), (std::vector<int64_t>{-1}));
+}
+
+TEST(Elementwise3Reference, BitwiseOps) {
+  EXPECT_EQ(ints(binary1("BitwiseAnd", DType::kInt16, {-1, 12, -8}, {5, 10, 7})), (std::vector<int64_t>{5, 8, 0}));
+  EXPECT_EQ(ints(binary1("BitwiseOr", DType::kUInt8, {240, 1}, {15, 2})), (std::vector<int64_t>{255, 3}));
+  EXPECT_EQ(ints(binary1("BitwiseXor", DType::kInt32, {-1, 6}, {1, 3})), (std::vector<int64_t>{-2, 5}));
+  OneNode n("BitwiseNot", 18);
+  n.input(DType::kInt8, {3});
+  EXPECT_EQ(ints(run1(n, {make_tensor(DType::kInt8, {3}, {0, -128, 5})})), (std::vector<int64_t>{-1, 127, -6}));
+  OneNode u("BitwiseNot", 18);
+  u.input(DType::kUInt16, {1});
+  EXPECT_EQ(ints(run1(u, {make_tensor(DType::kUInt16, {1}, {1})})), (std::vector<int64_t>{65534}));
+  OneNode f("BitwiseAnd", 18);
+  f.input(DType::kFloat32, {1}).input(DType::kFloat32, {1});
+  Status s = f.build();
+  EXPECT_TRUE(test::contains(s.message(), "input 0 has dtype float")) << s.message();
+}
+
+TEST(Elementwise3Reference, FloatModWithFmod0IsTheFloorModulo) {
+  const double inf = INFINITY;
+  Tensor y = binary1("Mod", DType::kFloat32, {5.5, -5.5, 5.5, -5.5, 0.0, -0.0, 3, -3, 3, inf, 2, NAN},
+                     {2, 2, -2, -2, -3, 3, inf, inf, -inf, 2, 0, 1});
+  const std::vector<double> want = {1.5, 0.5, -0.5, -1.5, -0.0, 0.0, 3, inf, -inf, NAN, NAN, NAN};
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double g = y.get(static_cast<int64_t>(i));
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(g)) << i;
+    } else {
+      EXPECT_EQ(g, want[i]) << i;
+      EXPECT_EQ(std::signbit(g), std::signbit(want[i])) << i;  // zero takes the divisor's sign
+    }
+  }
+  // fmod=1 keeps C's fmod (the dividend's sign).
+  Tensor f = binary1("Mod", DType::kFloat64, {-5.5}, {2}, {{"fmod", Attribute::of_int(1)}});
+  EXPECT_EQ(f.get(0), -1.5);
+}
+
+TEST(Elementwise3Reference, MishAndSwish) {
+  OneNode m("Mish", 18);
+  m.input(DType::kFloat64, {4});
+  Tensor y = run1(m, {make_tensor(DType::kFloat64, {4}, {-2, 0, 1, 50})});
+  const std::vector<double> x = {-2, 0, 1, 50};
+  for (size_t i = 0; i < x.size(); ++i)
+    EXPECT_NEAR(y.get(static_cast<int64_t>(i)), x[i] * std::tanh(std::log(1 + std::exp(x[i]))), 1e-12) << x[i];
+  OneNode s("Swish", 24);
+  s.input(DType::kFloat32, {3}).attr("alpha", Attribute::of_float(0.5f));
+  Tensor z = run1(s, {make_tensor(DType::kFloat32, {3}, {-1, 0, 3})});
+  for (int64_t i = 0; i < 3; ++i) {
+    const double v = i == 0 ? -1 : i == 1 ? 0 : 3;
+    EXPECT_NEAR(z.get(i), v / (1 + std::exp(-0.5 * v)), 1e-6) << v;
+  }
+  OneNode d("Swish", 24);  // alpha defaults to 1
+  d.input(DType::kFloat32, {1});
+  EXPECT_NEAR(run1(d, {make_tensor(DType::kFloat32, {1}, {2})}).get(0), 2 / (1 + std::exp(-2.0)), 1e-6);
+}
+
+}  // namespace
+}  // namespace aotc
+
+namespace aotc {
+namespace {
+
+// BitCast-26 (the bits, reinterpreted) and SwiGLU-28 (Swish_alpha(A) * B).
+TEST(Elementwise3Reference, BitCastKeepsTheBits) {
+  OneNode f("BitCast", 26);
+  f.input(DType::kFloat32, {3}).attr("to", Attribute::of_int(static_cast<int64_t>(DType::kInt32)));
+  Tensor y = run1(f, {make_tensor(DType::kFloat32, {3}, {1.0, -2.0, 0.0})});
+  EXPECT_EQ(y.dtype(), DType::kInt32);
+  EXPECT_EQ(ints(y), (std::vector<int64_t>{0x3F800000, static_cast<int32_t>(0xC0000000u), 0}));
+  OneNode u("BitCast", 26);
+  u.input(DType::kUInt16, {2}).attr("to", Attribute::of_int(static_cast<int64_t>(DType::kFloat16)));
+  Tensor h = run1(u, {make_tensor(DType::kUInt16, {2}, {0x3C00, 0xFC00})});
+  EXPECT_EQ(h.get(0), 1.0);
+  EXPECT_EQ(h.get(1), -INFINITY);
+  // 4-bit patterns: uint4 15 is int4 -1 and float4e2m1 -6.
+  OneNode n4("BitCast", 26);
+  n4.input(DType::kUInt4, {2}).attr("to", Attribute::of_int(static_cast<int64_t>(DType::kInt4)));
+  EXPECT_EQ(ints(run1(n4, {make_tensor(DType::kUInt4, {2}, {15, 7})})), (std::vector<int64_t>{-1, 7}));
+  OneNode f4("BitCast", 26);
+  f4.input(DType::kInt4, {1}).attr("to", Attribute::of_int(static_cast<int64_t>(DType::kFloat4E2M1)));
+  EXPECT_EQ(run1(f4, {make_tensor(DType::kInt4, {1}, {-1})}).get(0), -6.0);
+  OneNode bad("BitCast", 26);
+  bad.input(DType::kFloat32, {1}).attr("to", Attribute::of_int(static_cast<int64_t>(DType::kInt64)));
+  Status s = bad.build();
+  EXPECT_TRUE(test::contains(s.message(), "target int64 has 64 bits, the input's float has 32")) << s.message();
+  // On the GPU a view: no kernel.
+  OneNode v("BitCast", 26);
+  v.input(DType::kInt64, {5}).attr("to", Attribute::of_int(static_cast<int64_t>(DType::kFloat64)));
+  ASSERT_TRUE(v.build().is_ok());
+  auto l = default_registry().find("BitCast")->lower(v.built(), v.graph);
+  ASSERT_TRUE(l.is_ok());
+  EXPECT_TRUE(l->is_view);
+  EXPECT_TRUE(l->steps.empty());
+}
+
+TEST(Elementwise3Reference, SwiGLU) {
+  OneNode n("SwiGLU", 28);
+  n.input(DType::kFloat32, {3}).input(DType::kFloat32, {3}).attr("alpha", Attribute::of_float(1.5f));
+  Tensor y = run1(n, {make_tensor(DType::kFloat32, {3}, {-1, 0, 2}), make_tensor(DType::kFloat32, {3}, {3, 4, -0.5})});
+  const double a[3] = {-1, 0, 2}, b[3] = {3, 4, -0.5};
+  for (int64_t i = 0; i < 3; ++i) EXPECT_NEAR(y.get(i), a[i] / (1 + std::exp(-1.5 * a[i])) * b[i], 1e-6) << i;
+  OneNode bc("SwiGLU", 28);
+  bc.input(DType::kFloat32, {2, 3}).input(DType::kFloat32, {3});
+  Status s = bc.build();
+  EXPECT_TRUE(test::contains(s.message(), "does not broadcast")) << s.message();
 }
 
 }  // namespace

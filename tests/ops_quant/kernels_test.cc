@@ -66,6 +66,18 @@ std::vector<Case> cases() {
   add("DequantizeLinear int8 per axis 0", [=](OneNode& n) {
     set_op(n, "DequantizeLinear").input(i8, {3, 7}).constant(fvec({0.5f, 2.f, 0.125f})).constant(zp(i8, {3}, {1, -2, 0})).attr("axis", one(0));
   });
+  // int16 / uint16 (opset 21): the same templates with 16-bit storage and ranges.
+  add("QuantizeLinear f32 -> int16 per tensor", [=](OneNode& n) {
+    set_op(n, "QuantizeLinear").input(f32, {3, 11}).constant(scalar(0.0001f)).constant(zp(DType::kInt16, {}, {-300}));
+  }, 21);
+  add("QuantizeLinear f32 -> uint16 per axis", [=](OneNode& n) {
+    set_op(n, "QuantizeLinear").input(f32, {2, 3, 5}).constant(fvec({0.00001f, 0.02f, 0.5f}))
+        .constant(zp(DType::kUInt16, {3}, {32768, 0, 65000}));
+  }, 21);
+  add("DequantizeLinear int16 per axis 0", [=](OneNode& n) {
+    set_op(n, "DequantizeLinear").input(DType::kInt16, {3, 7}).constant(fvec({0.5f, 2.f, 0.125f}))
+        .constant(zp(DType::kInt16, {3}, {1000, -2, 0})).attr("axis", one(0));
+  }, 21);
   add("DequantizeLinear int32", [=](OneNode& n) { set_op(n, "DequantizeLinear").input(i32, {17}).constant(scalar(0.25f)); });
   add("DynamicQuantizeLinear 1000", [=](OneNode& n) { set_op(n, "DynamicQuantizeLinear").input(f32, {10, 100}); }, 11, 3);
   add("DynamicQuantizeLinear 7", [=](OneNode& n) { set_op(n, "DynamicQuantizeLinear").input(f32, {7}); }, 11, 3);
@@ -83,6 +95,11 @@ std::vector<Case> cases() {
     set_op(n, "QLinearMatMul").input(i8, {3, 5}).constant(fvec({0.1f, 0.2f, 0.3f})).constant(zp(i8, {3}, {0, 1, -1})).input(i8, {5, 2})
         .constant(fvec({0.5f, 0.05f})).constant(zp(i8, {2}, {1, 0})).constant(scalar(0.07f)).constant(zp(i8, {}, {-5}));
   }, 10);
+  add("QLinearMatMul int8 float16 scales", [=](OneNode& n) {
+    auto h = [](float v) { Tensor t(DType::kFloat16, {}); t.set(0, v); return t; };
+    set_op(n, "QLinearMatMul").input(i8, {2, 3, 7}).constant(h(0.0537f)).constant(zp(i8, {}, {3})).input(i8, {7, 5})
+        .constant(h(0.0213f)).constant(zp(i8, {}, {-2})).constant(h(0.0141f)).constant(zp(i8, {}, {1}));
+  }, 21);
   add("ConvInteger pads strides group 2 per-channel w_zp", [=](OneNode& n) {
     set_op(n, "ConvInteger").input(u8, {2, 4, 5, 7}).input(u8, {6, 2, 3, 2}).constant(zp(u8, {}, {3})).constant(zp(u8, {6}, {0, 1, 2, 3, 2, 1}))
         .attr("pads", ints({1, 0, 2, 1})).attr("strides", ints({2, 1})).attr("group", one(2));
@@ -117,6 +134,8 @@ Tensor random_input(const Value& v, uint32_t seed) {
   double lo = -2, hi = 4;
   if (v.dtype == DType::kUInt8) lo = 0, hi = 256;
   if (v.dtype == DType::kInt8) lo = -128, hi = 128;
+  if (v.dtype == DType::kInt16) lo = -32768, hi = 32768;
+  if (v.dtype == DType::kUInt16) lo = 0, hi = 65536;
   if (dtype_is_float(v.dtype)) lo = -3, hi = 3;
   std::vector<double> vals = test::lcg_values(t.numel(), lo, hi, seed);
   for (int64_t i = 0; i < t.numel(); ++i) {

@@ -150,12 +150,172 @@ TEST(QuantReference, Refusals) {
   EXPECT_TRUE(test::contains(refusal(q, {f32({2, 2}, {1, 2, 3, 4}), f32({2, 2}, {1, 1, 1, 1})}), "scalar or 1-D"));
   OneNode b("QuantizeLinear", 21);
   b.attr("block_size", Attribute::of_int(2));
-  EXPECT_TRUE(test::contains(refusal(b, {f32({2, 2}, {1, 2, 3, 4}), f32({2, 1}, {1, 1})}), "block_size"));
+  // Blocked: the scale must have ceil(2 / 2) = 1 element on axis 1, not 2.
+  EXPECT_TRUE(test::contains(refusal(b, {f32({2, 2}, {1, 2, 3, 4}), f32({2, 2}, {1, 1, 1, 1})}), "block_size"));
   OneNode c("QLinearConv", 10);
   std::string why = refusal(c, {u8({1, 1, 2, 2}, {1, 2, 3, 4}), f32({}, {1}), u8({}, {0}), u8({2, 1, 1, 1}, {2, 3}), f32({}, {1}),
                                 u8({}, {0}), f32({}, {2}), u8({}, {0}), i32({3}, {1, 2, 3})});
   EXPECT_TRUE(test::contains(why, "bias")) << why;
   EXPECT_TRUE(test::contains(why, "'n0' (QLinearConv)")) << why;
+}
+
+}  // namespace
+}  // namespace aotc
+
+namespace aotc {
+namespace {
+
+// The issue-9 forms (opset 21-25): blocked scales, int16 / int4 / float8 / float4 outputs,
+// `output_dtype`, `precision`, `saturate`. Expected values worked by hand from the spec formula and
+// checked with onnx 1.23.2's reference (onnx.reference QuantizeLinear_25 / DequantizeLinear_25).
+Tensor typed(DType t, Shape s, std::vector<double> v) { return make_tensor(t, std::move(s), v); }
+
+TEST(QuantReference, BlockedQuantizeUsesTheScaleOfEachBlock) {
+  OneNode n("QuantizeLinear", 21);
+  n.attr("axis", Attribute::of_int(1)).attr("block_size", Attribute::of_int(2));
+  // Row 0: scale 1 / zp 0 for columns 0-1, scale 2 / zp 10 for 2-3; row 1: 0.5 / 100 and 4 / 0.
+  auto out = run(n, {f32({2, 4}, {1.5, 2.5, 3, 5, 1, -1, 8, 10}), f32({2, 2}, {1, 2, 0.5, 4}), u8({2, 2}, {0, 10, 100, 0})});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TENSOR_NEAR(out[0], u8({2, 4}, {2, 2, 12, 12, 102, 98, 2, 2}));
+  // A last block shorter than block_size: 5 elements, blocks of 2 -> 3 scales.
+  OneNode odd("QuantizeLinear", 21);
+  odd.attr("axis", Attribute::of_int(0)).attr("block_size", Attribute::of_int(2));
+  out = run(odd, {f32({5}, {4, 5, 40, 60, 300}), f32({3}, {1, 10, 100})});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TENSOR_NEAR(out[0], u8({5}, {4, 5, 4, 6, 3}));
+}
+
+TEST(QuantReference, BlockedDequantize) {
+  OneNode n("DequantizeLinear", 21);
+  n.attr("axis", Attribute::of_int(0)).attr("block_size", Attribute::of_int(2));
+  // Rows 0-1 use scale row 0, row 2 uses scale row 1: (x - zp) * scale.
+  auto out = run(n, {i8({3, 2}, {1, 2, 3, 4, 5, 6}), f32({2, 2}, {0.5, 2, 10, 100}), i8({2, 2}, {1, 0, 0, 6})});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TENSOR_NEAR(out[0], f32({3, 2}, {0, 4, 1, 8, 50, 0}));
+}
+
+TEST(QuantReference, NarrowAndWideIntegerOutputsSaturate) {
+  OneNode n4("QuantizeLinear", 21);
+  n4.attr("axis", Attribute::of_int(0));
+  auto out = run(n4, {f32({2, 3}, {-9.2, 7.5, 3.5, 1, -2.75, 4}), f32({2}, {1, 0.5}), typed(DType::kInt4, {2}, {0, -3})});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].dtype(), DType::kInt4);
+  EXPECT_TENSOR_NEAR(out[0], typed(DType::kInt4, {2, 3}, {-8, 7, 4, -1, -8, 5}));
+  OneNode n16("QuantizeLinear", 21);
+  out = run(n16, {f32({3}, {70000, -1.5, 2.5}), f32({}, {1}), typed(DType::kInt16, {}, {10})});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TENSOR_NEAR(out[0], typed(DType::kInt16, {3}, {32767, 8, 12}));
+  // output_dtype without a zero point.
+  OneNode od("QuantizeLinear", 21);
+  od.attr("output_dtype", Attribute::of_int(static_cast<int64_t>(DType::kInt4)));
+  out = run(od, {f32({2}, {-20, 3.5}), f32({}, {1})});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TENSOR_NEAR(out[0], typed(DType::kInt4, {2}, {-8, 4}));
+  // output_dtype contradicting the zero point is refused.
+  OneNode bad("QuantizeLinear", 21);
+  bad.attr("output_dtype", Attribute::of_int(static_cast<int64_t>(DType::kInt8)));
+  EXPECT_TRUE(test::contains(refusal(bad, {f32({2}, {1, 2}), f32({}, {1}), u8({}, {0})}), "differs from the zero point"));
+}
+
+TEST(QuantReference, FloatOutputsFollowCastSaturation) {
+  const Tensor x = f32({3}, {1000, -3.3, 0.1});
+  OneNode sat("QuantizeLinear", 21);
+  auto out = run(sat, {x, f32({}, {2}), typed(DType::kFloat8E4M3FN, {}, {0})});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TENSOR_NEAR(out[0], typed(DType::kFloat8E4M3FN, {3}, {448, -1.625, 0.05078125}));
+  OneNode nosat("QuantizeLinear", 21);
+  nosat.attr("saturate", Attribute::of_int(0));
+  out = run(nosat, {x, f32({}, {2}), typed(DType::kFloat8E4M3FN, {}, {0})});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(std::isnan(out[0].get(0)));
+  EXPECT_EQ(out[0].get(1), -1.625);
+  OneNode fp4("QuantizeLinear", 23);
+  fp4.attr("axis", Attribute::of_int(0));
+  out = run(fp4, {f32({3}, {1, 7, -0.3}), f32({1}, {2}), typed(DType::kFloat4E2M1, {1}, {0})});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TENSOR_NEAR(out[0], typed(DType::kFloat4E2M1, {3}, {0.5, 4, 0}));  // 3.5 ties to 4 (even)
+}
+
+TEST(QuantReference, PrecisionAttributeRoundsTheDivision) {
+  // 4097 is not a float16: with precision float16 it becomes 4096 before the division.
+  OneNode h("QuantizeLinear", 23);
+  h.attr("precision", Attribute::of_int(static_cast<int64_t>(DType::kFloat16)));
+  auto out = run(h, {f32({1}, {4097}), f32({}, {1}), typed(DType::kUInt16, {}, {0})});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TENSOR_NEAR(out[0], typed(DType::kUInt16, {1}, {4096}));
+  OneNode f("QuantizeLinear", 23);
+  out = run(f, {f32({1}, {4097}), f32({}, {1}), typed(DType::kUInt16, {}, {0})});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TENSOR_NEAR(out[0], typed(DType::kUInt16, {1}, {4097}));
+  OneNode bad("QuantizeLinear", 23);
+  bad.attr("precision", Attribute::of_int(static_cast<int64_t>(DType::kInt8)));
+  EXPECT_TRUE(test::contains(refusal(bad, {f32({1}, {1}), f32({}, {1})}), "precision 3"));
+}
+
+TEST(QuantReference, DequantizeSmallTypes) {
+  OneNode f8("DequantizeLinear", 21);
+  auto out = run(f8, {typed(DType::kFloat8E5M2, {2}, {1.0, -1.5}), f32({}, {2})});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TENSOR_NEAR(out[0], f32({2}, {2, -3}));
+  OneNode i4("DequantizeLinear", 21);
+  i4.attr("axis", Attribute::of_int(0));
+  // A one-element zero point with a scalar scale, as the onnx node tests write it.
+  out = run(i4, {typed(DType::kInt4, {3}, {-8, 7, 0}), f32({}, {0.5}), typed(DType::kInt4, {1}, {-1})});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TENSOR_NEAR(out[0], f32({3}, {-3.5, 4, 0.5}));
+  OneNode u2("DequantizeLinear", 23);
+  u2.attr("output_dtype", Attribute::of_int(static_cast<int64_t>(DType::kFloat16)));
+  out = run(u2, {typed(DType::kUInt2, {4}, {0, 1, 2, 3}), f32({}, {0.1}), typed(DType::kUInt2, {}, {1})});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TENSOR_NEAR(out[0], typed(DType::kFloat16, {4}, {-0.1, 0, 0.1, 0.2}));
+  // float8 zero points must be 0 (checked when constant).
+  OneNode nz("DequantizeLinear", 21);
+  nz.input(DType::kFloat8E4M3FN, {2}).input(DType::kFloat32, {}).constant(typed(DType::kFloat8E4M3FN, {}, {1}));
+  Status s = nz.build();
+  EXPECT_TRUE(test::contains(s.message(), "zero point of 0")) << s.message();
+}
+
+TEST(QuantReference, GpuLoweringRefusesWhatOnlyTheCpuComputes) {
+  auto lower_message = [](OneNode& n) {
+    Status s = n.build();
+    EXPECT_TRUE(s.is_ok()) << s.message();
+    if (!s.is_ok()) return std::string();
+    auto l = default_registry().find(n.built().op_type)->lower(n.built(), n.graph);
+    return l.is_ok() ? std::string() : l.status().message();
+  };
+  OneNode i4("QuantizeLinear", 21);
+  i4.input(DType::kFloat32, {4}).input(DType::kFloat32, {}).input(DType::kInt4, {});
+  std::string why = lower_message(i4);
+  EXPECT_TRUE(test::contains(why, "int4 has no GPU storage")) << why;
+  EXPECT_TRUE(test::contains(why, "(QuantizeLinear)")) << why;
+  OneNode blocked("DequantizeLinear", 21);
+  blocked.input(DType::kInt8, {4}).input(DType::kFloat32, {2}).attr("axis", Attribute::of_int(0)).attr("block_size", Attribute::of_int(2));
+  why = lower_message(blocked);
+  EXPECT_TRUE(test::contains(why, "blocked quantization")) << why;
+  OneNode i16("DequantizeLinear", 21);  // int16 has GPU storage: lowered to the template
+  i16.input(DType::kInt16, {4}).input(DType::kFloat32, {});
+  EXPECT_EQ(lower_message(i16), "");
+}
+
+}  // namespace
+}  // namespace aotc
+
+namespace aotc {
+namespace {
+
+// QLinearMatMul-21 with float16 scales: a_scale * b_scale / y_scale is computed in float16 (each
+// step rounded), as the onnx reference's numpy does: 0.1 * 0.3 / 0.0141 (as halves) = 2.126953125,
+// so a sum of 51 gives rint(108.47) = 108, where the float multiplier (2.1276...) would give 109.
+TEST(QuantReference, QLinearMatMulFloat16ScalesRoundInFloat16) {
+  auto h = [](double v) { return make_tensor(DType::kFloat16, {}, {v}); };
+  OneNode n("QLinearMatMul", 21);
+  auto out = run(n, {i8({1, 1}, {3}), h(0.1), i8({}, {0}), i8({1, 1}, {17}), h(0.3), i8({}, {0}), h(0.0141), i8({}, {0})});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TENSOR_NEAR(out[0], i8({1, 1}, {108}));
+  OneNode mixed("QLinearMatMul", 21);
+  std::string why = refusal(mixed, {i8({1, 1}, {3}), h(0.1), i8({}, {0}), i8({1, 1}, {17}), f32({}, {0.3}), i8({}, {0}),
+                                    h(0.0141), i8({}, {0})});
+  EXPECT_TRUE(test::contains(why, "share one dtype")) << why;
 }
 
 }  // namespace

@@ -46,6 +46,8 @@ std::vector<Case> cases() {
   add("ReduceMean f32 rows 130 (block)", [=](OneNode& n) { set_op(n, "ReduceMean").input(f32, {4, 130}).constant(i64({-1})); });
   add("ReduceMax f16 outer+inner (block)", [=](OneNode& n) { set_op(n, "ReduceMax").input(f16, {2, 3, 67}).constant(i64({0, 2})); });
   add("ReduceMin int32 all no keepdims", [=](OneNode& n) { set_op(n, "ReduceMin").input(DType::kInt32, {5, 4}).attr("keepdims", one(0)); });
+  add("ReduceMax bool rows", [=](OneNode& n) { set_op(n, "ReduceMax").input(DType::kBool, {5, 9}).constant(i64({1})); }, 20);
+  add("ReduceMin bool all (block)", [=](OneNode& n) { set_op(n, "ReduceMin").input(DType::kBool, {3, 70}).attr("keepdims", one(0)); }, 20);
   add("ReduceProd f64 axis 0", [=](OneNode& n) { set_op(n, "ReduceProd").input(f64, {3, 4}).constant(i64({0})); });
   add("ReduceL1 int64 last", [=](OneNode& n) { set_op(n, "ReduceL1").input(DType::kInt64, {3, 4, 5}).constant(i64({2})); });
   add("ReduceL2 f32 rows 70 (block)", [=](OneNode& n) { set_op(n, "ReduceL2").input(f32, {6, 70}).constant(i64({1})); });
@@ -87,6 +89,14 @@ std::vector<Case> cases() {
   }, 17, 2);
   add("InstanceNorm f32", [=](OneNode& n) { set_op(n, "InstanceNormalization").input(f32, {2, 3, 5, 7}).input(f32, {3}).input(f32, {3}); });
   add("InstanceNorm f16 67 channels", [=](OneNode& n) { set_op(n, "InstanceNormalization").input(f16, {1, 67, 3}).input(f16, {67}).input(f16, {67}); });
+  add("LpNormalization f32 p2 axis 1", [=](OneNode& n) { set_op(n, "LpNormalization").input(f32, {3, 7, 5}).attr("axis", one(1)); }, 22);
+  add("LpNormalization f16 p1 last axis", [=](OneNode& n) { set_op(n, "LpNormalization").input(f16, {4, 13}).attr("p", one(1)); }, 22);
+  add("GroupNorm f32 2 groups", [=](OneNode& n) {
+    set_op(n, "GroupNormalization").input(f32, {2, 6, 5, 3}).input(f32, {6}).input(f32, {6}).attr("num_groups", one(2));
+  }, 21);
+  add("GroupNorm f16 3 groups 1-D", [=](OneNode& n) {
+    set_op(n, "GroupNormalization").input(f16, {1, 9, 7}).input(f16, {9}).input(f16, {9}).attr("num_groups", one(3));
+  }, 21);
   add("Einsum bij,bjk->bik (matmul)", [=](OneNode& n) {
     set_op(n, "Einsum").input(f32, {3, 2, 5}).input(f32, {3, 5, 4}).attr("equation", Attribute::of_string("bij,bjk->bik"));
   });
@@ -125,6 +135,10 @@ std::vector<Case> cases() {
   add("Resize linear f32 align_corners sizes", [=](OneNode& n) {
     resize(n, f32, {1, 1, 4, 5}, "linear", "align_corners").absent().absent().constant(i64({1, 1, 7, 3}));
   });
+  add("Resize linear f32 not_smaller sizes", [=](OneNode& n) {
+    resize(n, f32, {1, 1, 4, 5}, "linear", "half_pixel").absent().absent().constant(i64({1, 1, 7, 3}))
+        .attr("keep_aspect_ratio_policy", Attribute::of_string("not_smaller"));
+  }, 18);
   add("Resize cubic f32 exclude_outside", [=](OneNode& n) {
     resize(n, f32, {1, 1, 5, 4}, "cubic", "half_pixel").absent().constant(f32s({1, 1, 0.6f, 1.75f}))
         .attr("exclude_outside", one(1)).attr("cubic_coeff_a", Attribute::of_float(-0.5f));
@@ -152,8 +166,9 @@ std::vector<Case> cases() {
 Tensor random_input(const Value& v, uint32_t seed) {
   Tensor t(v.dtype, v.shape);
   const bool is_unsigned = dtype_is_integer(v.dtype) && !dtype_is_signed(v.dtype);
-  const double lo = v.dtype == DType::kUInt8 || v.dtype == DType::kInt8 ? (is_unsigned ? 0 : -4) : is_unsigned ? 0 : -50;
-  const double hi = v.dtype == DType::kUInt8 || v.dtype == DType::kInt8 ? 4 : 50;
+  double lo = v.dtype == DType::kUInt8 || v.dtype == DType::kInt8 ? (is_unsigned ? 0 : -4) : is_unsigned ? 0 : -50;
+  double hi = v.dtype == DType::kUInt8 || v.dtype == DType::kInt8 ? 4 : 50;
+  if (v.dtype == DType::kBool) lo = 0, hi = 1.05;  // mostly false: some rows all false, some not
   std::vector<double> vals = test::lcg_values(t.numel(), dtype_is_float(v.dtype) ? -2 : lo, dtype_is_float(v.dtype) ? 2 : hi, seed);
   for (int64_t i = 0; i < t.numel(); ++i) {
     if (dtype_is_float(v.dtype)) t.set(i, vals[static_cast<size_t>(i)]);

@@ -96,6 +96,50 @@ TEST(Reduce, Refusals) {
   EXPECT_FALSE(boolean.build().is_ok());
 }
 
+// ReduceMax / ReduceMin-20 on bool: any / all; an empty reduction gives false / true.
+TEST(Reduce, BoolMaxIsAnyMinIsAll) {
+  Tensor x(DType::kBool, {2, 3});
+  const int v[6] = {0, 1, 0, 1, 1, 1};
+  for (int i = 0; i < 6; ++i) x.set_int(i, v[i]);
+  OneNode mx("ReduceMax", 20);
+  mx.input(DType::kBool, {2, 3}).constant(i64({1})).attr("keepdims", Attribute::of_int(0));
+  ASSERT_TRUE(mx.build().is_ok());
+  EXPECT_EQ(run1(mx, {x}), (std::vector<double>{1, 1}));
+  OneNode mn("ReduceMin", 20);
+  mn.input(DType::kBool, {2, 3}).constant(i64({1})).attr("keepdims", Attribute::of_int(0));
+  ASSERT_TRUE(mn.build().is_ok());
+  EXPECT_EQ(run1(mn, {x}), (std::vector<double>{0, 1}));
+  OneNode empty_max("ReduceMax", 20), empty_min("ReduceMin", 20);
+  empty_max.input(DType::kBool, {2, 0}).constant(i64({1})).attr("keepdims", Attribute::of_int(0));
+  empty_min.input(DType::kBool, {2, 0}).constant(i64({1})).attr("keepdims", Attribute::of_int(0));
+  ASSERT_TRUE(empty_max.build().is_ok());
+  ASSERT_TRUE(empty_min.build().is_ok());
+  EXPECT_EQ(run1(empty_max, {Tensor(DType::kBool, {2, 0})}), (std::vector<double>{0, 0}));
+  EXPECT_EQ(run1(empty_min, {Tensor(DType::kBool, {2, 0})}), (std::vector<double>{1, 1}));
+}
+
+// GroupNormalization-21: mean / variance over each (n, group), scale and bias per channel.
+TEST(GroupNorm, PerGroupStatisticsPerChannelScale) {
+  OneNode n("GroupNormalization", 21);
+  n.input(DType::kFloat32, {1, 4, 2}).input(DType::kFloat32, {4}).input(DType::kFloat32, {4})
+      .attr("num_groups", Attribute::of_int(2)).attr("epsilon", Attribute::of_float(0));
+  ASSERT_TRUE(n.build().is_ok());
+  // Group 0 = channels 0-1 = {0, 2, 4, 6}: mean 3, variance 5; group 1 = {1, 1, 1, 1}: variance 0 -> 0/0.
+  const double inv = 1 / std::sqrt(5.0);
+  std::vector<double> got = run1(n, {f32({1, 4, 2}, {0, 2, 4, 6, 1, 1, 1, 1}), f32({4}, {1, 2, 3, 4}), f32({4}, {0, 10, 0, 0})});
+  ASSERT_EQ(got.size(), 8u);
+  const double want[4] = {-3 * inv, -1 * inv, 10 + 2 * 1 * inv, 10 + 2 * 3 * inv};
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(got[static_cast<size_t>(i)], want[i], 1e-6) << i;
+  OneNode bad("GroupNormalization", 21);
+  bad.input(DType::kFloat32, {1, 4, 2}).input(DType::kFloat32, {4}).input(DType::kFloat32, {4}).attr("num_groups", Attribute::of_int(3));
+  Status s = bad.build();
+  EXPECT_TRUE(test::contains(s.message(), "num_groups 3 does not divide the 4 channels")) << s.message();
+  OneNode old("GroupNormalization", 18);  // per-group scale (opset 18)
+  old.input(DType::kFloat32, {1, 4, 2}).input(DType::kFloat32, {2}).input(DType::kFloat32, {2}).attr("num_groups", Attribute::of_int(2));
+  s = old.build();
+  EXPECT_TRUE(test::contains(s.message(), "per-group")) << s.message();
+}
+
 TEST(ArgMax, TiesFirstOrLast) {
   for (int last = 0; last < 2; ++last) {
     OneNode n("ArgMax");
@@ -144,6 +188,22 @@ TEST(InstanceNorm, PerChannelScaleAndBias) {
               {1 - 2 * inv, 1 + 2 * inv, -1 - 3 * inv, -1 + 3 * inv});
 }
 
+// LpNormalization-22: x / ||x||_p along the axis; a zero line stays zero.
+TEST(LpNormalization, L1L2AndZeroLines) {
+  OneNode l2("LpNormalization", 22);
+  l2.input(DType::kFloat32, {2, 2}).attr("axis", Attribute::of_int(0));
+  ASSERT_TRUE(l2.build().is_ok());
+  expect_near(run1(l2, {f32({2, 2}, {3, 0, -4, 0})}), {0.6, 0, -0.8, 0});
+  OneNode l1("LpNormalization", 22);
+  l1.input(DType::kFloat32, {1, 3}).attr("p", Attribute::of_int(1));
+  ASSERT_TRUE(l1.build().is_ok());
+  expect_near(run1(l1, {f32({1, 3}, {1, -2, 1})}), {0.25, -0.5, 0.25});
+  OneNode bad("LpNormalization", 22);
+  bad.input(DType::kFloat32, {2}).attr("p", Attribute::of_int(3));
+  Status s = bad.build();
+  EXPECT_NE(s.message().find("p 3 is not 1 or 2"), std::string::npos) << s.message();
+}
+
 TEST(Einsum, AttentionScoresMatchLoops) {
   OneNode n("Einsum");
   n.input(DType::kFloat32, {2, 3, 4}).input(DType::kFloat32, {2, 5, 4}).attr("equation", Attribute::of_string("bid,bjd->bij"));
@@ -181,6 +241,30 @@ TEST(ConvTranspose, HandComputed1dStride2) {
       .attr("auto_pad", Attribute::of_string("SAME_UPPER"));
   ASSERT_TRUE(same.build().is_ok());
   EXPECT_EQ(same.out().shape, (Shape{1, 2, 6, 6}));
+}
+
+// keep_aspect_ratio_policy: sizes 3x3 for a 2x4 image give scales 1.5 and 0.75; not_larger uses
+// 0.75 for both (2x4 -> round_half_up(1.5) x 3 = 2x3), not_smaller 1.5 (-> 3x6).
+TEST(Resize, KeepAspectRatioPolicies) {
+  for (const char* policy : {"not_larger", "not_smaller"}) {
+    OneNode n("Resize", 18);
+    n.input(DType::kFloat32, {1, 1, 2, 4}).absent().absent().constant(i64({3, 3}));
+    n.attr("axes", Attribute::of_ints({2, 3})).attr("keep_aspect_ratio_policy", Attribute::of_string(policy));
+    ASSERT_TRUE(n.build().is_ok()) << policy;
+    EXPECT_EQ(n.out().shape, (std::string(policy) == "not_larger" ? Shape{1, 1, 2, 3} : Shape{1, 1, 3, 6})) << policy;
+  }
+  // Nearest (asymmetric, floor) with the common scale 0.75: x_orig = o / 0.75 = 0, 1.33, 2.67.
+  OneNode v("Resize", 18);
+  v.input(DType::kFloat32, {1, 4}).absent().absent().constant(i64({3, 3}));
+  v.attr("keep_aspect_ratio_policy", Attribute::of_string("not_larger"))
+      .attr("coordinate_transformation_mode", Attribute::of_string("asymmetric")).attr("nearest_mode", Attribute::of_string("floor"));
+  ASSERT_TRUE(v.build().is_ok());
+  EXPECT_EQ(v.out().shape, (Shape{1, 3}));
+  expect_near(run1(v, {f32({1, 4}, {10, 20, 30, 40})}), {10, 20, 30});
+  OneNode bad("Resize", 18);
+  bad.input(DType::kFloat32, {2}).absent().absent().constant(i64({3})).attr("keep_aspect_ratio_policy", Attribute::of_string("fit"));
+  Status s = bad.build();
+  EXPECT_TRUE(test::contains(s.message(), "keep_aspect_ratio_policy 'fit'")) << s.message();
 }
 
 TEST(Resize, LinearHalfPixelUpsampleAndNearestModes) {

@@ -127,6 +127,26 @@ TEST(Pad, AxesInputRuntimeValueAndLegacyAttributes) {
   EXPECT_TRUE(test::contains(s.message(), "must be a constant")) << s.message();
 }
 
+// CenterCropPad-18 imports as Pad with centred pads: crop 5 -> 2 starts at 1 ((5 - 2) // 2), pad
+// 2 -> 5 puts 1 zero before and 2 after (the odd element at the end).
+TEST(CenterCropPad, CentredCropAndPadAsPad) {
+  OneNode n("CenterCropPad", 18);
+  n.input(DType::kFloat32, {5, 2}).constant(i64({2, 5}));
+  ASSERT_TRUE(n.build().is_ok());
+  EXPECT_EQ(n.built().op_type, "Pad");
+  EXPECT_EQ(n.out().shape, (Shape{2, 5}));
+  EXPECT_EQ(run1(n, {iota({5, 2})}), (std::vector<double>{0, 2.5, 3.5, 0, 0, 0, 4.5, 5.5, 0, 0}));  // iota: i + 0.5
+  OneNode axes("CenterCropPad", 18);  // only the last axis, negative
+  axes.input(DType::kFloat32, {2, 4}).constant(i64({1})).attr("axes", Attribute::of_ints({-1}));
+  ASSERT_TRUE(axes.build().is_ok());
+  EXPECT_EQ(axes.out().shape, (Shape{2, 1}));
+  EXPECT_EQ(run1(axes, {iota({2, 4})}), (std::vector<double>{1.5, 5.5}));
+  OneNode runtime("CenterCropPad", 18);
+  runtime.input(DType::kFloat32, {2, 4}).input(DType::kInt64, {2});
+  Status s = runtime.build();
+  EXPECT_NE(s.message().find("(CenterCropPad): input 1 must be a constant"), std::string::npos) << s.message();
+}
+
 TEST(Range, CountsAndValues) {
   auto range = [](Tensor a, Tensor b, Tensor c, Status* st) {
     OneNode n("Range");
@@ -149,6 +169,22 @@ TEST(Range, CountsAndValues) {
   OneNode rt("Range");
   rt.input(DType::kInt64, {}).constant(Tensor::scalar_int64(4)).constant(Tensor::scalar_int64(1));
   EXPECT_FALSE(rt.build().is_ok());
+  // float16 / bfloat16: start + i * delta in float, rounded to the type (0.1 is not a half).
+  for (DType t : {DType::kFloat16, DType::kBFloat16}) {
+    Tensor s16(t, {}), l16(t, {}), d16(t, {});
+    s16.set(0, 1);
+    l16.set(0, 1.5);
+    d16.set(0, 0.1);
+    std::vector<double> got = range(s16, l16, d16, &s);
+    ASSERT_TRUE(s.is_ok()) << s.message();
+    const float d = static_cast<float>(d16.get(0));  // 0.0999755859375 (half), 0.10009765625 (bfloat16)
+    ASSERT_EQ(got.size(), t == DType::kFloat16 ? 6u : 5u) << dtype_name(t);  // ceil(0.5 / d)
+    for (size_t i = 0; i < got.size(); ++i) {
+      Tensor want(t, {});
+      want.set(0, 1.0f + static_cast<float>(i) * d);
+      EXPECT_EQ(got[i], want.get(0)) << dtype_name(t) << " element " << i;
+    }
+  }
 }
 
 TEST(Trilu, UpperLowerWithK) {
@@ -203,6 +239,32 @@ TEST(CumSum, ExclusiveReverseAxes) {
   OneNode i8("CumSum");
   i8.input(DType::kInt8, {3}).constant(Tensor::scalar_int64(0));
   EXPECT_FALSE(i8.build().is_ok());
+}
+
+// CumProd (opset 26): the running product, 1 before the first element when exclusive.
+TEST(CumProd, ExclusiveReverseAxesAndWrap) {
+  auto cp = [](int exclusive, int reverse) {
+    OneNode n("CumProd", 26);
+    n.input(DType::kInt64, {4}).constant(Tensor::scalar_int64(0)).attr("exclusive", Attribute::of_int(exclusive))
+        .attr("reverse", Attribute::of_int(reverse));
+    EXPECT_TRUE(n.build().is_ok());
+    return run1(n, {i64({2, 3, -1, 5})});
+  };
+  EXPECT_EQ(cp(0, 0), (std::vector<double>{2, 6, -6, -30}));
+  EXPECT_EQ(cp(1, 0), (std::vector<double>{1, 2, 6, -6}));
+  EXPECT_EQ(cp(0, 1), (std::vector<double>{-30, -15, -5, 5}));
+  EXPECT_EQ(cp(1, 1), (std::vector<double>{-15, -5, 5, 1}));
+  OneNode f("CumProd", 26);  // along axis 0 of a 2x2
+  f.input(DType::kFloat32, {2, 2}).constant(Tensor::scalar_int64(0));
+  ASSERT_TRUE(f.build().is_ok());
+  EXPECT_EQ(run1(f, {Tensor::from_floats({2, 2}, {1.5f, -2, 4, 0.5f})}), (std::vector<double>{1.5, -2, 6, -1}));
+  OneNode wrap("CumProd", 26);  // int32 products wrap: 65536 * 65536 = 2^32 = 0 mod 2^32
+  wrap.input(DType::kInt32, {2}).constant(Tensor::scalar_int64(0));
+  ASSERT_TRUE(wrap.build().is_ok());
+  Tensor w(DType::kInt32, {2});
+  w.set_int(0, 65536);
+  w.set_int(1, 65536);
+  EXPECT_EQ(run1(wrap, {w}), (std::vector<double>{65536, 0}));
 }
 
 TEST(DepthSpace, SpecFormulasAndRoundTrip) {

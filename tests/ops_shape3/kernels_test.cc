@@ -86,6 +86,12 @@ std::vector<KernelCase> kernel_cases() {
   add("CumSum f64 axis -1 reverse", 17, 1, 0, [](OneNode& n) {
     n.input(DType::kFloat64, {3, 11}).constant(Tensor::scalar_int64(-1)).attr("reverse", Attribute::of_int(1));
   });
+  add("CumProd f32 axis 0", 26, 1, 0, [=](OneNode& n) { n.input(f32, {5, 7}).constant(Tensor::scalar_int64(0)); });
+  add("CumProd int32 reverse exclusive", 26, 1, 0, [](OneNode& n) {
+    n.input(DType::kInt32, {3, 13}).constant(Tensor::scalar_int64(1)).attr("reverse", Attribute::of_int(1))
+        .attr("exclusive", Attribute::of_int(1));
+  });
+  add("CumProd f16 axis -1", 26, 1, 0, [=](OneNode& n) { n.input(f16, {2, 9}).constant(Tensor::scalar_int64(-1)); });
   add("DepthToSpace f32 DCR", 17, 1, 0, [=](OneNode& n) {
     n.input(f32, {1, 8, 3, 5}).attr("blocksize", Attribute::of_int(2));
   });

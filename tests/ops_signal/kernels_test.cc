@@ -76,6 +76,19 @@ std::vector<Case> cases() {
           set_op(n, "GridSample").input(f32, {2, 3, 5, 7}).input(f32, {2, 4, 3, 2}).attr("mode", str(mode))
               .attr("padding_mode", str(pad)).attr("align_corners", one(align));
         }, 16);
+  add("AffineGrid f32 2-D", [=](OneNode& n) {
+    set_op(n, "AffineGrid").input(f32, {2, 2, 3}).constant(Tensor::from_int64s({4}, {2, 3, 5, 7}));
+  }, 20);
+  add("AffineGrid f16 3-D align_corners", [=](OneNode& n) {
+    set_op(n, "AffineGrid").input(f16, {1, 3, 4}).constant(Tensor::from_int64s({5}, {1, 1, 3, 1, 4})).attr("align_corners", one(1));
+  }, 20);
+  add("Col2Im f32 2-D strides pads dilations", [=](OneNode& n) {
+    set_op(n, "Col2Im").input(f32, {2, 3 * 6, 12}).constant(Tensor::from_int64s({2}, {7, 5})).constant(Tensor::from_int64s({2}, {2, 3}))
+        .attr("strides", Attribute::of_ints({2, 1})).attr("dilations", Attribute::of_ints({2, 1})).attr("pads", Attribute::of_ints({1, 0, 0, 1}));
+  }, 18);
+  add("Col2Im f16 3-D", [=](OneNode& n) {
+    set_op(n, "Col2Im").input(f16, {1, 2 * 8, 24}).constant(Tensor::from_int64s({3}, {3, 4, 5})).constant(Tensor::from_int64s({3}, {2, 2, 2}));
+  }, 18);
   add("GridSample f16 bilinear", [=](OneNode& n) { set_op(n, "GridSample").input(f16, {1, 2, 4, 3}).input(f16, {1, 5, 2, 2}); }, 16);
   add("RoiAlign avg half_pixel adaptive grid", [=](OneNode& n) {
     set_op(n, "RoiAlign").input(f32, {2, 3, 11, 7}).constant(Tensor::from_floats({3, 4}, {0, 0, 6, 10, 1.5f, 2, 5, 4, -1, 3, 9, 12}))

@@ -103,6 +103,54 @@ TEST(SignalReference, StftFramesOfConstantSignal) {
   for (int64_t i = 0; i < y.numel(); ++i) EXPECT_NEAR(y.get(i), i % 6 == 0 ? 4.0 : 0.0, 1e-6) << i;
 }
 
+// AffineGrid-20: identity theta gives the normalised coordinates themselves; a translation adds.
+// 2 x 3 grid, align_corners 0: x = -1 + (2i + 1) / 3 = -2/3, 0, 2/3; y = -1/2, 1/2.
+TEST(SignalReference, AffineGridIdentityAndTranslation) {
+  OneNode n("AffineGrid", 20);
+  n.input(DType::kFloat32, {1, 2, 3}).constant(i64s({4}, {1, 1, 2, 3}));
+  Tensor g = run1(n, {Tensor::from_floats({1, 2, 3}, {1, 0, 0.5f, 0, 1, 0})});  // x' = x + 0.5
+  ASSERT_EQ(g.shape(), (Shape{1, 2, 3, 2}));
+  const double want[12] = {-2.0 / 3 + 0.5, -0.5, 0.5, -0.5, 2.0 / 3 + 0.5, -0.5,
+                           -2.0 / 3 + 0.5, 0.5,  0.5, 0.5,  2.0 / 3 + 0.5, 0.5};
+  for (int64_t i = 0; i < 12; ++i) EXPECT_NEAR(g.get(i), want[i], 1e-6) << i;
+  // 3-D, align_corners 1: D = 1 gives z = -1; H = W = 2 give -1 and 1. theta swaps x and z.
+  OneNode d3("AffineGrid", 20);
+  d3.input(DType::kFloat32, {1, 3, 4}).constant(i64s({5}, {1, 1, 1, 2, 2})).attr("align_corners", Attribute::of_int(1));
+  Tensor h = run1(d3, {Tensor::from_floats({1, 3, 4}, {0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0, 0})});
+  ASSERT_EQ(h.shape(), (Shape{1, 1, 2, 2, 3}));
+  const double want3[12] = {-1, -1, -1, -1, -1, 1, -1, 1, -1, -1, 1, 1};
+  for (int64_t i = 0; i < 12; ++i) EXPECT_EQ(h.get(i), want3[i]) << i;
+  OneNode bad("AffineGrid", 20);
+  bad.input(DType::kFloat32, {2, 2, 3}).constant(i64s({4}, {1, 1, 2, 3}));
+  Status s = bad.build();
+  EXPECT_NE(s.message().find("size's N 1 differs from theta's 2"), std::string::npos) << s.message();
+}
+
+// Col2Im-18 (PyTorch's fold): a 1-D image of 5 with blocks of 2 (stride 1, 4 blocks); pixel p sums
+// row 0 at block p and row 1 at block p - 1: [1, 2+10, 3+20, 4+30, 40].
+TEST(SignalReference, Col2ImSumsOverlappingBlocks) {
+  OneNode n("Col2Im", 18);
+  n.input(DType::kFloat32, {1, 2, 4}).constant(i64s({1}, {5})).constant(i64s({1}, {2}));
+  Tensor y = run1(n, {Tensor::from_floats({1, 2, 4}, {1, 2, 3, 4, 10, 20, 30, 40})});
+  ASSERT_EQ(y.shape(), (Shape{1, 1, 5}));
+  const double want[5] = {1, 12, 23, 34, 40};
+  for (int64_t i = 0; i < 5; ++i) EXPECT_EQ(y.get(i), want[i]) << i;
+  // 2-D, stride 2, pads 1 on each side: image 3x3, block 2x2 -> blocks (3 + 2 - 1 - 1) / 2 + 1 = 2
+  // per axis; every pixel is covered exactly once, so a column of ones folds back to ones.
+  OneNode s("Col2Im", 18);
+  s.input(DType::kFloat32, {1, 4, 4}).constant(i64s({2}, {3, 3})).constant(i64s({2}, {2, 2}))
+      .attr("strides", Attribute::of_ints({2, 2})).attr("pads", Attribute::of_ints({1, 1, 1, 1}));
+  Tensor ones(DType::kFloat32, {1, 4, 4});
+  for (int64_t i = 0; i < 16; ++i) ones.set(i, 1);
+  Tensor z = run1(s, {ones});
+  ASSERT_EQ(z.shape(), (Shape{1, 1, 3, 3}));
+  for (int64_t i = 0; i < 9; ++i) EXPECT_EQ(z.get(i), 1.0) << i;
+  OneNode bad("Col2Im", 18);
+  bad.input(DType::kFloat32, {1, 2, 3}).constant(i64s({1}, {5})).constant(i64s({1}, {2}));
+  Status st = bad.build();
+  EXPECT_NE(st.message().find("is not the number of sliding blocks, 4"), std::string::npos) << st.message();
+}
+
 TEST(SignalReference, DetKnownMatrices) {
   OneNode n("Det");
   n.input(DType::kFloat32, {3, 2, 2});

@@ -8,6 +8,23 @@
 namespace aotc {
 namespace {
 
+// The sub-16-bit types parse by their ONNX names, constants through their encode (int4 wraps).
+TEST(TextIr, SmallStorageTypes) {
+  auto g = parse_text_ir(R"(
+    graph small (opset 21)
+    input  %x : float8e4m3fn[3]
+    const  %q : int4[2] = [7, -8]
+    %y : float[?] = Cast(%x) {to=1}
+    output %y
+  )");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  EXPECT_EQ(g->value(g->inputs[0]).dtype, DType::kFloat8E4M3FN);
+  const Value& q = g->value(g->find_value("q"));
+  EXPECT_EQ(q.dtype, DType::kInt4);
+  EXPECT_EQ(q.constant->to_int64s(), (std::vector<int64_t>{7, -8}));
+  EXPECT_FALSE(parse_text_ir("graph g (opset 21)\n input %x : float6e2m3[3]\n output %x\n").is_ok());
+}
+
 TEST(TextIr, ParsesValuesNodesAttributesAndNames) {
   auto g = parse_text_ir(R"(
     graph tiny (opset 13)

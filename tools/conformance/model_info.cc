@@ -23,14 +23,14 @@ const std::map<std::string, std::vector<int>> kShapeInputSlots = {
     {"ConstantOfShape", {0}}, {"Range", {0, 1, 2}},     {"Slice", {1, 2, 3, 4}},
     {"Pad", {1, 3}},         {"Resize", {1, 2, 3}},    {"Upsample", {1}},
     {"TopK", {1}},           {"Squeeze", {1}},         {"Unsqueeze", {1}},
-    {"Split", {1}},          {"CumSum", {1}},          {"OneHot", {1}},
+    {"Split", {1}},          {"CumSum", {1}},          {"CumProd", {1}},         {"OneHot", {1}},
     {"ReduceSum", {1}},      {"ReduceMean", {1}},      {"ReduceMax", {1}},
     {"ReduceMin", {1}},      {"ReduceProd", {1}},      {"ReduceL1", {1}},
     {"ReduceL2", {1}},       {"ReduceLogSum", {1}},    {"ReduceLogSumExp", {1}},
     {"ReduceSumSquare", {1}}, {"MaxUnpool", {2}},      {"CenterCropPad", {1}},
     {"Col2Im", {1, 2}},      {"BlackmanWindow", {0}},  {"HannWindow", {0}},
     {"HammingWindow", {0}},  {"DFT", {1}},             {"STFT", {1, 3}},
-    {"MelWeightMatrix", {0, 1, 2, 3, 4}},
+    {"MelWeightMatrix", {0, 1, 2, 3, 4}}, {"AffineGrid", {1}},
 };
 
 // (op, input index) read for the dtype only: bound as constants like the shape slots, so the
@@ -184,6 +184,41 @@ Expected<ModelInfo> read_model_info(const std::string& model_path) {
     if ((used && shape_only) || (!used && !outputs.count(name))) info.constant_inputs.push_back(static_cast<int>(i));
     else if (used && slot_only) info.attribute_inputs.push_back(static_cast<int>(i));
   }
+
+  // A small input (rank <= 1, at most 16 elements) whose value reaches a shape slot through other
+  // nodes (a window length through Cast/Sub into Range's limit, a crop shape through arithmetic
+  // into Pad's pads) decides an output shape as well: bound too. Values flow backwards from the
+  // slots through every node except Shape and Size, which read only their input's shape.
+  std::set<std::string> decides_shape;
+  for (const auto& node : graph.node())
+    for (int k = 0; k < node.input_size(); ++k)
+      if (in_table(kShapeInputSlots, node, k)) decides_shape.insert(node.input(k));
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (int n = graph.node_size() - 1; n >= 0; --n) {
+      const onnx::NodeProto& node = graph.node(n);
+      if (node.domain().empty() && (node.op_type() == "Shape" || node.op_type() == "Size")) continue;
+      bool feeds = false;
+      for (const auto& out : node.output()) feeds = feeds || decides_shape.count(out);
+      if (!feeds) continue;
+      for (const auto& in : node.input())
+        if (!in.empty() && decides_shape.insert(in).second) grew = true;
+    }
+  }
+  std::set<int> bound(info.constant_inputs.begin(), info.constant_inputs.end());
+  for (size_t i = 0; i < info.input_names.size(); ++i) {
+    if (bound.count(static_cast<int>(i)) || !decides_shape.count(info.input_names[i]) || !info.input_static[i]) continue;
+    const onnx::ValueInfoProto* vi = nullptr;
+    for (const auto& v : graph.input())
+      if (v.name() == info.input_names[i]) vi = &v;
+    if (!vi) continue;
+    const auto& dims = vi->type().tensor_type().shape().dim();
+    if (dims.size() > 1 || (dims.size() == 1 && dims.Get(0).dim_value() > 16)) continue;
+    info.constant_inputs.push_back(static_cast<int>(i));
+    info.attribute_inputs.erase(std::remove(info.attribute_inputs.begin(), info.attribute_inputs.end(), static_cast<int>(i)),
+                                info.attribute_inputs.end());
+  }
+  std::sort(info.constant_inputs.begin(), info.constant_inputs.end());
   info.expanded = model_path.find("_expanded") != std::string::npos;
   return info;
 }
