@@ -140,9 +140,12 @@ def type_cases(c):
           "error", "And's T is bool", node="bad_node")
     c.add("types", "where_cond_float", one_node("Where", None, ([4], [4], [4]), [4]),
           "error", "Where's condition is bool", node="bad_node")
-    for t in [0, 99, 17, -3]:
+    for t in [0, 99, 1000, -3]:
         c.add("types", f"cast_to_{t if t >= 0 else 'neg'}", one_node("Cast", {"to": t}, ([4],), [4]),
-              "error", "Cast's `to` must be a supported TensorProto.DataType", node="bad_node")
+              "error", "Cast's `to` must be a TensorProto.DataType", node="bad_node")
+    # 17 (FLOAT8E4M3FN) is a valid target; the declared float output then contradicts it.
+    c.add("types", "cast_to_17", one_node("Cast", {"to": 17}, ([4],), [4]),
+          "error", "Cast to float8e4m3fn makes float8; the declared float output contradicts it")
     c.add("types", "output_declared_wrong_dtype", one_node("Relu", None, ([4],), [4], out_dtype=I64),
           "error", "Relu of float is float; the declared int64 output contradicts it")
     for t in [0, 99, -1]:
