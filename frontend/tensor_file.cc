@@ -229,4 +229,11 @@ Status save_npy(const std::string& path, const Tensor& tensor) {
   return write_file(path, out);
 }
 
+Expected<Tensor> load_tensor_file(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return Status::error("cannot read '" + escape_for_message(path) + "': no such file");
+  const bool npy = path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0;
+  return npy ? load_npy(path) : load_tensor_pb(path);
+}
+
 }  // namespace aotc

@@ -14,6 +14,8 @@ Expected<Tensor> load_tensor_pb(const std::string& path);
 Expected<Tensor> load_tensor_pb(const std::string& path, std::string* name);
 Status save_tensor_pb(const std::string& path, const Tensor& tensor, const std::string& name = "");
 Expected<Tensor> load_npy(const std::string& path);
+// A .npy file by its extension, else a TensorProto .pb (aotc-run's inputs, calibration samples).
+Expected<Tensor> load_tensor_file(const std::string& path);
 Status save_npy(const std::string& path, const Tensor& tensor);
 
 }  // namespace aotc

@@ -188,4 +188,10 @@ std::vector<double> Tensor::to_doubles() const {
   return v;
 }
 
+Tensor convert_tensor(const Tensor& t, DType to) {
+  Tensor out(to, t.shape());
+  for (int64_t i = 0; i < t.numel(); ++i) out.set(i, t.get(i));
+  return out;
+}
+
 }  // namespace aotc

@@ -69,4 +69,8 @@ class Tensor {
   std::vector<uint8_t> bytes_;
 };
 
+// `t`'s elements in another dtype through double (Tensor::get / set): exact widening of floats,
+// round to nearest even when narrowing to 16 bits (the precision pass, aotc-run's --io-dtype I/O).
+Tensor convert_tensor(const Tensor& t, DType to);
+
 }  // namespace aotc

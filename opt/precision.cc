@@ -156,9 +156,7 @@ class PrecisionRewriter {
   std::shared_ptr<const Tensor> converted(ValueId v) {
     auto it = converted_.find(v);
     if (it != converted_.end()) return it->second;
-    const Tensor& src = *g_.value(v).constant;
-    auto t = std::make_shared<Tensor>(low_, src.shape());
-    for (int64_t i = 0; i < src.numel(); ++i) t->set(i, src.get(i));
+    auto t = std::make_shared<Tensor>(convert_tensor(*g_.value(v).constant, low_));
     converted_[v] = t;
     return t;
   }

@@ -275,7 +275,7 @@ int run_main(const std::vector<std::string>& args) {
     // A 16-bit output (--io-dtype) against float32 expectations: compared widened (exactly).
     const bool widen = (*expected)[i].dtype() == DType::kFloat32 &&
                        (outputs[i].dtype() == DType::kFloat16 || outputs[i].dtype() == DType::kBFloat16);
-    r.result = compare_tensors(widen ? convert_float_tensor(outputs[i], DType::kFloat32) : outputs[i],
+    r.result = compare_tensors(widen ? convert_tensor(outputs[i], DType::kFloat32) : outputs[i],
                                (*expected)[i], tol);
     pass = pass && r.result.pass;
     if (!o.quiet || !r.result.pass) {

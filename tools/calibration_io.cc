@@ -13,15 +13,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-Expected<Tensor> load_any(const std::string& path) {
-  if (ends_with(path, ".npy")) return load_npy(path);
-  return load_tensor_pb(path);
-}
-
 // Stacks `parts` (same dtype, same shape [b, ...]) along dimension 0.
 Tensor stack(const std::vector<Tensor>& parts, const Shape& shape) {
   Tensor out(parts[0].dtype(), shape);
@@ -48,7 +39,8 @@ Expected<std::vector<std::vector<Tensor>>> load_calibration_batches(const std::s
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
     if (e.is_directory(ec) && name.rfind("test_data_set_", 0) == 0) sets.push_back(e.path().string());
-    else if (e.is_regular_file(ec) && (ends_with(name, ".npy") || ends_with(name, ".pb"))) files.push_back(e.path().string());
+    else if (e.is_regular_file(ec) && (e.path().extension() == ".npy" || e.path().extension() == ".pb"))
+      files.push_back(e.path().string());
   }
   if (ec) return Status::error("cannot list --calib '" + escape_for_message(dir) + "': " + ec.message());
   std::sort(sets.begin(), sets.end());
@@ -71,11 +63,11 @@ Expected<std::vector<std::vector<Tensor>>> load_calibration_batches(const std::s
   // Per input: how many samples make one batch (the model's leading dimension / the sample's).
   std::vector<std::vector<Tensor>> batches;
   std::vector<std::vector<Tensor>> pending(num_inputs);
-  int64_t per_batch = -1, used = 0;
+  int64_t per_batch = -1;
   for (size_t s = 0; s < samples.size(); ++s) {
     std::vector<Tensor> loaded;
     for (size_t k = 0; k < num_inputs; ++k) {
-      auto t = load_any(samples[s][k]);
+      auto t = load_tensor_file(samples[s][k]);
       if (!t) return Status::error("calibration sample '" + escape_for_message(samples[s][k]) + "': " + t.status().message());
       const Value& in = graph.value(graph.inputs[k]);
       if (t->dtype() != in.dtype)
@@ -101,7 +93,6 @@ Expected<std::vector<std::vector<Tensor>>> load_calibration_batches(const std::s
       loaded.push_back(std::move(*t));
     }
     for (size_t k = 0; k < num_inputs; ++k) pending[k].push_back(std::move(loaded[k]));
-    ++used;
     if (static_cast<int64_t>(pending[0].size()) == per_batch) {
       std::vector<Tensor> batch;
       for (size_t k = 0; k < num_inputs; ++k) {
@@ -120,7 +111,6 @@ Expected<std::vector<std::vector<Tensor>>> load_calibration_batches(const std::s
     const int64_t left = static_cast<int64_t>(samples.size()) - static_cast<int64_t>(batches.size()) * per_batch;
     if (left > 0) *note += "; " + std::to_string(left) + " sample(s) not used";
   }
-  (void)used;
   return batches;
 }
 

@@ -11,17 +11,7 @@
 
 namespace aotc {
 
-Tensor convert_float_tensor(const Tensor& t, DType to) {
-  Tensor out(to, t.shape());
-  for (int64_t i = 0; i < t.numel(); ++i) out.set(i, t.get(i));
-  return out;
-}
-
 namespace {
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 bool file_exists(const std::string& path) {
   struct stat st;
@@ -67,11 +57,6 @@ Expected<std::pair<int, std::string>> resolve_spec(const std::string& spec, cons
 
 }  // namespace
 
-Expected<Tensor> load_tensor_file(const std::string& path) {
-  if (!file_exists(path)) return Status::error("cannot read '" + escape_for_message(path) + "': no such file");
-  return ends_with(path, ".npy") ? load_npy(path) : load_tensor_pb(path);
-}
-
 Expected<std::vector<Tensor>> gather_inputs(const RunOptions& options, const AbiLibrary& lib,
                                             std::vector<std::string>* sources) {
   size_t n = lib.inputs.size();
@@ -113,7 +98,7 @@ Expected<std::vector<Tensor>> gather_inputs(const RunOptions& options, const Abi
     // its input dtype (to nearest even), as the caller of such a library would.
     if (t->dtype() == DType::kFloat32 && t->shape() == lib.inputs[i].shape &&
         (lib.inputs[i].dtype == DType::kFloat16 || lib.inputs[i].dtype == DType::kBFloat16)) {
-      *t = convert_float_tensor(*t, lib.inputs[i].dtype);
+      *t = convert_tensor(*t, lib.inputs[i].dtype);
       source += " (float32 rounded to " + dtype_name(lib.inputs[i].dtype) + ")";
     }
     AOTC_RETURN_IF_ERROR(check_matches(*t, lib.inputs[i], what, paths[i]));

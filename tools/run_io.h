@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "frontend/tensor_file.h"  // load_tensor_file
 #include "ir/status.h"
 #include "ir/tensor.h"
 #include "tools/abi_library.h"
@@ -13,8 +14,6 @@
 
 namespace aotc {
 
-// .npy by extension, otherwise an ONNX TensorProto (.pb).
-Expected<Tensor> load_tensor_file(const std::string& path);
 
 // One tensor per library input, in order; `sources` says where each came from ("random (seed 1)").
 Expected<std::vector<Tensor>> gather_inputs(const RunOptions& options, const AbiLibrary& lib,
@@ -25,9 +24,5 @@ Expected<std::vector<Tensor>> gather_expected(const RunOptions& options, const A
 
 // DIR/output_K.pb (named like the output) and DIR/output_K.npy; creates DIR if needed.
 Status write_outputs(const std::string& dir, const AbiLibrary& lib, const std::vector<Tensor>& outputs);
-
-// `t` (a floating-point tensor) in another floating-point dtype: exact widening, or rounding to
-// nearest even (Tensor::set) when narrowing.
-Tensor convert_float_tensor(const Tensor& t, DType to);
 
 }  // namespace aotc

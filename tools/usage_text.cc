@@ -30,7 +30,7 @@ options:
                            model (default): inputs and outputs keep the model's declared dtypes
                            (float32 I/O, converted inside the library); fp16 / bf16 (with the same
                            --precision): float32 inputs and outputs become 16-bit in the ABI (the
-                           header states each dtype), saving the conversions and half the copies
+                           header states each dtype): no conversion kernels, half the I/O bytes
   --keep-fp32 NODE|OP      keep these nodes (by name) or op types in fp32 (comma list, repeatable)
   --conv-config NAME       force one CUTLASS convolution configuration for the convolutions of its
                            kind (tc*: fp16/bf16 tensor cores, simt*: fp32; for measuring; the
