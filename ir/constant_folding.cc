@@ -42,6 +42,14 @@ Expected<bool> try_fold_node(const Node& node, Graph& graph, const OpRegistry& r
       if (node.inputs[i] != kNoValue && !graph.value(node.inputs[i]).is_constant()) shape_fold = false;
   }
   if (!(all_constant || shape_fold)) return false;
+  // An expanding fold (a fill, Expand, Tile, Range: a few bytes in, megabytes out) only moves work
+  // from a GPU kernel into the weight blob, the .so and the compile's memory; the op runs instead.
+  if (all_constant && def->lower && bytes > kMaxExpandingFoldBytes) {
+    int64_t in_bytes = 0;
+    for (ValueId in : node.inputs)
+      if (in != kNoValue) in_bytes += graph.value(in).byte_size();
+    if (bytes > kExpandingFoldRatio * in_bytes) return false;
+  }
   if (graph.folded_bytes + bytes > graph.max_folded_bytes_total)
     return Status::error("constant folding: this output (" + std::to_string(bytes) + " bytes) would take the folded "
                          "constants past " + std::to_string(graph.max_folded_bytes_total >> 20) +

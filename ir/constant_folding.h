@@ -14,6 +14,10 @@ namespace aotc {
 // to run on the GPU. The sum over all folds is capped by Graph::max_folded_bytes_total (2 GiB):
 // beyond it folding is an error.
 constexpr int64_t kMaxFoldedBytes = 64LL << 20;
+// A node whose constant inputs are kExpandingFoldRatio times smaller than its output, and whose
+// output is over kMaxExpandingFoldBytes, runs on the GPU instead of folding (it has a kernel).
+constexpr int64_t kMaxExpandingFoldBytes = 1LL << 20;
+constexpr int64_t kExpandingFoldRatio = 16;
 
 // If every input of `node` is constant, or the op is shape-only (OpTraits::shape_only) and its
 // input shapes are known, evaluates it and stores each output in its Value::constant. Nodes with

@@ -66,6 +66,28 @@ TEST(FoldConstants, DoesNotFoldOutputsAbove64MiB) {
   EXPECT_EQ(g.nodes.size(), 1u);
 }
 
+TEST(FoldConstants, ExpandingFillsAboveOneMiBRunOnTheGpuSmallOnesFold) {
+  // ConstantOfShape: 8 bytes of shape in, 2 MiB out (kExpandingFoldRatio and
+  // kMaxExpandingFoldBytes): left as a node; the same op at 1 KiB folds.
+  AOTC_REQUIRE_OPS("ConstantOfShape");
+  for (int64_t n : {int64_t{256}, (kMaxExpandingFoldBytes / 4) * 2}) {
+    Graph g;
+    g.opset = 17;
+    Tensor shape(DType::kInt64, {1});
+    shape.set(0, static_cast<double>(n));
+    ValueId s = g.add_constant("s", shape);
+    ValueId a = g.add_value("a");
+    g.nodes.push_back(Node{"fill", "ConstantOfShape", "", {s}, {a}, {}});
+    g.outputs = {a};
+    ASSERT_TRUE(infer_shapes(g).is_ok());
+    auto changed = fold_constants(g);
+    ASSERT_TRUE(changed.is_ok());
+    const bool small = n * 4 <= kMaxExpandingFoldBytes;
+    EXPECT_EQ(*changed, small) << n;
+    EXPECT_EQ(g.nodes.size(), small ? 0u : 1u) << n;
+  }
+}
+
 TEST(FoldConstants, ShapeOfARuntimeInputFolds) {
   AOTC_REQUIRE_OPS("Shape");
   AOTC_BUILD(g, R"(
