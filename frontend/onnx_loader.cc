@@ -387,7 +387,7 @@ Status Importer::import_node(const onnx::NodeProto& proto) {
   AOTC_RETURN_IF_ERROR(infer_node(node, graph_));
   // Shape subgraphs fold here, while importing: later nodes (Reshape, Expand, Slice...) need
   // their shape inputs as constants to infer at all. A folded node leaves only constants behind.
-  Expected<bool> folded = try_fold_node(node, graph_);
+  Expected<bool> folded = try_fold_node(node, graph_, default_registry(), /*importing=*/true);
   if (!folded) return node_error(node, folded.status().message());
   // Only now are the outputs visible to later nodes: a failed node defines nothing.
   for (int k = 0; k < proto.output_size(); ++k)

@@ -24,10 +24,10 @@ int64_t output_bytes(const Node& node, const Graph& graph) {
 
 }  // namespace
 
-Expected<bool> try_fold_node(const Node& node, Graph& graph, const OpRegistry& registry) {
+Expected<bool> try_fold_node(const Node& node, Graph& graph, const OpRegistry& registry, bool importing) {
   const OpDef* def = registry.find(node.op_type, node.domain);
   int64_t bytes = output_bytes(node, graph);
-  if (def == nullptr || node.num_present_inputs() == 0 || bytes < 0 || bytes > kMaxFoldedBytes) return false;
+  if (def == nullptr || (importing && def->traits.fold_in_pipeline_only) || node.num_present_inputs() == 0 || bytes < 0 || bytes > kMaxFoldedBytes) return false;
   bool all_constant = true, shapes_known = true;
   for (ValueId in : node.inputs) {
     if (in == kNoValue) continue;

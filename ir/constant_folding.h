@@ -22,7 +22,9 @@ constexpr int64_t kExpandingFoldRatio = 16;
 // If every input of `node` is constant, or the op is shape-only (OpTraits::shape_only) and its
 // input shapes are known, evaluates it and stores each output in its Value::constant. Nodes with
 // no inputs (random generators) never fold. Returns true when folded; the caller drops the node.
+// `importing`: the frontend's call while it builds the graph (ops with
+// OpTraits::fold_in_pipeline_only wait for the fold_constants pass).
 Expected<bool> try_fold_node(const Node& node, Graph& graph,
-                             const OpRegistry& registry = default_registry());
+                             const OpRegistry& registry = default_registry(), bool importing = false);
 
 }  // namespace aotc

@@ -21,6 +21,9 @@ struct OpTraits {
   bool commutative = false;          // binary op with f(a, b) == f(b, a)
   bool shape_only = false;           // output depends only on input shapes (Shape, Size)
   bool data_dependent_shape = false; // output shape depends on input values (NonZero, Unique)
+  // Not folded while importing, only by the fold_constants pass: DequantizeLinear of a constant
+  // int8 weight must reach opt/fuse_qdq as integers (the quantized kernel reads them).
+  bool fold_in_pipeline_only = false;
 };
 
 struct OpDef {

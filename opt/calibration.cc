@@ -55,6 +55,7 @@ void AbsHistogram::add(double x) {
   const double a = std::fabs(x);
   max_abs_ = std::max(max_abs_, a);
   total_ += 1;
+  if (a == 0) exact_zeros_ += 1;
   if (a == 0 && range_ == 0) {
     zeros_ += 1;
     return;
@@ -86,10 +87,15 @@ double amax_percentile(const AbsHistogram& h, double percentile) {
 // where P is non-zero; the threshold with the smallest KL(P || Q) wins. Where P has mass and Q none
 // (clipped values in a bin whose group held nothing) Q gets a floor of 1e-9 of its total, so the
 // divergence stays finite and such thresholds pay for the mass they misplace.
+// Exact zeros are left out of bin 0: zero is exact at every scale, so it says nothing about the
+// threshold, but as a spike (half of a ReLU's outputs) spread over its group by Q it made every
+// wider threshold look worse: measured on models/qdq_models.py's tiny CNN, the block's ReLU input
+// got amax 1.94 of 4.43 and the model's int8 error was 0.119 against minmax's 0.0128.
 double amax_entropy(const AbsHistogram& h, int levels) {
   const int n = h.bins();
   if (h.range() == 0 || n <= levels) return amax_minmax(h);
-  const std::vector<double>& c = h.counts();
+  std::vector<double> c = h.counts();
+  c[0] = std::max(0.0, c[0] - h.exact_zeros());
   std::vector<double> suffix(static_cast<size_t>(n) + 1, 0.0);
   for (int i = n - 1; i >= 0; --i) suffix[static_cast<size_t>(i)] = suffix[static_cast<size_t>(i) + 1] + c[static_cast<size_t>(i)];
   constexpr double kQFloor = 1e-9;

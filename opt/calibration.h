@@ -35,11 +35,12 @@ class AbsHistogram {
   double min() const { return min_; }                  // signed extremes seen
   double max() const { return max_; }
   double max_abs() const { return max_abs_; }
+  double exact_zeros() const { return exact_zeros_; }  // values == 0 (in bin 0 once range() > 0)
 
  private:
   void grow_to(double x);
   std::vector<double> counts_;
-  double range_ = 0, total_ = 0, zeros_ = 0, min_ = 0, max_ = 0, max_abs_ = 0;
+  double range_ = 0, total_ = 0, zeros_ = 0, exact_zeros_ = 0, min_ = 0, max_ = 0, max_abs_ = 0;
   bool any_ = false;
 };
 

@@ -9,6 +9,10 @@
 
 namespace aotc {
 
+// DequantizeLinear -> Conv / MatMul / Gemm [-> Relu / Clip] -> QuantizeLinear (QDQ form) ->
+// aotc.QLinearConv / aotc.QLinearMatMul on the int8 tensors (int32 sum, requantized once, the
+// activation as a clamp); layers read by more than one QuantizeLinear keep a float output.
+Expected<bool> fuse_qdq(Graph& graph);
 // Evaluates nodes whose inputs are all constants (and shape-only ops whose input shape is known)
 // with the CPU reference; their outputs become constants and the nodes disappear.
 Expected<bool> fold_constants(Graph& graph);

@@ -17,6 +17,7 @@ const std::vector<Pass>& default_pipeline() {
   // NHWC edges that they then compose) and pad_gemm_n (which matches plain MatMul/Gemm); the MatMul
   // transposes first, so the copy chains see keys in [.., S, D] order with contiguous rows.
   static const std::vector<Pass> kPasses = {
+      {"fuse_qdq", fuse_qdq},  // first: it reads the int8 weights before their DequantizeLinear folds
       {"fold_constants", fold_constants},
       {"dead_code", dead_code},
       {"fold_batchnorm", fold_batchnorm},

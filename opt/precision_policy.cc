@@ -25,6 +25,13 @@ const std::vector<PrecisionPolicy>& precision_policies() {
       {"TopK", PrecisionRule::kKeepFp32, {}},
       {"NegativeLogLikelihoodLoss", PrecisionRule::kKeepFp32, {}},
       {"SoftmaxCrossEntropyLoss", PrecisionRule::kKeepFp32, {}},
+      // Quantization: the scales stay fp32 (an fp16 scale is off by up to 2^-11, a requantization
+      // multiplier through fp16 moves whole steps), so the float side of a quantized layer is fp32
+      // and casts sit where it meets the low-precision rest (--precision int8 runs that in fp16).
+      {"QuantizeLinear", PrecisionRule::kKeepFp32, {}},
+      {"DequantizeLinear", PrecisionRule::kKeepFp32, {}},
+      {"QLinearConv", PrecisionRule::kKeepFp32, {}},
+      {"QLinearMatMul", PrecisionRule::kKeepFp32, {}},
       // Low-precision storage, fp32 statistics / accumulation inside the kernel.
       {"Softmax", PrecisionRule::kComputeFp32, {}},
       {"LogSoftmax", PrecisionRule::kComputeFp32, {}},

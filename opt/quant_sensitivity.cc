@@ -7,6 +7,7 @@
 
 #include "ir/evaluator.h"
 #include "ir/shape_inference.h"
+#include "opt/passes.h"
 
 namespace aotc {
 
@@ -37,10 +38,19 @@ std::vector<QuantLayer> quantizable_layers(const Graph& graph) {
   return out;
 }
 
+Expected<bool> prepare_for_quantization(Graph& graph) {
+  auto a = dead_code(graph);
+  if (!a) return a.status();
+  auto b = fold_batchnorm(graph);
+  if (!b) return b.status();
+  return *a || *b;
+}
+
 namespace {
 
-// Symmetric per-channel int8 fake quantization of a constant weight along `axis`.
-Tensor fake_quant_weight(const Tensor& w, int axis) {
+// Symmetric per-channel int8 quantization of a constant weight along `axis`: the int8 tensor and
+// one float scale per channel (amax / 127; 1 for an all-zero channel, whose integers are all 0).
+std::pair<Tensor, Tensor> quantize_weight(const Tensor& w, int axis) {
   const Shape& s = w.shape();
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < axis; ++d) outer *= s[static_cast<size_t>(d)];
@@ -51,17 +61,20 @@ Tensor fake_quant_weight(const Tensor& w, int axis) {
     for (int64_t c = 0; c < channels; ++c)
       for (int64_t i = 0; i < inner; ++i)
         amax[static_cast<size_t>(c)] = std::max(amax[static_cast<size_t>(c)], std::fabs(w.get((o * channels + c) * inner + i)));
-  Tensor q(w.dtype(), s);
+  Tensor q(DType::kInt8, s), scale(DType::kFloat32, {channels});
+  for (int64_t c = 0; c < channels; ++c) {
+    const double a = amax[static_cast<size_t>(c)];
+    scale.set(c, a > 0 ? static_cast<double>(static_cast<float>(a / 127.0)) : 1.0);
+  }
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t c = 0; c < channels; ++c) {
-      const double scale = amax[static_cast<size_t>(c)] / 127.0;
+      const double sc = scale.get(c);  // the float scale DequantizeLinear multiplies by
       for (int64_t i = 0; i < inner; ++i) {
         const int64_t at = (o * channels + c) * inner + i;
-        const double v = w.get(at);
-        q.set(at, scale > 0 ? std::clamp(std::nearbyint(v / scale), -127.0, 127.0) * scale : 0.0);
+        q.set_int(at, static_cast<int64_t>(std::clamp(std::nearbyint(w.get(at) / sc), -127.0, 127.0)));
       }
     }
-  return q;
+  return {std::move(q), std::move(scale)};
 }
 
 // Relative L2 error over every floating-point output of all batches.
@@ -91,12 +104,13 @@ Expected<std::vector<std::vector<Tensor>>> run_all(const Graph& g, const std::ve
 
 }  // namespace
 
-Expected<Graph> fake_quantize(const Graph& graph, const std::vector<QuantLayer>& layers,
+Expected<Graph> quantize_to_qdq(const Graph& graph, const std::vector<QuantLayer>& layers,
                               const std::vector<bool>& quantize, const CalibrationResult& calibration) {
   std::map<std::string, double> amax;
   for (const TensorCalibration& t : calibration.tensors) amax[t.name] = t.amax;
   Graph g = graph;
   g.nodes.clear();
+  std::map<ValueId, ValueId> dequantized;  // activation -> its DequantizeLinear output (one pair per value)
   std::map<int, const QuantLayer*> by_node;
   for (size_t i = 0; i < layers.size(); ++i)
     if (i < quantize.size() && quantize[i]) by_node[layers[i].node] = &layers[i];
@@ -109,19 +123,29 @@ Expected<Graph> fake_quantize(const Graph& graph, const std::vector<QuantLayer>&
       auto range = amax.find(x.name);
       if (range == amax.end())
         return node_error(node, "no calibrated range for its input '" + escape_for_message(x.name) + "'");
-      Tensor scale(DType::kFloat32, {});
-      scale.set(0, range->second > 0 ? range->second / 127.0 : 1.0);
-      Tensor zero(DType::kInt8, {});
-      zero.set(0, 0);
-      ValueId s = g.add_constant(g.unique_name(x.name + "_scale"), scale);
-      ValueId z = g.add_constant(g.unique_name(x.name + "_zero"), zero);
-      ValueId q = g.add_value(g.unique_name(x.name + "_q"));
-      ValueId dq = g.add_value(g.unique_name(x.name + "_dq"));
-      g.nodes.push_back(Node{g.unique_name(node.name + "_quantize"), "QuantizeLinear", "", {l.activation, s, z}, {q}, {}});
-      g.nodes.push_back(Node{g.unique_name(node.name + "_dequantize"), "DequantizeLinear", "", {q, s, z}, {dq}, {}});
-      node.inputs[0] = dq;
+      auto done = dequantized.find(l.activation);
+      if (done == dequantized.end()) {
+        Tensor scale(DType::kFloat32, {});
+        scale.set(0, range->second > 0 ? range->second / 127.0 : 1.0);
+        Tensor zero(DType::kInt8, {});
+        ValueId s = g.add_constant(g.unique_name(x.name + "_scale"), scale);
+        ValueId z = g.add_constant(g.unique_name(x.name + "_zero"), zero);
+        ValueId q = g.add_value(g.unique_name(x.name + "_q"));
+        ValueId dq = g.add_value(g.unique_name(x.name + "_dq"));
+        g.nodes.push_back(Node{g.unique_name(x.name + "_quantize"), "QuantizeLinear", "", {l.activation, s, z}, {q}, {}});
+        g.nodes.push_back(Node{g.unique_name(x.name + "_dequantize"), "DequantizeLinear", "", {q, s, z}, {dq}, {}});
+        done = dequantized.emplace(l.activation, dq).first;
+      }
+      node.inputs[0] = done->second;
       const Value& w = graph.value(l.weight);
-      node.inputs[1] = g.add_constant(g.unique_name(w.name + "_int8"), fake_quant_weight(*w.constant, l.weight_axis));
+      auto [wq, ws] = quantize_weight(*w.constant, l.weight_axis);
+      ValueId wq_id = g.add_constant(g.unique_name(w.name + "_int8"), std::move(wq));
+      ValueId ws_id = g.add_constant(g.unique_name(w.name + "_scale"), std::move(ws));
+      ValueId wdq = g.add_value(g.unique_name(w.name + "_dq"));
+      Node dqw{g.unique_name(w.name + "_dequantize"), "DequantizeLinear", "", {wq_id, ws_id}, {wdq}, {}};
+      dqw.attrs["axis"] = Attribute::of_int(l.weight_axis);
+      g.nodes.push_back(std::move(dqw));
+      node.inputs[1] = wdq;
     }
     g.nodes.push_back(std::move(node));
   }
@@ -139,7 +163,7 @@ Expected<SensitivityReport> quantization_sensitivity(const Graph& graph, const C
   SensitivityReport r;
   r.budget = budget;
   auto error_of = [&](const std::vector<bool>& q) -> Expected<double> {
-    auto g = fake_quantize(graph, layers, q, calibration);
+    auto g = quantize_to_qdq(graph, layers, q, calibration);
     if (!g) return g.status();
     auto got = run_all(*g, batches);
     if (!got) return got.status();

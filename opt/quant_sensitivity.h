@@ -27,9 +27,18 @@ struct QuantLayer {
 
 std::vector<QuantLayer> quantizable_layers(const Graph& graph);
 
-// `graph` with the layers whose `quantize` entry is true fake-quantized; activation ranges by
-// value name from `calibration` (a layer whose activation has no range is an error).
-Expected<Graph> fake_quantize(const Graph& graph, const std::vector<QuantLayer>& layers,
+// The rewrites that change which weights a layer has, run before its layers are quantized (so
+// that the int8 weight is the one the kernel multiplies by): BatchNormalization folded into the
+// Conv before it (opt/fold_batchnorm), dead nodes dropped. Weights in QDQ form stay as they are.
+Expected<bool> prepare_for_quantization(Graph& graph);
+
+// `graph` with the layers whose `quantize` entry is true in QDQ form: each quantized layer's
+// activation through one QuantizeLinear -> DequantizeLinear pair per value (symmetric int8, scale
+// amax / 127 from `calibration` by value name; a missing range is an error), its weight an int8
+// constant (symmetric, per output channel) through DequantizeLinear. The float reading of this
+// graph is what the sensitivity measures; opt/fuse_qdq turns it into int8 kernels for
+// `--precision int8`.
+Expected<Graph> quantize_to_qdq(const Graph& graph, const std::vector<QuantLayer>& layers,
                               const std::vector<bool>& quantize, const CalibrationResult& calibration);
 
 struct LayerSensitivity {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -107,27 +108,27 @@ int run_check(const AotcOptions& o) {
 // `aotc calibrate`: statistics of every floating-point value of the fp32 graph over the --calib
 // inputs (CPU reference), one int8 range per value by the chosen calibrator, written as JSON. A
 // --calib-cache of the same model file and calibrator is reused instead of recalibrating.
-int run_calibrate(const AotcOptions& o) {
-  auto t0 = std::chrono::steady_clock::now();
-  struct stat model_st;
-  if (::stat(o.model_path.c_str(), &model_st) != 0 || !S_ISREG(model_st.st_mode))
-    return print_error("cannot read model '" + escape_for_message(o.model_path) + "' (not a regular file?)");
-  auto hash = sha256_file(o.model_path);
-  if (!hash) return print_error(hash.status().message());
-  auto calibrator = parse_calibrator(o.calibrator);
-  if (!calibrator) return print_error(calibrator.status().message());
-  // Lines before the result are held back, so that a failure is the only line (exit 2); the
-  // per-batch progress goes out only to a terminal.
-  std::vector<std::string> notes;
-  auto say = [&](const std::string& line) { notes.push_back(one_line(line)); };
-  auto flush = [&]() {
-    if (!o.quiet)
-      for (const std::string& line : notes) std::fprintf(stderr, "[aotc] %s\n", line.c_str());
-    notes.clear();
-  };
-  const bool terminal = ::isatty(2) != 0;
+// The calibration of `aotc calibrate` and of `--precision int8` compiles: the ranges from the
+// --calib-cache when it is for this model file (`sha256`) and calibrator, else from the --calib
+// inputs through the CPU reference; with o.sensitivity, the per-layer sensitivity and the
+// budget's choices too. Notes go to `say`; per-batch progress only to a terminal.
+struct CalibrationRun {
   CalibrationResult result;
   bool from_cache = false;
+  std::unique_ptr<SensitivityReport> sensitivity;
+};
+
+Expected<CalibrationRun> run_calibration(const AotcOptions& o, const std::string& sha256,
+                                         const std::function<void(const std::string&)>& say) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto calibrator = parse_calibrator(o.calibrator);
+  if (!calibrator) return calibrator.status();
+  const std::string* hash = &sha256;
+  const bool terminal = ::isatty(2) != 0;
+  CalibrationRun run;
+  CalibrationResult& result = run.result;
+  bool& from_cache = run.from_cache;
+  std::unique_ptr<SensitivityReport>& sensitivity = run.sensitivity;
   std::string cache_problem;
   if (!o.calib_cache.empty()) {
     std::ifstream in(o.calib_cache, std::ios::binary);
@@ -152,7 +153,7 @@ int run_calibrate(const AotcOptions& o) {
   std::vector<std::vector<Tensor>> sensitivity_batches;
   if (!from_cache) {
     if (o.calib_dir.empty())
-      return print_error("calibration cache '" + escape_for_message(o.calib_cache) + "' " +
+      return Status::error("calibration cache '" + escape_for_message(o.calib_cache) + "' " +
                          (cache_problem.empty() ? std::string("does not exist") : cache_problem) +
                          ", and no --calib folder is given");
     if (!cache_problem.empty())
@@ -161,10 +162,10 @@ int run_calibrate(const AotcOptions& o) {
     import.input_shapes = o.input_shapes;
     import.default_batch = o.batch;
     auto graph = load_onnx_model(o.model_path, import);
-    if (!graph) return print_error(graph.status().message());
+    if (!graph) return Status::error(graph.status().message());
     std::string note;
     auto batches = load_calibration_batches(o.calib_dir, *graph, static_cast<int>(o.max_batches), &note);
-    if (!batches) return print_error(batches.status().message());
+    if (!batches) return Status::error(batches.status().message());
     say("calibration inputs: " + note);
     CalibrationOptions options;
     options.calibrator = *calibrator;
@@ -174,27 +175,28 @@ int run_calibrate(const AotcOptions& o) {
         std::fprintf(stderr, "\r[aotc] calibration: batch %d/%d (%.1f s)%s", done, total, seconds_since(t0),
                      done == total ? "\n" : "");
     });
-    if (!calibrated) return print_error(calibrated.status().message());
+    if (!calibrated) return Status::error(calibrated.status().message());
     result = *calibrated;
     result.model_sha256 = *hash;
     if (o.sensitivity) {
       graph_for_sensitivity = std::make_unique<Graph>(std::move(*graph));
+      AOTC_RETURN_IF_ERROR(prepare_for_quantization(*graph_for_sensitivity).status());
       for (size_t b = 0; b < batches->size() && static_cast<int64_t>(b) < o.sensitivity_batches; ++b)
         sensitivity_batches.push_back((*batches)[b]);
     }
   }
-  std::unique_ptr<SensitivityReport> sensitivity;
   if (o.sensitivity) {
     if (!graph_for_sensitivity) {  // the ranges came from the cache: the inputs are still needed
-      if (o.calib_dir.empty()) return print_error("--sensitivity needs the --calib inputs");
+      if (o.calib_dir.empty()) return Status::error("--sensitivity needs the --calib inputs");
       ImportOptions import;
       import.input_shapes = o.input_shapes;
       import.default_batch = o.batch;
       auto graph = load_onnx_model(o.model_path, import);
-      if (!graph) return print_error(graph.status().message());
+      if (!graph) return Status::error(graph.status().message());
       auto batches = load_calibration_batches(o.calib_dir, *graph, static_cast<int>(o.sensitivity_batches), nullptr);
-      if (!batches) return print_error(batches.status().message());
+      if (!batches) return Status::error(batches.status().message());
       graph_for_sensitivity = std::make_unique<Graph>(std::move(*graph));
+      AOTC_RETURN_IF_ERROR(prepare_for_quantization(*graph_for_sensitivity).status());
       sensitivity_batches = std::move(*batches);
     }
     auto report = quantization_sensitivity(*graph_for_sensitivity, result, sensitivity_batches, o.accuracy_budget,
@@ -202,9 +204,32 @@ int run_calibrate(const AotcOptions& o) {
                                              if (terminal && !o.quiet) std::fprintf(stderr, "\r[aotc] %s   ", line.c_str());
                                            });
     if (terminal && !o.quiet) std::fprintf(stderr, "\n");
-    if (!report) return print_error(report.status().message());
+    if (!report) return Status::error(report.status().message());
     sensitivity = std::make_unique<SensitivityReport>(std::move(*report));
   }
+  return run;
+}
+
+int run_calibrate(const AotcOptions& o) {
+  auto t0 = std::chrono::steady_clock::now();
+  struct stat model_st;
+  if (::stat(o.model_path.c_str(), &model_st) != 0 || !S_ISREG(model_st.st_mode))
+    return print_error("cannot read model '" + escape_for_message(o.model_path) + "' (not a regular file?)");
+  auto hash = sha256_file(o.model_path);
+  if (!hash) return print_error(hash.status().message());
+  // Lines before the result are held back, so that a failure is the only line (exit 2).
+  std::vector<std::string> notes;
+  auto say = [&](const std::string& line) { notes.push_back(one_line(line)); };
+  auto flush = [&]() {
+    if (!o.quiet)
+      for (const std::string& line : notes) std::fprintf(stderr, "[aotc] %s\n", line.c_str());
+    notes.clear();
+  };
+  auto run = run_calibration(o, *hash, say);
+  if (!run) return print_error(run.status().message());
+  const CalibrationResult& result = run->result;
+  const bool from_cache = run->from_cache;
+  const std::unique_ptr<SensitivityReport>& sensitivity = run->sensitivity;
   const std::string json = calibration_to_json(result, sensitivity.get());
   for (const std::string& path : {o.calib_cache, o.output_path}) {
     if (path.empty() || (from_cache && path == o.calib_cache)) continue;
@@ -268,10 +293,41 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   progress(buf);
   if (dumper.wants("frontend")) dumper.write("frontend", dump_graph(graph));
 
+  if (o.precision == "int8") {
+    // Calibrate (or reuse the cache), then write the quantized layers in QDQ form; fuse_qdq turns
+    // them into int8 kernels and the precision pass puts the rest in fp16.
+    t0 = std::chrono::steady_clock::now();
+    auto run = run_calibration(o, *hash, progress);
+    if (!run) return run.status();
+    if (!o.calib_cache.empty() && !run->from_cache)
+      AOTC_RETURN_IF_ERROR(write_file_atomically(o.calib_cache, calibration_to_json(run->result, run->sensitivity.get())));
+    AOTC_RETURN_IF_ERROR(prepare_for_quantization(graph).status());
+    std::vector<QuantLayer> layers = quantizable_layers(graph);
+    std::vector<bool> quantize(layers.size(), true);
+    if (run->sensitivity) {
+      const auto& chosen = run->sensitivity->layers;
+      if (chosen.size() != layers.size()) return Status::error("internal: the sensitivity saw another set of layers");
+      for (size_t i = 0; i < layers.size(); ++i) quantize[i] = chosen[i].precision == "int8";
+    }
+    auto quantized = quantize_to_qdq(graph, layers, quantize, run->result);
+    if (!quantized) return quantized.status();
+    graph = std::move(*quantized);
+    size_t n_int8 = 0;
+    for (bool q : quantize) n_int8 += q ? 1 : 0;
+    std::snprintf(buf, sizeof(buf), "int8: %zu of %zu Conv/Gemm/MatMul layers quantized (%s calibration, %.2f s)%s",
+                  n_int8, layers.size(), o.calibrator.c_str(), seconds_since(t0), run->from_cache ? ", ranges from the cache" : "");
+    progress(buf);
+    if (run->sensitivity && run->sensitivity->budget > 0) {
+      std::snprintf(buf, sizeof(buf), "int8: accuracy budget %.3g %s (rel L2 %.3g against fp32 on the calibration inputs)",
+                    run->sensitivity->budget, run->sensitivity->budget_met ? "met" : "NOT met with every layer in fp16",
+                    run->sensitivity->chosen_rel_l2);
+      progress(buf);
+    }
+  }
   graph.target = target_from_archs(o.archs);
-  graph.target.precision.dtype = o.precision == "fp16"   ? DType::kFloat16
-                                 : o.precision == "bf16" ? DType::kBFloat16
-                                                         : DType::kFloat32;
+  graph.target.precision.dtype = o.precision == "fp16" || o.precision == "int8" ? DType::kFloat16
+                                 : o.precision == "bf16"                        ? DType::kBFloat16
+                                                                                : DType::kFloat32;
   graph.target.precision.keep_fp32 = o.keep_fp32;
   graph.target.precision.low_io = o.io_dtype != "model";
   graph.target.max_split_k = o.max_split_k;

@@ -254,11 +254,8 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       }
     } else if (opt == "--precision") {
       AOTC_TAKE(o.precision);
-      if (o.precision == "int8") {
-        return Status::error("--precision int8 is not supported yet; fp32, fp16 and bf16 are");
-      }
-      if (o.precision != "fp32" && o.precision != "fp16" && o.precision != "bf16") {
-        return cur.usage("bad --precision '" + escape_for_message(o.precision) + "': expected fp32, fp16 or bf16");
+      if (o.precision != "fp32" && o.precision != "fp16" && o.precision != "bf16" && o.precision != "int8") {
+        return cur.usage("bad --precision '" + escape_for_message(o.precision) + "': expected fp32, fp16, bf16 or int8");
       }
     } else if (opt == "--io-dtype") {
       AOTC_TAKE(o.io_dtype);
@@ -427,8 +424,12 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       return cur.usage("calibrate needs -o FILE.json or --calib-cache FILE");
     return o;
   }
-  if (!o.calib_dir.empty() || !o.calib_cache.empty())
-    return cur.usage("--calib and --calib-cache belong to `aotc calibrate` (int8 compiles are not supported yet)");
+  if (o.precision == "int8" && o.calib_dir.empty() && o.calib_cache.empty())
+    return cur.usage("--precision int8 needs --calib DIR (calibration inputs) or a --calib-cache FILE from `aotc calibrate`");
+  if (o.precision != "int8" && (!o.calib_dir.empty() || !o.calib_cache.empty()))
+    return cur.usage("--calib and --calib-cache are for --precision int8 (or `aotc calibrate`)");
+  if (o.precision != "int8" && o.sensitivity)
+    return cur.usage("--accuracy-budget and --sensitivity are for --precision int8 (or `aotc calibrate`)");
   if (o.output_path.empty() && o.emit_source_dir.empty()) {
     return cur.usage("no output given; pass -o libNAME.so (or --emit-source DIR)");
   }

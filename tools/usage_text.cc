@@ -25,7 +25,14 @@ options:
   --batch N                value for a symbolic first dim of inputs not named above (default 1)
   --precision P            fp32 (default, IEEE), fp16 or bf16: values stored in 16 bits, convolutions
                            and GEMMs on tensor cores (fp32 accumulation), reductions, softmax and
-                           norms computed in fp32; inputs/outputs keep the model's dtypes
+                           norms computed in fp32; inputs/outputs keep the model's dtypes.
+                           int8 (with --calib or --calib-cache): every Conv / Gemm / MatMul with a
+                           constant weight runs on int8 values (activation per tensor from the
+                           calibrated range, weight per output channel, symmetric; int32 sums,
+                           requantized once; layers --accuracy-budget keeps out stay float), the
+                           rest in fp16. A model already in QDQ form (QuantizeLinear /
+                           DequantizeLinear pairs) gets int8 layers with its own scales at any
+                           --precision, without calibration
   --io-dtype model|fp16|bf16
                            model (default): inputs and outputs keep the model's declared dtypes
                            (float32 I/O, converted inside the library); fp16 / bf16 (with the same
@@ -39,7 +46,7 @@ options:
                            activation run as cuBLASLt GEMMs; cutlass: as CUTLASS implicit GEMMs
   --conv-im2col on|off     on (default): NHWC convolutions too small to fill the GPU (batch 1)
                            run as im2col + a cuBLASLt GEMM; off: CUTLASS implicit GEMM
-  calibrate (int8 calibration, issue 8; int8 compiles are not supported yet):
+  int8 calibration (aotc calibrate, and compiles with --precision int8):
   --calib DIR              calibration inputs: .npy or TensorProto .pb files (one sample each, for
                            single-input models) or test_data_set_N folders (input_K.pb); samples
                            whose first dimension divides the model's are stacked into batches
@@ -57,6 +64,7 @@ options:
                            sensitive layers to fp16 until the outputs' relative L2 error against fp32
                            is at most P (1% or 0.01); the JSON and the table give each layer's choice
   --sensitivity-batches N  calibration batches the sensitivity runs on (default 1)
+                           (--accuracy-budget in a compile implies --sensitivity)
   --tune-matmuls on|off    on: the library times up to 8 cuBLASLt algorithms per matmul on its GPU
                            at create() and keeps the fastest (adds create time; measured 2-5%
                            faster on CNNs at batch 32, 1-7% slower on transformers); off

@@ -4,6 +4,14 @@
 // in double, as the ONNX reference computes it). Zero points and scales are per tensor, per row of A /
 // per column of B (matmul) or per output channel (conv). Direct loops on the CPU and one thread per
 // output element on the GPU (templates/integer_matmul.cu.in, integer_conv.cu.in): correctness first.
+//
+// The internal aotc.QLinearConv / aotc.QLinearMatMul (made by opt/fuse_qdq from DequantizeLinear ->
+// Conv/MatMul/Gemm -> [Relu/Clip] -> QuantizeLinear, never read from a model) take the QLinear
+// inputs with an int32 bias at index 8 for both, and either
+//   - requantize (y_scale present) and clamp to the attributes qmin..qmax (a fused Relu or Clip in
+//     the quantized domain; default: the output type's range), or
+//   - dequantize (y_scale and y_zp absent): y = float(sum) * (x_scale * w_scale[c]) in float, the
+//     output in x_scale's dtype -- a quantized layer whose consumers are not all quantized.
 #include <algorithm>
 #include <cmath>
 
@@ -19,17 +27,35 @@ constexpr int kAbsent = -1;
 // Which input index plays which role, per op (kAbsent: the op has no such input).
 struct Roles {
   int a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp, bias;
-  bool quantized() const { return y_scale != kAbsent; }
+  bool quantized() const { return a_scale != kAbsent; }  // the QLinear family: scales, int8 or float out
 };
+
+bool internal(const Node& node) { return node.domain == "aotc"; }
 
 Roles roles_of(const Node& node) {
   if (node.op_type == "MatMulInteger" || node.op_type == "ConvInteger")
     return Roles{0, kAbsent, 2, 1, kAbsent, 3, kAbsent, kAbsent, kAbsent};
-  return Roles{0, 1, 2, 3, 4, 5, 6, 7, node.op_type == "QLinearConv" ? 8 : kAbsent};
+  return Roles{0, 1, 2, 3, 4, 5, 6, 7, node.op_type == "QLinearConv" || internal(node) ? 8 : kAbsent};
 }
 bool is_conv(const Node& node) { return node.op_type == "ConvInteger" || node.op_type == "QLinearConv"; }
 
 bool present(const Node& node, int index) { return index != kAbsent && node.input(static_cast<size_t>(index)) != kNoValue; }
+
+// What the op stores: the int32 sum, the sum requantized to 8 bits, or the sum dequantized to float.
+enum class OutMode { kInt32, kRequantize, kDequantize };
+OutMode out_mode(const Node& node) {
+  const Roles r = roles_of(node);
+  if (!r.quantized()) return OutMode::kInt32;
+  return present(node, r.y_scale) ? OutMode::kRequantize : OutMode::kDequantize;
+}
+
+// The clamp of a requantized result: the attributes qmin / qmax of the internal ops (a fused
+// activation), else the output type's range.
+std::pair<int64_t, int64_t> clamp_range(const Node& node, DType y) {
+  const int64_t lo = y == DType::kInt8 ? -128 : 0, hi = y == DType::kInt8 ? 127 : 255;
+  if (!internal(node)) return {lo, hi};
+  return {std::max(lo, node.attr_int("qmin", lo)), std::min(hi, node.attr_int("qmax", hi))};
+}
 
 // A per-tensor or per-channel parameter: 0 absent, 1 scalar, 2 one value per channel.
 int param_mode(const Node& node, int index, const Shape* shape) {
@@ -110,7 +136,8 @@ Expected<IntConvDims> conv_dims(const Node& node, const Shape& x, const Shape& w
 Status integer_infer(Node& node, Graph& graph) {
   const Roles r = roles_of(node);
   const bool conv = is_conv(node);
-  AOTC_RETURN_IF_ERROR(r.quantized() ? expect_inputs(node, 8, conv ? 9 : 8) : expect_inputs(node, 2, 4));
+  if (internal(node)) AOTC_RETURN_IF_ERROR(expect_inputs(node, 5, 9));  // x, x_scale, x_zp, w, w_scale: the rest optional
+  else AOTC_RETURN_IF_ERROR(r.quantized() ? expect_inputs(node, 8, conv ? 9 : 8) : expect_inputs(node, 2, 4));
   if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
   const std::vector<DType> k8 = {DType::kUInt8, DType::kInt8};
   AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, static_cast<size_t>(r.a), k8));
@@ -136,14 +163,17 @@ Status integer_infer(Node& node, Graph& graph) {
     }
   DType y_type = DType::kInt32;
   if (r.quantized()) {
+    const bool requant = out_mode(node) == OutMode::kRequantize;
+    if (!requant && present(node, r.y_zp)) return node_error(node, "y_zero_point without y_scale");
     for (auto [idx, ch, what] : {std::tuple{r.a_scale, a_channels, a_what}, std::tuple{r.b_scale, b_channels, b_what},
                                  std::tuple{r.y_scale, int64_t{1}, std::string("tensor")}}) {
+      if (idx == r.y_scale && !requant) continue;
       AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, static_cast<size_t>(idx), {DType::kFloat32, DType::kFloat16, DType::kBFloat16}));
       if (input_value(graph, node, static_cast<size_t>(idx)).dtype != input_value(graph, node, static_cast<size_t>(r.a_scale)).dtype)
         return node_error(node, "the three scales must share one dtype");
       AOTC_RETURN_IF_ERROR(check_param(node, idx, input_value(graph, node, static_cast<size_t>(idx)).shape, ch, what));
     }
-    y_type = a.dtype;
+    y_type = requant ? a.dtype : input_value(graph, node, static_cast<size_t>(r.a_scale)).dtype;
     if (present(node, r.y_zp)) {
       AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, static_cast<size_t>(r.y_zp), k8));
       AOTC_RETURN_IF_ERROR(check_param(node, r.y_zp, input_value(graph, node, static_cast<size_t>(r.y_zp)).shape, 1, "tensor"));
@@ -153,6 +183,10 @@ Status integer_infer(Node& node, Graph& graph) {
       AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, static_cast<size_t>(r.bias), {DType::kInt32}));
       const Shape& bs = input_value(graph, node, static_cast<size_t>(r.bias)).shape;
       if (bs.size() != 1 || bs[0] != b_channels) return node_error(node, "bias B must have shape [" + std::to_string(b_channels) + "]");
+    }
+    if (requant && internal(node)) {
+      const auto [lo, hi] = clamp_range(node, DType::kInt8 == y_type ? DType::kInt8 : DType::kUInt8);
+      if (lo > hi) return node_error(node, "qmin " + std::to_string(lo) + " is above qmax " + std::to_string(hi));
     }
   }
   set_output(graph, node, 0, y_type, out);
@@ -170,8 +204,14 @@ double param(const std::vector<const Tensor*>& in, int index, int64_t c) {
 void store_result(const Node& node, const std::vector<const Tensor*>& in, Tensor& y, int64_t yi, int64_t acc,
                   int64_t a_ch, int64_t b_ch) {
   const Roles r = roles_of(node);
-  if (!r.quantized()) {
+  const OutMode mode = out_mode(node);
+  if (mode == OutMode::kInt32) {
     y.set_int(yi, static_cast<int32_t>(acc));
+    return;
+  }
+  if (mode == OutMode::kDequantize) {  // float arithmetic, as the kernel computes it
+    const float s = static_cast<float>(param(in, r.a_scale, a_ch)) * static_cast<float>(param(in, r.b_scale, b_ch));
+    y.set(yi, static_cast<double>(static_cast<float>(acc) * s));
     return;
   }
   // In float; 16-bit scales round the product and the quotient to their type (numpy's arithmetic
@@ -185,7 +225,8 @@ void store_result(const Node& node, const std::vector<const Tensor*>& in, Tensor
   const float mult = round_scale(round_scale(static_cast<float>(param(in, r.a_scale, a_ch)) *
                                              static_cast<float>(param(in, r.b_scale, b_ch))) /
                                  static_cast<float>(param(in, r.y_scale, 0)));
-  const double lo = y.dtype() == DType::kInt8 ? -128 : 0, hi = y.dtype() == DType::kInt8 ? 127 : 255;
+  const auto [qlo, qhi] = clamp_range(node, y.dtype());
+  const double lo = static_cast<double>(qlo), hi = static_cast<double>(qhi);
   const double v = std::nearbyint(static_cast<double>(acc) * static_cast<double>(mult)) + param(in, r.y_zp, 0);
   y.set_int(yi, static_cast<int64_t>(std::min(hi, std::max(lo, v))));
 }
@@ -207,7 +248,7 @@ Status integer_reference(const Node& node, const std::vector<const Tensor*>& in,
       }
       for (int64_t i = 0; i < d->m; ++i)
         for (int64_t j = 0; j < d->n; ++j) {
-          int64_t acc = 0;
+          int64_t acc = present(node, r.bias) ? in[static_cast<size_t>(r.bias)]->get_int(j) : 0;
           for (int64_t p = 0; p < d->k; ++p)
             acc += (a.get_int(oa + i * d->k + p) - static_cast<int64_t>(param(in, r.a_zp, i))) *
                    (b.get_int(ob + p * d->n + j) - static_cast<int64_t>(param(in, r.b_zp, j)));
@@ -256,14 +297,17 @@ void common_holes(const Node& node, const Graph& graph, KernelStep& k) {
   };
   const DType y = output_value(graph, node, 0).dtype;
   const DType st = r.quantized() ? input_value(graph, node, static_cast<size_t>(r.a_scale)).dtype : DType::kFloat32;
+  const OutMode om = out_mode(node);
+  const auto [qlo, qhi] = om == OutMode::kRequantize ? clamp_range(node, y) : std::pair<int64_t, int64_t>{0, 0};
   k.holes.insert(k.holes.end(), {{"TS", dtype_c_type(st)},{"TA", type_of(r.a)}, {"TB", type_of(r.b)}, {"TY", dtype_c_type(y)},
                                  {"a_zp_mode", mode(r.a_zp)}, {"b_zp_mode", mode(r.b_zp)},
-                                 {"quantized", r.quantized() ? "true" : "false"},
+                                 {"quantized", om == OutMode::kRequantize ? "true" : "false"},
+                                 {"dequantized", om == OutMode::kDequantize ? "true" : "false"},
                                  {"a_scale_mode", r.quantized() ? mode(r.a_scale) : "0"},
                                  {"b_scale_mode", r.quantized() ? mode(r.b_scale) : "0"},
                                  {"has_y_zp", present(node, r.y_zp) ? "true" : "false"},
                                  {"has_bias", present(node, r.bias) ? "true" : "false"},
-                                 {"qmin", y == DType::kInt8 ? "-128.0" : "0.0"}, {"qmax", y == DType::kInt8 ? "127.0" : "255.0"}});
+                                 {"qmin", std::to_string(qlo) + ".0"}, {"qmax", std::to_string(qhi) + ".0"}});
   auto arg = [&](int idx) { return present(node, idx) ? node.inputs[static_cast<size_t>(idx)] : kNullArg; };
   k.args = {arg(r.a), arg(r.b), arg(r.a_zp), arg(r.b_zp), arg(r.a_scale), arg(r.b_scale), arg(r.y_scale), arg(r.y_zp),
             arg(r.bias), node.outputs[0]};
@@ -278,7 +322,7 @@ Expected<Lowering> integer_lower(const Node& node, const Graph& graph) {
   Lowering l;
   if (total == 0) return l;
   KernelStep k;
-  const std::string comment = node.op_type + " " + shape_str(as) + " x " + shape_str(bs);
+  const std::string comment = (internal(node) ? "aotc." : "") + node.op_type + " " + shape_str(as) + " x " + shape_str(bs);
   if (!is_conv(node)) {
     auto d = matmul_dims(node, as, bs);
     if (!d) return d.status();
@@ -311,6 +355,15 @@ void register_integer_matmul_ops(OpRegistry& registry) {
   for (const char* op : {"MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv"}) {
     OpDef def;
     def.op_type = op;
+    def.infer = integer_infer;
+    def.reference = integer_reference;
+    def.lower = integer_lower;
+    registry.add(def);
+  }
+  for (const char* op : {"QLinearMatMul", "QLinearConv"}) {
+    OpDef def;
+    def.op_type = op;
+    def.domain = "aotc";
     def.infer = integer_infer;
     def.reference = integer_reference;
     def.lower = integer_lower;

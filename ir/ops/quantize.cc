@@ -349,6 +349,7 @@ void register_quantize_ops(OpRegistry& registry) {
   d.infer = dequantize_infer;
   d.reference = dequantize_reference;
   d.lower = dequantize_lower;
+  d.traits.fold_in_pipeline_only = true;
   registry.add(d);
   OpDef dq;
   dq.op_type = "DynamicQuantizeLinear";

@@ -124,6 +124,21 @@ TEST(Calibration, EntropyClipsOutliersAndKeepsUniformRanges) {
   EXPECT_LE(amax_entropy(u), amax_minmax(u));
 }
 
+TEST(Calibration, EntropyIgnoresTheExactZerosOfAReluOutput) {
+  // Half exact zeros (a ReLU's output) and uniform magnitudes: zero is exact at any scale, so the
+  // threshold must be the one the uniform half alone gets (near the top), not a clipped one.
+  AbsHistogram relu, plain;
+  for (int i = 0; i < 100000; ++i) {
+    const double v = (i + 0.5) / 100000;
+    relu.add(v);
+    relu.add(0.0);
+    plain.add(v);
+  }
+  EXPECT_EQ(relu.exact_zeros(), 100000);
+  EXPECT_GT(amax_entropy(relu), 0.9);
+  EXPECT_EQ(amax_entropy(relu), amax_entropy(plain));
+}
+
 TEST(Calibration, GraphStatisticsOnTheCpuReference) {
   AOTC_BUILD(g, R"(
     input %x : float[2x4]

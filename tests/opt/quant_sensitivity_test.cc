@@ -60,9 +60,10 @@ TEST(QuantSensitivity, FakeQuantizationMatchesAHandComputation) {
   ASSERT_EQ(layers.size(), 1u);
   EXPECT_EQ(layers[0].weight_axis, 1);
   const double amax = 0.8;  // inputs beyond it clip
-  auto q = fake_quantize(g, layers, {true}, ranges({{"a", amax}}));
+  auto q = quantize_to_qdq(g, layers, {true}, ranges({{"a", amax}}));
   ASSERT_TRUE(q.is_ok()) << q.status().message();
-  EXPECT_EQ(testing_util::op_list(*q), "QuantizeLinear,DequantizeLinear,MatMul");
+  EXPECT_EQ(testing_util::op_list(*q), "QuantizeLinear,DequantizeLinear,DequantizeLinear,MatMul");
+  EXPECT_EQ(q->value(q->nodes[2].inputs[0]).dtype, DType::kInt8);  // the weight is stored as int8
   Tensor a(DType::kFloat32, {2, 3});
   const double av[] = {0.1, -0.5, 0.95, 0.33, -1.2, 0.0};
   for (int i = 0; i < 6; ++i) a.set(i, av[i]);
@@ -87,7 +88,7 @@ TEST(QuantSensitivity, FakeQuantizationMatchesAHandComputation) {
       EXPECT_NEAR((*got)[0].get(r * 2 + c), want, 1e-5) << r << "," << c;
     }
   // A layer without a calibrated range is an error naming the node.
-  auto missing = fake_quantize(g, layers, {true}, ranges({}));
+  auto missing = quantize_to_qdq(g, layers, {true}, ranges({}));
   ASSERT_FALSE(missing.is_ok());
   EXPECT_NE(missing.status().message().find("mm"), std::string::npos);
 }

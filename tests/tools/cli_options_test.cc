@@ -111,9 +111,18 @@ TEST(AotcArgs, UsageErrorsAreOneLineWithHint) {
   EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--frobnicate"}).find("'--frobnicate'"), std::string::npos);
 }
 
-TEST(AotcArgs, PrecisionInt8NotSupportedYet) {
+TEST(AotcArgs, PrecisionInt8NeedsCalibrationAndCalibrationNeedsInt8) {
   std::string e = error_of({"m.onnx", "-o", "libm.so", "--precision", "int8"});
-  EXPECT_NE(e.find("not supported yet"), std::string::npos) << e;
+  EXPECT_NE(e.find("--calib DIR"), std::string::npos) << e;
+  auto o = parse_aotc_args({"m.onnx", "-o", "libm.so", "--precision", "int8", "--calib", "d", "--accuracy-budget", "1%"});
+  ASSERT_TRUE(o.is_ok()) << o.status().message();
+  EXPECT_EQ(o->precision, "int8");
+  EXPECT_DOUBLE_EQ(o->accuracy_budget, 0.01);
+  EXPECT_TRUE(o->sensitivity);
+  EXPECT_TRUE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--precision", "int8", "--calib-cache", "c.json"}).is_ok());
+  EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--calib", "d"}).find("--precision int8"), std::string::npos);
+  EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--precision", "fp16", "--accuracy-budget", "1%"}).find("--precision int8"),
+            std::string::npos);
   EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--precision", "fp8"}).find("--precision"), std::string::npos);
 }
 

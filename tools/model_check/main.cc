@@ -3,6 +3,7 @@
 //                    [--disable-pass NAME]...
 // One line per model and data set; exit 0 only when every line is PASS (1 otherwise, 2 on usage).
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -14,7 +15,7 @@ namespace {
 
 const char kUsage[] =
     "usage: aotc-model-check MODEL_DIR [MODEL_DIR...] [--batch-dir test_data_set_bs1]... [--lower] [--ops]\n"
-    "                        [--disable-pass NAME]...\n"
+    "                        [--disable-pass NAME]... [--int8-calib DIR --int8-max-rel-l2 X [--int8-calibrator NAME]]\n"
     "  MODEL_DIR holds model.onnx (+ external data) and test_data_set*/{input_K,output_K}.pb.\n"
     "  Imports with the data set's input shapes, runs the pass pipeline, evaluates on the CPU\n"
     "  reference and compares every output by the whole-model metric (relative L2 < 1e-4, max abs\n"
@@ -24,7 +25,11 @@ const char kUsage[] =
     "  --lower           also lower every remaining node and plan the arena (plan_memory)\n"
     "  --ops             print the op types left after the pipeline, every failing node and a hash\n"
     "                    (FNV-1a) of each output's bytes\n"
-    "  --disable-pass NAME  skip this pipeline pass (repeatable; as aotc's option)\n";
+    "  --disable-pass NAME  skip this pipeline pass (repeatable; as aotc's option)\n"
+    "  --int8-calib DIR     the --precision int8 path on the CPU: calibrate (entropy) on DIR's inputs,\n"
+    "                       every Conv/Gemm/MatMul in int8; outputs pass with relative L2 <= X\n"
+    "                       (--int8-max-rel-l2) and every row's arg max unchanged;\n"
+    "                       --int8-calibrator NAME as aotc's --calibrator (default entropy)\n";
 
 std::string base_name(std::string path) {
   while (path.size() > 1 && path.back() == '/') path.pop_back();
@@ -49,6 +54,12 @@ int main(int argc, char** argv) {
       options.lower = true;
     } else if (a == "--ops") {
       show_ops = true;
+    } else if (a == "--int8-calib" && i + 1 < argc) {
+      options.int8_calib_dir = argv[++i];
+    } else if (a == "--int8-calibrator" && i + 1 < argc) {
+      options.int8_calibrator = argv[++i];
+    } else if (a == "--int8-max-rel-l2" && i + 1 < argc) {
+      options.int8_max_rel_l2 = std::atof(argv[++i]);
     } else if (a == "--disable-pass" && i + 1 < argc) {
       options.disabled_passes.push_back(argv[++i]);
     } else if (!a.empty() && a[0] == '-') {
@@ -58,7 +69,7 @@ int main(int argc, char** argv) {
       model_dirs.push_back(a);
     }
   }
-  if (model_dirs.empty()) {
+  if (model_dirs.empty() || (!options.int8_calib_dir.empty() && !(options.int8_max_rel_l2 > 0))) {
     std::fputs(kUsage, stderr);
     return 2;
   }

@@ -15,7 +15,10 @@
 #include "ir/evaluator.h"
 #include "ir/op_registry.h"
 #include "opt/memory_plan.h"
+#include "opt/calibration.h"
 #include "opt/pipeline.h"
+#include "opt/quant_sensitivity.h"
+#include "tools/calibration_io.h"
 #include "tools/compare.h"
 
 namespace aotc {
@@ -140,6 +143,24 @@ ModelCheckResult check_model_case(const std::string& model_path, const std::stri
   Graph& graph = *loaded;
   r.nodes_imported = static_cast<int>(graph.nodes.size());
 
+  const bool int8 = !options.int8_calib_dir.empty();
+  if (int8) {  // what `aotc --precision int8 --calib DIR` does before its pipeline
+    auto batches = load_calibration_batches(options.int8_calib_dir, graph, 0, nullptr);
+    if (!batches) return fail(r, "int8", batches.status().message()), finish();
+    auto calibrator = parse_calibrator(options.int8_calibrator);
+    if (!calibrator) return fail(r, "int8", calibrator.status().message()), finish();
+    CalibrationOptions copts;
+    copts.calibrator = *calibrator;
+    auto ranges = calibrate_graph(graph, *batches, copts);
+    if (!ranges) return fail(r, "int8", ranges.status().message()), finish();
+    auto prepared = prepare_for_quantization(graph);
+    if (!prepared) return fail(r, "int8", prepared.status().message()), finish();
+    std::vector<QuantLayer> layers = quantizable_layers(graph);
+    auto quantized = quantize_to_qdq(graph, layers, std::vector<bool>(layers.size(), true), *ranges);
+    if (!quantized) return fail(r, "int8", quantized.status().message()), finish();
+    graph = std::move(*quantized);
+  }
+
   PipelineOptions popts;
   popts.disabled = options.disabled_passes;
   Expected<std::vector<PassStats>> stats = run_pipeline(graph, popts);
@@ -169,7 +190,31 @@ ModelCheckResult check_model_case(const std::string& model_path, const std::stri
     // Floating outputs: the whole-model metric; integer/bool outputs stay exact.
     tol.model_metric = dtype_is_float((*expected)[i].tensor.dtype());
     CompareResult c = compare_tensors((*got)[i], (*expected)[i].tensor, tol);
+    double top1 = -1;
+    if (int8 && dtype_is_float((*expected)[i].tensor.dtype())) {
+      // The int8 metric: relative L2 within the given bound and the arg max of every row (last
+      // axis) unchanged.
+      const Tensor& a = (*got)[i];
+      const Tensor& b = (*expected)[i].tensor;
+      const int64_t row = b.shape().empty() ? 1 : b.shape().back();
+      int64_t rows = row > 0 ? b.numel() / row : 0, agree = 0;
+      for (int64_t q = 0; q < rows; ++q) {
+        int64_t ia = 0, ib = 0;
+        for (int64_t k = 1; k < row; ++k) {
+          if (a.get(q * row + k) > a.get(q * row + ia)) ia = k;
+          if (b.get(q * row + k) > b.get(q * row + ib)) ib = k;
+        }
+        agree += ia == ib ? 1 : 0;
+      }
+      top1 = rows > 0 ? static_cast<double>(agree) / static_cast<double>(rows) : 1.0;
+      c.pass = c.rel_l2 <= options.int8_max_rel_l2 && agree == rows;
+      char why[200];
+      std::snprintf(why, sizeof why, "int8: rel L2 %.3g (bound %.3g), arg max agrees on %lld of %lld rows", c.rel_l2,
+                    options.int8_max_rel_l2, static_cast<long long>(agree), static_cast<long long>(rows));
+      c.reason = c.pass ? "" : why;
+    }
     OutputCheck oc;
+    oc.top1_agreement = top1;
     oc.name = graph.value(graph.outputs[i]).name;
     oc.pass = c.pass;
     oc.reason = c.reason;
@@ -225,6 +270,10 @@ std::string format_result_line(const std::string& model_label, const std::string
     std::snprintf(buf, sizeof(buf), " %s rel_l2 %.3g max_abs %.3g (max|ref| %.3g)%s;", escape_for_message(o.name, 40).c_str(),
                   o.rel_l2, o.max_abs_error, o.max_abs_ref, o.pass ? "" : " MISMATCH");
     line += buf;
+    if (o.top1_agreement >= 0) {
+      std::snprintf(buf, sizeof(buf), " top-1 agreement %.3f;", o.top1_agreement);
+      line += buf;
+    }
   }
   if (r.nodes_imported > 0) line += " nodes " + std::to_string(r.nodes_imported) + "->" + std::to_string(r.nodes_final) + ";";
   if (r.arena_bytes >= 0) line += " arena " + std::to_string(r.arena_bytes) + " B (bound " + std::to_string(r.lower_bound_bytes) + ");";

@@ -18,6 +18,13 @@ namespace aotc {
 struct ModelCheckOptions {
   bool lower = false;  // also lower every node and plan memory
   std::vector<std::string> disabled_passes;  // pipeline passes to skip (--disable-pass)
+  // --int8-calib DIR: the --precision int8 path before the pipeline (entropy calibration on the
+  // folder's inputs, BatchNormalization folded, every Conv / Gemm / MatMul with a constant weight
+  // in QDQ form, which fuse_qdq makes int8), the rest fp32 on the CPU. The outputs then pass when
+  // their relative L2 error is at most int8_max_rel_l2 and every row's arg max (last axis) agrees.
+  std::string int8_calib_dir;
+  std::string int8_calibrator = "entropy";  // as aotc's --calibrator
+  double int8_max_rel_l2 = 0;
 };
 
 struct OutputCheck {
@@ -25,6 +32,7 @@ struct OutputCheck {
   bool pass = false;
   std::string reason;  // why it failed, one line
   double rel_l2 = 0, max_abs_error = 0, max_abs_ref = 0;
+  double top1_agreement = -1;  // --int8-calib: fraction of rows whose arg max agrees
   uint64_t fnv1a = 0;  // of the CPU output's bytes: equal hashes = bit-identical outputs
 };
 
