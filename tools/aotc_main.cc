@@ -116,6 +116,7 @@ struct CalibrationRun {
   CalibrationResult result;
   bool from_cache = false;
   std::unique_ptr<SensitivityReport> sensitivity;
+  bool sensitivity_from_cache = false;
 };
 
 Expected<CalibrationRun> run_calibration(const AotcOptions& o, const std::string& sha256,
@@ -130,12 +131,13 @@ Expected<CalibrationRun> run_calibration(const AotcOptions& o, const std::string
   bool& from_cache = run.from_cache;
   std::unique_ptr<SensitivityReport>& sensitivity = run.sensitivity;
   std::string cache_problem;
+  SensitivityReport cached_sensitivity;
   if (!o.calib_cache.empty()) {
     std::ifstream in(o.calib_cache, std::ios::binary);
     if (in) {
       std::stringstream text;
       text << in.rdbuf();
-      auto cached = calibration_from_json(text.str());
+      auto cached = calibration_from_json(text.str(), &cached_sensitivity);
       if (!cached) {
         cache_problem = "is unreadable (" + cached.status().message() + ")";
       } else if (cached->model_sha256 != *hash || cached->calibrator != o.calibrator ||
@@ -185,7 +187,13 @@ Expected<CalibrationRun> run_calibration(const AotcOptions& o, const std::string
         sensitivity_batches.push_back((*batches)[b]);
     }
   }
-  if (o.sensitivity) {
+  // The cache's sensitivity serves a rebuild with the same budget: no inputs needed.
+  if (o.sensitivity && from_cache && !cached_sensitivity.layers.empty() && cached_sensitivity.budget == o.accuracy_budget) {
+    sensitivity = std::make_unique<SensitivityReport>(cached_sensitivity);
+    run.sensitivity_from_cache = true;
+    say("sensitivity: " + std::to_string(sensitivity->layers.size()) + " layers' choices from the cache (budget " +
+        std::to_string(o.accuracy_budget) + ")");
+  } else if (o.sensitivity) {
     if (!graph_for_sensitivity) {  // the ranges came from the cache: the inputs are still needed
       if (o.calib_dir.empty()) return Status::error("--sensitivity needs the --calib inputs");
       ImportOptions import;
@@ -232,7 +240,7 @@ int run_calibrate(const AotcOptions& o) {
   const std::unique_ptr<SensitivityReport>& sensitivity = run->sensitivity;
   const std::string json = calibration_to_json(result, sensitivity.get());
   for (const std::string& path : {o.calib_cache, o.output_path}) {
-    if (path.empty() || (from_cache && path == o.calib_cache)) continue;
+    if (path.empty() || (from_cache && path == o.calib_cache && (!sensitivity || run->sensitivity_from_cache))) continue;
     Status s = write_file_atomically(path, json);
     if (!s.is_ok()) return print_error(s.message());
   }
@@ -289,25 +297,49 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   report.frontend_s = seconds_since(t0);
   report.nodes_imported = static_cast<int>(graph.nodes.size());
   record_signature(graph, &report);
-  std::snprintf(buf, sizeof(buf), "frontend: %.2f s, %d nodes", report.frontend_s, report.nodes_imported);
-  progress(buf);
   if (dumper.wants("frontend")) dumper.write("frontend", dump_graph(graph));
 
   if (o.precision == "int8") {
     // Calibrate (or reuse the cache), then write the quantized layers in QDQ form; fuse_qdq turns
     // them into int8 kernels and the precision pass puts the rest in fp16.
     t0 = std::chrono::steady_clock::now();
-    auto run = run_calibration(o, *hash, progress);
+    // Its notes wait for its success: a failure here is the one line of the compile.
+    std::vector<std::string> notes;
+    auto run = run_calibration(o, *hash, [&](const std::string& line) { notes.push_back(line); });
     if (!run) return run.status();
-    if (!o.calib_cache.empty() && !run->from_cache)
+    std::snprintf(buf, sizeof(buf), "frontend: %.2f s, %d nodes", report.frontend_s, report.nodes_imported);
+    progress(buf);
+    for (const std::string& line : notes) progress(line);
+    if (!o.calib_cache.empty() && (!run->from_cache || (run->sensitivity && !run->sensitivity_from_cache)))
       AOTC_RETURN_IF_ERROR(write_file_atomically(o.calib_cache, calibration_to_json(run->result, run->sensitivity.get())));
     AOTC_RETURN_IF_ERROR(prepare_for_quantization(graph).status());
     std::vector<QuantLayer> layers = quantizable_layers(graph);
     std::vector<bool> quantize(layers.size(), true);
     if (run->sensitivity) {
       const auto& chosen = run->sensitivity->layers;
-      if (chosen.size() != layers.size()) return Status::error("internal: the sensitivity saw another set of layers");
+      for (size_t i = 0; i < layers.size() && chosen.size() == layers.size(); ++i)
+        if (chosen[i].node != graph.nodes[static_cast<size_t>(layers[i].node)].name)
+          return Status::error("the sensitivity (of --calib-cache '" + escape_for_message(o.calib_cache) +
+                               "'?) names other layers than this model has; remove the cache or pass --calib");
+      if (chosen.size() != layers.size())
+        return Status::error("the sensitivity (of --calib-cache '" + escape_for_message(o.calib_cache) + "'?) has " +
+                             std::to_string(chosen.size()) + " layers, the model " + std::to_string(layers.size()));
       for (size_t i = 0; i < layers.size(); ++i) quantize[i] = chosen[i].precision == "int8";
+    }
+    report.have_int8 = true;
+    report.int8_calibrator = o.calibrator;
+    report.int8_ranges_from_cache = run->from_cache;
+    for (size_t i = 0; i < layers.size(); ++i) {
+      const Node& n = graph.nodes[static_cast<size_t>(layers[i].node)];
+      CompileReport::Int8Layer l{n.name, n.op_type, quantize[i] ? "int8" : "fp16"};
+      if (run->sensitivity) l.rel_l2 = run->sensitivity->layers[i].rel_l2, l.sqnr_db = run->sensitivity->layers[i].sqnr_db;
+      report.int8_layers.push_back(l);
+    }
+    if (run->sensitivity) {
+      report.int8_budget = run->sensitivity->budget;
+      report.int8_all_rel_l2 = run->sensitivity->all_int8_rel_l2;
+      report.int8_chosen_rel_l2 = run->sensitivity->chosen_rel_l2;
+      report.int8_budget_met = run->sensitivity->budget_met;
     }
     auto quantized = quantize_to_qdq(graph, layers, quantize, run->result);
     if (!quantized) return quantized.status();
@@ -323,6 +355,10 @@ Status compile(const AotcOptions& o, CompileReport& report) {
                     run->sensitivity->chosen_rel_l2);
       progress(buf);
     }
+  }
+  if (o.precision != "int8") {
+    std::snprintf(buf, sizeof(buf), "frontend: %.2f s, %d nodes", report.frontend_s, report.nodes_imported);
+    progress(buf);
   }
   graph.target = target_from_archs(o.archs);
   graph.target.precision.dtype = o.precision == "fp16" || o.precision == "int8" ? DType::kFloat16

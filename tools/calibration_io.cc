@@ -1,6 +1,7 @@
 #include "tools/calibration_io.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 
@@ -157,7 +158,7 @@ std::string calibration_to_json(const CalibrationResult& r, const SensitivityRep
   return w.str() + "\n";
 }
 
-Expected<CalibrationResult> calibration_from_json(const std::string& text) {
+Expected<CalibrationResult> calibration_from_json(const std::string& text, SensitivityReport* sensitivity) {
   auto doc = parse_json(text);
   if (!doc) return doc.status();
   auto bad = [](const std::string& what) { return Status::error("calibration cache: " + what); };
@@ -189,6 +190,36 @@ Expected<CalibrationResult> calibration_from_json(const std::string& text) {
     if (const JsonValue* v = t.find("max"); v && v->kind == JsonValue::Kind::kNumber) c.max = v->number;
     if (const JsonValue* v = t.find("count"); v && v->kind == JsonValue::Kind::kNumber) c.count = static_cast<int64_t>(v->number);
     r.tensors.push_back(c);
+  }
+  const JsonValue* sens = doc->find("sensitivity");
+  if (sensitivity && sens) {
+    auto number = [](const JsonValue* v, double fallback) {
+      return v && v->kind == JsonValue::Kind::kNumber ? v->number : fallback;
+    };
+    SensitivityReport s;
+    s.all_int8_rel_l2 = number(sens->find("all_int8_rel_l2"), 0);
+    s.budget = number(sens->find("budget"), 0);
+    s.chosen_rel_l2 = number(sens->find("chosen_rel_l2"), 0);
+    const JsonValue* met = sens->find("budget_met");
+    s.budget_met = met && met->kind == JsonValue::Kind::kBool ? met->boolean : false;
+    const JsonValue* layers = sens->find("layers");
+    if (!layers || layers->kind != JsonValue::Kind::kArray) return bad("the sensitivity section has no layers");
+    for (const JsonValue& l : layers->array) {
+      const JsonValue* node = l.find("node");
+      const JsonValue* op = l.find("op");
+      const JsonValue* precision = l.find("precision");
+      if (!node || node->kind != JsonValue::Kind::kString || !op || op->kind != JsonValue::Kind::kString || !precision ||
+          precision->kind != JsonValue::Kind::kString || (precision->string != "int8" && precision->string != "fp16"))
+        return bad("a sensitivity layer lacks its node, op or an int8/fp16 precision");
+      LayerSensitivity ls;
+      ls.node = node->string;
+      ls.op_type = op->string;
+      ls.precision = precision->string;
+      ls.rel_l2 = number(l.find("rel_l2"), 0);
+      ls.sqnr_db = number(l.find("sqnr_db"), INFINITY);
+      s.layers.push_back(ls);
+    }
+    *sensitivity = std::move(s);
   }
   return r;
 }

@@ -22,6 +22,8 @@ Expected<std::vector<std::vector<Tensor>>> load_calibration_batches(const std::s
                                                                     int max_batches, std::string* note);
 
 std::string calibration_to_json(const CalibrationResult& result, const SensitivityReport* sensitivity = nullptr);
-Expected<CalibrationResult> calibration_from_json(const std::string& text);
+// `sensitivity` (optional) receives the file's sensitivity section; its `layers` stay empty when
+// the file has none.
+Expected<CalibrationResult> calibration_from_json(const std::string& text, SensitivityReport* sensitivity = nullptr);
 
 }  // namespace aotc

@@ -61,8 +61,11 @@ void record_gpu_ops(const Graph& graph, CompileReport* report) {
         dt = graph.value(v).dtype;
         break;
       }
-    report->node_precisions.push_back(
-        {node.name, type, dtype_name(dt), node.attr_int("channels_last", 0) ? "NHWC" : "as declared"});
+    // Quantized layers compute in int8 whatever they store (a float output in dequantize mode).
+    const bool int8_layer = node.op_type == "QLinearConv" || node.op_type == "QLinearMatMul" ||
+                            node.op_type == "ConvInteger" || node.op_type == "MatMulInteger";
+    report->node_precisions.push_back({node.name, type, int8_layer ? "int8" : dtype_name(dt),
+                                       node.attr_int("channels_last", 0) ? "NHWC" : "as declared"});
     const OpDef* def = registry.find(node.op_type, node.domain);
     if (def && def->traits.is_view) {
       ++report->view_ops[type];
@@ -123,6 +126,26 @@ std::string report_to_json(const CompileReport& r) {
   for (const auto& n : r.node_precisions)
     j.begin_object().key("node").value(n.name).key("op").value(n.op).key("dtype").value(n.dtype).key("layout").value(n.layout).end_object();
   j.end_array();
+  j.key("int8");
+  if (!r.have_int8) {
+    j.null();
+  } else {
+    j.begin_object().key("calibrator").value(r.int8_calibrator).key("ranges_from_cache").value(r.int8_ranges_from_cache);
+    j.key("accuracy_budget_rel_l2").value(r.int8_budget);
+    if (r.int8_all_rel_l2 >= 0) {
+      j.key("all_int8_rel_l2").value(r.int8_all_rel_l2).key("chosen_rel_l2").value(r.int8_chosen_rel_l2);
+      j.key("budget_met").value(r.int8_budget_met);
+    }
+    j.key("layers").begin_array();
+    for (const auto& l : r.int8_layers) {
+      j.begin_object().key("node").value(l.node).key("op").value(l.op).key("precision").value(l.precision);
+      if (l.rel_l2 >= 0) j.key("rel_l2_alone").value(l.rel_l2).key("sqnr_db").value(l.sqnr_db);
+      j.key("why").value(l.precision == "int8" ? (l.rel_l2 >= 0 ? "within the accuracy budget" : "every layer in int8 (no budget)")
+                                               : "kept in fp16: among the most sensitive, the budget needs it");
+      j.end_object();
+    }
+    j.end_array().end_object();
+  }
   write_counts(j, "gpu_ops", r.gpu_ops);
   write_counts(j, "view_ops", r.view_ops);
   j.key("shape_ops_on_gpu").value(r.shape_ops_on_gpu);

@@ -43,6 +43,18 @@ struct CompileReport {
     std::string name, op, dtype, layout;
   };
   std::vector<NodePrecision> node_precisions;
+  // --precision int8: each quantizable layer's choice and why (the sensitivity's figures when an
+  // --accuracy-budget asked for them).
+  struct Int8Layer {
+    std::string node, op, precision;  // precision: int8, or fp16 (kept out by the budget)
+    double rel_l2 = -1, sqnr_db = -1;  // < 0: not measured (no budget)
+  };
+  bool have_int8 = false;
+  std::string int8_calibrator;
+  bool int8_ranges_from_cache = false;
+  double int8_budget = 0, int8_all_rel_l2 = -1, int8_chosen_rel_l2 = -1;
+  bool int8_budget_met = true;
+  std::vector<Int8Layer> int8_layers;
   // Seconds per stage; < 0 when the stage did not run.
   double frontend_s = -1, passes_s = -1, memory_plan_s = -1, total_s = -1;
 };

@@ -401,3 +401,75 @@ TEST(AotcCli, CalibrateWritesRangesAndReusesItsCache) {
     expect_one_error_line(r);
   }
 }
+
+namespace {
+
+// x [1x4] -> MatMul W1 (mm1) -> Relu -> MatMul W2 (mm2) -> y: two quantizable layers.
+onnx::ModelProto two_matmul_model() {
+  onnx::ModelProto m = chain_model({}, {});
+  auto* g = m.mutable_graph();
+  g->clear_output();
+  const float w1[16] = {0.5f, -0.25f, 0.75f, 0.1f, -0.6f, 0.3f, 0.2f, -0.9f, 0.05f, 0.45f, -0.35f, 0.6f, 0.8f, -0.1f, 0.15f, 0.4f};
+  const float w2[16] = {0.2f, 0.7f, -0.4f, 0.3f, 0.9f, -0.2f, 0.1f, 0.5f, -0.3f, 0.6f, 0.25f, -0.75f, 0.4f, 0.1f, -0.5f, 0.35f};
+  for (auto [name, w] : {std::pair{"w1", w1}, std::pair{"w2", w2}}) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_dims(4);
+    t->add_dims(4);
+    for (int i = 0; i < 16; ++i) t->add_float_data(w[i]);
+  }
+  const char* nodes[][4] = {{"MatMul", "mm1", "x", "w1"}, {"Relu", "r", "h", ""}, {"MatMul", "mm2", "hr", "w2"}};
+  const char* outs[] = {"h", "hr", "y"};
+  for (int i = 0; i < 3; ++i) {
+    auto* n = g->add_node();
+    n->set_op_type(nodes[i][0]);
+    n->set_name(nodes[i][1]);
+    n->add_input(nodes[i][2]);
+    if (*nodes[i][3]) n->add_input(nodes[i][3]);
+    n->add_output(outs[i]);
+  }
+  aotc_test::add_float_io(g->add_output(), "y", {1, 4});
+  return m;
+}
+
+}  // namespace
+
+// --precision int8: the report says which layer runs in int8 and why, the fused int8 layers are in
+// the final graph, and a rebuild takes ranges and choices from the cache without the inputs.
+TEST(AotcCli, Int8CompileReportsEachLayersChoiceAndReusesTheCache) {
+  if (!have_python_json()) GTEST_SKIP() << "python3 with json needed to read the report";
+  std::string dir = fresh_dir("int8");
+  std::string model = dir + "/m.onnx", lib = dir + "/libq.so", report = dir + "/report.json", cache = dir + "/c.json";
+  write_model(two_matmul_model(), model);
+  std::string calib = dir + "/calib";
+  ASSERT_EQ(::mkdir(calib.c_str(), 0755), 0);
+  for (int s = 0; s < 4; ++s)
+    write_npy(calib + "/s" + std::to_string(s) + ".npy", {0.3f * s - 0.5f, 1.0f - 0.2f * s, 0.7f, -0.9f + 0.4f * s}, "(1, 4)");
+  auto r = run_program({kAotc, model, "-o", lib, "--precision", "int8"}, dir);
+  expect_one_error_line(r);  // no calibration
+  EXPECT_NE(r.err.find("--calib"), std::string::npos) << r.err;
+  r = run_program({kAotc, model, "-o", lib, "--precision", "int8", "--calib", calib, "--calibrator", "minmax",
+                   "--accuracy-budget", "50%", "--calib-cache", cache, "--report", report, "--no-cache"},
+                  dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(file_exists(lib));
+  EXPECT_NE(r.err.find("int8: 2 of 2"), std::string::npos) << r.err;  // a 50% budget keeps both in int8
+  EXPECT_EQ(json_expr(report, "[(l['node'], l['precision'], l['sqnr_db'] > 20) for l in d['int8']['layers']], d['int8']['budget_met']", dir),
+            "[('mm1', 'int8', True), ('mm2', 'int8', True)] True\n");
+  EXPECT_EQ(json_expr(report, "sorted(n['op'] + ':' + n['dtype'] for n in d['node_precision'] if 'QLinear' in n['op'])", dir),
+            "['aotc.QLinearMatMul:int8', 'aotc.QLinearMatMul:int8']\n");
+  // The rebuild: no inputs, everything from the cache.
+  std::system(("rm -rf " + calib).c_str());
+  r = run_program({kAotc, model, "-o", lib, "--precision", "int8", "--calibrator", "minmax", "--accuracy-budget", "50%",
+                   "--calib-cache", cache, "--no-cache"},
+                  dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("choices from the cache"), std::string::npos) << r.err;
+  // Another budget needs the inputs again.
+  r = run_program({kAotc, model, "-o", lib, "--precision", "int8", "--calibrator", "minmax", "--accuracy-budget", "1%",
+                   "--calib-cache", cache, "--no-cache"},
+                  dir);
+  expect_one_error_line(r);
+}
+
