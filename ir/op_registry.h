@@ -15,7 +15,8 @@
 namespace aotc {
 
 struct OpTraits {
-  bool elementwise = false;          // out[i] depends only on inputs at i (after broadcasting)
+  bool elementwise = false;          // out[i] depends only on inputs at i (after broadcasting;
+                                     // QuantizeLinear / DequantizeLinear: with a scalar scale)
   bool is_view = false;              // output 0 is input 0's bytes under a new shape
   bool epilogue_activation = false;  // unary op a conv/gemm epilogue may absorb (scalar_expr set)
   bool commutative = false;          // binary op with f(a, b) == f(b, a)

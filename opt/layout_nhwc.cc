@@ -10,6 +10,7 @@
 // C <= 4 instead reads a space-to-depth packing of its input (2x2 blocks -> 4*C channels) as a
 // stride-1 convolution. fp32 chains run on fp32 kernels (cuBLASLt SGEMM, CUTLASS SIMT; no TF32)
 // unless graph.target.conv_fp32_nhwc is off.
+#include <cmath>
 #include <cstring>
 #include <map>
 
@@ -57,6 +58,7 @@ class LayoutRewriter {
   // Tries to emit `node` in NHWC; false when it stays as it is.
   Expected<bool> rewrite(const Node& node) {
     if (is_conv(node)) return rewrite_conv(node);
+    if (node.op_type == "QLinearConv" && node.domain == "aotc") return rewrite_qconv(node);
     const OpDef* def = registry_.find(node.op_type, node.domain);
     if (!def) return false;
     const bool window_pool = node.domain.empty() && (node.op_type == "MaxPool" || node.op_type == "AveragePool");
@@ -129,6 +131,62 @@ class LayoutRewriter {
       AOTC_RETURN_IF_ERROR(ensure_nhwc(node.inputs[3]));
       inputs[3] = nhwc_.at(node.inputs[3]);
     }
+    return emit_nhwc(node, inputs, /*set_channels_last=*/true);
+  }
+
+  // aotc.QLinearConv (opt/fuse_qdq) on the int8 tensor-core kernel: int8 activations with zero
+  // point 0 (the kernel has no zero-point correction, which padding would break), symmetric int8
+  // weights, one group, 16-channel alignment, constant per-tensor scales. The weights go to KRSC
+  // and the epilogue's per-channel words are built here, in the reference's float arithmetic:
+  // m = x_scale * w_scale[k] (/ y_scale when requantizing) and the int32 bias.
+  Expected<bool> rewrite_qconv(const Node& node) {
+    auto constant = [&](size_t i) -> const Tensor* {
+      const ValueId v = node.input(i);
+      return v != kNoValue && g_.value(v).is_constant() ? g_.value(v).constant.get() : nullptr;
+    };
+    auto all_zero = [&](size_t i) {
+      if (node.input(i) == kNoValue) return true;
+      const Tensor* t = constant(i);
+      if (!t) return false;
+      for (int64_t k = 0; k < t->numel(); ++k)
+        if (t->get(k) != 0) return false;
+      return true;
+    };
+    const Value& x = g_.value(node.inputs[0]);
+    const Tensor* w = constant(3);
+    const Tensor* xs = constant(1);
+    const Tensor* ws = constant(4);
+    const bool requant = node.input(6) != kNoValue;
+    const Tensor* ys = requant ? constant(6) : nullptr;
+    if (x.shape.size() != 4 || x.dtype != DType::kInt8 || !w || w->dtype() != DType::kInt8 || w->shape().size() != 4 ||
+        !xs || xs->numel() != 1 || xs->dtype() != DType::kFloat32 || !ws || ws->dtype() != DType::kFloat32 ||
+        (requant && (!ys || ys->numel() != 1 || ys->dtype() != DType::kFloat32)) || !all_zero(2) || !all_zero(5) ||
+        (requant && node.input(7) != kNoValue && !constant(7)) || (node.input(8) != kNoValue && !constant(8)) ||
+        channels_last(node))
+      return false;
+    const Shape& wsh = w->shape();
+    const int64_t cin = x.shape[1], cout = wsh[0], group = node.attr_int("group", 1);
+    if (!conv_implicit_gemm_applies(g_.target, DType::kInt8, group, cin, cout) || wsh[2] > kImplicitGemmMaxWindow ||
+        wsh[3] > kImplicitGemmMaxWindow)
+      return false;
+    if (!requant && g_.value(node.outputs[0]).dtype != DType::kFloat32) return false;
+    Tensor words(DType::kUInt64, {cout});
+    const Tensor* bias = constant(8);
+    for (int64_t k = 0; k < cout; ++k) {
+      float m = static_cast<float>(xs->get(0)) * static_cast<float>(ws->get(ws->numel() == 1 ? 0 : k));
+      if (requant) m = m / static_cast<float>(ys->get(0));
+      uint32_t mbits;
+      std::memcpy(&mbits, &m, 4);
+      const uint32_t b = bias ? static_cast<uint32_t>(static_cast<int32_t>(bias->get_int(k))) : 0u;
+      const uint64_t word = (uint64_t{b} << 32) | mbits;
+      std::memcpy(words.raw() + k * 8, &word, 8);
+    }
+    AOTC_RETURN_IF_ERROR(ensure_nhwc(node.inputs[0]));
+    std::vector<ValueId> inputs = node.inputs;
+    inputs.resize(10, kNoValue);
+    inputs[0] = nhwc_.at(node.inputs[0]);
+    inputs[3] = g_.add_constant(g_.unique_name(g_.value(node.inputs[3]).name + "_krsc"), permute_channels(*w, false));
+    inputs[9] = g_.add_constant(g_.unique_name(node.name + "_epilogue_words"), std::move(words));
     return emit_nhwc(node, inputs, /*set_channels_last=*/true);
   }
 

@@ -15,8 +15,9 @@
 namespace aotc {
 
 // The main loop's arithmetic: mma.sync on 16-bit operands (fp32 accumulate), or fp32 FFMA (SIMT;
-// IEEE fp32 products and sums, no TF32) for float.
-enum class ConvMath { kTensorOp, kSimt };
+// IEEE fp32 products and sums, no TF32) for float, or mma.sync on int8 operands (int32
+// accumulate, saturating; aotc.QLinearConv: templates/cutlass_conv2d_fprop_i8.cu.in).
+enum class ConvMath { kTensorOp, kSimt, kTensorOpInt8 };
 
 struct ConvKernelConfig {
   const char* name;
@@ -35,6 +36,10 @@ inline bool conv_math_for(DType dtype, ConvMath* math) {
   }
   if (dtype == DType::kFloat32) {
     *math = ConvMath::kSimt;
+    return true;
+  }
+  if (dtype == DType::kInt8) {
+    *math = ConvMath::kTensorOpInt8;
     return true;
   }
   return false;
@@ -59,6 +64,11 @@ inline const std::vector<ConvKernelConfig>& conv_kernel_configs() {
       {"simt128x128x8_w32x64_s4", ConvMath::kSimt, 128, 128, 8, 32, 64, 8, 4, 80},
       {"simt128x64x8_w64x32_s4", ConvMath::kSimt, 128, 64, 8, 64, 32, 8, 4, 80},
       {"simt64x64x8_w32x64_s4", ConvMath::kSimt, 64, 64, 8, 32, 64, 8, 4, 80},
+      // int8: the tile shapes of CUTLASS's Sm80 s8 implicit-GEMM library kernels (K tile 64 bytes,
+      // instruction 16x8x32). NOT yet run on a GPU (added without one, 2026-11-25).
+      {"i8tc128x128x64_w64x64_s3", ConvMath::kTensorOpInt8, 128, 128, 64, 64, 64, 64, 3, 80},
+      {"i8tc128x64x64_w64x32_s4", ConvMath::kTensorOpInt8, 128, 64, 64, 64, 32, 64, 4, 80},
+      {"i8tc64x64x64_w32x32_s4", ConvMath::kTensorOpInt8, 64, 64, 64, 32, 32, 64, 4, 80},
   };
   return kConfigs;
 }
@@ -142,7 +152,10 @@ inline int64_t pick_split_k(const Target& target, const ConvKernelConfig& c, int
 // the im2col kernel, the vectorised depthwise kernel and cuBLASLt's aligned kernels can use
 // 16-byte accesses (8 16-bit or 4 fp32 channels). The SIMT kernel itself needs none.
 constexpr int64_t kTensorCoreChannelAlign = 8;
-inline int64_t conv_channel_align(DType dtype) { return dtype_size(dtype) == 2 ? kTensorCoreChannelAlign : 4; }
+constexpr int64_t kInt8ChannelAlign = 16;  // int8: 16 bytes = 16 channels
+inline int64_t conv_channel_align(DType dtype) {
+  return dtype_size(dtype) == 1 ? kInt8ChannelAlign : dtype_size(dtype) == 2 ? kTensorCoreChannelAlign : 4;
+}
 
 // Input channels a conv with `cin` channels is zero-padded to for the NHWC kernels (the RGB stem:
 // 3 -> 8 for 16-bit, 3 -> 4 for fp32). Padding to 4 for CUTLASS's fixed-channels iterators halves
@@ -175,7 +188,7 @@ inline bool conv_implicit_gemm_applies(const Target& target, DType dtype, int64_
 inline bool conv_depthwise_nhwc_applies(const Target& target, DType dtype, int64_t group, int64_t cin,
                                         int64_t cout) {
   ConvMath math;
-  if (!target.has_sm80_tensor_cores() || !conv_math_for(dtype, &math)) return false;
+  if (!target.has_sm80_tensor_cores() || !conv_math_for(dtype, &math) || math == ConvMath::kTensorOpInt8) return false;
   if (math == ConvMath::kSimt && !target.conv_fp32_nhwc) return false;
   return group == cin && cout == cin;
 }

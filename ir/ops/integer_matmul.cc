@@ -12,10 +12,16 @@
 //     the quantized domain; default: the output type's range), or
 //   - dequantize (y_scale and y_zp absent): y = float(sum) * (x_scale * w_scale[c]) in float, the
 //     output in x_scale's dtype -- a quantized layer whose consumers are not all quantized.
+// A channels_last aotc.QLinearConv (opt/layout_nhwc: NHWC x and y, KRSC w) also reads input 9,
+// the per-channel epilogue words of the int8 tensor-core kernel (uint64: float multiplier, int32
+// bias; built from inputs 1-8, which stay for the reference) and lowers to that kernel
+// (templates/cutlass_conv2d_fprop_i8.cu.in).
 #include <algorithm>
 #include <cmath>
 
+#include "ir/layout.h"
 #include "ir/op_registry.h"
+#include "ir/ops/conv_configs.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/window.h"
 
@@ -23,6 +29,7 @@ namespace aotc {
 namespace {
 
 constexpr int kAbsent = -1;
+constexpr std::size_t kEpilogueWordsInput = 9;  // channels_last aotc.QLinearConv (see above)
 
 // Which input index plays which role, per op (kAbsent: the op has no such input).
 struct Roles {
@@ -136,7 +143,14 @@ Expected<IntConvDims> conv_dims(const Node& node, const Shape& x, const Shape& w
 Status integer_infer(Node& node, Graph& graph) {
   const Roles r = roles_of(node);
   const bool conv = is_conv(node);
-  if (internal(node)) AOTC_RETURN_IF_ERROR(expect_inputs(node, 5, 9));  // x, x_scale, x_zp, w, w_scale: the rest optional
+  const bool nhwc = conv && channels_last(node);
+  if (nhwc && !(internal(node) && node.input(kEpilogueWordsInput) != kNoValue))
+    return node_error(node, "channels_last needs the internal op with its epilogue words (input 9)");
+  if (internal(node)) {  // x, x_scale, w, w_scale; the zero points, y_scale/y_zp and bias are optional
+    AOTC_RETURN_IF_ERROR(expect_inputs(node, 2, nhwc ? 10 : 9));
+    for (int i : {r.a_scale, r.b, r.b_scale})
+      if (!present(node, i)) return node_error(node, "required input " + std::to_string(i) + " is missing");
+  }
   else AOTC_RETURN_IF_ERROR(r.quantized() ? expect_inputs(node, 8, conv ? 9 : 8) : expect_inputs(node, 2, 4));
   if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
   const std::vector<DType> k8 = {DType::kUInt8, DType::kInt8};
@@ -147,9 +161,14 @@ Status integer_infer(Node& node, Graph& graph) {
   int64_t a_channels, b_channels;
   Shape out;
   if (conv) {
-    auto d = conv_dims(node, a.shape, b.shape);
+    auto d = nhwc ? conv_dims(node, nhwc_to_nchw(a.shape), nhwc_to_nchw(b.shape)) : conv_dims(node, a.shape, b.shape);
     if (!d) return d.status();
-    a_channels = 1, b_channels = d->cout, out = d->out;
+    a_channels = 1, b_channels = d->cout, out = nhwc ? nchw_to_nhwc(d->out) : d->out;
+    if (nhwc) {
+      AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, kEpilogueWordsInput, {DType::kUInt64}));
+      const Shape& ws = input_value(graph, node, kEpilogueWordsInput).shape;
+      if (ws.size() != 1 || ws[0] != d->cout) return node_error(node, "input 9 must hold one epilogue word per output channel");
+    }
   } else {
     auto d = matmul_dims(node, a.shape, b.shape);
     if (!d) return d.status();
@@ -257,6 +276,20 @@ Status integer_reference(const Node& node, const std::vector<const Tensor*>& in,
     }
     return Status::ok();
   }
+  if (channels_last(node)) {  // the NCHW computation on permuted copies
+    Node plain = node;
+    plain.attrs.erase("channels_last");
+    plain.inputs.resize(kEpilogueWordsInput);
+    const Tensor x = permute_channels(a, /*to_nchw=*/true), w = permute_channels(b, /*to_nchw=*/true);
+    std::vector<const Tensor*> args(in.begin(), in.begin() + static_cast<long>(std::min(in.size(), kEpilogueWordsInput)));
+    args[static_cast<size_t>(r.a)] = &x;
+    args[static_cast<size_t>(r.b)] = &w;
+    std::vector<Tensor> nchw;
+    nchw.emplace_back(out[0].dtype(), nhwc_to_nchw(out[0].shape()));
+    AOTC_RETURN_IF_ERROR(integer_reference(plain, args, nchw));
+    out[0] = permute_channels(nchw[0], /*to_nchw=*/false);
+    return Status::ok();
+  }
   auto d = conv_dims(node, a.shape(), b.shape());
   if (!d) return d.status();
   const WindowGeometry& g = d->geo;
@@ -314,7 +347,54 @@ void common_holes(const Node& node, const Graph& graph, KernelStep& k) {
   k.block = Dim3{128, 1, 1};
 }
 
+// The int8 tensor-core implicit GEMM of a channels_last aotc.QLinearConv (a library kernel: its
+// params are built on the device at create), configuration picked for graph.target from the int8
+// rows of ir/ops/conv_configs.h.
+Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
+  const Roles r = roles_of(node);
+  const Value& x = input_value(graph, node, static_cast<size_t>(r.a));
+  const Value& y = output_value(graph, node, 0);
+  auto d = conv_dims(node, nhwc_to_nchw(x.shape), nhwc_to_nchw(input_value(graph, node, static_cast<size_t>(r.b)).shape));
+  if (!d) return d.status();
+  const WindowGeometry& g = d->geo;
+  if (g.in[0] != 1 || g.kernel[0] != 1) return node_error(node, "the int8 tensor-core convolution is 2-D only");
+  const OutMode om = out_mode(node);
+  const int64_t gemm_m = d->batch * g.out[1] * g.out[2];
+  const ConvKernelConfig& cfg = pick_conv_config(graph.target, ConvMath::kTensorOpInt8, gemm_m, d->cout);
+  const auto [qlo, qhi] = om == OutMode::kRequantize ? clamp_range(node, y.dtype) : std::pair<int64_t, int64_t>{0, 0};
+  int64_t zp = 0;
+  if (om == OutMode::kRequantize && present(node, r.y_zp)) {
+    const Value& z = input_value(graph, node, static_cast<size_t>(r.y_zp));
+    if (!z.is_constant()) return node_error(node, "the int8 tensor-core convolution needs a constant y_zero_point");
+    zp = static_cast<int64_t>(z.constant->get(0));
+  }
+  KernelStep k;
+  k.template_name = "cutlass_conv2d_fprop_i8";
+  const bool requant = om == OutMode::kRequantize;
+  k.holes = {{"comment", "aotc.QLinearConv NHWC " + shape_str(x.shape) + " -> " + shape_str(y.shape) + " config " + cfg.name +
+                             (requant ? " requantized" : " dequantized")},
+             {"ELEMENT_OUT", requant ? "int8_t" : "float"},
+             {"REQUANTIZE", requant ? "true" : "false"},
+             {"ALIGN_C", requant ? "8" : "4"},
+             {"TB_M", int_literal(cfg.tb_m)}, {"TB_N", int_literal(cfg.tb_n)}, {"TB_K", int_literal(cfg.tb_k)},
+             {"WARP_M", int_literal(cfg.warp_m)}, {"WARP_N", int_literal(cfg.warp_n)}, {"WARP_K", int_literal(cfg.warp_k)},
+             {"STAGES", int_literal(cfg.stages)}};
+  k.library_params = true;
+  k.builder_args = {d->batch, g.in[1], g.in[2], d->cin, d->cout, g.kernel[1], g.kernel[2], g.out[1], g.out[2],
+                    g.pad_begin[1], g.pad_begin[2], g.strides[1], g.strides[2], g.dilations[1], g.dilations[2],
+                    zp, qlo, qhi};
+  k.args = {node.inputs[static_cast<size_t>(r.a)], node.inputs[static_cast<size_t>(r.b)], node.inputs[kEpilogueWordsInput],
+            kNullArg, node.outputs[0]};
+  // Informative only: the builder reports the real launch shape.
+  k.grid = Dim3{conv_config_tiles(cfg, gemm_m, d->cout), 1, 1};
+  k.block = Dim3{32 * (cfg.tb_m / cfg.warp_m) * (cfg.tb_n / cfg.warp_n), 1, 1};
+  Lowering l;
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  return l;
+}
+
 Expected<Lowering> integer_lower(const Node& node, const Graph& graph) {
+  if (is_conv(node) && channels_last(node)) return lower_qconv_nhwc(node, graph);
   const Roles r = roles_of(node);
   const Shape& as = input_value(graph, node, static_cast<size_t>(r.a)).shape;
   const Shape& bs = input_value(graph, node, static_cast<size_t>(r.b)).shape;

@@ -343,6 +343,8 @@ void register_quantize_ops(OpRegistry& registry) {
   q.infer = quantize_infer;
   q.reference = quantize_reference;
   q.lower = quantize_lower;
+  // Per tensor (a scalar scale), which is what the layout pass checks before moving it to NHWC.
+  q.traits.elementwise = true;
   registry.add(q);
   OpDef d;
   d.op_type = "DequantizeLinear";
@@ -350,6 +352,7 @@ void register_quantize_ops(OpRegistry& registry) {
   d.reference = dequantize_reference;
   d.lower = dequantize_lower;
   d.traits.fold_in_pipeline_only = true;
+  d.traits.elementwise = true;  // per tensor; see QuantizeLinear
   registry.add(d);
   OpDef dq;
   dq.op_type = "DynamicQuantizeLinear";

@@ -291,3 +291,60 @@ TEST(CutlassConv, Fp32BlockTakesSgemmAndSimtOrStaysNchwWhenOff) {
 
 }  // namespace
 }  // namespace aotc
+
+namespace aotc {
+namespace {
+
+// aotc.QLinearConv (int8, requantizing with a ReLU clamp, then dequantizing) through layout_nhwc
+// and codegen: both become the int8 tensor-core template, whose params builder carries the zero
+// point and the clamp; nvcc compiles it for Jetson's sm_87 and for sm_90 with the CUTLASS
+// headers. Its results are checked on a GPU by GpuQuantizedConv (tests/gpu).
+TEST(CutlassConv, Int8LibraryCompilesForJetsonAndHopper) {
+  const std::string nvcc = test::find_nvcc();
+  if (!test::tool_runs(nvcc) || !test::tool_runs("cc")) GTEST_SKIP() << "nvcc or cc not available";
+  auto include = find_cutlass_include_dir("");
+  if (!include.is_ok() || include->empty())
+    GTEST_SKIP() << "CUTLASS headers not found (pip install nvidia-cutlass, or CUTLASS_DIR)";
+  auto g = parse_text_ir(R"(
+    input %x : int8[2x16x7x9]
+    const %xs : float[scalar] = [0.05]
+    const %w : int8[32x16x3x3] = random(5, -127, 128)
+    const %ws : float[32] = random(6, 0.001, 0.01)
+    const %ys : float[scalar] = [0.2]
+    const %yz : int8[scalar] = [-4]
+    const %b : int32[32] = random(7, -500, 500)
+    const %w2 : int8[16x32x1x1] = random(8, -127, 128)
+    const %ws2 : float[16] = random(9, 0.001, 0.01)
+    %y : int8[?] = aotc.QLinearConv(%x, %xs, _, %w, %ws, _, %ys, %yz, %b) {pads=[1,1,1,1], qmin=-4}  # qconv
+    %f : float[?] = aotc.QLinearConv(%y, %ys, %yz, %w2, %ws2)  # deq
+    output %f
+  )");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  g->opset = 17;
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  g->target = target_from_archs({"sm_87", "sm_90"});
+  auto laid = layout_nhwc(*g);
+  ASSERT_TRUE(laid.is_ok()) << laid.status().message();
+  int nhwc = 0;
+  for (const Node& n : g->nodes) nhwc += n.op_type == "QLinearConv" && channels_last(n) ? 1 : 0;
+  EXPECT_EQ(nhwc, 1);  // the second reads y, whose zero point is -4: it stays on the direct kernel
+  const Node* q = nullptr;
+  for (const Node& n : g->nodes)
+    if (n.op_type == "QLinearConv" && channels_last(n)) q = &n;
+  ASSERT_NE(q, nullptr);
+  auto lowered = default_registry().find("QLinearConv", "aotc")->lower(*q, *g);
+  ASSERT_TRUE(lowered.is_ok()) << lowered.status().message();
+  ASSERT_EQ(lowered->steps.size(), 1u);
+  const KernelStep& k = lowered->steps[0].kernel;
+  EXPECT_EQ(k.template_name, "cutlass_conv2d_fprop_i8");
+  EXPECT_TRUE(k.library_params);
+  // N H W C K R S P Q pads strides dilations, then zero point -4 and the clamp [-4, 127].
+  EXPECT_EQ(k.builder_args, (std::vector<int64_t>{2, 7, 9, 16, 32, 3, 3, 7, 9, 1, 1, 1, 1, 1, 1, -4, -4, 127}));
+  const std::string sources = test::compile_block_sources(*g, test::linear_plan(*g), {"sm_87", "sm_90"}, *include, "cutlass-int8");
+  ASSERT_FALSE(sources.empty());
+  EXPECT_NE(sources.find("cutlass::arch::OpMultiplyAddSaturate"), std::string::npos);
+  EXPECT_NE(sources.find("using ElementOut = int8_t;"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace aotc

@@ -3,6 +3,8 @@
 // checked against the CPU reference of the NCHW graph, and where it must not fire (no Sm80
 // target, fp32 with --conv-fp32 nchw, fp64, unaligned fp32 channels, windows past 32, grouped
 // convolutions, per-channel broadcasts).
+#include <cstring>
+
 #include "ir/layout.h"
 #include "ir/ops/conv_configs.h"
 #include "opt/passes.h"
@@ -375,6 +377,71 @@ TEST(LayoutNhwc, Fp32ApplicabilityChecks) {
   EXPECT_FALSE(conv_depthwise_nhwc_applies(t, DType::kFloat32, 6, 6, 6));
   EXPECT_FALSE(conv_pointwise_gemm_applies(t, DType::kFloat32, 1, 64, 256, {1, 1}, {1, 1}, {0, 0, 0, 0}, true));
   EXPECT_TRUE(conv_implicit_gemm_applies(t, DType::kFloat16, 1, 8, 8));  // 16-bit unaffected
+}
+
+}  // namespace
+}  // namespace aotc
+
+namespace aotc {
+namespace {
+
+// aotc.QLinearConv with int8 activations of zero point 0 and symmetric weights: channels_last on
+// the int8 tensor-core kernel, KRSC weights, one epilogue word per output channel (the float
+// multiplier in the low half, the int32 bias in the high half), results bit-identical to the NCHW
+// reference; a nonzero activation zero point keeps it NCHW (the kernel has no zero-point term).
+TEST(LayoutNhwc, Int8ConvRunsOnTheInt8KernelWithItsEpilogueWords) {
+  AOTC_REQUIRE_OPS("aotc.QLinearConv");
+  const char* text = R"(
+    input %x : int8[2x16x7x9]
+    const %xs : float[scalar] = [0.05]
+    const %xz : int8[scalar] = [XZ]
+    const %w : int8[32x16x3x3] = random(5, -127, 128)
+    const %ws : float[32] = random(6, 0.001, 0.01)
+    const %ys : float[scalar] = [0.2]
+    const %yz : int8[scalar] = [0]
+    const %b : int32[32] = random(7, -500, 500)
+    const %w2 : int8[16x32x1x1] = random(8, -127, 128)
+    const %ws2 : float[16] = random(9, 0.001, 0.01)
+    %y : int8[?] = aotc.QLinearConv(%x, %xs, %xz, %w, %ws, _, %ys, %yz, %b) {pads=[1,1,1,1], strides=[1,2], qmin=0}  # qconv
+    %f : float[?] = aotc.QLinearConv(%y, %ys, _, %w2, %ws2)  # deq
+    output %f
+  )";
+  for (const char* xz : {"0", "3"}) {
+    SCOPED_TRACE(std::string("x zero point ") + xz);
+    std::string t = text;
+    t.replace(t.find("XZ"), 2, xz);
+    AOTC_BUILD(g, t);
+    Graph before = g;
+    auto changed = layout_nhwc(g);
+    ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+    ASSERT_TRUE(verify(g).is_ok());
+    EXPECT_TRUE(testing_util::same_outputs(before, g, 42, 0, 0));
+    if (std::string(xz) != "0") {
+      // The first conv stays NCHW; the second (zero point absent) still moves.
+      EXPECT_EQ(op_list(g), "aotc.QLinearConv,Transpose,aotc.QLinearConv,Transpose");
+      EXPECT_FALSE(channels_last(g.nodes[0]));
+      continue;
+    }
+    EXPECT_EQ(op_list(g), "Transpose,aotc.QLinearConv,aotc.QLinearConv,Transpose");
+    const Node& q = g.nodes[1];
+    ASSERT_TRUE(channels_last(q));
+    EXPECT_EQ(g.value(q.inputs[3]).shape, (Shape{32, 3, 3, 16}));  // KRSC
+    const Tensor& words = *g.value(q.inputs[9]).constant;
+    ASSERT_EQ(words.dtype(), DType::kUInt64);
+    const Tensor& ws = *before.value(before.find_value("ws")).constant;
+    const Tensor& b = *before.value(before.find_value("b")).constant;
+    for (int64_t k : {0, 3, 31}) {
+      uint64_t word;
+      std::memcpy(&word, words.raw() + k * 8, 8);
+      const float want_m = (0.05f * static_cast<float>(ws.get(k))) / 0.2f;
+      uint32_t m_bits = static_cast<uint32_t>(word & 0xffffffffu);
+      float m;
+      std::memcpy(&m, &m_bits, 4);
+      EXPECT_EQ(m, want_m) << k;
+      EXPECT_EQ(static_cast<int32_t>(static_cast<uint32_t>(word >> 32)), b.get_int(k)) << k;
+    }
+    EXPECT_TRUE(channels_last(g.nodes[2]));
+  }
 }
 
 }  // namespace

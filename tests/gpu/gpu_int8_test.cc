@@ -1,0 +1,64 @@
+// GPU tests of the int8 layers (issue 8): aotc.QLinearConv on the int8 tensor-core kernel
+// (templates/cutlass_conv2d_fprop_i8.cu.in, moved there by opt/layout_nhwc) and on the direct
+// kernel, against the CPU reference of the same graph. The epilogue does the reference's
+// arithmetic (a double product for requantization, a float one for dequantization), so int8
+// outputs must be identical and float outputs within the fp32 single-op tolerance.
+#include "tests/gpu/gpu_harness.h"
+
+namespace aotc::gpu_test {
+namespace {
+
+Attribute i64s(std::vector<int64_t> v) { return Attribute::of_ints(std::move(v)); }
+
+ValueId scalar(GraphBuilder& b, const std::string& name, double v, DType t = DType::kFloat32) {
+  return b.weight(name, {}, v, v, t);
+}
+
+// x int8 [N, C, H, W] -> requantizing conv (bias, ReLU clamp, zero point 0 so the next conv can
+// take the tensor-core kernel too) -> dequantizing 1x1 conv -> float output; the int8
+// intermediate is a graph output as well.
+Graph qconv_chain(Shape x, int64_t k1, int64_t k2, Attributes conv_attrs, bool y_zero_nonzero) {
+  GraphBuilder b(3);
+  ValueId xi = b.input("x", x, DType::kInt8);
+  ValueId xs = scalar(b, "xs", 0.05);
+  ValueId w1 = b.weight("w1", {k1, x[1], 3, 3}, -127, 128, DType::kInt8);
+  ValueId ws1 = b.weight("ws1", {k1}, 0.001, 0.01);
+  ValueId ys = scalar(b, "ys", 0.25);
+  ValueId yz = scalar(b, "yz", y_zero_nonzero ? -5 : 0, DType::kInt8);
+  ValueId b1 = b.weight("b1", {k1}, -2000, 2000, DType::kInt32);
+  Attributes a1 = conv_attrs;
+  a1["qmin"] = Attribute::of_int(y_zero_nonzero ? -5 : 0);  // a fused ReLU: Q(0) = the zero point
+  ValueId y = b.node("QLinearConv", {xi, xs, kNoValue, w1, ws1, kNoValue, ys, yz, b1}, a1, "aotc");
+  ValueId w2 = b.weight("w2", {k2, k1, 1, 1}, -127, 128, DType::kInt8);
+  ValueId ws2 = b.weight("ws2", {k2}, 0.001, 0.01);
+  ValueId f = b.node("QLinearConv", {y, ys, yz, w2, ws2}, {}, "aotc");
+  b.output(y);
+  b.output(f);
+  return b.graph();
+}
+
+CaseOptions int8_inputs() {
+  CaseOptions o;
+  o.input_lo = -128;
+  o.input_hi = 128;
+  return o;
+}
+
+TEST(GpuQuantizedConv, TensorCoreKernelThreeByThreeStride2AndPointwise) {
+  AOTC_REQUIRE_GPU();
+  run_case(qconv_chain({2, 32, 13, 11}, 48, 32, {{"pads", i64s({1, 1, 1, 1})}, {"strides", i64s({2, 2})}}, false),
+           "qconv_tc", int8_inputs());
+}
+
+TEST(GpuQuantizedConv, TensorCoreKernelBatchOneManyChannels) {
+  AOTC_REQUIRE_GPU();
+  run_case(qconv_chain({1, 64, 14, 14}, 128, 64, {{"pads", i64s({1, 1, 1, 1})}}, false), "qconv_tc_c64", int8_inputs());
+}
+
+TEST(GpuQuantizedConv, NonzeroZeroPointStaysOnTheDirectKernel) {
+  AOTC_REQUIRE_GPU();
+  run_case(qconv_chain({1, 16, 9, 9}, 16, 16, {{"pads", i64s({1, 1, 1, 1})}}, true), "qconv_direct", int8_inputs());
+}
+
+}  // namespace
+}  // namespace aotc::gpu_test
