@@ -260,6 +260,12 @@ Status center_crop_pad_infer(Node& node, Graph&) {
   return node_error(node, "is rewritten to Pad when imported; it cannot be inferred as it is");
 }
 
+// Never reached (the import rewrites the node); registered because every op has a reference
+// (OpRegistry::add asserts it: builds with assertions on stopped at the first registry use).
+Status center_crop_pad_reference(const Node& node, const std::vector<const Tensor*>&, std::vector<Tensor>&) {
+  return node_error(node, "is rewritten to Pad when imported; it cannot be evaluated as it is");
+}
+
 }  // namespace
 
 void register_pad_ops(OpRegistry& registry) {
@@ -267,6 +273,7 @@ void register_pad_ops(OpRegistry& registry) {
   crop.op_type = "CenterCropPad";
   crop.import = center_crop_pad_import;
   crop.infer = center_crop_pad_infer;
+  crop.reference = center_crop_pad_reference;
   registry.add(crop);
   OpDef def;
   def.op_type = "Pad";
