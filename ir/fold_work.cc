@@ -28,18 +28,27 @@ int64_t add(int64_t a, int64_t b) {
   return __builtin_add_overflow(a, b, &r) ? kSaturated : r;
 }
 
+// shape_numel, saturating: the estimate may see shapes no tensor could have.
+int64_t numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    if (d == 0) return 0;
+  for (int64_t d : shape) n = mul(n, d);
+  return n;
+}
+
 const Shape* shape_of(const Node& node, const Graph& graph, size_t input) {
   if (input >= node.inputs.size() || node.inputs[input] == kNoValue) return nullptr;
   return &graph.value(node.inputs[input]).shape;
 }
 int64_t numel_of(const Node& node, const Graph& graph, size_t input) {
   const Shape* s = shape_of(node, graph, input);
-  return s ? shape_numel(*s) : 0;
+  return s ? numel(*s) : 0;
 }
 int64_t out_numel(const Node& node, const Graph& graph) {
   int64_t n = 0;
   for (ValueId out : node.outputs)
-    if (out != kNoValue) n = add(n, graph.value(out).numel());
+    if (out != kNoValue) n = add(n, numel(graph.value(out).shape));
   return n;
 }
 int64_t largest_dim(const Node& node, const Graph& graph) {
@@ -64,7 +73,7 @@ int64_t gemm_work(const Node& node, const Graph& graph) {
 int64_t conv_work_with_weight(const Node& node, const Graph& graph, size_t weight) {
   const Shape* w = shape_of(node, graph, weight);
   if (!w || w->empty() || (*w)[0] <= 0) return out_numel(node, graph);
-  return mul(out_numel(node, graph), shape_numel(*w) / (*w)[0]);
+  return mul(out_numel(node, graph), numel(*w) / (*w)[0]);
 }
 int64_t conv_work(const Node& node, const Graph& graph) { return conv_work_with_weight(node, graph, 1); }
 int64_t qlinear_conv_work(const Node& node, const Graph& graph) { return conv_work_with_weight(node, graph, 3); }
@@ -72,7 +81,7 @@ int64_t qlinear_conv_work(const Node& node, const Graph& graph) { return conv_wo
 int64_t conv_transpose_work(const Node& node, const Graph& graph) {
   const Shape* w = shape_of(node, graph, 1);
   if (!w || w->empty() || (*w)[0] <= 0) return out_numel(node, graph);
-  return mul(numel_of(node, graph, 0), shape_numel(*w) / (*w)[0]);
+  return mul(numel_of(node, graph, 0), numel(*w) / (*w)[0]);
 }
 // Einsum's reference loops over every output element and every combination of the summed labels.
 int64_t einsum_work(const Node& node, const Graph& graph) {
@@ -119,7 +128,7 @@ int64_t attention_work(const Node& node, const Graph& graph) {
 // input] or batch-first; seq x batch = X's elements / input size).
 int64_t rnn_work(const Node& node, const Graph& graph) {
   const Shape* x = shape_of(node, graph, 0);
-  const int64_t steps = !x || x->empty() || x->back() <= 0 ? 1 : shape_numel(*x) / x->back();
+  const int64_t steps = !x || x->empty() || x->back() <= 0 ? 1 : numel(*x) / x->back();
   return mul(steps, add(numel_of(node, graph, 1), numel_of(node, graph, 2)));
 }
 // The DFT and STFT references are direct sums: output elements x signal length.

@@ -220,7 +220,10 @@ Expected<Lowering> pad_lower(const Node& node, const Graph& graph) {
 // CenterCropPad -> Pad with constant pads: begin = floor-toward-zero half of the difference
 // (shape - dim), end = the rest, as the spec's centring rule says for both crop and pad.
 Status center_crop_pad_import(Node& node, Graph& graph, int64_t) {
-  if (node.num_present_inputs() != 2 || node.outputs.size() != 1)
+  // Both inputs are required: an empty name (absent) in either place is refused here, before
+  // graph.value() reads them (an absent input_data was read at index -1; found by fuzzing).
+  if (node.inputs.size() != 2 || node.inputs[0] == kNoValue || node.inputs[1] == kNoValue ||
+      node.outputs.size() != 1)
     return node_error(node, "expects inputs (input_data, shape) and 1 output");
   const Value& x = graph.value(node.inputs[0]);
   const Value& shape = graph.value(node.inputs[1]);
