@@ -251,13 +251,8 @@ static void remove_stale_build_dirs() {
   }
 }
 
-Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& plan,
-                                       const CodegenOptions& options) {
-  auto report = [&](const std::string& line) {
-    if (options.progress) options.progress(line);
-  };
-  if (options.output_path.empty() && options.emit_source_dir.empty())
-    return Status::error("codegen: neither an output path nor --emit-source was given");
+Expected<LibrarySources> render_library_sources(const Graph& graph, const MemoryPlan& plan,
+                                                const CodegenOptions& options) {
   if (options.archs.empty()) return Status::error("codegen: no --arch given");
   for (const std::string& arch : options.archs)
     if (arch_number(arch).empty())
@@ -265,24 +260,24 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
                            "' is not of the form sm_XX (e.g. sm_87, sm_90)");
   auto prefix_or = choose_prefix(options);
   if (!prefix_or) return prefix_or.status();
-  const std::string prefix = *prefix_or;
-
-  CodegenStats stats;
-  auto t0 = std::chrono::steady_clock::now();
+  LibrarySources out;
+  out.prefix = *prefix_or;
   auto program = build_launch_program(
       graph, plan, options.registry ? *options.registry : default_registry());
   if (!program) return program.status();
+  out.program = std::move(*program);
   auto device = render_device_sources(
-      *program, graph,
+      out.program, graph,
       {options.aotc_version, options.model_hash, graph.name, &options.extra_templates, options.pdl});
   if (!device) return device.status();
-  const int files = static_cast<int>(device->size());
+  out.device = std::move(*device);
+  const int files = static_cast<int>(out.device.size());
   // CUTLASS: only a model whose templates include it needs the headers.
-  std::vector<bool> needs_cutlass(static_cast<size_t>(files), false);
+  out.needs_cutlass.assign(static_cast<size_t>(files), false);
   for (int f = 0; f < files; ++f)
-    needs_cutlass[static_cast<size_t>(f)] = source_uses_cutlass((*device)[static_cast<size_t>(f)]);
-  for (const ProgramKernel& k : program->kernels) {
-    if (!needs_cutlass[static_cast<size_t>(k.module)] || !options.cutlass_include_dir.empty()) continue;
+    out.needs_cutlass[static_cast<size_t>(f)] = source_uses_cutlass(out.device[static_cast<size_t>(f)]);
+  for (const ProgramKernel& k : out.program.kernels) {
+    if (!out.needs_cutlass[static_cast<size_t>(k.module)] || !options.cutlass_include_dir.empty()) continue;
     auto extra = options.extra_templates.find(k.template_name);
     const EmbeddedFile* tmpl = find_embedded_file("templates/" + k.template_name + ".cu.in");
     std::string text = extra != options.extra_templates.end() ? extra->second : tmpl ? tmpl->text() : "";
@@ -291,10 +286,31 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
                            escape_for_message(k.template_name) +
                            "; install nvidia-cutlass (pip) or pass --cutlass-dir");
   }
-  HostSources host = render_host_sources(
-      *program, graph,
-      {prefix, options.archs, options.aotc_version, options.model_hash, graph.name, files,
+  out.host = render_host_sources(
+      out.program, graph,
+      {out.prefix, options.archs, options.aotc_version, options.model_hash, graph.name, files,
        options.tune_matmuls});
+  return out;
+}
+
+Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& plan,
+                                       const CodegenOptions& options) {
+  auto report = [&](const std::string& line) {
+    if (options.progress) options.progress(line);
+  };
+  if (options.output_path.empty() && options.emit_source_dir.empty())
+    return Status::error("codegen: neither an output path nor --emit-source was given");
+
+  CodegenStats stats;
+  auto t0 = std::chrono::steady_clock::now();
+  auto rendered = render_library_sources(graph, plan, options);
+  if (!rendered) return rendered.status();
+  const std::string& prefix = rendered->prefix;
+  const LaunchProgram* program = &rendered->program;
+  const std::vector<std::string>* device = &rendered->device;
+  const std::vector<bool>& needs_cutlass = rendered->needs_cutlass;
+  const HostSources& host = rendered->host;
+  const int files = static_cast<int>(device->size());
   std::set<std::string> functions;  // distinct __global__ functions (identical kernels share one)
   for (const ProgramKernel& k : program->kernels) functions.insert(k.function);
   stats.kernels = static_cast<int>(functions.size());

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "codegen/host_source.h"
+#include "codegen/launch_program.h"
 #include "codegen/pdl_mode.h"
 #include "ir/graph.h"
 #include "ir/op_registry.h"
@@ -61,6 +63,20 @@ struct CodegenStats {
   int cache_misses = 0;        // device files compiled by nvcc
   double host_cc_seconds = 0;
 };
+
+// Everything compile_library writes before it runs nvcc, rendered in memory: the launch program
+// (with the weight blob), one CUDA source per device file and the host sources. Fails like
+// compile_library on a bad --name / --arch, a lowering that cannot be built, or a model that needs
+// CUTLASS headers when none are given. Nothing is written or run (the fuzz harnesses use it).
+struct LibrarySources {
+  std::string prefix;                   // the ABI prefix
+  LaunchProgram program;
+  std::vector<std::string> device;      // <prefix>_devN.cu
+  std::vector<bool> needs_cutlass;      // per device file
+  HostSources host;
+};
+Expected<LibrarySources> render_library_sources(const Graph& graph, const MemoryPlan& plan,
+                                                const CodegenOptions& options);
 
 Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& plan,
                                        const CodegenOptions& options);

@@ -42,6 +42,26 @@ constexpr int kMaxMessageNesting = 100;
 
 std::string quoted(const std::string& name) { return "'" + escape_for_message(name) + "'"; }
 
+// Parses a ModelProto from `stream`; `what` names the source in the one-line error.
+Status parse_model(google::protobuf::io::ZeroCopyInputStream* raw, const std::string& what,
+                   onnx::ModelProto* model) {
+  bool parsed = false;
+  {
+    google::protobuf::io::CodedInputStream stream(raw);
+    stream.SetTotalBytesLimit(INT_MAX);
+    // The nesting cap (docs/reliability.md, Limits): protobuf's default, set here so it is ours.
+    // Parsing recurses once per nested message; subgraphs (If/Loop) are refused after parsing.
+    stream.SetRecursionLimit(kMaxMessageNesting);
+    parsed = model->ParseFromCodedStream(&stream) && stream.ConsumedEntireMessage();
+  }
+  if (!parsed)
+    return Status::error(what + " is not a valid ONNX protobuf (truncated, corrupted, or messages nested deeper than " +
+                         std::to_string(kMaxMessageNesting) + ")");
+  if (!model->has_graph())
+    return Status::error(what + " has no graph (not an ONNX model?)");
+  return Status::ok();
+}
+
 // Reads and parses the file; every failure is a one-line Status naming the (escaped) path.
 Status read_model(const std::string& path, onnx::ModelProto* model) {
   const std::string file = "model file " + quoted(path);
@@ -56,23 +76,22 @@ Status read_model(const std::string& path, onnx::ModelProto* model) {
   // Parse straight from the file: no second copy of a model that may be close to 2 GB.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::error("cannot open " + file + ": " + std::strerror(errno));
-  bool parsed = false;
+  Status s = Status::ok();
   {
     google::protobuf::io::FileInputStream raw(fd);
-    google::protobuf::io::CodedInputStream stream(&raw);
-    stream.SetTotalBytesLimit(INT_MAX);
-    // The nesting cap (docs/reliability.md, Limits): protobuf's default, set here so it is ours.
-    // Parsing recurses once per nested message; subgraphs (If/Loop) are refused after parsing.
-    stream.SetRecursionLimit(kMaxMessageNesting);
-    parsed = model->ParseFromCodedStream(&stream) && stream.ConsumedEntireMessage();
+    s = parse_model(&raw, file, model);
   }
   ::close(fd);
-  if (!parsed)
-    return Status::error(file + " is not a valid ONNX protobuf (truncated, corrupted, or messages nested deeper than " +
-                         std::to_string(kMaxMessageNesting) + ")");
-  if (!model->has_graph())
-    return Status::error(file + " has no graph (not an ONNX model?)");
-  return Status::ok();
+  return s;
+}
+
+// The in-memory twin of read_model.
+Status read_model(const void* data, size_t size, onnx::ModelProto* model) {
+  const std::string what = "model buffer";
+  if (size == 0) return Status::error(what + " is empty");
+  if (size > INT_MAX) return Status::error(what + " is larger than 2 GB, the protobuf limit");
+  google::protobuf::io::ArrayInputStream raw(data, static_cast<int>(size));
+  return parse_model(&raw, what, model);
 }
 
 // The caps of ImportLimits, on the protobuf. Names are checked here, once, so that no later
@@ -424,6 +443,7 @@ Status with_node_position(const Status& s, const onnx::NodeProto& proto, size_t 
 Status Importer::run(onnx::ModelProto& model) {
   AOTC_RETURN_IF_ERROR(check_limits(model.graph(), options_.limits));
   graph_.max_folded_bytes_total = options_.limits.max_folded_bytes;
+  graph_.max_fold_work_total = options_.limits.max_fold_work;
   AOTC_RETURN_IF_ERROR(import_opset(model));
   const onnx::GraphProto& g = model.graph();
   graph_.name = g.name();
@@ -483,26 +503,50 @@ Status Importer::run(onnx::ModelProto& model) {
   return Status::ok();
 }
 
+// The import proper, after the model was read by either read_model.
+Expected<Graph> load_parsed(onnx::ModelProto& model, const std::string& base_dir, const ImportOptions& options) {
+  Importer importer(options, /*keep_going=*/false, base_dir);
+  AOTC_RETURN_IF_ERROR(importer.run(model));
+  return std::move(importer.graph());
+}
+
+std::vector<Status> check_parsed(onnx::ModelProto& model, const std::string& base_dir, const ImportOptions& options) {
+  Importer importer(options, /*keep_going=*/true, base_dir);
+  Status fatal = importer.run(model);
+  std::vector<Status> problems = std::move(importer.problems());
+  if (!fatal.is_ok() && (problems.empty() || problems.back().message() != fatal.message()))
+    problems.push_back(fatal);
+  return problems;
+}
+
 }  // namespace
 
 Expected<Graph> load_onnx_model(const std::string& path, const ImportOptions& options) {
   onnx::ModelProto model;
   AOTC_RETURN_IF_ERROR(read_model(path, &model));
-  Importer importer(options, /*keep_going=*/false, parent_dir(path));
-  AOTC_RETURN_IF_ERROR(importer.run(model));
-  return std::move(importer.graph());
+  return load_parsed(model, parent_dir(path), options);
 }
 
 std::vector<Status> check_onnx_model(const std::string& path, const ImportOptions& options) {
   onnx::ModelProto model;
   Status read = read_model(path, &model);
   if (!read.is_ok()) return {read};
-  Importer importer(options, /*keep_going=*/true, parent_dir(path));
-  Status fatal = importer.run(model);
-  std::vector<Status> problems = std::move(importer.problems());
-  if (!fatal.is_ok() && (problems.empty() || problems.back().message() != fatal.message()))
-    problems.push_back(fatal);
-  return problems;
+  return check_parsed(model, parent_dir(path), options);
+}
+
+Expected<Graph> load_onnx_model_from_memory(const void* data, size_t size, const std::string& base_dir,
+                                            const ImportOptions& options) {
+  onnx::ModelProto model;
+  AOTC_RETURN_IF_ERROR(read_model(data, size, &model));
+  return load_parsed(model, base_dir, options);
+}
+
+std::vector<Status> check_onnx_model_from_memory(const void* data, size_t size, const std::string& base_dir,
+                                                 const ImportOptions& options) {
+  onnx::ModelProto model;
+  Status read = read_model(data, size, &model);
+  if (!read.is_ok()) return {read};
+  return check_parsed(model, base_dir, options);
 }
 
 }  // namespace aotc

@@ -25,6 +25,7 @@ struct ImportLimits {
   int64_t max_node_outputs = 4096;       // outputs of one node (a Split into many)
   size_t max_name_bytes = 4096;          // any name: node, value, op type, domain, attribute, graph
   int64_t max_folded_bytes = int64_t{2} << 30;  // constants made by folding, in total (Graph::)
+  int64_t max_fold_work = int64_t{1} << 31;     // work of the folds, in total (Graph::max_fold_work_total)
 };
 
 struct ImportOptions {
@@ -43,5 +44,12 @@ Expected<Graph> load_onnx_model(const std::string& path, const ImportOptions& op
 // Like load_onnx_model, but keeps going past unsupported ops and invalid nodes and returns every
 // problem found (one Status per node), for `aotc check`. Empty result = the model imports.
 std::vector<Status> check_onnx_model(const std::string& path, const ImportOptions& options = {});
+
+// The same two from a serialized ModelProto in memory (the fuzz harnesses, tests/fuzz/): no file
+// is read except external data, which must resolve inside `base_dir` (empty refuses it).
+Expected<Graph> load_onnx_model_from_memory(const void* data, size_t size, const std::string& base_dir,
+                                            const ImportOptions& options = {});
+std::vector<Status> check_onnx_model_from_memory(const void* data, size_t size, const std::string& base_dir,
+                                                 const ImportOptions& options = {});
 
 }  // namespace aotc

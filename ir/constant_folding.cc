@@ -54,6 +54,19 @@ Expected<bool> try_fold_node(const Node& node, Graph& graph, const OpRegistry& r
     return Status::error("constant folding: this output (" + std::to_string(bytes) + " bytes) would take the folded "
                          "constants past " + std::to_string(graph.max_folded_bytes_total >> 20) +
                          " MiB in total, the limit (docs/reliability.md, Limits)");
+  // The work cap: shape-only folds read shapes only; others are estimated before they run.
+  if (!shape_fold) {
+    const int64_t work = estimate_fold_work(node, graph);
+    const bool over_total = work > kSmallFoldWork && work > graph.max_fold_work_total - graph.fold_work;
+    if (work > kMaxFoldWork || over_total) {
+      if (def->lower) return false;  // runs on the GPU instead
+      return Status::error("constant folding: about " + std::to_string(work) + " multiply-adds, over " +
+                           (over_total ? "what is left of the total of " + std::to_string(graph.max_fold_work_total)
+                                       : "the limit of one fold, " + std::to_string(kMaxFoldWork)) +
+                           ", and the op has no GPU kernel to run it instead (docs/reliability.md, Limits)");
+    }
+    graph.fold_work += work;
+  }
   graph.folded_bytes += bytes;
 
   // Placeholders for non-constant inputs of shape-only ops: right shape, no bytes (dtype-less),

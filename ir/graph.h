@@ -68,6 +68,10 @@ class Graph {
   // stays in memory, so a model of many large foldable nodes is refused instead of exhausting it.
   int64_t folded_bytes = 0;
   int64_t max_folded_bytes_total = int64_t{2} << 30;
+  // The same for the work of the folds (estimate_fold_work): a total past which only small folds
+  // go on, so that folding time is bounded however many expensive foldable nodes a model has.
+  int64_t fold_work = 0;
+  int64_t max_fold_work_total = int64_t{1} << 31;
 
   ValueId add_value(std::string name, DType dtype = DType::kUndefined, Shape shape = {},
                     bool shape_known = false);

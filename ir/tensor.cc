@@ -9,6 +9,10 @@
 namespace aotc {
 
 int64_t shape_numel(const Shape& shape) {
+  // A zero dim first: the product of the other dims of an empty tensor may overflow int64 (a model
+  // may claim [2^62, 4, 0]; checked_numel accepts it as empty), and forming it is undefined.
+  for (int64_t d : shape)
+    if (d == 0) return 0;
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;

@@ -9,8 +9,10 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 # gcc-aarch64-linux-gnu: the cross compiler for Jetson libraries (host code for aarch64).
+# clang + libclang-rt-dev (libFuzzer and the sanitizer runtimes): the fuzz harnesses (tools/fuzz.sh,
+# CTest fuzz_regression).
 packages=(build-essential cmake g++ libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
-          libgtest-dev googletest python3 python3-pip gcc-aarch64-linux-gnu)
+          libgtest-dev googletest python3 python3-pip gcc-aarch64-linux-gnu clang libclang-rt-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -220,7 +220,10 @@ Expected<Lowering> pad_lower(const Node& node, const Graph& graph) {
 // CenterCropPad -> Pad with constant pads: begin = floor-toward-zero half of the difference
 // (shape - dim), end = the rest, as the spec's centring rule says for both crop and pad.
 Status center_crop_pad_import(Node& node, Graph& graph, int64_t) {
-  if (node.num_present_inputs() != 2 || node.outputs.size() != 1)
+  // Both inputs are required: an empty name (absent) in either place is refused here, before
+  // graph.value() reads them (an absent input_data was read at index -1; found by fuzzing).
+  if (node.inputs.size() != 2 || node.inputs[0] == kNoValue || node.inputs[1] == kNoValue ||
+      node.outputs.size() != 1)
     return node_error(node, "expects inputs (input_data, shape) and 1 output");
   const Value& x = graph.value(node.inputs[0]);
   const Value& shape = graph.value(node.inputs[1]);
@@ -260,6 +263,12 @@ Status center_crop_pad_infer(Node& node, Graph&) {
   return node_error(node, "is rewritten to Pad when imported; it cannot be inferred as it is");
 }
 
+// Never reached (the import rewrites the node); registered because every op has a reference
+// (OpRegistry::add asserts it: builds with assertions on stopped at the first registry use).
+Status center_crop_pad_reference(const Node& node, const std::vector<const Tensor*>&, std::vector<Tensor>&) {
+  return node_error(node, "is rewritten to Pad when imported; it cannot be evaluated as it is");
+}
+
 }  // namespace
 
 void register_pad_ops(OpRegistry& registry) {
@@ -267,6 +276,7 @@ void register_pad_ops(OpRegistry& registry) {
   crop.op_type = "CenterCropPad";
   crop.import = center_crop_pad_import;
   crop.infer = center_crop_pad_infer;
+  crop.reference = center_crop_pad_reference;
   registry.add(crop);
   OpDef def;
   def.op_type = "Pad";

@@ -362,6 +362,15 @@ def initializer_cases(c):
     c.add("initializers", "negative_dim", add_model(t), "error", "dims are >= 0")
     t = onnx.TensorProto(name="w", data_type=F, dims=[2 ** 32, 2 ** 32])
     c.add("initializers", "dims_overflow", add_model(t), "error", "the element count overflows")
+    # Found by the external_data fuzz harness (tests/fuzz): empty (a zero dim), but the other dims'
+    # product overflows int64; computing it was undefined behaviour (UBSan). [2^62, 4, 0] does not
+    # broadcast with Add's [4].
+    t = onnx.TensorProto(name="w", data_type=F, dims=[2 ** 62, 4, 0])
+    c.add("initializers", "empty_with_overflowing_dims", add_model(t), "error", "dims [2^62, 4, 0] do not broadcast with [4]")
+    # Found by the model_mutator fuzz harness: CenterCropPad's input_data absent (an empty name) was read
+    # at value index -1 while the op was rewritten to Pad. Both inputs are required (Operators.md).
+    c.add("structure", "center_crop_pad_absent_input", model([helper.make_node("CenterCropPad", ["", "s"], ["y"], name="bad_node")], [],
+          [vi("y", None)], [i64("s", [2, 2])], opset=18), "error", "input_data is required", node="bad_node")
     t = helper.make_tensor("", F, [4], [1.0] * 4)
     c.add("initializers", "no_name", add_model(t, ""), "error", "an initializer has a name")
     t = onnx.TensorProto(name="w", data_type=TensorProto.STRING, dims=[2], string_data=[b"a", b"b"])

@@ -239,6 +239,12 @@ def bomb_cases(c):
     c.add("bombs", "range_float_nan", rng(0.0, float("nan"), 1.0, F), "error", "a NaN limit has no count", node="bad_node")
     c.add("bombs", "range_float_inf", rng(0.0, float("inf"), 1.0, F), "error", "an infinite limit has no count", node="bad_node")
     c.add("bombs", "range_empty_ok", rng(10, 0, 1), "ok", "limit below start: zero elements")
+    # Folding work (docs/reliability.md Limits): 1 MiB fills, then nine constant MatMuls of 2^28 to
+    # 2^30 multiply-adds each. Valid; before the work cap `aotc check` folded them all (50 s here).
+    mm = [n("ConstantOfShape", ["sa"], ["a"], name="fill_a", value=cos), n("ConstantOfShape", ["sb"], ["b"], name="fill_b", value=cos),
+          n("MatMul", ["a", "b"], ["y0"], name="mm0")] + [n("MatMul", [f"y{k - 1}", f"y{k - 1}"], [f"y{k}"], name=f"mm{k}") for k in range(1, 9)]
+    c.add("bombs", "fold_matmul_chain_2e30", model(mm, [], [vi("y8", None)], [i64("sa", [1024, 256]), i64("sb", [256, 1024])]),
+          "ok", "a valid chain of constant MatMuls; the 5 s per case bounds the folding time")
     c.add("bombs", "pad_huge", model([n("Pad", ["x", "p"], ["y"], name="bad_node")], [x], [vi("y", None)], [i64("p", [2 ** 50, 2 ** 50])]),
           "error", "over the 1 TiB tensor limit", node="bad_node")
     c.add("bombs", "resize_huge_scales", model([n("Resize", ["x4", "", "sc"], ["y"], name="bad_node")], [vi("x4", [1, 1, 4, 4])], [vi("y", None)],
