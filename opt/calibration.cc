@@ -102,7 +102,13 @@ double amax_entropy(const AbsHistogram& h, int levels) {
   double best_kl = std::numeric_limits<double>::infinity();
   int best_i = n;
   std::vector<double> p, q;
+  // Thresholds that clip more than kMaxClippedFraction of the non-zero values are no candidates:
+  // with a discrete input (digit images: 17 grey levels) the clipped mass folded into P's last bin
+  // can make P a single spike that Q matches exactly (KL 0), and the search took 1/16 of the range
+  // (measured: models/digits_int8.py, 30.9% accuracy against 97.6% with minmax).
+  constexpr double kMaxClippedFraction = 0.01;
   for (int i = levels; i <= n; ++i) {
+    if (suffix[static_cast<size_t>(i)] > kMaxClippedFraction * suffix[0]) continue;
     p.assign(c.begin(), c.begin() + i);
     p[static_cast<size_t>(i) - 1] += suffix[static_cast<size_t>(i)];
     q.assign(static_cast<size_t>(i), 0.0);

@@ -38,7 +38,8 @@ class QdqFuser {
   Expected<bool> run() {
     bool changed = false;
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
-      Expected<bool> fused = try_layer(static_cast<int>(i));
+      Expected<bool> fused = removed_.count(static_cast<int>(i)) ? Expected<bool>(false) : try_layer(static_cast<int>(i));
+      if (fused && !*fused && !removed_.count(static_cast<int>(i))) fused = try_add(static_cast<int>(i));
       if (!fused) return fused.status();
       if (*fused) {
         changed = true;
@@ -114,11 +115,94 @@ class QdqFuser {
     return true;
   }
 
+  // What follows a layer: [Relu | Clip(constant bounds)] then one QuantizeLinear (quant >= 0), the
+  // clamp bounds the activation gives (lo / hi in float) and the QuantizeLinear's parameters.
+  struct Tail {
+    int act = -1, quant = -1;
+    double lo = -INFINITY, hi = INFINITY;
+    float scale = 0;
+    int64_t zp = 0;
+    DType type = DType::kUndefined;
+  };
+  bool quantized_tail(ValueId y, Tail* t) const {
+    *t = Tail{};
+    const int c1 = single_consumer(y);
+    if (c1 < 0) return false;
+    const Node& n1 = g_.nodes[static_cast<size_t>(c1)];
+    if (n1.domain.empty() && (n1.op_type == "Relu" || n1.op_type == "Clip") && n1.outputs.size() == 1) {
+      bool ok = n1.op_type == "Relu";
+      if (n1.op_type == "Clip") {
+        // Bounds as attributes (Clip's importer moves constant bounds there, and opset < 11
+        // writes them so) or as constant inputs.
+        const Tensor* cmin = constant(n1.input(1));
+        const Tensor* cmax = constant(n1.input(2));
+        ok = (n1.input(1) == kNoValue || (cmin && cmin->numel() == 1)) && (n1.input(2) == kNoValue || (cmax && cmax->numel() == 1));
+        if (ok) {
+          if (n1.has_attr("min")) t->lo = n1.attr_float("min", 0.f);
+          if (n1.has_attr("max")) t->hi = n1.attr_float("max", 0.f);
+          if (cmin) t->lo = cmin->get(0);
+          if (cmax) t->hi = cmax->get(0);
+        }
+      } else {
+        t->lo = 0;
+      }
+      const int c2 = ok ? single_consumer(n1.outputs[0]) : -1;
+      if (c2 < 0 || g_.nodes[static_cast<size_t>(c2)].op_type != "QuantizeLinear") return false;
+      t->act = c1;
+      t->quant = c2;
+    } else if (n1.op_type == "QuantizeLinear") {
+      t->quant = c1;
+    } else {
+      return false;
+    }
+    return usable_q(g_.nodes[static_cast<size_t>(t->quant)], &t->scale, &t->zp, &t->type);
+  }
+  void set_clamp(const Tail& t, Node* f) const {
+    if (t.act < 0) return;
+    if (t.lo > -INFINITY) f->attrs["qmin"] = Attribute::of_int(quantize(t.lo, t.scale, t.zp, t.type));
+    if (t.hi < INFINITY) f->attrs["qmax"] = Attribute::of_int(quantize(t.hi, t.scale, t.zp, t.type));
+  }
+
   // ONNX QuantizeLinear of one float value: saturate(rint(v / s) + zp).
   static int64_t quantize(double v, float s, int64_t zp, DType t) {
     const double lo = t == DType::kInt8 ? -128 : 0, hi = t == DType::kInt8 ? 127 : 255;
     double q = std::nearbyint(static_cast<double>(static_cast<float>(v) / s)) + static_cast<double>(zp);
     return static_cast<int64_t>(std::min(hi, std::max(lo, q)));
+  }
+
+  // DequantizeLinear(a) + DequantizeLinear(b) [-> Relu / Clip] -> QuantizeLinear, a and b of the
+  // output's shape, every parameter per tensor -> aotc.QLinearAdd on the int8 tensors.
+  Expected<bool> try_add(int i) {
+    const Node& add = g_.nodes[static_cast<size_t>(i)];
+    if (add.op_type != "Add" || !add.domain.empty() || add.inputs.size() != 2 || add.outputs.size() != 1) return false;
+    Dq a, b;
+    if (!usable_dq(producer(add.inputs[0], "DequantizeLinear"), false, 0, &a) ||
+        !usable_dq(producer(add.inputs[1], "DequantizeLinear"), false, 0, &b))
+      return false;
+    const Shape& out_shape = g_.value(add.outputs[0]).shape;
+    if (g_.value(a.q).shape != out_shape || g_.value(b.q).shape != out_shape) return false;
+    Tail t;
+    if (!quantized_tail(add.outputs[0], &t)) return false;
+    Node f;
+    f.name = g_.unique_name(add.name.empty() ? "qadd" : add.name);
+    f.op_type = "QLinearAdd";
+    f.domain = "aotc";
+    const Node& q = g_.nodes[static_cast<size_t>(t.quant)];
+    ValueId y_zp = q.input(2);
+    if (y_zp == kNoValue) y_zp = g_.add_constant(g_.unique_name(f.name + "_y_zero_point"), Tensor(t.type, {}));
+    f.inputs = {a.q, a.scale, a.zp, b.q, b.scale, b.zp, q.inputs[1], y_zp};
+    f.outputs = {q.outputs[0]};
+    set_clamp(t, &f);
+    const Value before = g_.value(q.outputs[0]);
+    Status st = infer_node(f, g_, registry_);
+    if (!st.is_ok() || g_.value(q.outputs[0]).shape != before.shape || g_.value(q.outputs[0]).dtype != before.dtype) {
+      g_.value(q.outputs[0]) = before;
+      return false;
+    }
+    g_.nodes[static_cast<size_t>(i)] = std::move(f);
+    if (t.act >= 0) removed_.insert(t.act);
+    removed_.insert(t.quant);
+    return true;
   }
 
   Expected<bool> try_layer(int i) {
@@ -164,40 +248,12 @@ class QdqFuser {
       for (int64_t c = 0; c < channels; ++c) bias.push_back(b->get(c));
     }
 
-    // What reads the layer: [Relu | Clip(constant bounds)] then one QuantizeLinear -> requantize.
-    ValueId y = layer.outputs[0];
-    int act = -1, quant = -1;
-    double lo = -INFINITY, hi = INFINITY;
-    int c1 = single_consumer(y);
-    if (c1 >= 0) {
-      const Node& n1 = g_.nodes[static_cast<size_t>(c1)];
-      if (n1.domain.empty() && (n1.op_type == "Relu" || n1.op_type == "Clip") && n1.outputs.size() == 1) {
-        bool ok = n1.op_type == "Relu";
-        if (n1.op_type == "Clip") {
-          // Bounds as attributes (Clip's importer moves constant bounds there, and opset < 11
-          // writes them so) or as constant inputs.
-          const Tensor* cmin = constant(n1.input(1));
-          const Tensor* cmax = constant(n1.input(2));
-          ok = (n1.input(1) == kNoValue || (cmin && cmin->numel() == 1)) && (n1.input(2) == kNoValue || (cmax && cmax->numel() == 1));
-          if (ok) {
-            if (n1.has_attr("min")) lo = n1.attr_float("min", 0.f);
-            if (n1.has_attr("max")) hi = n1.attr_float("max", 0.f);
-            if (cmin) lo = cmin->get(0);
-            if (cmax) hi = cmax->get(0);
-          }
-        } else {
-          lo = 0;
-        }
-        const int c2 = ok ? single_consumer(n1.outputs[0]) : -1;
-        if (c2 >= 0 && g_.nodes[static_cast<size_t>(c2)].op_type == "QuantizeLinear") act = c1, quant = c2;
-      } else if (n1.op_type == "QuantizeLinear") {
-        quant = c1;
-      }
-    }
-    float y_scale = 0;
-    int64_t y_zp = 0;
-    DType y_type = DType::kUndefined;
-    if (quant >= 0 && !usable_q(g_.nodes[static_cast<size_t>(quant)], &y_scale, &y_zp, &y_type)) quant = act = -1;
+    // What reads the layer: [Relu | Clip(constant bounds)] then one QuantizeLinear -> requantize;
+    // anything else -> a float output.
+    Tail t;
+    const bool requant = quantized_tail(layer.outputs[0], &t);
+    const int act = requant ? t.act : -1, quant = requant ? t.quant : -1;
+    const ValueId y = layer.outputs[0];
 
     // The fused node.
     const float xs = static_cast<float>(g_.value(x.scale).constant->get(0));
@@ -234,14 +290,11 @@ class QdqFuser {
       if (q.input(2) != kNoValue) {
         y_zp_v = q.inputs[2];
       } else {
-        Tensor z(y_type, {});
+        Tensor z(t.type, {});
         y_zp_v = g_.add_constant(g_.unique_name(f.name + "_y_zero_point"), std::move(z));
       }
       out = q.outputs[0];
-      if (act >= 0) {
-        if (lo > -INFINITY) f.attrs["qmin"] = Attribute::of_int(quantize(lo, y_scale, y_zp, y_type));
-        if (hi < INFINITY) f.attrs["qmax"] = Attribute::of_int(quantize(hi, y_scale, y_zp, y_type));
-      }
+      set_clamp(t, &f);
     }
     f.inputs = {x.q, x.scale, x.zp, wq, wscale, wzp, y_scale_v, y_zp_v, bias_v};
     while (!f.inputs.empty() && f.inputs.back() == kNoValue) f.inputs.pop_back();

@@ -59,6 +59,7 @@ class LayoutRewriter {
   Expected<bool> rewrite(const Node& node) {
     if (is_conv(node)) return rewrite_conv(node);
     if (node.op_type == "QLinearConv" && node.domain == "aotc") return rewrite_qconv(node);
+    if (node.op_type == "QLinearMatMul" && node.domain == "aotc") return rewrite_qmatmul(node);
     const OpDef* def = registry_.find(node.op_type, node.domain);
     if (!def) return false;
     const bool window_pool = node.domain.empty() && (node.op_type == "MaxPool" || node.op_type == "AveragePool");
@@ -170,17 +171,7 @@ class LayoutRewriter {
         wsh[3] > kImplicitGemmMaxWindow)
       return false;
     if (!requant && g_.value(node.outputs[0]).dtype != DType::kFloat32) return false;
-    Tensor words(DType::kUInt64, {cout});
-    const Tensor* bias = constant(8);
-    for (int64_t k = 0; k < cout; ++k) {
-      float m = static_cast<float>(xs->get(0)) * static_cast<float>(ws->get(ws->numel() == 1 ? 0 : k));
-      if (requant) m = m / static_cast<float>(ys->get(0));
-      uint32_t mbits;
-      std::memcpy(&mbits, &m, 4);
-      const uint32_t b = bias ? static_cast<uint32_t>(static_cast<int32_t>(bias->get_int(k))) : 0u;
-      const uint64_t word = (uint64_t{b} << 32) | mbits;
-      std::memcpy(words.raw() + k * 8, &word, 8);
-    }
+    Tensor words = epilogue_words(*xs, *ws, requant ? ys : nullptr, constant(8), cout);
     AOTC_RETURN_IF_ERROR(ensure_nhwc(node.inputs[0]));
     std::vector<ValueId> inputs = node.inputs;
     inputs.resize(10, kNoValue);
@@ -188,6 +179,69 @@ class LayoutRewriter {
     inputs[3] = g_.add_constant(g_.unique_name(g_.value(node.inputs[3]).name + "_krsc"), permute_channels(*w, false));
     inputs[9] = g_.add_constant(g_.unique_name(node.name + "_epilogue_words"), std::move(words));
     return emit_nhwc(node, inputs, /*set_channels_last=*/true);
+  }
+
+  // The per-channel epilogue words of the int8 kernel: m = x_scale * w_scale[k] (/ y_scale when
+  // requantizing) in the reference's float arithmetic, the int32 bias in the high half.
+  Tensor epilogue_words(const Tensor& xs, const Tensor& ws, const Tensor* ys, const Tensor* bias, int64_t cout) {
+    Tensor words(DType::kUInt64, {cout});
+    for (int64_t k = 0; k < cout; ++k) {
+      float m = static_cast<float>(xs.get(0)) * static_cast<float>(ws.get(ws.numel() == 1 ? 0 : k));
+      if (ys) m = m / static_cast<float>(ys->get(0));
+      uint32_t mbits;
+      std::memcpy(&mbits, &m, 4);
+      const uint32_t b = bias ? static_cast<uint32_t>(static_cast<int32_t>(bias->get_int(k))) : 0u;
+      const uint64_t word = (uint64_t{b} << 32) | mbits;
+      std::memcpy(words.raw() + k * 8, &word, 8);
+    }
+    return words;
+  }
+
+  // aotc.QLinearMatMul by a constant B [K, N] as a 1x1 convolution on the int8 kernel (A's rows are
+  // the pixels, already "NHWC"): B stored [N, K], the epilogue words as input 9, channels_last set;
+  // the same conditions as rewrite_qconv, K a multiple of 16 and N of the output access (8 int8 /
+  // 4 float). The output keeps its layout, so nothing else changes.
+  Expected<bool> rewrite_qmatmul(const Node& node) {
+    auto constant = [&](size_t i) -> const Tensor* {
+      const ValueId v = node.input(i);
+      return v != kNoValue && g_.value(v).is_constant() ? g_.value(v).constant.get() : nullptr;
+    };
+    auto all_zero = [&](size_t i) {
+      if (node.input(i) == kNoValue) return true;
+      const Tensor* t = constant(i);
+      if (!t) return false;
+      for (int64_t k = 0; k < t->numel(); ++k)
+        if (t->get(k) != 0) return false;
+      return true;
+    };
+    const Value& a = g_.value(node.inputs[0]);
+    const Tensor* b = constant(3);
+    const Tensor* as = constant(1);
+    const Tensor* bs = constant(4);
+    const bool requant = node.input(6) != kNoValue;
+    const Tensor* ys = requant ? constant(6) : nullptr;
+    if (a.dtype != DType::kInt8 || a.shape.empty() || !b || b->dtype() != DType::kInt8 || b->shape().size() != 2 || !as ||
+        as->numel() != 1 || as->dtype() != DType::kFloat32 || !bs || bs->dtype() != DType::kFloat32 ||
+        (requant && (!ys || ys->numel() != 1 || ys->dtype() != DType::kFloat32)) || !all_zero(2) || !all_zero(5) ||
+        (requant && node.input(7) != kNoValue && !constant(7)) || (node.input(8) != kNoValue && !constant(8)) ||
+        channels_last(node) || !g_.target.has_sm80_tensor_cores())
+      return false;
+    const int64_t k = b->shape()[0], n = b->shape()[1];
+    if (a.shape.back() != k || k % kInt8ChannelAlign != 0 || n % (requant ? 8 : 4) != 0) return false;
+    if (!requant && g_.value(node.outputs[0]).dtype != DType::kFloat32) return false;
+    for (ValueId v : node.inputs)
+      if (v != kNoValue) AOTC_RETURN_IF_ERROR(restore_nchw(v));
+    Tensor bt(DType::kInt8, {n, k});
+    for (int64_t r = 0; r < k; ++r)
+      for (int64_t c = 0; c < n; ++c) bt.set_int(c * k + r, b->get_int(r * n + c));
+    Node m = node;
+    m.inputs.resize(10, kNoValue);
+    m.inputs[3] = g_.add_constant(g_.unique_name(g_.value(node.inputs[3]).name + "_nk"), std::move(bt));
+    m.inputs[9] = g_.add_constant(g_.unique_name(node.name + "_epilogue_words"), epilogue_words(*as, *bs, ys, constant(8), n));
+    m.attrs["channels_last"] = Attribute::of_int(1);
+    AOTC_RETURN_IF_ERROR(registry_.find(m.op_type, m.domain)->infer(m, g_));
+    g_.nodes.push_back(std::move(m));
+    return true;
   }
 
   // The strided RGB stem (C = 3, stride 2, ResNet's 7x7) as a stride-1 convolution over a

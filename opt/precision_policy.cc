@@ -32,6 +32,7 @@ const std::vector<PrecisionPolicy>& precision_policies() {
       {"DequantizeLinear", PrecisionRule::kKeepFp32, {}},
       {"QLinearConv", PrecisionRule::kKeepFp32, {}},
       {"QLinearMatMul", PrecisionRule::kKeepFp32, {}},
+      {"QLinearAdd", PrecisionRule::kKeepFp32, {}},
       // Low-precision storage, fp32 statistics / accumulation inside the kernel.
       {"Softmax", PrecisionRule::kComputeFp32, {}},
       {"LogSoftmax", PrecisionRule::kComputeFp32, {}},

@@ -7,6 +7,7 @@
 
 #include "ir/evaluator.h"
 #include "ir/shape_inference.h"
+#include "ir/ops/conv_configs.h"
 #include "opt/passes.h"
 
 namespace aotc {
@@ -36,6 +37,30 @@ std::vector<QuantLayer> quantizable_layers(const Graph& graph) {
     out.push_back(l);
   }
   return out;
+}
+
+std::string int8_kernel_missing(const Graph& graph, const QuantLayer& layer, const Target& target) {
+  const Node& node = graph.nodes[static_cast<size_t>(layer.node)];
+  if (node.op_type == "MatMul" || node.op_type == "Gemm") {
+    // As a 1x1 convolution on the int8 kernel (opt/layout_nhwc): K and N multiples of 16.
+    const Shape& w = graph.value(layer.weight).shape;
+    if (!target.has_sm80_tensor_cores()) return "no Sm80+ target";
+    const int64_t k = layer.weight_axis == 0 ? w[1] : w[0], n = layer.weight_axis == 0 ? w[0] : w[1];
+    if (k % kInt8ChannelAlign != 0 || n % kInt8ChannelAlign != 0)
+      return "K " + std::to_string(k) + " and N " + std::to_string(n) + " not multiples of " + std::to_string(kInt8ChannelAlign);
+    return "";
+  }
+  if (node.op_type != "Conv") return "no int8 kernel for " + node.op_type;
+  const Shape& x = graph.value(layer.activation).shape;
+  const Shape& w = graph.value(layer.weight).shape;
+  if (x.size() != 4 || w.size() != 4) return "not a 2-D convolution";
+  const int64_t group = node.attr_int("group", 1);
+  if (!conv_implicit_gemm_applies(target, DType::kInt8, group, x[1], w[0]))
+    return group != 1 ? "grouped / depthwise: no int8 kernel yet"
+                      : "channels " + std::to_string(x[1]) + " -> " + std::to_string(w[0]) + " not multiples of " +
+                            std::to_string(kInt8ChannelAlign) + " (or no Sm80+ target)";
+  if (w[2] > kImplicitGemmMaxWindow || w[3] > kImplicitGemmMaxWindow) return "window past 32";
+  return "";
 }
 
 Expected<bool> prepare_for_quantization(Graph& graph) {
@@ -114,29 +139,55 @@ Expected<Graph> quantize_to_qdq(const Graph& graph, const std::vector<QuantLayer
   std::map<int, const QuantLayer*> by_node;
   for (size_t i = 0; i < layers.size(); ++i)
     if (i < quantize.size() && quantize[i]) by_node[layers[i].node] = &layers[i];
+  const std::vector<int> producer = graph.producers();
+  // The one QuantizeLinear -> DequantizeLinear pair of a value (symmetric int8, amax / 127).
+  auto dequantize_of = [&](ValueId v, const Node& reader) -> Expected<ValueId> {
+    auto done = dequantized.find(v);
+    if (done != dequantized.end()) return done->second;
+    const Value& x = graph.value(v);
+    auto range = amax.find(x.name);
+    if (range == amax.end()) return node_error(reader, "no calibrated range for its input '" + escape_for_message(x.name) + "'");
+    Tensor scale(DType::kFloat32, {});
+    scale.set(0, range->second > 0 ? range->second / 127.0 : 1.0);
+    Tensor zero(DType::kInt8, {});
+    ValueId s = g.add_constant(g.unique_name(x.name + "_scale"), scale);
+    ValueId z = g.add_constant(g.unique_name(x.name + "_zero"), zero);
+    ValueId q = g.add_value(g.unique_name(x.name + "_q"));
+    ValueId dq = g.add_value(g.unique_name(x.name + "_dq"));
+    g.nodes.push_back(Node{g.unique_name(x.name + "_quantize"), "QuantizeLinear", "", {v, s, z}, {q}, {}});
+    g.nodes.push_back(Node{g.unique_name(x.name + "_dequantize"), "DequantizeLinear", "", {q, s, z}, {dq}, {}});
+    dequantized.emplace(v, dq);
+    return dq;
+  };
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     Node node = graph.nodes[n];
+    // A residual Add fed by a quantized layer: both operands through Q/DQ too, so the layer
+    // requantizes and the Add runs on int8 tensors (aotc.QLinearAdd, opt/fuse_qdq).
+    if (node.op_type == "Add" && node.domain.empty() && node.inputs.size() == 2 && node.outputs.size() == 1 &&
+        node.inputs[0] != kNoValue && node.inputs[1] != kNoValue) {
+      const Value& a = graph.value(node.inputs[0]);
+      const Value& b = graph.value(node.inputs[1]);
+      const Value& y = graph.value(node.outputs[0]);
+      auto from_quantized = [&](ValueId v) {
+        const int p = producer[static_cast<size_t>(v)];
+        return p >= 0 && by_node.count(p) != 0;
+      };
+      if (a.dtype == DType::kFloat32 && b.dtype == DType::kFloat32 && !a.is_constant() && !b.is_constant() &&
+          a.shape == y.shape && b.shape == y.shape && (from_quantized(node.inputs[0]) || from_quantized(node.inputs[1])) &&
+          amax.count(a.name) && amax.count(b.name)) {
+        for (int k = 0; k < 2; ++k) {
+          auto dq = dequantize_of(node.inputs[static_cast<size_t>(k)], node);
+          if (!dq) return dq.status();
+          node.inputs[static_cast<size_t>(k)] = *dq;
+        }
+      }
+    }
     auto it = by_node.find(static_cast<int>(n));
     if (it != by_node.end()) {
       const QuantLayer& l = *it->second;
-      const Value& x = graph.value(l.activation);
-      auto range = amax.find(x.name);
-      if (range == amax.end())
-        return node_error(node, "no calibrated range for its input '" + escape_for_message(x.name) + "'");
-      auto done = dequantized.find(l.activation);
-      if (done == dequantized.end()) {
-        Tensor scale(DType::kFloat32, {});
-        scale.set(0, range->second > 0 ? range->second / 127.0 : 1.0);
-        Tensor zero(DType::kInt8, {});
-        ValueId s = g.add_constant(g.unique_name(x.name + "_scale"), scale);
-        ValueId z = g.add_constant(g.unique_name(x.name + "_zero"), zero);
-        ValueId q = g.add_value(g.unique_name(x.name + "_q"));
-        ValueId dq = g.add_value(g.unique_name(x.name + "_dq"));
-        g.nodes.push_back(Node{g.unique_name(x.name + "_quantize"), "QuantizeLinear", "", {l.activation, s, z}, {q}, {}});
-        g.nodes.push_back(Node{g.unique_name(x.name + "_dequantize"), "DequantizeLinear", "", {q, s, z}, {dq}, {}});
-        done = dequantized.emplace(l.activation, dq).first;
-      }
-      node.inputs[0] = done->second;
+      auto dq = dequantize_of(l.activation, node);
+      if (!dq) return dq.status();
+      node.inputs[0] = *dq;
       const Value& w = graph.value(l.weight);
       auto [wq, ws] = quantize_weight(*w.constant, l.weight_axis);
       ValueId wq_id = g.add_constant(g.unique_name(w.name + "_int8"), std::move(wq));

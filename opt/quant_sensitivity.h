@@ -32,7 +32,13 @@ std::vector<QuantLayer> quantizable_layers(const Graph& graph);
 // Conv before it (opt/fold_batchnorm), dead nodes dropped. Weights in QDQ form stay as they are.
 Expected<bool> prepare_for_quantization(Graph& graph);
 
-// `graph` with the layers whose `quantize` entry is true in QDQ form: each quantized layer's
+// Why a layer has no fast int8 kernel on `target` ("" when it has one: a 2-D convolution of one
+// group with 16-aligned channels runs on the int8 tensor-core kernel). `--precision int8` keeps such
+// layers in fp16, as a slower int8 layer would buy no speed (TensorRT decides per layer the same way).
+std::string int8_kernel_missing(const Graph& graph, const QuantLayer& layer, const Target& target);
+
+// `graph` with the layers whose `quantize` entry is true in QDQ form (and a residual Add read from
+// a quantized layer gets both operands through Q/DQ, so it can run on int8): each quantized layer's
 // activation through one QuantizeLinear -> DequantizeLinear pair per value (symmetric int8, scale
 // amax / 127 from `calibration` by value name; a missing range is an error), its weight an int8
 // constant (symmetric, per output channel) through DequantizeLinear. The float reading of this

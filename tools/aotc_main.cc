@@ -326,12 +326,23 @@ Status compile(const AotcOptions& o, CompileReport& report) {
                              std::to_string(chosen.size()) + " layers, the model " + std::to_string(layers.size()));
       for (size_t i = 0; i < layers.size(); ++i) quantize[i] = chosen[i].precision == "int8";
     }
+    // Layers without a fast int8 kernel on this target stay fp16 (the budget only gets easier).
+    const Target target = target_from_archs(o.archs);
+    std::vector<std::string> why(layers.size());
+    for (size_t i = 0; i < layers.size(); ++i) {
+      const std::string missing = int8_kernel_missing(graph, layers[i], target);
+      if (quantize[i] && !missing.empty()) {
+        quantize[i] = false;
+        why[i] = "kept in fp16: " + missing;
+      }
+    }
     report.have_int8 = true;
     report.int8_calibrator = o.calibrator;
     report.int8_ranges_from_cache = run->from_cache;
     for (size_t i = 0; i < layers.size(); ++i) {
       const Node& n = graph.nodes[static_cast<size_t>(layers[i].node)];
       CompileReport::Int8Layer l{n.name, n.op_type, quantize[i] ? "int8" : "fp16"};
+      l.why = why[i];
       if (run->sensitivity) l.rel_l2 = run->sensitivity->layers[i].rel_l2, l.sqnr_db = run->sensitivity->layers[i].sqnr_db;
       report.int8_layers.push_back(l);
     }

@@ -140,8 +140,9 @@ std::string report_to_json(const CompileReport& r) {
     for (const auto& l : r.int8_layers) {
       j.begin_object().key("node").value(l.node).key("op").value(l.op).key("precision").value(l.precision);
       if (l.rel_l2 >= 0) j.key("rel_l2_alone").value(l.rel_l2).key("sqnr_db").value(l.sqnr_db);
-      j.key("why").value(l.precision == "int8" ? (l.rel_l2 >= 0 ? "within the accuracy budget" : "every layer in int8 (no budget)")
-                                               : "kept in fp16: among the most sensitive, the budget needs it");
+      j.key("why").value(!l.why.empty()            ? l.why
+                         : l.precision == "int8" ? (l.rel_l2 >= 0 ? "within the accuracy budget" : "every layer in int8 (no budget)")
+                                                 : "kept in fp16: among the most sensitive, the budget needs it");
       j.end_object();
     }
     j.end_array().end_object();

@@ -48,6 +48,7 @@ struct CompileReport {
   struct Int8Layer {
     std::string node, op, precision;  // precision: int8, or fp16 (kept out by the budget)
     double rel_l2 = -1, sqnr_db = -1;  // < 0: not measured (no budget)
+    std::string why;                   // set when not the budget's reason (no int8 kernel)
   };
   bool have_int8 = false;
   std::string int8_calibrator;

@@ -12,7 +12,8 @@
 #      CONFORMANCE=claimed|all (node tests as .so files on the GPU; default off), CONFORMANCE_TIMEOUT=240
 #      TIME_BUDGET=540 (s; later steps shrink their limits to fit)  DEPS_PREFIX=/tmp/aotc-deps
 #      PRECISIONS="fp32 fp16" (each case compiled with aotc --precision P, dirs NAME_bsB_P, peers
-#      run per precision; PASS: fp32 rel L2 < 1e-4 and max abs < 1e-3 max|ref|, fp16 rel L2 < 1e-2)
+#      run per precision; PASS: fp32 rel L2 < 1e-4 and max abs < 1e-3 max|ref|, fp16 rel L2 < 1e-2;
+#      int8: calibrated on 8 seeded random inputs (device_steps.py calib), rel L2 < 5e-2, no peer)
 #      ABLATION=1 (resnet50 bs1/bs32 per precision: baseline --disable-pass fuse_epilogue
 #      --disable-pass layout_nhwc, +fusion, +NHWC/TC with AOTC_NO_CUDA_GRAPH=1, +CUDA graphs)
 #      JETSON_PTX=1 (resnet50 bs1 fp16 --arch compute_87: PTX JIT-compiled by the driver here)
@@ -166,6 +167,10 @@ step_aotc() {
     [ -n "$name" ] || continue
     mkdir -p "$WORK/cases/$name"
     [ "$lib" = "$name" ] || continue
+    if [ "$precision" = int8 ]; then  # calibration inputs next to the case (random, seeded)
+      "$PY" tools/device/device_steps.py calib "$data" "$WORK/cases/$name/calib" </dev/null >/dev/null 2>&1 || true
+      args="$args --calib $WORK/cases/$name/calib"
+    fi
     # shellcheck disable=SC2086  # args is a list of aotc options
     if [ "$AOTC_PARALLEL" = 0 ]; then
       compile_case "$name" "$model" "$batch" "$WORK/cases/$name" $args ${AOTC_EXTRA_ARGS:-}
@@ -221,6 +226,7 @@ step_aotc() {
 step_peers() {
   local failures=0 precision m
   for precision in $PRECISIONS; do
+    [ "$precision" != int8 ] || continue  # no int8 peer here (torch.compile has none; no TensorRT)
     for m in $MODELS; do
       local batches
       batches="$("$PY" tools/device/device_steps.py cases "$WORK/models" "$(first_label "$m")" |

@@ -10,7 +10,8 @@
 #   tools/fuzz.sh --runs 1000000 --build-dir build-fuzz
 #   tools/fuzz.sh --reproduce build-fuzz/artifacts/model_bytes-crash-...   # rerun one input
 #
-# Options: --build-dir DIR (default build-fuzz), --seconds N | --runs N (per harness),
+# Options: --build-dir DIR (default build-fuzz), --seconds N | --runs N (per harness), --seed N
+# (libFuzzer's -seed: with --runs and a fresh corpus folder the same inputs every time),
 # --jobs N (build), --node-tests DIR (more seed models), --regression (CTest's fuzz_regression:
 # the same run, named so in the output), --no-build, --nice N (default 19).
 # Per input: 10 s at most (-timeout=10), 2.5 GiB of memory (-rss_limit_mb; the harnesses lower the
@@ -18,13 +19,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-build=build-fuzz seconds=60 runs="" jobs=2 node_tests="" regression=0 do_build=1 niceness=19 reproduce=""
+build=build-fuzz seconds=60 runs="" seed="" jobs=2 node_tests="" regression=0 do_build=1 niceness=19 reproduce=""
 harnesses=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir) build="$2"; shift 2 ;;
     --seconds) seconds="$2"; runs=""; shift 2 ;;
     --runs) runs="$2"; shift 2 ;;
+    --seed) seed="$2"; shift 2 ;;
     --jobs) jobs="$2"; shift 2 ;;
     --node-tests) node_tests="$2"; shift 2 ;;
     --regression) regression=1; shift ;;
@@ -79,6 +81,7 @@ for h in "${harnesses[@]}"; do
   log="$build/logs/$h.log"
   limit=(-max_total_time="$seconds")
   [ -n "$runs" ] && limit=(-runs="$runs")
+  [ -n "$seed" ] && limit+=(-seed="$seed")
   before=$(ls "$build/artifacts" | grep -c "^$h-" || true)
   start=$SECONDS
   rc=0

@@ -45,6 +45,14 @@ if ! python3 -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("
     python3 -m pip install -q --no-deps --break-system-packages nvidia-cutlass
 fi
 
+# scikit-learn: its bundled digits data set (no download) is the real data of the int8 accuracy
+# test (models/digits_int8.py, CTest models_digits_int8).
+if ! python3 -c 'import sklearn' 2>/dev/null; then
+  echo "[install_deps] pip install scikit-learn"
+  python3 -m pip install -q scikit-learn 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages scikit-learn
+fi
+
 cuda="${CUDA_HOME:-/usr/local/cuda}"
 if [ -x "$cuda/bin/nvcc" ]; then
   echo "[install_deps] CUDA: $("$cuda/bin/nvcc" --version | tail -n 2 | head -n 1)"

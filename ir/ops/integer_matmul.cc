@@ -12,6 +12,8 @@
 //     the quantized domain; default: the output type's range), or
 //   - dequantize (y_scale and y_zp absent): y = float(sum) * (x_scale * w_scale[c]) in float, the
 //     output in x_scale's dtype -- a quantized layer whose consumers are not all quantized.
+// A channels_last aotc.QLinearMatMul (opt/layout_nhwc) stores B as [N, K] (the KRSC filter of a 1x1
+// convolution), reads input 9 likewise and runs on the same kernel, A's rows as pixels.
 // A channels_last aotc.QLinearConv (opt/layout_nhwc: NHWC x and y, KRSC w) also reads input 9,
 // the per-channel epilogue words of the int8 tensor-core kernel (uint64: float multiplier, int32
 // bias; built from inputs 1-8, which stay for the reference) and lowers to that kernel
@@ -147,7 +149,7 @@ Status integer_infer(Node& node, Graph& graph) {
   if (nhwc && !(internal(node) && node.input(kEpilogueWordsInput) != kNoValue))
     return node_error(node, "channels_last needs the internal op with its epilogue words (input 9)");
   if (internal(node)) {  // x, x_scale, w, w_scale; the zero points, y_scale/y_zp and bias are optional
-    AOTC_RETURN_IF_ERROR(expect_inputs(node, 2, nhwc ? 10 : 9));
+    AOTC_RETURN_IF_ERROR(expect_inputs(node, 2, channels_last(node) ? 10 : 9));
     for (int i : {r.a_scale, r.b, r.b_scale})
       if (!present(node, i)) return node_error(node, "required input " + std::to_string(i) + " is missing");
   }
@@ -170,9 +172,17 @@ Status integer_infer(Node& node, Graph& graph) {
       if (ws.size() != 1 || ws[0] != d->cout) return node_error(node, "input 9 must hold one epilogue word per output channel");
     }
   } else {
-    auto d = matmul_dims(node, a.shape, b.shape);
+    const bool bt = channels_last(node);  // B stored [N, K]
+    if (bt && (!internal(node) || b.shape.size() != 2 || node.input(kEpilogueWordsInput) == kNoValue))
+      return node_error(node, "channels_last needs the internal op, a 2-D B and its epilogue words (input 9)");
+    auto d = matmul_dims(node, a.shape, bt ? Shape{b.shape[1], b.shape[0]} : b.shape);
     if (!d) return d.status();
     a_channels = d->m, b_channels = d->n, out = d->out;
+    if (bt) {
+      AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, kEpilogueWordsInput, {DType::kUInt64}));
+      const Shape& ws = input_value(graph, node, kEpilogueWordsInput).shape;
+      if (ws.size() != 1 || ws[0] != d->n) return node_error(node, "input 9 must hold one epilogue word per column of B");
+    }
   }
   const std::string a_what = conv ? "tensor" : "row of A", b_what = conv ? "output channel" : "column of B";
   for (auto [idx, dt, ch, what] : {std::tuple{r.a_zp, a.dtype, a_channels, a_what}, std::tuple{r.b_zp, b.dtype, b_channels, b_what}})
@@ -254,6 +264,18 @@ Status integer_reference(const Node& node, const std::vector<const Tensor*>& in,
   const Roles r = roles_of(node);
   const Tensor& a = *in[static_cast<size_t>(r.a)];
   const Tensor& b = *in[static_cast<size_t>(r.b)];
+  if (!is_conv(node) && channels_last(node)) {  // B stored [N, K]: the plain computation on B^T
+    Node plain = node;
+    plain.attrs.erase("channels_last");
+    plain.inputs.resize(kEpilogueWordsInput);
+    const int64_t n = b.shape()[0], k = b.shape()[1];
+    Tensor bt(b.dtype(), {k, n});
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t c = 0; c < k; ++c) bt.set_int(c * n + r, b.get_int(r * k + c));
+    std::vector<const Tensor*> args(in.begin(), in.begin() + static_cast<long>(std::min(in.size(), kEpilogueWordsInput)));
+    args[static_cast<size_t>(r.b)] = &bt;
+    return integer_reference(plain, args, out);
+  }
   if (!is_conv(node)) {
     auto d = matmul_dims(node, a.shape(), b.shape());
     if (!d) return d.status();
@@ -354,8 +376,25 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
   const Roles r = roles_of(node);
   const Value& x = input_value(graph, node, static_cast<size_t>(r.a));
   const Value& y = output_value(graph, node, 0);
-  auto d = conv_dims(node, nhwc_to_nchw(x.shape), nhwc_to_nchw(input_value(graph, node, static_cast<size_t>(r.b)).shape));
-  if (!d) return d.status();
+  IntConvDims conv_shape;
+  if (is_conv(node)) {
+    auto d = conv_dims(node, nhwc_to_nchw(x.shape), nhwc_to_nchw(input_value(graph, node, static_cast<size_t>(r.b)).shape));
+    if (!d) return d.status();
+    conv_shape = *d;
+  } else {  // A [..., M, K] x B^T ([N, K]): a 1x1 convolution over rows(A) "pixels" of K channels
+    const Shape& bs = input_value(graph, node, static_cast<size_t>(r.b)).shape;
+    conv_shape.batch = 1;
+    conv_shape.cin = bs[1];
+    conv_shape.cout = bs[0];
+    const int64_t rows = x.numel() / bs[1];
+    conv_shape.geo.in = {1, rows, 1};
+    conv_shape.geo.kernel = {1, 1, 1};
+    conv_shape.geo.strides = {1, 1, 1};
+    conv_shape.geo.dilations = {1, 1, 1};
+    conv_shape.geo.pad_begin = {0, 0, 0};
+    conv_shape.geo.out = {1, rows, 1};
+  }
+  const IntConvDims* d = &conv_shape;
   const WindowGeometry& g = d->geo;
   if (g.in[0] != 1 || g.kernel[0] != 1) return node_error(node, "the int8 tensor-core convolution is 2-D only");
   const OutMode om = out_mode(node);
@@ -371,7 +410,8 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
   KernelStep k;
   k.template_name = "cutlass_conv2d_fprop_i8";
   const bool requant = om == OutMode::kRequantize;
-  k.holes = {{"comment", "aotc.QLinearConv NHWC " + shape_str(x.shape) + " -> " + shape_str(y.shape) + " config " + cfg.name +
+  k.holes = {{"comment", std::string(is_conv(node) ? "aotc.QLinearConv NHWC " : "aotc.QLinearMatMul as a 1x1 convolution ") +
+                             shape_str(x.shape) + " -> " + shape_str(y.shape) + " config " + cfg.name +
                              (requant ? " requantized" : " dequantized")},
              {"ELEMENT_OUT", requant ? "int8_t" : "float"},
              {"REQUANTIZE", requant ? "true" : "false"},
@@ -394,7 +434,7 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
 }
 
 Expected<Lowering> integer_lower(const Node& node, const Graph& graph) {
-  if (is_conv(node) && channels_last(node)) return lower_qconv_nhwc(node, graph);
+  if (channels_last(node)) return lower_qconv_nhwc(node, graph);
   const Roles r = roles_of(node);
   const Shape& as = input_value(graph, node, static_cast<size_t>(r.a)).shape;
   const Shape& bs = input_value(graph, node, static_cast<size_t>(r.b)).shape;

@@ -60,7 +60,8 @@ Expected<AxisLayout> axis_layout(const Node& node, const Shape& x, const Shape& 
   bool same = scale.size() == x.size();
   for (size_t d = 0; same && d < x.size(); ++d)
     if (d != a && scale[d] != x[d]) same = false;
-  if (!same || scale[a] != (x[a] + block - 1) / block)
+  // ceil(D / block) without D + block - 1, which overflows for a block_size near 2^63 (fuzz find).
+  if (!same || scale[a] != x[a] / block + (x[a] % block != 0 ? 1 : 0))
     return node_error(node, "blocked quantization needs a scale of shape " + shape_str(x) + " with ceil(" +
                                 std::to_string(x[a]) + " / block_size " + std::to_string(block) + ") on axis " +
                                 std::to_string(*axis) + ", got " + shape_str(scale));

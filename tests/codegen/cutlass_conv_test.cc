@@ -7,6 +7,8 @@
 // tools/device_run.sh against ONNX Runtime on whole networks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 
 #include "codegen/codegen.h"
 #include "codegen/cutlass_dir.h"
@@ -344,6 +346,43 @@ TEST(CutlassConv, Int8LibraryCompilesForJetsonAndHopper) {
   ASSERT_FALSE(sources.empty());
   EXPECT_NE(sources.find("cutlass::arch::OpMultiplyAddSaturate"), std::string::npos);
   EXPECT_NE(sources.find("using ElementOut = int8_t;"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace aotc
+
+namespace aotc {
+namespace {
+
+// aotc.QLinearMatMul A [2, 7, 32] x B [32, 48] lowers to the int8 conv kernel as a 1x1 convolution:
+// one image of 14 x 1 pixels with 32 channels, 48 output channels, dequantized to float.
+TEST(CutlassConv, Int8MatMulLowersAsAOneByOneConvolution) {
+  auto g = parse_text_ir(R"(
+    input %a : int8[2x7x32]
+    const %as : float[scalar] = [0.05]
+    const %b : int8[32x48] = random(5, -127, 128)
+    const %bs : float[48] = random(6, 0.001, 0.01)
+    %y : float[?] = aotc.QLinearMatMul(%a, %as, _, %b, %bs)  # qmm
+    output %y
+  )");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  g->opset = 17;
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  g->target = target_from_archs({"sm_87", "sm_90"});
+  auto laid = layout_nhwc(*g);
+  ASSERT_TRUE(laid.is_ok()) << laid.status().message();
+  ASSERT_EQ(g->nodes.size(), 1u);
+  ASSERT_TRUE(channels_last(g->nodes[0]));
+  auto lowered = default_registry().find("QLinearMatMul", "aotc")->lower(g->nodes[0], *g);
+  ASSERT_TRUE(lowered.is_ok()) << lowered.status().message();
+  ASSERT_EQ(lowered->steps.size(), 1u);
+  const KernelStep& k = lowered->steps[0].kernel;
+  EXPECT_EQ(k.template_name, "cutlass_conv2d_fprop_i8");
+  // N H W C K R S P Q pads strides dilations zero point, clamp (unused when dequantizing).
+  EXPECT_EQ(k.builder_args, (std::vector<int64_t>{1, 14, 1, 32, 48, 1, 1, 14, 1, 0, 0, 1, 1, 1, 1, 0, 0, 0}));
+  const auto element = std::find_if(k.holes.begin(), k.holes.end(), [](const auto& h) { return h.first == "ELEMENT_OUT"; });
+  ASSERT_NE(element, k.holes.end());
+  EXPECT_EQ(element->second, "float");
 }
 
 }  // namespace

@@ -62,3 +62,30 @@ TEST(GpuQuantizedConv, NonzeroZeroPointStaysOnTheDirectKernel) {
 
 }  // namespace
 }  // namespace aotc::gpu_test
+
+namespace aotc::gpu_test {
+namespace {
+
+// aotc.QLinearMatMul by a constant B (K, N multiples of 16) on the int8 conv kernel as a 1x1
+// convolution: requantizing with a bias and a clamp, then dequantizing to float.
+TEST(GpuQuantizedMatMul, TensorCoreKernelRequantizeThenDequantize) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b(5);
+  ValueId a = b.input("a", {3, 17, 64}, DType::kInt8);
+  ValueId as = scalar(b, "as", 0.04);
+  ValueId w1 = b.weight("w1", {64, 96}, -127, 128, DType::kInt8);
+  ValueId ws1 = b.weight("ws1", {96}, 0.001, 0.01);
+  ValueId ys = scalar(b, "ys", 0.3);
+  ValueId yz = scalar(b, "yz", 0, DType::kInt8);
+  ValueId b1 = b.weight("b1", {96}, -3000, 3000, DType::kInt32);
+  ValueId y = b.node("QLinearMatMul", {a, as, kNoValue, w1, ws1, kNoValue, ys, yz, b1}, {{"qmin", Attribute::of_int(0)}}, "aotc");
+  ValueId w2 = b.weight("w2", {96, 32}, -127, 128, DType::kInt8);
+  ValueId ws2 = b.weight("ws2", {32}, 0.001, 0.01);
+  ValueId f = b.node("QLinearMatMul", {y, ys, yz, w2, ws2}, {}, "aotc");
+  b.output(y);
+  b.output(f);
+  run_case(b.graph(), "qmatmul_tc", int8_inputs());
+}
+
+}  // namespace
+}  // namespace aotc::gpu_test

@@ -302,6 +302,12 @@ def attribute_cases(c):
         if op == "Gather":
             m.graph.input[1].type.tensor_type.elem_type = I64
         c.add("attributes", name, m, "error", why, node="bad_node")
+    # A fuzz find (fuzz_model_mutator, 2026-11-25): block_size near 2^63 overflowed the blocked-scale check.
+    m = one_node("QuantizeLinear", {"axis": 1, "block_size": 2 ** 63 - 1}, ([4, 6],), None,
+                 inits=[helper.make_tensor("sc", F, [4, 1], [1.0] * 4)], extra_inputs=["sc"],
+                 out_dtype=TensorProto.UINT8)
+    m.opset_import[0].version = 21
+    c.add("attributes", "quantize_block_size_huge", m, "ok", "block_size past the axis: one block of 6 (the check overflowed)")
     # Attributes whose container is malformed.
     m = one_node("Softmax", {"axis": 1}, ([2, 3],), None)
     m.graph.node[0].attribute.extend([A("axis", 0)])

@@ -53,6 +53,10 @@ struct __half {
   operator float() const { return static_cast<float>(v); }
 };
 
+// IEEE round-to-nearest single operations (the host compiles these without contraction).
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
 inline float __int_as_float(unsigned int bits) {
   float f;
   memcpy(&f, &bits, sizeof f);

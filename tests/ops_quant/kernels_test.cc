@@ -112,6 +112,31 @@ std::vector<Case> cases() {
         .constant(fvec({0.1f, 0.2f, 0.05f, 0.3f})).constant(zp(i8, {}, {0})).constant(scalar(0.04f)).constant(zp(u8, {}, {90}))
         .constant(zp(i32, {4}, {10, -20, 0, 5})).attr("pads", ints({1, 1, 1, 1}));
   }, 10);
+  // The internal int8 layers of opt/fuse_qdq on their direct kernels (the tensor-core kernel is a
+  // library kernel: tests/gpu/gpu_int8_test.cc).
+  auto internal = [](OneNode& n, const char* op) -> OneNode& {
+    n.node.op_type = op;
+    n.node.domain = "aotc";
+    return n;
+  };
+  add("aotc.QLinearAdd int8 with a ReLU clamp", [=](OneNode& n) {
+    internal(n, "QLinearAdd").input(i8, {2, 3, 17}).constant(scalar(0.021f)).constant(zp(i8, {}, {4})).input(i8, {2, 3, 17})
+        .constant(scalar(0.013f)).absent().constant(scalar(0.03f)).constant(zp(i8, {}, {-7})).attr("qmin", one(-7));
+  });
+  add("aotc.QLinearAdd uint8", [=](OneNode& n) {
+    internal(n, "QLinearAdd").input(u8, {5, 13}).constant(scalar(0.05f)).constant(zp(u8, {}, {128})).input(u8, {5, 13})
+        .constant(scalar(0.02f)).constant(zp(u8, {}, {100})).constant(scalar(0.07f)).constant(zp(u8, {}, {120}));
+  });
+  add("aotc.QLinearConv dequantized to float with bias", [=](OneNode& n) {
+    internal(n, "QLinearConv").input(i8, {1, 4, 5, 6}).constant(scalar(0.02f)).absent().input(i8, {3, 4, 3, 3})
+        .constant(fvec({0.01f, 0.003f, 0.02f})).absent().absent().absent().constant(zp(i32, {3}, {100, -2000, 7}))
+        .attr("pads", ints({1, 1, 1, 1}));
+  });
+  add("aotc.QLinearMatMul requantized with bias and a Clip clamp", [=](OneNode& n) {
+    internal(n, "QLinearMatMul").input(i8, {2, 3, 9}).constant(scalar(0.03f)).absent().input(i8, {9, 5})
+        .constant(fvec({0.01f, 0.02f, 0.005f, 0.03f, 0.015f})).absent().constant(scalar(0.05f)).constant(zp(i8, {}, {-3}))
+        .constant(zp(i32, {5}, {50, -60, 70, 0, 9})).attr("qmin", one(-3)).attr("qmax", one(40));
+  });
   add("TfIdfVectorizer TF int64 rows", [=](OneNode& n) {
     set_op(n, "TfIdfVectorizer").input(DType::kInt64, {3, 13}).attr("mode", Attribute::of_string("TF"))
         .attr("min_gram_length", one(1)).attr("max_gram_length", one(3)).attr("max_skip_count", one(2))
@@ -159,7 +184,9 @@ std::vector<Built> build_all() {
     Status s = n->build(c.outputs);
     EXPECT_TRUE(s.is_ok()) << c.label << ": " << s.message();
     if (!s.is_ok()) continue;
-    const OpDef* def = default_registry().find(n->built().op_type);
+    const OpDef* def = default_registry().find(n->built().op_type, n->built().domain);
+    EXPECT_NE(def, nullptr) << c.label;
+    if (!def) continue;
     auto l = def->lower(n->built(), n->graph);
     EXPECT_TRUE(l.is_ok()) << c.label << ": " << l.status().message();
     if (!l.is_ok()) continue;
@@ -260,7 +287,8 @@ TEST(QuantKernels, AllTemplatesCompileWithNvcc) {
   std::vector<Built> built = build_all();
   std::set<std::string> used;
   std::string source = read_text(std::string(AOTC_SOURCE_DIR) + "/templates/common.cuh") + "\n" + kernel_source(built, &used);
-  for (const char* t : {"quantize_linear", "dequantize_linear", "dynamic_quantize_linear", "integer_matmul", "integer_conv", "tfidf"})
+  for (const char* t : {"quantize_linear", "dequantize_linear", "dynamic_quantize_linear", "integer_matmul", "integer_conv", "tfidf",
+                        "qlinear_add"})
     EXPECT_TRUE(used.count(t)) << "template not exercised: " << t;
   if (testing_util::find_nvcc().empty()) GTEST_SKIP() << "no nvcc: rendered, not compiled";
   Status s = testing_util::nvcc_compile(source, "sm_90", false, "/tmp/aotc_ops_quant_" + std::to_string(getpid()) + ".o");

@@ -155,6 +155,62 @@ TEST(FuseQdq, ALayerWithFloatReadersKeepsAFloatOutput) {
   expect_within_one_step(got[0], want[0], 1.0, 0.9);  // int8 output: steps of 1
 }
 
+TEST(FuseQdq, ResidualAddReluQuantizeRunsOnTheInt8TensorsBitExactly) {
+  AOTC_REQUIRE_OPS("QuantizeLinear", "DequantizeLinear", "Add", "aotc.QLinearAdd");
+  AOTC_BUILD(g, R"(
+    input %a : float[2x5x3x4]
+    input %b : float[2x5x3x4]
+    const %as : float[scalar] = [0.021]
+    const %az : int8[scalar] = [4]
+    const %bs : float[scalar] = [0.013]
+    const %ys : float[scalar] = [0.03]
+    const %yz : int8[scalar] = [-7]
+    %aq : int8[?] = QuantizeLinear(%a, %as, %az)  # qa
+    %ad : float[?] = DequantizeLinear(%aq, %as, %az)  # dqa
+    %bq : int8[?] = QuantizeLinear(%b, %bs)  # qb
+    %bd : float[?] = DequantizeLinear(%bq, %bs)  # dqb
+    %s : float[?] = Add(%ad, %bd)  # add
+    %r : float[?] = Relu(%s)  # relu
+    %q : int8[?] = QuantizeLinear(%r, %ys, %yz)  # qy
+    %y : float[?] = DequantizeLinear(%q, %ys, %yz)  # dqy
+    output %y
+  )");
+  bool changed = false;
+  Graph f = fused(g, &changed);
+  EXPECT_TRUE(changed);
+  EXPECT_EQ(op_list(f), "QuantizeLinear,QuantizeLinear,aotc.QLinearAdd,DequantizeLinear");
+  EXPECT_EQ(f.nodes[2].attr_int("qmin", 0), -7);  // Relu: Q(0) = the zero point
+  // The fused op computes the unfused float reading in the same order: identical results.
+  for (uint64_t seed : {41u, 42u, 43u}) {
+    std::vector<Tensor> feed = {random_input({2, 5, 3, 4}, seed), random_input({2, 5, 3, 4}, seed + 100)};
+    std::vector<Tensor> want = run(g, feed), got = run(f, feed);
+    ASSERT_EQ(got.size(), 1u);
+    for (int64_t i = 0; i < got[0].numel(); ++i) EXPECT_EQ(got[0].get(i), want[0].get(i)) << i;
+  }
+}
+
+TEST(FuseQdq, AddWithABroadcastOrAFloatReaderStaysFloat) {
+  AOTC_REQUIRE_OPS("QuantizeLinear", "DequantizeLinear", "Add");
+  AOTC_BUILD(g, R"(
+    input %a : float[2x5]
+    input %b : float[5]
+    const %s : float[scalar] = [0.02]
+    %aq : int8[?] = QuantizeLinear(%a, %s)  # qa
+    %ad : float[?] = DequantizeLinear(%aq, %s)  # dqa
+    %bq : int8[?] = QuantizeLinear(%b, %s)  # qb
+    %bd : float[?] = DequantizeLinear(%bq, %s)  # dqb
+    %t : float[?] = Add(%ad, %bd)  # broadcast
+    %tq : int8[?] = QuantizeLinear(%t, %s)  # qt
+    %u : float[?] = Add(%ad, %ad)  # float_reader
+    %uq : int8[?] = QuantizeLinear(%u, %s)  # qu
+    %v : float[?] = Neg(%u)  # neg
+    output %tq, %uq, %v
+  )");
+  bool changed = true;
+  Graph f = fused(g, &changed);
+  EXPECT_FALSE(changed);
+}
+
 TEST(FuseQdq, LeavesWhatTheInt8KernelsDoNotTake) {
   AOTC_REQUIRE_OPS("QuantizeLinear", "DequantizeLinear", "Conv");
   // A weight that is not a constant, and an activation dequantized per channel: both stay float.

@@ -446,3 +446,43 @@ TEST(LayoutNhwc, Int8ConvRunsOnTheInt8KernelWithItsEpilogueWords) {
 
 }  // namespace
 }  // namespace aotc
+
+namespace aotc {
+namespace {
+
+// aotc.QLinearMatMul by a constant B with K and N multiples of 16: B stored [N, K] with epilogue
+// words (channels_last), results bit-identical to the plain reference; N = 12 stays as it is.
+TEST(LayoutNhwc, Int8MatMulRunsAsAOneByOneConvolutionOnTheInt8Kernel) {
+  AOTC_REQUIRE_OPS("aotc.QLinearMatMul");
+  const char* text = R"(
+    input %a : int8[2x7x32]
+    const %as : float[scalar] = [0.05]
+    const %b : int8[32xN] = random(5, -127, 128)
+    const %bs : float[N] = random(6, 0.001, 0.01)
+    const %ys : float[scalar] = [0.2]
+    const %yz : int8[scalar] = [3]
+    const %bias : int32[N] = random(7, -500, 500)
+    %y : int8[?] = aotc.QLinearMatMul(%a, %as, _, %b, %bs, _, %ys, %yz, %bias) {qmin=3}  # qmm
+    output %y
+  )";
+  for (const char* n : {"48", "12"}) {
+    SCOPED_TRACE(std::string("N ") + n);
+    std::string t = text;
+    for (size_t at = t.find("N]"); at != std::string::npos; at = t.find("N]")) t.replace(at, 1, n);
+    AOTC_BUILD(g, t);
+    Graph before = g;
+    auto changed = layout_nhwc(g);
+    ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+    ASSERT_TRUE(verify(g).is_ok());
+    EXPECT_TRUE(testing_util::same_outputs(before, g, 42, 0, 0));
+    EXPECT_EQ(op_list(g), "aotc.QLinearMatMul");
+    const bool moved = std::string(n) == "48";
+    EXPECT_EQ(channels_last(g.nodes[0]), moved);
+    if (moved) {
+      EXPECT_EQ(g.value(g.nodes[0].inputs[3]).shape, (Shape{48, 32}));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace aotc

@@ -93,6 +93,28 @@ TEST(QuantSensitivity, FakeQuantizationMatchesAHandComputation) {
   EXPECT_NE(missing.status().message().find("mm"), std::string::npos);
 }
 
+TEST(QuantSensitivity, AResidualAddFedByAQuantizedLayerGetsBothOperandsQuantized) {
+  AOTC_BUILD(g, R"(
+    input %x : float[1x16x4x4]
+    const %w : float[16x16x1x1] = random(3)
+    %c : float[?] = Conv(%x, %w)  # conv
+    %y : float[?] = Add(%c, %x)  # add
+    output %y
+  )");
+  std::vector<QuantLayer> layers = quantizable_layers(g);
+  ASSERT_EQ(layers.size(), 1u);
+  auto q = quantize_to_qdq(g, layers, {true}, ranges({{"x", 2.0}, {"c", 3.0}}));
+  ASSERT_TRUE(q.is_ok()) << q.status().message();
+  // x's pair serves the Conv and the Add; c gets its own.
+  EXPECT_EQ(testing_util::op_list(*q), "QuantizeLinear,DequantizeLinear,DequantizeLinear,Conv,QuantizeLinear,DequantizeLinear,Add");
+  const Node& add = q->nodes.back();
+  EXPECT_EQ(q->value(add.inputs[1]).name, "x_dq");
+  // Not quantized: the Add stays as it was.
+  auto none = quantize_to_qdq(g, layers, {false}, ranges({{"x", 2.0}, {"c", 3.0}}));
+  ASSERT_TRUE(none.is_ok());
+  EXPECT_EQ(testing_util::op_list(*none), "Conv,Add");
+}
+
 TEST(QuantSensitivity, BudgetMovesTheBreakingLayerToFp16) {
   AOTC_BUILD(g, R"(
     input %x : float[4x8]

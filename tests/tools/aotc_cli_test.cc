@@ -404,32 +404,37 @@ TEST(AotcCli, CalibrateWritesRangesAndReusesItsCache) {
 
 namespace {
 
-// x [1x4] -> MatMul W1 (mm1) -> Relu -> MatMul W2 (mm2) -> y: two quantizable layers.
-onnx::ModelProto two_matmul_model() {
+// x [1x16x4x4] -> Conv W1 1x1 (c1) -> Relu -> Conv W2 1x1 (c2) -> y, and Flatten -> MatMul W3 (mm):
+// two convolutions with an int8 tensor-core kernel (16 channels) and a MatMul without one.
+onnx::ModelProto int8_test_model() {
   onnx::ModelProto m = chain_model({}, {});
   auto* g = m.mutable_graph();
+  g->clear_input();
   g->clear_output();
-  const float w1[16] = {0.5f, -0.25f, 0.75f, 0.1f, -0.6f, 0.3f, 0.2f, -0.9f, 0.05f, 0.45f, -0.35f, 0.6f, 0.8f, -0.1f, 0.15f, 0.4f};
-  const float w2[16] = {0.2f, 0.7f, -0.4f, 0.3f, 0.9f, -0.2f, 0.1f, 0.5f, -0.3f, 0.6f, 0.25f, -0.75f, 0.4f, 0.1f, -0.5f, 0.35f};
-  for (auto [name, w] : {std::pair{"w1", w1}, std::pair{"w2", w2}}) {
+  aotc_test::add_float_io(g->add_input(), "x", {1, 16, 4, 4});
+  auto weight = [&](const std::string& name, std::vector<int64_t> dims, int seed) {
     auto* t = g->add_initializer();
     t->set_name(name);
     t->set_data_type(onnx::TensorProto::FLOAT);
-    t->add_dims(4);
-    t->add_dims(4);
-    for (int i = 0; i < 16; ++i) t->add_float_data(w[i]);
-  }
-  const char* nodes[][4] = {{"MatMul", "mm1", "x", "w1"}, {"Relu", "r", "h", ""}, {"MatMul", "mm2", "hr", "w2"}};
-  const char* outs[] = {"h", "hr", "y"};
-  for (int i = 0; i < 3; ++i) {
+    int64_t n = 1;
+    for (int64_t d : dims) t->add_dims(d), n *= d;
+    for (int64_t i = 0; i < n; ++i) t->add_float_data(static_cast<float>(((i * 37 + seed * 11) % 23) - 11) / 40.0f);
+  };
+  weight("w1", {16, 16, 1, 1}, 1);
+  weight("w2", {16, 16, 1, 1}, 2);
+  weight("w3", {256, 4}, 3);
+  const std::vector<std::vector<std::string>> nodes = {{"Conv", "c1", "x", "w1", "h"}, {"Relu", "r", "h", "", "hr"},
+                                                       {"Conv", "c2", "hr", "w2", "y"}, {"Flatten", "f", "y", "", "yf"},
+                                                       {"MatMul", "mm", "yf", "w3", "z"}};
+  for (const auto& nd : nodes) {
     auto* n = g->add_node();
-    n->set_op_type(nodes[i][0]);
-    n->set_name(nodes[i][1]);
-    n->add_input(nodes[i][2]);
-    if (*nodes[i][3]) n->add_input(nodes[i][3]);
-    n->add_output(outs[i]);
+    n->set_op_type(nd[0]);
+    n->set_name(nd[1]);
+    n->add_input(nd[2]);
+    if (!nd[3].empty()) n->add_input(nd[3]);
+    n->add_output(nd[4]);
   }
-  aotc_test::add_float_io(g->add_output(), "y", {1, 4});
+  aotc_test::add_float_io(g->add_output(), "z", {1, 4});
   return m;
 }
 
@@ -441,11 +446,14 @@ TEST(AotcCli, Int8CompileReportsEachLayersChoiceAndReusesTheCache) {
   if (!have_python_json()) GTEST_SKIP() << "python3 with json needed to read the report";
   std::string dir = fresh_dir("int8");
   std::string model = dir + "/m.onnx", lib = dir + "/libq.so", report = dir + "/report.json", cache = dir + "/c.json";
-  write_model(two_matmul_model(), model);
+  write_model(int8_test_model(), model);
   std::string calib = dir + "/calib";
   ASSERT_EQ(::mkdir(calib.c_str(), 0755), 0);
-  for (int s = 0; s < 4; ++s)
-    write_npy(calib + "/s" + std::to_string(s) + ".npy", {0.3f * s - 0.5f, 1.0f - 0.2f * s, 0.7f, -0.9f + 0.4f * s}, "(1, 4)");
+  for (int s = 0; s < 4; ++s) {
+    std::vector<float> v(256);
+    for (int i = 0; i < 256; ++i) v[static_cast<size_t>(i)] = static_cast<float>(((i * 13 + s * 7) % 29) - 14) / 10.0f;
+    write_npy(calib + "/s" + std::to_string(s) + ".npy", v, "(1, 16, 4, 4)");
+  }
   auto r = run_program({kAotc, model, "-o", lib, "--precision", "int8"}, dir);
   expect_one_error_line(r);  // no calibration
   EXPECT_NE(r.err.find("--calib"), std::string::npos) << r.err;
@@ -454,11 +462,13 @@ TEST(AotcCli, Int8CompileReportsEachLayersChoiceAndReusesTheCache) {
                   dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(file_exists(lib));
-  EXPECT_NE(r.err.find("int8: 2 of 2"), std::string::npos) << r.err;  // a 50% budget keeps both in int8
+  // A 50% budget keeps every layer; the MatMul (N = 4) has no int8 kernel and stays fp16, saying why.
+  EXPECT_NE(r.err.find("int8: 2 of 3"), std::string::npos) << r.err;
   EXPECT_EQ(json_expr(report, "[(l['node'], l['precision'], l['sqnr_db'] > 20) for l in d['int8']['layers']], d['int8']['budget_met']", dir),
-            "[('mm1', 'int8', True), ('mm2', 'int8', True)] True\n");
-  EXPECT_EQ(json_expr(report, "sorted(n['op'] + ':' + n['dtype'] for n in d['node_precision'] if 'QLinear' in n['op'])", dir),
-            "['aotc.QLinearMatMul:int8', 'aotc.QLinearMatMul:int8']\n");
+            "[('c1', 'int8', True), ('c2', 'int8', True), ('mm', 'fp16', True)] True\n");
+  EXPECT_EQ(json_expr(report, "d['int8']['layers'][2]['why']", dir), "kept in fp16: K 256 and N 4 not multiples of 16\n");
+  EXPECT_EQ(json_expr(report, "sorted(n['op'] + ':' + n['dtype'] + ':' + n['layout'] for n in d['node_precision'] if 'QLinear' in n['op'])", dir),
+            "['aotc.QLinearConv:int8:NHWC', 'aotc.QLinearConv:int8:NHWC']\n");
   // The rebuild: no inputs, everything from the cache.
   std::system(("rm -rf " + calib).c_str());
   r = run_program({kAotc, model, "-o", lib, "--precision", "int8", "--calibrator", "minmax", "--accuracy-budget", "50%",

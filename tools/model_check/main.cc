@@ -29,7 +29,8 @@ const char kUsage[] =
     "  --int8-calib DIR     the --precision int8 path on the CPU: calibrate (entropy) on DIR's inputs,\n"
     "                       every Conv/Gemm/MatMul in int8; outputs pass with relative L2 <= X\n"
     "                       (--int8-max-rel-l2) and every row's arg max unchanged;\n"
-    "                       --int8-calibrator NAME as aotc's --calibrator (default entropy)\n";
+    "                       --int8-calibrator NAME as aotc's --calibrator (default entropy)\n"
+    "  --write-outputs DIR  also write the CPU outputs as DIR/output_K.pb (one model, one data set)\n";
 
 std::string base_name(std::string path) {
   while (path.size() > 1 && path.back() == '/') path.pop_back();
@@ -56,6 +57,8 @@ int main(int argc, char** argv) {
       show_ops = true;
     } else if (a == "--int8-calib" && i + 1 < argc) {
       options.int8_calib_dir = argv[++i];
+    } else if (a == "--write-outputs" && i + 1 < argc) {
+      options.write_outputs_dir = argv[++i];
     } else if (a == "--int8-calibrator" && i + 1 < argc) {
       options.int8_calibrator = argv[++i];
     } else if (a == "--int8-max-rel-l2" && i + 1 < argc) {

@@ -180,6 +180,14 @@ ModelCheckResult check_model_case(const std::string& model_path, const std::stri
   }
   Expected<std::vector<Tensor>> got = evaluate_graph(graph, feed);
   if (!got) return fail(r, "evaluate", got.status().message()), finish();
+  if (!options.write_outputs_dir.empty()) {
+    ::mkdir(options.write_outputs_dir.c_str(), 0755);
+    for (size_t i = 0; i < got->size(); ++i) {
+      Status w = save_tensor_pb(options.write_outputs_dir + "/output_" + std::to_string(i) + ".pb", (*got)[i],
+                                graph.value(graph.outputs[i]).name);
+      if (!w.is_ok()) return fail(r, "outputs", w.message()), finish();
+    }
+  }
   if (got->size() != expected->size())
     return fail(r, "compare", "the model has " + std::to_string(got->size()) + " outputs, the data set " +
                                   std::to_string(expected->size())), finish();

@@ -24,6 +24,7 @@ struct ModelCheckOptions {
   // their relative L2 error is at most int8_max_rel_l2 and every row's arg max (last axis) agrees.
   std::string int8_calib_dir;
   std::string int8_calibrator = "entropy";  // as aotc's --calibrator
+  std::string write_outputs_dir;  // --write-outputs DIR: the CPU outputs as DIR/output_K.pb
   double int8_max_rel_l2 = 0;
 };
 

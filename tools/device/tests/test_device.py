@@ -102,8 +102,9 @@ class PrecisionTest(unittest.TestCase):
     def test_tolerance_per_precision(self):
         self.assertEqual(device_steps.tolerance("fp32"), (1e-4, 1e-3))
         self.assertEqual(device_steps.tolerance("fp16"), (1e-2, None))
+        self.assertEqual(device_steps.tolerance("int8"), (5e-2, None))
         with self.assertRaises(ValueError):
-            device_steps.tolerance("int8")
+            device_steps.tolerance("fp8")
         self.assertEqual(device_steps.tolerance_text("fp16"), "rel L2 < 1e-02")
         self.assertIn("max abs < 1e-03 max|ref|", device_steps.tolerance_text("fp32"))
 
@@ -224,7 +225,31 @@ class PlanTest(unittest.TestCase):
 
     def test_plan_cli_rejects_unknown_precision(self):
         with tempfile.TemporaryDirectory() as tmp, self.assertRaises(ValueError):
-            device_steps.main(["plan", tmp, "x", "--precisions", "fp32 int8"])
+            device_steps.main(["plan", tmp, "x", "--precisions", "fp32 fp8"])
+
+    def test_calibration_inputs_are_fresh_floats_and_copied_integers(self):
+        import numpy as np
+        import onnx
+        from onnx import numpy_helper
+        with tempfile.TemporaryDirectory() as tmp:
+            data = os.path.join(tmp, "data")
+            os.makedirs(data)
+            x = np.arange(12, dtype=np.float32).reshape(3, 4)
+            ids = np.array([[5, 7, 9]], dtype=np.int64)
+            for k, (a, n) in enumerate(((x, "image"), (ids, "ids"))):
+                with open(os.path.join(data, f"input_{k}.pb"), "wb") as f:
+                    f.write(numpy_helper.from_array(a, n).SerializeToString())
+            out = os.path.join(tmp, "calib")
+            device_steps.main(["calib", data, out, "--count", "2"])
+            self.assertEqual(sorted(os.listdir(out)), ["test_data_set_0", "test_data_set_1"])
+            got = [[numpy_helper.to_array(onnx.load_tensor(os.path.join(out, f"test_data_set_{s}", f"input_{k}.pb")))
+                    for k in range(2)] for s in range(2)]
+            for s in range(2):
+                self.assertEqual(got[s][0].shape, (3, 4))
+                self.assertEqual(got[s][0].dtype, np.float32)
+                self.assertFalse(np.array_equal(got[s][0], x))          # fresh random floats
+                np.testing.assert_array_equal(got[s][1], ids)            # ids copied
+            self.assertFalse(np.array_equal(got[0][0], got[1][0]))       # two different samples
 
 
 class AblationTableTest(unittest.TestCase):
