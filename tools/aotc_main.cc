@@ -341,7 +341,10 @@ Status compile(const AotcOptions& o, CompileReport& report) {
     report.int8_ranges_from_cache = run->from_cache;
     for (size_t i = 0; i < layers.size(); ++i) {
       const Node& n = graph.nodes[static_cast<size_t>(layers[i].node)];
-      CompileReport::Int8Layer l{n.name, n.op_type, quantize[i] ? "int8" : "fp16"};
+      CompileReport::Int8Layer l;
+      l.node = n.name;
+      l.op = n.op_type;
+      l.precision = quantize[i] ? "int8" : "fp16";
       l.why = why[i];
       if (run->sensitivity) l.rel_l2 = run->sensitivity->layers[i].rel_l2, l.sqnr_db = run->sensitivity->layers[i].sqnr_db;
       report.int8_layers.push_back(l);
