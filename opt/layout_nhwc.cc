@@ -140,7 +140,14 @@ class LayoutRewriter {
   // weights, one group, 16-channel alignment, constant per-tensor scales. The weights go to KRSC
   // and the epilogue's per-channel words are built here, in the reference's float arithmetic:
   // m = x_scale * w_scale[k] (/ y_scale when requantizing) and the int32 bias.
-  Expected<bool> rewrite_qconv(const Node& node) {
+  // The int8 kernel's common conditions on an aotc.QLinearConv / QLinearMatMul: int8 input with
+  // zero point 0 (absent or zeros), a constant int8 weight of `weight_rank` dims with zero point 0,
+  // constant fp32 scales (one for x and y), constant y zero point and bias; not yet moved.
+  struct Int8Operands {
+    const Tensor *w = nullptr, *xs = nullptr, *ws = nullptr, *ys = nullptr, *bias = nullptr;
+    bool requant = false;
+  };
+  bool int8_operands(const Node& node, size_t weight_rank, Int8Operands* o) const {
     auto constant = [&](size_t i) -> const Tensor* {
       const ValueId v = node.input(i);
       return v != kNoValue && g_.value(v).is_constant() ? g_.value(v).constant.get() : nullptr;
@@ -154,24 +161,32 @@ class LayoutRewriter {
       return true;
     };
     const Value& x = g_.value(node.inputs[0]);
-    const Tensor* w = constant(3);
-    const Tensor* xs = constant(1);
-    const Tensor* ws = constant(4);
-    const bool requant = node.input(6) != kNoValue;
-    const Tensor* ys = requant ? constant(6) : nullptr;
-    if (x.shape.size() != 4 || x.dtype != DType::kInt8 || !w || w->dtype() != DType::kInt8 || w->shape().size() != 4 ||
-        !xs || xs->numel() != 1 || xs->dtype() != DType::kFloat32 || !ws || ws->dtype() != DType::kFloat32 ||
-        (requant && (!ys || ys->numel() != 1 || ys->dtype() != DType::kFloat32)) || !all_zero(2) || !all_zero(5) ||
-        (requant && node.input(7) != kNoValue && !constant(7)) || (node.input(8) != kNoValue && !constant(8)) ||
-        channels_last(node))
-      return false;
+    o->w = constant(3);
+    o->xs = constant(1);
+    o->ws = constant(4);
+    o->requant = node.input(6) != kNoValue;
+    o->ys = o->requant ? constant(6) : nullptr;
+    o->bias = constant(8);
+    return x.dtype == DType::kInt8 && !x.shape.empty() && o->w && o->w->dtype() == DType::kInt8 &&
+           o->w->shape().size() == weight_rank && o->xs && o->xs->numel() == 1 && o->xs->dtype() == DType::kFloat32 &&
+           o->ws && o->ws->dtype() == DType::kFloat32 &&
+           (!o->requant || (o->ys && o->ys->numel() == 1 && o->ys->dtype() == DType::kFloat32)) && all_zero(2) &&
+           all_zero(5) && (!o->requant || node.input(7) == kNoValue || constant(7)) &&
+           (node.input(8) == kNoValue || o->bias) && !channels_last(node) && g_.target.has_sm80_tensor_cores() &&
+           (o->requant || g_.value(node.outputs[0]).dtype == DType::kFloat32);
+  }
+
+  Expected<bool> rewrite_qconv(const Node& node) {
+    Int8Operands o;
+    const Value& x = g_.value(node.inputs[0]);
+    if (x.shape.size() != 4 || !int8_operands(node, 4, &o)) return false;
+    const Tensor* w = o.w;
     const Shape& wsh = w->shape();
     const int64_t cin = x.shape[1], cout = wsh[0], group = node.attr_int("group", 1);
     if (!conv_implicit_gemm_applies(g_.target, DType::kInt8, group, cin, cout) || wsh[2] > kImplicitGemmMaxWindow ||
         wsh[3] > kImplicitGemmMaxWindow)
       return false;
-    if (!requant && g_.value(node.outputs[0]).dtype != DType::kFloat32) return false;
-    Tensor words = epilogue_words(*xs, *ws, requant ? ys : nullptr, constant(8), cout);
+    Tensor words = epilogue_words(*o.xs, *o.ws, o.requant ? o.ys : nullptr, o.bias, cout);
     AOTC_RETURN_IF_ERROR(ensure_nhwc(node.inputs[0]));
     std::vector<ValueId> inputs = node.inputs;
     inputs.resize(10, kNoValue);
@@ -202,33 +217,12 @@ class LayoutRewriter {
   // the same conditions as rewrite_qconv, K a multiple of 16 and N of the output access (8 int8 /
   // 4 float). The output keeps its layout, so nothing else changes.
   Expected<bool> rewrite_qmatmul(const Node& node) {
-    auto constant = [&](size_t i) -> const Tensor* {
-      const ValueId v = node.input(i);
-      return v != kNoValue && g_.value(v).is_constant() ? g_.value(v).constant.get() : nullptr;
-    };
-    auto all_zero = [&](size_t i) {
-      if (node.input(i) == kNoValue) return true;
-      const Tensor* t = constant(i);
-      if (!t) return false;
-      for (int64_t k = 0; k < t->numel(); ++k)
-        if (t->get(k) != 0) return false;
-      return true;
-    };
+    Int8Operands o;
+    if (!int8_operands(node, 2, &o)) return false;
     const Value& a = g_.value(node.inputs[0]);
-    const Tensor* b = constant(3);
-    const Tensor* as = constant(1);
-    const Tensor* bs = constant(4);
-    const bool requant = node.input(6) != kNoValue;
-    const Tensor* ys = requant ? constant(6) : nullptr;
-    if (a.dtype != DType::kInt8 || a.shape.empty() || !b || b->dtype() != DType::kInt8 || b->shape().size() != 2 || !as ||
-        as->numel() != 1 || as->dtype() != DType::kFloat32 || !bs || bs->dtype() != DType::kFloat32 ||
-        (requant && (!ys || ys->numel() != 1 || ys->dtype() != DType::kFloat32)) || !all_zero(2) || !all_zero(5) ||
-        (requant && node.input(7) != kNoValue && !constant(7)) || (node.input(8) != kNoValue && !constant(8)) ||
-        channels_last(node) || !g_.target.has_sm80_tensor_cores())
-      return false;
+    const Tensor* b = o.w;
     const int64_t k = b->shape()[0], n = b->shape()[1];
-    if (a.shape.back() != k || k % kInt8ChannelAlign != 0 || n % (requant ? 8 : 4) != 0) return false;
-    if (!requant && g_.value(node.outputs[0]).dtype != DType::kFloat32) return false;
+    if (a.shape.back() != k || k % kInt8ChannelAlign != 0 || n % (o.requant ? 8 : 4) != 0) return false;
     for (ValueId v : node.inputs)
       if (v != kNoValue) AOTC_RETURN_IF_ERROR(restore_nchw(v));
     Tensor bt(DType::kInt8, {n, k});
@@ -237,7 +231,7 @@ class LayoutRewriter {
     Node m = node;
     m.inputs.resize(10, kNoValue);
     m.inputs[3] = g_.add_constant(g_.unique_name(g_.value(node.inputs[3]).name + "_nk"), std::move(bt));
-    m.inputs[9] = g_.add_constant(g_.unique_name(node.name + "_epilogue_words"), epilogue_words(*as, *bs, ys, constant(8), n));
+    m.inputs[9] = g_.add_constant(g_.unique_name(node.name + "_epilogue_words"), epilogue_words(*o.xs, *o.ws, o.ys, o.bias, n));
     m.attrs["channels_last"] = Attribute::of_int(1);
     AOTC_RETURN_IF_ERROR(registry_.find(m.op_type, m.domain)->infer(m, g_));
     g_.nodes.push_back(std::move(m));
