@@ -18,7 +18,8 @@
 // Applies only to what the int8 kernels handle: per-tensor activation scale and zero point,
 // per-tensor or per-output-channel weight scale (int8 / uint8 weights, constants), no blocked
 // quantization; anything else is left as written (and fold_constants then folds the weight's
-// DequantizeLinear into a float weight).
+// DequantizeLinear into a float weight). Also: DQ + DQ -> Add [-> Relu] -> Q -> aotc.QLinearAdd,
+// and DQ -> MaxPool -> Q with unchanged parameters -> MaxPool on the int8 tensor (exact).
 #include <cmath>
 #include <set>
 
@@ -40,6 +41,7 @@ class QdqFuser {
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       Expected<bool> fused = removed_.count(static_cast<int>(i)) ? Expected<bool>(false) : try_layer(static_cast<int>(i));
       if (fused && !*fused && !removed_.count(static_cast<int>(i))) fused = try_add(static_cast<int>(i));
+      if (fused && !*fused && !removed_.count(static_cast<int>(i))) fused = try_maxpool(static_cast<int>(i));
       if (!fused) return fused.status();
       if (*fused) {
         changed = true;
@@ -202,6 +204,39 @@ class QdqFuser {
     g_.nodes[static_cast<size_t>(i)] = std::move(f);
     if (t.act >= 0) removed_.insert(t.act);
     removed_.insert(t.quant);
+    return true;
+  }
+
+  // DequantizeLinear -> MaxPool -> QuantizeLinear with the same scale and zero point -> MaxPool on
+  // the int8 tensor: the max commutes with the monotonic dequantization, and requantizing a
+  // dequantized value with the same parameters gives it back, so this is exact.
+  bool try_maxpool(int i) {
+    const Node& pool = g_.nodes[static_cast<size_t>(i)];
+    if (pool.op_type != "MaxPool" || !pool.domain.empty() || pool.inputs.size() != 1 || pool.outputs.size() != 1) return false;
+    Dq x;
+    if (!usable_dq(producer(pool.inputs[0], "DequantizeLinear"), false, 0, &x)) return false;
+    const int c = single_consumer(pool.outputs[0]);
+    if (c < 0) return false;
+    const Node& q = g_.nodes[static_cast<size_t>(c)];
+    float scale = 0;
+    int64_t zp = 0;
+    DType type = DType::kUndefined;
+    if (!usable_q(q, &scale, &zp, &type)) return false;
+    const Value& xq = g_.value(x.q);
+    const float x_scale = static_cast<float>(g_.value(x.scale).constant->get(0));
+    const int64_t x_zp = x.zp == kNoValue ? 0 : static_cast<int64_t>(g_.value(x.zp).constant->get(0));
+    if (type != xq.dtype || scale != x_scale || zp != x_zp) return false;
+    Node p = pool;
+    p.inputs = {x.q};
+    p.outputs = {q.outputs[0]};
+    const Value before = g_.value(q.outputs[0]);
+    Status st = infer_node(p, g_, registry_);
+    if (!st.is_ok() || g_.value(q.outputs[0]).shape != before.shape || g_.value(q.outputs[0]).dtype != before.dtype) {
+      g_.value(q.outputs[0]) = before;
+      return false;
+    }
+    g_.nodes[static_cast<size_t>(i)] = std::move(p);
+    removed_.insert(c);
     return true;
   }
 
