@@ -58,13 +58,7 @@ OutMode out_mode(const Node& node) {
   return present(node, r.y_scale) ? OutMode::kRequantize : OutMode::kDequantize;
 }
 
-// The clamp of a requantized result: the attributes qmin / qmax of the internal ops (a fused
-// activation), else the output type's range.
-std::pair<int64_t, int64_t> clamp_range(const Node& node, DType y) {
-  const int64_t lo = y == DType::kInt8 ? -128 : 0, hi = y == DType::kInt8 ? 127 : 255;
-  if (!internal(node)) return {lo, hi};
-  return {std::max(lo, node.attr_int("qmin", lo)), std::min(hi, node.attr_int("qmax", hi))};
-}
+std::pair<int64_t, int64_t> clamp_range(const Node& node, DType y) { return quantized_clamp(node, y, internal(node)); }
 
 // A per-tensor or per-channel parameter: 0 absent, 1 scalar, 2 one value per channel.
 int param_mode(const Node& node, int index, const Shape* shape) {

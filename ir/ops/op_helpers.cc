@@ -1,6 +1,7 @@
 // Shared op checks (see op_helpers.h).
 #include "ir/ops/op_helpers.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -106,6 +107,12 @@ std::string dims_literal(const std::vector<int64_t>& dims) {
   std::string s = "{";
   for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + int_literal(dims[i]);
   return s + "}";
+}
+
+std::pair<int64_t, int64_t> quantized_clamp(const Node& node, DType y, bool fused_activation) {
+  const int64_t lo = y == DType::kInt8 ? -128 : 0, hi = y == DType::kInt8 ? 127 : 255;
+  if (!fused_activation) return {lo, hi};
+  return {std::max(lo, node.attr_int("qmin", lo)), std::min(hi, node.attr_int("qmax", hi))};
 }
 
 }  // namespace aotc

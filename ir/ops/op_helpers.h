@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/graph.h"
@@ -36,5 +37,10 @@ Expected<Shape> broadcast_shapes(const Node& node, const Shape& a, const Shape& 
 std::string int_literal(int64_t v);
 std::string float_literal(float v);
 std::string dims_literal(const std::vector<int64_t>& dims);  // "{1LL, 3LL}"
+
+// The clamp of a requantized 8-bit result (int8 / uint8 `y`): the type's range, narrowed by the
+// attributes qmin / qmax when `fused_activation` (the internal aotc.QLinear* ops of opt/fuse_qdq,
+// where they hold a fused Relu / Clip in the quantized domain).
+std::pair<int64_t, int64_t> quantized_clamp(const Node& node, DType y, bool fused_activation);
 
 }  // namespace aotc

@@ -17,10 +17,7 @@ namespace {
 
 bool is_8bit(DType t) { return t == DType::kInt8 || t == DType::kUInt8; }
 
-std::pair<int64_t, int64_t> add_clamp(const Node& node, DType y) {
-  const int64_t lo = y == DType::kInt8 ? -128 : 0, hi = y == DType::kInt8 ? 127 : 255;
-  return {std::max(lo, node.attr_int("qmin", lo)), std::min(hi, node.attr_int("qmax", hi))};
-}
+std::pair<int64_t, int64_t> add_clamp(const Node& node, DType y) { return quantized_clamp(node, y, true); }
 
 Status qlinear_add_infer(Node& node, Graph& graph) {
   AOTC_RETURN_IF_ERROR(expect_inputs(node, 2, 8));  // zero points optional; the rest checked below
