@@ -11,6 +11,7 @@
 #include "ir/op_registry.h"
 #include "ir/ops/epilogue.h"
 #include "ir/ops/op_helpers.h"
+#include "ir/parallel.h"
 
 namespace aotc {
 namespace {
@@ -91,16 +92,18 @@ Status gemm_reference(const Node& node, const std::vector<const Tensor*>& inputs
   GemmDims d = gemm_dims(node, a.shape(), b.shape());
   std::vector<double> ad = a.to_doubles(), bd = b.to_doubles();
   Tensor& y = outputs[0];
-  for (int64_t i = 0; i < d.m; ++i)
-    for (int64_t j = 0; j < d.n; ++j) {
-      double acc = 0;
-      for (int64_t p = 0; p < d.k; ++p)
-        acc += ad[static_cast<size_t>(ta ? p * d.m + i : i * d.k + p)] * bd[static_cast<size_t>(tb ? j * d.k + p : p * d.n + j)];
-      double v = alpha * acc;
-      if (c) v += beta * c->get(broadcast_index(c->shape(), i, j));
-      if (r) v += r->get(broadcast_index(r->shape(), i, j));
-      y.set(i * d.n + j, v);
-    }
+  parallel_for(d.m, d.n * d.k, [&](int64_t row_begin, int64_t row_end) {  // rows are independent
+    for (int64_t i = row_begin; i < row_end; ++i)
+      for (int64_t j = 0; j < d.n; ++j) {
+        double acc = 0;
+        for (int64_t p = 0; p < d.k; ++p)
+          acc += ad[static_cast<size_t>(ta ? p * d.m + i : i * d.k + p)] * bd[static_cast<size_t>(tb ? j * d.k + p : p * d.n + j)];
+        double v = alpha * acc;
+        if (c) v += beta * c->get(broadcast_index(c->shape(), i, j));
+        if (r) v += r->get(broadcast_index(r->shape(), i, j));
+        y.set(i * d.n + j, v);
+      }
+  });
   return apply_activation_reference(node, y);
 }
 
@@ -292,22 +295,25 @@ Status matmul_reference(const Node& node, const std::vector<const Tensor*>& inpu
   // Element strides of A's rows/columns and B's rows/columns within one stored matrix.
   const bool ta = matmul_trans(node, "transA"), tb = matmul_trans(node, "transB");
   const int64_t a_rs = ta ? 1 : d->k, a_cs = ta ? d->m : 1, b_rs = tb ? 1 : d->n, b_cs = tb ? d->k : 1;
-  for (int64_t bi = 0; bi < batches; ++bi) {
-    int64_t oa = 0, ob = 0, rest = bi;
-    for (size_t i = d->batch.size(); i-- > 0;) {
-      int64_t idx = rest % d->batch[i];
-      rest /= d->batch[i];
-      oa += idx * sa[i];
-      ob += idx * sb[i];
-    }
-    for (int64_t i = 0; i < d->m; ++i)
+  // Rows of all batch matrices are independent: they run in parallel (same sums, same order).
+  parallel_for(batches * d->m, d->n * d->k, [&](int64_t row_begin, int64_t row_end) {
+    for (int64_t row = row_begin; row < row_end; ++row) {
+      const int64_t bi = row / d->m, i = row % d->m;
+      int64_t oa = 0, ob = 0, rest = bi;
+      for (size_t t = d->batch.size(); t-- > 0;) {
+        int64_t idx = rest % d->batch[t];
+        rest /= d->batch[t];
+        oa += idx * sa[t];
+        ob += idx * sb[t];
+      }
       for (int64_t j = 0; j < d->n; ++j) {
         double acc = 0;
         for (int64_t p = 0; p < d->k; ++p)
           acc += ad[static_cast<size_t>(oa + i * a_rs + p * a_cs)] * bd[static_cast<size_t>(ob + p * b_rs + j * b_cs)];
         outputs[0].set((bi * d->m + i) * d->n + j, acc);
       }
-  }
+    }
+  });
   return Status::ok();
 }
 

@@ -201,7 +201,7 @@ def compare_dirs(expected_dir, actual_dir, precision="fp32"):
     return result
 
 
-def write_calibration_inputs(data_dir, out_dir, count, seed):
+def write_calibration_inputs(data_dir, out_dir, count, seed, batch=None):
     """OUT/test_data_set_K/input_J.pb for K < count: float inputs drawn from a standard normal
     (seeded; the exported test inputs are random normal too, but never these), integer inputs
     (token ids, masks) copied from the test input, which has the only valid values we know."""
@@ -222,6 +222,8 @@ def write_calibration_inputs(data_dir, out_dir, count, seed):
         os.makedirs(d, exist_ok=True)
         for j, t in enumerate(inputs):
             a = numpy_helper.to_array(t)
+            if batch is not None and a.ndim >= 1:  # the first `batch` rows (the batch dim)
+                a = a[:batch] if a.shape[0] >= batch else np.concatenate([a] * batch)[:batch]
             if np.issubdtype(a.dtype, np.floating):
                 a = rng.standard_normal(a.shape).astype(a.dtype)
             with open(os.path.join(d, f"input_{j}.pb"), "wb") as f:
@@ -244,6 +246,8 @@ def main(argv=None):
     cb.add_argument("out_dir")
     cb.add_argument("--count", type=int, default=kCalibSamples)
     cb.add_argument("--seed", type=int, default=1234)
+    cb.add_argument("--batch", type=int, default=None,
+                    help="write inputs of this batch size (default: the test input's)")
     pl = sub.add_parser("plan")
     pl.add_argument("models_dir")
     pl.add_argument("names", nargs="+")
@@ -258,7 +262,7 @@ def main(argv=None):
             print(label, batch, model, data)
         return 0
     if args.cmd == "calib":
-        write_calibration_inputs(args.data_dir, args.out_dir, args.count, args.seed)
+        write_calibration_inputs(args.data_dir, args.out_dir, args.count, args.seed, args.batch)
         return 0
     if args.cmd == "plan":
         precisions = args.precisions.replace(",", " ").split()
