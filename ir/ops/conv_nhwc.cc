@@ -6,6 +6,7 @@
 // SIMT FFMA for fp32; templates/cutlass_conv2d_fprop.cu.in); depthwise -> the NHWC depthwise
 // kernels. fp32 stays IEEE fp32 everywhere (cuBLASLt CUBLAS_COMPUTE_32F, FFMA): no TF32.
 #include <algorithm>
+#include <optional>
 
 #include "ir/layout.h"
 #include "ir/op_registry.h"
@@ -18,7 +19,6 @@ namespace aotc {
 namespace {
 
 constexpr int64_t kDepthwisePixelsPerThread = 4;
-constexpr int64_t kDepthwiseVecThreadsPerSm = 1024;
 constexpr int64_t kVectorBytes = 16;  // the vectorised NHWC kernels move 16 bytes per access
 
 std::string cutlass_element(DType t) {
@@ -166,25 +166,78 @@ Lowering lower_cutlass(const NhwcConv& c, ConvMath math) {
   return l;
 }
 
-// Depthwise: the vectorised kernel when C is a multiple of its 16-byte LANES (8 16-bit or 4 fp32
-// channels) and there is enough work (LANES channels x OWT columns per thread, 16-byte accesses,
-// shared input columns loaded once, the LANES x KH x KW filter taps loaded once per thread). OWT
-// is 4, or 2 when 4 would not give one wave of kDepthwiseVecThreadsPerSm threads per SM. With OWT
-// = 1 its per-thread filter load is not amortised and it measured slower than the scalar kernel
-// (H100, fp16 MobileNetV2 bs32 late layers: 14x14x384 29 vs 17 us; docs/perf_notes.md v4), so
-// then the scalar kernel runs. The fp32 variant (4 lanes) is not measured yet.
+// Depthwise: the shared-memory tile kernel when C is a multiple of one 16-byte vector (8 16-bit
+// or 4 fp32 channels), else the scalar kernel. Tile kernel (templates/conv_depthwise_nhwc_tile.cu.in):
+// a block computes TOH x TOW outputs x CB channels from an input window staged in shared memory
+// (each input element read from global memory once per tile; the earlier per-thread kernels read
+// it KH to 3*KW times through L1/L2 and ran at 0.5-2.4 TB/s with 96-128 registers per thread,
+// docs/perf_notes.md v10). Shape rule, for the target's SM count:
+//  - TOW: the whole output row when OW <= 16 (no halo columns between tiles), else 8 columns;
+//    TOH: 8, 7, 6, 5 or 4 rows, whichever pads OH least (ties: the taller);
+//  - CB: the largest of 64, 48, 32, 24, 16, 8 (4 for fp32) channels dividing C whose window fits
+//    kDepthwiseTileSmemBytes of shared memory;
+//  - while the grid has fewer than 2 blocks per SM: CB halves (down to one vector), then TOH (down
+//    to 1), then TOW (down to 4).
+struct DepthwiseTile {
+  int64_t cb = 0, toh = 0, tow = 0;
+};
+
+constexpr int64_t kDepthwiseTileSmemBytes = 24 * 1024;
+
+std::optional<DepthwiseTile> depthwise_tile(const NhwcConv& c) {
+  const ConvShape& cs = c.cs;
+  const WindowGeometry& g = cs.geo;
+  const int64_t esize = dtype_size(c.x.dtype);
+  const bool supported = c.x.dtype == DType::kFloat32 || c.x.dtype == DType::kFloat16 || c.x.dtype == DType::kBFloat16;
+  const int64_t vec = kVectorBytes / esize;
+  if (!supported || cs.cin % vec != 0) return std::nullopt;
+  // Zeros outside the image must stay zero under the input clamp min(x, M).
+  if (c.node.has_attr("input_max") && !(c.node.attr_float("input_max", 0.0f) >= 0.0f)) return std::nullopt;
+  std::vector<int64_t> cbs;
+  for (int64_t cb : {64, 48, 32, 24, 16, 8, 4})
+    if (cb % vec == 0 && cb % 2 == 0 && cs.cin % cb == 0) cbs.push_back(cb);
+  if (cbs.empty()) return std::nullopt;
+  DepthwiseTile t;
+  t.tow = g.out[1] <= 16 ? g.out[1] : 8;
+  int64_t best_waste = -1;
+  for (int64_t toh : {8, 7, 6, 5, 4}) {
+    const int64_t waste = (g.out[0] + toh - 1) / toh * toh - g.out[0];
+    if (best_waste < 0 || waste < best_waste) best_waste = waste, t.toh = toh;
+  }
+  t.toh = std::min(t.toh, g.out[0]);
+  auto smem = [&](const DepthwiseTile& d) {
+    const int64_t ih = (d.toh - 1) * g.strides[0] + (g.kernel[0] - 1) * g.dilations[0] + 1;
+    const int64_t iw = (d.tow - 1) * g.strides[1] + (g.kernel[1] - 1) * g.dilations[1] + 1;
+    return ih * iw * d.cb * esize;
+  };
+  auto blocks = [&](const DepthwiseTile& d) {
+    return cs.batch * ((g.out[0] + d.toh - 1) / d.toh) * ((g.out[1] + d.tow - 1) / d.tow) * (cs.cin / d.cb);
+  };
+  size_t ci = 0;
+  t.cb = cbs[0];
+  while (smem(t) > kDepthwiseTileSmemBytes) {
+    if (ci + 1 < cbs.size()) t.cb = cbs[++ci];
+    else if (t.toh > 1) t.toh = (t.toh + 1) / 2;
+    else if (t.tow > 1) t.tow = (t.tow + 1) / 2;
+    else return std::nullopt;
+  }
+  const int64_t want = 2 * int64_t{c.graph.target.sm_count};
+  while (blocks(t) < want) {
+    if (ci + 1 < cbs.size()) t.cb = cbs[++ci];
+    else if (t.toh > 1) t.toh = (t.toh + 1) / 2;
+    else if (t.tow > 4) t.tow = (t.tow + 1) / 2;
+    else break;
+  }
+  return t;
+}
+
 Expected<Lowering> lower_depthwise(const NhwcConv& c) {
   const ConvShape& cs = c.cs;
   const WindowGeometry& g = cs.geo;
   const Node& node = c.node;
-  const int64_t lanes = kVectorBytes / dtype_size(c.x.dtype);
-  auto vec_threads = [&](int64_t t) { return cs.batch * g.out[0] * ((g.out[1] + t - 1) / t) * (cs.cin / lanes); };
-  const int64_t wave = int64_t{c.graph.target.sm_count} * kDepthwiseVecThreadsPerSm;
-  int64_t owt = 4;
-  while (owt > 1 && vec_threads(owt) < wave) owt /= 2;
-  const bool vec = (c.x.dtype == DType::kFloat32 || dtype_size(c.x.dtype) == 2) && cs.cin % lanes == 0 && owt >= 2;
+  const std::optional<DepthwiseTile> tile = depthwise_tile(c);
   KernelStep k;
-  k.template_name = vec ? "conv_depthwise_nhwc_vec" : "conv_depthwise_nhwc";
+  k.template_name = tile ? "conv_depthwise_nhwc_tile" : "conv_depthwise_nhwc";
   k.holes = {{"comment", c.comment + (node.has_attr("input_max") ? " input_max" : "")},
              {"T", dtype_c_type(c.x.dtype)},
              {"ACC", c.x.dtype == DType::kFloat64 ? "double" : "float"},
@@ -200,11 +253,19 @@ Expected<Lowering> lower_depthwise(const NhwcConv& c) {
   k.holes.insert(k.holes.end(), shape_holes.begin(), shape_holes.end());
   k.args = {node.inputs[0], node.inputs[1], c.has_bias ? node.inputs[2] : kNullArg,
             c.has_res ? node.inputs[kConvResidualInput] : kNullArg, node.outputs[0]};
-  if (vec) {
-    k.holes.push_back({"OWT", int_literal(owt)});
-    k.holes.push_back({"LANES", int_literal(lanes)});
-    k.block = Dim3{256, 1, 1};
-    k.grid = grid_for(vec_threads(owt), 256);
+  if (tile) {
+    const int64_t tiles_w = (g.out[1] + tile->tow - 1) / tile->tow, tiles_h = (g.out[0] + tile->toh - 1) / tile->toh;
+    const int64_t threads = tile->cb / 2 * tile->toh;
+    k.holes.push_back({"CB", int_literal(tile->cb)});
+    k.holes.push_back({"TOH", int_literal(tile->toh)});
+    k.holes.push_back({"TOW", int_literal(tile->tow)});
+    k.holes.push_back({"TILES_W", int_literal(tiles_w)});
+    k.holes.push_back({"THREADS", int_literal(threads)});
+    k.holes[0].second += " tile " + std::to_string(tile->toh) + "x" + std::to_string(tile->tow) + "x" + std::to_string(tile->cb);
+    if (cs.batch > 65535 || cs.cin / tile->cb > 65535 || tiles_w * tiles_h > (int64_t{1} << 31) - 1)
+      return node_error(node, "too large a grid for the depthwise tile kernel");
+    k.block = Dim3{threads, 1, 1};
+    k.grid = Dim3{tiles_w * tiles_h, cs.cin / tile->cb, cs.batch};
   } else {
     // Channels across a warp, output pixels across warps and blocks, the filter taps in
     // registers for all of a thread's pixels (kDepthwisePixelsPerThread of them while the grid

@@ -1,6 +1,6 @@
 // Channels-last (NHWC) convolution, pooling and packing: the channels_last references against
 // independent loops written here (scatter-form convolution on data permuted to NCHW by hand, NHWC
-// pooling loops, the PackNhwc layout), and the NHWC kernels (conv_depthwise_nhwc,
+// pooling loops, the PackNhwc layout), and the NHWC kernels (conv_depthwise_nhwc, conv_depthwise_nhwc_tile,
 // pool_window_nhwc, pool_global_nhwc, pack_nhwc; fp16 and fp32), lowered through each op's lower(), run on the
 // CPU emulation (tests/ops_compute/cuda_emulation.h) against the references, and compiled by nvcc
 // for sm_90 and sm_87. Outputs are poisoned with 0xFF bytes before every kernel run, so an element
@@ -209,60 +209,73 @@ OneNode depthwise(DType t, int64_t n, int64_t c, int64_t h, int64_t w, int64_t k
 
 std::vector<KernelCase> conv_cases() {
   const DType f16 = DType::kFloat16, f32 = DType::kFloat32;
-  const std::string scalar = "conv_depthwise_nhwc", vec = "conv_depthwise_nhwc_vec";
-  // sm_count 0: nothing to fill, so the vectorised kernel keeps 4 output columns per thread (for
-  // grids this small a real target gets the scalar kernel).
+  const std::string scalar = "conv_depthwise_nhwc", tile = "conv_depthwise_nhwc_tile";
+  // sm_count 0: nothing to fill, so the tile kernel keeps its largest tile (a real target shrinks
+  // tiles of grids this small down to one vector of channels and a row or two).
   auto wide = [](OneNode g) {
     g.graph.target.sm_count = 0;
     return g;
   };
   const Attributes clip = {{"min", Attribute::of_float(-0.25f)}, {"max", Attribute::of_float(0.5f)}};
   std::vector<KernelCase> c;
-  c.push_back({"fp16 C16 3x3 s1 p1 bias", [=] { return depthwise(f16, 2, 16, 7, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, ""); }, scalar});
+  // C a multiple of one 16-byte vector (8 16-bit / 4 fp32 channels): the tile kernel.
+  c.push_back({"fp16 C16 3x3 s1 p1 bias", [=] { return depthwise(f16, 2, 16, 7, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, ""); }, tile});
   c.push_back({"fp16 C24 3x3 s2 asym pads dil2 residual relu", [=] {
                  return depthwise(f16, 1, 24, 11, 13, 3, 3, {2, 2}, {1, 0, 2, 1}, {2, 2}, false, true, "Relu");
-               }, scalar});
+               }, tile});
   c.push_back({"fp16 C16 1x3 image bias clip", [=] {
                  return depthwise(f16, 1, 16, 1, 3, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Clip", clip);
-               }, scalar});
+               }, tile});
   c.push_back({"fp16 C24 5x3 s(2,1) bias residual clip", [=] {
                  return depthwise(f16, 3, 24, 9, 7, 5, 3, {2, 1}, {2, 1, 2, 1}, {1, 1}, true, true, "Clip", clip);
-               }, scalar});
+               }, tile});
+  c.push_back({"fp32 C16 3x3 asym pads dil(2,1) bias residual relu", [=] {
+                 return depthwise(f32, 1, 16, 9, 7, 3, 3, {1, 1}, {0, 1, 2, 1}, {2, 1}, true, true, "Relu");
+               }, tile});
+  c.push_back({"fp32 C16 3x3 s2 plain", [=] { return depthwise(f32, 2, 16, 11, 5, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, false, false, ""); }, tile});
+  // Several tiles in both directions, the last ones partial (OW 19 > 16: 8-column tiles; OH 20:
+  // 5-row tiles), 64 channels in one block (wide) or shrunk tiles (a 132-SM target).
+  c.push_back({"fp16 C64 20x19 3x3 s1 p1 bias residual relu wide", [=] {
+                 return wide(depthwise(f16, 2, 64, 20, 19, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, true, "Relu"));
+               }, tile});
+  c.push_back({"fp16 C48 21x18 3x3 s2 p1 bias", [=] { return depthwise(f16, 1, 48, 21, 18, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, true, false, ""); }, tile});
+  c.push_back({"fp32 C12 17x18 3x3 s1 p1 clip wide", [=] {
+                 return wide(depthwise(f32, 1, 12, 17, 18, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, false, false, "Clip", clip));
+               }, tile});
+  // Not a multiple of the vector: the scalar kernel.
   c.push_back({"fp16 C6 5x5 s2 p2 bias residual clip", [=] {
                  return depthwise(f16, 2, 6, 5, 7, 5, 5, {2, 2}, {2, 2, 2, 2}, {1, 1}, true, true, "Clip", clip);
                }, scalar});
   c.push_back({"fp16 C6 3x3 s1 no bias relu", [=] { return depthwise(f16, 1, 6, 7, 3, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, false, false, "Relu"); }, scalar});
-  c.push_back({"fp32 C16 3x3 asym pads dil(2,1) bias residual relu", [=] {
-                 return depthwise(f32, 1, 16, 9, 7, 3, 3, {1, 1}, {0, 1, 2, 1}, {2, 1}, true, true, "Relu");
-               }, scalar});
-  c.push_back({"fp32 C16 3x3 s2 plain", [=] { return depthwise(f32, 2, 16, 11, 5, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, false, false, ""); }, scalar});
   c.push_back({"fp32 C5 2x2 s1 no pads bias", [=] { return depthwise(f32, 1, 5, 3, 2, 2, 2, {1, 1}, {0, 0, 0, 0}, {1, 1}, true, false, ""); }, scalar});
-  // input_max (opt/clip_into_depthwise): the input clamped on load, both kernels.
+  // input_max (opt/clip_into_depthwise): the input clamped on load, both kernels; a negative
+  // bound would clamp the tile's zero padding, so it stays on the scalar kernel.
   auto clamped = [](OneNode g, float m) {
     g.node().attrs["input_max"] = Attribute::of_float(m);
     return g;
   };
   c.push_back({"fp16 C6 3x3 s1 input_max 0.25", [=] { return clamped(depthwise(f16, 1, 6, 7, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu"), 0.25f); }, scalar});
-  c.push_back({"fp16 C16 3x3 s2 input_max 0.5 OWT4", [=] {
+  c.push_back({"fp16 C16 3x3 s1 input_max -0.5", [=] { return clamped(depthwise(f16, 1, 16, 7, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, ""), -0.5f); }, scalar});
+  c.push_back({"fp16 C16 3x3 s2 input_max 0.5 wide", [=] {
                  return clamped(wide(depthwise(f16, 2, 16, 9, 11, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, true, true, "Clip", clip)), 0.5f);
-               }, vec});
-  // The vectorised kernel with 4 columns per thread: OW not a multiple of 4, stride 2, dilation.
-  c.push_back({"fp16 C16 3x3 s1 p1 bias OWT4", [=] { return wide(depthwise(f16, 2, 16, 7, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "")); }, vec});
-  c.push_back({"fp16 C24 3x3 s2 asym pads dil2 residual relu OWT4", [=] {
+               }, tile});
+  // The largest tiles (wide): OW not a multiple of anything, stride 2, dilation.
+  c.push_back({"fp16 C16 3x3 s1 p1 bias wide", [=] { return wide(depthwise(f16, 2, 16, 7, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "")); }, tile});
+  c.push_back({"fp16 C24 3x3 s2 asym pads dil2 residual relu wide", [=] {
                  return wide(depthwise(f16, 1, 24, 11, 13, 3, 3, {2, 2}, {1, 0, 2, 1}, {2, 2}, false, true, "Relu"));
-               }, vec});
-  c.push_back({"fp16 C8 5x3 s(1,2) p2 bias residual clip OWT4", [=] {
+               }, tile});
+  c.push_back({"fp16 C8 5x3 s(1,2) p2 bias residual clip wide", [=] {
                  return wide(depthwise(f16, 2, 8, 6, 11, 5, 3, {1, 2}, {2, 1, 2, 0}, {1, 1}, true, true, "Clip", clip));
-               }, vec});
-  c.push_back({"fp16 C16 3x3 s1 dil(1,3) OWT4", [=] { return wide(depthwise(f16, 1, 16, 5, 9, 3, 3, {1, 1}, {1, 3, 1, 3}, {1, 3}, false, false, "")); }, vec});
+               }, tile});
+  c.push_back({"fp16 C16 3x3 s1 dil(1,3) wide", [=] { return wide(depthwise(f16, 1, 16, 5, 9, 3, 3, {1, 1}, {1, 3, 1, 3}, {1, 3}, false, false, "")); }, tile});
   // fp32: 4 channels per 16-byte vector (C 4, 12, 8); C 6 is not a multiple of 4 -> scalar.
-  c.push_back({"fp32 C8 3x3 s1 p1 bias OWT4", [=] { return wide(depthwise(f32, 2, 8, 7, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "")); }, vec});
-  c.push_back({"fp32 C12 3x3 s2 asym pads dil2 residual relu OWT4", [=] {
+  c.push_back({"fp32 C8 3x3 s1 p1 bias wide", [=] { return wide(depthwise(f32, 2, 8, 7, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "")); }, tile});
+  c.push_back({"fp32 C12 3x3 s2 asym pads dil2 residual relu wide", [=] {
                  return wide(depthwise(f32, 1, 12, 11, 13, 3, 3, {2, 2}, {1, 0, 2, 1}, {2, 2}, false, true, "Relu"));
-               }, vec});
-  c.push_back({"fp32 C4 5x3 s(1,2) bias residual clip input_max 0.5 OWT4", [=] {
+               }, tile});
+  c.push_back({"fp32 C4 5x3 s(1,2) bias residual clip input_max 0.5 wide", [=] {
                  return clamped(wide(depthwise(f32, 2, 4, 6, 11, 5, 3, {1, 2}, {2, 1, 2, 0}, {1, 1}, true, true, "Clip", clip)), 0.5f);
-               }, vec});
+               }, tile});
   c.push_back({"fp32 C6 3x3 wide -> scalar", [=] { return wide(depthwise(f32, 1, 6, 7, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu")); }, scalar});
   return c;
 }
@@ -588,7 +601,7 @@ TEST(ConvNhwc, KernelsCompileWithNvcc) {
   ASSERT_TRUE(build(pack_cases(), built, source));
   std::set<std::string> used;
   for (const Built& b : built) used.insert(b.lowering.steps[0].kernel.template_name);
-  for (const char* t : {"conv_depthwise_nhwc", "conv_depthwise_nhwc_vec", "pool_window_nhwc", "pool_global_nhwc", "pack_nhwc"})
+  for (const char* t : {"conv_depthwise_nhwc", "conv_depthwise_nhwc_tile", "pool_window_nhwc", "pool_global_nhwc", "pack_nhwc"})
     EXPECT_TRUE(used.count(t)) << "template not exercised: " << t;
   if (testing_util::find_nvcc().empty()) GTEST_SKIP() << "no nvcc: NHWC kernels rendered, not compiled";
   char dir[] = "/tmp/aotc_nhwc_XXXXXX";
