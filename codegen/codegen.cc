@@ -224,6 +224,17 @@ Status install_pair(const fs::path& lib_from, const fs::path& lib_to, const fs::
   return Status::ok();
 }
 
+// --tune-matmuls auto: a convolution network (more Conv than Gemm / MatMul nodes) tunes.
+bool tune_matmuls_for(CodegenOptions::TuneMatmuls mode, const Graph& graph) {
+  if (mode != CodegenOptions::TuneMatmuls::kAuto) return mode == CodegenOptions::TuneMatmuls::kOn;
+  int64_t convs = 0, matmuls = 0;
+  for (const Node& n : graph.nodes) {
+    if (n.op_type == "Conv" || n.op_type == "FusedConv") ++convs;
+    if (n.op_type == "Gemm" || n.op_type == "FusedGemm" || n.op_type == "MatMul" || n.op_type == "MatMulT") ++matmuls;
+  }
+  return convs > matmuls;
+}
+
 }  // namespace
 
 // Build folders are named aotc-build-<pid>-XXXXXX. One whose process is gone was left by an aotc
@@ -289,7 +300,7 @@ Expected<LibrarySources> render_library_sources(const Graph& graph, const Memory
   out.host = render_host_sources(
       out.program, graph,
       {out.prefix, options.archs, options.aotc_version, options.model_hash, graph.name, files,
-       options.tune_matmuls});
+       tune_matmuls_for(options.tune_matmuls, graph)});
   return out;
 }
 

@@ -47,9 +47,12 @@ struct CodegenOptions {
   // its start (griddepcontrol.launch_dependents), so they are scheduled while it runs.
   PdlMode pdl = PdlMode::kOff;  // measured neutral on an H100 (docs/perf_notes.md v8)
   // The library times up to 8 cuBLASLt candidates per matmul at create() and keeps the fastest
-  // (runtime/aotc_rt_tune.c). Off by default: measured 2-5% faster on CNNs at batch 32 but 1-7%
-  // slower on transformers (docs/perf_notes.md v8).
-  bool tune_matmuls = false;
+  // (runtime/aotc_rt_tune.c). kAuto (default): on for convolution networks (more Conv nodes than
+  // Gemm/MatMul nodes: their GEMMs are convolutions), off otherwise. Measured 2-5% faster on CNNs
+  // (H100 v8; H200: ResNet-50 and MobileNetV2 3-4% at batch 1 and 32, docs/perf_notes.md v10) but
+  // 1-7% slower on transformers (v8).
+  enum class TuneMatmuls { kOff, kOn, kAuto };
+  TuneMatmuls tune_matmuls = TuneMatmuls::kAuto;
 };
 
 struct CodegenStats {

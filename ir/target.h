@@ -39,6 +39,10 @@ struct Target {
   // Tensor-core convolutions whose implicit-GEMM tiles would not fill one wave (batch 1) run as
   // an im2col kernel + a cuBLASLt GEMM (conv_im2col_gemm_applies). Off: CUTLASS (--conv-im2col off).
   bool conv_im2col_gemm = true;
+  // 16-bit stem convolutions (few input channels) run as the direct tensor-core stem kernel
+  // (ir/ops/conv_configs.h: conv_stem_applies). Off: space-to-depth / channel padding + CUTLASS
+  // (--conv-stem cutlass).
+  bool conv_stem_kernel = true;
   // The ONNX Attention op runs as CUTLASS's fused tensor-core attention kernel where that computes
   // exactly what the op asks (ir/ops/attention.cc: fmha_applies). Off: the row-tile kernel
   // (templates/attention_rows.cu.in) everywhere (--attention rows).

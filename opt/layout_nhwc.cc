@@ -95,16 +95,19 @@ class LayoutRewriter {
     if (x.shape.size() != 4 || wid == kNoValue || !g_.value(wid).is_constant() || channels_last(node)) return false;
     const Shape& ws = g_.value(wid).shape;
     const int64_t cin = x.shape[1], cout = ws[0], group = node.attr_int("group", 1);
-    const int64_t padded = conv_padded_channels(x.dtype, cin);
-    const bool pad_small_c = group == 1 && cin < conv_channel_align(x.dtype);
-    const bool implicit_gemm = conv_implicit_gemm_applies(g_.target, x.dtype, group, pad_small_c ? padded : cin, cout) &&
-                               ws.size() == 4 && ws[2] <= kImplicitGemmMaxWindow && ws[3] <= kImplicitGemmMaxWindow;
+    // The RGB stem on the direct stem kernel: channels padded to kStemChannels, no space-to-depth.
+    const bool stem = ws.size() == 4 && conv_stem_applies(g_.target, x.dtype, group, cin, cout, {ws[2], ws[3]},
+                                                          node.attr_ints("dilations", {1, 1}), node.input(3) != kNoValue);
+    const int64_t padded = stem ? kStemChannels : conv_padded_channels(x.dtype, cin);
+    const bool pad_small_c = group == 1 && cin < (stem ? kStemChannels : conv_channel_align(x.dtype));
+    const bool implicit_gemm = stem || (conv_implicit_gemm_applies(g_.target, x.dtype, group, pad_small_c ? padded : cin, cout) &&
+                                        ws.size() == 4 && ws[2] <= kImplicitGemmMaxWindow && ws[3] <= kImplicitGemmMaxWindow);
     const bool depthwise = conv_depthwise_nhwc_applies(g_.target, x.dtype, group, cin, cout);
     if (!implicit_gemm && !depthwise) return false;
     // Only convert a conv whose input is already NHWC, or that starts a chain worth converting
-    // (an implicit-GEMM conv: its speed pays for the one transpose).
+    // (an implicit-GEMM or stem conv: its speed pays for the one transpose).
     if (!implicit_gemm && !nhwc_.count(node.inputs[0])) return false;
-    if (implicit_gemm && pad_small_c && !nhwc_.count(node.inputs[0])) {
+    if (!stem && implicit_gemm && pad_small_c && !nhwc_.count(node.inputs[0])) {
       Expected<bool> s2d = rewrite_stem_space_to_depth(node);
       if (!s2d || *s2d) return s2d;
     }

@@ -384,6 +384,7 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   graph.target.conv_config = o.conv_config;
   graph.target.conv_pointwise_gemm = o.conv_pointwise_gemm;
   graph.target.conv_im2col_gemm = o.conv_im2col_gemm;
+  graph.target.conv_stem_kernel = o.conv_stem_kernel;
   graph.target.attention_fused = o.attention_fused;
   graph.target.conv_fp32_nhwc = o.conv_fp32_nhwc;
   // The CUTLASS headers, needed by the NHWC implicit-GEMM convolutions. Without them fp32 models
@@ -435,7 +436,9 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   if (!o.no_cache) cg.kernel_cache_dir = o.cache_dir.empty() ? default_kernel_cache_dir() : o.cache_dir;
   cg.cutlass_include_dir = *cutlass;
   cg.pdl = o.pdl;
-  cg.tune_matmuls = o.tune_matmuls;
+  cg.tune_matmuls = o.tune_matmuls == "on"    ? CodegenOptions::TuneMatmuls::kOn
+                    : o.tune_matmuls == "off" ? CodegenOptions::TuneMatmuls::kOff
+                                              : CodegenOptions::TuneMatmuls::kAuto;
   cg.model_hash = report.model_sha256;
   cg.aotc_version = aotc_version_string();
   cg.progress = progress;

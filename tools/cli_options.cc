@@ -293,6 +293,12 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       if (text != "on" && text != "off")
         return cur.usage("bad --conv-im2col '" + escape_for_message(text) + "': expected on or off");
       o.conv_im2col_gemm = text == "on";
+    } else if (opt == "--conv-stem") {
+      std::string text;
+      AOTC_TAKE(text);
+      if (text != "direct" && text != "cutlass")
+        return cur.usage("bad --conv-stem '" + escape_for_message(text) + "': expected direct or cutlass");
+      o.conv_stem_kernel = text == "direct";
     } else if (opt == "--calib") {
       AOTC_TAKE(o.calib_dir);
     } else if (opt == "--calibrator") {
@@ -339,9 +345,9 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
     } else if (opt == "--tune-matmuls") {
       std::string text;
       AOTC_TAKE(text);
-      if (text != "on" && text != "off")
-        return cur.usage("bad --tune-matmuls '" + escape_for_message(text) + "': expected on or off");
-      o.tune_matmuls = text == "on";
+      if (text != "on" && text != "off" && text != "auto")
+        return cur.usage("bad --tune-matmuls '" + escape_for_message(text) + "': expected auto, on or off");
+      o.tune_matmuls = text;
     } else if (opt == "--pdl") {
       std::string text;
       AOTC_TAKE(text);

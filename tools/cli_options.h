@@ -31,8 +31,9 @@ struct AotcOptions {
   std::string conv_config;             // --conv-config NAME (force one CUTLASS conv configuration)
   bool conv_pointwise_gemm = true;     // --conv-pointwise cublaslt|cutlass (1x1 convs as cuBLASLt GEMMs)
   bool conv_im2col_gemm = true;        // --conv-im2col on|off (underfilled convs as im2col + cuBLASLt)
+  bool conv_stem_kernel = true;       // --conv-stem direct|cutlass (16-bit RGB stems on the direct kernel)
   PdlMode pdl = PdlMode::kOff;         // --pdl off|wait|early
-  bool tune_matmuls = false;           // --tune-matmuls on|off
+  std::string tune_matmuls = "auto";   // --tune-matmuls auto|on|off
   bool attention_fused = true;         // --attention fused|rows (CUTLASS fused attention where exact)
   bool conv_fp32_nhwc = true;          // --conv-fp32 nhwc|nchw (fp32 conv chains on the NHWC kernels)
   int max_split_k = 1;                 // --max-split-k N (serial split-K for underfilled convs; 1 = off)

@@ -46,6 +46,10 @@ options:
                            activation run as cuBLASLt GEMMs; cutlass: as CUTLASS implicit GEMMs
   --conv-im2col on|off     on (default): NHWC convolutions too small to fill the GPU (batch 1)
                            run as im2col + a cuBLASLt GEMM; off: CUTLASS implicit GEMM
+  --conv-stem direct|cutlass
+                           direct (default): 16-bit convolutions of at most 4 input channels (the
+                           RGB stem) run on the direct tensor-core stem kernel; cutlass: space-to-
+                           depth packing / channel padding + the CUTLASS implicit GEMM
   int8 calibration (aotc calibrate, and compiles with --precision int8):
   --calib DIR              calibration inputs: .npy or TensorProto .pb files (one sample each, for
                            single-input models) or test_data_set_N folders (input_K.pb); samples
@@ -65,11 +69,13 @@ options:
                            is at most P (1% or 0.01); the JSON and the table give each layer's choice
   --sensitivity-batches N  calibration batches the sensitivity runs on (default 1)
                            (--accuracy-budget in a compile implies --sensitivity)
-  --tune-matmuls on|off    on: the library times up to 8 cuBLASLt algorithms per matmul on its GPU
+  --tune-matmuls auto|on|off
+                           on: the library times up to 8 cuBLASLt algorithms per matmul on its GPU
                            at create() and keeps the fastest (adds create time; measured 2-5%
-                           faster on CNNs at batch 32, 1-7% slower on transformers); off
-                           (default): cuBLASLt's heuristic. AOTC_MATMUL_TUNE=1 / AOTC_NO_MATMUL_TUNE=1
-                           switch it at run time
+                           faster on CNNs, 1-7% slower on transformers); off: cuBLASLt's
+                           heuristic; auto (default): on for convolution networks (more Conv than
+                           Gemm/MatMul nodes). AOTC_MATMUL_TUNE=1 / AOTC_NO_MATMUL_TUNE=1 switch it
+                           at run time
   --pdl off|wait|early     programmatic dependent launch on sm_90+ (the runtime turns it off for
                            code built for older GPUs, and AOTC_NO_PDL=1 at run time): off
                            (default; measured neutral with CUDA graphs on an H100); wait: a kernel

@@ -166,6 +166,28 @@ inline int64_t conv_padded_channels(DType dtype, int64_t cin) {
   return (cin + a - 1) / a * a;
 }
 
+// The direct tensor-core stem kernel (templates/conv_stem_nhwc.cu.in; lowering in conv_nhwc.cc):
+// a 16-bit convolution of one group reading at most kStemChannels input channels (the RGB stem,
+// zero-padded to 4: 8 bytes per pixel), any window up to kStemMaxWindow with dilation 1, K output
+// channels a multiple of 16 up to kStemMaxCout, no residual. It replaces the space-to-depth
+// packing + CUTLASS implicit GEMM over 8-channel taps (ResNet-50's 7x7/2: 119 TFLOP/s of padded
+// work, 110 us at batch 32 on an H200; MobileNetV2's 3x3/2: 52 us; docs/perf_notes.md v10) unless
+// --conv-stem cutlass (Target::conv_stem_kernel off).
+constexpr int64_t kStemChannels = 4;
+constexpr int64_t kStemMaxCout = 64;
+constexpr int64_t kStemMaxWindow = 11;
+inline bool conv_stem_applies(const Target& target, DType dtype, int64_t group, int64_t cin, int64_t cout,
+                              const std::vector<int64_t>& kernel, const std::vector<int64_t>& dilations,
+                              bool has_residual) {
+  if (!target.conv_stem_kernel || !target.has_sm80_tensor_cores()) return false;
+  if (dtype != DType::kFloat16 && dtype != DType::kBFloat16) return false;
+  if (group != 1 || cin > kStemChannels || cin < 1 || cout % 16 != 0 || cout > kStemMaxCout || has_residual) return false;
+  if (kernel.size() != 2 || kernel[0] > kStemMaxWindow || kernel[1] > kStemMaxWindow) return false;
+  for (int64_t d : dilations)
+    if (d != 1) return false;
+  return true;
+}
+
 // Largest filter height / width of the CUTLASS implicit GEMM (its optimized iterators keep one
 // mask bit per filter row and column; Conv2dFpropActivationTileAccessIteratorOptimized).
 constexpr int64_t kImplicitGemmMaxWindow = 32;

@@ -283,6 +283,53 @@ Expected<Lowering> lower_depthwise(const NhwcConv& c) {
   return l;
 }
 
+// The stem kernel (conv_configs.h: conv_stem_applies): TOH output rows (one warp each) x TOW
+// columns (16 or 32) per block, all K channels. Start with 8 x 32 (the filter, staged per block,
+// is read from L2 once per 256 outputs) and shrink the tile, rows first, while the grid has fewer
+// blocks than the target has SMs or the staged window and filter exceed the static shared memory.
+Expected<Lowering> lower_stem(const NhwcConv& c) {
+  const ConvShape& cs = c.cs;
+  const WindowGeometry& g = cs.geo;
+  const Node& node = c.node;
+  constexpr int64_t kSmemLimit = 48 * 1024;
+  const int64_t kdim = g.kernel[0] * g.kernel[1] * cs.cin, kpad = (kdim + 15) / 16 * 16;
+  int64_t toh = 8, tow = 32;
+  auto smem = [&](int64_t h, int64_t w) {
+    const int64_t pr = (h - 1) * g.strides[0] + g.kernel[0], pc = (w - 1) * g.strides[1] + g.kernel[1];
+    return pr * pc * cs.cin * 2 + cs.cout * (kpad + 8) * 2 + h * 256 * 4;
+  };
+  auto blocks = [&](int64_t h, int64_t w) { return cs.batch * ((g.out[0] + h - 1) / h) * ((g.out[1] + w - 1) / w); };
+  while (smem(toh, tow) > kSmemLimit || blocks(toh, tow) < c.graph.target.sm_count) {
+    if (toh > 2) toh /= 2;
+    else if (tow > 16) tow = 16;
+    else break;
+  }
+  if (smem(toh, tow) > kSmemLimit) return node_error(node, "stem window too large for the stem kernel's shared memory");
+  const int64_t tiles_w = (g.out[1] + tow - 1) / tow, tiles_h = (g.out[0] + toh - 1) / toh;
+  if (cs.batch > 65535 || tiles_w * tiles_h > (int64_t{1} << 31) - 1) return node_error(node, "too large a grid for the stem kernel");
+  KernelStep k;
+  k.template_name = "conv_stem_nhwc";
+  k.holes = {{"comment", c.comment + " stem tile " + std::to_string(toh) + "x" + std::to_string(tow)},
+             {"T", dtype_c_type(c.x.dtype)},
+             {"IDX", index_type(std::max(shape_numel(nchw_to_nhwc(cs.out)), c.x.numel()))},
+             {"N", int_literal(cs.batch)}, {"H", int_literal(g.in[0])}, {"W", int_literal(g.in[1])},
+             {"C", int_literal(cs.cin)}, {"K", int_literal(cs.cout)},
+             {"KH", int_literal(g.kernel[0])}, {"KW", int_literal(g.kernel[1])},
+             {"OH", int_literal(g.out[0])}, {"OW", int_literal(g.out[1])},
+             {"SH", int_literal(g.strides[0])}, {"SW", int_literal(g.strides[1])},
+             {"PH", int_literal(g.pad_begin[0])}, {"PW", int_literal(g.pad_begin[1])},
+             {"TOH", int_literal(toh)}, {"TOW", int_literal(tow)}, {"TILES_W", int_literal(tiles_w)},
+             {"THREADS", int_literal(toh * 32)},
+             {"HAS_BIAS", c.has_bias ? "1" : "0"},
+             {"act_expr", activation_expr(node, c.graph, "v")}};
+  k.args = {node.inputs[0], node.inputs[1], c.has_bias ? node.inputs[2] : kNullArg, node.outputs[0]};
+  k.block = Dim3{toh * 32, 1, 1};
+  k.grid = Dim3{tiles_w * tiles_h, cs.batch, 1};
+  Lowering l;
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  return l;
+}
+
 }  // namespace
 
 Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph, const ConvShape& cs) {
@@ -300,6 +347,8 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
   std::vector<int64_t> pads = g.pad_begin;
   pads.insert(pads.end(), g.pad_end.begin(), g.pad_end.end());
   const Target& t = graph.target;
+  if (conv_stem_applies(t, xv.dtype, cs.group, cs.cin, cs.cout, g.kernel, g.dilations, c.has_res) && cs.cin == kStemChannels)
+    return lower_stem(c);
   if (conv_pointwise_gemm_applies(t, xv.dtype, cs.group, cs.cin, cs.cout, g.kernel, g.strides, pads, c.relu_or_none)) {
     // Y[N*H*W, K] = X[N*H*W, C] x W[K, C]^T (+ bias) (+ residual as C, beta 1) (then ReLU).
     Lowering l;

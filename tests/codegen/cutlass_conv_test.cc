@@ -247,6 +247,86 @@ TEST_P(CutlassConvTypes, LibraryCompilesForAmpereAndHopper) {
 
 INSTANTIATE_TEST_SUITE_P(Types, CutlassConvTypes, ::testing::Values("float16", "bfloat16", "float"));
 
+// The RGB stem (3 -> 64 channels, 7x7/2, bias + ReLU) takes the direct stem kernel: a pack to 4
+// channels, conv_stem_nhwc with the window unchanged, no library kernel, no matmul; the library
+// compiles for Jetson's sm_87 and sm_90 in both 16-bit types. --conv-stem cutlass (must not fire)
+// keeps the space-to-depth packing and the CUTLASS kernel.
+TEST(CutlassConv, RgbStemTakesTheStemKernel) {
+  for (const std::string t : {"float16", "bfloat16"}) {
+    for (bool stem : {true, false}) {
+      SCOPED_TRACE(t + (stem ? " stem kernel" : " cutlass"));
+      std::string text = R"(
+      input %x : T[2x3x33x30]
+      const %w : T[64x3x7x7] = random(1)
+      const %b : T[64] = random(2)
+      %c : T[?] = Conv(%x, %w, %b) {strides=[2,2], pads=[3,3,3,3]}  # stem
+      %y : T[?] = Relu(%c)  # relu
+      output %y
+      )";
+      for (size_t at = text.find("T["); at != std::string::npos; at = text.find("T[", at + t.size())) text.replace(at, 1, t);
+      auto g = parse_text_ir(text);
+      ASSERT_TRUE(g.is_ok()) << g.status().message();
+      g->opset = 17;
+      ASSERT_TRUE(infer_shapes(*g).is_ok());
+      g->target = target_from_archs({"sm_90", "sm_87"});
+      g->target.conv_stem_kernel = stem;
+      g->target.conv_im2col_gemm = false;  // this small image would otherwise take im2col + cuBLASLt
+      ASSERT_TRUE(fuse_epilogue(*g).is_ok());
+      ASSERT_TRUE(layout_nhwc(*g).is_ok());
+      auto program = build_launch_program(*g, test::linear_plan(*g));
+      ASSERT_TRUE(program.is_ok()) << program.status().message();
+      int stems = 0, library = 0;
+      for (const ProgramKernel& k : program->kernels) {
+        stems += k.template_name == "conv_stem_nhwc" ? 1 : 0;
+        library += k.library_params ? 1 : 0;
+      }
+      EXPECT_EQ(stems, stem ? 1 : 0);
+      EXPECT_EQ(library, stem ? 0 : 1);
+      EXPECT_EQ(g->nodes[0].attr_int("block", 1), stem ? 1 : 2);
+      if (!stem) continue;
+      const std::string nvcc = test::find_nvcc();
+      if (!test::tool_runs(nvcc) || !test::tool_runs("cc")) GTEST_SKIP() << "nvcc or cc not available";
+      const std::string sources = test::compile_block_sources(*g, test::linear_plan(*g), {"sm_87", "sm_90"}, "", "stem-" + t);
+      EXPECT_NE(sources.find("wmma::mma_sync"), std::string::npos);
+    }
+  }
+}
+
+// --tune-matmuls auto (the default) times cuBLASLt's candidates at create for a convolution
+// network (the block: 3 convolutions, no Gemm/MatMul) and not for a network of matmuls (must not
+// fire: one MatMul); on / off force it either way.
+TEST(CutlassConv, MatmulTuningAutoOnlyForConvolutionNetworks) {
+  auto tuned = [](Graph& g, CodegenOptions::TuneMatmuls mode) {
+    CodegenOptions o;
+    o.name = "m";
+    o.archs = {"sm_90"};
+    o.tune_matmuls = mode;
+    o.cutlass_include_dir = "rendering-only";  // nothing is compiled
+    auto src = render_library_sources(g, test::linear_plan(g), o);
+    EXPECT_TRUE(src.is_ok()) << src.status().message();
+    if (!src) return std::string("?");
+    const std::string& c = src->host.model_c;
+    const size_t at = c.find(" /* time cuBLASLt candidates at create */");
+    return at == std::string::npos ? std::string("?") : c.substr(at - 1, 1);
+  };
+  auto block = residual_block("float16", /*pointwise_gemm=*/true, /*im2col_gemm=*/false);
+  ASSERT_TRUE(block.is_ok()) << block.status().message();
+  EXPECT_EQ(tuned(*block, CodegenOptions::TuneMatmuls::kAuto), "1");
+  EXPECT_EQ(tuned(*block, CodegenOptions::TuneMatmuls::kOff), "0");
+  auto mm = parse_text_ir(R"(
+    input %x : float16[8x64]
+    const %w : float16[64x32] = random(1)
+    %y : float16[?] = MatMul(%x, %w)  # mm
+    output %y
+  )");
+  ASSERT_TRUE(mm.is_ok()) << mm.status().message();
+  mm->opset = 17;
+  ASSERT_TRUE(infer_shapes(*mm).is_ok());
+  mm->target = target_from_archs({"sm_90"});
+  EXPECT_EQ(tuned(*mm, CodegenOptions::TuneMatmuls::kAuto), "0");
+  EXPECT_EQ(tuned(*mm, CodegenOptions::TuneMatmuls::kOn), "1");
+}
+
 // fp32: the block runs NHWC with the 1x1 convolutions on cuBLASLt fp32 GEMMs and the 3x3 on the
 // CUTLASS SIMT kernel; with --conv-fp32 nchw (must not fire) every convolution stays on the NCHW
 // kernels and nothing is a library kernel or a matmul.

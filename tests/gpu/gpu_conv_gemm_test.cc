@@ -154,11 +154,59 @@ TEST(GpuConvFp16, StemSevenBySevenStride2ThreeChannels) {
   run_case(cutlass_only(g), "conv16_stem_cutlass");
 }
 
+// The direct stem kernel (conv_stem_nhwc; --conv-stem cutlass is the space-to-depth + CUTLASS
+// path): ResNet's 7x7/2 with 64 outputs over several partial tiles, MobileNet's 3x3/2 with 32
+// outputs and a clip, a 1-channel 5x5/1 with 48 outputs (bf16: compiled in CI, tests/codegen).
+Graph stem_cutlass(Graph g) {
+  g.target.conv_stem_kernel = false;
+  return g;
+}
+
+TEST(GpuConvFp16, StemKernelSevenBySevenStride2SixtyFourOutputs) {
+  AOTC_REQUIRE_GPU();
+  Graph g = conv_fp16_graph({3, 3, 61, 67}, {64, 3, 7, 7}, {{"strides", ints({2, 2})}, {"pads", ints({3, 3, 3, 3})}},
+                            false, true);
+  run_case(g, "conv16_stem64");
+  run_case(stem_cutlass(g), "conv16_stem64_cutlass");
+}
+
+TEST(GpuConvFp16, StemKernelThreeByThreeStride2Clip) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  ValueId x = b.input("x", {2, 3, 37, 45}, DType::kFloat16);
+  ValueId c = b.node("Conv", {x, b.weight("w", {32, 3, 3, 3}, -0.5, 0.5, DType::kFloat16),
+                              b.weight("b", {32}, -1, 1, DType::kFloat16)},
+                     {{"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}});
+  b.output(b.node("Clip", {c}, {{"min", f32(0.f)}, {"max", f32(0.5f)}}));
+  run_case(b.graph(), "conv16_stem_clip");
+}
+
+TEST(GpuConvFp16, StemKernelOneChannelFiveByFiveNoBias) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  ValueId x = b.input("x", {1, 1, 23, 19}, DType::kFloat16);
+  b.output(b.node("Conv", {x, b.weight("w", {48, 1, 5, 5}, -0.5, 0.5, DType::kFloat16)}, {{"pads", ints({2, 1, 2, 1})}}));
+  run_case(b.graph(), "conv16_stem_1ch");
+}
+
 TEST(GpuConvFp16, DepthwiseStride2) {
   AOTC_REQUIRE_GPU();
   run_case(conv_fp16_graph({2, 24, 9, 10}, {24, 1, 3, 3},
                            {{"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}, {"group", i64(24)}}, false, true),
            "conv16_dw");
+}
+
+// The depthwise tile kernel on MobileNet-like shapes: several tiles with partial edges (OW > 16:
+// 8-column tiles), 96 and 144 channels (48-channel blocks), stride 1 and 2, a residual.
+TEST(GpuConvFp16, DepthwiseTilesManyChannels) {
+  AOTC_REQUIRE_GPU();
+  run_case(conv_fp16_graph({3, 96, 29, 31}, {96, 1, 3, 3}, {{"pads", ints({1, 1, 1, 1})}, {"group", i64(96)}}, true, true),
+           "conv16_dw96");
+  run_case(conv_fp16_graph({2, 144, 30, 27}, {144, 1, 3, 3},
+                           {{"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}, {"group", i64(144)}}, false, true),
+           "conv16_dw144_s2");
+  run_case(conv_fp16_graph({1, 64, 14, 14}, {64, 1, 5, 5}, {{"pads", ints({2, 2, 2, 2})}, {"group", i64(64)}}, false, false),
+           "conv16_dw64_5x5");
 }
 
 Graph gemm_graph(Shape a, Shape bshape, Shape c, Attributes attrs, bool b_const) {

@@ -343,6 +343,7 @@ std::vector<KernelCase> pack_cases() {
   const DType f16 = DType::kFloat16, f32 = DType::kFloat32;
   return {{"pack fp32 [2,3,5,7] -> fp16 C8", [=] { return pack(f32, f16, {2, 3, 5, 7}, 8); }, "pack_nhwc"},
           {"pack fp16 [2,3,5,7] -> fp16 C3", [=] { return pack(f16, f16, {2, 3, 5, 7}, 3); }, "pack_nhwc"},
+          {"pack fp32 [2,3,5,7] -> fp16 C4 (8-byte rows)", [=] { return pack(f32, f16, {2, 3, 5, 7}, 4); }, "pack_nhwc"},
           {"pack fp32 [1,1,1,1] -> fp32 C5", [=] { return pack(f32, f32, {1, 1, 1, 1}, 5); }, "pack_nhwc"},
           {"pack fp16 [1,5,3,1] -> fp32 C7", [=] { return pack(f16, f32, {1, 5, 3, 1}, 7); }, "pack_nhwc"}};
 }

@@ -26,6 +26,8 @@ struct aotc_emu_dim3 { unsigned x = 1, y = 1, z = 1; };
 // 16-byte vector type and the read-only-cache load, as the vectorised templates use them.
 struct uint4 { unsigned x, y, z, w; };
 inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return uint4{a, b, c, d}; }
+struct uint2 { unsigned x, y; };
+inline uint2 make_uint2(unsigned a, unsigned b) { return uint2{a, b}; }
 template <class T>
 inline T __ldg(const T* p) { return *p; }
 

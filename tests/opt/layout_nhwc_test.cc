@@ -47,10 +47,25 @@ TEST(LayoutNhwc, ChainRunsChannelsLastWithTransposesOnlyAtTheEdges) {
       EXPECT_TRUE(channels_last(n)) << n.name;
     }
   }
+  // conv1 (C = 3 -> 16) is a stem for the direct stem kernel: C padded to 4 (8-byte pixels).
+  const Node& conv1 = g.nodes[1];
+  EXPECT_EQ(g.value(conv1.inputs[0]).shape, (Shape{2, 10, 10, 4}));
+  EXPECT_EQ(g.value(conv1.inputs[1]).shape, (Shape{16, 3, 3, 4}));  // KRSC, padded C
+  EXPECT_EQ(g.value(conv1.outputs[0]).shape, (Shape{2, 10, 10, 16}));
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 42, 2.5e-3, 1e-3));
+}
+
+// Without the stem kernel (--conv-stem cutlass) the same conv pads C to the tensor cores' 8.
+TEST(LayoutNhwc, StemPadsToEightChannelsWithoutTheStemKernel) {
+  AOTC_BUILD(g, kResidualBlock);
+  g.target.conv_stem_kernel = false;
+  Graph before = g;
+  ASSERT_TRUE(layout_nhwc(g).is_ok());
+  ASSERT_TRUE(verify(g).is_ok());
+  EXPECT_EQ(op_list(g), "aotc.PackNhwc,Conv,Relu,MaxPool,Conv,Add,Conv,GlobalAveragePool,Reshape,Flatten");
   const Node& conv1 = g.nodes[1];
   EXPECT_EQ(g.value(conv1.inputs[0]).shape, (Shape{2, 10, 10, 8}));
-  EXPECT_EQ(g.value(conv1.inputs[1]).shape, (Shape{16, 3, 3, 8}));  // KRSC, padded C
-  EXPECT_EQ(g.value(conv1.outputs[0]).shape, (Shape{2, 10, 10, 16}));
+  EXPECT_EQ(g.value(conv1.inputs[1]).shape, (Shape{16, 3, 3, 8}));
   EXPECT_TRUE(testing_util::same_outputs(before, g, 42, 2.5e-3, 1e-3));
 }
 
@@ -136,6 +151,42 @@ TEST(LayoutNhwc, StridedStemBecomesSpaceToDepth) {
   EXPECT_EQ(conv.attr_ints("pads"), (std::vector<int64_t>{0, 0, 0, 0}));
   EXPECT_EQ(g.value(conv.outputs[0]).shape, (Shape{2, 8, 7, 8}));
   EXPECT_TRUE(testing_util::same_outputs(before, g, 11, 2.5e-3, 1e-3));
+}
+
+// With 16 output channels the same stem takes the direct stem kernel (conv_stem_applies): a plain
+// pack to 4 channels, the 7x7/2 window unchanged; a residual input keeps the space-to-depth path.
+TEST(LayoutNhwc, StemWithSixteenOutputsPacksFourChannelsForTheStemKernel) {
+  AOTC_BUILD(g, R"(
+    input %x : float[2x3x17x14]
+    const %w : float16[16x3x7x7] = random(1)
+    const %b : float16[16] = random(2)
+    %h : float16[?] = Cast(%x) {to=10}  # in_cast
+    %y : float16[?] = Conv(%h, %w, %b) {strides=[2,2], pads=[3,3,2,3]}  # stem
+    output %y
+  )");
+  Graph before = g;
+  ASSERT_TRUE(layout_nhwc(g).is_ok());
+  ASSERT_TRUE(verify(g).is_ok());
+  EXPECT_EQ(op_list(g), "aotc.PackNhwc,Conv,Transpose");
+  const Node& pack = g.nodes[0];
+  const Node& conv = g.nodes[1];
+  EXPECT_FALSE(pack.has_attr("block"));
+  EXPECT_EQ(g.value(pack.outputs[0]).shape, (Shape{2, 17, 14, 4}));
+  EXPECT_EQ(g.value(conv.inputs[1]).shape, (Shape{16, 7, 7, 4}));
+  EXPECT_EQ(conv.attr_ints("strides"), (std::vector<int64_t>{2, 2}));
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 11, 2.5e-3, 1e-3));
+
+  AOTC_BUILD(r, R"(
+    input %x : float16[1x3x16x16]
+    input %res : float16[1x16x8x8]
+    const %w : float16[16x3x7x7] = random(1)
+    %c : float16[?] = Conv(%x, %w) {strides=[2,2], pads=[3,3,3,3]}  # stem
+    %y : float16[?] = Add(%c, %res)  # add
+    output %y
+  )");
+  ASSERT_TRUE(fuse_epilogue(r).is_ok());
+  ASSERT_TRUE(layout_nhwc(r).is_ok());
+  EXPECT_EQ(r.nodes[0].attr_int("block", 1), 2) << "a stem with a residual is not the stem kernel's";
 }
 
 // Must not fire: stride 1, a dilated stride-2 stem, and C = 5 (20 channels would exceed 16) keep the
