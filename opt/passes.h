@@ -44,6 +44,8 @@ Expected<bool> layout_nhwc(Graph& graph);
 // A channels_last conv ending in Clip(0, M) read only by a depthwise channels_last conv keeps
 // Relu (so it can run on cuBLASLt) and the depthwise conv clamps its input at M (input_max).
 Expected<bool> clip_into_depthwise(Graph& graph);
+// The stem kernel's conv absorbs the channels_last MaxPool that alone reads it (fuse_stem_pool.cc).
+Expected<bool> fuse_stem_pool(Graph& graph);
 // A 16-bit MatMul (or Gemm without C) by a constant [K, N] with N % 8 != 0 (large outputs): B zero-padded to a multiple
 // of 8 at compile time, then a Slice of the first N columns (aligned cuBLASLt kernels).
 Expected<bool> pad_gemm_n(Graph& graph);

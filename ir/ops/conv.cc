@@ -59,6 +59,21 @@ Expected<ConvShape> conv_shape(const Node& node, const Shape& x_physical, const 
   return cs;
 }
 
+// The NCHW output shape of an absorbed max pool (opt/fuse_stem_pool) over the conv output `conv`
+// (NCHW): 2-D, no dilation, one output (no Indices).
+Expected<Shape> pooled_shape(const Node& node, const Shape& conv) {
+  const Node pool = load_pool(node);
+  if (pool.op_type != "MaxPool") return node_error(node, "absorbed pool '" + escape_for_message(pool.op_type) + "' is not MaxPool");
+  if (conv.size() != 4 || !pool.has_attr("kernel_shape")) return node_error(node, "an absorbed MaxPool needs a 2-D conv and kernel_shape");
+  for (int64_t d : pool.attr_ints("dilations", {1, 1}))
+    if (d != 1) return node_error(node, "an absorbed MaxPool has no dilations");
+  WindowOptions options;
+  options.allow_ceil_mode = true;
+  auto geo = resolve_window(pool, {conv[2], conv[3]}, pool.attr_ints("kernel_shape"), options);
+  if (!geo) return geo.status();
+  return Shape{conv[0], conv[1], geo->out[0], geo->out[1]};
+}
+
 Status conv_infer(Node& node, Graph& graph) {
   AOTC_RETURN_IF_ERROR(expect_inputs(node, 2, is_fused(node) ? 4 : 3));
   if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
@@ -77,6 +92,13 @@ Status conv_infer(Node& node, Graph& graph) {
                                 ", expected the output shape " + shape_str(out));
   if (has_activation(node) && !default_registry().find(load_activation(node).op_type))
     return node_error(node, "absorbed activation '" + escape_for_message(load_activation(node).op_type) + "' is unknown");
+  if (has_pool(node)) {
+    auto pooled = pooled_shape(node, cs->out);
+    if (!pooled) return pooled.status();
+    if (node.input(kResidualInput) != kNoValue) return node_error(node, "an absorbed pool with a residual input is not supported");
+    set_output(graph, node, 0, t, channels_last(node) ? nchw_to_nhwc(*pooled) : *pooled);
+    return Status::ok();
+  }
   set_output(graph, node, 0, t, out);
   return Status::ok();
 }
@@ -152,7 +174,27 @@ Status conv_reference_nchw(const Node& node, const ConvShape* csp, const Tensor&
   return apply_activation_reference(node, y);
 }
 
+Status conv_reference(const Node& node, const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs);
+
+// An absorbed max pool: the conv output (rounded to its dtype, as a separate Conv would store it)
+// through MaxPool's own reference.
+Status conv_pool_reference(const Node& node, const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) {
+  Node conv = node;
+  for (auto it = conv.attrs.begin(); it != conv.attrs.end();)
+    it = it->first == "pool" || it->first.rfind("pool.", 0) == 0 ? conv.attrs.erase(it) : std::next(it);
+  auto cs = conv_shape(conv, inputs[0]->shape(), inputs[1]->shape());
+  if (!cs) return cs.status();
+  std::vector<Tensor> full = {Tensor(outputs[0].dtype(), channels_last(node) ? nchw_to_nhwc(cs->out) : cs->out)};
+  AOTC_RETURN_IF_ERROR(conv_reference(conv, inputs, full));
+  Node pool = load_pool(node);
+  if (channels_last(node)) pool.attrs["channels_last"] = Attribute::of_int(1);
+  const OpDef* def = default_registry().find(pool.op_type);
+  if (!def || !def->reference) return node_error(node, "absorbed pool '" + escape_for_message(pool.op_type) + "' has no reference");
+  return def->reference(pool, {&full[0]}, outputs);
+}
+
 Status conv_reference(const Node& node, const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) {
+  if (has_pool(node)) return conv_pool_reference(node, inputs, outputs);
   const Tensor* b = inputs.size() > 2 ? inputs[2] : nullptr;
   const Tensor* r = inputs.size() > kResidualInput ? inputs[kResidualInput] : nullptr;
   auto cs = conv_shape(node, inputs[0]->shape(), inputs[1]->shape());
@@ -201,6 +243,7 @@ Expected<Lowering> conv_lower(const Node& node, const Graph& graph) {
   auto cs = conv_shape(node, xv.shape, input_value(graph, node, 1).shape);
   if (!cs) return cs.status();
   if (channels_last(node)) return conv_lower_channels_last(node, graph, *cs);
+  if (has_pool(node)) return node_error(node, "an absorbed pool runs only on the channels_last stem kernel");
   if (node.has_attr("input_max"))
     return node_error(node, "input_max is implemented by the depthwise NHWC kernels only");
   if (cs->geo.rank() > 3)

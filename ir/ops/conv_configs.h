@@ -169,7 +169,7 @@ inline int64_t conv_padded_channels(DType dtype, int64_t cin) {
 // The direct tensor-core stem kernel (templates/conv_stem_nhwc.cu.in; lowering in conv_nhwc.cc):
 // a 16-bit convolution of one group reading at most kStemChannels input channels (the RGB stem,
 // zero-padded to 4: 8 bytes per pixel), any window up to kStemMaxWindow with dilation 1, K output
-// channels a multiple of 16 up to kStemMaxCout, no residual. It replaces the space-to-depth
+// channels a multiple of 8 up to kStemMaxCout, no residual. It replaces the space-to-depth
 // packing + CUTLASS implicit GEMM over 8-channel taps (ResNet-50's 7x7/2: 119 TFLOP/s of padded
 // work, 110 us at batch 32 on an H200; MobileNetV2's 3x3/2: 52 us; docs/perf_notes.md v10) unless
 // --conv-stem cutlass (Target::conv_stem_kernel off).
@@ -181,7 +181,7 @@ inline bool conv_stem_applies(const Target& target, DType dtype, int64_t group, 
                               bool has_residual) {
   if (!target.conv_stem_kernel || !target.has_sm80_tensor_cores()) return false;
   if (dtype != DType::kFloat16 && dtype != DType::kBFloat16) return false;
-  if (group != 1 || cin > kStemChannels || cin < 1 || cout % 16 != 0 || cout > kStemMaxCout || has_residual) return false;
+  if (group != 1 || cin > kStemChannels || cin < 1 || cout % 8 != 0 || cout > kStemMaxCout || has_residual) return false;
   if (kernel.size() != 2 || kernel[0] > kStemMaxWindow || kernel[1] > kStemMaxWindow) return false;
   for (int64_t d : dilations)
     if (d != 1) return false;

@@ -14,6 +14,7 @@
 #include "ir/ops/conv_nhwc.h"
 #include "ir/ops/epilogue.h"
 #include "ir/ops/op_helpers.h"
+#include "ir/ops/window.h"
 
 namespace aotc {
 namespace {
@@ -284,19 +285,18 @@ Expected<Lowering> lower_depthwise(const NhwcConv& c) {
 }
 
 // The stem kernel (conv_configs.h: conv_stem_applies): TOH output rows (one warp each) x TOW
-// columns (16 or 32) per block, all K channels. Start with 8 x 32 (the filter, staged per block,
-// is read from L2 once per 256 outputs) and shrink the tile, rows first, while the grid has fewer
-// blocks than the target has SMs or the staged window and filter exceed the static shared memory.
+// columns (16 or 32) per block, all K channels. Start with 8 x 32 and shrink the tile, rows first,
+// while the grid has fewer blocks than the target has SMs or the staged input window exceeds the
+// static shared memory.
 Expected<Lowering> lower_stem(const NhwcConv& c) {
   const ConvShape& cs = c.cs;
   const WindowGeometry& g = cs.geo;
   const Node& node = c.node;
   constexpr int64_t kSmemLimit = 48 * 1024;
-  const int64_t kdim = g.kernel[0] * g.kernel[1] * cs.cin, kpad = (kdim + 15) / 16 * 16;
   int64_t toh = 8, tow = 32;
   auto smem = [&](int64_t h, int64_t w) {
     const int64_t pr = (h - 1) * g.strides[0] + g.kernel[0], pc = (w - 1) * g.strides[1] + g.kernel[1];
-    return pr * pc * cs.cin * 2 + cs.cout * (kpad + 8) * 2 + h * 256 * 4;
+    return pr * pc * cs.cin * 2;
   };
   auto blocks = [&](int64_t h, int64_t w) { return cs.batch * ((g.out[0] + h - 1) / h) * ((g.out[1] + w - 1) / w); };
   while (smem(toh, tow) > kSmemLimit || blocks(toh, tow) < c.graph.target.sm_count) {
@@ -311,6 +311,7 @@ Expected<Lowering> lower_stem(const NhwcConv& c) {
   k.template_name = "conv_stem_nhwc";
   k.holes = {{"comment", c.comment + " stem tile " + std::to_string(toh) + "x" + std::to_string(tow)},
              {"T", dtype_c_type(c.x.dtype)},
+             {"MMA_TYPE", c.x.dtype == DType::kBFloat16 ? "bf16" : "f16"},
              {"IDX", index_type(std::max(shape_numel(nchw_to_nhwc(cs.out)), c.x.numel()))},
              {"N", int_literal(cs.batch)}, {"H", int_literal(g.in[0])}, {"W", int_literal(g.in[1])},
              {"C", int_literal(cs.cin)}, {"K", int_literal(cs.cout)},
@@ -324,6 +325,68 @@ Expected<Lowering> lower_stem(const NhwcConv& c) {
              {"act_expr", activation_expr(node, c.graph, "v")}};
   k.args = {node.inputs[0], node.inputs[1], c.has_bias ? node.inputs[2] : kNullArg, node.outputs[0]};
   k.block = Dim3{toh * 32, 1, 1};
+  k.grid = Dim3{tiles_w * tiles_h, cs.batch, 1};
+  Lowering l;
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  return l;
+}
+
+// The stem kernel with an absorbed max pool (templates/conv_stem_pool_nhwc.cu.in): PTH x PTW
+// pooled pixels per block (4 x 8: the conv tile of 9 x 17 pixels is 1.2x the pooled area's 4x,
+// fits 5 warps of 32 conv pixels and ~27 KB of shared memory for ResNet's 7x7/2 + 3x3/2), rows
+// halved while the grid has fewer blocks than the target has SMs.
+Expected<Lowering> lower_stem_pool(const NhwcConv& c) {
+  const ConvShape& cs = c.cs;
+  const WindowGeometry& g = cs.geo;
+  const Node& node = c.node;
+  const Node pool = load_pool(node);
+  const std::vector<int64_t> pk = pool.attr_ints("kernel_shape"), ps = pool.attr_ints("strides", {1, 1});
+  std::vector<int64_t> pp = pool.attr_ints("pads", {0, 0, 0, 0});
+  WindowOptions options;
+  options.allow_ceil_mode = true;
+  auto pgeo = resolve_window(pool, {g.out[0], g.out[1]}, pk, options);
+  if (!pgeo) return pgeo.status();
+  constexpr int64_t kSmemLimit = 48 * 1024;
+  int64_t pth = 4, ptw = 8;
+  auto conv_px = [&](int64_t h, int64_t w) { return ((h - 1) * ps[0] + pk[0]) * ((w - 1) * ps[1] + pk[1]); };
+  auto smem = [&](int64_t h, int64_t w) {
+    const int64_t cr = (h - 1) * ps[0] + pk[0], cc = (w - 1) * ps[1] + pk[1];
+    const int64_t pr = (cr - 1) * g.strides[0] + g.kernel[0], pc = (cc - 1) * g.strides[1] + g.kernel[1];
+    return pr * pc * cs.cin * 2 + cr * cc * cs.cout * 2;
+  };
+  auto blocks = [&](int64_t h, int64_t w) { return cs.batch * ((pgeo->out[0] + h - 1) / h) * ((pgeo->out[1] + w - 1) / w); };
+  while (smem(pth, ptw) > kSmemLimit || conv_px(pth, ptw) > 8 * 32 || blocks(pth, ptw) < c.graph.target.sm_count) {
+    if (pth > 1) pth /= 2;
+    else if (ptw > 2) ptw /= 2;
+    else break;
+  }
+  if (smem(pth, ptw) > kSmemLimit || conv_px(pth, ptw) > 8 * 32)
+    return node_error(node, "pool window too large for the stem kernel with an absorbed pool");
+  const int64_t warps = (conv_px(pth, ptw) + 31) / 32;
+  const int64_t tiles_w = (pgeo->out[1] + ptw - 1) / ptw, tiles_h = (pgeo->out[0] + pth - 1) / pth;
+  if (cs.batch > 65535 || tiles_w * tiles_h > (int64_t{1} << 31) - 1) return node_error(node, "too large a grid for the stem kernel");
+  KernelStep k;
+  k.template_name = "conv_stem_pool_nhwc";
+  k.holes = {{"comment", c.comment + " + MaxPool " + shape_str(pk) + " pooled tile " + std::to_string(pth) + "x" + std::to_string(ptw)},
+             {"T", dtype_c_type(c.x.dtype)},
+             {"MMA_TYPE", c.x.dtype == DType::kBFloat16 ? "bf16" : "f16"},
+             {"IDX", index_type(std::max(shape_numel(nchw_to_nhwc(cs.out)), c.x.numel()))},
+             {"N", int_literal(cs.batch)}, {"H", int_literal(g.in[0])}, {"W", int_literal(g.in[1])},
+             {"C", int_literal(cs.cin)}, {"K", int_literal(cs.cout)},
+             {"KH", int_literal(g.kernel[0])}, {"KW", int_literal(g.kernel[1])},
+             {"OH", int_literal(g.out[0])}, {"OW", int_literal(g.out[1])},
+             {"SH", int_literal(g.strides[0])}, {"SW", int_literal(g.strides[1])},
+             {"PH", int_literal(g.pad_begin[0])}, {"PW", int_literal(g.pad_begin[1])},
+             {"PKH", int_literal(pk[0])}, {"PKW", int_literal(pk[1])},
+             {"PSH", int_literal(pgeo->strides[0])}, {"PSW", int_literal(pgeo->strides[1])},
+             {"PPH", int_literal(pgeo->pad_begin[0])}, {"PPW", int_literal(pgeo->pad_begin[1])},
+             {"POH", int_literal(pgeo->out[0])}, {"POW", int_literal(pgeo->out[1])},
+             {"PTH", int_literal(pth)}, {"PTW", int_literal(ptw)}, {"TILES_W", int_literal(tiles_w)},
+             {"THREADS", int_literal(warps * 32)},
+             {"HAS_BIAS", c.has_bias ? "1" : "0"},
+             {"act_expr", activation_expr(node, c.graph, "v")}};
+  k.args = {node.inputs[0], node.inputs[1], c.has_bias ? node.inputs[2] : kNullArg, node.outputs[0]};
+  k.block = Dim3{warps * 32, 1, 1};
   k.grid = Dim3{tiles_w * tiles_h, cs.batch, 1};
   Lowering l;
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
@@ -347,8 +410,13 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
   std::vector<int64_t> pads = g.pad_begin;
   pads.insert(pads.end(), g.pad_end.begin(), g.pad_end.end());
   const Target& t = graph.target;
-  if (conv_stem_applies(t, xv.dtype, cs.group, cs.cin, cs.cout, g.kernel, g.dilations, c.has_res) && cs.cin == kStemChannels)
-    return lower_stem(c);
+  const bool stem = conv_stem_applies(t, xv.dtype, cs.group, cs.cin, cs.cout, g.kernel, g.dilations, c.has_res) &&
+                    cs.cin == kStemChannels;
+  if (has_pool(node)) {
+    if (!stem) return node_error(node, "an absorbed pool runs only on the stem kernel");
+    return lower_stem_pool(c);
+  }
+  if (stem) return lower_stem(c);
   if (conv_pointwise_gemm_applies(t, xv.dtype, cs.group, cs.cin, cs.cout, g.kernel, g.strides, pads, c.relu_or_none)) {
     // Y[N*H*W, K] = X[N*H*W, C] x W[K, C]^T (+ bias) (+ residual as C, beta 1) (then ReLU).
     Lowering l;

@@ -7,6 +7,23 @@ namespace aotc {
 
 namespace {
 const std::string kPrefix = "act.";
+const std::string kPoolPrefix = "pool.";
+}
+
+void store_pool(Node& fused, const Node& pool) {
+  fused.attrs["pool"] = Attribute::of_string(pool.op_type);
+  for (const auto& kv : pool.attrs) fused.attrs[kPoolPrefix + kv.first] = kv.second;
+}
+
+bool has_pool(const Node& fused) { return !fused.attr_string("pool", "").empty(); }
+
+Node load_pool(const Node& fused) {
+  Node pool;
+  pool.name = fused.name;
+  pool.op_type = fused.attr_string("pool", "");
+  for (const auto& kv : fused.attrs)
+    if (kv.first.compare(0, kPoolPrefix.size(), kPoolPrefix) == 0) pool.attrs[kv.first.substr(kPoolPrefix.size())] = kv.second;
+  return pool;
 }
 
 void store_activation(Node& fused, const Node& activation) {

@@ -21,4 +21,12 @@ std::string activation_expr(const Node& fused, const Graph& graph, const std::st
 // Apply the activation's reference in place (no-op when none).
 Status apply_activation_reference(const Node& fused, Tensor& tensor);
 
+// A max pooling absorbed after the activation (opt/fuse_stem_pool: aotc.FusedConv only): its op
+// type in attribute "pool" and its attributes as "pool.<name>". The fused node's output is the
+// pooled tensor.
+void store_pool(Node& fused, const Node& pool);
+bool has_pool(const Node& fused);
+// The absorbed pool as a stand-alone single-input node (op_type and attributes only).
+Node load_pool(const Node& fused);
+
 }  // namespace aotc

@@ -287,9 +287,41 @@ TEST(CutlassConv, RgbStemTakesTheStemKernel) {
       const std::string nvcc = test::find_nvcc();
       if (!test::tool_runs(nvcc) || !test::tool_runs("cc")) GTEST_SKIP() << "nvcc or cc not available";
       const std::string sources = test::compile_block_sources(*g, test::linear_plan(*g), {"sm_87", "sm_90"}, "", "stem-" + t);
-      EXPECT_NE(sources.find("wmma::mma_sync"), std::string::npos);
+      EXPECT_NE(sources.find("mma.sync.aligned.m16n8k16.row.col.f32." + std::string(t == "bfloat16" ? "bf16" : "f16")), std::string::npos);
     }
   }
+}
+
+// The stem + ReLU + 3x3/2 max pool (ResNet's entry): fuse_stem_pool gives one conv_stem_pool_nhwc
+// kernel and no MaxPool step; nvcc compiles it for sm_87 and sm_90.
+TEST(CutlassConv, RgbStemWithMaxPoolIsOneKernel) {
+  auto g = parse_text_ir(R"(
+    input %x : float16[2x3x33x30]
+    const %w : float16[64x3x7x7] = random(1)
+    const %b : float16[64] = random(2)
+    %c : float16[?] = Conv(%x, %w, %b) {strides=[2,2], pads=[3,3,3,3]}  # stem
+    %r : float16[?] = Relu(%c)  # relu
+    %p : float16[?] = MaxPool(%r) {kernel_shape=[3,3], pads=[1,1,1,1], strides=[2,2]}  # pool
+    output %p
+  )");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  g->opset = 17;
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  g->target = target_from_archs({"sm_90", "sm_87"});
+  ASSERT_TRUE(fuse_epilogue(*g).is_ok());
+  ASSERT_TRUE(layout_nhwc(*g).is_ok());
+  auto fused = fuse_stem_pool(*g);
+  ASSERT_TRUE(fused.is_ok() && *fused);
+  auto program = build_launch_program(*g, test::linear_plan(*g));
+  ASSERT_TRUE(program.is_ok()) << program.status().message();
+  std::vector<std::string> templates;
+  for (const ProgramKernel& k : program->kernels) templates.push_back(k.template_name);
+  EXPECT_EQ(std::count(templates.begin(), templates.end(), "conv_stem_pool_nhwc"), 1);
+  EXPECT_EQ(std::count(templates.begin(), templates.end(), "pool_window_nhwc"), 0);
+  const std::string nvcc = test::find_nvcc();
+  if (!test::tool_runs(nvcc) || !test::tool_runs("cc")) GTEST_SKIP() << "nvcc or cc not available";
+  const std::string sources = test::compile_block_sources(*g, test::linear_plan(*g), {"sm_87", "sm_90"}, "", "stem-pool");
+  EXPECT_NE(sources.find("Max pooling over the conv tile"), std::string::npos);
 }
 
 // --tune-matmuls auto (the default) times cuBLASLt's candidates at create for a convolution

@@ -156,7 +156,7 @@ TEST(GpuConvFp16, StemSevenBySevenStride2ThreeChannels) {
 
 // The direct stem kernel (conv_stem_nhwc; --conv-stem cutlass is the space-to-depth + CUTLASS
 // path): ResNet's 7x7/2 with 64 outputs over several partial tiles, MobileNet's 3x3/2 with 32
-// outputs and a clip, a 1-channel 5x5/1 with 48 outputs (bf16: compiled in CI, tests/codegen).
+// outputs and a clip, a 1-channel 5x5/1 with 40 outputs (a multiple of 8, not 16) (bf16: compiled in CI, tests/codegen).
 Graph stem_cutlass(Graph g) {
   g.target.conv_stem_kernel = false;
   return g;
@@ -185,8 +185,35 @@ TEST(GpuConvFp16, StemKernelOneChannelFiveByFiveNoBias) {
   AOTC_REQUIRE_GPU();
   GraphBuilder b;
   ValueId x = b.input("x", {1, 1, 23, 19}, DType::kFloat16);
-  b.output(b.node("Conv", {x, b.weight("w", {48, 1, 5, 5}, -0.5, 0.5, DType::kFloat16)}, {{"pads", ints({2, 1, 2, 1})}}));
+  b.output(b.node("Conv", {x, b.weight("w", {40, 1, 5, 5}, -0.5, 0.5, DType::kFloat16)}, {{"pads", ints({2, 1, 2, 1})}}));
   run_case(b.graph(), "conv16_stem_1ch");
+}
+
+// The stem with an absorbed max pool (opt/fuse_stem_pool, templates/conv_stem_pool_nhwc.cu.in):
+// ResNet's entry on an odd image (partial pooled tiles, pool windows past the conv output), and a
+// 3x3/2 stem with 24 outputs under a 2x2 ceil-mode pool with asymmetric pads.
+TEST(GpuConvFp16, StemKernelWithMaxPool) {
+  AOTC_REQUIRE_GPU();
+  {
+    GraphBuilder b;
+    ValueId x = b.input("x", {3, 3, 61, 67}, DType::kFloat16);
+    ValueId c = b.node("Conv", {x, b.weight("w", {64, 3, 7, 7}, -0.5, 0.5, DType::kFloat16),
+                                b.weight("b", {64}, -1, 1, DType::kFloat16)},
+                       {{"strides", ints({2, 2})}, {"pads", ints({3, 3, 3, 3})}});
+    ValueId r = b.node("Relu", {c});
+    b.output(b.node("MaxPool", {r}, {{"kernel_shape", ints({3, 3})}, {"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}}));
+    run_case(b.graph(), "conv16_stem_pool");
+    run_case(stem_cutlass(b.graph()), "conv16_stem_pool_cutlass");
+  }
+  {
+    GraphBuilder b;
+    ValueId x = b.input("x", {2, 3, 45, 37}, DType::kFloat16);
+    ValueId c = b.node("Conv", {x, b.weight("w", {24, 3, 3, 3}, -0.5, 0.5, DType::kFloat16)},
+                       {{"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}});
+    b.output(b.node("MaxPool", {c}, {{"kernel_shape", ints({2, 2})}, {"strides", ints({2, 2})}, {"pads", ints({0, 1, 1, 0})},
+                                     {"ceil_mode", i64(1)}}));
+    run_case(b.graph(), "conv16_stem24_pool_ceil");
+  }
 }
 
 TEST(GpuConvFp16, DepthwiseStride2) {
