@@ -123,8 +123,8 @@ TEST(LayoutNhwc, CastReadTwiceStays) {
   EXPECT_TRUE(testing_util::same_outputs(before, g, 9, 2.5e-3, 1e-3));
 }
 
-// A stride-2 stem with 3 channels (ResNet's 7x7/2, pads 3; odd sizes and an asymmetric end pad
-// here) reads a space-to-depth packing: 2x2 blocks -> 12 channels padded to 16, and a stride-1
+// Without the stem kernel (--conv-stem cutlass), a stride-2 stem with 3 channels (ResNet's 7x7/2,
+// pads 3; odd sizes and an asymmetric end pad here) reads a space-to-depth packing: 2x2 blocks -> 12 channels padded to 16, and a stride-1
 // ceil(7/2) = 4 x 4 window; the outputs match the NCHW graph.
 TEST(LayoutNhwc, StridedStemBecomesSpaceToDepth) {
   AOTC_BUILD(g, R"(
@@ -135,6 +135,7 @@ TEST(LayoutNhwc, StridedStemBecomesSpaceToDepth) {
     %y : float16[?] = Conv(%h, %w, %b) {strides=[2,2], pads=[3,3,2,3]}  # stem
     output %y
   )");
+  g.target.conv_stem_kernel = false;  // the space-to-depth + CUTLASS path (--conv-stem cutlass)
   Graph before = g;
   ASSERT_TRUE(layout_nhwc(g).is_ok());
   ASSERT_TRUE(verify(g).is_ok());
@@ -199,6 +200,7 @@ TEST(LayoutNhwc, SpaceToDepthOnlyForStride2SmallChannelStems) {
       %y : float16[?] = )") + conv + R"(  # stem
       output %y
     )");
+    g.target.conv_stem_kernel = false;
     Graph before = g;
     ASSERT_TRUE(layout_nhwc(g).is_ok());
     EXPECT_EQ(op_list(g), "aotc.PackNhwc,Conv,Transpose") << conv;
@@ -212,6 +214,7 @@ TEST(LayoutNhwc, SpaceToDepthOnlyForStride2SmallChannelStems) {
     %y : float16[?] = Conv(%x, %w) {strides=[2,2]}  # stem
     output %y
   )");
+  g.target.conv_stem_kernel = false;
   ASSERT_TRUE(layout_nhwc(g).is_ok());
   EXPECT_FALSE(g.nodes[0].has_attr("block"));
   EXPECT_EQ(g.value(g.nodes[0].outputs[0]).shape[3], 8);
