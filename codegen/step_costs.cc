@@ -1,6 +1,10 @@
 // Compile-time FLOPs and bytes of launch steps (see step_costs.h).
 #include "codegen/step_costs.h"
 
+#include <string>
+
+#include "ir/ops/epilogue.h"
+
 namespace aotc {
 namespace {
 
@@ -55,6 +59,16 @@ int64_t kernel_step_flops(const Node& node, const Graph& graph, const KernelStep
   if (w == kNoValue || y == kNoValue || !reads(k, w) || !reads(k, y)) return 0;
   const Value& wv = graph.value(w);
   if (wv.shape.empty() || wv.shape[0] <= 0) return 0;
+  if (has_pool(node)) {
+    // An absorbed pool (opt/fuse_stem_pool): Y is pooled; the convolution's outputs are N*OH*OW*K
+    // (the kernel's holes).
+    auto hole = [&](const std::string& name) -> int64_t {
+      for (const auto& h : k.holes)
+        if (h.first == name) return std::stoll(h.second);
+      return 0;
+    };
+    return 2 * hole("N") * hole("OH") * hole("OW") * wv.shape[0] * (wv.numel() / wv.shape[0]);
+  }
   return 2 * graph.value(y).numel() * (wv.numel() / wv.shape[0]);
 }
 
