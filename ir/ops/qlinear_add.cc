@@ -70,6 +70,10 @@ Expected<Lowering> qlinear_add_lower(const Node& node, const Graph& graph) {
   Lowering l;
   if (y.numel() == 0) return l;
   const auto [lo, hi] = add_clamp(node, y.dtype);
+  // 16 one-byte elements per thread when all three tensors are 1-byte and the count divides
+  // (arena and I/O pointers are 256-byte aligned, so every 16-element group is 16-byte aligned).
+  const bool bytes = dtype_size(a.dtype) == 1 && dtype_size(input_value(graph, node, 3).dtype) == 1 && dtype_size(y.dtype) == 1;
+  const int64_t vec = bytes && y.numel() % 16 == 0 && a.numel() == y.numel() && input_value(graph, node, 3).numel() == y.numel() ? 16 : 1;
   KernelStep k;
   k.template_name = "qlinear_add";
   k.holes = {{"TA", dtype_c_type(a.dtype)}, {"TB", dtype_c_type(input_value(graph, node, 3).dtype)},
@@ -79,11 +83,12 @@ Expected<Lowering> qlinear_add_lower(const Node& node, const Graph& graph) {
              {"has_y_zp", node.input(7) != kNoValue ? "true" : "false"},
              {"qmin", std::to_string(lo) + ".0"}, {"qmax", std::to_string(hi) + ".0"},
              {"n", int_literal(y.numel())},
+             {"VEC", int_literal(vec)},
              {"comment", "aotc.QLinearAdd " + shape_str(y.shape) + " " + dtype_name(y.dtype)}};
   auto arg = [&](size_t i) { return node.input(i) != kNoValue ? node.inputs[i] : kNullArg; };
   k.args = {arg(0), arg(1), arg(2), arg(3), arg(4), arg(5), arg(6), arg(7), node.outputs[0]};
   k.block = Dim3{256, 1, 1};
-  k.grid = grid_for(y.numel());
+  k.grid = grid_for(y.numel() / vec);
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
   return l;
 }

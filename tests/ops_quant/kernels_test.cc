@@ -127,6 +127,15 @@ std::vector<Case> cases() {
     internal(n, "QLinearAdd").input(u8, {5, 13}).constant(scalar(0.05f)).constant(zp(u8, {}, {128})).input(u8, {5, 13})
         .constant(scalar(0.02f)).constant(zp(u8, {}, {100})).constant(scalar(0.07f)).constant(zp(u8, {}, {120}));
   });
+  // Counts that are multiples of 16: the 16-bytes-per-thread path (VEC 16).
+  add("aotc.QLinearAdd int8 16-element vectors with a ReLU clamp", [=](OneNode& n) {
+    internal(n, "QLinearAdd").input(i8, {2, 7, 3, 16}).constant(scalar(0.021f)).absent().input(i8, {2, 7, 3, 16})
+        .constant(scalar(0.013f)).absent().constant(scalar(0.03f)).absent().attr("qmin", one(0));
+  });
+  add("aotc.QLinearAdd uint8 16-element vectors", [=](OneNode& n) {
+    internal(n, "QLinearAdd").input(u8, {3, 32}).constant(scalar(0.05f)).constant(zp(u8, {}, {128})).input(u8, {3, 32})
+        .constant(scalar(0.02f)).constant(zp(u8, {}, {100})).constant(scalar(0.07f)).constant(zp(u8, {}, {120}));
+  });
   add("aotc.QLinearConv dequantized to float with bias", [=](OneNode& n) {
     internal(n, "QLinearConv").input(i8, {1, 4, 5, 6}).constant(scalar(0.02f)).absent().input(i8, {3, 4, 3, 3})
         .constant(fvec({0.01f, 0.003f, 0.02f})).absent().absent().absent().constant(zp(i32, {3}, {100, -2000, 7}))
