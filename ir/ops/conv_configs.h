@@ -88,6 +88,13 @@ inline const std::vector<ConvKernelConfig>& conv_candidate_configs() {
       {"simt128x256x8_w64x64_s4", ConvMath::kSimt, 128, 256, 8, 64, 64, 8, 4, 80},
       {"simt64x128x8_w32x64_s5", ConvMath::kSimt, 64, 128, 8, 32, 64, 8, 5, 80},
       {"simt128x32x8_w64x32_s5", ConvMath::kSimt, 128, 32, 8, 64, 32, 8, 5, 80},
+      // int8 shapes of CUTLASS's Sm80 s8 library kernels not in the default table (sixth session:
+      // the default rows ran ResNet-50's int8 1x1 convolutions at 0.4 TB/s with 255 registers and
+      // one block per SM; TUNE_PRECISION=int8 tools/device/tune_conv.sh measures these).
+      {"i8tc64x128x64_w32x64_s4", ConvMath::kTensorOpInt8, 64, 128, 64, 32, 64, 64, 4, 80},
+      {"i8tc128x256x64_w64x64_s3", ConvMath::kTensorOpInt8, 128, 256, 64, 64, 64, 64, 3, 80},
+      {"i8tc256x128x64_w64x64_s3", ConvMath::kTensorOpInt8, 256, 128, 64, 64, 64, 64, 3, 80},
+      {"i8tc128x128x64_w64x64_s4", ConvMath::kTensorOpInt8, 128, 128, 64, 64, 64, 64, 4, 80},
   };
   return kCandidates;
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Measures every CUTLASS convolution configuration of one math (ir/ops/conv_configs.h: tc* rows
-# for TUNE_PRECISION=fp16 (default), simt* rows for TUNE_PRECISION=fp32) on the exported models,
+# for TUNE_PRECISION=fp16 (default), simt* rows for fp32, i8* rows for int8 with the calibration
+# cache tools/device_run.sh wrote for the model) on the exported models,
 # for choosing the pick rule from data: each (model, batch) is compiled once per
 # configuration with --conv-config (and once with the rule), checked against ONNX Runtime, timed,
 # and profiled per kernel with ncu; tools/device/tune_summary.py prints the totals and, per
@@ -21,7 +22,7 @@ mkdir -p "$OUT" "$WORK/tune"
 [ -f "$WORK/deps.env" ] && . "$WORK/deps.env"
 export LD_LIBRARY_PATH="${AOTC_LD_PATH:-}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 configs="rule $("$BUILD_DIR/bin/aotc" --conv-config '?' m.onnx -o libm.so 2>&1 | sed -n 's/.*known: //p' |
-                tr -d ',' | tr ' ' '\n' | grep "^$([ "$PREC" = fp32 ] && echo simt || echo tc)" | tr '\n' ' ')"
+                tr -d ',' | tr ' ' '\n' | grep "^$(case "$PREC" in fp32) echo simt ;; int8) echo i8 ;; *) echo tc ;; esac)" | tr '\n' ' ')"
 jobs=()
 while read -r label batch model data; do
   [ -n "$label" ] || continue
@@ -32,6 +33,7 @@ while read -r label batch model data; do
     mkdir -p "$d"
     args=()
     [ "$c" = rule ] || args=(--conv-config "$c")
+    [ "$PREC" != int8 ] || args+=(--calib-cache "$WORK/calib/$label.json")
     ( "$BUILD_DIR/bin/aotc" "$model" -o "$d/libt.so" --name t --arch "$ARCH" --batch "$batch" \
         --precision "$PREC" "${args[@]}" >"$d/compile.log" 2>&1 ) &
     jobs+=("$label $batch $c $d $data")
