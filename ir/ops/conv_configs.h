@@ -64,10 +64,14 @@ inline const std::vector<ConvKernelConfig>& conv_kernel_configs() {
       {"simt128x128x8_w32x64_s4", ConvMath::kSimt, 128, 128, 8, 32, 64, 8, 4, 80},
       {"simt128x64x8_w64x32_s4", ConvMath::kSimt, 128, 64, 8, 64, 32, 8, 4, 80},
       {"simt64x64x8_w32x64_s4", ConvMath::kSimt, 64, 64, 8, 32, 64, 8, 4, 80},
-      // int8: the tile shapes of CUTLASS's Sm80 s8 implicit-GEMM library kernels (K tile 64 bytes,
-      // instruction 16x8x32). NOT yet run on a GPU (added without one, 2026-11-25).
-      {"i8tc128x128x64_w64x64_s3", ConvMath::kTensorOpInt8, 128, 128, 64, 64, 64, 64, 3, 80},
+      // int8: tile shapes of CUTLASS's Sm80 s8 implicit-GEMM library kernels (K tile 64 bytes,
+      // instruction 16x8x32), ordered and picked by the int8 rule below from
+      // TUNE_PRECISION=int8 tools/device/tune_conv.sh on ResNet-50 bs32 (H100, sixth session):
+      // 128x64 won 29 of 54 convolutions and 64x128 19 (the layer3/4 ones with few 128-row tiles);
+      // 128x128x64 (the first row before) was slowest on most, all-128x64 ran the model in 1.798
+      // ms against 1.981 with the old rule.
       {"i8tc128x64x64_w64x32_s4", ConvMath::kTensorOpInt8, 128, 64, 64, 64, 32, 64, 4, 80},
+      {"i8tc64x128x64_w32x64_s4", ConvMath::kTensorOpInt8, 64, 128, 64, 32, 64, 64, 4, 80},
       {"i8tc64x64x64_w32x32_s4", ConvMath::kTensorOpInt8, 64, 64, 64, 32, 32, 64, 4, 80},
   };
   return kConfigs;
@@ -91,7 +95,7 @@ inline const std::vector<ConvKernelConfig>& conv_candidate_configs() {
       // int8 shapes of CUTLASS's Sm80 s8 library kernels not in the default table (sixth session:
       // the default rows ran ResNet-50's int8 1x1 convolutions at 0.4 TB/s with 255 registers and
       // one block per SM; TUNE_PRECISION=int8 tools/device/tune_conv.sh measures these).
-      {"i8tc64x128x64_w32x64_s4", ConvMath::kTensorOpInt8, 64, 128, 64, 32, 64, 64, 4, 80},
+      {"i8tc128x128x64_w64x64_s3", ConvMath::kTensorOpInt8, 128, 128, 64, 64, 64, 64, 3, 80},
       {"i8tc128x256x64_w64x64_s3", ConvMath::kTensorOpInt8, 128, 256, 64, 64, 64, 64, 3, 80},
       {"i8tc256x128x64_w64x64_s3", ConvMath::kTensorOpInt8, 256, 128, 64, 64, 64, 64, 3, 80},
       {"i8tc128x128x64_w64x64_s4", ConvMath::kTensorOpInt8, 128, 128, 64, 64, 64, 64, 4, 80},
@@ -133,8 +137,18 @@ inline const ConvKernelConfig& pick_conv_config(const Target& target, ConvMath m
   if (const ConvKernelConfig* forced = forced_conv_config(target, math)) return *forced;
   const ConvKernelConfig* last = nullptr;
   const int64_t n_cap = std::max<int64_t>(64, (gemm_n + 63) / 64 * 64);
-  for (const ConvKernelConfig& c : conv_kernel_configs()) {
+  const std::vector<ConvKernelConfig>& table = conv_kernel_configs();
+  for (size_t i = 0; i < table.size(); ++i) {
+    const ConvKernelConfig& c = table[i];
     if (c.math != math) continue;
+    // int8 (measured, see the table): a tile whose M rows alone give fewer than half a wave of
+    // tiles loses to a shorter one further down (64x128 over 128x64 on ResNet-50's layer3/4).
+    bool shorter_later = false;
+    for (size_t j = i + 1; j < table.size(); ++j) shorter_later = shorter_later || (table[j].math == math && table[j].tb_m < c.tb_m);
+    if (math == ConvMath::kTensorOpInt8 && shorter_later && 2 * ((gemm_m + c.tb_m - 1) / c.tb_m) < target.sm_count) {
+      last = &c;
+      continue;
+    }
     if (c.tb_n <= n_cap && 2 * conv_config_tiles(c, gemm_m, gemm_n) >= target.sm_count) return c;
     last = &c;
   }

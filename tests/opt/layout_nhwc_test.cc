@@ -335,6 +335,18 @@ TEST(LayoutNhwc, GroupedConvAndChannelBroadcastStayNchw) {
   EXPECT_EQ(op_list(g), "Conv,Mul");
 }
 
+// int8 (measured per convolution on ResNet-50 bs32, H100): 128x64 where 128-row tiles give half a
+// wave by themselves (layers 1-2), 64x128 where they do not (layer3: M = 32*14*14, layer4: 32*7*7).
+TEST(LayoutNhwc, Int8ConfigRuleFollowsTheMeasurement) {
+  Target t;  // 132 SMs
+  EXPECT_STREQ(pick_conv_config(t, ConvMath::kTensorOpInt8, 32 * 56 * 56, 256).name, "i8tc128x64x64_w64x32_s4");
+  EXPECT_STREQ(pick_conv_config(t, ConvMath::kTensorOpInt8, 32 * 28 * 28, 512).name, "i8tc128x64x64_w64x32_s4");
+  EXPECT_STREQ(pick_conv_config(t, ConvMath::kTensorOpInt8, 32 * 14 * 14, 256).name, "i8tc64x128x64_w32x64_s4");
+  EXPECT_STREQ(pick_conv_config(t, ConvMath::kTensorOpInt8, 32 * 7 * 7, 2048).name, "i8tc64x128x64_w32x64_s4");
+  // Must not change the 16-bit rule: layer3 at bs32 keeps the 128x128 tile (98 tiles).
+  EXPECT_STREQ(pick_conv_config(t, ConvMath::kTensorOp, 32 * 14 * 14, 256).name, "tc128x128x64_w64x64_s3");
+}
+
 TEST(LayoutNhwc, ConfigTablePicksAWaveFillingTileOrTheSmallest) {
   Target t;  // sm_90, 132 SMs
   const std::vector<ConvKernelConfig> configs = conv_configs_of(ConvMath::kTensorOp);
