@@ -284,6 +284,30 @@ Expected<Lowering> lower_depthwise(const NhwcConv& c) {
   return l;
 }
 
+// The holes and arguments both stem templates share (conv_stem_nhwc, conv_stem_pool_nhwc).
+KernelStep stem_step(const NhwcConv& c, const std::string& template_name, const std::string& note, int64_t threads) {
+  const ConvShape& cs = c.cs;
+  const WindowGeometry& g = cs.geo;
+  const Node& node = c.node;
+  KernelStep k;
+  k.template_name = template_name;
+  k.holes = {{"comment", c.comment + note},
+             {"T", dtype_c_type(c.x.dtype)},
+             {"MMA_TYPE", c.x.dtype == DType::kBFloat16 ? "bf16" : "f16"},
+             {"IDX", index_type(std::max(shape_numel(nchw_to_nhwc(cs.out)), c.x.numel()))},
+             {"N", int_literal(cs.batch)}, {"H", int_literal(g.in[0])}, {"W", int_literal(g.in[1])},
+             {"C", int_literal(cs.cin)}, {"K", int_literal(cs.cout)},
+             {"KH", int_literal(g.kernel[0])}, {"KW", int_literal(g.kernel[1])},
+             {"OH", int_literal(g.out[0])}, {"OW", int_literal(g.out[1])},
+             {"SH", int_literal(g.strides[0])}, {"SW", int_literal(g.strides[1])},
+             {"PH", int_literal(g.pad_begin[0])}, {"PW", int_literal(g.pad_begin[1])},
+             {"THREADS", int_literal(threads)},
+             {"HAS_BIAS", c.has_bias ? "1" : "0"},
+             {"act_expr", activation_expr(node, c.graph, "v")}};
+  k.args = {node.inputs[0], node.inputs[1], c.has_bias ? node.inputs[2] : kNullArg, node.outputs[0]};
+  return k;
+}
+
 // The stem kernel (conv_configs.h: conv_stem_applies): TOH output rows (one warp each) x TOW
 // columns (16 or 32) per block, all K channels. Start with 8 x 32 and shrink the tile, rows first,
 // while the grid has fewer blocks than the target has SMs or the staged input window exceeds the
@@ -307,23 +331,8 @@ Expected<Lowering> lower_stem(const NhwcConv& c) {
   if (smem(toh, tow) > kSmemLimit) return node_error(node, "stem window too large for the stem kernel's shared memory");
   const int64_t tiles_w = (g.out[1] + tow - 1) / tow, tiles_h = (g.out[0] + toh - 1) / toh;
   if (cs.batch > 65535 || tiles_w * tiles_h > (int64_t{1} << 31) - 1) return node_error(node, "too large a grid for the stem kernel");
-  KernelStep k;
-  k.template_name = "conv_stem_nhwc";
-  k.holes = {{"comment", c.comment + " stem tile " + std::to_string(toh) + "x" + std::to_string(tow)},
-             {"T", dtype_c_type(c.x.dtype)},
-             {"MMA_TYPE", c.x.dtype == DType::kBFloat16 ? "bf16" : "f16"},
-             {"IDX", index_type(std::max(shape_numel(nchw_to_nhwc(cs.out)), c.x.numel()))},
-             {"N", int_literal(cs.batch)}, {"H", int_literal(g.in[0])}, {"W", int_literal(g.in[1])},
-             {"C", int_literal(cs.cin)}, {"K", int_literal(cs.cout)},
-             {"KH", int_literal(g.kernel[0])}, {"KW", int_literal(g.kernel[1])},
-             {"OH", int_literal(g.out[0])}, {"OW", int_literal(g.out[1])},
-             {"SH", int_literal(g.strides[0])}, {"SW", int_literal(g.strides[1])},
-             {"PH", int_literal(g.pad_begin[0])}, {"PW", int_literal(g.pad_begin[1])},
-             {"TOH", int_literal(toh)}, {"TOW", int_literal(tow)}, {"TILES_W", int_literal(tiles_w)},
-             {"THREADS", int_literal(toh * 32)},
-             {"HAS_BIAS", c.has_bias ? "1" : "0"},
-             {"act_expr", activation_expr(node, c.graph, "v")}};
-  k.args = {node.inputs[0], node.inputs[1], c.has_bias ? node.inputs[2] : kNullArg, node.outputs[0]};
+  KernelStep k = stem_step(c, "conv_stem_nhwc", " stem tile " + std::to_string(toh) + "x" + std::to_string(tow), toh * 32);
+  k.holes.insert(k.holes.end(), {{"TOH", int_literal(toh)}, {"TOW", int_literal(tow)}, {"TILES_W", int_literal(tiles_w)}});
   k.block = Dim3{toh * 32, 1, 1};
   k.grid = Dim3{tiles_w * tiles_h, cs.batch, 1};
   Lowering l;
@@ -365,27 +374,15 @@ Expected<Lowering> lower_stem_pool(const NhwcConv& c) {
   const int64_t warps = (conv_px(pth, ptw) + 31) / 32;
   const int64_t tiles_w = (pgeo->out[1] + ptw - 1) / ptw, tiles_h = (pgeo->out[0] + pth - 1) / pth;
   if (cs.batch > 65535 || tiles_w * tiles_h > (int64_t{1} << 31) - 1) return node_error(node, "too large a grid for the stem kernel");
-  KernelStep k;
-  k.template_name = "conv_stem_pool_nhwc";
-  k.holes = {{"comment", c.comment + " + MaxPool " + shape_str(pk) + " pooled tile " + std::to_string(pth) + "x" + std::to_string(ptw)},
-             {"T", dtype_c_type(c.x.dtype)},
-             {"MMA_TYPE", c.x.dtype == DType::kBFloat16 ? "bf16" : "f16"},
-             {"IDX", index_type(std::max(shape_numel(nchw_to_nhwc(cs.out)), c.x.numel()))},
-             {"N", int_literal(cs.batch)}, {"H", int_literal(g.in[0])}, {"W", int_literal(g.in[1])},
-             {"C", int_literal(cs.cin)}, {"K", int_literal(cs.cout)},
-             {"KH", int_literal(g.kernel[0])}, {"KW", int_literal(g.kernel[1])},
-             {"OH", int_literal(g.out[0])}, {"OW", int_literal(g.out[1])},
-             {"SH", int_literal(g.strides[0])}, {"SW", int_literal(g.strides[1])},
-             {"PH", int_literal(g.pad_begin[0])}, {"PW", int_literal(g.pad_begin[1])},
+  KernelStep k = stem_step(c, "conv_stem_pool_nhwc",
+                           " + MaxPool " + shape_str(pk) + " pooled tile " + std::to_string(pth) + "x" + std::to_string(ptw),
+                           warps * 32);
+  k.holes.insert(k.holes.end(), {
              {"PKH", int_literal(pk[0])}, {"PKW", int_literal(pk[1])},
              {"PSH", int_literal(pgeo->strides[0])}, {"PSW", int_literal(pgeo->strides[1])},
              {"PPH", int_literal(pgeo->pad_begin[0])}, {"PPW", int_literal(pgeo->pad_begin[1])},
              {"POH", int_literal(pgeo->out[0])}, {"POW", int_literal(pgeo->out[1])},
-             {"PTH", int_literal(pth)}, {"PTW", int_literal(ptw)}, {"TILES_W", int_literal(tiles_w)},
-             {"THREADS", int_literal(warps * 32)},
-             {"HAS_BIAS", c.has_bias ? "1" : "0"},
-             {"act_expr", activation_expr(node, c.graph, "v")}};
-  k.args = {node.inputs[0], node.inputs[1], c.has_bias ? node.inputs[2] : kNullArg, node.outputs[0]};
+             {"PTH", int_literal(pth)}, {"PTW", int_literal(ptw)}, {"TILES_W", int_literal(tiles_w)}});
   k.block = Dim3{warps * 32, 1, 1};
   k.grid = Dim3{tiles_w * tiles_h, cs.batch, 1};
   Lowering l;

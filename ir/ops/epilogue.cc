@@ -1,4 +1,4 @@
-// Encoding of absorbed activations in fused nodes (see epilogue.h).
+// Encoding of absorbed activations and pools in fused nodes (see epilogue.h).
 #include "ir/ops/epilogue.h"
 
 #include "ir/op_registry.h"
@@ -8,39 +8,30 @@ namespace aotc {
 namespace {
 const std::string kPrefix = "act.";
 const std::string kPoolPrefix = "pool.";
+
+// An absorbed node as attribute `kind` (its op type) + "<prefix><name>" attributes.
+void store_absorbed(Node& fused, const Node& absorbed, const std::string& kind, const std::string& prefix) {
+  fused.attrs[kind] = Attribute::of_string(absorbed.op_type);
+  for (const auto& kv : absorbed.attrs) fused.attrs[prefix + kv.first] = kv.second;
 }
 
-void store_pool(Node& fused, const Node& pool) {
-  fused.attrs["pool"] = Attribute::of_string(pool.op_type);
-  for (const auto& kv : pool.attrs) fused.attrs[kPoolPrefix + kv.first] = kv.second;
+Node load_absorbed(const Node& fused, const std::string& kind, const std::string& prefix) {
+  Node n;
+  n.name = fused.name;
+  n.op_type = fused.attr_string(kind, "");
+  for (const auto& kv : fused.attrs)
+    if (kv.first.compare(0, prefix.size(), prefix) == 0) n.attrs[kv.first.substr(prefix.size())] = kv.second;
+  return n;
 }
+}  // namespace
 
+void store_pool(Node& fused, const Node& pool) { store_absorbed(fused, pool, "pool", kPoolPrefix); }
 bool has_pool(const Node& fused) { return !fused.attr_string("pool", "").empty(); }
+Node load_pool(const Node& fused) { return load_absorbed(fused, "pool", kPoolPrefix); }
 
-Node load_pool(const Node& fused) {
-  Node pool;
-  pool.name = fused.name;
-  pool.op_type = fused.attr_string("pool", "");
-  for (const auto& kv : fused.attrs)
-    if (kv.first.compare(0, kPoolPrefix.size(), kPoolPrefix) == 0) pool.attrs[kv.first.substr(kPoolPrefix.size())] = kv.second;
-  return pool;
-}
-
-void store_activation(Node& fused, const Node& activation) {
-  fused.attrs["activation"] = Attribute::of_string(activation.op_type);
-  for (const auto& kv : activation.attrs) fused.attrs[kPrefix + kv.first] = kv.second;
-}
-
+void store_activation(Node& fused, const Node& activation) { store_absorbed(fused, activation, "activation", kPrefix); }
 bool has_activation(const Node& fused) { return !fused.attr_string("activation", "").empty(); }
-
-Node load_activation(const Node& fused) {
-  Node act;
-  act.name = fused.name;
-  act.op_type = fused.attr_string("activation", "");
-  for (const auto& kv : fused.attrs)
-    if (kv.first.compare(0, kPrefix.size(), kPrefix) == 0) act.attrs[kv.first.substr(kPrefix.size())] = kv.second;
-  return act;
-}
+Node load_activation(const Node& fused) { return load_absorbed(fused, "activation", kPrefix); }
 
 std::string activation_expr(const Node& fused, const Graph& graph, const std::string& x) {
   if (!has_activation(fused)) return x;
