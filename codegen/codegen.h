@@ -48,9 +48,9 @@ struct CodegenOptions {
   PdlMode pdl = PdlMode::kOff;  // measured neutral on an H100 (docs/perf_notes.md v8)
   // The library times up to 8 cuBLASLt candidates per matmul at create() and keeps the fastest
   // (runtime/aotc_rt_tune.c). kAuto (default): on for convolution networks (more Conv nodes than
-  // Gemm/MatMul nodes: their GEMMs are convolutions), off otherwise. Measured 2-5% faster on CNNs
-  // (H100 v8; H200: ResNet-50 and MobileNetV2 3-4% at batch 1 and 32, docs/perf_notes.md v10) but
-  // 1-7% slower on transformers (v8).
+  // Gemm/MatMul nodes: their GEMMs are convolutions), off otherwise. Measured on ResNet-50 and
+  // MobileNetV2 (docs/perf_notes.md v8, v10; H100 and H200): 4-7% faster at batch 32, -0.3% to
+  // +4% at batch 1; 1-7% slower on transformers (v8).
   enum class TuneMatmuls { kOff, kOn, kAuto };
   TuneMatmuls tune_matmuls = TuneMatmuls::kAuto;
 };

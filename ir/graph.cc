@@ -104,6 +104,14 @@ std::vector<std::vector<int>> Graph::consumers() const {
   return c;
 }
 
+void Graph::remove_nodes(const std::vector<bool>& drop) {
+  std::vector<Node> kept;
+  kept.reserve(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (i >= drop.size() || !drop[i]) kept.push_back(std::move(nodes[i]));
+  nodes = std::move(kept);
+}
+
 bool Graph::is_graph_output(ValueId id) const {
   for (ValueId o : outputs)
     if (o == id) return true;

@@ -88,6 +88,9 @@ class Graph {
   std::vector<int> producers() const;
   // For each value, the indices of the nodes reading it.
   std::vector<std::vector<int>> consumers() const;
+  // Removes the nodes whose index is marked in `drop` (one flag per node), keeping the order of
+  // the rest.
+  void remove_nodes(const std::vector<bool>& drop);
   bool is_graph_output(ValueId id) const;
   bool is_graph_input(ValueId id) const;
 };

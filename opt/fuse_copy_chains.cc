@@ -318,10 +318,7 @@ Expected<bool> fuse_copy_chains(Graph& graph) {
     for (ValueId v : n.inputs)
       if (v != kNoValue) --readers[static_cast<size_t>(v)];
   }
-  std::vector<Node> kept;
-  for (size_t i = 0; i < graph.nodes.size(); ++i)
-    if (!drop[i]) kept.push_back(std::move(graph.nodes[i]));
-  graph.nodes = std::move(kept);
+  graph.remove_nodes(drop);
   return true;
 }
 

@@ -67,10 +67,7 @@ class Rewriter {
         changed = changed || *done;
       }
     }
-    std::vector<Node> kept;
-    for (size_t i = 0; i < g_.nodes.size(); ++i)
-      if (!drop_[i]) kept.push_back(std::move(g_.nodes[i]));
-    g_.nodes = std::move(kept);
+    g_.remove_nodes(drop_);
     return changed;
   }
 

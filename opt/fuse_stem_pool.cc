@@ -5,8 +5,6 @@
 // and lowers to templates/conv_stem_pool_nhwc.cu.in, so the full-resolution stem output (ResNet-50
 // at batch 32: 51 MB written, then read by the pool) never reaches global memory. Exact: the
 // kernel pools the conv outputs after rounding them to the storage type, as the two nodes did.
-#include <map>
-
 #include "ir/layout.h"
 #include "ir/op_registry.h"
 #include "ir/ops/conv_configs.h"
@@ -23,10 +21,8 @@ bool runs_on_stem_kernel(const Node& n, const Graph& g) {
   const Value& x = g.value(n.inputs[0]);
   const Value& w = g.value(n.input(1));
   if (x.shape.size() != 4 || w.shape.size() != 4) return false;  // NHWC input, KRSC weights
-  const bool residual = n.input(kConvResidualInput) != kNoValue;
-  return x.shape[3] == kStemChannels &&
-         conv_stem_applies(g.target, x.dtype, n.attr_int("group", 1), x.shape[3], w.shape[0], {w.shape[1], w.shape[2]},
-                           n.attr_ints("dilations", {1, 1}), residual);
+  return conv_runs_on_stem_kernel(g.target, x.dtype, n.attr_int("group", 1), x.shape[3], w.shape[0], {w.shape[1], w.shape[2]},
+                                  n.attr_ints("dilations", {1, 1}), n.input(kConvResidualInput) != kNoValue);
 }
 
 bool absorbable_pool(const Node& p) {
@@ -40,22 +36,16 @@ bool absorbable_pool(const Node& p) {
 }  // namespace
 
 Expected<bool> fuse_stem_pool(Graph& graph) {
-  std::map<ValueId, int> readers;
-  std::map<ValueId, size_t> reader_node;
-  for (size_t i = 0; i < graph.nodes.size(); ++i)
-    for (ValueId v : graph.nodes[i].inputs)
-      if (v != kNoValue) {
-        ++readers[v];
-        reader_node[v] = i;
-      }
+  const std::vector<std::vector<int>> consumers = graph.consumers();
   bool changed = false;
   std::vector<bool> drop(graph.nodes.size(), false);
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     Node& c = graph.nodes[i];
     if (!runs_on_stem_kernel(c, graph)) continue;
     const ValueId v = c.outputs[0];
-    if (readers[v] != 1 || graph.is_graph_output(v)) continue;
-    const size_t pi = reader_node[v];
+    const std::vector<int>& readers = consumers[static_cast<size_t>(v)];
+    if (readers.size() != 1 || graph.is_graph_output(v)) continue;
+    const size_t pi = static_cast<size_t>(readers[0]);
     const Node& p = graph.nodes[pi];
     if (!absorbable_pool(p)) continue;
     Node pool;
@@ -79,12 +69,8 @@ Expected<bool> fuse_stem_pool(Graph& graph) {
     drop[pi] = true;
     changed = true;
   }
-  if (!changed) return false;
-  std::vector<Node> kept;
-  for (size_t i = 0; i < graph.nodes.size(); ++i)
-    if (!drop[i]) kept.push_back(std::move(graph.nodes[i]));
-  graph.nodes = std::move(kept);
-  return true;
+  if (changed) graph.remove_nodes(drop);
+  return changed;
 }
 
 }  // namespace aotc

@@ -71,8 +71,8 @@ options:
                            (--accuracy-budget in a compile implies --sensitivity)
   --tune-matmuls auto|on|off
                            on: the library times up to 8 cuBLASLt algorithms per matmul on its GPU
-                           at create() and keeps the fastest (adds create time; measured 2-5%
-                           faster on CNNs, 1-7% slower on transformers); off: cuBLASLt's
+                           at create() and keeps the fastest (adds create time; measured 4-7%
+                           faster on CNNs at batch 32, 1-7% slower on transformers); off: cuBLASLt's
                            heuristic; auto (default): on for convolution networks (more Conv than
                            Gemm/MatMul nodes). AOTC_MATMUL_TUNE=1 / AOTC_NO_MATMUL_TUNE=1 switch it
                            at run time

@@ -59,17 +59,26 @@ Expected<ConvShape> conv_shape(const Node& node, const Shape& x_physical, const 
   return cs;
 }
 
-// The NCHW output shape of an absorbed max pool (opt/fuse_stem_pool) over the conv output `conv`
-// (NCHW): 2-D, no dilation, one output (no Indices).
-Expected<Shape> pooled_shape(const Node& node, const Shape& conv) {
+}  // namespace
+
+Expected<WindowGeometry> absorbed_pool_geometry(const Node& node, int64_t conv_h, int64_t conv_w) {
   const Node pool = load_pool(node);
   if (pool.op_type != "MaxPool") return node_error(node, "absorbed pool '" + escape_for_message(pool.op_type) + "' is not MaxPool");
-  if (conv.size() != 4 || !pool.has_attr("kernel_shape")) return node_error(node, "an absorbed MaxPool needs a 2-D conv and kernel_shape");
+  if (!pool.has_attr("kernel_shape") || pool.attr_ints("kernel_shape").size() != 2)
+    return node_error(node, "an absorbed MaxPool needs a 2-D kernel_shape");
   for (int64_t d : pool.attr_ints("dilations", {1, 1}))
     if (d != 1) return node_error(node, "an absorbed MaxPool has no dilations");
   WindowOptions options;
   options.allow_ceil_mode = true;
-  auto geo = resolve_window(pool, {conv[2], conv[3]}, pool.attr_ints("kernel_shape"), options);
+  return resolve_window(pool, {conv_h, conv_w}, pool.attr_ints("kernel_shape"), options);
+}
+
+namespace {
+
+// The NCHW output shape of an absorbed max pool over the conv output `conv` (NCHW).
+Expected<Shape> pooled_shape(const Node& node, const Shape& conv) {
+  if (conv.size() != 4) return node_error(node, "an absorbed MaxPool needs a 2-D convolution");
+  auto geo = absorbed_pool_geometry(node, conv[2], conv[3]);
   if (!geo) return geo.status();
   return Shape{conv[0], conv[1], geo->out[0], geo->out[1]};
 }

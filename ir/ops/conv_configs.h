@@ -68,8 +68,8 @@ inline const std::vector<ConvKernelConfig>& conv_kernel_configs() {
       // instruction 16x8x32), ordered and picked by the int8 rule below from
       // TUNE_PRECISION=int8 tools/device/tune_conv.sh on ResNet-50 bs32 (H100, sixth session):
       // 128x64 won 29 of 54 convolutions and 64x128 19 (the layer3/4 ones with few 128-row tiles);
-      // 128x128x64 (the first row before) was slowest on most, all-128x64 ran the model in 1.798
-      // ms against 1.981 with the old rule.
+      // forced on every convolution, 128x128x64 (the first row before) ran the model in 2.191 ms,
+      // 128x64 in 1.798, the old rule in 1.981.
       {"i8tc128x64x64_w64x32_s4", ConvMath::kTensorOpInt8, 128, 64, 64, 64, 32, 64, 4, 80},
       {"i8tc64x128x64_w32x64_s4", ConvMath::kTensorOpInt8, 64, 128, 64, 32, 64, 64, 4, 80},
       {"i8tc64x64x64_w32x32_s4", ConvMath::kTensorOpInt8, 64, 64, 64, 32, 32, 64, 4, 80},
@@ -207,6 +207,15 @@ inline bool conv_stem_applies(const Target& target, DType dtype, int64_t group, 
   for (int64_t d : dilations)
     if (d != 1) return false;
   return true;
+}
+
+// A channels_last convolution as layout_nhwc leaves a stem (input stored with exactly
+// kStemChannels channels): the lowering runs it on the stem kernel, and opt/fuse_stem_pool may
+// give it a max pool.
+inline bool conv_runs_on_stem_kernel(const Target& target, DType dtype, int64_t group, int64_t stored_cin, int64_t cout,
+                                     const std::vector<int64_t>& kernel, const std::vector<int64_t>& dilations,
+                                     bool has_residual) {
+  return stored_cin == kStemChannels && conv_stem_applies(target, dtype, group, stored_cin, cout, kernel, dilations, has_residual);
 }
 
 // Largest filter height / width of the CUTLASS implicit GEMM (its optimized iterators keep one

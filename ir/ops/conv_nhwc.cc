@@ -348,13 +348,10 @@ Expected<Lowering> lower_stem_pool(const NhwcConv& c) {
   const ConvShape& cs = c.cs;
   const WindowGeometry& g = cs.geo;
   const Node& node = c.node;
-  const Node pool = load_pool(node);
-  const std::vector<int64_t> pk = pool.attr_ints("kernel_shape"), ps = pool.attr_ints("strides", {1, 1});
-  std::vector<int64_t> pp = pool.attr_ints("pads", {0, 0, 0, 0});
-  WindowOptions options;
-  options.allow_ceil_mode = true;
-  auto pgeo = resolve_window(pool, {g.out[0], g.out[1]}, pk, options);
+  auto pgeo = absorbed_pool_geometry(node, g.out[0], g.out[1]);
   if (!pgeo) return pgeo.status();
+  const std::vector<int64_t>& pk = pgeo->kernel;
+  const std::vector<int64_t>& ps = pgeo->strides;
   constexpr int64_t kSmemLimit = 48 * 1024;
   int64_t pth = 4, ptw = 8;
   auto conv_px = [&](int64_t h, int64_t w) { return ((h - 1) * ps[0] + pk[0]) * ((w - 1) * ps[1] + pk[1]); };
@@ -407,8 +404,7 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
   std::vector<int64_t> pads = g.pad_begin;
   pads.insert(pads.end(), g.pad_end.begin(), g.pad_end.end());
   const Target& t = graph.target;
-  const bool stem = conv_stem_applies(t, xv.dtype, cs.group, cs.cin, cs.cout, g.kernel, g.dilations, c.has_res) &&
-                    cs.cin == kStemChannels;
+  const bool stem = conv_runs_on_stem_kernel(t, xv.dtype, cs.group, cs.cin, cs.cout, g.kernel, g.dilations, c.has_res);
   if (has_pool(node)) {
     if (!stem) return node_error(node, "an absorbed pool runs only on the stem kernel");
     return lower_stem_pool(c);

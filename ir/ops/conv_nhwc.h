@@ -21,6 +21,11 @@ struct ConvShape {
   Shape out;
 };
 
+// The geometry of a max pool absorbed by opt/fuse_stem_pool (ir/ops/epilogue.h: load_pool) over
+// a conv output of conv_h x conv_w pixels: MaxPool, 2-D, kernel_shape given, no dilation. Shape
+// inference (the pooled output) and the stem lowering (tile, pads, strides) both read it.
+Expected<WindowGeometry> absorbed_pool_geometry(const Node& node, int64_t conv_h, int64_t conv_w);
+
 // A channels_last node (2-D): the first implementation of ir/ops/conv_configs.h's order that
 // applies for graph.target and the node's dtype.
 Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph, const ConvShape& cs);
