@@ -190,13 +190,23 @@ inline int64_t conv_padded_channels(DType dtype, int64_t cin) {
 // The direct tensor-core stem kernel (templates/conv_stem_nhwc.cu.in; lowering in conv_nhwc.cc):
 // a 16-bit convolution of one group reading at most kStemChannels input channels (the RGB stem,
 // zero-padded to 4: 8 bytes per pixel), any window up to kStemMaxWindow with dilation 1, K output
-// channels a multiple of 8 up to kStemMaxCout, no residual. It replaces the space-to-depth
+// channels a multiple of 8 up to kStemMaxCout, no residual, and a filter that fits the kernels'
+// shared-memory copy of it (stem_filter_smem_bytes <= kStemMaxFilterSmem: ResNet's 7x7 x 64 takes
+// 27.6 KB, a 9x9 x 64 would take 44 KB and goes to CUTLASS). It replaces the space-to-depth
 // packing + CUTLASS implicit GEMM over 8-channel taps (ResNet-50's 7x7/2: 119 TFLOP/s of padded
 // work, 110 us at batch 32 on an H200; MobileNetV2's 3x3/2: 52 us; docs/perf_notes.md v10) unless
 // --conv-stem cutlass (Target::conv_stem_kernel off).
 constexpr int64_t kStemChannels = 4;
 constexpr int64_t kStemMaxCout = 64;
 constexpr int64_t kStemMaxWindow = 11;
+constexpr int64_t kStemMaxFilterSmem = 32 * 1024;
+// Bytes of the stem kernels' staged filter: cout rows of the K steps' 16 halves each plus 8 bytes
+// (a row stride of 4 mod 8 words keeps the B fragment loads free of bank conflicts); the
+// templates derive the same WRS = KSTEPS * 8 + 4.
+inline int64_t stem_filter_smem_bytes(int64_t cout, int64_t kh, int64_t kw) {
+  const int64_t ksteps = (kh * kw * kStemChannels + 15) / 16;
+  return cout * (ksteps * 8 + 4) * 4;
+}
 inline bool conv_stem_applies(const Target& target, DType dtype, int64_t group, int64_t cin, int64_t cout,
                               const std::vector<int64_t>& kernel, const std::vector<int64_t>& dilations,
                               bool has_residual) {
@@ -204,6 +214,7 @@ inline bool conv_stem_applies(const Target& target, DType dtype, int64_t group, 
   if (dtype != DType::kFloat16 && dtype != DType::kBFloat16) return false;
   if (group != 1 || cin > kStemChannels || cin < 1 || cout % 8 != 0 || cout > kStemMaxCout || has_residual) return false;
   if (kernel.size() != 2 || kernel[0] > kStemMaxWindow || kernel[1] > kStemMaxWindow) return false;
+  if (stem_filter_smem_bytes(cout, kernel[0], kernel[1]) > kStemMaxFilterSmem) return false;
   for (int64_t d : dilations)
     if (d != 1) return false;
   return true;

@@ -318,9 +318,10 @@ Expected<Lowering> lower_stem(const NhwcConv& c) {
   const Node& node = c.node;
   constexpr int64_t kSmemLimit = 48 * 1024;
   int64_t toh = 8, tow = 32;
+  const int64_t filter_bytes = stem_filter_smem_bytes(cs.cout, g.kernel[0], g.kernel[1]);
   auto smem = [&](int64_t h, int64_t w) {
     const int64_t pr = (h - 1) * g.strides[0] + g.kernel[0], pc = (w - 1) * g.strides[1] + g.kernel[1];
-    return pr * pc * cs.cin * 2;
+    return pr * pc * cs.cin * 2 + filter_bytes;
   };
   auto blocks = [&](int64_t h, int64_t w) { return cs.batch * ((g.out[0] + h - 1) / h) * ((g.out[1] + w - 1) / w); };
   while (smem(toh, tow) > kSmemLimit || blocks(toh, tow) < c.graph.target.sm_count) {
@@ -355,10 +356,11 @@ Expected<Lowering> lower_stem_pool(const NhwcConv& c) {
   constexpr int64_t kSmemLimit = 48 * 1024;
   int64_t pth = 4, ptw = 8;
   auto conv_px = [&](int64_t h, int64_t w) { return ((h - 1) * ps[0] + pk[0]) * ((w - 1) * ps[1] + pk[1]); };
-  auto smem = [&](int64_t h, int64_t w) {
+  const int64_t filter_bytes = stem_filter_smem_bytes(cs.cout, g.kernel[0], g.kernel[1]);
+  auto smem = [&](int64_t h, int64_t w) {  // the window, then the filter or (after the MMAs) the conv tile
     const int64_t cr = (h - 1) * ps[0] + pk[0], cc = (w - 1) * ps[1] + pk[1];
     const int64_t pr = (cr - 1) * g.strides[0] + g.kernel[0], pc = (cc - 1) * g.strides[1] + g.kernel[1];
-    return pr * pc * cs.cin * 2 + cr * cc * cs.cout * 2;
+    return pr * pc * cs.cin * 2 + std::max(filter_bytes, cr * cc * cs.cout * 2);
   };
   auto blocks = [&](int64_t h, int64_t w) { return cs.batch * ((pgeo->out[0] + h - 1) / h) * ((pgeo->out[1] + w - 1) / w); };
   while (smem(pth, ptw) > kSmemLimit || conv_px(pth, ptw) > 8 * 32 || blocks(pth, ptw) < c.graph.target.sm_count) {

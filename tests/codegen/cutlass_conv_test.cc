@@ -17,6 +17,7 @@
 #include "library_build.h"
 #include "ir/layout.h"
 #include "ir/op_registry.h"
+#include "ir/ops/conv_configs.h"
 #include "ir/text_ir.h"
 #include "opt/memory_plan.h"
 #include "opt/passes.h"
@@ -289,6 +290,46 @@ TEST(CutlassConv, RgbStemTakesTheStemKernel) {
       const std::string sources = test::compile_block_sources(*g, test::linear_plan(*g), {"sm_87", "sm_90"}, "", "stem-" + t);
       EXPECT_NE(sources.find("mma.sync.aligned.m16n8k16.row.col.f32." + std::string(t == "bfloat16" ? "bf16" : "f16")), std::string::npos);
     }
+  }
+}
+
+// The stem kernels stage the whole filter in shared memory (stem_filter_smem_bytes <= 32 KB): a
+// 9x9 stem with 64 outputs (44 KB) goes to CUTLASS, the same window with 32 outputs (22 KB) and
+// an 11x11 with 16 (16 KB) take the stem kernel, and the 9x9 x 32 one compiles (its static
+// shared memory, window + filter, under 48 KB).
+TEST(CutlassConv, StemKernelOnlyWhereItsFilterFitsSharedMemory) {
+  EXPECT_EQ(stem_filter_smem_bytes(64, 7, 7), 64 * (13 * 8 + 4) * 4);
+  struct Case {
+    int64_t cout, window;
+    bool stem;
+  };
+  for (const Case& c : {Case{64, 9, false}, Case{32, 9, true}, Case{16, 11, true}, Case{64, 7, true}}) {
+    SCOPED_TRACE(std::to_string(c.cout) + " outputs, window " + std::to_string(c.window));
+    EXPECT_EQ(stem_filter_smem_bytes(c.cout, c.window, c.window) <= kStemMaxFilterSmem, c.stem);
+    const std::string w = std::to_string(c.window), p = std::to_string(c.window / 2);
+    auto g = parse_text_ir("input %x : float16[2x3x33x30]\nconst %w : float16[" + std::to_string(c.cout) + "x3x" + w + "x" + w +
+                           "] = random(1)\n%y : float16[?] = Conv(%x, %w) {strides=[2,2], pads=[" + p + "," + p + "," + p + "," +
+                           p + "]}  # stem\noutput %y\n");
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    g->opset = 17;
+    ASSERT_TRUE(infer_shapes(*g).is_ok());
+    g->target = target_from_archs({"sm_90", "sm_87"});
+    g->target.conv_im2col_gemm = false;
+    ASSERT_TRUE(fuse_epilogue(*g).is_ok());
+    ASSERT_TRUE(layout_nhwc(*g).is_ok());
+    auto program = build_launch_program(*g, test::linear_plan(*g));
+    ASSERT_TRUE(program.is_ok()) << program.status().message();
+    int stems = 0, library = 0;
+    for (const ProgramKernel& k : program->kernels) {
+      stems += k.template_name == "conv_stem_nhwc" ? 1 : 0;
+      library += k.library_params ? 1 : 0;
+    }
+    EXPECT_EQ(stems, c.stem ? 1 : 0);
+    EXPECT_EQ(library, c.stem ? 0 : 1);
+    if (!c.stem || c.window != 9) continue;
+    const std::string nvcc = test::find_nvcc();
+    if (!test::tool_runs(nvcc) || !test::tool_runs("cc")) GTEST_SKIP() << "nvcc or cc not available";
+    test::compile_block_sources(*g, test::linear_plan(*g), {"sm_87", "sm_90"}, "", "stem9x9");
   }
 }
 

@@ -189,6 +189,16 @@ TEST(GpuConvFp16, StemKernelOneChannelFiveByFiveNoBias) {
   run_case(b.graph(), "conv16_stem_1ch");
 }
 
+// Long K loops of the staged filter (tests/codegen: stem_filter_smem_bytes): 9x9/2 with 32
+// outputs (21 K steps) and 11x11/1 with 16 outputs (31 K steps, bias, ReLU).
+TEST(GpuConvFp16, StemKernelLargeWindows) {
+  AOTC_REQUIRE_GPU();
+  run_case(conv_fp16_graph({2, 3, 41, 38}, {32, 3, 9, 9}, {{"strides", ints({2, 2})}, {"pads", ints({4, 4, 4, 4})}}, false,
+                           false),
+           "conv16_stem9x9");
+  run_case(conv_fp16_graph({1, 2, 29, 35}, {16, 2, 11, 11}, {{"pads", ints({5, 5, 5, 5})}}, false, true), "conv16_stem11x11");
+}
+
 // The stem with an absorbed max pool (opt/fuse_stem_pool, templates/conv_stem_pool_nhwc.cu.in):
 // ResNet's entry on an odd image (partial pooled tiles, pool windows past the conv output), and a
 // 3x3/2 stem with 24 outputs under a 2x2 ceil-mode pool with asymmetric pads.
