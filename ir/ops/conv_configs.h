@@ -200,12 +200,14 @@ constexpr int64_t kStemChannels = 4;
 constexpr int64_t kStemMaxCout = 64;
 constexpr int64_t kStemMaxWindow = 11;
 constexpr int64_t kStemMaxFilterSmem = 32 * 1024;
-// Bytes of the stem kernels' staged filter: cout rows of the K steps' 16 halves each plus 8 bytes
-// (a row stride of 4 mod 8 words keeps the B fragment loads free of bank conflicts); the
-// templates derive the same WRS = KSTEPS * 8 + 4.
+// 4-byte words per row of the stem kernels' staged filter: the K steps' 4 taps x 8 bytes, rounded
+// up to 8 mod 16 words so a half warp's 8-byte B loads (4 rows x 4 taps) hit 32 different banks.
+inline int64_t stem_filter_row_words(int64_t kh, int64_t kw) {
+  const int64_t ksteps = (kh * kw + 3) / 4;
+  return ksteps % 2 ? ksteps * 8 : ksteps * 8 + 8;
+}
 inline int64_t stem_filter_smem_bytes(int64_t cout, int64_t kh, int64_t kw) {
-  const int64_t ksteps = (kh * kw * kStemChannels + 15) / 16;
-  return cout * (ksteps * 8 + 4) * 4;
+  return cout * stem_filter_row_words(kh, kw) * 4;
 }
 inline bool conv_stem_applies(const Target& target, DType dtype, int64_t group, int64_t cin, int64_t cout,
                               const std::vector<int64_t>& kernel, const std::vector<int64_t>& dilations,

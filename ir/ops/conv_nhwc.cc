@@ -285,7 +285,16 @@ Expected<Lowering> lower_depthwise(const NhwcConv& c) {
 }
 
 // The holes and arguments both stem templates share (conv_stem_nhwc, conv_stem_pool_nhwc).
-KernelStep stem_step(const NhwcConv& c, const std::string& template_name, const std::string& note, int64_t threads) {
+// Tiles one block of a stem kernel runs (it stages the filter once for them): as many as leave
+// about 4 blocks per SM of the target (ResNet-50's stem + pool gets 3 resident blocks per SM),
+// at most 8. Measured on an H200 at batch 32 (tools/device/stem_bench): 1 tile a block 81 us,
+// 2: 76, 4: 74, 8: 73.5.
+int64_t stem_tiles_per_block(int64_t tiles, const Target& target) {
+  return std::clamp<int64_t>(tiles / (4 * int64_t{target.sm_count}), 1, 8);
+}
+
+KernelStep stem_step(const NhwcConv& c, const std::string& template_name, const std::string& note, int64_t threads,
+                     int64_t tiles_per_block) {
   const ConvShape& cs = c.cs;
   const WindowGeometry& g = cs.geo;
   const Node& node = c.node;
@@ -302,6 +311,8 @@ KernelStep stem_step(const NhwcConv& c, const std::string& template_name, const 
              {"SH", int_literal(g.strides[0])}, {"SW", int_literal(g.strides[1])},
              {"PH", int_literal(g.pad_begin[0])}, {"PW", int_literal(g.pad_begin[1])},
              {"THREADS", int_literal(threads)},
+             {"TPB", int_literal(tiles_per_block)},
+             {"WRS", int_literal(stem_filter_row_words(g.kernel[0], g.kernel[1]))},
              {"HAS_BIAS", c.has_bias ? "1" : "0"},
              {"act_expr", activation_expr(node, c.graph, "v")}};
   k.args = {node.inputs[0], node.inputs[1], c.has_bias ? node.inputs[2] : kNullArg, node.outputs[0]};
@@ -318,10 +329,9 @@ Expected<Lowering> lower_stem(const NhwcConv& c) {
   const Node& node = c.node;
   constexpr int64_t kSmemLimit = 48 * 1024;
   int64_t toh = 8, tow = 32;
-  const int64_t filter_bytes = stem_filter_smem_bytes(cs.cout, g.kernel[0], g.kernel[1]);
   auto smem = [&](int64_t h, int64_t w) {
     const int64_t pr = (h - 1) * g.strides[0] + g.kernel[0], pc = (w - 1) * g.strides[1] + g.kernel[1];
-    return pr * pc * cs.cin * 2 + filter_bytes;
+    return pr * pc * cs.cin * 2;
   };
   auto blocks = [&](int64_t h, int64_t w) { return cs.batch * ((g.out[0] + h - 1) / h) * ((g.out[1] + w - 1) / w); };
   while (smem(toh, tow) > kSmemLimit || blocks(toh, tow) < c.graph.target.sm_count) {
@@ -331,11 +341,13 @@ Expected<Lowering> lower_stem(const NhwcConv& c) {
   }
   if (smem(toh, tow) > kSmemLimit) return node_error(node, "stem window too large for the stem kernel's shared memory");
   const int64_t tiles_w = (g.out[1] + tow - 1) / tow, tiles_h = (g.out[0] + toh - 1) / toh;
-  if (cs.batch > 65535 || tiles_w * tiles_h > (int64_t{1} << 31) - 1) return node_error(node, "too large a grid for the stem kernel");
-  KernelStep k = stem_step(c, "conv_stem_nhwc", " stem tile " + std::to_string(toh) + "x" + std::to_string(tow), toh * 32);
+  if (cs.batch * tiles_w * tiles_h > (int64_t{1} << 31) - 1) return node_error(node, "too large a grid for the stem kernel");
+  const int64_t tiles = cs.batch * tiles_w * tiles_h, tpb = stem_tiles_per_block(tiles, c.graph.target);
+  KernelStep k = stem_step(c, "conv_stem_nhwc", " stem tile " + std::to_string(toh) + "x" + std::to_string(tow), toh * 32, tpb);
   k.holes.insert(k.holes.end(), {{"TOH", int_literal(toh)}, {"TOW", int_literal(tow)}, {"TILES_W", int_literal(tiles_w)}});
   k.block = Dim3{toh * 32, 1, 1};
-  k.grid = Dim3{tiles_w * tiles_h, cs.batch, 1};
+  k.grid = Dim3{(tiles + tpb - 1) / tpb, 1, 1};
+  k.shared_bytes = stem_filter_smem_bytes(cs.cout, g.kernel[0], g.kernel[1]) + smem(toh, tow);
   Lowering l;
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
   return l;
@@ -356,11 +368,10 @@ Expected<Lowering> lower_stem_pool(const NhwcConv& c) {
   constexpr int64_t kSmemLimit = 48 * 1024;
   int64_t pth = 4, ptw = 8;
   auto conv_px = [&](int64_t h, int64_t w) { return ((h - 1) * ps[0] + pk[0]) * ((w - 1) * ps[1] + pk[1]); };
-  const int64_t filter_bytes = stem_filter_smem_bytes(cs.cout, g.kernel[0], g.kernel[1]);
-  auto smem = [&](int64_t h, int64_t w) {  // the window, then the filter or (after the MMAs) the conv tile
+  auto smem = [&](int64_t h, int64_t w) {  // the window and the conv tile (the filter comes on top)
     const int64_t cr = (h - 1) * ps[0] + pk[0], cc = (w - 1) * ps[1] + pk[1];
     const int64_t pr = (cr - 1) * g.strides[0] + g.kernel[0], pc = (cc - 1) * g.strides[1] + g.kernel[1];
-    return pr * pc * cs.cin * 2 + std::max(filter_bytes, cr * cc * cs.cout * 2);
+    return (pr * pc * cs.cin * 2 + 15) / 16 * 16 + cr * cc * (cs.cout + 8) * 2;  // conv pixels padded by 16 bytes
   };
   auto blocks = [&](int64_t h, int64_t w) { return cs.batch * ((pgeo->out[0] + h - 1) / h) * ((pgeo->out[1] + w - 1) / w); };
   while (smem(pth, ptw) > kSmemLimit || conv_px(pth, ptw) > 8 * 32 || blocks(pth, ptw) < c.graph.target.sm_count) {
@@ -372,18 +383,21 @@ Expected<Lowering> lower_stem_pool(const NhwcConv& c) {
     return node_error(node, "pool window too large for the stem kernel with an absorbed pool");
   const int64_t warps = (conv_px(pth, ptw) + 31) / 32;
   const int64_t tiles_w = (pgeo->out[1] + ptw - 1) / ptw, tiles_h = (pgeo->out[0] + pth - 1) / pth;
-  if (cs.batch > 65535 || tiles_w * tiles_h > (int64_t{1} << 31) - 1) return node_error(node, "too large a grid for the stem kernel");
+  if (cs.batch * tiles_w * tiles_h > (int64_t{1} << 31) - 1) return node_error(node, "too large a grid for the stem kernel");
+  const int64_t tiles = cs.batch * tiles_w * tiles_h, tpb = stem_tiles_per_block(tiles, c.graph.target);
   KernelStep k = stem_step(c, "conv_stem_pool_nhwc",
                            " + MaxPool " + shape_str(pk) + " pooled tile " + std::to_string(pth) + "x" + std::to_string(ptw),
-                           warps * 32);
+                           warps * 32, tpb);
   k.holes.insert(k.holes.end(), {
+             {"T2", c.x.dtype == DType::kBFloat16 ? "__nv_bfloat162" : "__half2"},
              {"PKH", int_literal(pk[0])}, {"PKW", int_literal(pk[1])},
              {"PSH", int_literal(pgeo->strides[0])}, {"PSW", int_literal(pgeo->strides[1])},
              {"PPH", int_literal(pgeo->pad_begin[0])}, {"PPW", int_literal(pgeo->pad_begin[1])},
              {"POH", int_literal(pgeo->out[0])}, {"POW", int_literal(pgeo->out[1])},
              {"PTH", int_literal(pth)}, {"PTW", int_literal(ptw)}, {"TILES_W", int_literal(tiles_w)}});
   k.block = Dim3{warps * 32, 1, 1};
-  k.grid = Dim3{tiles_w * tiles_h, cs.batch, 1};
+  k.grid = Dim3{(tiles + tpb - 1) / tpb, 1, 1};
+  k.shared_bytes = stem_filter_smem_bytes(cs.cout, g.kernel[0], g.kernel[1]) + smem(pth, ptw);
   Lowering l;
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
   return l;

@@ -298,7 +298,8 @@ TEST(CutlassConv, RgbStemTakesTheStemKernel) {
 // an 11x11 with 16 (16 KB) take the stem kernel, and the 9x9 x 32 one compiles (its static
 // shared memory, window + filter, under 48 KB).
 TEST(CutlassConv, StemKernelOnlyWhereItsFilterFitsSharedMemory) {
-  EXPECT_EQ(stem_filter_smem_bytes(64, 7, 7), 64 * (13 * 8 + 4) * 4);
+  EXPECT_EQ(stem_filter_smem_bytes(64, 7, 7), 64 * 13 * 8 * 4);  // 13 K steps: 104 words = 8 mod 16
+  EXPECT_EQ(stem_filter_row_words(4, 4), 4 * 8 + 8);            // 4 K steps: 32 words -> 40
   struct Case {
     int64_t cout, window;
     bool stem;
