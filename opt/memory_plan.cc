@@ -33,32 +33,57 @@ Status MemoryPlanner::plan_greedy_by_size() {
       return Status::error("memory plan: buffer '" + escape_for_message(b.label) + "' has size " +
                            std::to_string(b.size) + " and lifetime [" + std::to_string(b.first_use) + "," +
                            std::to_string(b.last_use) + "]");
-  // Largest first; ties keep insertion order (stable), so plans are deterministic.
-  std::vector<int> order(buffers_.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return align_up(buffers_[static_cast<size_t>(a)].size) > align_up(buffers_[static_cast<size_t>(b)].size);
-  });
-  std::vector<int> placed;
-  for (int idx : order) {
-    Buffer& cur = buffers_[static_cast<size_t>(idx)];
-    const int64_t size = align_up(cur.size);
-    // Placed buffers live at the same time as `cur`, by offset: take the first gap that fits.
-    std::vector<const Buffer*> live;
-    for (int p : placed) {
-      const Buffer& o = buffers_[static_cast<size_t>(p)];
-      if (align_up(o.size) > 0 && lifetimes_intersect(cur.first_use, cur.last_use, o.first_use, o.last_use))
-        live.push_back(&o);
+  // Greedy first fit in one order of the buffers; the arena it gives.
+  auto place = [&](const std::vector<int>& order) {
+    std::vector<int> placed;
+    for (int idx : order) {
+      Buffer& cur = buffers_[static_cast<size_t>(idx)];
+      const int64_t size = align_up(cur.size);
+      // Placed buffers live at the same time as `cur`, by offset: take the first gap that fits.
+      std::vector<const Buffer*> live;
+      for (int p : placed) {
+        const Buffer& o = buffers_[static_cast<size_t>(p)];
+        if (align_up(o.size) > 0 && lifetimes_intersect(cur.first_use, cur.last_use, o.first_use, o.last_use))
+          live.push_back(&o);
+      }
+      std::sort(live.begin(), live.end(), [](const Buffer* a, const Buffer* b) { return a->offset < b->offset; });
+      int64_t candidate = 0;
+      for (const Buffer* o : live) {
+        if (candidate + size <= o->offset) break;
+        candidate = std::max(candidate, o->offset + align_up(o->size));
+      }
+      cur.offset = candidate;
+      placed.push_back(idx);
     }
-    std::sort(live.begin(), live.end(), [](const Buffer* a, const Buffer* b) { return a->offset < b->offset; });
-    int64_t candidate = 0;
-    for (const Buffer* o : live) {
-      if (candidate + size <= o->offset) break;
-      candidate = std::max(candidate, o->offset + align_up(o->size));
-    }
-    cur.offset = candidate;
-    placed.push_back(idx);
+    return arena_bytes();
+  };
+  // Orders tried (stable sorts: ties keep insertion order, so plans are deterministic): largest
+  // first (TFLite Micro's), largest size x lifetime first, earliest first use first. The first
+  // order's plan is kept unless another gives a strictly smaller arena (ResNet-50 batch 1 after
+  // merge_projection_shortcut: 1.09x the lower bound by size, within 2% with another order).
+  auto by = [&](auto key) {
+    std::vector<int> order(buffers_.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return key(buffers_[static_cast<size_t>(a)]) > key(buffers_[static_cast<size_t>(b)]);
+    });
+    return order;
+  };
+  const std::vector<std::vector<int>> orders = {
+      by([](const Buffer& b) { return align_up(b.size); }),
+      by([](const Buffer& b) { return align_up(b.size) * (b.last_use - b.first_use + 1); }),
+      by([](const Buffer& b) { return -static_cast<int64_t>(b.first_use); }),
+  };
+  int64_t best = -1;
+  std::vector<int64_t> best_offsets;
+  for (const std::vector<int>& order : orders) {
+    const int64_t arena = place(order);
+    if (best >= 0 && arena >= best) continue;
+    best = arena;
+    best_offsets.clear();
+    for (const Buffer& b : buffers_) best_offsets.push_back(b.offset);
   }
+  for (size_t i = 0; i < buffers_.size(); ++i) buffers_[i].offset = best_offsets[i];
   return Status::ok();
 }
 

@@ -24,7 +24,7 @@ class MemoryPlanner {
  public:
   // Returns the buffer's index. first_use/last_use are inclusive step indices.
   int add_buffer(int64_t size, int first_use, int last_use, std::string label = "");
-  Status plan_greedy_by_size();   // fills offsets
+  Status plan_greedy_by_size();   // fills offsets: first fit, largest first (or another order where smaller)
   Status plan_linear();           // every buffer after the previous one (baseline)
   int64_t arena_bytes() const;    // end of the highest buffer, aligned
   int64_t lower_bound() const;    // max over steps of the sum of live (aligned) sizes

@@ -46,6 +46,11 @@ Expected<bool> layout_nhwc(Graph& graph);
 Expected<bool> clip_into_depthwise(Graph& graph);
 // The stem kernel's conv absorbs the channels_last MaxPool that alone reads it (fuse_stem_pool.cc).
 Expected<bool> fuse_stem_pool(Graph& graph);
+
+// A pointwise conv whose residual is another pointwise conv (ResNet's first bottleneck: conv3 +
+// downsample) becomes one conv over Concat(h, x) where that moves fewer bytes
+// (merge_projection_shortcut.cc).
+Expected<bool> merge_projection_shortcut(Graph& graph);
 // A 16-bit MatMul (or Gemm without C) by a constant [K, N] with N % 8 != 0 (large outputs): B zero-padded to a multiple
 // of 8 at compile time, then a Slice of the first N columns (aligned cuBLASLt kernels).
 Expected<bool> pad_gemm_n(Graph& graph);

@@ -93,9 +93,17 @@ Expected<Lowering> concat_lower(const Node& node, const Graph& graph) {
     int64_t x_outer, inner;
     split_at(x.shape, axis, &x_outer, &inner);
     if (x.numel() > 0) {
+      // 16-byte accesses where the slab's rows, the output's rows and the offset are whole vectors
+      // and both buffers live in the arena (graph inputs / outputs and constants may be less
+      // aligned).
+      const int64_t es = dtype_size(y.dtype), v = es > 0 && es < 16 ? 16 / es : 1;
+      const bool arena = !graph.is_graph_input(node.inputs[i]) && !x.is_constant() && !graph.is_graph_output(node.outputs[0]);
+      const int64_t vec = arena && v > 1 && inner % v == 0 && out_inner % v == 0 && offset % v == 0 ? v : 1;
       KernelStep k;
       k.template_name = "concat_slab";
       k.holes = {{"T", bits_c_type(y.dtype)},
+                 {"V", vec > 1 ? "uint4" : bits_c_type(y.dtype)},
+                 {"VEC", int_literal(vec)},
                  {"I", y.numel() < (int64_t{1} << 31) - 1 ? "int" : "long long"},
                  {"in_inner", int_literal(inner)},
                  {"out_inner", int_literal(out_inner)},
@@ -105,7 +113,7 @@ Expected<Lowering> concat_lower(const Node& node, const Graph& graph) {
                                  shape_str(y.shape) + " along axis " + std::to_string(axis)}};
       k.args = {node.inputs[i], node.outputs[0]};
       k.block = Dim3{256, 1, 1};
-      k.grid = grid_for(x.numel(), 256);
+      k.grid = grid_for(x.numel() / vec, 256);
       l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
     }
     offset += inner;

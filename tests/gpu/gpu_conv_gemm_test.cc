@@ -226,6 +226,23 @@ TEST(GpuConvFp16, StemKernelWithMaxPool) {
   }
 }
 
+// ResNet's first bottleneck with its projection shortcut (opt/merge_projection_shortcut: one
+// 1x1 conv over Concat(h, x), the Concat's slabs with 16-byte accesses) against the reference of
+// the unmerged graph.
+TEST(GpuConvFp16, MergedProjectionShortcut) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  ValueId x = b.input("x", {2, 64, 14, 13}, DType::kFloat16);
+  ValueId h = b.node("Relu", {b.node("Conv", {x, b.weight("w1", {32, 64, 1, 1}, -0.2, 0.2, DType::kFloat16),
+                                              b.weight("b1", {32}, -0.5, 0.5, DType::kFloat16)})});
+  ValueId c3 = b.node("Conv", {h, b.weight("w3", {256, 32, 1, 1}, -0.2, 0.2, DType::kFloat16),
+                               b.weight("b3", {256}, -0.5, 0.5, DType::kFloat16)});
+  ValueId d = b.node("Conv", {x, b.weight("wd", {256, 64, 1, 1}, -0.2, 0.2, DType::kFloat16),
+                              b.weight("bd", {256}, -0.5, 0.5, DType::kFloat16)});
+  b.output(b.node("Relu", {b.node("Add", {c3, d})}));
+  run_case(b.graph(), "conv16_merged_shortcut");
+}
+
 TEST(GpuConvFp16, DepthwiseStride2) {
   AOTC_REQUIRE_GPU();
   run_case(conv_fp16_graph({2, 24, 9, 10}, {24, 1, 3, 3},

@@ -39,8 +39,9 @@ int count_ops(const Graph& g, const std::string& op_type) {
 }
 
 // `plain` convs absorb nothing but their BN (ResNet's downsample convs, MobileNetV2's projections
-// without a residual): they stay Conv, with the folded bias.
-void check_small_model(const std::string& text, int convs, int plain) {
+// without a residual): they stay Conv, with the folded bias. `merged`: projection shortcuts
+// merge_projection_shortcut folds into their block's last conv (one Concat each).
+void check_small_model(const std::string& text, int convs, int plain, int merged) {
   auto built = testing_util::build(text);
   ASSERT_TRUE(built.is_ok()) << built.status().message();
   Graph& g = *built;
@@ -50,7 +51,8 @@ void check_small_model(const std::string& text, int convs, int plain) {
   ASSERT_TRUE(stats.is_ok()) << stats.status().message();
   EXPECT_EQ(count_ops(g, "BatchNormalization"), 0);
   EXPECT_EQ(count_ops(g, "Conv"), plain);
-  EXPECT_EQ(count_ops(g, "FusedConv"), convs - plain);
+  EXPECT_EQ(count_ops(g, "FusedConv"), convs - plain - merged);
+  EXPECT_EQ(count_ops(g, "Concat"), merged);
   for (const Node& n : g.nodes) {
     if (n.op_type == "Conv") {
       EXPECT_NE(n.input(2), kNoValue) << "BN folded into a bias";
@@ -74,12 +76,12 @@ void check_small_model(const std::string& text, int convs, int plain) {
 
 TEST(CnnPipeline, SmallResNet50FusesEverythingAndKeepsTheOutput) {
   AOTC_REQUIRE_OPS("Conv", "aotc.FusedConv", "BatchNormalization", "MaxPool", "GlobalAveragePool", "Flatten", "Gemm");
-  check_small_model(testing_util::resnet50_text(2, 32, 8, 10), 53, 4);
+  check_small_model(testing_util::resnet50_text(2, 32, 8, 10), 53, 3, 1);  // layer 1's stride-1 projection merged
 }
 
 TEST(CnnPipeline, SmallMobileNetV2FusesEverythingAndKeepsTheOutput) {
   AOTC_REQUIRE_OPS("Conv", "aotc.FusedConv", "BatchNormalization", "Clip", "GlobalAveragePool", "Flatten", "Gemm");
-  check_small_model(testing_util::mobilenet_v2_text(2, 32, 8, 10), 52, 7);
+  check_small_model(testing_util::mobilenet_v2_text(2, 32, 8, 10), 52, 7, 0);
 }
 
 void check_full_size_arena(const std::string& name, const std::string& text) {

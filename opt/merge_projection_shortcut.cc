@@ -1,0 +1,149 @@
+// merge_projection_shortcut: a pointwise channels_last convolution whose residual input is another
+// pointwise convolution (ResNet's first bottleneck block: conv3(h) + downsample(x), both 1x1 /
+// stride 1, BN folded) becomes one convolution over the channel concatenation of both inputs:
+//   relu(W3 h + b3 + (Wd x + bd))  ->  relu([W3 | Wd] [h ; x] + (b3 + bd))
+// with [h ; x] = Concat(h, x, axis = channels) and the filters concatenated along C at compile time.
+// Bytes per output pixel (16-bit, Ch / Cx input channels, K outputs): before, the projection reads
+// Cx and writes K, the conv reads Ch + K (the residual) and writes K: Ch + Cx + 3K; after, the
+// concat reads Ch + Cx and writes them, the conv reads Ch + Cx and writes K: 3 (Ch + Cx) + K. So
+// the pass fires only where K > Ch + Cx (ResNet-50 layer 1: 256 > 64 + 64, 896 -> 640 bytes x2 a
+// pixel). The residual no longer passes through the storage type (the projection's output was
+// rounded before the add; now both products accumulate in fp32), and b3 + bd is rounded once.
+// Must not fire: a projection with an activation, a pool or any other attribute, a stride, pad,
+// dilation, group or window other than 1, a second reader or a graph output, different pixel
+// grids or dtypes, non-constant filters or biases, 8-bit types, or K <= Ch + Cx.
+#include <cstring>
+#include <set>
+
+#include "ir/layout.h"
+#include "ir/op_registry.h"
+#include "ir/ops/conv_nhwc.h"
+#include "ir/ops/epilogue.h"
+#include "opt/passes.h"
+
+namespace aotc {
+namespace {
+
+bool is_conv(const Node& n) {
+  return (n.op_type == "Conv" && n.domain.empty()) || (n.op_type == "FusedConv" && n.domain == "aotc");
+}
+
+// A channels_last 1x1 / stride 1 / unpadded / group 1 convolution whose attributes are only the
+// window's and (when `activation_ok`) an absorbed activation.
+bool plain_pointwise(const Node& n, bool activation_ok) {
+  if (!is_conv(n) || !channels_last(n) || n.outputs.size() != 1 || n.inputs.size() < 2) return false;
+  static const std::set<std::string> kWindow = {"channels_last", "dilations", "group", "kernel_shape", "pads", "strides"};
+  for (const auto& kv : n.attrs) {
+    if (kWindow.count(kv.first)) continue;
+    if (activation_ok && (kv.first == "activation" || kv.first.rfind("act.", 0) == 0)) continue;
+    return false;
+  }
+  for (int64_t v : n.attr_ints("strides", {1, 1}))
+    if (v != 1) return false;
+  for (int64_t v : n.attr_ints("dilations", {1, 1}))
+    if (v != 1) return false;
+  for (int64_t v : n.attr_ints("pads", {0, 0, 0, 0}))
+    if (v != 0) return false;
+  return n.attr_int("group", 1) == 1;
+}
+
+bool float_type(DType t) { return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16; }
+
+// The KRSC filter [K, 1, 1, C] of a pointwise conv, or null.
+const Value* pointwise_filter(const Graph& g, const Node& n, DType dtype) {
+  const Value& w = g.value(n.input(1));
+  if (!w.is_constant() || w.dtype != dtype || w.shape.size() != 4 || w.shape[1] != 1 || w.shape[2] != 1) return nullptr;
+  return &w;
+}
+
+// The bias [K] (a constant of the conv's dtype) or, when absent, a null pointer with ok = true.
+bool bias_of(const Graph& g, const Node& n, int64_t k, DType dtype, const Value** out) {
+  *out = nullptr;
+  if (n.inputs.size() < 3 || n.input(2) == kNoValue) return true;
+  const Value& b = g.value(n.input(2));
+  if (!b.is_constant() || b.dtype != dtype || b.shape != Shape{k}) return false;
+  *out = &b;
+  return true;
+}
+
+}  // namespace
+
+Expected<bool> merge_projection_shortcut(Graph& graph) {
+  const std::vector<std::vector<int>> consumers = graph.consumers();
+  const std::vector<int> producers = graph.producers();
+  std::vector<bool> drop(graph.nodes.size(), false);
+  std::vector<std::pair<size_t, Node>> concats;  // inserted before the node at that index
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    Node& c = graph.nodes[i];
+    if (drop[i] || !plain_pointwise(c, true) || c.op_type != "FusedConv") continue;
+    const ValueId r = c.input(kConvResidualInput);
+    if (r == kNoValue || graph.is_graph_output(r) || consumers[static_cast<size_t>(r)].size() != 1) continue;
+    const int pi = producers[static_cast<size_t>(r)];
+    if (pi < 0 || drop[static_cast<size_t>(pi)]) continue;
+    const Node& p = graph.nodes[static_cast<size_t>(pi)];
+    if (!plain_pointwise(p, false) || (p.inputs.size() > kConvResidualInput && p.input(kConvResidualInput) != kNoValue))
+      continue;
+    const Value& h = graph.value(c.input(0));
+    const Value& x = graph.value(p.input(0));
+    const DType dt = h.dtype;
+    if (!float_type(dt) || x.dtype != dt || graph.value(r).dtype != dt || h.shape.size() != 4 || x.shape.size() != 4) continue;
+    if (h.shape[0] != x.shape[0] || h.shape[1] != x.shape[1] || h.shape[2] != x.shape[2]) continue;  // one pixel grid
+    const Value* w3 = pointwise_filter(graph, c, dt);
+    const Value* wd = pointwise_filter(graph, p, dt);
+    if (!w3 || !wd || w3->shape[0] != wd->shape[0]) continue;
+    const int64_t k = w3->shape[0], ch = h.shape[3], cx = x.shape[3];
+    if (w3->shape[3] != ch || wd->shape[3] != cx || k <= ch + cx) continue;
+    const Value *b3 = nullptr, *bd = nullptr;
+    if (!bias_of(graph, c, k, dt, &b3) || !bias_of(graph, p, k, dt, &bd)) continue;
+
+    // [W3 | Wd] along C, b3 + bd (summed in double, rounded once to the storage type).
+    const size_t es = static_cast<size_t>(dtype_size(dt));
+    Tensor w(dt, Shape{k, 1, 1, ch + cx});
+    for (int64_t o = 0; o < k; ++o) {
+      std::memcpy(w.raw() + static_cast<size_t>(o * (ch + cx)) * es, w3->constant->raw() + static_cast<size_t>(o * ch) * es,
+                  static_cast<size_t>(ch) * es);
+      std::memcpy(w.raw() + static_cast<size_t>(o * (ch + cx) + ch) * es, wd->constant->raw() + static_cast<size_t>(o * cx) * es,
+                  static_cast<size_t>(cx) * es);
+    }
+    ValueId bias = kNoValue;
+    if (b3 || bd) {
+      Tensor b(dt, Shape{k});
+      for (int64_t o = 0; o < k; ++o) b.set(o, (b3 ? b3->constant->get(o) : 0.0) + (bd ? bd->constant->get(o) : 0.0));
+      bias = graph.add_constant(graph.unique_name(c.name + "_merged_bias"), std::move(b));
+    }
+    const ValueId wid = graph.add_constant(graph.unique_name(c.name + "_merged_w"), std::move(w));
+
+    Node cat;
+    cat.name = graph.unique_name(c.name + "_shortcut_concat");
+    cat.op_type = "Concat";
+    cat.inputs = {c.input(0), p.input(0)};
+    cat.attrs["axis"] = Attribute::of_int(3);  // NHWC channels
+    cat.outputs = {graph.add_value(graph.unique_name(cat.name), dt, {h.shape[0], h.shape[1], h.shape[2], ch + cx}, true)};
+    const ValueId hx = cat.outputs[0];
+    AOTC_RETURN_IF_ERROR(default_registry().find("Concat", "")->infer(cat, graph));
+
+    Node& conv = graph.nodes[i];  // (graph.add_* above did not touch the node list)
+    conv.inputs[0] = hx;
+    conv.inputs[1] = wid;
+    conv.inputs[2] = bias;
+    conv.inputs[kConvResidualInput] = kNoValue;
+    conv.attrs["kernel_shape"] = Attribute::of_ints({1, 1});
+    AOTC_RETURN_IF_ERROR(default_registry().find(conv.op_type, conv.domain)->infer(conv, graph));
+    drop[static_cast<size_t>(pi)] = true;
+    concats.emplace_back(i, std::move(cat));
+  }
+  if (concats.empty()) return false;
+  // Rebuild the node list: each Concat right before its conv (h and x are produced earlier), the
+  // projections dropped.
+  std::vector<Node> nodes;
+  nodes.reserve(graph.nodes.size() + concats.size());
+  size_t next = 0;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    if (next < concats.size() && concats[next].first == i) nodes.push_back(std::move(concats[next++].second));
+    if (!drop[i]) nodes.push_back(std::move(graph.nodes[i]));
+  }
+  graph.nodes = std::move(nodes);
+  return true;
+}
+
+}  // namespace aotc
