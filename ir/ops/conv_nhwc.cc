@@ -298,10 +298,15 @@ KernelStep stem_step(const NhwcConv& c, const std::string& template_name, const 
   const ConvShape& cs = c.cs;
   const WindowGeometry& g = cs.geo;
   const Node& node = c.node;
+  const Node* pack = stem_pack_of(c.graph, node);
+  const Value* src = pack ? &c.graph.value(pack->inputs[0]) : nullptr;
   KernelStep k;
   k.template_name = template_name;
-  k.holes = {{"comment", c.comment + note},
+  k.holes = {{"comment", c.comment + note + (pack ? " (reads the NCHW " + dtype_name(src->dtype) + " input: pack absorbed)" : "")},
              {"T", dtype_c_type(c.x.dtype)},
+             {"TI", dtype_c_type(src ? src->dtype : c.x.dtype)},
+             {"PACKED", pack ? "1" : "0"},
+             {"CI", int_literal(src ? src->shape[1] : cs.cin)},
              {"MMA_TYPE", c.x.dtype == DType::kBFloat16 ? "bf16" : "f16"},
              {"IDX", index_type(std::max(shape_numel(nchw_to_nhwc(cs.out)), c.x.numel()))},
              {"N", int_literal(cs.batch)}, {"H", int_literal(g.in[0])}, {"W", int_literal(g.in[1])},
@@ -404,6 +409,53 @@ Expected<Lowering> lower_stem_pool(const NhwcConv& c) {
 }
 
 }  // namespace
+
+namespace {
+
+bool absorbable_pack(const Graph& graph, const Node& pack) {
+  if (pack.op_type != "PackNhwc" || pack.domain != "aotc" || pack.inputs.size() != 1 || pack.outputs.size() != 1) return false;
+  if (pack.attr_int("block", 1) != 1 || pack.has_attr("pads") || pack.has_attr("spatial")) return false;
+  const Value& src = graph.value(pack.inputs[0]);
+  const Value& out = graph.value(pack.outputs[0]);
+  return src.shape.size() == 4 && src.shape[1] <= kStemChannels && out.shape.size() == 4 && out.shape[3] == kStemChannels &&
+         !graph.is_graph_output(pack.outputs[0]) &&
+         (src.dtype == DType::kFloat32 || src.dtype == DType::kFloat16 || src.dtype == DType::kBFloat16);
+}
+
+bool conv_on_stem_kernel(const Graph& graph, const Node& n) {
+  const bool conv = (n.op_type == "Conv" && n.domain.empty()) || (n.op_type == "FusedConv" && n.domain == "aotc");
+  if (!conv || !channels_last(n) || n.inputs.size() < 2 || n.outputs.size() != 1) return false;
+  const Value& x = graph.value(n.inputs[0]);
+  const Value& w = graph.value(n.input(1));
+  if (x.shape.size() != 4 || w.shape.size() != 4) return false;
+  const bool res = n.inputs.size() > kConvResidualInput && n.input(kConvResidualInput) != kNoValue;
+  return conv_runs_on_stem_kernel(graph.target, x.dtype, n.attr_int("group", 1), x.shape[3], w.shape[0], {w.shape[1], w.shape[2]},
+                                  n.attr_ints("dilations", {1, 1}), res);
+}
+
+}  // namespace
+
+const Node* stem_pack_of(const Graph& graph, const Node& conv) {
+  if (conv.inputs.empty() || conv.inputs[0] == kNoValue || !conv_on_stem_kernel(graph, conv)) return nullptr;
+  const Node* pack = nullptr;
+  int readers = 0;
+  for (const Node& n : graph.nodes) {
+    for (const ValueId out : n.outputs)
+      if (out == conv.inputs[0]) pack = &n;
+    for (const ValueId in : n.inputs) readers += in == conv.inputs[0] ? 1 : 0;
+  }
+  return pack && readers == 1 && absorbable_pack(graph, *pack) ? pack : nullptr;
+}
+
+bool stem_absorbs_pack(const Graph& graph, const Node& pack) {
+  if (!absorbable_pack(graph, pack)) return false;
+  const Node* reader = nullptr;
+  int readers = 0;
+  for (const Node& n : graph.nodes)
+    for (const ValueId in : n.inputs)
+      if (in == pack.outputs[0]) reader = &n, ++readers;
+  return readers == 1 && stem_pack_of(graph, *reader) == &pack;
+}
 
 Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph, const ConvShape& cs) {
   const Value& xv = input_value(graph, node, 0);

@@ -1,6 +1,7 @@
 // Shared between the two files of the Conv family: ir/ops/conv.cc (import, checks, shape
 // inference, reference, NCHW lowering) and ir/ops/conv_nhwc.cc (the lowering of a channels_last
-// node to its NHWC implementations). Not for other op families.
+// node to its NHWC implementations). Not for other op families, except ir/ops/pack_nhwc.cc's use
+// of stem_absorbs_pack.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +26,14 @@ struct ConvShape {
 // a conv output of conv_h x conv_w pixels: MaxPool, 2-D, kernel_shape given, no dilation. Shape
 // inference (the pooled output) and the stem lowering (tile, pads, strides) both read it.
 Expected<WindowGeometry> absorbed_pool_geometry(const Node& node, int64_t conv_h, int64_t conv_w);
+
+// The aotc.PackNhwc (no space-to-depth, kStemChannels channels) whose output only `conv` reads,
+// when `conv` runs on a stem kernel: the stem kernel then reads the pack's NCHW source itself
+// (converting and zero-padding channels while it stages its input window) and the pack lowers to
+// a view of its source (no kernel, no buffer). Null otherwise. The pack's lowering asks
+// stem_absorbs_pack, the conv's stem_pack_of: one rule for both.
+const Node* stem_pack_of(const Graph& graph, const Node& conv);
+bool stem_absorbs_pack(const Graph& graph, const Node& pack);
 
 // A channels_last node (2-D): the first implementation of ir/ops/conv_configs.h's order that
 // applies for graph.target and the node's dtype.

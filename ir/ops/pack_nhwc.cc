@@ -10,6 +10,7 @@
 // channels] with channels >= C*b*b. A stride-b convolution over X is then a stride-1
 // convolution over Y with a ceil(R/b) x ceil(S/b) window.
 #include "ir/op_registry.h"
+#include "ir/ops/conv_nhwc.h"
 #include "ir/ops/op_helpers.h"
 
 namespace aotc {
@@ -66,6 +67,11 @@ Status pack_reference(const Node& node, const std::vector<const Tensor*>& inputs
 }
 
 Expected<Lowering> pack_lower(const Node& node, const Graph& graph) {
+  if (stem_absorbs_pack(graph, node)) {  // the stem kernel reads the NCHW source (ir/ops/conv_nhwc.h)
+    Lowering view;
+    view.is_view = true;
+    return view;
+  }
   const Value& x = input_value(graph, node, 0);
   const Value& y = output_value(graph, node, 0);
   KernelStep k;

@@ -276,13 +276,23 @@ TEST(CutlassConv, RgbStemTakesTheStemKernel) {
       ASSERT_TRUE(layout_nhwc(*g).is_ok());
       auto program = build_launch_program(*g, test::linear_plan(*g));
       ASSERT_TRUE(program.is_ok()) << program.status().message();
-      int stems = 0, library = 0;
+      int stems = 0, library = 0, packs = 0;
       for (const ProgramKernel& k : program->kernels) {
         stems += k.template_name == "conv_stem_nhwc" ? 1 : 0;
         library += k.library_params ? 1 : 0;
+        packs += k.template_name == "pack_nhwc" ? 1 : 0;
+        // The stem kernel reads the NCHW input itself: the pack is a view, no kernel of its own.
+        if (k.template_name == "conv_stem_nhwc") {
+          for (const auto& h : k.holes) {
+            if (h.first == "PACKED") {
+              EXPECT_EQ(h.second, "1");
+            }
+          }
+        }
       }
       EXPECT_EQ(stems, stem ? 1 : 0);
       EXPECT_EQ(library, stem ? 0 : 1);
+      EXPECT_EQ(packs, stem ? 0 : 1);  // --conv-stem cutlass: the space-to-depth pack stays a kernel
       EXPECT_EQ(g->nodes[0].attr_int("block", 1), stem ? 1 : 2);
       if (!stem) continue;
       const std::string nvcc = test::find_nvcc();
