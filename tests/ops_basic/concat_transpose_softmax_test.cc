@@ -111,7 +111,7 @@ TEST(Concat, LoweringOneKernelPerNonEmptyInput) {
   EXPECT_EQ(hole(l->steps[1].kernel, "out_offset"), "3LL");  // after 3 + 0 columns
   EXPECT_EQ(hole(l->steps[1].kernel, "out_inner"), "5LL");
   EXPECT_EQ(hole(l->steps[1].kernel, "T"), "unsigned short");
-  EXPECT_EQ(hole(l->steps[1].kernel, "VEC"), "1LL");  // graph inputs: 2-byte accesses (alignment unknown)
+  EXPECT_EQ(hole(l->steps[1].kernel, "VEC"), "1LL");  // 2 and 5 columns: not whole 16-byte vectors
 }
 
 Tensor transpose_by_scatter(const Tensor& x, const std::vector<int64_t>& perm) {
