@@ -3,8 +3,8 @@
 the template before this session's change (old), the first staged-filter version (v1), and the
 current template with tiles per block, and ablations of it (_nomma, _nofilter, _nopool, _nopatch,
 _none, _noepi: the named phase's loop runs zero times; outputs then differ) next to an empty kernel
-of the same launch shape (the event-timing floor, ~5 us). prelude.cuh is a generated library's
-device prelude; old.cu.in / v1.cu.in are the template at 4bb370b / d3f6697. Writes bench.cu
+of the same launch shape (the event-timing floor, ~5 us). The prelude is templates/common.cuh;
+old.cu.in / v1.cu.in are the template at 4bb370b / d3f6697. Writes bench.cu
 (ignored); build it here and run the binary on the GPU machine (it travels if not ignored):
   python3 gen.py && nvcc -O3 -arch=sm_90 -std=c++17 bench.cu -o stem_bench.bin
 Each variant's output is compared with old's (max abs difference) and timed with CUDA events
@@ -35,11 +35,14 @@ def holes(n, name):
     return dict(comment=name, T="__half", IDX="int", MMA_TYPE="f16", N=n, H=224, W=224, C=4, K=64, KH=7, KW=7,
                 OH=112, OW=112, SH=2, SW=2, PH=3, PW=3, PKH=3, PKW=3, PSH=2, PSW=2, PPH=1, PPW=1, POH=56, POW=56,
                 PTH=pth, PTW=8, TILES_W=7, THREADS=threads, HAS_BIAS=1, act_expr="(v < 0 ? 0 : v)",
-                kernel_name=name, WRS=104, TPB=1, T2="__half2")
+                kernel_name=name, WRS=104, TPB=1, T2="__half2", TI="__half", PACKED=0, CI=4)
 
 
 def main():
-    out = [(here / "prelude.cuh").read_text()]
+    # The libraries' device prelude; its exported aotc_pdl_arch (read by the runtime through the
+    # driver) is a plain __device__ variable here, where the runtime API links the program.
+    prelude = (repo / "templates/common.cuh").read_text()
+    out = [prelude.replace('extern "C" __device__ int aotc_pdl_arch', "__device__ int aotc_pdl_arch")]
     launches = []  # (name, n, grid, threads, smem)
     cur = (repo / "templates/conv_stem_pool_nhwc.cu.in").read_text()
     for n in (32, 1):
