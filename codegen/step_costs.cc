@@ -39,8 +39,15 @@ int64_t matmul_step_bytes(const MatmulStep& m) {
 int64_t kernel_step_bytes(const Graph& graph, const KernelStep& k, int64_t scratch_bytes) {
   int64_t bytes = 0;
   for (ValueId a : k.args) {
-    if (a == kScratchArg) bytes += scratch_bytes;
-    else if (a >= 0 && static_cast<size_t>(a) < graph.values.size()) bytes += graph.value(a).byte_size();
+    if (a == kScratchArg) {
+      bytes += scratch_bytes;
+    } else if (a >= 0 && static_cast<size_t>(a) < graph.values.size()) {
+      // A view's bytes are its root's (the memory plan's alias_of): for a stem conv reading an
+      // absorbed PackNhwc, the NCHW source it actually reads.
+      ValueId root = a;
+      while (graph.value(root).alias_of != kNoValue) root = graph.value(root).alias_of;
+      bytes += graph.value(root).byte_size();
+    }
   }
   return bytes;
 }

@@ -123,6 +123,13 @@ TEST(StepCosts, LibraryConvUsesBuilderArgsAndHelperStepsHaveNone) {
   im2col.args = {conv->inputs[0], kScratchArg};
   EXPECT_EQ(kernel_step_flops(*conv, g, im2col), 0);
   EXPECT_EQ(kernel_step_bytes(g, im2col, 1000), 2 * 3 * 81 * 4 + 1000);
+  // A view counts its root's bytes (an absorbed PackNhwc: the stem reads the NCHW source).
+  Graph v = g;
+  const ValueId packed = v.add_value("packed", DType::kFloat16, {2, 9, 9, 4}, true);
+  v.value(packed).alias_of = conv->inputs[0];
+  KernelStep reads_view;
+  reads_view.args = {packed};
+  EXPECT_EQ(kernel_step_bytes(v, reads_view, 0), 2 * 3 * 81 * 4);
   // A grouped conv: weights [K, C/group, R, S] give 2*N*K*P*Q*(C/group)*R*S.
   auto grouped = parse_text_ir(R"(
 input %x : float[1x4x5x5]
