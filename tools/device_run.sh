@@ -22,6 +22,9 @@
 #      AOTC_EXTRA_ARGS="--pdl early" (appended to every aotc compile of the run)
 #      AB_ENV="AOTC_NO_PDL=1" (each main case is timed a second time with these variables set;
 #      both medians on its progress line, the second in bench_ab.json)
+#      AB_AOTC_ARGS="--disable-pass merge_projection_shortcut" (each main case is also compiled
+#      with these aotc arguments appended, into CASE/ab/; the two libraries are timed in turn,
+#      twice each, and the four medians are on the progress line; compile-time A/Bs in one call)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 repo="$(pwd)"
@@ -232,6 +235,25 @@ step_aotc() {
       timeout "$(cap 120)" env ${envs[@]+"${envs[@]}"} $AB_ENV "$aotc_run" "$lc/lib$lib.so" "${inputs[@]}" \
         --bench "$BENCH_ITERS" --json "$c/bench_ab.json" </dev/null >"$c/bench_ab.log" 2>&1 || true
       ab="; with $AB_ENV: $(grep -o -m1 'median [0-9.]* ms' "$c/bench_ab.log")"
+    fi
+    if [ -n "${AB_AOTC_ARGS:-}" ] && [ "$role" = main ]; then
+      mkdir -p "$c/ab"
+      # shellcheck disable=SC2086  # args and AB_AOTC_ARGS are argument lists
+      if timeout "$(cap 300)" "$BUILD_DIR/bin/aotc" "$model" -o "$c/ab/lib${lib}_ab.so" --name "${lib}_ab" \
+           --batch "$batch" $args $AB_AOTC_ARGS </dev/null >"$c/ab/compile.log" 2>&1; then
+        local turn medians=""
+        for turn in 1 2; do
+          timeout "$(cap 120)" env ${envs[@]+"${envs[@]}"} "$aotc_run" "$lc/lib$lib.so" "${inputs[@]}" \
+            --bench "$BENCH_ITERS" </dev/null >"$c/ab/bench_main_$turn.log" 2>&1 || true
+          timeout "$(cap 120)" env ${envs[@]+"${envs[@]}"} "$aotc_run" "$c/ab/lib${lib}_ab.so" "${inputs[@]}" \
+            --bench "$BENCH_ITERS" </dev/null >"$c/ab/bench_ab_$turn.log" 2>&1 || true
+          medians="$medians $(grep -o -m1 'median [0-9.]*' "$c/ab/bench_main_$turn.log" | cut -d' ' -f2)/$(
+            grep -o -m1 'median [0-9.]*' "$c/ab/bench_ab_$turn.log" | cut -d' ' -f2)"
+        done
+        ab="$ab; as built / with $AB_AOTC_ARGS (ms, twice):$medians"
+      else
+        ab="$ab; with $AB_AOTC_ARGS: aotc FAILED: $(grep -m1 'error' "$c/ab/compile.log" | cut -c1-120)"
+      fi
     fi
     [ "$role" = ablation ] || failures=$((failures + bad))
     [ "$quiet" = 1 ] || say "  $name: compiled in $dt s; $(tail -n 1 "$c/check.log" | cut -c1-150); $(grep -o -m1 'median [0-9.]* ms' "$c/bench.log")$ab"
