@@ -95,6 +95,8 @@ Expected<bool> merge_projection_shortcut(Graph& graph) {
     if (w3->shape[3] != ch || wd->shape[3] != cx || k <= ch + cx) continue;
     const Value *b3 = nullptr, *bd = nullptr;
     if (!bias_of(graph, c, k, dt, &b3) || !bias_of(graph, p, k, dt, &bd)) continue;
+    // Copied now: the graph.add_* calls below may move graph.values under h, x, w3, wd, b3, bd.
+    const Shape h_shape = h.shape;
 
     // [W3 | Wd] along C, b3 + bd (summed in double, rounded once to the storage type).
     const size_t es = static_cast<size_t>(dtype_size(dt));
@@ -118,7 +120,7 @@ Expected<bool> merge_projection_shortcut(Graph& graph) {
     cat.op_type = "Concat";
     cat.inputs = {c.input(0), p.input(0)};
     cat.attrs["axis"] = Attribute::of_int(3);  // NHWC channels
-    cat.outputs = {graph.add_value(graph.unique_name(cat.name), dt, {h.shape[0], h.shape[1], h.shape[2], ch + cx}, true)};
+    cat.outputs = {graph.add_value(graph.unique_name(cat.name), dt, {h_shape[0], h_shape[1], h_shape[2], ch + cx}, true)};
     const ValueId hx = cat.outputs[0];
     AOTC_RETURN_IF_ERROR(default_registry().find("Concat", "")->infer(cat, graph));
 
