@@ -54,10 +54,15 @@ Status depth_to_space_infer(Node& node, Graph& graph) {
   std::string mode = node.attr_string("mode", "DCR");
   if (mode != "DCR" && mode != "CRD") return node_error(node, "mode must be DCR or CRD");
   const Shape& x = input_value(graph, node, 0).shape;
-  if (x[1] % (b * b) != 0)
-    return node_error(node, "channels " + std::to_string(x[1]) + " are not a multiple of blocksize^2 = " +
-                                std::to_string(b * b));
-  set_output(graph, node, 0, input_value(graph, node, 0).dtype, {x[0], x[1] / (b * b), x[2] * b, x[3] * b});
+  // A model's blocksize is any int64: blocksize^2 and the output dims checked for overflow (a fuzz
+  // find: blocksize 2^40 overflowed b * b).
+  int64_t bb = 0, oh = 0, ow = 0;
+  if (__builtin_mul_overflow(b, b, &bb) || x[1] % bb != 0)
+    return node_error(node, "channels " + std::to_string(x[1]) + " are not a multiple of blocksize^2 (blocksize " +
+                                std::to_string(b) + ")");
+  if (__builtin_mul_overflow(x[2], b, &oh) || __builtin_mul_overflow(x[3], b, &ow))
+    return node_error(node, "the output's height or width overflows int64 (blocksize " + std::to_string(b) + ")");
+  set_output(graph, node, 0, input_value(graph, node, 0).dtype, {x[0], x[1] / bb, oh, ow});
   return Status::ok();
 }
 
@@ -70,7 +75,10 @@ Status space_to_depth_infer(Node& node, Graph& graph) {
   if (x[2] % b != 0 || x[3] % b != 0)
     return node_error(node, "height and width (" + std::to_string(x[2]) + ", " + std::to_string(x[3]) +
                                 ") must be multiples of blocksize " + std::to_string(b));
-  set_output(graph, node, 0, input_value(graph, node, 0).dtype, {x[0], x[1] * b * b, x[2] / b, x[3] / b});
+  int64_t oc = 0;
+  if (__builtin_mul_overflow(x[1], b, &oc) || __builtin_mul_overflow(oc, b, &oc))
+    return node_error(node, "the output's channels overflow int64 (blocksize " + std::to_string(b) + ")");
+  set_output(graph, node, 0, input_value(graph, node, 0).dtype, {x[0], oc, x[2] / b, x[3] / b});
   return Status::ok();
 }
 

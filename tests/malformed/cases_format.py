@@ -308,6 +308,11 @@ def attribute_cases(c):
                  out_dtype=TensorProto.UINT8)
     m.opset_import[0].version = 21
     c.add("attributes", "quantize_block_size_huge", m, "ok", "block_size past the axis: one block of 6 (the check overflowed)")
+    # A fuzz find (fuzz_model_mutator, 2026-11-27): blocksize 2^40 overflowed blocksize^2 (UBSan).
+    m = one_node("DepthToSpace", {"blocksize": 2 ** 40}, ([1, 8, 2, 2],), None)
+    c.add("attributes", "depth_to_space_blocksize_huge", m, "error", "blocksize^2 overflows: not a divisor of the channels")
+    m = one_node("SpaceToDepth", {"blocksize": 2 ** 40}, ([1, 8, 2, 2],), None)
+    c.add("attributes", "space_to_depth_blocksize_huge", m, "error", "blocksize past the height and width")
     # Attributes whose container is malformed.
     m = one_node("Softmax", {"axis": 1}, ([2, 3],), None)
     m.graph.node[0].attribute.extend([A("axis", 0)])
