@@ -1,6 +1,7 @@
 // References and shape inference of this area's ops against values computed independently here
 // (closed forms and explicit loops written out from the ONNX spec), plus the refusals: each bad
 // node must fail with a message naming the reason.
+#include <limits>
 #include <cmath>
 
 #include "tests/ops_basic/ops_test_util.h"
@@ -73,6 +74,27 @@ TEST(Reduce, IntegerSumWrapsAndMeanTruncates) {
   Tensor x(DType::kInt32, {3});
   x.set_int(0, 7); x.set_int(1, -3); x.set_int(2, 1);
   EXPECT_EQ(run1(n, {x}), std::vector<double>{1});  // 5 / 3 truncated
+}
+
+// Integer ReduceLogSum of zeros is log 0 = -inf and ReduceL2 of a wrapped sum sqrt(negative) = NaN:
+// saturated (INT64_MIN) and 0, as the GPU's conversion gives, not an undefined cast (a fuzz find).
+TEST(Reduce, IntegerLogOfZeroAndRootOfAWrappedSumAreDefined) {
+  OneNode log_sum("ReduceLogSum");
+  log_sum.input(DType::kInt64, {2}).attr("keepdims", Attribute::of_int(0));
+  ASSERT_TRUE(log_sum.build().is_ok());
+  Tensor zeros(DType::kInt64, {2});
+  auto got = run1(log_sum, {zeros});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(static_cast<int64_t>(got[0]), std::numeric_limits<int64_t>::min());
+  OneNode l2("ReduceL2");
+  l2.input(DType::kInt64, {2}).attr("keepdims", Attribute::of_int(0));
+  ASSERT_TRUE(l2.build().is_ok());
+  Tensor big(DType::kInt64, {2});
+  big.set_int(0, int64_t{3} << 31);  // squares sum past 2^63: the int64 sum wraps negative
+  big.set_int(1, int64_t{3} << 31);
+  got = run1(l2, {big});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], 0.0);
 }
 
 TEST(Reduce, Refusals) {
