@@ -251,6 +251,9 @@ Expected<Lowering> conv_lower(const Node& node, const Graph& graph) {
   const Value& xv = input_value(graph, node, 0);
   auto cs = conv_shape(node, xv.shape, input_value(graph, node, 1).shape);
   if (!cs) return cs.status();
+  // An empty output (batch 0, a zero-sized window result): nothing to compute, no launch (the tile
+  // arithmetic below divides by the tile count; a fuzz find: batch 0 reached pick_split_k).
+  if (shape_numel(cs->out) == 0) return Lowering{};
   if (channels_last(node)) return conv_lower_channels_last(node, graph, *cs);
   if (has_pool(node)) return node_error(node, "an absorbed pool runs only on the channels_last stem kernel");
   if (node.has_attr("input_max"))

@@ -163,6 +163,7 @@ constexpr int64_t kMaxSplitK = 16;
 inline int64_t pick_split_k(const Target& target, const ConvKernelConfig& c, int64_t gemm_m, int64_t gemm_n,
                             int64_t gemm_k) {
   const int64_t tiles = conv_config_tiles(c, gemm_m, gemm_n);
+  if (tiles <= 0) return 1;  // an empty problem (its lowering launches nothing)
   const int64_t k_iters = (gemm_k + c.tb_k - 1) / c.tb_k;
   int64_t split = tiles >= target.sm_count ? 1 : target.sm_count / tiles;
   split = std::min({split, k_iters / kMinKIterationsPerSlice, kMaxSplitK, static_cast<int64_t>(target.max_split_k)});

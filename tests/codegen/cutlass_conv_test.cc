@@ -303,6 +303,28 @@ TEST(CutlassConv, RgbStemTakesTheStemKernel) {
   }
 }
 
+// A convolution with an empty output (batch 0) lowers to nothing: no kernel, no GEMM (a fuzz find:
+// its tile count of 0 divided the split-K rule), for 16-bit NHWC and fp32 NCHW alike.
+TEST(CutlassConv, EmptyBatchLaunchesNothing) {
+  for (const std::string t : {"float16", "float"}) {
+    SCOPED_TRACE(t);
+    auto g = parse_text_ir("input %x : " + t + "[0x16x8x8]\nconst %w : " + t +
+                           "[32x16x3x3] = random(1)\n%y : " + t + "[?] = Conv(%x, %w) {pads=[1,1,1,1]}  # c\noutput %y\n");
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    g->opset = 17;
+    ASSERT_TRUE(infer_shapes(*g).is_ok());
+    g->target = target_from_archs({"sm_90"});
+    ASSERT_TRUE(fuse_epilogue(*g).is_ok());
+    ASSERT_TRUE(layout_nhwc(*g).is_ok());
+    for (const Node& n : g->nodes) {
+      if (n.op_type != "Conv" && n.op_type != "FusedConv") continue;
+      auto l = default_registry().find(n.op_type, n.domain)->lower(n, *g);
+      ASSERT_TRUE(l.is_ok()) << l.status().message();
+      EXPECT_TRUE(l->steps.empty());
+    }
+  }
+}
+
 // The stem kernels stage the whole filter in shared memory (stem_filter_smem_bytes <= 32 KB): a
 // 9x9 stem with 64 outputs (44 KB) goes to CUTLASS, the same window with 32 outputs (22 KB) and
 // an 11x11 with 16 (16 KB) take the stem kernel, and the 9x9 x 32 one compiles (its static
