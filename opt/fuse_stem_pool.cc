@@ -15,16 +15,6 @@
 namespace aotc {
 namespace {
 
-bool runs_on_stem_kernel(const Node& n, const Graph& g) {
-  const bool conv = (n.op_type == "Conv" && n.domain.empty()) || (n.op_type == "FusedConv" && n.domain == "aotc");
-  if (!conv || !channels_last(n) || n.outputs.size() != 1 || n.inputs.size() < 2 || has_pool(n)) return false;
-  const Value& x = g.value(n.inputs[0]);
-  const Value& w = g.value(n.input(1));
-  if (x.shape.size() != 4 || w.shape.size() != 4) return false;  // NHWC input, KRSC weights
-  return conv_runs_on_stem_kernel(g.target, x.dtype, n.attr_int("group", 1), x.shape[3], w.shape[0], {w.shape[1], w.shape[2]},
-                                  n.attr_ints("dilations", {1, 1}), n.input(kConvResidualInput) != kNoValue);
-}
-
 bool absorbable_pool(const Node& p) {
   if (p.op_type != "MaxPool" || !p.domain.empty() || !channels_last(p) || p.inputs.size() != 1) return false;
   if (p.outputs.size() > 1 && p.outputs[1] != kNoValue) return false;  // Indices
@@ -41,7 +31,7 @@ Expected<bool> fuse_stem_pool(Graph& graph) {
   std::vector<bool> drop(graph.nodes.size(), false);
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     Node& c = graph.nodes[i];
-    if (!runs_on_stem_kernel(c, graph)) continue;
+    if (has_pool(c) || !node_runs_on_stem_kernel(graph, c)) continue;
     const ValueId v = c.outputs[0];
     const std::vector<int>& readers = consumers[static_cast<size_t>(v)];
     if (readers.size() != 1 || graph.is_graph_output(v)) continue;

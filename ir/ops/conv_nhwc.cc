@@ -422,21 +422,20 @@ bool absorbable_pack(const Graph& graph, const Node& pack) {
          (src.dtype == DType::kFloat32 || src.dtype == DType::kFloat16 || src.dtype == DType::kBFloat16);
 }
 
-bool conv_on_stem_kernel(const Graph& graph, const Node& n) {
+}  // namespace
+
+bool node_runs_on_stem_kernel(const Graph& graph, const Node& n) {
   const bool conv = (n.op_type == "Conv" && n.domain.empty()) || (n.op_type == "FusedConv" && n.domain == "aotc");
   if (!conv || !channels_last(n) || n.inputs.size() < 2 || n.outputs.size() != 1) return false;
   const Value& x = graph.value(n.inputs[0]);
   const Value& w = graph.value(n.input(1));
-  if (x.shape.size() != 4 || w.shape.size() != 4) return false;
-  const bool res = n.inputs.size() > kConvResidualInput && n.input(kConvResidualInput) != kNoValue;
+  if (x.shape.size() != 4 || w.shape.size() != 4) return false;  // NHWC input, KRSC weights
   return conv_runs_on_stem_kernel(graph.target, x.dtype, n.attr_int("group", 1), x.shape[3], w.shape[0], {w.shape[1], w.shape[2]},
-                                  n.attr_ints("dilations", {1, 1}), res);
+                                  n.attr_ints("dilations", {1, 1}), n.input(kConvResidualInput) != kNoValue);
 }
 
-}  // namespace
-
 const Node* stem_pack_of(const Graph& graph, const Node& conv) {
-  if (conv.inputs.empty() || conv.inputs[0] == kNoValue || !conv_on_stem_kernel(graph, conv)) return nullptr;
+  if (conv.inputs.empty() || conv.inputs[0] == kNoValue || !node_runs_on_stem_kernel(graph, conv)) return nullptr;
   const Node* pack = nullptr;
   int readers = 0;
   for (const Node& n : graph.nodes) {

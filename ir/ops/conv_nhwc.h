@@ -27,6 +27,11 @@ struct ConvShape {
 // inference (the pooled output) and the stem lowering (tile, pads, strides) both read it.
 Expected<WindowGeometry> absorbed_pool_geometry(const Node& node, int64_t conv_h, int64_t conv_w);
 
+// A channels_last Conv / aotc.FusedConv node that lowers to a stem kernel (its stored input has
+// kStemChannels channels: ir/ops/conv_configs.h, conv_runs_on_stem_kernel). opt/fuse_stem_pool
+// and the absorbed-pack rule below both ask this.
+bool node_runs_on_stem_kernel(const Graph& graph, const Node& node);
+
 // The aotc.PackNhwc (no space-to-depth, kStemChannels channels) whose output only `conv` reads,
 // when `conv` runs on a stem kernel: the stem kernel then reads the pack's NCHW source itself
 // (converting and zero-padding channels while it stages its input window) and the pack lowers to

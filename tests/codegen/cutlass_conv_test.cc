@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 
 
 #include "codegen/codegen.h"
@@ -24,6 +25,23 @@
 
 namespace aotc {
 namespace {
+
+// `text` parsed (opset 17), shapes inferred, target `archs` (then `tweak`), epilogues fused and
+// laid out NHWC: the state the lowering sees.
+Expected<Graph> nhwc_graph(const std::string& text, const std::vector<std::string>& archs,
+                           const std::function<void(Target&)>& tweak = {}) {
+  auto g = parse_text_ir(text);
+  if (!g) return g;
+  g->opset = 17;
+  AOTC_RETURN_IF_ERROR(infer_shapes(*g));
+  g->target = target_from_archs(archs);
+  if (tweak) tweak(g->target);
+  auto fused = fuse_epilogue(*g);
+  if (!fused) return fused.status();
+  auto laid = layout_nhwc(*g);
+  if (!laid) return laid.status();
+  return g;
+}
 
 // `t`: float16, bfloat16 or float (fp32: the SIMT configurations and cuBLASLt SGEMM).
 Expected<Graph> residual_block(const std::string& t = "float16", bool pointwise_gemm = true, bool im2col_gemm = false) {
@@ -43,18 +61,10 @@ Expected<Graph> residual_block(const std::string& t = "float16", bool pointwise_
   )";
   for (size_t at = text.find("T["); at != std::string::npos; at = text.find("T[", at + t.size()))
     text.replace(at, 1, t);
-  auto g = parse_text_ir(text);
-  if (!g) return g;
-  g->opset = 17;
-  AOTC_RETURN_IF_ERROR(infer_shapes(*g));
-  g->target = target_from_archs({"sm_90", "sm_80"});
-  g->target.conv_pointwise_gemm = pointwise_gemm;
-  g->target.conv_im2col_gemm = im2col_gemm;
-  auto fused = fuse_epilogue(*g);
-  if (!fused) return fused.status();
-  auto laid = layout_nhwc(*g);
-  if (!laid) return laid.status();
-  return g;
+  return nhwc_graph(text, {"sm_90", "sm_80"}, [&](Target& target) {
+    target.conv_pointwise_gemm = pointwise_gemm;
+    target.conv_im2col_gemm = im2col_gemm;
+  });
 }
 
 // With pointwise GEMMs off every convolution is a CUTLASS library kernel.
@@ -158,13 +168,8 @@ TEST(CutlassConv, Im2colGemmMustNotFireOnFullGridsOrOtherActivations) {
     %c : float16[?] = Conv(%x, %w) {pads=[1,1,1,1]}  # conv
     )" + tail + "\n";
     text.replace(text.find("32xC"), 4, big ? "32x64" : "32x16");
-    auto g = parse_text_ir(text);
+    auto g = nhwc_graph(text, {"sm_90"});
     ASSERT_TRUE(g.is_ok()) << g.status().message();
-    g->opset = 17;
-    ASSERT_TRUE(infer_shapes(*g).is_ok());
-    g->target = target_from_archs({"sm_90"});
-    ASSERT_TRUE(fuse_epilogue(*g).is_ok());
-    ASSERT_TRUE(layout_nhwc(*g).is_ok());
     auto program = build_launch_program(*g, test::linear_plan(*g));
     ASSERT_TRUE(program.is_ok()) << program.status().message();
     EXPECT_TRUE(program->matmuls.empty()) << tail;
@@ -308,14 +313,10 @@ TEST(CutlassConv, RgbStemTakesTheStemKernel) {
 TEST(CutlassConv, EmptyBatchLaunchesNothing) {
   for (const std::string t : {"float16", "float"}) {
     SCOPED_TRACE(t);
-    auto g = parse_text_ir("input %x : " + t + "[0x16x8x8]\nconst %w : " + t +
-                           "[32x16x3x3] = random(1)\n%y : " + t + "[?] = Conv(%x, %w) {pads=[1,1,1,1]}  # c\noutput %y\n");
+    auto g = nhwc_graph("input %x : " + t + "[0x16x8x8]\nconst %w : " + t + "[32x16x3x3] = random(1)\n%y : " + t +
+                            "[?] = Conv(%x, %w) {pads=[1,1,1,1]}  # c\noutput %y\n",
+                        {"sm_90"});
     ASSERT_TRUE(g.is_ok()) << g.status().message();
-    g->opset = 17;
-    ASSERT_TRUE(infer_shapes(*g).is_ok());
-    g->target = target_from_archs({"sm_90"});
-    ASSERT_TRUE(fuse_epilogue(*g).is_ok());
-    ASSERT_TRUE(layout_nhwc(*g).is_ok());
     for (const Node& n : g->nodes) {
       if (n.op_type != "Conv" && n.op_type != "FusedConv") continue;
       auto l = default_registry().find(n.op_type, n.domain)->lower(n, *g);
@@ -340,16 +341,11 @@ TEST(CutlassConv, StemKernelOnlyWhereItsFilterFitsSharedMemory) {
     SCOPED_TRACE(std::to_string(c.cout) + " outputs, window " + std::to_string(c.window));
     EXPECT_EQ(stem_filter_smem_bytes(c.cout, c.window, c.window) <= kStemMaxFilterSmem, c.stem);
     const std::string w = std::to_string(c.window), p = std::to_string(c.window / 2);
-    auto g = parse_text_ir("input %x : float16[2x3x33x30]\nconst %w : float16[" + std::to_string(c.cout) + "x3x" + w + "x" + w +
-                           "] = random(1)\n%y : float16[?] = Conv(%x, %w) {strides=[2,2], pads=[" + p + "," + p + "," + p + "," +
-                           p + "]}  # stem\noutput %y\n");
+    auto g = nhwc_graph("input %x : float16[2x3x33x30]\nconst %w : float16[" + std::to_string(c.cout) + "x3x" + w + "x" + w +
+                            "] = random(1)\n%y : float16[?] = Conv(%x, %w) {strides=[2,2], pads=[" + p + "," + p + "," + p +
+                            "," + p + "]}  # stem\noutput %y\n",
+                        {"sm_90", "sm_87"}, [](Target& target) { target.conv_im2col_gemm = false; });
     ASSERT_TRUE(g.is_ok()) << g.status().message();
-    g->opset = 17;
-    ASSERT_TRUE(infer_shapes(*g).is_ok());
-    g->target = target_from_archs({"sm_90", "sm_87"});
-    g->target.conv_im2col_gemm = false;
-    ASSERT_TRUE(fuse_epilogue(*g).is_ok());
-    ASSERT_TRUE(layout_nhwc(*g).is_ok());
     auto program = build_launch_program(*g, test::linear_plan(*g));
     ASSERT_TRUE(program.is_ok()) << program.status().message();
     int stems = 0, library = 0;

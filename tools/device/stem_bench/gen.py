@@ -4,12 +4,13 @@ the template before this session's change (old), the first staged-filter version
 current template with tiles per block, and ablations of it (_nomma, _nofilter, _nopool, _nopatch,
 _none, _noepi: the named phase's loop runs zero times; outputs then differ) next to an empty kernel
 of the same launch shape (the event-timing floor, ~5 us). The prelude is templates/common.cuh;
-old.cu.in / v1.cu.in are the template at 4bb370b / d3f6697. Writes bench.cu
+old / v1 are the template at 4bb370b / d3f6697 (git show). Writes bench.cu
 (ignored); build it here and run the binary on the GPU machine (it travels if not ignored):
   python3 gen.py && nvcc -O3 -arch=sm_90 -std=c++17 bench.cu -o stem_bench.bin
 Each variant's output is compared with old's (max abs difference) and timed with CUDA events
 (median of 30). Figures: docs/perf_notes.md v12."""
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -21,6 +22,12 @@ def render(text, holes):
     def sub(m):
         return str(holes[m.group(1)])
     return re.sub(r"\{\{(\w+)\}\}", sub, text)
+
+
+def template_at(commit):
+    """The stem + pool template as it was at `commit` (the baselines), from git."""
+    return subprocess.run(["git", "-C", str(repo), "show", f"{commit}:templates/conv_stem_pool_nhwc.cu.in"],
+                          check=True, capture_output=True, text=True).stdout
 
 
 def geometry(n):
@@ -48,9 +55,9 @@ def main():
     for n in (32, 1):
         pth, threads = geometry(n)
         tiles = n * ((56 + pth - 1) // pth) * 7
-        for tag, path in (("old", "old.cu.in"), ("v1", "v1.cu.in")):
+        for tag, commit in (("old", "4bb370b"), ("v1", "d3f6697")):
             name = f"{tag}_n{n}"
-            out.append(render((here / path).read_text(), holes(n, name)))
+            out.append(render(template_at(commit), holes(n, name)))
             launches.append((name, n, f"dim3({tiles // n}, {n})", threads, 0))
         ablations = {"": [], "_nomma": [("ks < KSTEPS; ++ks", "ks < 0; ++ks")],
                      "_nofilter": [("i < K_ * KSTEPS * 4; i +=", "i < 0; i +=")],
