@@ -17,11 +17,17 @@
 // nn.MultiheadAttention, sequence-first): Q [B,H,Sq,D], K^T = Transpose(0,1,3,2) of K [B,H,Sk,D]
 // and V [B,H,Sk,Dv] as they are -> Attention(Q, K, V, mask) writing O [B,H,Sq,Dv] in place of the
 // second MatMul (the producers of Q/K/V stay; fuse_copy_chains later makes them strided copies).
+#include <array>
+#include <cmath>
+#include <optional>
 #include <vector>
 
 #include "ir/op_registry.h"
+#include "ir/ops/attention.h"
+#include "ir/ops/op_helpers.h"
 #include "ir/shape_inference.h"
 #include "opt/passes.h"
+#include "opt/strided_view.h"
 
 namespace aotc {
 namespace {
@@ -270,6 +276,179 @@ Expected<bool> fuse_attention(Graph& graph) {
       graph.nodes = std::move(out);
       again = changed = true;
     }
+  }
+  if (changed) AOTC_RETURN_IF_ERROR(dead_code(graph).status());
+  return changed;
+}
+
+// ---- fuse_attention_operands ----
+namespace {
+
+enum { kQ = 0, kK = 1, kV = 2, kMask = 3 };
+
+// A constant mask that allows exactly the keys j <= i of query i (0 / -inf, or true / false) is
+// what is_causal says; the fused kernel then skips the blocks above the diagonal and no row is
+// ever fully masked (no fix-up kernel). Only without past / nonpad / windows (offset 0).
+bool mask_is_causal(const Graph& g, const Node& n) {
+  const ValueId m = n.input(kMask);
+  if (m == kNoValue || !g.value(m).is_constant() || n.num_present_inputs() > 4 || n.outputs.size() > 1) return false;
+  if (n.attr_int("left_window_size", -1) != -1 || n.attr_int("right_window_size", -1) != -1) return false;
+  const Value& mv = g.value(m);
+  const Shape& ms = mv.shape;
+  const Shape& qs = g.value(n.inputs[kQ]).shape;
+  const Shape& ks = g.value(n.inputs[kK]).shape;
+  if (ms.size() < 2 || qs.size() < 3 || ks.size() < 3) return false;
+  const int64_t sq = qs.size() == 4 ? qs[2] : qs[1], sk = ks.size() == 4 ? ks[2] : ks[1];
+  if (ms.back() != sk || ms[ms.size() - 2] != sq || mv.numel() > (int64_t{1} << 26)) return false;
+  const bool is_bool = mv.dtype == DType::kBool;
+  if (!is_bool && !dtype_is_float(mv.dtype)) return false;
+  const Tensor& t = *mv.constant;
+  const int64_t plane = sq * sk;
+  for (int64_t e = 0; e < mv.numel(); ++e) {
+    const int64_t i = (e % plane) / sk, j = e % sk;
+    const double x = t.get(e);
+    const bool allowed = is_bool ? x != 0 : x == 0;
+    const bool masked = is_bool ? x == 0 : (std::isinf(x) && x < 0);
+    if (!(allowed || masked) || allowed != (j <= i)) return false;
+  }
+  return true;
+}
+
+// Logical dims of an operand with the head split out: [B, S, H*D] -> [B, S, H, D] (3-D inputs);
+// [B, H, S, D] as they are. The view's strides for (batch, head, row) and the element base.
+std::optional<std::array<int64_t, 4>> operand_layout(StridedView v, const Shape& logical, int64_t heads) {
+  Shape refined = logical;
+  const bool three_d = logical.size() == 3;
+  if (three_d) {
+    if (heads <= 0 || logical[2] % heads != 0) return std::nullopt;
+    refined = {logical[0], logical[1], heads, logical[2] / heads};
+  }
+  if (refined.size() != 4 || shape_numel(refined) == 0 || !view_reshape(v, refined)) return std::nullopt;
+  int64_t stride[4] = {0, 0, 0, 0};
+  size_t atom = 0;
+  for (size_t d = 0; d < 4; ++d) {
+    if (v.spans[d] > 1) return std::nullopt;
+    if (v.spans[d] == 1) stride[d] = v.strides[atom++];
+  }
+  if (refined[3] > 1 && stride[3] != 1) return std::nullopt;  // rows must be contiguous
+  if (three_d) return std::array<int64_t, 4>{v.base, stride[0], stride[2], stride[1]};
+  return std::array<int64_t, 4>{v.base, stride[0], stride[1], stride[2]};
+}
+
+bool only_read_by(const Graph& g, const std::vector<std::vector<int>>& consumers, ValueId v, int node) {
+  if (g.is_graph_output(v)) return false;
+  for (int r : consumers[static_cast<size_t>(v)])
+    if (r != node) return false;
+  return true;
+}
+
+// Where an operand's elements are, read through its producer: a part of a Split, or an
+// aotc.StridedCopy without scale or conversion. nullopt when the operand stays a buffer of its own.
+struct Source {
+  ValueId buffer;
+  std::array<int64_t, 4> view;
+};
+std::optional<Source> operand_source(const Graph& g, const std::vector<int>& producers,
+                                     const std::vector<std::vector<int>>& consumers, int node, ValueId x, int64_t heads) {
+  const int p = producers[static_cast<size_t>(x)];
+  if (p < 0 || !only_read_by(g, consumers, x, node)) return std::nullopt;
+  const Node& pn = g.nodes[static_cast<size_t>(p)];
+  const Shape& logical = g.value(x).shape;
+  if (pn.domain.empty() && pn.op_type == "Split" && !pn.inputs.empty()) {
+    const Shape& src = g.value(pn.inputs[0]).shape;
+    const int64_t rank = static_cast<int64_t>(src.size());
+    int64_t axis = pn.attr_int("axis", 0);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank || shape_numel(src) == 0) return std::nullopt;
+    // Every part goes to this node, or the Split runs anyway and nothing is saved.
+    for (ValueId o : pn.outputs)
+      if (o != kNoValue && !only_read_by(g, consumers, o, node)) return std::nullopt;
+    int64_t start = 0;
+    size_t out = 0;
+    for (; out < pn.outputs.size() && pn.outputs[out] != x; ++out)
+      if (pn.outputs[out] != kNoValue) start += g.value(pn.outputs[out]).shape[static_cast<size_t>(axis)];
+    if (out == pn.outputs.size()) return std::nullopt;
+    StridedView v = contiguous_view(src);
+    if (!view_slice(v, static_cast<size_t>(axis), src[static_cast<size_t>(axis)], start, 1,
+                    logical[static_cast<size_t>(axis)]))
+      return std::nullopt;
+    auto layout = operand_layout(v, logical, heads);
+    if (!layout) return std::nullopt;
+    return Source{pn.inputs[0], *layout};
+  }
+  if (pn.domain == "aotc" && pn.op_type == "StridedCopy" && !pn.has_attr("scale") && !pn.has_attr("to")) {
+    const std::vector<int64_t> dims = pn.attr_ints("dims"), strides = pn.attr_ints("strides");
+    if (dims.size() != strides.size() || shape_numel(dims) == 0) return std::nullopt;
+    StridedView v;
+    v.base = pn.attr_int("base", 0);
+    for (size_t d = 0; d < dims.size(); ++d) {
+      v.spans.push_back(dims[d] > 1 ? 1 : 0);
+      if (dims[d] > 1) {
+        v.dims.push_back(dims[d]);
+        v.strides.push_back(strides[d]);
+      }
+    }
+    auto layout = operand_layout(v, logical, heads);
+    if (!layout) return std::nullopt;
+    return Source{pn.inputs[0], *layout};
+  }
+  return std::nullopt;
+}
+
+std::vector<int64_t> contiguous_layout(const Shape& s, int64_t heads) {
+  if (s.size() == 3) return {0, s[1] * s[2], s[2] / heads, s[2]};
+  return {0, s[1] * s[2] * s[3], s[2] * s[3], s[3]};
+}
+
+}  // namespace
+
+Expected<bool> fuse_attention_operands(Graph& graph) {
+  const OpRegistry& registry = default_registry();
+  bool changed = false;
+  std::vector<int> producers = graph.producers();
+  std::vector<std::vector<int>> consumers = graph.consumers();
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    Node& n = graph.nodes[i];
+    if (!n.domain.empty() || n.op_type != "Attention") continue;
+    if (mask_is_causal(graph, n)) {
+      n.inputs.resize(3);
+      n.attrs["is_causal"] = Attribute::of_int(1);
+      AOTC_RETURN_IF_ERROR(infer_node(n, graph, registry));
+      changed = true;
+    }
+    if (n.num_present_inputs() > 4 || n.outputs.size() != 1 || n.inputs.size() < 3) continue;
+    const Shape& qs = graph.value(n.inputs[kQ]).shape;
+    if (qs.size() != 3 && qs.size() != 4) continue;
+    const int64_t q_heads = qs.size() == 3 ? n.attr_int("q_num_heads", 0) : qs[1];
+    const int64_t kv_heads = qs.size() == 3 ? n.attr_int("kv_num_heads", 0) : graph.value(n.inputs[kK]).shape[1];
+    if (q_heads <= 0 || kv_heads <= 0) continue;
+    Node cand = n;
+    cand.domain = "aotc";
+    cand.op_type = "StridedAttention";
+    bool any = false;
+    const char* shape_attr[3] = {"q_shape", "k_shape", "v_shape"};
+    const char* view_attr[3] = {"q_view", "k_view", "v_view"};
+    for (int o = 0; o < 3; ++o) {
+      const ValueId x = n.inputs[static_cast<size_t>(o)];
+      const Shape& s = graph.value(x).shape;
+      const int64_t heads = o == kQ ? q_heads : kv_heads;
+      if (s.size() != qs.size() || (s.size() == 3 && s[2] % heads != 0)) break;
+      cand.attrs[shape_attr[o]] = Attribute::of_ints(s);
+      std::optional<Source> src = operand_source(graph, producers, consumers, static_cast<int>(i), x, heads);
+      if (src) {
+        cand.inputs[static_cast<size_t>(o)] = src->buffer;
+        cand.attrs[view_attr[o]] = Attribute::of_ints({src->view[0], src->view[1], src->view[2], src->view[3]});
+        any = true;
+      } else {
+        cand.attrs[view_attr[o]] = Attribute::of_ints(contiguous_layout(s, heads));
+      }
+    }
+    if (!any || !cand.has_attr("v_view")) continue;
+    if (!infer_node(cand, graph, registry).is_ok() || !attention_runs_fused(cand, graph)) continue;
+    n = std::move(cand);
+    changed = true;
+    producers = graph.producers();
+    consumers = graph.consumers();
   }
   if (changed) AOTC_RETURN_IF_ERROR(dead_code(graph).status());
   return changed;

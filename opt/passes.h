@@ -38,6 +38,10 @@ Expected<bool> drop_exact_casts(Graph& graph);
 // split/merge Reshape+Transposes) -> one Attention node over the 3-D projections, where the
 // Attention lowering runs it as the fused tensor-core kernel.
 Expected<bool> fuse_attention(Graph& graph);
+// After fuse_copy_chains: a constant causal mask of an Attention node becomes is_causal, and Q / K / V
+// made by a Split part or a strided copy of a packed projection are read in place
+// (aotc.StridedAttention), where the fused kernel runs it.
+Expected<bool> fuse_attention_operands(Graph& graph);
 // Conv chains -> channels_last (NHWC) where graph.target has an NHWC kernel for them; transposes
 // only where an NCHW consumer needs the value.
 Expected<bool> layout_nhwc(Graph& graph);

@@ -34,6 +34,7 @@ const std::vector<Pass>& default_pipeline() {
       {"pad_gemm_n", pad_gemm_n},
       {"fuse_matmul_transpose", fuse_matmul_transpose},
       {"fuse_copy_chains", fuse_copy_chains},
+      {"fuse_attention_operands", fuse_attention_operands},
   };
   return kPasses;
 }

@@ -15,6 +15,7 @@
 #include <limits>
 
 #include "ir/op_registry.h"
+#include "ir/ops/attention.h"
 #include "ir/ops/op_helpers.h"
 
 namespace aotc {
@@ -33,6 +34,7 @@ struct AttnDims {
   bool three_d = false;
   int64_t batch = 0, q_heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, past = 0, total = 0, d = 0, dv = 0;
   Layout q, k, v, y;
+  int64_t q_base = 0, k_base = 0, v_base = 0;  // element offsets of Q/K/V in their buffers (aotc.StridedAttention)
   bool has_mask = false, mask_bool = false;
   Layout mask;  // h/b/s strides of the mask over (batch, q head, query); 0 where it broadcasts
   int64_t mask_len = 0;
@@ -147,18 +149,69 @@ Expected<AttnDims> attention_dims(const Node& node, const std::vector<const Shap
   return a;
 }
 
+bool is_strided(const Node& node) { return node.domain == "aotc"; }
+
+// aotc.StridedAttention (opt/fuse_attention.cc's fuse_attention_operands): Q, K and V are read
+// where their producers (a Split part, a strided copy) would have read them: attributes q_shape /
+// k_shape / v_shape give the logical operand shapes (as the Attention op's inputs), q_view /
+// k_view / v_view = [base, batch stride, head stride, row stride] their elements in the buffers
+// inputs 0-2 (the last dim contiguous). `sources` are the buffers' shapes (the views must stay
+// inside them).
+Expected<AttnDims> strided_dims(const Node& node, const std::vector<const Shape*>& sources, DType mask_dtype,
+                                int64_t opset) {
+  if (sources.size() > kPastKey && (sources[kPastKey] || sources[kPastValue] || (sources.size() > kNonpad && sources[kNonpad])))
+    return node_error(node, "StridedAttention takes no past_key / past_value / nonpad_kv_seqlen");
+  std::vector<Shape> logical(3);
+  const char* shape_attr[3] = {"q_shape", "k_shape", "v_shape"};
+  const char* view_attr[3] = {"q_view", "k_view", "v_view"};
+  for (int i = 0; i < 3; ++i) {
+    if (!node.has_attr(shape_attr[i]) || node.attrs.at(shape_attr[i]).kind != Attribute::Kind::kInts ||
+        !node.has_attr(view_attr[i]) || node.attrs.at(view_attr[i]).kind != Attribute::Kind::kInts ||
+        node.attr_ints(view_attr[i]).size() != 4)
+      return node_error(node, std::string("attributes ") + shape_attr[i] + " (ints) and " + view_attr[i] +
+                                  " (4 ints) are required");
+    logical[static_cast<size_t>(i)] = node.attr_ints(shape_attr[i]);
+    for (int64_t d : logical[static_cast<size_t>(i)])
+      if (d < 0) return node_error(node, std::string(shape_attr[i]) + " has a negative dim");
+  }
+  std::vector<const Shape*> in(7, nullptr);
+  for (size_t i = 0; i < 3; ++i) in[i] = &logical[i];
+  if (sources.size() > kMask) in[kMask] = sources[kMask];
+  Expected<AttnDims> ad = attention_dims(node, in, mask_dtype, opset);
+  if (!ad) return ad;
+  AttnDims a = *ad;
+  Layout* layouts[3] = {&a.q, &a.k, &a.v};
+  int64_t* bases[3] = {&a.q_base, &a.k_base, &a.v_base};
+  const int64_t heads[3] = {a.q_heads, a.kv_heads, a.kv_heads}, rows[3] = {a.q_len, a.kv_len, a.kv_len},
+                dims[3] = {a.d, a.d, a.dv};
+  for (int i = 0; i < 3; ++i) {
+    const std::vector<int64_t> v = node.attr_ints(view_attr[i]);
+    for (int64_t x : v)
+      if (x < 0 || x > (int64_t{1} << 50)) return node_error(node, std::string(view_attr[i]) + " has an entry out of range");
+    *layouts[i] = Layout{v[1], v[2], v[3]};
+    *bases[i] = v[0];
+    if (a.batch * heads[i] * rows[i] * dims[i] == 0) continue;
+    const int64_t last = v[0] + (a.batch - 1) * v[1] + (heads[i] - 1) * v[2] + (rows[i] - 1) * v[3] + dims[i] - 1;
+    if (!sources[static_cast<size_t>(i)] || last >= shape_numel(*sources[static_cast<size_t>(i)]))
+      return node_error(node, std::string(view_attr[i]) + " reads past the end of input " + std::to_string(i));
+  }
+  return a;
+}
+
 Expected<AttnDims> dims_of_graph(const Node& node, const Graph& graph) {
   std::vector<const Shape*> in(7, nullptr);
   for (size_t i = 0; i < in.size(); ++i)
     if (present(node, i)) in[i] = &graph.value(node.inputs[i]).shape;
-  return attention_dims(node, in, present(node, kMask) ? graph.value(node.inputs[kMask]).dtype : DType::kUndefined,
-                        graph.opset);
+  const DType mask_dtype = present(node, kMask) ? graph.value(node.inputs[kMask]).dtype : DType::kUndefined;
+  if (is_strided(node)) return strided_dims(node, in, mask_dtype, graph.opset);
+  return attention_dims(node, in, mask_dtype, graph.opset);
 }
 
 Status attention_infer(Node& node, Graph& graph) {
-  AOTC_RETURN_IF_ERROR(expect_inputs(node, 3, 7));
-  if (node.outputs.empty() || node.outputs.size() > 4 || node.outputs[0] == kNoValue)
-    return node_error(node, "expects 1 to 4 outputs (Y, present_key, present_value, qk_matmul_output), Y present");
+  AOTC_RETURN_IF_ERROR(expect_inputs(node, 3, is_strided(node) ? 4 : 7));
+  if (node.outputs.empty() || node.outputs.size() > (is_strided(node) ? 1u : 4u) || node.outputs[0] == kNoValue)
+    return node_error(node, is_strided(node) ? "expects 1 output (Y)"
+                                             : "expects 1 to 4 outputs (Y, present_key, present_value, qk_matmul_output), Y present");
   AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, kQ, kAttnTypes));
   const DType t = input_value(graph, node, kQ).dtype;
   for (size_t i : {kK, kV, kPastKey, kPastValue})
@@ -206,7 +259,9 @@ Status attention_reference(const Node& node, const std::vector<const Tensor*>& i
   for (size_t i = 0; i < shapes.size(); ++i)
     if (in(i)) shapes[i] = &in(i)->shape();
   // Opset checks ran in infer; 24 here only lets input 6 through.
-  Expected<AttnDims> ad = attention_dims(node, shapes, in(kMask) ? in(kMask)->dtype() : DType::kUndefined, 24);
+  const DType mask_dtype = in(kMask) ? in(kMask)->dtype() : DType::kUndefined;
+  Expected<AttnDims> ad = is_strided(node) ? strided_dims(node, shapes, mask_dtype, 24)
+                                           : attention_dims(node, shapes, mask_dtype, 24);
   if (!ad) return ad.status();
   const AttnDims& a = *ad;
   const Tensor &q = *in(kQ), &k = *in(kK), &v = *in(kV);
@@ -217,11 +272,11 @@ Status attention_reference(const Node& node, const std::vector<const Tensor*>& i
   // Key/value element (b, kv head, position j of past + new, dim).
   auto key = [&](int64_t b, int64_t g, int64_t j, int64_t d) {
     return j < a.past ? past_k->get(((b * a.kv_heads + g) * a.past + j) * a.d + d)
-                      : k.get(b * a.k.b + g * a.k.h + (j - a.past) * a.k.s + d);
+                      : k.get(a.k_base + b * a.k.b + g * a.k.h + (j - a.past) * a.k.s + d);
   };
   auto value = [&](int64_t b, int64_t g, int64_t j, int64_t d) {
     return j < a.past ? past_v->get(((b * a.kv_heads + g) * a.past + j) * a.dv + d)
-                      : v.get(b * a.v.b + g * a.v.h + (j - a.past) * a.v.s + d);
+                      : v.get(a.v_base + b * a.v.b + g * a.v.h + (j - a.past) * a.v.s + d);
   };
   for (int64_t b = 0; b < a.batch; ++b)
     for (int64_t g = 0; g < a.kv_heads; ++g)
@@ -243,7 +298,7 @@ Status attention_reference(const Node& node, const std::vector<const Tensor*>& i
         bool any = false;
         for (int64_t j = 0; j < a.total; ++j) {
           double dot = 0;
-          for (int64_t d = 0; d < a.d; ++d) dot += q.get(b * a.q.b + h * a.q.h + i * a.q.s + d) * key(b, g, j, d);
+          for (int64_t d = 0; d < a.d; ++d) dot += q.get(a.q_base + b * a.q.b + h * a.q.h + i * a.q.s + d) * key(b, g, j, d);
           raw[j] = dot * a.scale;
           double capped = a.softcap > 0 ? a.softcap * std::tanh(raw[j] / a.softcap) : raw[j];
           double bias = 0;
@@ -304,6 +359,15 @@ bool fmha_applies(const Node& node, const Graph& graph, const AttnDims& a) {
       has_output(node, kQk) || has_output(node, kPresentKey) || has_output(node, kPresentValue))
     return false;
   if (a.d % 8 != 0 || a.dv % 8 != 0 || !fmha_config(a)) return false;
+  // 16-byte vectors from every row start; strides are checked by the params builder.
+  if (a.q_base % 8 || a.k_base % 8 || a.v_base % 8) return false;
+  if (a.q.b % 8 || a.q.h % 8 || a.q.s % 8 || a.k.b % 8 || a.k.h % 8 || a.k.s % 8 || a.v.b % 8 || a.v.h % 8 ||
+      a.v.s % 8)
+    return false;
+  // 4-D inputs run as B*H batches of one head: each operand's batch stride must be H head strides.
+  if (!a.three_d && a.batch > 1 && a.q_heads > 1 &&
+      (a.q.b != a.q_heads * a.q.h || a.k.b != a.q_heads * a.k.h || a.v.b != a.q_heads * a.v.h))
+    return false;
   if (a.batch * a.q_heads > 65535 || a.q_len > (int64_t{1} << 30) || a.kv_len > (int64_t{1} << 30)) return false;
   if (a.has_mask) {
     if (a.mask_bool || graph.value(node.inputs[kMask]).dtype != t || a.mask_len != a.total) return false;
@@ -331,7 +395,10 @@ Lowering fmha_lowering(const Node& node, const Graph& graph, const AttnDims& a) 
              {"ELEMENT", t == DType::kBFloat16 ? "cutlass::bfloat16_t" : "cutlass::half_t"},
              {"QPB", int_literal(c.queries)},
              {"KPB", int_literal(c.keys)},
-             {"MAX_K", int_literal(c.max_k)}};
+             {"MAX_K", int_literal(c.max_k)},
+             {"Q_OFFSET", int_literal(a.q_base)},
+             {"K_OFFSET", int_literal(a.k_base)},
+             {"V_OFFSET", int_literal(a.v_base)}};
   k.library_params = true;
   const Layout m = a.has_mask ? a.mask : Layout{0, 0, 0};
   k.builder_args = {batches, heads, a.q_len, a.kv_len, a.d, a.dv,
@@ -382,7 +449,7 @@ Expected<Lowering> attention_lower(const Node& node, const Graph& graph) {
   // attention reads them. Without a past the kernel reads K/V where they are.
   ValueId k_arg = node.inputs[kK], v_arg = node.inputs[kV];
   Layout k_layout = a.k, v_layout = a.v;
-  int64_t k_base = 0, v_base = 0;
+  int64_t k_base = a.k_base, v_base = a.v_base;
   const int64_t pk_elems = a.batch * a.kv_heads * a.total * a.d, pv_elems = a.batch * a.kv_heads * a.total * a.dv;
   for (int which = 0; which < 2; ++which) {
     const bool is_k = which == 0;
@@ -451,6 +518,7 @@ Expected<Lowering> attention_lower(const Node& node, const Graph& graph) {
              {"KSB", int_literal(k_layout.b)}, {"KSH", int_literal(k_layout.h)}, {"KSS", int_literal(k_layout.s)},
              {"VSB", int_literal(v_layout.b)}, {"VSH", int_literal(v_layout.h)}, {"VSS", int_literal(v_layout.s)},
              {"YSB", int_literal(a.y.b)}, {"YSH", int_literal(a.y.h)}, {"YSS", int_literal(a.y.s)},
+             {"Q_BASE", int_literal(a.q_base)},
              {"K_BASE", int_literal(k_base)},
              {"V_BASE", int_literal(v_base)},
              {"HAS_MASK", a.has_mask ? "true" : "false"},
@@ -480,12 +548,20 @@ Expected<Lowering> attention_lower(const Node& node, const Graph& graph) {
 }  // namespace
 
 void register_attention_ops(OpRegistry& registry) {
-  OpDef def;
-  def.op_type = "Attention";
-  def.infer = attention_infer;
-  def.reference = attention_reference;
-  def.lower = attention_lower;
-  registry.add(def);
+  for (const char* domain : {"", "aotc"}) {
+    OpDef def;
+    def.op_type = std::string(domain).empty() ? "Attention" : "StridedAttention";
+    def.domain = domain;
+    def.infer = attention_infer;
+    def.reference = attention_reference;
+    def.lower = attention_lower;
+    registry.add(def);
+  }
+}
+
+bool attention_runs_fused(const Node& node, const Graph& graph) {
+  Expected<AttnDims> ad = dims_of_graph(node, graph);
+  return ad && ad->batch * ad->q_heads * ad->q_len > 0 && graph.target.attention_fused && fmha_applies(node, graph, *ad);
 }
 
 }  // namespace aotc

@@ -64,6 +64,15 @@ ValueId GraphBuilder::node(const std::string& op, std::vector<ValueId> inputs, A
   return out;
 }
 
+std::vector<ValueId> GraphBuilder::node_outputs(const std::string& op, std::vector<ValueId> inputs, int outputs,
+                                                Attributes attrs) {
+  std::string id = std::to_string(counter_++);
+  std::vector<ValueId> outs;
+  for (int i = 0; i < outputs; ++i) outs.push_back(graph_.add_value(op + "_out" + id + "_" + std::to_string(i)));
+  graph_.nodes.push_back(Node{op + "_" + id, op, "", std::move(inputs), outs, std::move(attrs)});
+  return outs;
+}
+
 void run_case(Graph graph, const std::string& label, const CaseOptions& options) {
   Status inferred = infer_shapes(graph);
   ASSERT_TRUE(inferred.is_ok()) << label << ": " << inferred.message();

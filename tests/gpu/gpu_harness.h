@@ -39,6 +39,9 @@ class GraphBuilder {
   // A node with one output; returns the output value. `domain` "aotc" for internal ops.
   ValueId node(const std::string& op, std::vector<ValueId> inputs, Attributes attrs = {},
                const std::string& domain = "");
+  // A node with `outputs` outputs (Split...); returns them in order.
+  std::vector<ValueId> node_outputs(const std::string& op, std::vector<ValueId> inputs, int outputs,
+                                    Attributes attrs = {});
   void output(ValueId v) { graph_.outputs.push_back(v); }
   Graph& graph() { return graph_; }
 

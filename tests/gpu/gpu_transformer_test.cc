@@ -117,6 +117,30 @@ TEST(GpuAttention, WrittenOutAttentionIsFused) {
   run_case(g, "attn_f16_written_out_bert", opt);
 }
 
+// GPT-2's attention: the packed QKV projection [B, S, 3E] split into q/k/v and a constant causal
+// mask (0 / -inf). fuse_attention_operands makes it one aotc.StridedAttention reading the packed
+// buffer in place (offsets 0, E, 2E; row stride 3E), with is_causal instead of the mask.
+TEST(GpuAttention, PackedQkvReadInPlaceWithCausalMask) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  Graph& g = b.graph();
+  g.opset = 23;
+  const int64_t batch = 2, seq = 72, heads = 4, d = 64, e = heads * d;
+  const DType t = DType::kFloat16;
+  ValueId p = b.input("p", {batch, seq, 3 * e}, t);
+  ValueId sp = g.add_constant("sp", Tensor::from_int64s({3}, {e, e, e}));
+  std::vector<ValueId> qkv = b.node_outputs("Split", {p, sp}, 3, {{"axis", i64(2)}});
+  Tensor m(t, {1, 1, seq, seq});
+  for (int64_t i = 0; i < seq; ++i)
+    for (int64_t j = 0; j < seq; ++j) m.set(i * seq + j, j <= i ? 0.0 : -INFINITY);
+  ValueId mask = g.add_constant("mask", m);
+  b.output(b.node("Attention", {qkv[0], qkv[1], qkv[2], mask},
+                  {{"q_num_heads", i64(heads)}, {"kv_num_heads", i64(heads)}, {"scale", f32(0.125f)}}));
+  CaseOptions opt;
+  opt.expect_ops_after_pipeline = {"StridedAttention"};
+  run_case(g, "attn_f16_packed_qkv_causal", opt);
+}
+
 TEST(GpuAttention, PastAndPresentWithProbabilities) {
   AOTC_REQUIRE_GPU();
   GraphBuilder b;

@@ -148,6 +148,133 @@ TEST(FuseAttention, MustNotFire) {
   EXPECT_FALSE(*changed) << "sm_75";
 }
 
+// ---- fuse_attention_operands ----
+
+// "[0, -inf, ...]" rows of a causal mask of `sq` x `sk` (key j allowed iff j <= i), or with one
+// entry broken (`flip` >= 0: that element of the first plane is the other value).
+std::string causal_literal(int64_t planes, int64_t sq, int64_t sk, int64_t flip = -1) {
+  std::string out = "[";
+  for (int64_t e = 0; e < planes * sq * sk; ++e) {
+    const int64_t i = (e % (sq * sk)) / sk, j = e % sk;
+    const bool allowed = (j <= i) != (e == flip);
+    out += std::string(e ? "," : "") + (allowed ? "0.0" : "-inf");
+  }
+  return out + "]";
+}
+
+// GPT-2's attention after fuse_attention: the packed projection [B, S, 3E] split into q/k/v, a
+// constant causal mask. B=2, S=8, H=2, D=16 (E=32).
+std::string packed_qkv(const std::string& mask, const std::string& extra = "", const std::string& t = "float16") {
+  std::string text = R"(
+    input %p : T[2x8x96]
+    const %sp : int64[3] = [32,32,32]
+    const %m : T[1x1x8x8] = MASK
+    %q : T[?], %k : T[?], %v : T[?] = Split(%p, %sp) {axis=2}
+    %y : T[?] = Attention(%q, %k, %v, %m) {q_num_heads=2, kv_num_heads=2, scale=0.25}
+    output %y
+  )" + extra;
+  text.replace(text.find("MASK"), 4, mask);
+  for (size_t at = text.find("T["); at != std::string::npos; at = text.find("T[", at + t.size()))
+    text.replace(at, 1, t);
+  return text;
+}
+
+Expected<bool> run_operands(Graph& g) {
+  g.target = target_from_archs({"sm_90"});
+  Expected<bool> changed = fuse_attention_operands(g);
+  if (changed) {
+    Status s = verify(g);
+    if (!s) return s;
+  }
+  return changed;
+}
+
+TEST(FuseAttentionOperands, PackedQkvSplitReadInPlaceAndCausalMaskBecomesIsCausal) {
+  AOTC_REQUIRE_OPS("Attention", "Split");
+  AOTC_BUILD(g, packed_qkv(causal_literal(1, 8, 8)));
+  Graph before = g;
+  auto changed = run_operands(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_TRUE(*changed);
+  EXPECT_EQ(op_list(g), "aotc.StridedAttention");
+  const Node& a = g.nodes[0];
+  EXPECT_EQ(a.domain, "aotc");
+  const ValueId p = g.find_value("p");
+  EXPECT_EQ(a.inputs, (std::vector<ValueId>{p, p, p}));
+  EXPECT_EQ(a.attr_int("is_causal", 0), 1);
+  // Element (b, head, s, d) of q/k/v at base + b*8*96 + head*16 + s*96 + d.
+  EXPECT_EQ(a.attr_ints("q_view"), (std::vector<int64_t>{0, 768, 16, 96}));
+  EXPECT_EQ(a.attr_ints("k_view"), (std::vector<int64_t>{32, 768, 16, 96}));
+  EXPECT_EQ(a.attr_ints("v_view"), (std::vector<int64_t>{64, 768, 16, 96}));
+  EXPECT_EQ(a.attr_ints("q_shape"), (std::vector<int64_t>{2, 8, 32}));
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 3, 2.5e-3, 1e-3));
+}
+
+// A transposed-head copy (what fuse_copy_chains makes of Reshape + Transpose from a packed
+// projection) read in place: 4-D [B, H, S, D] operands at batch 1 (B*H batches of one head).
+TEST(FuseAttentionOperands, StridedCopyOperandsReadInPlace) {
+  AOTC_REQUIRE_OPS("Attention", "aotc.StridedCopy", "aotc.StridedAttention");
+  AOTC_BUILD(g, R"(
+    input %p : float16[1x8x96]
+    %q : float16[?] = aotc.StridedCopy(%p) {base=0, dims=[1,2,8,16], strides=[768,16,96,1], shape=[1,2,8,16]}
+    %k : float16[?] = aotc.StridedCopy(%p) {base=32, dims=[1,2,8,16], strides=[768,16,96,1], shape=[1,2,8,16]}
+    %v : float16[?] = aotc.StridedCopy(%p) {base=64, dims=[2,8,16], strides=[16,96,1], shape=[1,2,8,16]}
+    %y : float16[?] = Attention(%q, %k, %v) {scale=0.25}
+    output %y
+  )");
+  Graph before = g;
+  auto changed = run_operands(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_TRUE(*changed);
+  EXPECT_EQ(op_list(g), "aotc.StridedAttention");
+  EXPECT_EQ(g.nodes[0].attr_ints("k_view"), (std::vector<int64_t>{32, 0, 16, 96}));
+  EXPECT_EQ(g.nodes[0].attr_ints("v_view"), (std::vector<int64_t>{64, 0, 16, 96}));
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 4, 2.5e-3, 1e-3));
+}
+
+TEST(FuseAttentionOperands, MustNotFire) {
+  AOTC_REQUIRE_OPS("Attention", "Split", "aotc.StridedCopy", "aotc.StridedAttention");
+  // The mask is not causal (one entry flipped): it stays, the operands are still read in place.
+  {
+    AOTC_BUILD(g, packed_qkv(causal_literal(1, 8, 8, 9)));
+    Graph before = g;
+    ASSERT_TRUE(run_operands(g).is_ok());
+    EXPECT_EQ(op_list(g), "aotc.StridedAttention");
+    EXPECT_EQ(g.nodes[0].attr_int("is_causal", 0), 0);
+    EXPECT_EQ(g.nodes[0].inputs.size(), 4u);
+    EXPECT_TRUE(testing_util::same_outputs(before, g, 5, 2.5e-3, 1e-3));
+  }
+  const std::vector<std::pair<const char*, std::string>> cases = {
+      {"a Split part also read elsewhere", packed_qkv(causal_literal(1, 8, 8, 9), "%r : float16[?] = Relu(%k)\n    output %r\n")},
+      {"a Split part is a graph output", packed_qkv(causal_literal(1, 8, 8, 9), "output %q\n")},
+      {"fp32: the row kernel, which reads its own buffers", packed_qkv(causal_literal(1, 8, 8, 9), "", "float")},
+      {"4-D copies at batch 2: batch stride not H head strides (B*H batches of one head)", R"(
+    input %p : float16[2x8x96]
+    %q : float16[?] = aotc.StridedCopy(%p) {base=0, dims=[2,2,8,16], strides=[768,16,96,1], shape=[2,2,8,16]}
+    %y : float16[?] = Attention(%q, %q, %q) {scale=0.25}
+    output %y
+  )"},
+      {"a scaled copy", R"(
+    input %p : float16[1x8x96]
+    %q : float16[?] = aotc.StridedCopy(%p) {base=0, dims=[1,2,8,16], strides=[768,16,96,1], shape=[1,2,8,16], scale=0.5}
+    %y : float16[?] = Attention(%q, %q, %q) {scale=0.25}
+    output %y
+  )"},
+      {"rows not contiguous (a transposed copy)", R"(
+    input %p : float16[1x16x96]
+    %q : float16[?] = aotc.StridedCopy(%p) {base=0, dims=[1,2,16,8], strides=[1536,16,1,96], shape=[1,2,16,8]}
+    %y : float16[?] = Attention(%q, %q, %q) {scale=0.25}
+    output %y
+  )"},
+  };
+  for (const auto& c : cases) {
+    AOTC_BUILD(g, c.second);
+    auto changed = run_operands(g);
+    ASSERT_TRUE(changed.is_ok()) << c.first << ": " << changed.status().message();
+    EXPECT_EQ(op_list(g).find("StridedAttention"), std::string::npos) << c.first << ": " << op_list(g);
+  }
+}
+
 TEST(DropExactCasts, RoundTripsAndNoOpCastsVanish) {
   AOTC_REQUIRE_OPS("Cast", "Softmax", "Relu");
   AOTC_BUILD(g, R"(

@@ -1,0 +1,12 @@
+// What passes need to know about the Attention lowering (ir/ops/attention.cc).
+#pragma once
+
+#include "ir/graph.h"
+
+namespace aotc {
+
+// True when the Attention / aotc.StridedAttention node (shapes inferred) lowers to the fused
+// tensor-core kernel (CUTLASS memory-efficient attention) on graph.target.
+bool attention_runs_fused(const Node& node, const Graph& graph);
+
+}  // namespace aotc
