@@ -223,7 +223,8 @@ std::string render_model_c(const LaunchProgram& program, const Graph& graph,
     const MatmulStep& m = pm.step;
     const char* dt = m.dtype == DType::kFloat16 ? "AOTC_MM_F16"
                      : m.dtype == DType::kBFloat16 ? "AOTC_MM_BF16" : "AOTC_MM_F32";
-    static const char* kEpi[] = {"AOTC_EPI_NONE", "AOTC_EPI_BIAS", "AOTC_EPI_RELU", "AOTC_EPI_BIAS_RELU"};
+    static const char* kEpi[] = {"AOTC_EPI_NONE", "AOTC_EPI_BIAS", "AOTC_EPI_RELU", "AOTC_EPI_BIAS_RELU",
+                                 "AOTC_EPI_GELU", "AOTC_EPI_BIAS_GELU"};
     auto ll = [](int64_t v) { return std::to_string(v) + "LL"; };
     mms += "    {" + c_string_literal(pm.label) + ", " + dt + ",\n     " + ref_literal(pm.a) + ", " +
            ref_literal(pm.b) + ", " + ref_literal(pm.c) + ", " + ref_literal(pm.d) + ", " +

@@ -207,8 +207,7 @@ class ProgramBuilder {
       return node_error(node, "cuBLASLt matmul of " + dtype_name(m.dtype) + " is not supported");
     if (m.m < 1 || m.n < 1 || m.k < 1 || m.batch < 1)
       return node_error(node, "matmul with an empty dimension is not supported");
-    bool wants_bias = m.epilogue == MatmulStep::Epilogue::kBias ||
-                      m.epilogue == MatmulStep::Epilogue::kBiasRelu;
+    bool wants_bias = MatmulStep::has_bias(m.epilogue);
     if (wants_bias != (m.bias != kNullArg))
       return node_error(node, "matmul bias pointer and epilogue disagree");
     if (!std::isfinite(m.alpha) || !std::isfinite(m.beta))

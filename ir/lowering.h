@@ -48,9 +48,11 @@ struct KernelStep {
 // described in ROW-MAJOR terms: A is m x k (k x m if trans_a), B is k x n (n x k if trans_b),
 // C and D are m x n; ld* are row strides in elements; stride_* are batch strides in elements
 // (0 broadcasts one matrix over the batch). bias has n elements. Codegen maps this onto cuBLASLt
-// (column-major) by swapping operands. fp32 uses CUBLAS_COMPUTE_32F: no silent TF32.
+// (column-major) by swapping operands. fp32 uses CUBLAS_COMPUTE_32F: no silent TF32. kGelu is
+// cuBLASLt's GELU epilogue, the tanh approximation 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))).
 struct MatmulStep {
-  enum class Epilogue { kNone, kBias, kRelu, kBiasRelu };
+  enum class Epilogue { kNone, kBias, kRelu, kBiasRelu, kGelu, kBiasGelu };
+  static bool has_bias(Epilogue e) { return e == Epilogue::kBias || e == Epilogue::kBiasRelu || e == Epilogue::kBiasGelu; }
   DType dtype = DType::kFloat32;
   ValueId a = kNullArg, b = kNullArg, c = kNullArg, d = kNullArg, bias = kNullArg;
   int64_t m = 0, n = 0, k = 0, batch = 1;

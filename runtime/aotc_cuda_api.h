@@ -81,6 +81,8 @@ typedef struct {
 #define AOTC_CUBLASLT_EPILOGUE_RELU 2
 #define AOTC_CUBLASLT_EPILOGUE_BIAS 4
 #define AOTC_CUBLASLT_EPILOGUE_RELU_BIAS 6
+#define AOTC_CUBLASLT_EPILOGUE_GELU 32     /* the tanh approximation (cuBLASLt documentation) */
+#define AOTC_CUBLASLT_EPILOGUE_GELU_BIAS 36
 
 /* Function pointers, filled by dlsym. Names in comments are the exported symbols. */
 typedef struct aotc_cuda_api {

@@ -38,9 +38,12 @@ static int prepare_matmul(aotc_rt_handle* h, const aotc_rt_matmul* mm, aotc_rt_m
   if (s != 0) return aotc_rt_lt_fail(h, s, "cublasLtMatmulDescCreate", mm->label);
   int32_t trans_a = mm->trans_b ? AOTC_CUBLAS_OP_T : AOTC_CUBLAS_OP_N;
   int32_t trans_b = mm->trans_a ? AOTC_CUBLAS_OP_T : AOTC_CUBLAS_OP_N;
-  static const uint32_t kEpilogue[] = {AOTC_CUBLASLT_EPILOGUE_DEFAULT, AOTC_CUBLASLT_EPILOGUE_BIAS,
-                                       AOTC_CUBLASLT_EPILOGUE_RELU, AOTC_CUBLASLT_EPILOGUE_RELU_BIAS};
-  uint32_t epilogue = kEpilogue[mm->epilogue & 3];
+  static const uint32_t kEpilogue[AOTC_EPI_COUNT] = {
+      AOTC_CUBLASLT_EPILOGUE_DEFAULT, AOTC_CUBLASLT_EPILOGUE_BIAS, AOTC_CUBLASLT_EPILOGUE_RELU,
+      AOTC_CUBLASLT_EPILOGUE_RELU_BIAS, AOTC_CUBLASLT_EPILOGUE_GELU, AOTC_CUBLASLT_EPILOGUE_GELU_BIAS};
+  if (mm->epilogue < 0 || mm->epilogue >= AOTC_EPI_COUNT)
+    return aotc_rt_set_error(h, AOTC_ERROR_CUDA, "matmul %s: unknown epilogue %d", mm->label, mm->epilogue);
+  uint32_t epilogue = kEpilogue[mm->epilogue];
   if ((s = h->lt.matmul_desc_set_attribute(st->desc, AOTC_CUBLASLT_MATMUL_DESC_TRANSA, &trans_a,
                                            sizeof trans_a)) != 0 ||
       (s = h->lt.matmul_desc_set_attribute(st->desc, AOTC_CUBLASLT_MATMUL_DESC_TRANSB, &trans_b,

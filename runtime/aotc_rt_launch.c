@@ -70,7 +70,7 @@ cublasStatus_t aotc_rt_issue_matmul(aotc_rt_handle* h, int i, const cublasLtMatm
   aotc_rt_matmul_state* st = &h->matmuls[i];
   float alpha = mm->alpha, beta = c ? mm->beta : 0.0f;
   cublasStatus_t status = 0;
-  if (mm->epilogue == AOTC_EPI_BIAS || mm->epilogue == AOTC_EPI_BIAS_RELU) {
+  if (AOTC_EPI_HAS_BIAS(mm->epilogue)) {
     const void* bias_ptr = (const void*)(uintptr_t)bias;
     status = h->lt.matmul_desc_set_attribute(st->desc, AOTC_CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                              &bias_ptr, sizeof bias_ptr);
@@ -149,7 +149,7 @@ int aotc_rt_launch_step(aotc_rt_handle* h, int s, const void* const* inputs, voi
     CUdeviceptr a = resolve(h, mm->a, inputs, outputs), b = resolve(h, mm->b, inputs, outputs);
     CUdeviceptr dd = resolve(h, mm->d, inputs, outputs);
     CUdeviceptr c = mm->c.loc != AOTC_LOC_NULL ? resolve(h, mm->c, inputs, outputs) : 0;
-    CUdeviceptr bias = (mm->epilogue == AOTC_EPI_BIAS || mm->epilogue == AOTC_EPI_BIAS_RELU)
+    CUdeviceptr bias = AOTC_EPI_HAS_BIAS(mm->epilogue)
                            ? resolve(h, mm->bias, inputs, outputs)
                            : 0;
     cublasStatus_t status = aotc_rt_issue_matmul(h, step->index, &h->matmuls[step->index].algo,

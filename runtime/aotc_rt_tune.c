@@ -70,7 +70,7 @@ static float time_candidate(aotc_rt_handle* h, int i, int c, CUdeviceptr stand_i
   CUdeviceptr a = operand(h, mm->a, stand_in), b = operand(h, mm->b, stand_in);
   CUdeviceptr d = operand(h, mm->d, stand_in);
   CUdeviceptr cc = mm->c.loc != AOTC_LOC_NULL ? operand(h, mm->c, stand_in) : 0;
-  CUdeviceptr bias = (mm->epilogue == AOTC_EPI_BIAS || mm->epilogue == AOTC_EPI_BIAS_RELU)
+  CUdeviceptr bias = AOTC_EPI_HAS_BIAS(mm->epilogue)
                          ? operand(h, mm->bias, stand_in)
                          : 0;
   /* One plain call first: an algorithm that cannot run fails here, outside any capture. */

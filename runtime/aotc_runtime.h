@@ -55,7 +55,9 @@ typedef struct aotc_rt_kernel {
 } aotc_rt_kernel;
 
 enum { AOTC_MM_F32 = 0, AOTC_MM_F16 = 1, AOTC_MM_BF16 = 2 };
-enum { AOTC_EPI_NONE = 0, AOTC_EPI_BIAS = 1, AOTC_EPI_RELU = 2, AOTC_EPI_BIAS_RELU = 3 };
+enum { AOTC_EPI_NONE = 0, AOTC_EPI_BIAS = 1, AOTC_EPI_RELU = 2, AOTC_EPI_BIAS_RELU = 3, AOTC_EPI_GELU = 4,
+       AOTC_EPI_BIAS_GELU = 5, AOTC_EPI_COUNT = 6 };
+#define AOTC_EPI_HAS_BIAS(e) ((e) == AOTC_EPI_BIAS || (e) == AOTC_EPI_BIAS_RELU || (e) == AOTC_EPI_BIAS_GELU)
 
 /* D = alpha * op(A) x op(B) + beta * C (+bias) (relu), ROW-MAJOR terms (see ir/lowering.h). */
 typedef struct aotc_rt_matmul {

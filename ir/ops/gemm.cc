@@ -113,6 +113,14 @@ bool is_plain_relu(const Node& node) {
   return act.op_type == "Relu" && act.attrs.empty();
 }
 
+// Gelu(approximate="tanh"): exactly the formula of cuBLASLt's GELU epilogue.
+bool is_tanh_gelu(const Node& node) {
+  if (!has_activation(node)) return false;
+  Node act = load_activation(node);
+  return act.op_type == "Gelu" && act.domain.empty() && act.attr_string("approximate", "none") == "tanh" &&
+         act.attrs.size() == 1;
+}
+
 LoweredStep matmul_step(MatmulStep m) {
   LoweredStep s;
   s.kind = LoweredStep::Kind::kMatmul;
@@ -174,10 +182,15 @@ Expected<Lowering> gemm_lower(const Node& node, const Graph& graph) {
       kernel_r = true;
     }
   }
-  const bool kernel_act = has_activation(node) && (kernel_c || kernel_r || !is_plain_relu(node));
-  const bool relu_in_matmul = has_activation(node) && !kernel_act;
-  mm.epilogue = bias ? (relu_in_matmul ? MatmulStep::Epilogue::kBiasRelu : MatmulStep::Epilogue::kBias)
-                     : (relu_in_matmul ? MatmulStep::Epilogue::kRelu : MatmulStep::Epilogue::kNone);
+  // cuBLASLt applies its epilogue activation to alpha*AB + beta*C + bias: ReLU and the tanh GELU
+  // go there unless a C or residual needs the epilogue kernel anyway.
+  const bool gelu = is_tanh_gelu(node);
+  const bool kernel_act = has_activation(node) && (kernel_c || kernel_r || !(is_plain_relu(node) || gelu));
+  const bool act_in_matmul = has_activation(node) && !kernel_act;
+  using E = MatmulStep::Epilogue;
+  mm.epilogue = !act_in_matmul ? (bias ? E::kBias : E::kNone)
+                : gelu         ? (bias ? E::kBiasGelu : E::kGelu)
+                               : (bias ? E::kBiasRelu : E::kRelu);
   l.steps.push_back(matmul_step(mm));
   if (!kernel_c && !kernel_r && !kernel_act) return l;
 

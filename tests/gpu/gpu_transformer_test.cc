@@ -180,6 +180,25 @@ TEST(GpuRotary, HalvesAndInterleavedWithPositions) {
   }
 }
 
+// MatMul + bias + Gelu(tanh) (GPT-2's MLP) becomes one cuBLASLt call with the GELU_BIAS epilogue;
+// fp32 checks its formula against the reference at fp32 tolerance (the erf form differs by up to
+// 5e-4 where |x| ~ 2, far above it), fp16 the 16-bit path.
+TEST(GpuGelu, TanhGeluInTheMatmulEpilogue) {
+  AOTC_REQUIRE_GPU();
+  for (DType t : {DType::kFloat32, DType::kFloat16}) {
+    GraphBuilder b;
+    b.graph().opset = 20;
+    ValueId x = b.input("x", {64, 96}, t);
+    ValueId w = b.weight("w", {96, 200}, -0.3, 0.3, t);
+    ValueId bias = b.weight("bias", {200}, -1, 1, t);
+    ValueId y = b.node("Add", {b.node("MatMul", {x, w}), bias});
+    b.output(b.node("Gelu", {y}, {{"approximate", Attribute::of_string("tanh")}}));
+    CaseOptions options;
+    options.expect_ops_after_pipeline = {"FusedGemm"};
+    run_case(b.graph(), t == DType::kFloat32 ? "gemm_gelu_tanh_f32" : "gemm_gelu_tanh_f16", options);
+  }
+}
+
 TEST(GpuGelu, TanhApproximation) {
   AOTC_REQUIRE_GPU();
   GraphBuilder b;

@@ -175,6 +175,24 @@ Expected<Lowering> lower(testing_util::OneNode& g) {
   return default_registry().find(g.node().op_type, g.node().domain)->lower(g.node(), g.graph);
 }
 
+TEST(Gemm, TanhGeluGoesToTheMatmulEpilogueErfGeluDoesNot) {
+  for (const char* approximate : {"tanh", "none"}) {
+    auto g = one_node("FusedGemm", {{"a", {8, 4}}, {"b", {4, 6}}, {"c", {6}}}, {}, 1, DType::kFloat16, "aotc");
+    Node gelu;
+    gelu.op_type = "Gelu";
+    gelu.attrs["approximate"] = Attribute::of_string(approximate);
+    store_activation(g.node(), gelu);
+    auto l = lower(g);
+    ASSERT_TRUE(l.is_ok()) << l.status().message();
+    const bool tanh = std::string(approximate) == "tanh";
+    // tanh: cuBLASLt's GELU_BIAS epilogue (its documented formula is the tanh form); erf: the
+    // bias epilogue, then the epilogue kernel applies the exact GELU.
+    ASSERT_EQ(l->steps.size(), tanh ? 1u : 2u) << approximate;
+    EXPECT_EQ(l->steps[0].matmul.epilogue, tanh ? MatmulStep::Epilogue::kBiasGelu : MatmulStep::Epilogue::kBias);
+    EXPECT_EQ(l->steps[0].matmul.bias, g.node().inputs[2]);
+  }
+}
+
 TEST(Gemm, LoweringUsesMatmulEpilogueWhereExact) {
   {  // C as a row vector with beta 1 and Relu: one cuBLASLt call with the bias+ReLU epilogue.
     auto g = one_node("FusedGemm", {{"a", {8, 4}}, {"b", {6, 4}}, {"c", {6}}}, {{"transB", Attribute::of_int(1)}}, 1,

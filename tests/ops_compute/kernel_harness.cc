@@ -1,4 +1,5 @@
 // Test-only render / compile / run harness (see kernel_harness.h).
+#include <cmath>
 #include "tests/ops_compute/kernel_harness.h"
 
 #include "codegen/embedded_files.h"
@@ -89,6 +90,8 @@ Status emulate_matmul(const MatmulStep& m, std::map<ValueId, Tensor>& values) {
         if (c && m.beta != 0.f) v += m.beta * c->get(bt * m.stride_c + i * m.ldc + j);
         if (bias) v += bias->get(j);
         if (m.epilogue == MatmulStep::Epilogue::kRelu || m.epilogue == MatmulStep::Epilogue::kBiasRelu) v = v < 0 ? 0 : v;
+        if (m.epilogue == MatmulStep::Epilogue::kGelu || m.epilogue == MatmulStep::Epilogue::kBiasGelu)
+          v = 0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));  // cuBLASLt's GELU
         d.set(bt * m.stride_d + i * m.ldd + j, v);
       }
   return Status::ok();
