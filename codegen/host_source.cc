@@ -221,8 +221,11 @@ std::string render_model_c(const LaunchProgram& program, const Graph& graph,
   std::string mms;
   for (const ProgramMatmul& pm : program.matmuls) {
     const MatmulStep& m = pm.step;
-    const char* dt = m.dtype == DType::kFloat16 ? "AOTC_MM_F16"
-                     : m.dtype == DType::kBFloat16 ? "AOTC_MM_BF16" : "AOTC_MM_F32";
+    auto mm_type = [](DType t) {
+      return t == DType::kFloat16 ? "AOTC_MM_F16" : t == DType::kBFloat16 ? "AOTC_MM_BF16" : "AOTC_MM_F32";
+    };
+    const char* dt = mm_type(m.dtype);
+    const char* d_dt = mm_type(m.d_dtype == DType::kUndefined ? m.dtype : m.d_dtype);
     static const char* kEpi[] = {"AOTC_EPI_NONE", "AOTC_EPI_BIAS", "AOTC_EPI_RELU", "AOTC_EPI_BIAS_RELU",
                                  "AOTC_EPI_GELU", "AOTC_EPI_BIAS_GELU"};
     auto ll = [](int64_t v) { return std::to_string(v) + "LL"; };
@@ -233,7 +236,7 @@ std::string render_model_c(const LaunchProgram& program, const Graph& graph,
            ll(m.lda) + ", " + ll(m.ldb) + ", " + ll(m.ldc) + ", " + ll(m.ldd) + ", " +
            ll(m.stride_a) + ", " + ll(m.stride_b) + ", " + ll(m.stride_c) + ", " + ll(m.stride_d) +
            ", " + c_float(m.alpha) + ", " + c_float(m.beta) + ", " +
-           kEpi[static_cast<int>(m.epilogue)] + "},\n";
+           kEpi[static_cast<int>(m.epilogue)] + ", " + d_dt + "},\n";
   }
   c += mms.empty() ? "static const aotc_rt_matmul kMatmuls[1];\n"
                    : "static const aotc_rt_matmul kMatmuls[] = {\n" + mms + "};\n";

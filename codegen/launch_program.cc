@@ -205,6 +205,8 @@ class ProgramBuilder {
     const Node& node = graph_.nodes[static_cast<size_t>(node_index)];
     if (m.dtype != DType::kFloat32 && m.dtype != DType::kFloat16 && m.dtype != DType::kBFloat16)
       return node_error(node, "cuBLASLt matmul of " + dtype_name(m.dtype) + " is not supported");
+    if (m.d_dtype != DType::kUndefined && m.d_dtype != m.dtype && m.d_dtype != DType::kFloat32)
+      return node_error(node, "cuBLASLt matmul with a " + dtype_name(m.d_dtype) + " result is not supported");
     if (m.m < 1 || m.n < 1 || m.k < 1 || m.batch < 1)
       return node_error(node, "matmul with an empty dimension is not supported");
     bool wants_bias = MatmulStep::has_bias(m.epilogue);

@@ -28,12 +28,13 @@ constexpr size_t kConvBuilderArgs = 9;
 int64_t matmul_step_flops(const MatmulStep& m) { return 2 * m.m * m.n * m.k * m.batch; }
 
 int64_t matmul_step_bytes(const MatmulStep& m) {
-  const int64_t e = dtype_size(m.dtype);
+  const int64_t e = dtype_size(m.dtype), ed = m.d_dtype == DType::kUndefined ? e : dtype_size(m.d_dtype);
   auto batched = [&](int64_t stride) { return stride != 0 ? m.batch : 1; };
-  int64_t bytes = m.m * m.k * batched(m.stride_a) + m.k * m.n * batched(m.stride_b) + m.m * m.n * m.batch;
-  if (m.c != kNullArg) bytes += m.m * m.n * batched(m.stride_c);
-  if (m.bias != kNullArg) bytes += m.n;
-  return bytes * e;
+  int64_t in = m.m * m.k * batched(m.stride_a) + m.k * m.n * batched(m.stride_b);
+  int64_t out = m.m * m.n * m.batch;
+  if (m.c != kNullArg) out += m.m * m.n * batched(m.stride_c);
+  if (m.bias != kNullArg) out += m.n;
+  return in * e + out * ed;
 }
 
 int64_t kernel_step_bytes(const Graph& graph, const KernelStep& k, int64_t scratch_bytes) {

@@ -53,7 +53,8 @@ struct KernelStep {
 struct MatmulStep {
   enum class Epilogue { kNone, kBias, kRelu, kBiasRelu, kGelu, kBiasGelu };
   static bool has_bias(Epilogue e) { return e == Epilogue::kBias || e == Epilogue::kBiasRelu || e == Epilogue::kBiasGelu; }
-  DType dtype = DType::kFloat32;
+  DType dtype = DType::kFloat32;  // A and B (and C / D / bias unless d_dtype says otherwise)
+  DType d_dtype = DType::kUndefined;  // C / D / bias when they differ (fp16 x fp16 -> fp32 D)
   ValueId a = kNullArg, b = kNullArg, c = kNullArg, d = kNullArg, bias = kNullArg;
   int64_t m = 0, n = 0, k = 0, batch = 1;
   bool trans_a = false, trans_b = false;

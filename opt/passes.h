@@ -55,6 +55,9 @@ Expected<bool> fuse_stem_pool(Graph& graph);
 // downsample) becomes one conv over Concat(h, x) where that moves fewer bytes
 // (merge_projection_shortcut.cc).
 Expected<bool> merge_projection_shortcut(Graph& graph);
+// A 16-bit Gemm whose result is only converted to float32 (through views) writes float32 itself
+// (aotc.FusedGemm output_dtype), the Cast's output value in place.
+Expected<bool> fuse_output_cast(Graph& graph);
 // A 16-bit MatMul (or Gemm without C) by a constant [K, N] with N % 8 != 0 (large outputs): B zero-padded to a multiple
 // of 8 at compile time, then a Slice of the first N columns (aligned cuBLASLt kernels).
 Expected<bool> pad_gemm_n(Graph& graph);

@@ -31,6 +31,7 @@ const std::vector<Pass>& default_pipeline() {
       {"clip_into_depthwise", clip_into_depthwise},
       {"fuse_stem_pool", fuse_stem_pool},
       {"merge_projection_shortcut", merge_projection_shortcut},
+      {"fuse_output_cast", fuse_output_cast},
       {"pad_gemm_n", pad_gemm_n},
       {"fuse_matmul_transpose", fuse_matmul_transpose},
       {"fuse_copy_chains", fuse_copy_chains},

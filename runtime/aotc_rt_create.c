@@ -32,7 +32,7 @@ static cublasStatus_t make_layout(aotc_rt_handle* h, cublasLtMatrixLayout_t* lay
 /* Row-major D = op(A) op(B) is column-major D^T = op(B)^T op(A)^T: cuBLASLt's A is our B and
    cuBLASLt's B is our A, each read column-major with the same leading dimension. */
 static int prepare_matmul(aotc_rt_handle* h, const aotc_rt_matmul* mm, aotc_rt_matmul_state* st) {
-  int type = lt_type(mm->dtype);
+  int type = lt_type(mm->dtype), d_type = lt_type(mm->d_dtype);
   /* fp32 computes in fp32 (no TF32); fp16/bf16 accumulate in fp32 with fp32 alpha/beta. */
   cublasStatus_t s = h->lt.matmul_desc_create(&st->desc, AOTC_CUBLAS_COMPUTE_32F, AOTC_CUDA_R_32F);
   if (s != 0) return aotc_rt_lt_fail(h, s, "cublasLtMatmulDescCreate", mm->label);
@@ -56,9 +56,9 @@ static int prepare_matmul(aotc_rt_handle* h, const aotc_rt_matmul* mm, aotc_rt_m
                        mm->trans_b ? mm->n : mm->k, mm->ldb, mm->batch, mm->stride_b)) != 0 ||
       (s = make_layout(h, &st->layout_b, type, mm->trans_a ? mm->m : mm->k,
                        mm->trans_a ? mm->k : mm->m, mm->lda, mm->batch, mm->stride_a)) != 0 ||
-      (s = make_layout(h, &st->layout_c, type, mm->n, mm->m, has_c ? mm->ldc : mm->ldd, mm->batch,
+      (s = make_layout(h, &st->layout_c, d_type, mm->n, mm->m, has_c ? mm->ldc : mm->ldd, mm->batch,
                        has_c ? mm->stride_c : mm->stride_d)) != 0 ||
-      (s = make_layout(h, &st->layout_d, type, mm->n, mm->m, mm->ldd, mm->batch, mm->stride_d)) != 0)
+      (s = make_layout(h, &st->layout_d, d_type, mm->n, mm->m, mm->ldd, mm->batch, mm->stride_d)) != 0)
     return aotc_rt_lt_fail(h, s, "cublasLtMatrixLayoutCreate", mm->label);
   cublasLtMatmulPreference_t pref = NULL;
   if ((s = h->lt.preference_create(&pref)) != 0)

@@ -42,11 +42,11 @@ static unsigned long long stand_in_bytes(const aotc_rt_matmul* mm) {
                 mm->stride_b, mm->dtype)) > need)
     need = s;
   if (mm->c.loc != AOTC_LOC_NULL && caller_owned(mm->c) &&
-      (s = span(mm->m, mm->n, mm->ldc, mm->batch, mm->stride_c, mm->dtype)) > need)
+      (s = span(mm->m, mm->n, mm->ldc, mm->batch, mm->stride_c, mm->d_dtype)) > need)
     need = s;
-  if (caller_owned(mm->d) && (s = span(mm->m, mm->n, mm->ldd, mm->batch, mm->stride_d, mm->dtype)) > need)
+  if (caller_owned(mm->d) && (s = span(mm->m, mm->n, mm->ldd, mm->batch, mm->stride_d, mm->d_dtype)) > need)
     need = s;
-  if (caller_owned(mm->bias) && (s = (unsigned long long)mm->n * elem_bytes(mm->dtype)) > need) need = s;
+  if (caller_owned(mm->bias) && (s = (unsigned long long)mm->n * elem_bytes(mm->d_dtype)) > need) need = s;
   return need;
 }
 

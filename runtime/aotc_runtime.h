@@ -70,6 +70,7 @@ typedef struct aotc_rt_matmul {
   long long stride_a, stride_b, stride_c, stride_d;
   float alpha, beta;
   int epilogue;
+  int d_dtype; /* AOTC_MM_*: C, D and bias (fp32 D from 16-bit A/B: one rounding, no cast kernel) */
 } aotc_rt_matmul;
 
 typedef struct aotc_rt_copy {

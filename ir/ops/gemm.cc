@@ -25,13 +25,23 @@ std::string compute_type(DType t) { return t == DType::kFloat64 ? "double" : "fl
 
 struct GemmDims { int64_t m = 0, n = 0, k = 0; };
 
+// aotc.FusedGemm attribute `columns`: only the first `columns` output columns of B (a B padded
+// for aligned rows, opt/pad_gemm_n.cc): n = columns, B's row stride stays its full width.
 GemmDims gemm_dims(const Node& node, const Shape& a, const Shape& b) {
   GemmDims d;
   const bool ta = node.attr_int("transA", 0) != 0, tb = node.attr_int("transB", 0) != 0;
   d.m = ta ? a[1] : a[0];
   d.k = ta ? a[0] : a[1];
   d.n = tb ? b[0] : b[1];
+  if (node.domain == "aotc" && node.has_attr("columns")) d.n = std::min(d.n, node.attr_int("columns", d.n));
   return d;
+}
+
+// aotc.FusedGemm attribute `output_dtype` (an ONNX float type number): Y's dtype when it differs
+// from the inputs' (fp16 x fp16 -> fp32 Y: the fp32 accumulator rounded once, no Cast kernel).
+DType gemm_output_dtype(const Node& node, DType input) {
+  return node.domain == "aotc" && node.has_attr("output_dtype") ? static_cast<DType>(node.attr_int("output_dtype", 0))
+                                                                : input;
 }
 
 // C (and Residual) must broadcast one way to [M, N]: rank <= 2, each right-aligned dim 1 or equal.
@@ -72,7 +82,33 @@ Status gemm_infer(Node& node, Graph& graph) {
                                   " does not broadcast to " + shape_str({d.m, d.n}));
   if (has_activation(node) && !default_registry().find(load_activation(node).op_type))
     return node_error(node, "absorbed activation '" + escape_for_message(load_activation(node).op_type) + "' is unknown");
-  set_output(graph, node, 0, t, {d.m, d.n});
+  if (fused && node.has_attr("columns")) {
+    const int64_t c = node.attrs.at("columns").kind == Attribute::Kind::kInt ? node.attr_int("columns", 0) : -1;
+    const int64_t full = node.attr_int("transB", 0) ? b[0] : b[1];
+    if (c < 1 || c > full)
+      return node_error(node, "columns must be an int in [1, " + std::to_string(full) + "]");
+  }
+  DType out = t;
+  if (fused && node.has_attr("output_dtype")) {
+    const int64_t o = node.attrs.at("output_dtype").kind == Attribute::Kind::kInt ? node.attr_int("output_dtype", 0) : -1;
+    if (o != static_cast<int64_t>(DType::kFloat32) || (t != DType::kFloat16 && t != DType::kBFloat16) ||
+        node.input(2) != kNoValue || node.input(kResidualInput) != kNoValue || has_activation(node))
+      return node_error(node, "output_dtype must be float (1), for 16-bit inputs without C, residual or activation");
+    out = DType::kFloat32;
+  }
+  // aotc.FusedGemm attribute `output_shape`: Y's rows [M, N] seen under another shape of the same
+  // size and last dim (a reshape absorbed, so Y can be a graph output written in place).
+  Shape y_shape = {d.m, d.n};
+  if (fused && node.has_attr("output_shape")) {
+    const Shape s = node.attr_ints("output_shape");
+    bool ok = node.attrs.at("output_shape").kind == Attribute::Kind::kInts && !s.empty() && s.back() == d.n;
+    for (int64_t x : s) ok = ok && x >= 0;
+    if (!ok || shape_numel(s) != d.m * d.n)
+      return node_error(node, "output_shape " + shape_str(s) + " must hold the " + shape_str(y_shape) +
+                                  " rows with the same last dim");
+    y_shape = s;
+  }
+  set_output(graph, node, 0, out, y_shape);
   return Status::ok();
 }
 
@@ -91,13 +127,14 @@ Status gemm_reference(const Node& node, const std::vector<const Tensor*>& inputs
   const double alpha = node.attr_float("alpha", 1.0f), beta = node.attr_float("beta", 1.0f);
   GemmDims d = gemm_dims(node, a.shape(), b.shape());
   std::vector<double> ad = a.to_doubles(), bd = b.to_doubles();
+  const int64_t b_row = b.shape()[1];  // B's row stride (its full width; columns may use fewer)
   Tensor& y = outputs[0];
   parallel_for(d.m, d.n * d.k, [&](int64_t row_begin, int64_t row_end) {  // rows are independent
     for (int64_t i = row_begin; i < row_end; ++i)
       for (int64_t j = 0; j < d.n; ++j) {
         double acc = 0;
         for (int64_t p = 0; p < d.k; ++p)
-          acc += ad[static_cast<size_t>(ta ? p * d.m + i : i * d.k + p)] * bd[static_cast<size_t>(tb ? j * d.k + p : p * d.n + j)];
+          acc += ad[static_cast<size_t>(ta ? p * d.m + i : i * d.k + p)] * bd[static_cast<size_t>(tb ? j * d.k + p : p * b_row + j)];
         double v = alpha * acc;
         if (c) v += beta * c->get(broadcast_index(c->shape(), i, j));
         if (r) v += r->get(broadcast_index(r->shape(), i, j));
@@ -155,7 +192,9 @@ Expected<Lowering> gemm_lower(const Node& node, const Graph& graph) {
   mm.trans_a = node.attr_int("transA", 0) != 0;
   mm.trans_b = node.attr_int("transB", 0) != 0;
   mm.lda = mm.trans_a ? d.m : d.k;
-  mm.ldb = mm.trans_b ? d.k : d.n;
+  mm.ldb = mm.trans_b ? d.k : bv.shape[1];
+  const DType out_t = gemm_output_dtype(node, av.dtype);
+  if (out_t != av.dtype) mm.d_dtype = out_t;
   mm.ldc = d.n;
   mm.ldd = d.n;
   mm.alpha = node.attr_float("alpha", 1.0f);
@@ -193,6 +232,8 @@ Expected<Lowering> gemm_lower(const Node& node, const Graph& graph) {
                                : (bias ? E::kBiasRelu : E::kRelu);
   l.steps.push_back(matmul_step(mm));
   if (!kernel_c && !kernel_r && !kernel_act) return l;
+  if (out_t != av.dtype || mm.n != (mm.trans_b ? bv.shape[0] : bv.shape[1]))
+    return node_error(node, "output_dtype / columns need an epilogue cuBLASLt runs (no epilogue kernel)");
 
   auto strides = [](const Shape& s) {
     int64_t rows = s.size() == 2 ? s[0] : 1, cols = s.empty() ? 1 : s.back();

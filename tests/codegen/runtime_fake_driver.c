@@ -486,7 +486,7 @@ static void test_pdl(void) {
 static const aotc_rt_matmul kMatmuls[] = {{"fc", AOTC_MM_F16, {AOTC_LOC_INPUT, 0, 0}, {AOTC_LOC_WEIGHTS, 0, 0},
                                            {AOTC_LOC_NULL, 0, 0}, {AOTC_LOC_OUTPUT, 0, 0},
                                            {AOTC_LOC_WEIGHTS, 0, 512}, 4, 8, 16, 1, 0, 0, 16, 8, 8, 8,
-                                           0, 0, 0, 0, 1.0f, 0.0f, AOTC_EPI_BIAS}};
+                                           0, 0, 0, 0, 1.0f, 0.0f, AOTC_EPI_BIAS, AOTC_MM_F16}};
 static const aotc_rt_step kMmSteps[] = {{AOTC_STEP_MATMUL, 0, "mm0_fc", 1024ULL, 256ULL}};
 static const long long kMmIn[] = {4, 16}, kMmOut[] = {4, 8};
 static const aotc_rt_io kMmInputs[] = {{"x", 10, 2, kMmIn, 128}};
