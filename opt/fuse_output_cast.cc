@@ -3,8 +3,10 @@
 // after the precision pass - writes float32 itself: aotc.FusedGemm {output_dtype = float,
 // output_shape = the Cast's shape} producing the Cast's output value directly (cuBLASLt with
 // 16-bit A/B and a float32 D: the fp32 accumulator rounded once instead of twice, and no
-// conversion kernel re-reading the result). GPT-2's logits: a 412 MB fp16 write, an 823 MB
-// conversion copy of 0.67 ms at batch 32 (docs/perf_notes.md v6) become one 823 MB write by the GEMM.
+// conversion kernel re-reading the result). Only where N is a multiple of 8 (LLaMA's 32000-word
+// head): with an odd N (GPT-2's 50257, padded by pad_gemm_n) cuBLASLt writing the unaligned float32
+// rows itself took 2.75 ms at batch 32 against 0.51 ms for the padded fp16 GEMM + 0.67 ms for the
+// Slice + Cast copy (device call 1 of the eighth session), so those keep the copy.
 #include "ir/op_registry.h"
 #include "ir/ops/epilogue.h"
 #include "opt/passes.h"
@@ -62,6 +64,8 @@ Expected<bool> fuse_output_cast(Graph& graph) {
     if (!ok || drop[static_cast<size_t>(p)] || !plain_product(graph.nodes[static_cast<size_t>(p)])) continue;
     const DType t = graph.value(x).dtype;
     if (t != DType::kFloat16 && t != DType::kBFloat16) continue;
+    const Shape& ys = graph.value(x).shape;
+    if (ys.size() != 2 || ys[1] % 8 != 0) continue;  // aligned rows only (see above)
     Node fused = graph.nodes[static_cast<size_t>(p)];
     fused.domain = "aotc";
     fused.op_type = "FusedGemm";

@@ -5,9 +5,7 @@
 // 32). The constant is zero-padded to N' = N rounded up to 8 at compile time, the MatMul writes
 // [..., N'] and a Slice takes the first N columns (one copy of the output). Exact: the extra
 // columns are separate dot products that the Slice drops. Only for outputs of at least
-// kPadMinOutputBytes, where the copy costs less than the slow kernel. An aotc.FusedGemm that
-// writes float32 (opt/fuse_output_cast.cc) gets the padded B with attribute columns = N instead:
-// cuBLASLt reads the aligned B and writes the N columns itself, no Slice.
+// kPadMinOutputBytes, where the copy costs less than the slow kernel.
 #include <cstring>
 
 #include "ir/op_registry.h"
@@ -34,9 +32,7 @@ Expected<bool> pad_gemm_n(Graph& graph) {
   for (Node& node : nodes) {
     const bool is_gemm = node.op_type == "Gemm" && node.domain.empty() && node.input(2) == kNoValue &&
                          node.attr_int("transA", 0) == 0;
-    const bool fp32_out = node.op_type == "FusedGemm" && node.domain == "aotc" && node.has_attr("output_dtype") &&
-                          !node.has_attr("columns");
-    const bool candidate = ((node.op_type == "MatMul" || is_gemm) && node.domain.empty() || fp32_out) &&
+    const bool candidate = (node.op_type == "MatMul" || is_gemm) && node.domain.empty() &&
                            node.num_present_inputs() == 2 && node.outputs.size() == 1;
     if (!candidate) {
       graph.nodes.push_back(std::move(node));
@@ -45,8 +41,8 @@ Expected<bool> pad_gemm_n(Graph& graph) {
     const Value& a = graph.value(node.inputs[0]);
     const Value& b = graph.value(node.inputs[1]);
     const Value& y = graph.value(node.outputs[0]);
-    const bool low = a.dtype == DType::kFloat16 || a.dtype == DType::kBFloat16;
-    const bool trans_b = (is_gemm || fp32_out) && node.attr_int("transB", 0) != 0;
+    const bool low = y.dtype == DType::kFloat16 || y.dtype == DType::kBFloat16;
+    const bool trans_b = is_gemm && node.attr_int("transB", 0) != 0;
     const int64_t n = b.shape.size() == 2 ? b.shape[trans_b ? 0 : 1] : 0;
     if (!low || !b.is_constant() || b.shape.size() != 2 || a.shape.size() < 2 || n % kPadAlign == 0 || n < kPadAlign ||
         y.numel() * dtype_size(y.dtype) < kPadMinOutputBytes) {
@@ -62,15 +58,6 @@ Expected<bool> pad_gemm_n(Graph& graph) {
       for (int64_t r = 0; r < k; ++r)
         std::memcpy(padded.raw() + static_cast<size_t>(r * np) * es, b.constant->raw() + static_cast<size_t>(r * n) * es,
                     static_cast<size_t>(n) * es);
-    }
-    if (fp32_out) {
-      Node mm = node;
-      mm.inputs[1] = graph.add_constant(graph.unique_name(b.name + "_padded_n"), std::move(padded));
-      mm.attrs["columns"] = Attribute::of_int(n);
-      AOTC_RETURN_IF_ERROR(registry.find("FusedGemm", "aotc")->infer(mm, graph));
-      graph.nodes.push_back(std::move(mm));
-      changed = true;
-      continue;
     }
     Shape wide_shape = y.shape;
     wide_shape.back() = np;

@@ -21,6 +21,9 @@ Expected<bool> dead_code(Graph& graph);
 // Conv (or aotc.FusedConv without activation/residual) -> BatchNormalization becomes one Conv
 // with rescaled weights and a new bias, computed in double.
 Expected<bool> fold_batchnorm(Graph& graph);
+// A Conv whose kernel equals its stride (ViT's patch embedding), read only by the flatten of its
+// spatial dims -> patch gather + Gemm (opt/patchify_conv.cc).
+Expected<bool> patchify_conv(Graph& graph);
 // The written-out GELU formulas (erf and tanh forms) -> one Gelu node (approximate none / tanh).
 Expected<bool> fuse_gelu(Graph& graph);
 // MatMul of activations by a constant [K, N] -> Gemm over the flattened rows (views), with the

@@ -21,6 +21,7 @@ const std::vector<Pass>& default_pipeline() {
       {"fold_constants", fold_constants},
       {"dead_code", dead_code},
       {"fold_batchnorm", fold_batchnorm},
+      {"patchify_conv", patchify_conv},
       {"fuse_gelu", fuse_gelu},
       {"matmul_to_gemm", matmul_to_gemm},
       {"fuse_epilogue", fuse_epilogue},

@@ -25,15 +25,12 @@ std::string compute_type(DType t) { return t == DType::kFloat64 ? "double" : "fl
 
 struct GemmDims { int64_t m = 0, n = 0, k = 0; };
 
-// aotc.FusedGemm attribute `columns`: only the first `columns` output columns of B (a B padded
-// for aligned rows, opt/pad_gemm_n.cc): n = columns, B's row stride stays its full width.
 GemmDims gemm_dims(const Node& node, const Shape& a, const Shape& b) {
   GemmDims d;
   const bool ta = node.attr_int("transA", 0) != 0, tb = node.attr_int("transB", 0) != 0;
   d.m = ta ? a[1] : a[0];
   d.k = ta ? a[0] : a[1];
   d.n = tb ? b[0] : b[1];
-  if (node.domain == "aotc" && node.has_attr("columns")) d.n = std::min(d.n, node.attr_int("columns", d.n));
   return d;
 }
 
@@ -82,12 +79,6 @@ Status gemm_infer(Node& node, Graph& graph) {
                                   " does not broadcast to " + shape_str({d.m, d.n}));
   if (has_activation(node) && !default_registry().find(load_activation(node).op_type))
     return node_error(node, "absorbed activation '" + escape_for_message(load_activation(node).op_type) + "' is unknown");
-  if (fused && node.has_attr("columns")) {
-    const int64_t c = node.attrs.at("columns").kind == Attribute::Kind::kInt ? node.attr_int("columns", 0) : -1;
-    const int64_t full = node.attr_int("transB", 0) ? b[0] : b[1];
-    if (c < 1 || c > full)
-      return node_error(node, "columns must be an int in [1, " + std::to_string(full) + "]");
-  }
   DType out = t;
   if (fused && node.has_attr("output_dtype")) {
     const int64_t o = node.attrs.at("output_dtype").kind == Attribute::Kind::kInt ? node.attr_int("output_dtype", 0) : -1;
@@ -127,14 +118,13 @@ Status gemm_reference(const Node& node, const std::vector<const Tensor*>& inputs
   const double alpha = node.attr_float("alpha", 1.0f), beta = node.attr_float("beta", 1.0f);
   GemmDims d = gemm_dims(node, a.shape(), b.shape());
   std::vector<double> ad = a.to_doubles(), bd = b.to_doubles();
-  const int64_t b_row = b.shape()[1];  // B's row stride (its full width; columns may use fewer)
   Tensor& y = outputs[0];
   parallel_for(d.m, d.n * d.k, [&](int64_t row_begin, int64_t row_end) {  // rows are independent
     for (int64_t i = row_begin; i < row_end; ++i)
       for (int64_t j = 0; j < d.n; ++j) {
         double acc = 0;
         for (int64_t p = 0; p < d.k; ++p)
-          acc += ad[static_cast<size_t>(ta ? p * d.m + i : i * d.k + p)] * bd[static_cast<size_t>(tb ? j * d.k + p : p * b_row + j)];
+          acc += ad[static_cast<size_t>(ta ? p * d.m + i : i * d.k + p)] * bd[static_cast<size_t>(tb ? j * d.k + p : p * d.n + j)];
         double v = alpha * acc;
         if (c) v += beta * c->get(broadcast_index(c->shape(), i, j));
         if (r) v += r->get(broadcast_index(r->shape(), i, j));
@@ -192,7 +182,7 @@ Expected<Lowering> gemm_lower(const Node& node, const Graph& graph) {
   mm.trans_a = node.attr_int("transA", 0) != 0;
   mm.trans_b = node.attr_int("transB", 0) != 0;
   mm.lda = mm.trans_a ? d.m : d.k;
-  mm.ldb = mm.trans_b ? d.k : bv.shape[1];
+  mm.ldb = mm.trans_b ? d.k : d.n;
   const DType out_t = gemm_output_dtype(node, av.dtype);
   if (out_t != av.dtype) mm.d_dtype = out_t;
   mm.ldc = d.n;
@@ -232,8 +222,7 @@ Expected<Lowering> gemm_lower(const Node& node, const Graph& graph) {
                                : (bias ? E::kBiasRelu : E::kRelu);
   l.steps.push_back(matmul_step(mm));
   if (!kernel_c && !kernel_r && !kernel_act) return l;
-  if (out_t != av.dtype || mm.n != (mm.trans_b ? bv.shape[0] : bv.shape[1]))
-    return node_error(node, "output_dtype / columns need an epilogue cuBLASLt runs (no epilogue kernel)");
+  if (out_t != av.dtype) return node_error(node, "output_dtype needs an epilogue cuBLASLt runs (no epilogue kernel)");
 
   auto strides = [](const Shape& s) {
     int64_t rows = s.size() == 2 ? s[0] : 1, cols = s.empty() ? 1 : s.back();

@@ -118,7 +118,7 @@ void run_case(Graph graph, const std::string& label, const CaseOptions& options)
   for (int r = 0; r < 2; ++r)
     for (size_t k = 0; k < out_names.size(); ++k) {
       EXPECT_EQ(got->names[k], out_names[k]) << label;
-      conformance::CompareResult c = conformance::compare_tensors(got->runs[r][k], want[r][k]);
+      conformance::CompareResult c = conformance::compare_tensors(got->runs[r][k], want[r][k], options.tolerance_of);
       EXPECT_TRUE(c.ok) << label << " run " << r << " output '" << out_names[k] << "': " << c.message;
     }
   std::filesystem::remove(build.output_path);

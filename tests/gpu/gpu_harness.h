@@ -57,6 +57,9 @@ struct CaseOptions {
   // Ops that must appear in the graph the pipeline produced (e.g. "FusedConv"): proves that
   // the path under test (fusion) was taken, not only that the numbers match.
   std::vector<std::string> expect_ops_after_pipeline;
+  // The tolerance of this dtype instead of each output's own: for outputs the reference computed
+  // in a coarser dtype (a 16-bit graph whose float32 output is a Cast of a 16-bit value).
+  DType tolerance_of = DType::kUndefined;
 };
 
 // Infers shapes, evaluates the reference, compiles, runs twice (two input sets, host outputs

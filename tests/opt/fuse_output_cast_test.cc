@@ -1,6 +1,6 @@
 // fuse_output_cast: a 16-bit Gemm whose result is only converted to float32 (through views)
-// writes float32 itself, into the Cast's output value; with pad_gemm_n after it, the padded B is
-// read with columns = N (no Slice). Same outputs (to fp16 rounding) and where it must not fire.
+// writes float32 itself, into the Cast's output value, where N is a multiple of 8. Same outputs
+// (to fp16 rounding) and where it must not fire (an odd N keeps pad_gemm_n's Slice + Cast copy).
 #include "opt/passes.h"
 #include "opt_test_util.h"
 
@@ -10,13 +10,13 @@ namespace {
 using testing_util::op_list;
 
 // GPT-2's LM head after matmul_to_gemm and the precision pass: rows -> Gemm -> unflatten -> Cast.
-std::string lm_head(const std::string& b_shape = "16x1029", const std::string& gemm_attrs = "",
+std::string lm_head(const std::string& b_shape = "16x1024", const std::string& gemm_attrs = "",
                     const std::string& extra = "", const std::string& cast_to = "1") {
   return R"(
     input %x : float16[2x256x16]
     const %rs : int64[2] = [512,16]
     const %b : float16[)" + b_shape + R"(] = random(1)
-    const %us : int64[3] = [2,256,1029]
+    const %us : int64[3] = [2,256,N]
     %rows : float16[?] = Reshape(%x, %rs)
     %g : float16[?] = Gemm(%rows, %b))" + gemm_attrs + R"(
     %u : float16[?] = Reshape(%g, %us)
@@ -26,10 +26,15 @@ std::string lm_head(const std::string& b_shape = "16x1029", const std::string& g
   )" + extra;
 }
 
-TEST(FuseOutputCast, GemmWritesTheFloatOutputThenPadGemmNReadsPaddedColumns) {
+std::string with_n(std::string text, const std::string& n) {
+  text.replace(text.find("[2,256,N]"), 9, "[2,256," + n + "]");
+  return text;
+}
+
+TEST(FuseOutputCast, GemmWritesTheFloatOutput) {
   AOTC_REQUIRE_OPS("Gemm", "Cast", "aotc.FusedGemm");
   for (const bool trans_b : {false, true}) {
-    AOTC_BUILD(g, trans_b ? lm_head("1029x16", " {transB=1}") : lm_head());
+    AOTC_BUILD(g, with_n(trans_b ? lm_head("1024x16", " {transB=1}") : lm_head(), "1024"));
     Graph before = g;
     auto changed = fuse_output_cast(g);
     ASSERT_TRUE(changed.is_ok()) << changed.status().message();
@@ -39,31 +44,24 @@ TEST(FuseOutputCast, GemmWritesTheFloatOutputThenPadGemmNReadsPaddedColumns) {
     const Node& f = g.nodes[1];
     EXPECT_EQ(f.outputs[0], g.find_value("y"));
     EXPECT_EQ(f.attr_int("output_dtype", 0), 1);
-    EXPECT_EQ(f.attr_ints("output_shape"), (std::vector<int64_t>{2, 256, 1029}));
+    EXPECT_EQ(f.attr_ints("output_shape"), (std::vector<int64_t>{2, 256, 1024}));
     EXPECT_EQ(g.value(f.outputs[0]).dtype, DType::kFloat32);
-    EXPECT_TRUE(testing_util::same_outputs(before, g, 5, 2.5e-3, 1e-3));
-    // pad_gemm_n: B padded to 1032 columns, columns = 1029, no Slice.
-    auto padded = pad_gemm_n(g);
-    ASSERT_TRUE(padded.is_ok()) << padded.status().message();
-    EXPECT_TRUE(*padded);
-    ASSERT_TRUE(verify(g).is_ok());
-    EXPECT_EQ(op_list(g), "Reshape,aotc.FusedGemm");
-    EXPECT_EQ(g.nodes[1].attr_int("columns", 0), 1029);
-    EXPECT_EQ(g.value(g.nodes[1].inputs[1]).shape, trans_b ? (Shape{1032, 16}) : (Shape{16, 1032}));
-    EXPECT_EQ(g.value(g.find_value("y")).shape, (Shape{2, 256, 1029}));
-    EXPECT_TRUE(testing_util::same_outputs(before, g, 6, 2.5e-3, 1e-3)) << "trans_b " << trans_b;
+    EXPECT_TRUE(testing_util::same_outputs(before, g, 5, 2.5e-3, 1e-3)) << "trans_b " << trans_b;
   }
 }
 
 TEST(FuseOutputCast, MustNotFire) {
   AOTC_REQUIRE_OPS("Gemm", "Cast", "aotc.FusedGemm");
-  std::string with_c = lm_head();
+  std::string with_c = with_n(lm_head(), "1024");
   with_c.replace(with_c.find("Gemm(%rows, %b)"), std::string("Gemm(%rows, %b)").size(), "Gemm(%rows, %b, %c)");
-  with_c.replace(with_c.find("    %rows"), 0, "    const %c : float16[1029] = random(3)\n");
+  with_c.replace(with_c.find("    %rows"), 0, "    const %c : float16[1024] = random(3)\n");
   const std::vector<std::pair<const char*, std::string>> cases = {
       {"a bias C (its dtype would have to be D's)", with_c},
-      {"the 16-bit result is also read elsewhere", lm_head("16x1029", "", "%r : float16[?] = Relu(%u)\n    output %r\n")},
-      {"the view is a graph output too", lm_head("16x1029", "", "output %id\n")},
+      {"the 16-bit result is also read elsewhere",
+       with_n(lm_head("16x1024", "", "%r : float16[?] = Relu(%u)\n    output %r\n"), "1024")},
+      {"the view is a graph output too", with_n(lm_head("16x1024", "", "output %id\n"), "1024")},
+      {"N = 1029 (unaligned float32 rows: measured slower than the padded GEMM + converting copy)",
+       with_n(lm_head("16x1029"), "1029")},
       {"a Cast to float16 (not a widening to fp32)", R"(
     input %x : float[512x16]
     const %b : float[16x64] = random(1)

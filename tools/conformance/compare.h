@@ -22,14 +22,16 @@ inline std::string number_text(double v) {
   return out.str();
 }
 
-inline CompareResult compare_tensors(const Tensor& got, const Tensor& expected) {
-  const Tolerance tol = default_tolerance(expected.dtype());
+// `tolerance_of`: the dtype whose tolerance applies when it is not the output's own (a 16-bit
+// graph's Cast to float: the reference was rounded to 16 bits before the Cast).
+inline CompareResult compare_tensors(const Tensor& got, const Tensor& expected, DType tolerance_of = DType::kUndefined) {
+  const Tolerance tol = default_tolerance(tolerance_of == DType::kUndefined ? expected.dtype() : tolerance_of);
   const aotc::CompareResult c = aotc::compare_tensors(got, expected, tol);
   CompareResult r;
   r.ok = c.pass;
   r.mismatches = c.mismatches;
   if (!c.pass && c.mismatches > 0)
-    r.message = c.reason + " (" + dtype_name(expected.dtype()) + " atol " + number_text(tol.atol) + " rtol " +
+    r.message = c.reason + " (" + dtype_name(tolerance_of == DType::kUndefined ? expected.dtype() : tolerance_of) + " atol " + number_text(tol.atol) + " rtol " +
                 number_text(tol.rtol) + ")";
   else if (!c.pass)
     r.message = c.reason;
