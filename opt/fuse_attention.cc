@@ -404,7 +404,7 @@ std::vector<int64_t> contiguous_layout(const Shape& s, int64_t heads) {
 
 Expected<bool> fuse_attention_operands(Graph& graph) {
   const OpRegistry& registry = default_registry();
-  bool changed = false;
+  bool changed = false, reordered = false;
   std::vector<int> producers = graph.producers();
   std::vector<std::vector<int>> consumers = graph.consumers();
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
@@ -444,13 +444,50 @@ Expected<bool> fuse_attention_operands(Graph& graph) {
       }
     }
     if (!any || !cand.has_attr("v_view")) continue;
-    if (!infer_node(cand, graph, registry).is_ok() || !attention_runs_fused(cand, graph)) continue;
-    n = std::move(cand);
+    if (!infer_node(cand, graph, registry).is_ok()) continue;
+    if (attention_runs_fused(cand, graph)) {
+      n = std::move(cand);
+    } else if (qs.size() == 4) {
+      // 4-D operands whose batch stride is not H head strides (torch's sequence-first
+      // MultiheadAttention: q/k/v gathered from a [S, B, 3E] projection) cannot run as B*H
+      // batches of one head. The same views as 3-D operands [B, S, H*D] (heads in the row) can:
+      // Y is then written as (B, Sq, H*Dv) rows, and a head split + Transpose(0,2,1,3) gives the
+      // 4-D output back, which fuse_copy_chains composes with the transposes that follow it.
+      Node c3 = cand;
+      for (int o = 0; o < 3; ++o) {
+        const Shape s = graph.value(n.inputs[static_cast<size_t>(o)]).shape;
+        c3.attrs[shape_attr[o]] = Attribute::of_ints({s[0], s[2], s[1] * s[3]});
+      }
+      c3.attrs["q_num_heads"] = Attribute::of_int(q_heads);
+      c3.attrs["kv_num_heads"] = Attribute::of_int(kv_heads);
+      const ValueId y4 = n.outputs[0];
+      const Shape ys = graph.value(y4).shape;  // [B, H, Sq, Dv]
+      const DType yt = graph.value(y4).dtype;
+      const std::string yname = graph.value(y4).name;
+      const ValueId y3 = graph.add_value(graph.unique_name(yname + "_rows"), yt, {ys[0], ys[2], ys[1] * ys[3]}, true);
+      c3.outputs = {y3};
+      if (!infer_node(c3, graph, registry).is_ok() || !attention_runs_fused(c3, graph)) continue;
+      const ValueId split = graph.add_value(graph.unique_name(yname + "_heads"));
+      Node heads{c3.name + "_heads", "Reshape", "", {y3, graph.add_constant(graph.unique_name(yname + "_heads_shape"),
+                                                                          Tensor::from_int64s({4}, {ys[0], ys[2], ys[1], ys[3]}))},
+                 {split}, {}};
+      Node order{c3.name + "_head_order", "Transpose", "", {split}, {y4}, {{"perm", Attribute::of_ints({0, 2, 1, 3})}}};
+      AOTC_RETURN_IF_ERROR(infer_node(heads, graph, registry));
+      AOTC_RETURN_IF_ERROR(infer_node(order, graph, registry));
+      graph.nodes[i] = std::move(c3);
+      graph.nodes.insert(graph.nodes.begin() + static_cast<std::ptrdiff_t>(i) + 1, {std::move(heads), std::move(order)});
+      i += 2;
+      reordered = true;
+    } else {
+      continue;
+    }
     changed = true;
     producers = graph.producers();
     consumers = graph.consumers();
   }
   if (changed) AOTC_RETURN_IF_ERROR(dead_code(graph).status());
+  // The head-order transposes added above compose with their readers' data movement.
+  if (reordered) AOTC_RETURN_IF_ERROR(fuse_copy_chains(graph).status());
   return changed;
 }
 

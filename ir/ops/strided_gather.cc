@@ -54,6 +54,26 @@ KernelStep strided_gather_step(ValueId in, ValueId out, DType dtype, int64_t in_
     value = "static_cast<" + dtype_c_type(out_dtype) + ">(static_cast<" + ct + ">(x))";
   }
   const std::string in_type = scale || convert ? dtype_c_type(dtype) : bits_c_type(dtype);
+  // Rows of 16-bit elements, each row start 16-byte aligned (the padded logits of pad_gemm_n):
+  // 8 elements per thread, one vector load (templates/strided_rows.cu.in).
+  const bool rows = layout.dims.size() == 2 && layout.strides[0][1] == 1 && layout.strides[0][0] >= layout.dims[1] &&
+                    dtype_size(dtype) == 2 && layout.dims[1] >= 64 && view.base % 8 == 0 &&
+                    layout.strides[0][0] % 8 == 0;
+  if (rows) {
+    k.template_name = "strided_rows";
+    k.holes = {{"T", in_type},
+               {"TO", convert ? dtype_c_type(out_dtype) : in_type},
+               {"value", value},
+               {"ROWS", int_literal(layout.dims[0])},
+               {"COLS", int_literal(layout.dims[1])},
+               {"ROW_STRIDE", int_literal(layout.strides[0][0])},
+               {"BASE", int_literal(view.base)},
+               {"comment", comment}};
+    k.args = {in, out};
+    k.block = Dim3{256, 1, 1};
+    k.grid = grid_for(layout.dims[0] * ((layout.dims[1] + 7) / 8), 256);
+    return k;
+  }
   k.holes = {{"T", in_type},
              {"TO", convert ? dtype_c_type(out_dtype) : in_type},
              {"value", value},

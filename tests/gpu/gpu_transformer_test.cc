@@ -141,6 +141,43 @@ TEST(GpuAttention, PackedQkvReadInPlaceWithCausalMask) {
   run_case(g, "attn_f16_packed_qkv_causal", opt);
 }
 
+// torch's sequence-first nn.MultiheadAttention as TorchScript exports it (ViT): q/k/v sliced from
+// the [S, B, 3E] projection and viewed as [B, H, S, D] (batch stride 3E), the dense attention, and
+// the output back to [S*B, E] rows. fuse_copy_chains makes q/k/v strided copies of the projection;
+// fuse_attention_operands reads them in place as 3-D operands (no B*H-batch collapse possible).
+TEST(GpuAttention, SequenceFirstMultiheadAttentionReadsTheProjection) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  Graph& g = b.graph();
+  g.opset = 17;
+  const int64_t s = 50, batch = 2, heads = 4, d = 64, e = heads * d;
+  const DType t = DType::kFloat16;
+  ValueId p = b.input("p", {s, batch, 3 * e}, t);
+  auto cst = [&](const std::string& name, std::vector<int64_t> v) {
+    const int64_t n = static_cast<int64_t>(v.size());
+    return g.add_constant(name, Tensor::from_int64s({n}, v));
+  };
+  auto part = [&](int i) {
+    ValueId x = b.node("Slice", {p, cst("st" + std::to_string(i), {i * e}), cst("en" + std::to_string(i), {(i + 1) * e}),
+                                 cst("ax" + std::to_string(i), {2})});
+    x = b.node("Reshape", {x, cst("hs" + std::to_string(i), {s, batch * heads, d})});
+    x = b.node("Transpose", {x}, {{"perm", ints({1, 0, 2})}});
+    return b.node("Reshape", {x, cst("bh" + std::to_string(i), {batch, heads, s, d})});
+  };
+  Tensor c(t, {});
+  c.set(0, 0.35355339);  // sqrt(1/sqrt(64)) on both operands, as the exporter writes it
+  ValueId scale = g.add_constant("scale", c);
+  ValueId q = b.node("Mul", {part(0), scale});
+  ValueId kt = b.node("Mul", {b.node("Transpose", {part(1)}, {{"perm", ints({0, 1, 3, 2})}}), scale});
+  ValueId pr = b.node("Softmax", {b.node("MatMul", {q, kt})}, {{"axis", i64(-1)}});
+  ValueId o = b.node("MatMul", {pr, part(2)});
+  ValueId ot = b.node("Transpose", {o}, {{"perm", ints({2, 0, 1, 3})}});
+  b.output(b.node("Reshape", {ot, cst("rows", {s * batch, e})}));
+  CaseOptions opt;
+  opt.expect_ops_after_pipeline = {"StridedAttention"};
+  run_case(g, "attn_f16_sequence_first_mha", opt);
+}
+
 TEST(GpuAttention, PastAndPresentWithProbabilities) {
   AOTC_REQUIRE_GPU();
   GraphBuilder b;

@@ -195,6 +195,12 @@ std::vector<Built> build_all() {
     d->attr("to", Attribute::of_int(static_cast<int64_t>(f16)));
     c.push_back({"copy f32 transpose to f16 (rounds)", std::move(d)});
   }
+  {  // the same at a size that takes the row kernel: rows of 77 of 88 padded columns (8 per thread, a partial last chunk)
+    auto n = strided_copy(f16, {5, 88}, {5, 77}, {88, 1}, 0, {5, 77});
+    n->attr("to", Attribute::of_int(static_cast<int64_t>(f32)));
+    c.push_back({"copy f16 rows to f32 (row kernel)", std::move(n)});
+    c.push_back({"copy f16 rows from offset 8 (row kernel, raw bits)", strided_copy(f16, {4, 80}, {3, 70}, {80, 1}, 8, {3, 70})});
+  }
   c.push_back({"copy int64 pieces", strided_copy(DType::kInt64, {4, 6}, {3, 2, 4}, {1, 3, 6}, 0, {6, 4})});
   c.push_back({"copy f16 one element", strided_copy(f16, {3}, {}, {}, 2, {1})});
   c.push_back({"matmulT f32 transB batched", matmul_t(f32, {2, 3, 5, 4}, {2, 3, 6, 4}, 0, 1)});
@@ -261,23 +267,25 @@ std::string read_text(const std::string& path) {
 
 TEST(StridedCopyKernels, LoweringsHaveTheExpectedShape) {
   std::vector<Built> built = build_all();
-  ASSERT_EQ(built.size(), 11u);
+  ASSERT_EQ(built.size(), 13u);
   for (const Built& b : built) ASSERT_EQ(b.lowering.steps.size(), 1u) << b.label;
   EXPECT_EQ(built[0].lowering.steps[0].kernel.template_name, "strided_gather");
   EXPECT_EQ(built[3].lowering.steps[0].kernel.template_name, "strided_gather");  // the converting copy
-  const MatmulStep& m = built[7].lowering.steps[0].matmul;
-  ASSERT_EQ(built[7].lowering.steps[0].kind, LoweredStep::Kind::kMatmul);
+  EXPECT_EQ(built[5].lowering.steps[0].kernel.template_name, "strided_rows");
+  EXPECT_EQ(built[6].lowering.steps[0].kernel.template_name, "strided_rows");
+  const MatmulStep& m = built[9].lowering.steps[0].matmul;
+  ASSERT_EQ(built[9].lowering.steps[0].kind, LoweredStep::Kind::kMatmul);
   EXPECT_TRUE(m.trans_b);
   EXPECT_FALSE(m.trans_a);
   EXPECT_EQ(m.ldb, 4);  // B stored [N=6, K=4]
   EXPECT_EQ(m.batch, 6);
   EXPECT_EQ(m.stride_b, 24);
-  const MatmulStep& shared = built[8].lowering.steps[0].matmul;
+  const MatmulStep& shared = built[10].lowering.steps[0].matmul;
   EXPECT_TRUE(shared.trans_a);
   EXPECT_EQ(shared.lda, 5);      // A stored [K=4, M=5] per batch
   EXPECT_EQ(shared.batch, 3);    // not folded into one tall GEMM: A^T's rows are not consecutive
   EXPECT_EQ(shared.stride_b, 0);
-  EXPECT_EQ(built[9].lowering.steps[0].kernel.template_name, "gemm_batched_broadcast");
+  EXPECT_EQ(built[11].lowering.steps[0].kernel.template_name, "gemm_batched_broadcast");
 }
 
 TEST(StridedCopyKernels, AllCompileWithNvcc) {
