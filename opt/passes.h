@@ -45,6 +45,9 @@ Expected<bool> fuse_attention(Graph& graph);
 // made by a Split part or a strided copy of a packed projection are read in place
 // (aotc.StridedAttention), where the fused kernel runs it.
 Expected<bool> fuse_attention_operands(Graph& graph);
+// A Gemm between a row gather and the inverse row permutation reads and writes the rows in order
+// (both copies vanish); a residual Add of the result joins the Gemm (cancel_row_permutations.cc).
+Expected<bool> cancel_row_permutations(Graph& graph);
 // Conv chains -> channels_last (NHWC) where graph.target has an NHWC kernel for them; transposes
 // only where an NCHW consumer needs the value.
 Expected<bool> layout_nhwc(Graph& graph);

@@ -37,6 +37,7 @@ const std::vector<Pass>& default_pipeline() {
       {"fuse_matmul_transpose", fuse_matmul_transpose},
       {"fuse_copy_chains", fuse_copy_chains},
       {"fuse_attention_operands", fuse_attention_operands},
+      {"cancel_row_permutations", cancel_row_permutations},
   };
   return kPasses;
 }

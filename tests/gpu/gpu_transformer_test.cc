@@ -178,6 +178,50 @@ TEST(GpuAttention, SequenceFirstMultiheadAttentionReadsTheProjection) {
   run_case(g, "attn_f16_sequence_first_mha", opt);
 }
 
+// The whole sequence-first block as torchvision's ViT exports it: x [B, S, E] -> Transpose to
+// [S, B, E] -> packed in-projection (MatMul + Add) -> q/k/v slices -> attention -> [S*B, E] rows ->
+// out-projection Gemm -> [S, B, E] -> Transpose back -> + x. cancel_row_permutations makes both
+// projections read and write rows in (b, s) order (no Transpose, no row gather) and the skip
+// connection the out-projection's residual input.
+TEST(GpuAttention, SequenceFirstBlockProjectionsKeepRowOrder) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  Graph& g = b.graph();
+  g.opset = 17;
+  const int64_t s = 50, batch = 2, heads = 4, d = 64, e = heads * d;
+  const DType t = DType::kFloat16;
+  ValueId x = b.input("x", {batch, s, e}, t);
+  auto cst = [&](const std::string& name, std::vector<int64_t> v) {
+    const int64_t n = static_cast<int64_t>(v.size());
+    return g.add_constant(name, Tensor::from_int64s({n}, v));
+  };
+  ValueId xs = b.node("Transpose", {x}, {{"perm", ints({1, 0, 2})}});
+  ValueId p = b.node("Add", {b.node("MatMul", {xs, b.weight("w_in", {e, 3 * e}, -0.06, 0.06, t)}),
+                             b.weight("b_in", {3 * e}, -0.1, 0.1, t)});
+  auto part = [&](int i) {
+    ValueId v = b.node("Slice", {p, cst("st" + std::to_string(i), {i * e}), cst("en" + std::to_string(i), {(i + 1) * e}),
+                                 cst("ax" + std::to_string(i), {2})});
+    v = b.node("Reshape", {v, cst("hs" + std::to_string(i), {s, batch * heads, d})});
+    v = b.node("Transpose", {v}, {{"perm", ints({1, 0, 2})}});
+    return b.node("Reshape", {v, cst("bh" + std::to_string(i), {batch, heads, s, d})});
+  };
+  Tensor c(t, {});
+  c.set(0, 0.35355339);
+  ValueId scale = g.add_constant("scale", c);
+  ValueId q = b.node("Mul", {part(0), scale});
+  ValueId kt = b.node("Mul", {b.node("Transpose", {part(1)}, {{"perm", ints({0, 1, 3, 2})}}), scale});
+  ValueId pr = b.node("Softmax", {b.node("MatMul", {q, kt})}, {{"axis", i64(-1)}});
+  ValueId o = b.node("MatMul", {pr, part(2)});
+  ValueId rows = b.node("Reshape", {b.node("Transpose", {o}, {{"perm", ints({2, 0, 1, 3})}}), cst("rows", {s * batch, e})});
+  ValueId proj = b.node("Gemm", {rows, b.weight("w_out", {e, e}, -0.06, 0.06, t), b.weight("b_out", {e}, -0.1, 0.1, t)},
+                        {{"transB", i64(1)}});
+  ValueId back = b.node("Transpose", {b.node("Reshape", {proj, cst("sbe", {s, batch, e})})}, {{"perm", ints({1, 0, 2})}});
+  b.output(b.node("Add", {x, back}));
+  CaseOptions opt;
+  opt.expect_ops_after_pipeline = {"StridedAttention", "FusedGemm"};
+  run_case(g, "attn_f16_sequence_first_block", opt);
+}
+
 TEST(GpuAttention, PastAndPresentWithProbabilities) {
   AOTC_REQUIRE_GPU();
   GraphBuilder b;
