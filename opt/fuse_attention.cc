@@ -350,32 +350,58 @@ struct Source {
 };
 std::optional<Source> operand_source(const Graph& g, const std::vector<int>& producers,
                                      const std::vector<std::vector<int>>& consumers, int node, ValueId x, int64_t heads) {
-  const int p = producers[static_cast<size_t>(x)];
+  int p = producers[static_cast<size_t>(x)];
   if (p < 0 || !only_read_by(g, consumers, x, node)) return std::nullopt;
-  const Node& pn = g.nodes[static_cast<size_t>(p)];
   const Shape& logical = g.value(x).shape;
+  // Reshape views between a Split part and the operand (a merged projection's [M, E] part viewed
+  // as [B, S, E]), each read only by the next: the Split's view is reshaped through them.
+  std::vector<Shape> reshapes;
+  int reader = node;
+  while (g.nodes[static_cast<size_t>(p)].domain.empty() && g.nodes[static_cast<size_t>(p)].op_type == "Reshape") {
+    const Node& r = g.nodes[static_cast<size_t>(p)];
+    reshapes.insert(reshapes.begin(), g.value(r.outputs[0]).shape);
+    reader = p;
+    x = r.inputs[0];
+    p = producers[static_cast<size_t>(x)];
+    if (p < 0 || !only_read_by(g, consumers, x, reader)) return std::nullopt;
+  }
+  const Node& pn = g.nodes[static_cast<size_t>(p)];
   if (pn.domain.empty() && pn.op_type == "Split" && !pn.inputs.empty()) {
     const Shape& src = g.value(pn.inputs[0]).shape;
     const int64_t rank = static_cast<int64_t>(src.size());
     int64_t axis = pn.attr_int("axis", 0);
     if (axis < 0) axis += rank;
     if (axis < 0 || axis >= rank || shape_numel(src) == 0) return std::nullopt;
-    // Every part goes to this node, or the Split runs anyway and nothing is saved.
-    for (ValueId o : pn.outputs)
-      if (o != kNoValue && !only_read_by(g, consumers, o, node)) return std::nullopt;
+    // Every part goes to this node (directly or through its own reshapes), or the Split runs
+    // anyway and nothing is saved.
+    for (ValueId o : pn.outputs) {
+      if (o == kNoValue || o == x) continue;
+      ValueId v = o;
+      while (!only_read_by(g, consumers, v, node)) {
+        const auto& rs = consumers[static_cast<size_t>(v)];
+        if (g.is_graph_output(v) || rs.size() != 1) return std::nullopt;
+        const Node& r = g.nodes[static_cast<size_t>(rs[0])];
+        if (!r.domain.empty() || r.op_type != "Reshape" || r.inputs[0] != v) return std::nullopt;
+        v = r.outputs[0];
+      }
+    }
     int64_t start = 0;
     size_t out = 0;
     for (; out < pn.outputs.size() && pn.outputs[out] != x; ++out)
       if (pn.outputs[out] != kNoValue) start += g.value(pn.outputs[out]).shape[static_cast<size_t>(axis)];
     if (out == pn.outputs.size()) return std::nullopt;
     StridedView v = contiguous_view(src);
+    const Shape& part = g.value(x).shape;
     if (!view_slice(v, static_cast<size_t>(axis), src[static_cast<size_t>(axis)], start, 1,
-                    logical[static_cast<size_t>(axis)]))
+                    part[static_cast<size_t>(axis)]))
       return std::nullopt;
+    for (const Shape& s : reshapes)
+      if (!view_reshape(v, s)) return std::nullopt;
     auto layout = operand_layout(v, logical, heads);
     if (!layout) return std::nullopt;
     return Source{pn.inputs[0], *layout};
   }
+  if (!reshapes.empty()) return std::nullopt;
   if (pn.domain == "aotc" && pn.op_type == "StridedCopy" && !pn.has_attr("scale") && !pn.has_attr("to")) {
     const std::vector<int64_t> dims = pn.attr_ints("dims"), strides = pn.attr_ints("strides");
     if (dims.size() != strides.size() || shape_numel(dims) == 0) return std::nullopt;

@@ -48,6 +48,9 @@ Expected<bool> fuse_attention_operands(Graph& graph);
 // A Gemm between a row gather and the inverse row permutation reads and writes the rows in order
 // (both copies vanish); a residual Add of the result joins the Gemm (cancel_row_permutations.cc).
 Expected<bool> cancel_row_permutations(Graph& graph);
+// The Q / K / V projections of one Attention (Gemms of one input) -> one Gemm + Split
+// (merge_qkv_projections.cc); fuse_attention_operands then reads the parts in place.
+Expected<bool> merge_qkv_projections(Graph& graph);
 // Conv chains -> channels_last (NHWC) where graph.target has an NHWC kernel for them; transposes
 // only where an NCHW consumer needs the value.
 Expected<bool> layout_nhwc(Graph& graph);

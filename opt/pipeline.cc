@@ -28,6 +28,7 @@ const std::vector<Pass>& default_pipeline() {
       {"precision", convert_precision},
       {"drop_exact_casts", drop_exact_casts},
       {"fuse_attention", fuse_attention},
+      {"merge_qkv_projections", merge_qkv_projections},
       {"layout_nhwc", layout_nhwc},
       {"clip_into_depthwise", clip_into_depthwise},
       {"fuse_stem_pool", fuse_stem_pool},

@@ -55,7 +55,8 @@ KernelStep strided_gather_step(ValueId in, ValueId out, DType dtype, int64_t in_
   }
   const std::string in_type = scale || convert ? dtype_c_type(dtype) : bits_c_type(dtype);
   // Rows of 16-bit elements, each row start 16-byte aligned (the padded logits of pad_gemm_n):
-  // 8 elements per thread, one vector load (templates/strided_rows.cu.in).
+  // 8 elements per thread, one vector load, stores staged through shared memory
+  // (templates/strided_rows.cu.in).
   const bool rows = layout.dims.size() == 2 && layout.strides[0][1] == 1 && layout.strides[0][0] >= layout.dims[1] &&
                     dtype_size(dtype) == 2 && layout.dims[1] >= 64 && view.base % 8 == 0 &&
                     layout.strides[0][0] % 8 == 0;
@@ -71,7 +72,8 @@ KernelStep strided_gather_step(ValueId in, ValueId out, DType dtype, int64_t in_
                {"comment", comment}};
     k.args = {in, out};
     k.block = Dim3{256, 1, 1};
-    k.grid = grid_for(layout.dims[0] * ((layout.dims[1] + 7) / 8), 256);
+    const int64_t tiles = layout.dims[0] * ((layout.dims[1] + 2047) / 2048);
+    k.grid = Dim3{std::min<int64_t>(tiles, 65535LL * 16), 1, 1};
     return k;
   }
   k.holes = {{"T", in_type},

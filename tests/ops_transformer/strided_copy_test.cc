@@ -200,6 +200,9 @@ std::vector<Built> build_all() {
     n->attr("to", Attribute::of_int(static_cast<int64_t>(f32)));
     c.push_back({"copy f16 rows to f32 (row kernel)", std::move(n)});
     c.push_back({"copy f16 rows from offset 8 (row kernel, raw bits)", strided_copy(f16, {4, 80}, {3, 70}, {80, 1}, 8, {3, 70})});
+    auto w = strided_copy(f16, {3, 2112}, {3, 2101}, {2112, 1}, 0, {3, 2101});  // two tiles a row
+    w->attr("to", Attribute::of_int(static_cast<int64_t>(f32)));
+    c.push_back({"copy f16 long rows to f32 (row kernel, 2 tiles)", std::move(w)});
   }
   c.push_back({"copy int64 pieces", strided_copy(DType::kInt64, {4, 6}, {3, 2, 4}, {1, 3, 6}, 0, {6, 4})});
   c.push_back({"copy f16 one element", strided_copy(f16, {3}, {}, {}, 2, {1})});
@@ -267,25 +270,26 @@ std::string read_text(const std::string& path) {
 
 TEST(StridedCopyKernels, LoweringsHaveTheExpectedShape) {
   std::vector<Built> built = build_all();
-  ASSERT_EQ(built.size(), 13u);
+  ASSERT_EQ(built.size(), 14u);
   for (const Built& b : built) ASSERT_EQ(b.lowering.steps.size(), 1u) << b.label;
   EXPECT_EQ(built[0].lowering.steps[0].kernel.template_name, "strided_gather");
   EXPECT_EQ(built[3].lowering.steps[0].kernel.template_name, "strided_gather");  // the converting copy
   EXPECT_EQ(built[5].lowering.steps[0].kernel.template_name, "strided_rows");
   EXPECT_EQ(built[6].lowering.steps[0].kernel.template_name, "strided_rows");
-  const MatmulStep& m = built[9].lowering.steps[0].matmul;
-  ASSERT_EQ(built[9].lowering.steps[0].kind, LoweredStep::Kind::kMatmul);
+  EXPECT_EQ(built[7].lowering.steps[0].kernel.template_name, "strided_rows");
+  const MatmulStep& m = built[10].lowering.steps[0].matmul;
+  ASSERT_EQ(built[10].lowering.steps[0].kind, LoweredStep::Kind::kMatmul);
   EXPECT_TRUE(m.trans_b);
   EXPECT_FALSE(m.trans_a);
   EXPECT_EQ(m.ldb, 4);  // B stored [N=6, K=4]
   EXPECT_EQ(m.batch, 6);
   EXPECT_EQ(m.stride_b, 24);
-  const MatmulStep& shared = built[10].lowering.steps[0].matmul;
+  const MatmulStep& shared = built[11].lowering.steps[0].matmul;
   EXPECT_TRUE(shared.trans_a);
   EXPECT_EQ(shared.lda, 5);      // A stored [K=4, M=5] per batch
   EXPECT_EQ(shared.batch, 3);    // not folded into one tall GEMM: A^T's rows are not consecutive
   EXPECT_EQ(shared.stride_b, 0);
-  EXPECT_EQ(built[11].lowering.steps[0].kernel.template_name, "gemm_batched_broadcast");
+  EXPECT_EQ(built[12].lowering.steps[0].kernel.template_name, "gemm_batched_broadcast");
 }
 
 TEST(StridedCopyKernels, AllCompileWithNvcc) {
