@@ -54,11 +54,12 @@ KernelStep strided_gather_step(ValueId in, ValueId out, DType dtype, int64_t in_
     value = "static_cast<" + dtype_c_type(out_dtype) + ">(static_cast<" + ct + ">(x))";
   }
   const std::string in_type = scale || convert ? dtype_c_type(dtype) : bits_c_type(dtype);
-  // Rows of 16-bit elements, each row start 16-byte aligned (the padded logits of pad_gemm_n):
+  // Long rows (at least one 2048-element tile, so a block's threads all work) of 16-bit elements,
+  // each row start 16-byte aligned (the padded logits of pad_gemm_n):
   // 8 elements per thread, one vector load, stores staged through shared memory
   // (templates/strided_rows.cu.in).
   const bool rows = layout.dims.size() == 2 && layout.strides[0][1] == 1 && layout.strides[0][0] >= layout.dims[1] &&
-                    dtype_size(dtype) == 2 && layout.dims[1] >= 64 && view.base % 8 == 0 &&
+                    dtype_size(dtype) == 2 && layout.dims[1] >= 2048 && view.base % 8 == 0 &&
                     layout.strides[0][0] % 8 == 0;
   if (rows) {
     k.template_name = "strided_rows";

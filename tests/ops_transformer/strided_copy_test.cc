@@ -195,11 +195,13 @@ std::vector<Built> build_all() {
     d->attr("to", Attribute::of_int(static_cast<int64_t>(f16)));
     c.push_back({"copy f32 transpose to f16 (rounds)", std::move(d)});
   }
-  {  // the same at a size that takes the row kernel: rows of 77 of 88 padded columns (8 per thread, a partial last chunk)
-    auto n = strided_copy(f16, {5, 88}, {5, 77}, {88, 1}, 0, {5, 77});
+  {  // the same at sizes that take the row kernel (rows of at least one 2048-element tile): 2049 of
+     // 2056 padded columns (a last tile of one element, a partial 8-element chunk)
+    auto n = strided_copy(f16, {2, 2056}, {2, 2049}, {2056, 1}, 0, {2, 2049});
     n->attr("to", Attribute::of_int(static_cast<int64_t>(f32)));
     c.push_back({"copy f16 rows to f32 (row kernel)", std::move(n)});
-    c.push_back({"copy f16 rows from offset 8 (row kernel, raw bits)", strided_copy(f16, {4, 80}, {3, 70}, {80, 1}, 8, {3, 70})});
+    c.push_back({"copy f16 rows from offset 8 (row kernel, raw bits)",
+                 strided_copy(f16, {3, 2064}, {2, 2050}, {2064, 1}, 8, {2, 2050})});
     auto w = strided_copy(f16, {3, 2112}, {3, 2101}, {2112, 1}, 0, {3, 2101});  // two tiles a row
     w->attr("to", Attribute::of_int(static_cast<int64_t>(f32)));
     c.push_back({"copy f16 long rows to f32 (row kernel, 2 tiles)", std::move(w)});
