@@ -1,4 +1,5 @@
 // Host tensor storage and element conversion helpers.
+#include <limits>
 #include "ir/tensor.h"
 
 #include <cassert>
@@ -29,9 +30,15 @@ std::string shape_str(const Shape& shape) {
 }
 
 std::vector<int64_t> shape_strides(const Shape& shape) {
+  // Saturating: an empty tensor may declare other dims whose product overflows (e.g. [0, 2^62, 3]);
+  // no element is addressed then, and the arithmetic stays defined.
   std::vector<int64_t> strides(shape.size(), 1);
-  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
-    strides[i] = strides[i + 1] * shape[i + 1];
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i) {
+    int64_t s = 0;
+    if (__builtin_mul_overflow(strides[static_cast<size_t>(i) + 1], shape[static_cast<size_t>(i) + 1], &s))
+      s = std::numeric_limits<int64_t>::max();
+    strides[static_cast<size_t>(i)] = s;
+  }
   return strides;
 }
 

@@ -76,6 +76,13 @@ Expected<EinsumPlan> plan_einsum(const Node& node, const std::vector<Shape>& sha
       const int64_t e = rank - letters;
       for (int64_t k = 0; k < e; ++k) labels.push_back(256 + static_cast<int>(ellipsis_rank - e + k));
     }
+    // Index arithmetic over this operand (its strides and their sums) must fit int64: an empty
+    // operand can declare dims whose product does not (a fuzz find, 2026-11-27).
+    int64_t span = 1;
+    for (int64_t d : shapes[i])
+      if (d > 1 && (__builtin_mul_overflow(span, d, &span) || span > (int64_t{1} << 62)))
+        return node_error(node, "input " + std::to_string(i) + " of shape " + shape_str(shapes[i]) +
+                                    " is too large for Einsum's index arithmetic");
     std::vector<int64_t> st = shape_strides(shapes[i]);
     for (size_t d = 0; d < labels.size(); ++d) {
       const int l = labels[d];

@@ -313,6 +313,11 @@ def attribute_cases(c):
     c.add("attributes", "depth_to_space_blocksize_huge", m, "error", "blocksize^2 overflows: not a divisor of the channels")
     m = one_node("SpaceToDepth", {"blocksize": 2 ** 40}, ([1, 8, 2, 2],), None)
     c.add("attributes", "space_to_depth_blocksize_huge", m, "error", "blocksize past the height and width")
+    # A fuzz find (fuzz_model_mutator, 2026-11-27): an empty Einsum operand with dims whose product
+    # overflows int64 overflowed its strides (UBSan in shape_strides).
+    m = one_node("Einsum", {"equation": "abc,abc->a"}, ([0, 2 ** 62, 3], [0, 2 ** 62, 3]), None)
+    m.opset_import[0].version = 12
+    c.add("attributes", "einsum_empty_huge_dims", m, "error", "dims too large for the index arithmetic")
     # Attributes whose container is malformed.
     m = one_node("Softmax", {"axis": 1}, ([2, 3],), None)
     m.graph.node[0].attribute.extend([A("axis", 0)])
