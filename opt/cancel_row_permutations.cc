@@ -90,6 +90,21 @@ std::optional<std::vector<int64_t>> transposed_rows(const Shape& in_shape, const
   return rows;
 }
 
+// A Gemm / FusedGemm whose rows commute with a row permutation: A [M, K] not transposed, no
+// residual (it would need the permutation too), C absent or a row vector; Y [M, N].
+bool row_gemm(const Graph& g, const Node& n, int64_t* m, int64_t* k, int64_t* cols) {
+  const bool fused = n.domain == "aotc" && n.op_type == "FusedGemm";
+  if (!(is(n, "Gemm") || fused) || n.outputs.size() != 1 || n.attr_int("transA", 0) != 0) return false;
+  if (n.input(3) != kNoValue) return false;
+  const Shape& as = g.value(n.inputs[0]).shape;
+  const Shape& ys = g.value(n.outputs[0]).shape;
+  if (as.size() != 2 || ys.size() != 2) return false;
+  const ValueId c = n.input(2);
+  if (c != kNoValue && g.value(c).shape != Shape{ys[1]} && g.value(c).shape != Shape{1, ys[1]}) return false;
+  *m = as[0], *k = as[1], *cols = ys[1];
+  return true;
+}
+
 }  // namespace
 
 Expected<bool> cancel_row_permutations(Graph& graph) {
@@ -101,15 +116,10 @@ Expected<bool> cancel_row_permutations(Graph& graph) {
     std::vector<std::vector<int>> consumers = graph.consumers();
     for (size_t gi = 0; gi < graph.nodes.size() && !again; ++gi) {
       const Node& gemm = graph.nodes[gi];
-      const bool fused = gemm.domain == "aotc" && gemm.op_type == "FusedGemm";
-      if (!(is(gemm, "Gemm") || fused) || gemm.outputs.size() != 1 || gemm.attr_int("transA", 0) != 0) continue;
-      if (gemm.input(3) != kNoValue) continue;  // a residual would need the permutation too
-      const ValueId c = gemm.input(2);
-      const ValueId a = gemm.inputs[0];
-      const Shape as = graph.value(a).shape, gs = graph.value(gemm.outputs[0]).shape;
-      if (as.size() != 2 || gs.size() != 2) continue;
-      const int64_t m = as[0], k = as[1], n = gs[1];
-      if (c != kNoValue && graph.value(c).shape != Shape{n} && graph.value(c).shape != Shape{1, n}) continue;
+      int64_t m = 0, k = 0, n = 0;
+      if (!row_gemm(graph, gemm, &m, &k, &n)) continue;
+      const bool fused = gemm.domain == "aotc";
+      const ValueId c = gemm.input(2), a = gemm.inputs[0];
       // A = StridedCopy(Y), read only by the Gemm.
       const int sci = producers[static_cast<size_t>(a)];
       if (sci < 0 || sole_reader(graph, consumers, a) != static_cast<int>(gi)) continue;
@@ -203,14 +213,9 @@ Expected<bool> cancel_row_permutations(Graph& graph) {
     std::vector<std::vector<int>> consumers = graph.consumers();
     for (size_t gi = 0; gi < graph.nodes.size() && !again; ++gi) {
       const Node& gemm = graph.nodes[gi];
-      const bool fused = gemm.domain == "aotc" && gemm.op_type == "FusedGemm";
-      if (!(is(gemm, "Gemm") || fused) || gemm.outputs.size() != 1 || gemm.attr_int("transA", 0) != 0) continue;
-      if (gemm.input(3) != kNoValue) continue;
-      const ValueId c = gemm.input(2), a = gemm.inputs[0], g = gemm.outputs[0];
-      const Shape as = graph.value(a).shape, gs = graph.value(g).shape;
-      if (as.size() != 2 || gs.size() != 2 || graph.is_graph_output(g)) continue;
-      const int64_t m = as[0], n = gs[1];
-      if (c != kNoValue && graph.value(c).shape != Shape{n} && graph.value(c).shape != Shape{1, n}) continue;
+      int64_t m = 0, k = 0, n = 0;
+      if (!row_gemm(graph, gemm, &m, &k, &n) || graph.is_graph_output(gemm.outputs[0])) continue;
+      const ValueId a = gemm.inputs[0], g = gemm.outputs[0];
       // A = Reshape(Transpose(X)) (or the Transpose itself), each read only by the next.
       int ti = producers[static_cast<size_t>(a)];
       if (ti < 0 || sole_reader(graph, consumers, a) != static_cast<int>(gi)) continue;
@@ -223,7 +228,7 @@ Expected<bool> cancel_row_permutations(Graph& graph) {
       const Node& tr = graph.nodes[static_cast<size_t>(ti)];
       const ValueId x = tr.inputs[0];
       const Shape xs = graph.value(x).shape;
-      if (xs.empty() || xs.back() != as[1] || shape_numel(xs) != m * as[1]) continue;
+      if (xs.empty() || xs.back() != k || shape_numel(xs) != m * k) continue;
       auto p = transposed_rows(xs, tr.attr_ints("perm"));
       if (!p) continue;
       // Every reader of G: StridedAttention operands 0-2 whose views stay affine after the permutation.
@@ -278,7 +283,7 @@ Expected<bool> cancel_row_permutations(Graph& graph) {
       if (!ok || rewritten.empty()) continue;
       const std::string gname = gemm.name;
       Node rows_in{gname + "_rows_in_order", "Reshape", "",
-                   {x, graph.add_constant(graph.unique_name(gname + "_rows_shape"), Tensor::from_int64s({2}, {m, as[1]}))},
+                   {x, graph.add_constant(graph.unique_name(gname + "_rows_shape"), Tensor::from_int64s({2}, {m, k}))},
                    {graph.add_value(graph.unique_name(gname + "_rows"))}, {}};
       Node g2 = graph.nodes[gi];
       g2.inputs[0] = rows_in.outputs[0];

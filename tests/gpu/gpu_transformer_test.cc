@@ -141,28 +141,27 @@ TEST(GpuAttention, PackedQkvReadInPlaceWithCausalMask) {
   run_case(g, "attn_f16_packed_qkv_causal", opt);
 }
 
-// torch's sequence-first nn.MultiheadAttention as TorchScript exports it (ViT): q/k/v sliced from
-// the [S, B, 3E] projection and viewed as [B, H, S, D] (batch stride 3E), the dense attention, and
-// the output back to [S*B, E] rows. fuse_copy_chains makes q/k/v strided copies of the projection;
-// fuse_attention_operands reads them in place as 3-D operands (no B*H-batch collapse possible).
-TEST(GpuAttention, SequenceFirstMultiheadAttentionReadsTheProjection) {
-  AOTC_REQUIRE_GPU();
-  GraphBuilder b;
+// torch's sequence-first nn.MultiheadAttention as TorchScript exports it (ViT), from the packed
+// [S, B, 3E] projection p: q/k/v sliced and viewed as [B, H, S, D] (batch stride 3E), both scaled
+// by sqrt(1/sqrt(D)), the dense attention, and the output as [S*B, E] rows.
+struct SeqFirst {
+  int64_t s = 50, batch = 2, heads = 4, d = 64;
+  int64_t e() const { return heads * d; }
+};
+ValueId sequence_first_attention(GraphBuilder& b, ValueId p, const SeqFirst& m) {
   Graph& g = b.graph();
-  g.opset = 17;
-  const int64_t s = 50, batch = 2, heads = 4, d = 64, e = heads * d;
   const DType t = DType::kFloat16;
-  ValueId p = b.input("p", {s, batch, 3 * e}, t);
+  const int64_t e = m.e();
   auto cst = [&](const std::string& name, std::vector<int64_t> v) {
     const int64_t n = static_cast<int64_t>(v.size());
     return g.add_constant(name, Tensor::from_int64s({n}, v));
   };
   auto part = [&](int i) {
-    ValueId x = b.node("Slice", {p, cst("st" + std::to_string(i), {i * e}), cst("en" + std::to_string(i), {(i + 1) * e}),
-                                 cst("ax" + std::to_string(i), {2})});
-    x = b.node("Reshape", {x, cst("hs" + std::to_string(i), {s, batch * heads, d})});
-    x = b.node("Transpose", {x}, {{"perm", ints({1, 0, 2})}});
-    return b.node("Reshape", {x, cst("bh" + std::to_string(i), {batch, heads, s, d})});
+    const std::string k = std::to_string(i);
+    ValueId v = b.node("Slice", {p, cst("st" + k, {i * e}), cst("en" + k, {(i + 1) * e}), cst("ax" + k, {2})});
+    v = b.node("Reshape", {v, cst("hs" + k, {m.s, m.batch * m.heads, m.d})});
+    v = b.node("Transpose", {v}, {{"perm", ints({1, 0, 2})}});
+    return b.node("Reshape", {v, cst("bh" + k, {m.batch, m.heads, m.s, m.d})});
   };
   Tensor c(t, {});
   c.set(0, 0.35355339);  // sqrt(1/sqrt(64)) on both operands, as the exporter writes it
@@ -171,51 +170,45 @@ TEST(GpuAttention, SequenceFirstMultiheadAttentionReadsTheProjection) {
   ValueId kt = b.node("Mul", {b.node("Transpose", {part(1)}, {{"perm", ints({0, 1, 3, 2})}}), scale});
   ValueId pr = b.node("Softmax", {b.node("MatMul", {q, kt})}, {{"axis", i64(-1)}});
   ValueId o = b.node("MatMul", {pr, part(2)});
-  ValueId ot = b.node("Transpose", {o}, {{"perm", ints({2, 0, 1, 3})}});
-  b.output(b.node("Reshape", {ot, cst("rows", {s * batch, e})}));
+  return b.node("Reshape", {b.node("Transpose", {o}, {{"perm", ints({2, 0, 1, 3})}}), cst("rows", {m.s * m.batch, e})});
+}
+
+// The attention alone: fuse_copy_chains makes q/k/v strided copies of the projection;
+// fuse_attention_operands reads them in place as 3-D operands (no B*H-batch collapse possible).
+TEST(GpuAttention, SequenceFirstMultiheadAttentionReadsTheProjection) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  b.graph().opset = 17;
+  const SeqFirst m;
+  ValueId p = b.input("p", {m.s, m.batch, 3 * m.e()}, DType::kFloat16);
+  b.output(sequence_first_attention(b, p, m));
   CaseOptions opt;
   opt.expect_ops_after_pipeline = {"StridedAttention"};
-  run_case(g, "attn_f16_sequence_first_mha", opt);
+  run_case(b.graph(), "attn_f16_sequence_first_mha", opt);
 }
 
 // The whole sequence-first block as torchvision's ViT exports it: x [B, S, E] -> Transpose to
-// [S, B, E] -> packed in-projection (MatMul + Add) -> q/k/v slices -> attention -> [S*B, E] rows ->
-// out-projection Gemm -> [S, B, E] -> Transpose back -> + x. cancel_row_permutations makes both
-// projections read and write rows in (b, s) order (no Transpose, no row gather) and the skip
-// connection the out-projection's residual input.
+// [S, B, E] -> packed in-projection (MatMul + Add) -> the attention above -> out-projection Gemm ->
+// [S, B, E] -> Transpose back -> + x. cancel_row_permutations makes both projections read and write
+// rows in (b, s) order (no Transpose, no row gather) and the skip connection the out-projection's
+// residual input.
 TEST(GpuAttention, SequenceFirstBlockProjectionsKeepRowOrder) {
   AOTC_REQUIRE_GPU();
   GraphBuilder b;
   Graph& g = b.graph();
   g.opset = 17;
-  const int64_t s = 50, batch = 2, heads = 4, d = 64, e = heads * d;
+  const SeqFirst m;
+  const int64_t e = m.e();
   const DType t = DType::kFloat16;
-  ValueId x = b.input("x", {batch, s, e}, t);
-  auto cst = [&](const std::string& name, std::vector<int64_t> v) {
-    const int64_t n = static_cast<int64_t>(v.size());
-    return g.add_constant(name, Tensor::from_int64s({n}, v));
-  };
+  ValueId x = b.input("x", {m.batch, m.s, e}, t);
   ValueId xs = b.node("Transpose", {x}, {{"perm", ints({1, 0, 2})}});
   ValueId p = b.node("Add", {b.node("MatMul", {xs, b.weight("w_in", {e, 3 * e}, -0.06, 0.06, t)}),
                              b.weight("b_in", {3 * e}, -0.1, 0.1, t)});
-  auto part = [&](int i) {
-    ValueId v = b.node("Slice", {p, cst("st" + std::to_string(i), {i * e}), cst("en" + std::to_string(i), {(i + 1) * e}),
-                                 cst("ax" + std::to_string(i), {2})});
-    v = b.node("Reshape", {v, cst("hs" + std::to_string(i), {s, batch * heads, d})});
-    v = b.node("Transpose", {v}, {{"perm", ints({1, 0, 2})}});
-    return b.node("Reshape", {v, cst("bh" + std::to_string(i), {batch, heads, s, d})});
-  };
-  Tensor c(t, {});
-  c.set(0, 0.35355339);
-  ValueId scale = g.add_constant("scale", c);
-  ValueId q = b.node("Mul", {part(0), scale});
-  ValueId kt = b.node("Mul", {b.node("Transpose", {part(1)}, {{"perm", ints({0, 1, 3, 2})}}), scale});
-  ValueId pr = b.node("Softmax", {b.node("MatMul", {q, kt})}, {{"axis", i64(-1)}});
-  ValueId o = b.node("MatMul", {pr, part(2)});
-  ValueId rows = b.node("Reshape", {b.node("Transpose", {o}, {{"perm", ints({2, 0, 1, 3})}}), cst("rows", {s * batch, e})});
+  ValueId rows = sequence_first_attention(b, p, m);
   ValueId proj = b.node("Gemm", {rows, b.weight("w_out", {e, e}, -0.06, 0.06, t), b.weight("b_out", {e}, -0.1, 0.1, t)},
                         {{"transB", i64(1)}});
-  ValueId back = b.node("Transpose", {b.node("Reshape", {proj, cst("sbe", {s, batch, e})})}, {{"perm", ints({1, 0, 2})}});
+  ValueId sbe = g.add_constant("sbe", Tensor::from_int64s({3}, {m.s, m.batch, e}));
+  ValueId back = b.node("Transpose", {b.node("Reshape", {proj, sbe})}, {{"perm", ints({1, 0, 2})}});
   b.output(b.node("Add", {x, back}));
   CaseOptions opt;
   opt.expect_ops_after_pipeline = {"StridedAttention", "FusedGemm"};
