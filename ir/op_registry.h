@@ -70,6 +70,13 @@ class OpRegistry {
 // The registry with every op aotc supports (built on first use by register_all_ops).
 const OpRegistry& default_registry();
 
+// A node whose output is its data input's bytes under another shape (OpTraits::is_view: Reshape,
+// Flatten, Identity, Squeeze, Unsqueeze), for passes that look through such views.
+inline bool is_view_node(const Node& n) {
+  const OpDef* def = default_registry().find(n.op_type, n.domain);
+  return def && def->traits.is_view && !n.inputs.empty() && n.inputs[0] != kNoValue;
+}
+
 // The one place that lists every op family (ir/ops/all_ops.cc).
 void register_all_ops(OpRegistry& registry);
 

@@ -357,7 +357,7 @@ std::optional<Source> operand_source(const Graph& g, const std::vector<int>& pro
   // as [B, S, E]), each read only by the next: the Split's view is reshaped through them.
   std::vector<Shape> reshapes;
   int reader = node;
-  while (g.nodes[static_cast<size_t>(p)].domain.empty() && g.nodes[static_cast<size_t>(p)].op_type == "Reshape") {
+  while (is_view_node(g.nodes[static_cast<size_t>(p)])) {
     const Node& r = g.nodes[static_cast<size_t>(p)];
     reshapes.insert(reshapes.begin(), g.value(r.outputs[0]).shape);
     reader = p;
@@ -381,7 +381,7 @@ std::optional<Source> operand_source(const Graph& g, const std::vector<int>& pro
         const auto& rs = consumers[static_cast<size_t>(v)];
         if (g.is_graph_output(v) || rs.size() != 1) return std::nullopt;
         const Node& r = g.nodes[static_cast<size_t>(rs[0])];
-        if (!r.domain.empty() || r.op_type != "Reshape" || r.inputs[0] != v) return std::nullopt;
+        if (!is_view_node(r) || r.inputs[0] != v) return std::nullopt;
         v = r.outputs[0];
       }
     }

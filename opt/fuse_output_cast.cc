@@ -14,12 +14,6 @@
 namespace aotc {
 namespace {
 
-bool is_view_op(const Node& n) {
-  if (!n.domain.empty()) return false;
-  return n.op_type == "Reshape" || n.op_type == "Identity" || n.op_type == "Flatten" || n.op_type == "Squeeze" ||
-         n.op_type == "Unsqueeze";
-}
-
 // The Gemm can write fp32 D with cuBLASLt alone: no C / residual / activation (their types would
 // have to be D's), 2 inputs present.
 bool plain_product(const Node& n) {
@@ -53,7 +47,7 @@ Expected<bool> fuse_output_cast(Graph& graph) {
       return !graph.is_graph_output(v) && r.size() == 1 && r[0] == reader;
     };
     bool ok = p >= 0 && sole(x, static_cast<int>(i));
-    while (ok && is_view_op(graph.nodes[static_cast<size_t>(p)])) {
+    while (ok && is_view_node(graph.nodes[static_cast<size_t>(p)])) {
       const Node& v = graph.nodes[static_cast<size_t>(p)];
       chain.push_back(p);
       x = v.inputs[0];

@@ -17,8 +17,6 @@
 namespace aotc {
 namespace {
 
-bool is_view(const Node& n) { return n.domain.empty() && n.op_type == "Reshape"; }
-
 // The Gemm / FusedGemm whose output reaches `v` through reshape views read only by the next.
 int projection_of(const Graph& g, const std::vector<int>& producers, const std::vector<std::vector<int>>& consumers,
                   ValueId v) {
@@ -26,7 +24,7 @@ int projection_of(const Graph& g, const std::vector<int>& producers, const std::
     const int p = producers[static_cast<size_t>(v)];
     if (p < 0) return -1;
     const Node& n = g.nodes[static_cast<size_t>(p)];
-    if (is_view(n)) {
+    if (is_view_node(n)) {
       v = n.inputs[0];
       if (g.is_graph_output(v) || consumers[static_cast<size_t>(v)].size() != 1) return -1;
       continue;
@@ -40,7 +38,7 @@ int projection_of(const Graph& g, const std::vector<int>& producers, const std::
 // The value `v` is a reshape view of (through Reshapes), for comparing the projections' inputs
 // (matmul_to_gemm gives each its own [M, K] view of the hidden states).
 ValueId view_root(const Graph& g, const std::vector<int>& producers, ValueId v) {
-  for (int p = producers[static_cast<size_t>(v)]; p >= 0 && is_view(g.nodes[static_cast<size_t>(p)]);
+  for (int p = producers[static_cast<size_t>(v)]; p >= 0 && is_view_node(g.nodes[static_cast<size_t>(p)]);
        p = producers[static_cast<size_t>(v)])
     v = g.nodes[static_cast<size_t>(p)].inputs[0];
   return v;
