@@ -16,6 +16,8 @@ from models import model_zoo  # noqa: E402
 from models import reference_data as ref  # noqa: E402
 
 kDefaultOpset = 17
+kExporters = ("torchscript", "dynamo", "dynamo23")
+kDynamo23Opset = 23
 kExampleBatch = 2
 
 
@@ -30,9 +32,12 @@ def parse_args(argv=None):
     p.add_argument("--batches", default="",
                    help="batch sizes, e.g. '1 32' (default: the model's own, 1 32 or 1 8)")
     p.add_argument("--seed", type=int, default=0, help="weight seed; inputs derive from it")
-    p.add_argument("--exporter", choices=("torchscript", "dynamo"), default="torchscript")
+    p.add_argument("--exporter", choices=kExporters, default="torchscript",
+                   help="torchscript (opset --opset), dynamo (its default opset) or dynamo23 (dynamo "
+                        "at opset 23 with transformers' SDPA attention, so that attention is the ONNX "
+                        "Attention op)")
     p.add_argument("--opset", type=int, default=kDefaultOpset,
-                   help="opset for the TorchScript exporter (the dynamo exporter uses its default)")
+                   help="opset for the TorchScript exporter (dynamo: its default; dynamo23: 23)")
     p.add_argument("--ort-optimization", choices=("disable", "basic", "all"), default="basic")
     p.add_argument("--no-torch-check", action="store_true",
                    help="skip the ORT vs PyTorch (CPU) sanity comparison")
@@ -55,6 +60,12 @@ def split_list(values):
     for v in values:
         out.extend(x for x in v.replace(",", " ").split() if x)
     return out
+
+
+def attention_of(exporter):
+    """transformers' attention implementation per exporter: an explicit softmax(QK^T)V graph for
+    torchscript / dynamo (both trace it the same way), SDPA for dynamo23 (exported as Attention)."""
+    return "sdpa" if exporter == "dynamo23" else "eager"
 
 
 def model_dir(out_dir, name, exporter):
@@ -82,9 +93,10 @@ def export_onnx(model, spec, example, path, exporter, opset):
                           do_constant_folding=True)
         return opset
     batch = torch.export.Dim("batch", min=1, max=1024)
+    extra = {"opset_version": kDynamo23Opset} if exporter == "dynamo23" else {}
     program = torch.onnx.export(model, tuple(example), path, dynamo=True,
                                 input_names=names_in, output_names=names_out,
-                                dynamic_shapes=tuple({0: batch} for _ in names_in))
+                                dynamic_shapes=tuple({0: batch} for _ in names_in), **extra)
     try:
         return int(program.model.opset_imports.get("", 0))
     except Exception:
@@ -101,7 +113,7 @@ def export_one(name, args, log):
     meta = {"model": name, "source": spec.source, "exporter": args.exporter, "seed": args.seed,
             "notes": spec.notes, **io_meta(spec), "cases": []}
     t0 = time.time()
-    model, info = model_zoo.build_model(name, args.seed)
+    model, info = model_zoo.build_model(name, args.seed, attention=attention_of(args.exporter))
     meta.update(info)
     meta["build_seconds"] = round(time.time() - t0, 2)
     log(f"{name}: built ({info['parameters']/1e6:.1f} M params, "

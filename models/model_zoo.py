@@ -103,7 +103,7 @@ def input_shape(spec: InputSpec, batch: int) -> Tuple[int, ...]:
 # ---------------------------------------------------------------------------------------------
 # Construction (torch from here on; imported inside the functions so the specs stay importable).
 
-def _build_transformers(spec: ModelSpec):
+def _build_transformers(spec: ModelSpec, attention: str = "eager"):
     import torch
     import transformers
 
@@ -159,15 +159,16 @@ def _build_transformers(spec: ModelSpec):
         inner_cls, wrapper = transformers.BertModel, BertHidden
     else:
         raise KeyError(spec.name)
-    # Eager attention: an explicit softmax(QK^T)V graph that both exporters trace the same way.
+    # "eager": an explicit softmax(QK^T)V graph that both exporters trace the same way;
+    # "sdpa": scaled_dot_product_attention, which the dynamo exporter at opset 23 writes as Attention.
     try:
-        config._attn_implementation = "eager"
+        config._attn_implementation = attention
     except Exception:  # older/newer configs without the setter: keep their default
         pass
     inner = inner_cls(config)
     if hasattr(inner, "set_attn_implementation"):  # transformers 5.x: the model-level switch
         try:
-            inner.set_attn_implementation("eager")
+            inner.set_attn_implementation(attention)
         except Exception:
             pass
     return wrapper(inner)
@@ -218,8 +219,12 @@ def test_input_seed(seed: int, batch: int) -> int:
     return seed * 7919 + 10000 + batch
 
 
-def build_model(name: str, seed: int = 0):
-    """Returns (eval-mode torch module on CPU, info dict). Same name and seed: same weights."""
+def build_model(name: str, seed: int = 0, attention: str = "eager"):
+    """Returns (eval-mode torch module on CPU, info dict). Same name and seed: same weights.
+    `attention` picks transformers' attention implementation ("eager" or "sdpa"; torchvision's
+    ViT always runs nn.MultiheadAttention, which calls SDPA)."""
+    if attention not in ("eager", "sdpa"):
+        raise ValueError(f"attention must be 'eager' or 'sdpa', got '{attention}'")
     import torch
     spec = get_spec(name)
     torch.manual_seed(seed)
@@ -232,7 +237,7 @@ def build_model(name: str, seed: int = 0):
         else:
             model = getattr(torchvision.models, name)(weights=None)
     else:
-        model = _build_transformers(spec)
+        model = _build_transformers(spec, attention)
     model = model.float()
     reinitialised = reinit_zero_weights(model)
     bn_count = recalibrate_batchnorm(model, spec, seed)

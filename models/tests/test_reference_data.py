@@ -149,6 +149,12 @@ class ExporterArgsTest(unittest.TestCase):
     def test_layout_names(self):
         self.assertEqual(exporter.model_dir("o", "gpt2", "torchscript"), os.path.join("o", "gpt2"))
         self.assertEqual(exporter.model_dir("o", "gpt2", "dynamo"), os.path.join("o", "gpt2_dynamo"))
+        self.assertEqual(exporter.model_dir("o", "gpt2", "dynamo23"), os.path.join("o", "gpt2_dynamo23"))
+        self.assertEqual(exporter.parse_args(["--model", "gpt2", "--exporter", "dynamo23"]).exporter,
+                         "dynamo23")
+        self.assertEqual(exporter.attention_of("dynamo23"), "sdpa")
+        self.assertEqual(exporter.attention_of("torchscript"), "eager")
+        self.assertEqual(exporter.attention_of("dynamo"), "eager")
         self.assertEqual(exporter.case_dir_name(32), "test_data_set_bs32")
         meta = exporter.io_meta(model_zoo.get_spec("bert_base"))
         self.assertEqual([i["name"] for i in meta["inputs"]], ["input_ids", "attention_mask"])
