@@ -14,6 +14,8 @@ package alone (no torch), for testing aotc's whole-model path off the GPU machin
   llama_block (opset 23): a LLaMA-style decoder in the newest ops: RMSNormalization,
               RotaryEmbedding with position ids, Attention with grouped-query heads and is_causal,
               SwiGLU MLP, untied LM head (what the dynamo exporter writes at opset 23).
+  bert_sdpa_block (opset 23): BERT as the dynamo exporter writes SDPA: head split by Reshape +
+              Transpose, the Attention op with a boolean key mask, the context transposed back.
   vit_mha_block (opset 17): torchvision ViT's encoder layers as TorchScript exports
               nn.MultiheadAttention(batch_first=True): Transpose to sequence-first, packed in-projection
               MatMul + Add, Reshape -> Unsqueeze -> Transpose -> Squeeze -> Gather 0/1/2 for q/k/v,
@@ -169,6 +171,29 @@ def bert_block(b):
             [(x, "last_hidden_state", TensorProto.FLOAT, ["batch", SEQ, HIDDEN])])
 
 
+def bert_sdpa_block(b):
+    """BERT as the dynamo exporter writes it at opset 23 with SDPA attention: each projection's
+    [B, S, H] output split into heads by Reshape + Transpose(0,2,1,3), the Attention op with a
+    boolean mask [B, 1, S, S] (True: the key takes part), the context transposed back and merged."""
+    ids, mask = "input_ids", "attention_mask"
+    words = b.op("Gather", [b.weight((VOCAB, HIDDEN), 0.5, "word"), ids], axis=0)
+    x = b.op("Add", [words, b.op("Slice", [b.weight((SEQ + 8, HIDDEN), 0.5, "pos"), b.i64([0]), b.dim(ids, 1)])])
+    x = b.layer_norm(x)
+    # [B, 1, S, S] as the exporter's vmap'd mask function writes it (And of a padding mask and
+    # an all-true query mask); ONNX Runtime wants the mask's query dim spelled out.
+    keep = b.op("Cast", [b.op("Unsqueeze", [mask, b.i64([1, 2])])], to=TensorProto.BOOL)
+    keep = b.op("And", [keep, b.const(np.ones((1, 1, SEQ, 1), bool), "rows", bool)])
+    for _ in range(2):
+        q, k, v = (b.heads(b.linear(x, HIDDEN, HIDDEN), x) for _ in range(3))
+        ctx = b.op("Attention", [q, k, v, keep], scale=float(1.0 / np.sqrt(HEAD_DIM)))
+        a = b.reshape_dims(b.op("Transpose", [ctx], perm=[0, 2, 1, 3]), x, 2, [HIDDEN])
+        x = b.layer_norm(b.op("Add", [b.linear(a, HIDDEN, HIDDEN), x]))
+        f = b.linear(b.gelu_erf(b.linear(x, HIDDEN, FFN)), FFN, HIDDEN)
+        x = b.layer_norm(b.op("Add", [f, x]))
+    return ([("input_ids", TensorProto.INT64, ["batch", SEQ]), ("attention_mask", TensorProto.INT64, ["batch", SEQ])],
+            [(x, "last_hidden_state", TensorProto.FLOAT, ["batch", SEQ, HIDDEN])])
+
+
 def vit_block(b):
     img = "input"
     patches = b.op("Conv", [img, b.weight((HIDDEN, 3, 8, 8), 1.0 / np.sqrt(3 * 64)), b.weight((HIDDEN,), 0.1, "b")],
@@ -270,7 +295,8 @@ def llama_block(b):
 
 
 MODELS = {"gpt2_block": (gpt2_block, 17), "bert_block": (bert_block, 17), "vit_block": (vit_block, 20),
-          "vit_mha_block": (vit_mha_block, 20), "llama_block": (llama_block, 23)}
+          "vit_mha_block": (vit_mha_block, 20), "llama_block": (llama_block, 23),
+          "bert_sdpa_block": (bert_sdpa_block, 23)}
 
 
 def build(name, seed):

@@ -17,8 +17,10 @@
 // nn.MultiheadAttention, sequence-first): Q [B,H,Sq,D], K^T = Transpose(0,1,3,2) of K [B,H,Sk,D]
 // and V [B,H,Sk,Dv] as they are -> Attention(Q, K, V, mask) writing O [B,H,Sq,Dv] in place of the
 // second MatMul (the producers of Q/K/V stay; fuse_copy_chains later makes them strided copies).
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -286,6 +288,8 @@ namespace {
 
 enum { kQ = 0, kK = 1, kV = 2, kMask = 3 };
 
+bool is_op(const Node& n, const char* op) { return n.domain.empty() && n.op_type == op; }
+
 // A constant mask that allows exactly the keys j <= i of query i (0 / -inf, or true / false) is
 // what is_causal says; the fused kernel then skips the blocks above the diagonal and no row is
 // ever fully masked (no fix-up kernel). Only without past / nonpad / windows (offset 0).
@@ -342,8 +346,10 @@ bool only_read_by(const Graph& g, const std::vector<std::vector<int>>& consumers
   return true;
 }
 
-// Where an operand's elements are, read through its producer: a part of a Split, or an
-// aotc.StridedCopy without scale or conversion. nullopt when the operand stays a buffer of its own.
+// Where an operand's elements are, read through its producer: a part of a Split, an
+// aotc.StridedCopy without scale or conversion, or any buffer that reaches the operand through
+// Transposes and reshape views only (the dynamo exporter's head split: [B, S, H*D] -Reshape->
+// [B, S, H, D] -Transpose(0,2,1,3)-> Q). nullopt when the operand stays a buffer of its own.
 struct Source {
   ValueId buffer;
   std::array<int64_t, 4> view;
@@ -353,28 +359,46 @@ std::optional<Source> operand_source(const Graph& g, const std::vector<int>& pro
   int p = producers[static_cast<size_t>(x)];
   if (p < 0 || !only_read_by(g, consumers, x, node)) return std::nullopt;
   const Shape& logical = g.value(x).shape;
-  // Reshape views between a Split part and the operand (a merged projection's [M, E] part viewed
-  // as [B, S, E]), each read only by the next: the Split's view is reshaped through them.
-  std::vector<Shape> reshapes;
-  int reader = node;
-  while (is_view_node(g.nodes[static_cast<size_t>(p)])) {
+  // The data movement between the source and the operand, each value read only by the next node
+  // (so all of it goes away): reshape views and Transposes, in source-to-operand order.
+  // A value with other readers ends the walk: it is the buffer read in place (it stays).
+  std::vector<const Node*> chain;
+  bool transposed = false;
+  while (p >= 0) {
     const Node& r = g.nodes[static_cast<size_t>(p)];
-    reshapes.insert(reshapes.begin(), g.value(r.outputs[0]).shape);
-    reader = p;
+    const bool transpose = is_op(r, "Transpose") && r.inputs.size() == 1;
+    if (!transpose && !is_view_node(r)) break;
+    transposed = transposed || transpose;
+    chain.insert(chain.begin(), &r);
+    const int r_index = p;
     x = r.inputs[0];
     p = producers[static_cast<size_t>(x)];
-    if (p < 0 || !only_read_by(g, consumers, x, reader)) return std::nullopt;
+    if (!only_read_by(g, consumers, x, r_index)) p = -1;
   }
-  const Node& pn = g.nodes[static_cast<size_t>(p)];
-  if (pn.domain.empty() && pn.op_type == "Split" && !pn.inputs.empty()) {
-    const Shape& src = g.value(pn.inputs[0]).shape;
+  auto follow_chain = [&](StridedView& v) {
+    for (const Node* r : chain) {
+      if (is_op(*r, "Transpose")) {
+        const size_t rank = g.value(r->inputs[0]).shape.size();
+        std::vector<int64_t> perm = r->has_attr("perm") ? r->attr_ints("perm") : std::vector<int64_t>{};
+        if (perm.empty())
+          for (size_t d = rank; d-- > 0;) perm.push_back(static_cast<int64_t>(d));
+        view_permute(v, perm);
+      } else if (!view_reshape(v, g.value(r->outputs[0]).shape)) {
+        return false;
+      }
+    }
+    return true;
+  };
+  const Node* pn = p >= 0 ? &g.nodes[static_cast<size_t>(p)] : nullptr;
+  if (pn && is_op(*pn, "Split") && !pn->inputs.empty()) {
+    const Shape& src = g.value(pn->inputs[0]).shape;
     const int64_t rank = static_cast<int64_t>(src.size());
-    int64_t axis = pn.attr_int("axis", 0);
+    int64_t axis = pn->attr_int("axis", 0);
     if (axis < 0) axis += rank;
     if (axis < 0 || axis >= rank || shape_numel(src) == 0) return std::nullopt;
     // Every part goes to this node (directly or through its own reshapes), or the Split runs
     // anyway and nothing is saved.
-    for (ValueId o : pn.outputs) {
+    for (ValueId o : pn->outputs) {
       if (o == kNoValue || o == x) continue;
       ValueId v = o;
       while (!only_read_by(g, consumers, v, node)) {
@@ -387,26 +411,25 @@ std::optional<Source> operand_source(const Graph& g, const std::vector<int>& pro
     }
     int64_t start = 0;
     size_t out = 0;
-    for (; out < pn.outputs.size() && pn.outputs[out] != x; ++out)
-      if (pn.outputs[out] != kNoValue) start += g.value(pn.outputs[out]).shape[static_cast<size_t>(axis)];
-    if (out == pn.outputs.size()) return std::nullopt;
+    for (; out < pn->outputs.size() && pn->outputs[out] != x; ++out)
+      if (pn->outputs[out] != kNoValue) start += g.value(pn->outputs[out]).shape[static_cast<size_t>(axis)];
+    if (out == pn->outputs.size()) return std::nullopt;
     StridedView v = contiguous_view(src);
     const Shape& part = g.value(x).shape;
     if (!view_slice(v, static_cast<size_t>(axis), src[static_cast<size_t>(axis)], start, 1,
-                    part[static_cast<size_t>(axis)]))
+                    part[static_cast<size_t>(axis)]) ||
+        !follow_chain(v))
       return std::nullopt;
-    for (const Shape& s : reshapes)
-      if (!view_reshape(v, s)) return std::nullopt;
     auto layout = operand_layout(v, logical, heads);
     if (!layout) return std::nullopt;
-    return Source{pn.inputs[0], *layout};
+    return Source{pn->inputs[0], *layout};
   }
-  if (!reshapes.empty()) return std::nullopt;
-  if (pn.domain == "aotc" && pn.op_type == "StridedCopy" && !pn.has_attr("scale") && !pn.has_attr("to")) {
-    const std::vector<int64_t> dims = pn.attr_ints("dims"), strides = pn.attr_ints("strides");
+  if (chain.empty() && pn && pn->domain == "aotc" && pn->op_type == "StridedCopy" && !pn->has_attr("scale") &&
+      !pn->has_attr("to")) {
+    const std::vector<int64_t> dims = pn->attr_ints("dims"), strides = pn->attr_ints("strides");
     if (dims.size() != strides.size() || shape_numel(dims) == 0) return std::nullopt;
     StridedView v;
-    v.base = pn.attr_int("base", 0);
+    v.base = pn->attr_int("base", 0);
     for (size_t d = 0; d < dims.size(); ++d) {
       v.spans.push_back(dims[d] > 1 ? 1 : 0);
       if (dims[d] > 1) {
@@ -416,9 +439,16 @@ std::optional<Source> operand_source(const Graph& g, const std::vector<int>& pro
     }
     auto layout = operand_layout(v, logical, heads);
     if (!layout) return std::nullopt;
-    return Source{pn.inputs[0], *layout};
+    return Source{pn->inputs[0], *layout};
   }
-  return std::nullopt;
+  // Transposes (and reshapes) of a buffer: read the buffer itself through the composed view. A
+  // chain of reshapes only reads the buffer as it is (nothing to save).
+  if (!transposed || shape_numel(g.value(x).shape) == 0) return std::nullopt;
+  StridedView v = contiguous_view(g.value(x).shape);
+  if (!follow_chain(v)) return std::nullopt;
+  auto layout = operand_layout(v, logical, heads);
+  if (!layout) return std::nullopt;
+  return Source{x, *layout};
 }
 
 std::vector<int64_t> contiguous_layout(const Shape& s, int64_t heads) {
@@ -433,15 +463,50 @@ Expected<bool> fuse_attention_operands(Graph& graph) {
   bool changed = false, reordered = false;
   std::vector<int> producers = graph.producers();
   std::vector<std::vector<int>> consumers = graph.consumers();
+  std::vector<std::pair<ValueId, ValueId>> additive;  // boolean mask -> its additive form
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    Node& n = graph.nodes[i];
-    if (!n.domain.empty() || n.op_type != "Attention") continue;
-    if (mask_is_causal(graph, n)) {
+    if (!is_op(graph.nodes[i], "Attention")) continue;
+    if (mask_is_causal(graph, graph.nodes[i])) {
+      Node& n = graph.nodes[i];
       n.inputs.resize(3);
       n.attrs["is_causal"] = Attribute::of_int(1);
       AOTC_RETURN_IF_ERROR(infer_node(n, graph, registry));
       changed = true;
     }
+    // A boolean mask (the dynamo exporter's SDPA mask) becomes the additive one the fused kernel
+    // reads: Where(mask, 0, -inf) in Q's dtype. Exact: a key that takes part adds 0, one that does
+    // not gets weight exp(-inf) = 0, and a row with no key left is zeros under both forms.
+    if (ValueId mb = graph.nodes[i].input(kMask); mb != kNoValue && graph.value(mb).dtype == DType::kBool &&
+                                                   graph.target.has_sm80_tensor_cores()) {
+      const DType t = graph.value(graph.nodes[i].inputs[kQ]).dtype;
+      auto done = std::find_if(additive.begin(), additive.end(), [&](const auto& e) {
+        return e.first == mb && graph.value(e.second).dtype == t;
+      });
+      if (done != additive.end()) {  // every layer reads the same mask: one Where for all of them
+        graph.nodes[i].inputs[kMask] = done->second;
+        AOTC_RETURN_IF_ERROR(infer_node(graph.nodes[i], graph, registry));
+        changed = true;
+      } else if (t == DType::kFloat16 || t == DType::kBFloat16) {
+        const std::string base = graph.nodes[i].name.empty() ? graph.value(mb).name : graph.nodes[i].name;
+        Tensor zero(t, {}), minus_inf(t, {});
+        zero.set(0, 0.0);
+        minus_inf.set(0, -std::numeric_limits<double>::infinity());
+        const ValueId z = graph.add_constant(graph.unique_name(base + "_mask_keep"), std::move(zero));
+        const ValueId m = graph.add_constant(graph.unique_name(base + "_mask_drop"), std::move(minus_inf));
+        const ValueId add = graph.add_value(graph.unique_name(graph.value(mb).name + "_additive"), t, graph.value(mb).shape, true);
+        Node w{base + "_additive_mask", "Where", "", {mb, z, m}, {add}, {}};
+        AOTC_RETURN_IF_ERROR(infer_node(w, graph, registry));
+        graph.nodes[i].inputs[kMask] = add;
+        AOTC_RETURN_IF_ERROR(infer_node(graph.nodes[i], graph, registry));
+        graph.nodes.insert(graph.nodes.begin() + static_cast<std::ptrdiff_t>(i), std::move(w));
+        ++i;
+        additive.emplace_back(mb, add);
+        changed = true;
+        producers = graph.producers();
+        consumers = graph.consumers();
+      }
+    }
+    Node& n = graph.nodes[i];
     if (n.num_present_inputs() > 4 || n.outputs.size() != 1 || n.inputs.size() < 3) continue;
     const Shape& qs = graph.value(n.inputs[kQ]).shape;
     if (qs.size() != 3 && qs.size() != 4) continue;

@@ -7,8 +7,9 @@
 // constant keeps its shape ([N], [1, N]...), a same-shape partner (the residual) gets a view.
 // The same sinking applies to a 2-D Gemm whose output is only reshaped back to [..., N] (GPT-2's
 // Conv1D exports as Reshape -> Gemm(bias) -> Reshape, then the GELU or the residual Add): the
-// Reshape moves past them so fuse_epilogue can absorb them. Exact: the same products and additions
-// in the same order.
+// Reshape moves past them so fuse_epilogue can absorb them. A B operand that is a Transpose of a
+// constant [N, K] matrix (a tied embedding read as the LM head) is read by the Gemm with transB
+// instead. Exact: the same products and additions in the same order.
 #include <vector>
 
 #include "ir/op_registry.h"
@@ -54,6 +55,21 @@ Node reshape(Graph& g, const std::string& name, ValueId in, ValueId out, const S
   return r;
 }
 
+// W when `b` = Transpose(W) (perm [1, 0] or none) of a 2-D constant W and the MatMul is its only
+// reader: an exporter's tied weight (GPT-2's LM head reads the token embedding transposed, and a
+// 154 MB transpose is over the folding limit, so it would run as a kernel every call). kNoValue
+// otherwise.
+ValueId transposed_constant(const Graph& g, const std::vector<int>& producers,
+                            const std::vector<std::vector<int>>& consumers, ValueId b) {
+  const int p = producers[static_cast<size_t>(b)];
+  if (p < 0 || sole_reader(g, consumers, b) < 0) return kNoValue;
+  const Node& t = g.nodes[static_cast<size_t>(p)];
+  if (!t.domain.empty() || t.op_type != "Transpose" || t.inputs.size() != 1) return kNoValue;
+  if (t.has_attr("perm") && t.attr_ints("perm") != std::vector<int64_t>{1, 0}) return kNoValue;
+  const Value& w = g.value(t.inputs[0]);
+  return w.is_constant() && w.shape.size() == 2 ? t.inputs[0] : kNoValue;
+}
+
 }  // namespace
 
 Expected<bool> matmul_to_gemm(Graph& graph) {
@@ -65,6 +81,9 @@ Expected<bool> matmul_to_gemm(Graph& graph) {
   std::vector<int> plan(count, -1);
   std::vector<std::vector<Sunk>> chains(count);
   std::vector<int> reshape_of(count, -1);  // Gemm candidates: the Reshape after them
+  // MatMuls whose B is Transpose(W) of a constant [N, K] matrix: the Gemm reads W with transB.
+  std::vector<ValueId> read_transposed(count, kNoValue);
+  const std::vector<int> producers = graph.producers();
   for (size_t i = 0; i < count; ++i) {
     const Node& mm = graph.nodes[i];
     if (!mm.domain.empty() || mm.inputs.size() < 2 || mm.outputs.size() != 1) continue;
@@ -77,7 +96,12 @@ Expected<bool> matmul_to_gemm(Graph& graph) {
     ValueId start = mm.outputs[0];
     int64_t n = 0;
     if (is_matmul) {
-      if (!b.is_constant() || b.shape.size() != 2 || a.shape.size() < 2 || a.is_constant() || b.shape[0] == 0) continue;
+      if (a.shape.size() < 2 || a.is_constant() || b.shape.size() != 2 || b.shape[0] == 0) continue;
+      if (!b.is_constant()) {
+        const ValueId w = transposed_constant(graph, producers, consumers, mm.inputs[1]);
+        if (w == kNoValue) continue;
+        read_transposed[i] = w;
+      }
       n = b.shape[1];
     } else {
       // Gemm [M, N] read only by a Reshape to [..., N]: the sinking starts after that Reshape.
@@ -141,7 +165,7 @@ Expected<bool> matmul_to_gemm(Graph& graph) {
     chains[i] = std::move(sunk);
   }
 
-  bool changed = false;
+  bool changed = false, dropped_transposes = false;
   std::vector<Node> out;
   out.reserve(count + 8);
   std::vector<Node> old = std::move(graph.nodes);
@@ -188,6 +212,11 @@ Expected<bool> matmul_to_gemm(Graph& graph) {
       gemm.name = mm.name;
       gemm.op_type = "Gemm";
       gemm.inputs = {a2, mm.inputs[1]};
+      if (read_transposed[m_index] != kNoValue) {
+        gemm.inputs[1] = read_transposed[m_index];
+        gemm.attrs["transB"] = Attribute::of_int(1);
+        dropped_transposes = true;
+      }
       cur = needs_views ? graph.add_value(graph.unique_name(graph.value(mm.outputs[0]).name + "_2d"), t, flat, true)
                         : mm.outputs[0];
       gemm.outputs = {cur};
@@ -220,6 +249,8 @@ Expected<bool> matmul_to_gemm(Graph& graph) {
     changed = true;
   }
   graph.nodes = std::move(out);
+  // The Transposes of constants that Gemms now read with transB have no reader left.
+  if (dropped_transposes) AOTC_RETURN_IF_ERROR(dead_code(graph).status());
   return changed;
 }
 

@@ -5,8 +5,13 @@
 // outputs reach the Attention node's Q/K/V through reshape views alone: fuse_attention_operands
 // then reads the Split's parts in place, so the Split costs nothing and the three launches become
 // one (BERT-base: 36 GEMM launches fewer per run). Exact: the same dot products.
+// merge_strided_qkv_projections (after fuse_attention_operands): the same merge where an
+// aotc.StridedAttention already reads the three projections' outputs in place (the dynamo
+// exporter's head split by Transpose): one [M, Nq+Nk+Nv] output, each operand's view moved to its
+// columns, no Split at all.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "ir/op_registry.h"
 #include "ir/ops/attention.h"
@@ -67,6 +72,82 @@ Tensor concat_weights(const std::vector<const Tensor*>& ws, bool trans_b) {
   return out;
 }
 
+// The projections `gs` (Gemm / FusedGemm of the same input) as one Gemm with the weights side by
+// side; nullopt when they differ in anything but their weights and biases. `ns`: each one's N.
+std::optional<Node> merged_projection(Graph& graph, const std::vector<int>& producers, const std::vector<int>& gs,
+                                      std::vector<int64_t>& ns) {
+  const Node& g0 = graph.nodes[static_cast<size_t>(gs[0])];
+  const bool trans_b = g0.attr_int("transB", 0) != 0;
+  const bool with_bias = g0.input(2) != kNoValue;
+  std::vector<const Tensor*> ws, bs;
+  ns.clear();
+  for (int p : gs) {
+    const Node& n = graph.nodes[static_cast<size_t>(p)];
+    const Value& b = graph.value(n.inputs[1]);
+    const Value& y = graph.value(n.outputs[0]);
+    const bool ok = view_root(graph, producers, n.inputs[0]) == view_root(graph, producers, g0.inputs[0]) &&
+                    graph.value(n.inputs[0]).shape == graph.value(g0.inputs[0]).shape && n.attr_int("transA", 0) == 0 &&
+                    (n.attr_int("transB", 0) != 0) == trans_b && n.attr_float("alpha", 1.0f) == g0.attr_float("alpha", 1.0f) &&
+                    n.input(3) == kNoValue && !has_activation(n) && b.is_constant() && b.shape.size() == 2 &&
+                    b.dtype == graph.value(g0.inputs[1]).dtype && y.shape.size() == 2 && (n.input(2) != kNoValue) == with_bias;
+    if (!ok) return std::nullopt;
+    if (with_bias) {
+      const Value& c = graph.value(n.inputs[2]);
+      if (!c.is_constant() || c.dtype != b.dtype || n.attr_float("beta", 1.0f) != 1.0f ||
+          (c.shape != Shape{y.shape[1]} && c.shape != Shape{1, y.shape[1]}))
+        return std::nullopt;
+      bs.push_back(c.constant.get());
+    }
+    ws.push_back(b.constant.get());
+    ns.push_back(y.shape[1]);
+  }
+  Node merged = g0;
+  merged.name = g0.name + "_qkv";
+  const std::string wname = graph.value(g0.inputs[1]).name;
+  merged.inputs[1] = graph.add_constant(graph.unique_name(wname + "_qkv"), concat_weights(ws, trans_b));
+  if (with_bias) {
+    int64_t total = 0;
+    for (int64_t n : ns) total += n;
+    Tensor bias(bs[0]->dtype(), {total});
+    const size_t es = static_cast<size_t>(dtype_size(bias.dtype()));
+    int64_t off = 0;
+    for (size_t i = 0; i < bs.size(); ++i) {
+      std::memcpy(bias.raw() + static_cast<size_t>(off) * es, bs[i]->raw(), static_cast<size_t>(ns[i]) * es);
+      off += ns[i];
+    }
+    merged.inputs[2] = graph.add_constant(graph.unique_name(wname + "_qkv_bias"), std::move(bias));
+  }
+  merged.outputs = {graph.add_value(graph.unique_name(graph.value(g0.outputs[0]).name + "_qkv"))};
+  return merged;
+}
+
+// The graph's nodes with `first` replaced by `replacement` (then `extra`, if any) and the other
+// projections of `gs` dropped.
+void replace_projections(Graph& graph, const std::vector<int>& gs, Node replacement, std::optional<Node> extra) {
+  const int first = *std::min_element(gs.begin(), gs.end());
+  std::vector<Node> nodes;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    if (static_cast<int>(i) == first) {
+      nodes.push_back(std::move(replacement));
+      if (extra) nodes.push_back(std::move(*extra));
+    } else if (std::find(gs.begin(), gs.end(), static_cast<int>(i)) == gs.end()) {
+      nodes.push_back(std::move(graph.nodes[i]));
+    }
+  }
+  graph.nodes = std::move(nodes);
+}
+
+// Moves a StridedAttention operand view [base, b, h, s] of a [M, n] buffer into column `offset`
+// of a [M, total] buffer. Only views whose batch and row steps are whole rows and whose heads stay
+// inside one row (what a projection's head split is); nullopt otherwise.
+std::optional<std::vector<int64_t>> widen_view(const std::vector<int64_t>& v, int64_t heads, int64_t head_dim, int64_t n,
+                                               int64_t offset, int64_t total) {
+  if (v.size() != 4 || n <= 0 || heads <= 0 || v[0] < 0 || v[2] < 0) return std::nullopt;
+  const int64_t col = v[0] % n;
+  if (v[1] % n != 0 || v[3] % n != 0 || col + (heads - 1) * v[2] + head_dim > n) return std::nullopt;
+  return std::vector<int64_t>{v[0] / n * total + col + offset, v[1] / n * total, v[2], v[3] / n * total};
+}
+
 }  // namespace
 
 Expected<bool> merge_qkv_projections(Graph& graph) {
@@ -89,70 +170,84 @@ Expected<bool> merge_qkv_projections(Graph& graph) {
         if (ok && std::find(gs.begin(), gs.end(), p) == gs.end()) gs.push_back(p);
       }
       if (!ok || gs.size() < 2) continue;
-      const Node& g0 = graph.nodes[static_cast<size_t>(gs[0])];
-      const bool trans_b = g0.attr_int("transB", 0) != 0;
-      const bool with_bias = g0.input(2) != kNoValue;
-      std::vector<const Tensor*> ws, bs;
       std::vector<int64_t> ns;
-      for (int p : gs) {
-        const Node& n = graph.nodes[static_cast<size_t>(p)];
-        const Value& b = graph.value(n.inputs[1]);
-        const Value& y = graph.value(n.outputs[0]);
-        ok = ok && view_root(graph, producers, n.inputs[0]) == view_root(graph, producers, g0.inputs[0]) &&
-             graph.value(n.inputs[0]).shape == graph.value(g0.inputs[0]).shape && n.attr_int("transA", 0) == 0 && (n.attr_int("transB", 0) != 0) == trans_b &&
-             n.attr_float("alpha", 1.0f) == g0.attr_float("alpha", 1.0f) && n.input(3) == kNoValue && !has_activation(n) &&
-             b.is_constant() && b.shape.size() == 2 && b.dtype == graph.value(g0.inputs[1]).dtype && y.shape.size() == 2 &&
-             (n.input(2) != kNoValue) == with_bias;
-        if (!ok) break;
-        if (with_bias) {
-          const Value& c = graph.value(n.inputs[2]);
-          ok = c.is_constant() && c.dtype == b.dtype && n.attr_float("beta", 1.0f) == 1.0f &&
-               (c.shape == Shape{y.shape[1]} || c.shape == Shape{1, y.shape[1]});
-          if (!ok) break;
-          bs.push_back(c.constant.get());
-        }
-        ws.push_back(b.constant.get());
-        ns.push_back(y.shape[1]);
-      }
-      if (!ok) continue;
+      std::optional<Node> merged = merged_projection(graph, producers, gs, ns);
+      if (!merged) continue;
       // The merged product and the Split into the original values.
-      Node merged = g0;
-      merged.name = g0.name + "_qkv";
+      const Node& g0 = graph.nodes[static_cast<size_t>(gs[0])];
       const std::string wname = graph.value(g0.inputs[1]).name;
-      merged.inputs[1] = graph.add_constant(graph.unique_name(wname + "_qkv"), concat_weights(ws, trans_b));
-      if (with_bias) {
-        int64_t total = 0;
-        for (int64_t n : ns) total += n;
-        Tensor bias(bs[0]->dtype(), {total});
-        const size_t es = static_cast<size_t>(dtype_size(bias.dtype()));
-        int64_t off = 0;
-        for (size_t i = 0; i < bs.size(); ++i) {
-          std::memcpy(bias.raw() + static_cast<size_t>(off) * es, bs[i]->raw(), static_cast<size_t>(ns[i]) * es);
-          off += ns[i];
-        }
-        merged.inputs[2] = graph.add_constant(graph.unique_name(wname + "_qkv_bias"), std::move(bias));
-      }
-      const ValueId packed = graph.add_value(graph.unique_name(graph.value(g0.outputs[0]).name + "_qkv"));
-      merged.outputs = {packed};
       Node split{g0.name + "_qkv_split", "Split", "",
-                 {packed, graph.add_constant(graph.unique_name(wname + "_qkv_split"),
-                                             Tensor::from_int64s({static_cast<int64_t>(ns.size())}, ns))},
+                 {merged->outputs[0], graph.add_constant(graph.unique_name(wname + "_qkv_split"),
+                                                         Tensor::from_int64s({static_cast<int64_t>(ns.size())}, ns))},
                  {}, {{"axis", Attribute::of_int(1)}}};
       for (int p : gs) split.outputs.push_back(graph.nodes[static_cast<size_t>(p)].outputs[0]);
-      if (!infer_node(merged, graph, registry).is_ok()) continue;
+      if (!infer_node(*merged, graph, registry).is_ok()) continue;
       AOTC_RETURN_IF_ERROR(infer_node(split, graph, registry));
       // Placed where the first projection was (all of them read the same input, defined by then).
-      const int first = *std::min_element(gs.begin(), gs.end());
-      std::vector<Node> nodes;
-      for (size_t i = 0; i < graph.nodes.size(); ++i) {
-        if (static_cast<int>(i) == first) {
-          nodes.push_back(std::move(merged));
-          nodes.push_back(std::move(split));
-        } else if (std::find(gs.begin(), gs.end(), static_cast<int>(i)) == gs.end()) {
-          nodes.push_back(std::move(graph.nodes[i]));
-        }
+      replace_projections(graph, gs, std::move(*merged), std::move(split));
+      changed = again = true;
+    }
+  }
+  if (changed) AOTC_RETURN_IF_ERROR(dead_code(graph).status());
+  return changed;
+}
+
+Expected<bool> merge_strided_qkv_projections(Graph& graph) {
+  const OpRegistry& registry = default_registry();
+  bool changed = false;
+  for (bool again = true; again;) {
+    again = false;
+    const std::vector<int> producers = graph.producers();
+    const std::vector<std::vector<int>> consumers = graph.consumers();
+    for (size_t ai = 0; ai < graph.nodes.size() && !again; ++ai) {
+      const Node& at = graph.nodes[ai];
+      if (at.domain != "aotc" || at.op_type != "StridedAttention" || at.inputs.size() < 3) continue;
+      // Each operand is a projection's whole [M, N] output, read by this node alone.
+      std::vector<int> gs, of(3, -1);
+      bool ok = true;
+      for (int o = 0; o < 3 && ok; ++o) {
+        const ValueId x = at.inputs[static_cast<size_t>(o)];
+        const int p = producers[static_cast<size_t>(x)];
+        ok = p >= 0 && !graph.is_graph_output(x);
+        if (!ok) break;
+        for (int r : consumers[static_cast<size_t>(x)]) ok = ok && r == static_cast<int>(ai);
+        const Node& n = graph.nodes[static_cast<size_t>(p)];
+        ok = ok && ((n.domain.empty() && n.op_type == "Gemm") || (n.domain == "aotc" && n.op_type == "FusedGemm"));
+        if (!ok) break;
+        const auto it = std::find(gs.begin(), gs.end(), p);
+        of[static_cast<size_t>(o)] = static_cast<int>(it - gs.begin());
+        if (it == gs.end()) gs.push_back(p);
       }
-      graph.nodes = std::move(nodes);
+      if (!ok || gs.size() < 2) continue;
+      std::vector<int64_t> ns;
+      std::optional<Node> merged = merged_projection(graph, producers, gs, ns);
+      if (!merged) continue;
+      int64_t total = 0;
+      std::vector<int64_t> offsets;
+      for (int64_t n : ns) {
+        offsets.push_back(total);
+        total += n;
+      }
+      Node rewritten = at;
+      const char* shape_attr[3] = {"q_shape", "k_shape", "v_shape"};
+      const char* view_attr[3] = {"q_view", "k_view", "v_view"};
+      for (int o = 0; o < 3 && ok; ++o) {
+        const std::vector<int64_t> shape = at.attr_ints(shape_attr[o]);
+        const bool three_d = shape.size() == 3;
+        const int64_t heads = three_d ? at.attr_int(o == 0 ? "q_num_heads" : "kv_num_heads", 0) : (shape.size() == 4 ? shape[1] : 0);
+        const int64_t head_dim = three_d ? (heads > 0 ? shape[2] / heads : 0) : (shape.size() == 4 ? shape[3] : 0);
+        const size_t g = static_cast<size_t>(of[static_cast<size_t>(o)]);
+        auto v = widen_view(at.attr_ints(view_attr[o]), heads, head_dim, ns[g], offsets[g], total);
+        ok = v.has_value();
+        if (!ok) break;
+        rewritten.inputs[static_cast<size_t>(o)] = merged->outputs[0];
+        rewritten.attrs[view_attr[o]] = Attribute::of_ints(*v);
+      }
+      if (!ok || !infer_node(*merged, graph, registry).is_ok() || !infer_node(rewritten, graph, registry).is_ok() ||
+          !attention_runs_fused(rewritten, graph))
+        continue;
+      graph.nodes[ai] = std::move(rewritten);
+      replace_projections(graph, gs, std::move(*merged), std::nullopt);
       changed = again = true;
     }
   }

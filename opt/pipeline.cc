@@ -39,6 +39,7 @@ const std::vector<Pass>& default_pipeline() {
       {"fuse_copy_chains", fuse_copy_chains},
       {"fuse_attention_operands", fuse_attention_operands},
       {"cancel_row_permutations", cancel_row_permutations},
+      {"merge_strided_qkv_projections", merge_strided_qkv_projections},
   };
   return kPasses;
 }

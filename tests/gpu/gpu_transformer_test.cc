@@ -215,6 +215,34 @@ TEST(GpuAttention, SequenceFirstBlockProjectionsKeepRowOrder) {
   run_case(g, "attn_f16_sequence_first_block", opt);
 }
 
+// The dynamo exporter's SDPA at opset 23 (BERT): three projections of h, each split into heads by
+// Reshape + Transpose(0,2,1,3), the Attention op with a boolean mask [B, 1, S, S], the context
+// transposed back and merged. The transposes become views (fuse_attention_operands), the mask an
+// additive one (one Where), and the three projections one GEMM read in place
+// (merge_strided_qkv_projections).
+TEST(GpuAttention, DynamoSdpaHeadTransposesBoolMaskMergedProjections) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  Graph& g = b.graph();
+  g.opset = 23;
+  const int64_t batch = 2, seq = 40, heads = 4, d = 64, e = heads * d;
+  const DType t = DType::kFloat16;
+  ValueId h = b.input("h", {batch, seq, e}, t);
+  ValueId mask = b.input("mask", {batch, 1, seq, seq}, DType::kBool);
+  ValueId hs = g.add_constant("hs", Tensor::from_int64s({4}, {batch, seq, heads, d}));
+  ValueId es = g.add_constant("es", Tensor::from_int64s({3}, {batch, seq, e}));
+  auto proj = [&](const std::string& name) {
+    ValueId y = b.node("Add", {b.node("MatMul", {h, b.weight("w_" + name, {e, e}, -0.06, 0.06, t)}),
+                               b.weight("b_" + name, {e}, -0.1, 0.1, t)});
+    return b.node("Transpose", {b.node("Reshape", {y, hs})}, {{"perm", ints({0, 2, 1, 3})}});
+  };
+  ValueId o = b.node("Attention", {proj("q"), proj("k"), proj("v"), mask}, {{"scale", f32(0.125f)}});
+  b.output(b.node("Reshape", {b.node("Transpose", {o}, {{"perm", ints({0, 2, 1, 3})}}), es}));
+  CaseOptions opt;
+  opt.expect_ops_after_pipeline = {"StridedAttention", "Where", "FusedGemm"};
+  run_case(g, "attn_f16_dynamo_sdpa_bool_mask", opt);
+}
+
 TEST(GpuAttention, PastAndPresentWithProbabilities) {
   AOTC_REQUIRE_GPU();
   GraphBuilder b;

@@ -13,7 +13,7 @@ if ! python3 -c "import onnx, onnxruntime, numpy" 2>/dev/null; then
 fi
 rm -rf "$out"
 python3 "$script" "$out"
-models=("$out"/gpt2_block "$out"/bert_block "$out"/vit_block "$out"/vit_mha_block "$out"/llama_block)
+models=("$out"/gpt2_block "$out"/bert_block "$out"/vit_block "$out"/vit_mha_block "$out"/llama_block "$out"/bert_sdpa_block)
 "$checker" --lower --ops "${models[@]}" | tee "$out/with_passes.txt"
 
 # fuse_copy_chains / fuse_matmul_transpose move data only (a folded Mul rounds as before): the CPU

@@ -2,6 +2,7 @@
 // additive mask, Softmax, MatMul, head merge) -> one Attention node over the 3-D projections where
 // the fused kernel runs it; CPU reference before/after on random inputs (the Attention reference is
 // independent of the decomposed ops), and the cases where it must not fire. drop_exact_casts too.
+#include "ir/ops/attention.h"
 #include "opt/passes.h"
 #include "opt_test_util.h"
 
@@ -259,6 +260,79 @@ TEST(FuseAttentionOperands, SequenceFirstCopiesRunAsThreeDOperands) {
   EXPECT_EQ(a.attr_int("q_num_heads", 0), 2);
   EXPECT_EQ(g.value(a.outputs[0]).shape, (Shape{2, 8, 32}));
   EXPECT_TRUE(testing_util::same_outputs(before, g, 8, 2.5e-3, 1e-3));
+}
+
+// The dynamo exporter's SDPA at opset 23: separate projections [B, S, E] split into heads by
+// Reshape + Transpose(0,2,1,3), a boolean mask, the output transposed back and merged. The
+// transposes become views of the projections (3-D operands, heads in the row), the mask an
+// additive one (Where), and the output transposes cancel: no data movement kernel is left.
+TEST(FuseAttentionOperands, DynamoHeadTransposesAndBoolMaskAreReadInPlace) {
+  AOTC_REQUIRE_OPS("Attention", "Transpose", "Reshape", "Where", "aotc.StridedAttention");
+  AOTC_BUILD(g, R"(
+    input %xq : float16[2x8x32]
+    input %xk : float16[2x8x32]
+    input %xv : float16[2x8x32]
+    input %mask : bool[2x1x8x8]
+    const %s4 : int64[4] = [2,8,2,16]
+    const %s3 : int64[3] = [2,8,32]
+    %q4 : float16[?] = Reshape(%xq, %s4)
+    %q : float16[?] = Transpose(%q4) {perm=[0,2,1,3]}
+    %k4 : float16[?] = Reshape(%xk, %s4)
+    %k : float16[?] = Transpose(%k4) {perm=[0,2,1,3]}
+    %v4 : float16[?] = Reshape(%xv, %s4)
+    %v : float16[?] = Transpose(%v4) {perm=[0,2,1,3]}
+    %o : float16[?] = Attention(%q, %k, %v, %mask) {scale=0.25}
+    %ot : float16[?] = Transpose(%o) {perm=[0,2,1,3]}
+    %y : float16[?] = Reshape(%ot, %s3)
+    output %y
+  )");
+  Graph before = g;
+  auto changed = run_operands(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_TRUE(*changed);
+  EXPECT_EQ(op_list(g).find("Transpose"), std::string::npos) << op_list(g);
+  EXPECT_EQ(op_list(g).find("StridedCopy"), std::string::npos) << op_list(g);
+  const Node* a = nullptr;
+  for (const Node& n : g.nodes)
+    if (n.op_type == "StridedAttention") a = &n;
+  ASSERT_NE(a, nullptr) << op_list(g);
+  EXPECT_EQ(a->inputs[0], g.find_value("xq"));
+  EXPECT_EQ(a->inputs[1], g.find_value("xk"));
+  EXPECT_EQ(a->inputs[2], g.find_value("xv"));
+  EXPECT_EQ(g.value(a->inputs[3]).dtype, DType::kFloat16);  // the additive form of the mask
+  // Element (b, head, s, d) of q at b*8*32 + head*16 + s*32 + d.
+  EXPECT_EQ(a->attr_ints("q_view"), (std::vector<int64_t>{0, 256, 16, 32}));
+  EXPECT_EQ(a->attr_ints("q_shape"), (std::vector<int64_t>{2, 8, 32}));
+  EXPECT_TRUE(attention_runs_fused(*a, g));
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 6, 2.5e-3, 1e-3));
+}
+
+// The boolean mask stays boolean where no fused kernel can run (fp32; no Sm80 tensor cores).
+TEST(FuseAttentionOperands, BoolMaskStaysWithoutTheFusedKernel) {
+  AOTC_REQUIRE_OPS("Attention", "Transpose", "Reshape");
+  const char* text = R"(
+    input %x : T[2x8x32]
+    input %mask : bool[2x1x8x8]
+    const %s4 : int64[4] = [2,8,2,16]
+    %x4 : T[?] = Reshape(%x, %s4)
+    %q : T[?] = Transpose(%x4) {perm=[0,2,1,3]}
+    %o : T[?] = Attention(%q, %q, %q, %mask) {scale=0.25}
+    output %o
+  )";
+  for (const char* t : {"float", "float16"}) {
+    std::string src = text;
+    for (size_t at = src.find("T["); at != std::string::npos; at = src.find("T[", at + 1)) src.replace(at, 1, t);
+    AOTC_BUILD(g, src);
+    if (std::string(t) == "float16") {
+      g.target = target_from_archs({"sm_75"});
+      auto changed = fuse_attention_operands(g);
+      ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+    } else {
+      ASSERT_TRUE(run_operands(g).is_ok());
+    }
+    EXPECT_EQ(op_list(g).find("Where"), std::string::npos) << t << ": " << op_list(g);
+    EXPECT_EQ(op_list(g).find("StridedAttention"), std::string::npos) << t << ": " << op_list(g);
+  }
 }
 
 TEST(FuseAttentionOperands, MustNotFire) {

@@ -181,6 +181,68 @@ TEST(MatmulToGemm, MustNotFire) {
   }
 }
 
+// A tied embedding read as the LM head (the dynamo exporter keeps Transpose(wte) because the
+// 154 MB transpose is over the folding limit): the Gemm reads the constant with transB, and the
+// Gather of the embedding keeps reading the same constant.
+TEST(MatmulToGemm, TransposedConstantIsReadWithTransB) {
+  AOTC_REQUIRE_OPS("MatMul", "Gemm", "Transpose", "Gather", "Reshape");
+  AOTC_BUILD(g, R"(
+    input %ids : int64[2x3]
+    const %wte : float[7x4] = random(1)
+    %h : float[?] = Gather(%wte, %ids)
+    %wt : float[?] = Transpose(%wte) {perm=[1,0]}
+    %y : float[?] = MatMul(%h, %wt)  # lm_head
+    output %y
+  )");
+  Graph before = g;
+  auto changed = run_verified(g, matmul_to_gemm);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_TRUE(*changed);
+  EXPECT_EQ(op_list(g), "Gather,Reshape,Gemm,Reshape");
+  const Node& gemm = g.nodes[2];
+  EXPECT_EQ(gemm.inputs[1], g.find_value("wte"));
+  EXPECT_EQ(gemm.attr_int("transB", 0), 1);
+  EXPECT_EQ(g.value(gemm.outputs[0]).shape, (Shape{6, 7}));
+  EXPECT_EQ(g.value(g.find_value("y")).shape, (Shape{2, 3, 7}));
+  EXPECT_TRUE(testing_util::same_outputs(before, g));
+}
+
+TEST(MatmulToGemm, TransposedConstantMustNotFire) {
+  const std::vector<std::pair<const char*, std::string>> cases = {
+      {"the transpose has another reader", R"(
+    input %x : float[2x3x4]
+    const %w : float[5x4] = random(1)
+    %wt : float[?] = Transpose(%w) {perm=[1,0]}
+    %y : float[?] = MatMul(%x, %wt)
+    %z : float[?] = Relu(%wt)
+    output %y
+    output %z
+  )"},
+      {"transpose of an activation", R"(
+    input %x : float[2x3x4]
+    input %w : float[5x4]
+    %wt : float[?] = Transpose(%w) {perm=[1,0]}
+    %y : float[?] = MatMul(%x, %wt)
+    output %y
+  )"},
+      {"transpose of a 3-D constant", R"(
+    input %x : float[2x3x4]
+    const %w : float[2x5x4] = random(1)
+    %wt : float[?] = Transpose(%w) {perm=[0,2,1]}
+    %y : float[?] = MatMul(%x, %wt)
+    output %y
+  )"},
+  };
+  for (const auto& c : cases) {
+    AOTC_BUILD(g, c.second);
+    const std::string ops = op_list(g);
+    auto changed = matmul_to_gemm(g);
+    ASSERT_TRUE(changed.is_ok()) << c.first << ": " << changed.status().message();
+    EXPECT_FALSE(*changed) << c.first;
+    EXPECT_EQ(op_list(g), ops) << c.first;
+  }
+}
+
 TEST(MatmulToGemm, ASharedIntermediateIsNotSunkPast) {
   AOTC_REQUIRE_OPS("MatMul", "Gemm", "Add", "Reshape");
   AOTC_BUILD(g, R"(

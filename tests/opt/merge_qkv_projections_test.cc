@@ -80,5 +80,80 @@ TEST(MergeQkvProjections, MustNotFire) {
   }
 }
 
+// The dynamo exporter's form: each projection's [16, 32] output viewed as heads by Reshape +
+// Transpose(0,2,1,3), a boolean mask. fuse_attention_operands reads the three outputs in place;
+// merge_strided_qkv_projections then makes them one [16, 96] GEMM and moves the views.
+std::string dynamo_attention(const std::string& extra = "") {
+  return R"(
+    input %h : float16[2x8x32]
+    input %mask : bool[2x1x8x8]
+    const %rs : int64[2] = [16,32]
+    const %s4 : int64[4] = [2,8,2,16]
+    const %s3 : int64[3] = [2,8,32]
+    const %wq : float16[32x32] = random(1)
+    const %wk : float16[32x32] = random(2)
+    const %wv : float16[32x32] = random(3)
+    const %bq : float16[32] = random(4)
+    const %bk : float16[32] = random(5)
+    const %bv : float16[32] = random(6)
+    %hr1 : float16[?] = Reshape(%h, %rs)
+    %hr2 : float16[?] = Reshape(%h, %rs)
+    %hr3 : float16[?] = Reshape(%h, %rs)
+    %q2 : float16[?] = aotc.FusedGemm(%hr1, %wq, %bq, _) {beta=1.0}
+    %k2 : float16[?] = aotc.FusedGemm(%hr2, %wk, %bk, _) {beta=1.0}
+    %v2 : float16[?] = aotc.FusedGemm(%hr3, %wv, %bv, _) {beta=1.0}
+    %q4 : float16[?] = Reshape(%q2, %s4)
+    %k4 : float16[?] = Reshape(%k2, %s4)
+    %v4 : float16[?] = Reshape(%v2, %s4)
+    %q : float16[?] = Transpose(%q4) {perm=[0,2,1,3]}
+    %k : float16[?] = Transpose(%k4) {perm=[0,2,1,3]}
+    %v : float16[?] = Transpose(%v4) {perm=[0,2,1,3]}
+    %o : float16[?] = Attention(%q, %k, %v, %mask) {scale=0.25}
+    %ot : float16[?] = Transpose(%o) {perm=[0,2,1,3]}
+    %y : float16[?] = Reshape(%ot, %s3)
+    output %y
+  )" + extra;
+}
+
+TEST(MergeStridedQkvProjections, ProjectionsReadInPlaceBecomeOneGemm) {
+  AOTC_REQUIRE_OPS("Attention", "aotc.FusedGemm", "Transpose", "Where", "aotc.StridedAttention");
+  AOTC_BUILD(g, dynamo_attention());
+  g.target = target_from_archs({"sm_90"});
+  Graph before = g;
+  EXPECT_FALSE(*merge_qkv_projections(g));  // the Attention node alone would not run fused yet
+  auto operands = fuse_attention_operands(g);
+  ASSERT_TRUE(operands.is_ok()) << operands.status().message();
+  ASSERT_TRUE(*operands);
+  auto changed = merge_strided_qkv_projections(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(verify(g).is_ok());
+  int gemms = 0;
+  const Node* a = nullptr;
+  for (const Node& n : g.nodes) {
+    gemms += n.op_type == "FusedGemm";
+    if (n.op_type == "StridedAttention") a = &n;
+  }
+  EXPECT_EQ(gemms, 1) << op_list(g);
+  ASSERT_NE(a, nullptr) << op_list(g);
+  EXPECT_EQ(g.value(a->inputs[0]).shape, (Shape{16, 96}));
+  EXPECT_EQ(a->inputs[1], a->inputs[0]);
+  EXPECT_EQ(a->attr_ints("q_view"), (std::vector<int64_t>{0, 768, 16, 96}));
+  EXPECT_EQ(a->attr_ints("k_view"), (std::vector<int64_t>{32, 768, 16, 96}));
+  EXPECT_EQ(a->attr_ints("v_view"), (std::vector<int64_t>{64, 768, 16, 96}));
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 7, 2.5e-3, 1e-3));
+}
+
+TEST(MergeStridedQkvProjections, MustNotFire) {
+  AOTC_REQUIRE_OPS("Attention", "aotc.FusedGemm", "Transpose", "Relu", "aotc.StridedAttention");
+  // A projection also read elsewhere: its output stays, so nothing is merged.
+  AOTC_BUILD(g, dynamo_attention("    %z : float16[?] = Relu(%k2)\n    output %z\n"));
+  g.target = target_from_archs({"sm_90"});
+  ASSERT_TRUE(fuse_attention_operands(g).is_ok());
+  auto changed = merge_strided_qkv_projections(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_FALSE(*changed) << op_list(g);
+}
+
 }  // namespace
 }  // namespace aotc
