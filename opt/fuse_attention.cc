@@ -451,6 +451,60 @@ std::optional<Source> operand_source(const Graph& g, const std::vector<int>& pro
   return Source{x, *layout};
 }
 
+// Attention node `i` with grouped-query heads: K and V repeated per query head by Reshape ->
+// Expand -> Reshape nodes inserted before it (i moves past them), kv_num_heads = q_num_heads.
+// Only where the fused kernel then runs it (checked with Q standing in for the repeated K and V,
+// which have its shape: self-attention without past, equal head dims) and never for fp32.
+bool repeat_kv_heads(Graph& graph, size_t& i) {
+  const OpRegistry& registry = default_registry();
+  const Node& n = graph.nodes[i];
+  if (n.num_present_inputs() > 4 || n.outputs.size() != 1 || n.inputs.size() < 3 || n.input(kMask + 1) != kNoValue)
+    return false;
+  const Value& q = graph.value(n.inputs[kQ]);
+  const Shape qs = q.shape, ks = graph.value(n.inputs[kK]).shape, vs = graph.value(n.inputs[kV]).shape;
+  if ((q.dtype != DType::kFloat16 && q.dtype != DType::kBFloat16) || !graph.target.has_sm80_tensor_cores()) return false;
+  const bool three_d = qs.size() == 3;
+  if ((!three_d && qs.size() != 4) || ks != vs || ks.size() != qs.size()) return false;
+  const int64_t hq = three_d ? n.attr_int("q_num_heads", 0) : qs[1];
+  const int64_t hkv = three_d ? n.attr_int("kv_num_heads", 0) : ks[1];
+  if (hq <= 0 || hkv <= 0 || hq == hkv || hq % hkv != 0) return false;
+  const int64_t g = hq / hkv;
+  const int64_t b = qs[0], sk = three_d ? ks[1] : ks[2], d = three_d ? ks[2] / hkv : ks[3];
+  if (three_d ? (ks[2] % hkv != 0 || qs[2] != hq * d || qs[1] != sk) : (qs[3] != d || qs[2] != sk)) return false;
+  Node probe = n;
+  probe.inputs[kK] = probe.inputs[kV] = n.inputs[kQ];
+  if (three_d) probe.attrs["kv_num_heads"] = Attribute::of_int(hq);
+  if (!infer_node(probe, graph, registry).is_ok() || !attention_runs_fused(probe, graph)) return false;
+  const Shape split = three_d ? Shape{b, sk, hkv, 1, d} : Shape{b, hkv, 1, sk, d};
+  const Shape wide = three_d ? Shape{b, sk, hkv, g, d} : Shape{b, hkv, g, sk, d};
+  const Shape merged = three_d ? Shape{b, sk, hq * d} : Shape{b, hq, sk, d};
+  std::vector<Node> added;
+  Node attention = n;
+  for (int o : {kK, kV}) {
+    const ValueId x = n.inputs[static_cast<size_t>(o)];
+    const std::string base = graph.value(x).name + "_per_query_head";
+    auto shape_const = [&](const char* what, const Shape& s) {
+      return graph.add_constant(graph.unique_name(base + what), Tensor::from_int64s({static_cast<int64_t>(s.size())}, s));
+    };
+    const ValueId a = graph.add_value(graph.unique_name(base + "_groups"));
+    const ValueId w = graph.add_value(graph.unique_name(base + "_wide"));
+    const ValueId y = graph.add_value(graph.unique_name(base));
+    added.push_back(Node{base + "_groups", "Reshape", "", {x, shape_const("_groups_shape", split)}, {a}, {}});
+    added.push_back(Node{base + "_repeat", "Expand", "", {a, shape_const("_repeat_shape", wide)}, {w}, {}});
+    added.push_back(Node{base + "_merge", "Reshape", "", {w, shape_const("_merge_shape", merged)}, {y}, {}});
+    attention.inputs[static_cast<size_t>(o)] = y;
+  }
+  for (Node& a : added)
+    if (!infer_node(a, graph, registry).is_ok()) return false;
+  if (three_d) attention.attrs["kv_num_heads"] = Attribute::of_int(hq);
+  if (!infer_node(attention, graph, registry).is_ok()) return false;
+  graph.nodes[i] = std::move(attention);
+  graph.nodes.insert(graph.nodes.begin() + static_cast<std::ptrdiff_t>(i), std::make_move_iterator(added.begin()),
+                     std::make_move_iterator(added.end()));
+  i += added.size();
+  return true;
+}
+
 std::vector<int64_t> contiguous_layout(const Shape& s, int64_t heads) {
   if (s.size() == 3) return {0, s[1] * s[2], s[2] / heads, s[2]};
   return {0, s[1] * s[2] * s[3], s[2] * s[3], s[3]};
@@ -505,6 +559,13 @@ Expected<bool> fuse_attention_operands(Graph& graph) {
         producers = graph.producers();
         consumers = graph.consumers();
       }
+    }
+    // Grouped-query heads (LLaMA: query heads over fewer key/value heads) run on the fused kernel
+    // once K and V are repeated to one head per query head (query head h reads KV head h / G).
+    if (repeat_kv_heads(graph, i)) {
+      changed = reordered = true;
+      producers = graph.producers();
+      consumers = graph.consumers();
     }
     Node& n = graph.nodes[i];
     if (n.num_present_inputs() > 4 || n.outputs.size() != 1 || n.inputs.size() < 3) continue;

@@ -47,6 +47,11 @@ TEST(GpuAttention, SequenceOneGqaAndMqa) {
   run_case(attention(DType::kFloat16, 2, 8, 2, 1, 41, 64, {}), "attn_f16_gqa_seq1");
   run_case(attention(DType::kFloat32, 1, 4, 1, 1, 1, 128, {}), "attn_f32_mqa_seq1_keys1");
   run_case(attention(DType::kFloat32, 1, 6, 2, 23, 23, 32, {{"is_causal", i64(1)}}), "attn_f32_gqa_causal");
+  // Self-attention with grouped heads in fp16: K and V repeated per query head, then the fused kernel.
+  CaseOptions repeated;
+  repeated.expect_ops_after_pipeline = {"Expand", "Attention"};
+  run_case(attention(DType::kFloat16, 2, 12, 4, 50, 50, 64, {{"is_causal", i64(1)}}), "attn_f16_gqa_causal_repeated",
+           repeated);
 }
 
 TEST(GpuAttention, BoolMaskWithFullyMaskedRowsFp32AndFp16) {

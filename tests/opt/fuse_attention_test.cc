@@ -335,6 +335,40 @@ TEST(FuseAttentionOperands, BoolMaskStaysWithoutTheFusedKernel) {
   }
 }
 
+// LLaMA's grouped-query attention (4 query heads over 2 KV heads, causal): K and V are repeated
+// to one head per query head (query head h reads KV head h / 2), and the fused kernel runs it.
+TEST(FuseAttentionOperands, GroupedQueryHeadsRepeatKeysAndValues) {
+  AOTC_REQUIRE_OPS("Attention", "Expand", "Reshape");
+  const char* text = R"(
+    input %q : T[2x8x64]
+    input %k : T[2x8x32]
+    input %v : T[2x8x32]
+    %y : T[?] = Attention(%q, %k, %v) {q_num_heads=4, kv_num_heads=2, is_causal=1}
+    output %y
+  )";
+  for (const char* t : {"float16", "float"}) {
+    std::string src = text;
+    for (size_t at = src.find("T["); at != std::string::npos; at = src.find("T[", at + 1)) src.replace(at, 1, t);
+    AOTC_BUILD(g, src);
+    Graph before = g;
+    auto changed = run_operands(g);
+    ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+    const Node& a = g.nodes.back();
+    ASSERT_EQ(a.op_type, "Attention") << op_list(g);
+    if (std::string(t) == "float") {  // fp32 runs the row kernel, which reads grouped heads itself
+      EXPECT_FALSE(*changed) << op_list(g);
+      EXPECT_EQ(a.attr_int("kv_num_heads", 0), 2);
+      continue;
+    }
+    EXPECT_TRUE(*changed);
+    EXPECT_NE(op_list(g).find("Expand"), std::string::npos) << op_list(g);
+    EXPECT_EQ(a.attr_int("kv_num_heads", 0), 4);
+    EXPECT_EQ(g.value(a.inputs[1]).shape, (Shape{2, 8, 64}));
+    EXPECT_TRUE(attention_runs_fused(a, g));
+    EXPECT_TRUE(testing_util::same_outputs(before, g, 9, 2.5e-3, 1e-3));
+  }
+}
+
 TEST(FuseAttentionOperands, MustNotFire) {
   AOTC_REQUIRE_OPS("Attention", "Split", "aotc.StridedCopy", "aotc.StridedAttention");
   // The mask is not causal (one entry flipped): it stays, the operands are still read in place.
