@@ -46,6 +46,10 @@ def parse_args(argv=None):
                         "each peer's output is compared with ONNX Runtime's")
     p.add_argument("--jsonl", default="", help="append one JSON line per result to this file")
     p.add_argument("--no-cudnn-benchmark", action="store_true")
+    p.add_argument("--attention", choices=("sdpa", "eager"), default="sdpa",
+                   help="transformers' attention implementation for the peer (default sdpa, what "
+                        "transformers runs by default and torch.compile users get; eager: the "
+                        "explicit softmax graph the torchscript/dynamo exports of aotc trace)")
     p.add_argument("--child-batch", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.mode_list = [m for m in args.modes.replace(",", " ").split() if m]
@@ -165,7 +169,7 @@ def run_child(args, batch, emit):
     torch.backends.cudnn.benchmark = not args.no_cudnn_benchmark
     settings.update(probe_tf32(torch))
     spec = model_zoo.get_spec(args.model)
-    model, _ = model_zoo.build_model(args.model, args.seed)
+    model, _ = model_zoo.build_model(args.model, args.seed, attention=args.attention)
     model = cast_model(model.cuda().eval(), args.precision)
     arrays = ref.make_inputs(spec, batch, model_zoo.test_input_seed(args.seed, batch))
     inputs = [cast_input(torch.from_numpy(a).cuda(), args.precision) for a in arrays]
@@ -241,6 +245,7 @@ def main(argv=None):
                "--data-dir", args.data_dir, "--child-batch", str(batch)]
         if args.no_cudnn_benchmark:
             cmd.append("--no-cudnn-benchmark")
+        cmd += ["--attention", args.attention]
         timed_out, child_rc = run_with_timeout(cmd, args.timeout)
         got = read_jsonl(part)
         done = {r.get("mode") for r in got}

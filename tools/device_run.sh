@@ -7,7 +7,8 @@
 # Env: MODELS="resnet50 mobilenet_v2"  BATCHES="1 32" (default: each model's own)  SKIP_BUILD=1
 #      SKIP_CTEST=1  SKIP_EXPORT=1 (reuse $WORK/models)  SKIP_PEERS=1  AOTC_PARALLEL=0 (compile
 #      the cases one after another: clean per-model compile times)  PEER_MODES="eager
-#      reduce-overhead max-autotune"  EXPORTER="torchscript dynamo dynamo23" (any of them; dynamo23: opset 23, SDPA attention)  ARCH=sm_90  BENCH_ITERS=200
+#      reduce-overhead max-autotune"  PEER_ATTENTION=sdpa|eager (transformers peers; default sdpa)
+#      EXPORTER="torchscript dynamo dynamo23" (any of them; dynamo23: opset 23, SDPA attention)  ARCH=sm_90  BENCH_ITERS=200
 #      CTEST_ARGS (default "-LE conformance": the CPU node-test sweep is CI's job)
 #      CONFORMANCE=claimed|all (node tests as .so files on the GPU; default off), CONFORMANCE_TIMEOUT=240
 #      TIME_BUDGET=540 (s; later steps shrink their limits to fit)  DEPS_PREFIX=/tmp/aotc-deps
@@ -271,7 +272,7 @@ step_peers() {
                  awk '{ printf "%s ", $2 }')"
       if [ -z "$batches" ]; then batches="${BATCHES:-}"; fi
       "$PY" bench/torch_peers.py --model "$m" ${batches:+--batches "$batches"} --modes "$PEER_MODES" \
-        --precision "$precision" --timeout "$(cap "$PEER_TIMEOUT")" \
+        --precision "$precision" --timeout "$(cap "$PEER_TIMEOUT")" --attention "${PEER_ATTENTION:-sdpa}" \
         --data-dir "$WORK/models/$(first_label "$m")" --jsonl "$WORK/peers.jsonl" \
         >"$WORK/logs/peers_${m}_$precision.json" || failures=$((failures + 1))
     done
