@@ -17,7 +17,7 @@ rm -rf "$out"
 python3 "$script" "$out"
 models=("$out"/detection_post "$out"/rnn_loop "$out"/scan_bidir)
 "$checker" --lower --ops "${models[@]}" | tee "$out/check.txt"
-if grep -E "(^|[^A-Za-z])(If|Loop|Scan)([^A-Za-z]|$)" "$out/check.txt" | grep -v "^ok\|model " | grep -q .; then
+if grep "ops after pipeline" "$out/check.txt" | grep -qE " (If|Loop|Scan)x"; then
   echo "FAIL: a control-flow op is left after the pipeline"
   exit 1
 fi
