@@ -160,9 +160,11 @@ Expected<ValueId> Importer::stack_parts(const Node& owner, std::vector<ValueId> 
     Node u;
     u.name = owner.name;
     u.op_type = "Unsqueeze";
-    const ValueId axes = graph_.add_constant(fresh_name(base + "_axes"), Tensor::from_int64s({1}, {axis}));
+    // Numbered names: fresh_name's search stays one step per part.
+    const std::string row = base + "_row" + std::to_string(rows.size());
+    const ValueId axes = graph_.add_constant(fresh_name(row + "_axes"), Tensor::from_int64s({1}, {axis}));
     u.inputs = {p, axes};
-    u.outputs = {graph_.add_value(fresh_name(base + "_row"))};
+    u.outputs = {graph_.add_value(fresh_name(row))};
     rows.push_back(u.outputs[0]);
     AOTC_RETURN_IF_ERROR(add_node(std::move(u)));
   }
