@@ -98,7 +98,8 @@ Status convert_attributes(const onnx::NodeProto& proto, const std::string& base_
       }
       case AttrProto::GRAPH:
       case AttrProto::GRAPHS:
-        return node_error(node, quoted + " is a graph: subgraphs are not supported");
+        return node_error(node, quoted + " is a graph: only If, Loop and Scan take subgraphs in aotc "
+                                        "(inlined at import, docs/conformance.md)");
       case AttrProto::SPARSE_TENSOR:
       case AttrProto::SPARSE_TENSORS:
         return node_error(node, quoted + " is a sparse tensor: sparse tensors are not supported");

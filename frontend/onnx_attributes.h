@@ -1,5 +1,5 @@
 // Node-level conversion from ONNX protobuf to the IR, used by the loader: attributes (kinds the IR
-// stores; subgraphs and sparse tensors refused for now) and the value of a Constant node, which the
+// stores; sparse tensors refused; graphs refused here: If/Loop/Scan read theirs in onnx_control_flow.cc) and the value of a Constant node, which the
 // loader turns into a constant Value instead of a node.
 #pragma once
 

@@ -21,6 +21,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "frontend/onnx_attributes.h"
+#include "frontend/onnx_importer.h"
 #include "frontend/onnx_op_versions.h"
 #include "frontend/tensor_proto.h"
 #include "ir/constant_folding.h"
@@ -28,6 +29,56 @@
 #include "ir/verifier.h"
 
 namespace aotc {
+
+std::string quoted(const std::string& name) { return "'" + escape_for_message(name) + "'"; }
+
+// The caps of ImportLimits, on the protobuf. Names are checked here, once, so that no later
+// message, map key or generated identifier has to deal with megabyte names.
+Status check_limits(const onnx::GraphProto& g, const ImportLimits& limits) {
+  auto count = [](const char* what, int64_t n, int64_t cap) -> Status {
+    if (n <= cap) return Status::ok();
+    return Status::error("the model has " + std::to_string(n) + " " + what + "; aotc accepts at most " +
+                         std::to_string(cap) + " (docs/reliability.md, Limits)");
+  };
+  AOTC_RETURN_IF_ERROR(count("nodes", g.node_size(), limits.max_nodes));
+  AOTC_RETURN_IF_ERROR(count("graph inputs", g.input_size(), limits.max_graph_inputs));
+  AOTC_RETURN_IF_ERROR(count("graph outputs", g.output_size(), limits.max_graph_outputs));
+  auto name = [&](const std::string& what, const std::string& text) -> Status {
+    if (text.size() <= limits.max_name_bytes) return Status::ok();
+    return Status::error(what + " '" + escape_for_message(text, 60) + "' is " + std::to_string(text.size()) +
+                         " bytes long; aotc accepts names of at most " + std::to_string(limits.max_name_bytes) +
+                         " bytes (docs/reliability.md, Limits)");
+  };
+  AOTC_RETURN_IF_ERROR(name("the graph name", g.name()));
+  int64_t values = static_cast<int64_t>(g.initializer_size()) + g.input_size();
+  for (const auto& init : g.initializer()) AOTC_RETURN_IF_ERROR(name("initializer name", init.name()));
+  for (const auto& info : g.input()) AOTC_RETURN_IF_ERROR(name("graph input name", info.name()));
+  for (const auto& info : g.output()) AOTC_RETURN_IF_ERROR(name("graph output name", info.name()));
+  for (const auto& info : g.value_info()) AOTC_RETURN_IF_ERROR(name("value_info name", info.name()));
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& proto = g.node(i);
+    // Named by position until its own name is known to be of a sane length.
+    const std::string where = "node #" + std::to_string(i);
+    AOTC_RETURN_IF_ERROR(name(where + ": node name", proto.name()));
+    const std::string node = "node '" + escape_for_message(proto.name()) + "' (" +
+                             escape_for_message(proto.op_type().substr(0, 60), 60) + ")";
+    AOTC_RETURN_IF_ERROR(name(node + ": op type", proto.op_type()));
+    AOTC_RETURN_IF_ERROR(name(node + ": domain", proto.domain()));
+    if (proto.input_size() > limits.max_node_inputs || proto.output_size() > limits.max_node_outputs)
+      return Status::error(node + ": has " + std::to_string(proto.input_size()) + " inputs and " +
+                           std::to_string(proto.output_size()) + " outputs; aotc accepts at most " +
+                           std::to_string(limits.max_node_inputs) + " and " +
+                           std::to_string(limits.max_node_outputs) + " (docs/reliability.md, Limits)");
+    for (const std::string& in : proto.input()) AOTC_RETURN_IF_ERROR(name(node + ": input name", in));
+    for (const std::string& out : proto.output()) AOTC_RETURN_IF_ERROR(name(node + ": output name", out));
+    for (const auto& a : proto.attribute()) AOTC_RETURN_IF_ERROR(name(node + ": attribute name", a.name()));
+    values += proto.output_size();
+  }
+  AOTC_RETURN_IF_ERROR(count("values (initializers, graph inputs and node outputs)", values, limits.max_values));
+  return Status::ok();
+}
+
+
 namespace {
 
 // Every opset is read; where an op's meaning changed between versions its importer
@@ -39,8 +90,6 @@ constexpr int64_t kNewestOpset = 28;
 // Protobuf messages nested deeper than this are refused while parsing (an If inside an If ... is
 // three levels per If: about 32 Ifs).
 constexpr int kMaxMessageNesting = 100;
-
-std::string quoted(const std::string& name) { return "'" + escape_for_message(name) + "'"; }
 
 // Parses a ModelProto from `stream`; `what` names the source in the one-line error.
 Status parse_model(google::protobuf::io::ZeroCopyInputStream* raw, const std::string& what,
@@ -94,91 +143,7 @@ Status read_model(const void* data, size_t size, onnx::ModelProto* model) {
   return parse_model(&raw, what, model);
 }
 
-// The caps of ImportLimits, on the protobuf. Names are checked here, once, so that no later
-// message, map key or generated identifier has to deal with megabyte names.
-Status check_limits(const onnx::GraphProto& g, const ImportLimits& limits) {
-  auto count = [](const char* what, int64_t n, int64_t cap) -> Status {
-    if (n <= cap) return Status::ok();
-    return Status::error("the model has " + std::to_string(n) + " " + what + "; aotc accepts at most " +
-                         std::to_string(cap) + " (docs/reliability.md, Limits)");
-  };
-  AOTC_RETURN_IF_ERROR(count("nodes", g.node_size(), limits.max_nodes));
-  AOTC_RETURN_IF_ERROR(count("graph inputs", g.input_size(), limits.max_graph_inputs));
-  AOTC_RETURN_IF_ERROR(count("graph outputs", g.output_size(), limits.max_graph_outputs));
-  auto name = [&](const std::string& what, const std::string& text) -> Status {
-    if (text.size() <= limits.max_name_bytes) return Status::ok();
-    return Status::error(what + " '" + escape_for_message(text, 60) + "' is " + std::to_string(text.size()) +
-                         " bytes long; aotc accepts names of at most " + std::to_string(limits.max_name_bytes) +
-                         " bytes (docs/reliability.md, Limits)");
-  };
-  AOTC_RETURN_IF_ERROR(name("the graph name", g.name()));
-  int64_t values = static_cast<int64_t>(g.initializer_size()) + g.input_size();
-  for (const auto& init : g.initializer()) AOTC_RETURN_IF_ERROR(name("initializer name", init.name()));
-  for (const auto& info : g.input()) AOTC_RETURN_IF_ERROR(name("graph input name", info.name()));
-  for (const auto& info : g.output()) AOTC_RETURN_IF_ERROR(name("graph output name", info.name()));
-  for (const auto& info : g.value_info()) AOTC_RETURN_IF_ERROR(name("value_info name", info.name()));
-  for (int i = 0; i < g.node_size(); ++i) {
-    const onnx::NodeProto& proto = g.node(i);
-    // Named by position until its own name is known to be of a sane length.
-    const std::string where = "node #" + std::to_string(i);
-    AOTC_RETURN_IF_ERROR(name(where + ": node name", proto.name()));
-    const std::string node = "node '" + escape_for_message(proto.name()) + "' (" +
-                             escape_for_message(proto.op_type().substr(0, 60), 60) + ")";
-    AOTC_RETURN_IF_ERROR(name(node + ": op type", proto.op_type()));
-    AOTC_RETURN_IF_ERROR(name(node + ": domain", proto.domain()));
-    if (proto.input_size() > limits.max_node_inputs || proto.output_size() > limits.max_node_outputs)
-      return Status::error(node + ": has " + std::to_string(proto.input_size()) + " inputs and " +
-                           std::to_string(proto.output_size()) + " outputs; aotc accepts at most " +
-                           std::to_string(limits.max_node_inputs) + " and " +
-                           std::to_string(limits.max_node_outputs) + " (docs/reliability.md, Limits)");
-    for (const std::string& in : proto.input()) AOTC_RETURN_IF_ERROR(name(node + ": input name", in));
-    for (const std::string& out : proto.output()) AOTC_RETURN_IF_ERROR(name(node + ": output name", out));
-    for (const auto& a : proto.attribute()) AOTC_RETURN_IF_ERROR(name(node + ": attribute name", a.name()));
-    values += proto.output_size();
-  }
-  AOTC_RETURN_IF_ERROR(count("values (initializers, graph inputs and node outputs)", values, limits.max_values));
-  return Status::ok();
-}
-
-class Importer {
- public:
-  Importer(const ImportOptions& options, bool keep_going, std::string base_dir)
-      : options_(options), keep_going_(keep_going), base_dir_(std::move(base_dir)) {}
-
-  // Strict mode: the first problem. Check mode: ok unless the model cannot be walked at all;
-  // the problems are in problems().
-  // Takes the model mutable only to free each initializer's bytes once copied into the graph.
-  Status run(onnx::ModelProto& model);
-  Graph& graph() { return graph_; }
-  std::vector<Status>& problems() { return problems_; }
-
- private:
-  // Records a problem; returns true when the walk should go on.
-  bool record(Status s) {
-    problems_.push_back(std::move(s));
-    return keep_going_;
-  }
-  Status import_opset(const onnx::ModelProto& model);
-  Status import_initializer(const onnx::TensorProto& proto);
-  Status import_input(const onnx::ValueInfoProto& info);
-  Expected<Shape> input_shape(const onnx::ValueInfoProto& info, DType dtype);
-  Status import_node(const onnx::NodeProto& proto);
-  Status import_output(const onnx::ValueInfoProto& info);
-  void mark_outputs_unknown(const onnx::NodeProto& proto);
-  ValueId define(const std::string& name, ValueId id) { return names_[name] = id; }
-  // Model names win over names an op's import() invented: rename an invented value that
-  // happens to carry `name`, so every value name stays unique.
-  void claim_name(const std::string& name);
-
-  const ImportOptions& options_;
-  const bool keep_going_;
-  const std::string base_dir_;
-  Graph graph_;
-  std::vector<Status> problems_;
-  std::unordered_map<std::string, ValueId> names_;
-  std::unordered_set<std::string> unknown_;  // check mode: names whose producer failed
-  std::unordered_map<std::string, ValueId> invented_;  // values added by OpDef::import
-};
+}  // namespace
 
 Status Importer::import_opset(const onnx::ModelProto& model) {
   int64_t opset = -1;
@@ -212,13 +177,14 @@ Status Importer::import_opset(const onnx::ModelProto& model) {
   return Status::ok();
 }
 
-Status Importer::import_initializer(const onnx::TensorProto& proto) {
-  const std::string what = "initializer " + quoted(proto.name());
+Status Importer::import_initializer(const onnx::TensorProto& proto, Scope& scope) {
+  const std::string what = "initializer " + quoted(scope.prefix + proto.name());
   if (proto.name().empty()) return Status::error("an initializer has no name");
-  if (names_.count(proto.name())) return Status::error(what + " is defined twice");
+  if (scope.names.count(proto.name())) return Status::error(what + " is defined twice");
   auto tensor = tensor_from_proto(proto, base_dir_, what);
   if (!tensor) return tensor.status();
-  define(proto.name(), graph_.add_constant(proto.name(), std::move(*tensor)));
+  const std::string name = scope.is_model_graph() ? proto.name() : fresh_name(scope.prefix + proto.name());
+  define(scope, proto.name(), graph_.add_constant(name, std::move(*tensor)));
   return Status::ok();
 }
 
@@ -258,7 +224,7 @@ Expected<Shape> Importer::input_shape(const onnx::ValueInfoProto& info, DType dt
 }
 
 // A tensor given for an input in ImportOptions::constant_inputs must fit the declaration.
-Status check_constant_input(const onnx::ValueInfoProto& info, const Tensor& value) {
+static Status check_constant_input(const onnx::ValueInfoProto& info, const Tensor& value) {
   const std::string what = "graph input " + quoted(info.name());
   const auto& type = info.type().tensor_type();
   if (type.elem_type() != static_cast<int32_t>(value.dtype()))
@@ -277,11 +243,11 @@ Status check_constant_input(const onnx::ValueInfoProto& info, const Tensor& valu
 
 Status Importer::import_input(const onnx::ValueInfoProto& info) {
   const std::string& name = info.name();
-  auto known = names_.find(name);
+  auto known = top_.names.find(name);
   auto fixed = options_.constant_inputs.find(name);
   // An input that is also an initializer is a constant with a default value: we fold it (or the
   // value the caller fixed for it).
-  if (known != names_.end() && graph_.value(known->second).is_constant()) {
+  if (known != top_.names.end() && graph_.value(known->second).is_constant()) {
     if (fixed == options_.constant_inputs.end()) return Status::ok();
     AOTC_RETURN_IF_ERROR(check_constant_input(info, fixed->second));
     Value& v = graph_.value(known->second);
@@ -292,7 +258,7 @@ Status Importer::import_input(const onnx::ValueInfoProto& info) {
   }
   const std::string what = "graph input " + quoted(name);
   if (name.empty()) return Status::error("a graph input has no name");
-  if (known != names_.end()) return Status::error(what + " is listed twice");
+  if (known != top_.names.end()) return Status::error(what + " is listed twice");
   if (!info.type().has_tensor_type())
     return Status::error(what + " is not a tensor (sequence, map and optional inputs are not supported)");
   const int32_t elem = info.type().tensor_type().elem_type();
@@ -302,12 +268,12 @@ Status Importer::import_input(const onnx::ValueInfoProto& info) {
   const DType dtype = static_cast<DType>(elem);
   if (fixed != options_.constant_inputs.end()) {
     AOTC_RETURN_IF_ERROR(check_constant_input(info, fixed->second));
-    define(name, graph_.add_constant(name, fixed->second));
+    define(top_, name, graph_.add_constant(name, fixed->second));
     return Status::ok();
   }
   auto shape = input_shape(info, dtype);
   if (!shape) return shape.status();
-  ValueId id = define(name, graph_.add_value(name, dtype, *shape, true));
+  ValueId id = define(top_, name, graph_.add_value(name, dtype, *shape, true));
   graph_.inputs.push_back(id);
   return Status::ok();
 }
@@ -324,12 +290,45 @@ void Importer::claim_name(const std::string& name) {
 
 void Importer::mark_outputs_unknown(const onnx::NodeProto& proto) {
   for (const std::string& out : proto.output())
-    if (!out.empty() && !names_.count(out)) unknown_.insert(out);
+    if (!out.empty() && !top_.names.count(out)) unknown_.insert(out);
 }
 
-Status Importer::import_node(const onnx::NodeProto& proto) {
+std::string Importer::fresh_name(const std::string& base) {
+  auto taken = [&](const std::string& n) { return top_.names.count(n) || invented_.count(n); };
+  std::string name = base;
+  for (int i = 1; taken(name); ++i) name = base + "_" + std::to_string(i);
+  invented_[name] = static_cast<ValueId>(graph_.values.size());  // the value about to be added
+  return name;
+}
+
+ValueId Importer::new_output_value(Scope& scope, const std::string& out) {
+  if (scope.is_model_graph()) {
+    claim_name(out);
+    return graph_.add_value(out);
+  }
+  const std::string name = fresh_name(scope.prefix + out);
+  return graph_.add_value(name);
+}
+
+Status Importer::add_node(Node node) {
+  const OpDef* def = default_registry().find(node.op_type, node.domain);
+  if (!def) return node_error(node, "internal: no op " + node.op_type);
+  const size_t values_before = graph_.values.size();
+  if (def->import) AOTC_RETURN_IF_ERROR(def->import(node, graph_, graph_.opset));
+  for (size_t v = values_before; v < graph_.values.size(); ++v)
+    invented_[graph_.values[v].name] = static_cast<ValueId>(v);
+  AOTC_RETURN_IF_ERROR(infer_node(node, graph_));
+  Expected<bool> folded = try_fold_node(node, graph_, default_registry(), /*importing=*/true);
+  if (!folded) return node_error(node, folded.status().message());
+  if (!*folded) graph_.nodes.push_back(std::move(node));
+  return Status::ok();
+}
+
+Status Importer::import_node(const onnx::NodeProto& proto, Scope& scope) {
   Node node;
-  node.name = proto.name();
+  // Inside a subgraph the node's name carries the control-flow node's (and iteration's) prefix:
+  // messages say which copy, and generated identifiers stay distinct.
+  node.name = scope.prefix + proto.name();
   node.op_type = proto.op_type();
   node.domain = proto.domain() == "ai.onnx" ? std::string() : proto.domain();
   for (int k = 0; k < proto.input_size(); ++k) {
@@ -338,7 +337,10 @@ Status Importer::import_node(const onnx::NodeProto& proto) {
       node.inputs.push_back(kNoValue);
       continue;
     }
-    if (unknown_.count(in)) {  // its producer already failed and was reported
+    ValueId id = scope.find(in);
+    if (id == kNoValue && unknown_.count(in)) {  // its producer already failed and was reported
+      if (!scope.is_model_graph())  // the subgraph's node fails with its control-flow node
+        return node_error(node, "input " + std::to_string(k) + " (" + quoted(in) + ") comes from a node that failed");
       mark_outputs_unknown(proto);
       // An op we do not have is still worth naming: `aotc check` lists every one, also those
       // downstream of another problem.
@@ -347,20 +349,21 @@ Status Importer::import_node(const onnx::NodeProto& proto) {
                                                                          : " in domain " + quoted(node.domain)));
       return Status::ok();
     }
-    auto it = names_.find(in);
-    if (it == names_.end())
+    if (id == kNoValue)
       return node_error(node, "input " + std::to_string(k) + " (" + quoted(in) +
                                   ") is not produced by any earlier node or initializer");
-    node.inputs.push_back(it->second);
+    node.inputs.push_back(id);
   }
   std::unordered_set<std::string> outputs_seen;  // a set: a Split of 4096 outputs is 4096 lookups
   for (int k = 0; k < proto.output_size(); ++k) {
     const std::string& out = proto.output(k);
-    if (!out.empty() && (names_.count(out) || unknown_.count(out)))
+    if (!out.empty() && (scope.names.count(out) || (scope.is_model_graph() && unknown_.count(out))))
       return node_error(node, "output " + std::to_string(k) + " (" + quoted(out) + ") is already defined");
     if (!out.empty() && !outputs_seen.insert(out).second)
       return node_error(node, "output " + std::to_string(k) + " (" + quoted(out) + ") is listed twice");
   }
+  if (node.domain.empty() && (node.op_type == "If" || node.op_type == "Loop" || node.op_type == "Scan"))
+    return import_control_flow(proto, node, scope);
   AOTC_RETURN_IF_ERROR(convert_attributes(proto, base_dir_, node));
 
   if (node.op_type == "Constant" && node.domain.empty()) {
@@ -369,8 +372,13 @@ Status Importer::import_node(const onnx::NodeProto& proto) {
     if (!node.inputs.empty()) return node_error(node, "takes no inputs");
     auto value = constant_node_value(node);
     if (!value) return value.status();
-    claim_name(proto.output(0));
-    define(proto.output(0), graph_.add_constant(proto.output(0), std::move(*value)));
+    ValueId id = new_output_value(scope, proto.output(0));
+    Value& v = graph_.value(id);
+    v.dtype = value->dtype();
+    v.shape = value->shape();
+    v.shape_known = true;
+    v.constant = std::make_shared<const Tensor>(std::move(*value));
+    define(scope, proto.output(0), id);
     return Status::ok();
   }
 
@@ -388,7 +396,6 @@ Status Importer::import_node(const onnx::NodeProto& proto) {
                                 std::to_string(graph_.opset));
   if (proto.output_size() == 0) return node_error(node, "has no outputs");
   for (const std::string& out : proto.output()) {
-    if (!out.empty()) claim_name(out);
     // An empty name after the first output means "optional output not requested" (kNoValue). The
     // first output is what every op computes, so an empty name there gets an unnamed internal
     // value nobody can read: shape inference, folding and the references always have output 0 to
@@ -397,7 +404,7 @@ Status Importer::import_node(const onnx::NodeProto& proto) {
       node.outputs.push_back(graph_.add_value(graph_.unique_name("unnamed_output_of_" + node.op_type)));
       continue;
     }
-    node.outputs.push_back(out.empty() ? kNoValue : graph_.add_value(out));
+    node.outputs.push_back(out.empty() ? kNoValue : new_output_value(scope, out));
   }
   const size_t values_before = graph_.values.size();
   if (def->import) AOTC_RETURN_IF_ERROR(def->import(node, graph_, graph_.opset));
@@ -410,7 +417,7 @@ Status Importer::import_node(const onnx::NodeProto& proto) {
   if (!folded) return node_error(node, folded.status().message());
   // Only now are the outputs visible to later nodes: a failed node defines nothing.
   for (int k = 0; k < proto.output_size(); ++k)
-    if (!proto.output(k).empty()) define(proto.output(k), node.outputs[static_cast<size_t>(k)]);
+    if (!proto.output(k).empty()) define(scope, proto.output(k), node.outputs[static_cast<size_t>(k)]);
   if (!*folded) graph_.nodes.push_back(std::move(node));
   return Status::ok();
 }
@@ -418,8 +425,8 @@ Status Importer::import_node(const onnx::NodeProto& proto) {
 Status Importer::import_output(const onnx::ValueInfoProto& info) {
   const std::string what = "graph output " + quoted(info.name());
   if (unknown_.count(info.name())) return Status::ok();  // its producer was reported
-  auto it = names_.find(info.name());
-  if (it == names_.end())
+  auto it = top_.names.find(info.name());
+  if (it == top_.names.end())
     return Status::error(what + " is not produced by any node, input or initializer");
   const Value& v = graph_.value(it->second);
   // A declared element type that disagrees with inference means an op's inference is wrong or
@@ -433,7 +440,7 @@ Status Importer::import_output(const onnx::ValueInfoProto& info) {
 }
 
 // Appends the position of an unnamed node, so the message still points somewhere.
-Status with_node_position(const Status& s, const onnx::NodeProto& proto, size_t index) {
+static Status with_node_position(const Status& s, const onnx::NodeProto& proto, size_t index) {
   if (!proto.name().empty()) return s;
   std::string where = " [node #" + std::to_string(index);
   if (proto.output_size() > 0) where += ", output " + quoted(proto.output(0));
@@ -448,7 +455,7 @@ Status Importer::run(onnx::ModelProto& model) {
   const onnx::GraphProto& g = model.graph();
   graph_.name = g.name();
   for (int i = 0; i < g.initializer_size(); ++i) {
-    Status s = import_initializer(g.initializer(i));
+    Status s = import_initializer(g.initializer(i), top_);
     if (!s.is_ok() && !record(s)) return s;
     // Peak memory ~ one copy of the weights, not two.
     std::string().swap(*model.mutable_graph()->mutable_initializer(i)->mutable_raw_data());
@@ -463,13 +470,13 @@ Status Importer::run(onnx::ModelProto& model) {
     input_names.insert(info.name());
     if (!s.is_ok()) {
       if (!record(s)) return s;
-      if (!info.name().empty() && !names_.count(info.name())) unknown_.insert(info.name());
+      if (!info.name().empty() && !top_.names.count(info.name())) unknown_.insert(info.name());
     }
   }
   for (const auto& kv : options_.input_shapes) {
-    auto it = names_.find(kv.first);
+    auto it = top_.names.find(kv.first);
     if (!input_names.count(kv.first) || options_.constant_inputs.count(kv.first) ||
-        (it != names_.end() && graph_.value(it->second).is_constant())) {
+        (it != top_.names.end() && graph_.value(it->second).is_constant())) {
       Status s = Status::error("--input-shape names " + quoted(kv.first) + ", which is not a runtime input of the model");
       if (!record(s)) return s;
     }
@@ -482,7 +489,7 @@ Status Importer::run(onnx::ModelProto& model) {
   }
   for (size_t i = 0; i < static_cast<size_t>(g.node_size()); ++i) {
     const onnx::NodeProto& proto = g.node(static_cast<int>(i));
-    Status s = import_node(proto);
+    Status s = import_node(proto, top_);
     if (!s.is_ok()) {
       if (!record(with_node_position(s, proto, i))) return problems_.back();
       mark_outputs_unknown(proto);
@@ -504,13 +511,13 @@ Status Importer::run(onnx::ModelProto& model) {
 }
 
 // The import proper, after the model was read by either read_model.
-Expected<Graph> load_parsed(onnx::ModelProto& model, const std::string& base_dir, const ImportOptions& options) {
+static Expected<Graph> load_parsed(onnx::ModelProto& model, const std::string& base_dir, const ImportOptions& options) {
   Importer importer(options, /*keep_going=*/false, base_dir);
   AOTC_RETURN_IF_ERROR(importer.run(model));
   return std::move(importer.graph());
 }
 
-std::vector<Status> check_parsed(onnx::ModelProto& model, const std::string& base_dir, const ImportOptions& options) {
+static std::vector<Status> check_parsed(onnx::ModelProto& model, const std::string& base_dir, const ImportOptions& options) {
   Importer importer(options, /*keep_going=*/true, base_dir);
   Status fatal = importer.run(model);
   std::vector<Status> problems = std::move(importer.problems());
@@ -519,7 +526,6 @@ std::vector<Status> check_parsed(onnx::ModelProto& model, const std::string& bas
   return problems;
 }
 
-}  // namespace
 
 Expected<Graph> load_onnx_model(const std::string& path, const ImportOptions& options) {
   onnx::ModelProto model;

@@ -26,6 +26,10 @@ struct ImportLimits {
   size_t max_name_bytes = 4096;          // any name: node, value, op type, domain, attribute, graph
   int64_t max_folded_bytes = int64_t{2} << 30;  // constants made by folding, in total (Graph::)
   int64_t max_fold_work = int64_t{1} << 31;     // work of the folds, in total (Graph::max_fold_work_total)
+  // Compile-time control flow (frontend/onnx_control_flow.cc): iterations of one unrolled Loop or
+  // Scan, and nodes imported from subgraphs in all (every copy of a body, every inlined branch).
+  int64_t max_loop_iterations = 4096;
+  int64_t max_unrolled_nodes = 100000;
 };
 
 struct ImportOptions {

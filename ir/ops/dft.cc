@@ -1,7 +1,10 @@
-// DFT (opset 17: axis, inverse, onesided, optional constant dft_length), STFT (constant
+// DFT (opset 17: axis, inverse, onesided, optional constant dft_length; opset 20's constant axis
+// input becomes the attribute at import; inverse + onesided is the real inverse of a one-sided
+// spectrum, numpy's irfft), STFT (constant
 // frame_step/frame_length, optional window, onesided) and MelWeightMatrix (all inputs constant,
 // so it folds at import). Complex values are the trailing dim of 2 (real input: trailing 1).
 // Reference and kernel (templates/dft.cu.in): a direct O(N^2) transform in double.
+#include <algorithm>
 #include <cmath>
 
 #include "ir/op_registry.h"
@@ -25,7 +28,32 @@ Expected<int64_t> constant_scalar(const Node& node, const Graph& graph, size_t i
 struct DftPlan {
   int64_t axis = 1, outer = 1, len = 0, inner = 1, channels = 1, n = 0, out_len = 0;
   bool inverse = false, onesided = false;
+  bool real_out() const { return inverse && onesided; }  // irfft: one-sided spectrum -> real signal
+  // Input samples (bins) the transform reads: irfft uses the first n / 2 + 1 bins only.
+  int64_t samples() const { return std::min(len, real_out() ? n / 2 + 1 : n); }
 };
+
+// DFT-20 takes the axis as input 2 (default -2; DFT-17's attribute defaulted to 1). The canonical
+// form is DFT-17's: a constant axis becomes the attribute, so inference, reference and kernel are
+// shared. A run-time axis is refused (it decides which dim the output changes).
+Status dft_import(Node& node, Graph& graph, int64_t opset) {
+  if (opset < 20) return Status::ok();
+  if (node.has_attr("axis")) return node_error(node, "has an axis attribute; from opset 20 the axis is input 2");
+  int64_t axis = -2;
+  if (node.input(2) != kNoValue) {
+    const Value& a = graph.value(node.inputs[2]);
+    if (!a.is_constant())
+      return node_error(node, "axis (input 2) is not known at compile time; aotc compiles DFT only with a constant "
+                              "axis (it decides the output shape)");
+    if (a.dtype != DType::kInt64 && a.dtype != DType::kInt32) return node_error(node, "axis must be int32 or int64");
+    if (a.numel() != 1) return node_error(node, "axis must be a scalar");
+    axis = a.constant->get_int(0);
+  }
+  if (node.inputs.size() > 2) node.inputs.resize(2);
+  while (!node.inputs.empty() && node.inputs.back() == kNoValue && node.inputs.size() > 1) node.inputs.pop_back();
+  node.attrs.emplace("axis", Attribute::of_int(axis));
+  return Status::ok();
+}
 
 Expected<DftPlan> dft_plan(const Node& node, const Graph& graph) {
   const Value& x = input_value(graph, node, 0);
@@ -43,16 +71,17 @@ Expected<DftPlan> dft_plan(const Node& node, const Graph& graph) {
   for (int64_t i = p.axis + 1; i < r - 1; ++i) p.inner *= x.shape[i];
   p.inverse = node.attr_int("inverse", 0) != 0;
   p.onesided = node.attr_int("onesided", 0) != 0;
-  if (p.inverse && p.onesided) return node_error(node, "inverse with onesided (a real inverse transform) is not supported");
-  if (p.onesided && p.channels != 1) return node_error(node, "onesided needs a real input (last dim 1)");
-  p.n = p.len;
+  if (p.real_out() && p.channels != 2)
+    return node_error(node, "inverse with onesided needs a complex one-sided spectrum (last dim 2)");
+  if (p.onesided && !p.inverse && p.channels != 1) return node_error(node, "onesided needs a real input (last dim 1)");
+  p.n = p.real_out() ? 2 * (p.len - 1) : p.len;
   if (node.input(1) != kNoValue) {
     Expected<int64_t> n = constant_scalar(node, graph, 1, "dft_length");
     if (!n) return n.status();
     p.n = *n;
   }
   if (p.n < 1) return node_error(node, "dft_length must be >= 1");
-  p.out_len = p.onesided ? p.n / 2 + 1 : p.n;
+  p.out_len = p.onesided && !p.inverse ? p.n / 2 + 1 : p.n;
   return p;
 }
 
@@ -64,7 +93,7 @@ Status dft_infer(Node& node, Graph& graph) {
   if (!p) return p.status();
   Shape out = input_value(graph, node, 0).shape;
   out[p->axis] = p->out_len;
-  out.back() = 2;
+  out.back() = p->real_out() ? 1 : 2;
   set_output(graph, node, 0, input_value(graph, node, 0).dtype, out);
   return Status::ok();
 }
@@ -91,6 +120,22 @@ void dft_1d(const std::vector<double>& re, const std::vector<double>& im, int64_
   }
 }
 
+// The real inverse of the first n / 2 + 1 bins of a Hermitian spectrum (numpy.fft.irfft): the
+// imaginary parts of bin 0 and (n even) bin n / 2 do not contribute, the others count twice.
+void irfft_1d(const std::vector<double>& re, const std::vector<double>& im, int64_t n, std::vector<double>& out) {
+  const int64_t bins = std::min<int64_t>(static_cast<int64_t>(re.size()), n / 2 + 1);
+  out.assign(static_cast<size_t>(n), 0.0);
+  for (int64_t t = 0; t < n; ++t) {
+    double sum = 0;
+    for (int64_t k = 0; k < bins; ++k) {
+      const double a = 2.0 * kPi * static_cast<double>((k * t) % n) / static_cast<double>(n);
+      const double w = (k == 0 || 2 * k == n) ? 1.0 : 2.0;
+      sum += w * (re[k] * std::cos(a) - im[k] * std::sin(a));
+    }
+    out[t] = sum / static_cast<double>(n);
+  }
+}
+
 Status dft_reference(const Node& node, const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) {
   const Tensor& x = *inputs[0];
   Tensor& y = outputs[0];
@@ -103,8 +148,9 @@ Status dft_reference(const Node& node, const std::vector<const Tensor*>& inputs,
   p.len = x.shape()[p.axis];
   for (int64_t i = p.axis + 1; i < r - 1; ++i) p.inner *= x.shape()[i];
   p.inverse = node.attr_int("inverse", 0) != 0;
+  p.onesided = node.attr_int("onesided", 0) != 0;
   p.out_len = y.shape()[p.axis];
-  p.n = inputs.size() > 1 && inputs[1] ? inputs[1]->get_int(0) : p.len;
+  p.n = inputs.size() > 1 && inputs[1] ? inputs[1]->get_int(0) : p.real_out() ? 2 * (p.len - 1) : p.len;
   std::vector<double> re(p.len), im(p.len), ore, oim;
   for (int64_t o = 0; o < p.outer; ++o)
     for (int64_t i = 0; i < p.inner; ++i) {
@@ -112,6 +158,11 @@ Status dft_reference(const Node& node, const std::vector<const Tensor*>& inputs,
         const int64_t base = ((o * p.len + t) * p.inner + i) * p.channels;
         re[t] = x.get(base);
         im[t] = p.channels == 2 ? x.get(base + 1) : 0.0;
+      }
+      if (p.real_out()) {
+        irfft_1d(re, im, p.n, ore);
+        for (int64_t t = 0; t < p.out_len; ++t) y.set((o * p.out_len + t) * p.inner + i, ore[t]);
+        continue;
       }
       dft_1d(re, im, p.n, p.out_len, p.inverse, ore, oim);
       for (int64_t k = 0; k < p.out_len; ++k) {
@@ -208,10 +259,11 @@ Expected<Lowering> dft_lower(const Node& node, const Graph& graph) {
                                  {"INNER", int_literal(p->inner)}, {"C", int_literal(p->channels)},
                                  {"FRAMES", int_literal(1)}, {"FRAME_STEP", int_literal(0)},
                                  {"N", int_literal(p->n)}, {"OUT_LEN", int_literal(p->out_len)},
-                                 {"SAMPLES", int_literal(std::min(p->len, p->n))},
-                                 {"INVERSE", p->inverse ? "true" : "false"}, {"HAS_WINDOW", "false"}});
+                                 {"SAMPLES", int_literal(p->samples())},
+                                 {"INVERSE", p->inverse ? "true" : "false"}, {"HAS_WINDOW", "false"},
+                                 {"REAL_OUT", p->real_out() ? "true" : "false"}});
   k.args = {node.inputs[0], kNullArg, node.outputs[0]};
-  k.grid = grid_for(y.numel() / 2, 128);
+  k.grid = grid_for(y.numel() / (p->real_out() ? 1 : 2), 128);
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
   return l;
 }
@@ -233,7 +285,7 @@ Expected<Lowering> stft_lower(const Node& node, const Graph& graph) {
                                  {"FRAMES", int_literal(y.shape[1])}, {"FRAME_STEP", int_literal(step.constant->get_int(0))},
                                  {"N", int_literal(fl)}, {"OUT_LEN", int_literal(y.shape[2])},
                                  {"SAMPLES", int_literal(fl)}, {"INVERSE", "false"},
-                                 {"HAS_WINDOW", has_window ? "true" : "false"}});
+                                 {"HAS_WINDOW", has_window ? "true" : "false"}, {"REAL_OUT", "false"}});
   k.args = {node.inputs[0], has_window ? node.inputs[2] : kNullArg, node.outputs[0]};
   k.grid = grid_for(y.numel() / 2, 128);
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
@@ -297,6 +349,7 @@ Status mel_reference(const Node& node, const std::vector<const Tensor*>& in, std
 void register_dft_ops(OpRegistry& registry) {
   OpDef dft;
   dft.op_type = "DFT";
+  dft.import = dft_import;
   dft.infer = dft_infer;
   dft.reference = dft_reference;
   dft.lower = dft_lower;

@@ -87,6 +87,90 @@ TEST(ModelInfo, ExclusionCategories) {
   EXPECT_EQ(info_of(nz, "nz").exclusion.rfind("data-dependent output shape: NonZero", 0), 0u);
 }
 
+onnx::GraphProto* graph_attribute(onnx::NodeProto* node, const std::string& name) {
+  auto* a = node->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  return a->mutable_g();
+}
+
+onnx::ValueInfoProto scalar_input(const std::string& name, int elem_type) {
+  onnx::ValueInfoProto vi;
+  vi.set_name(name);
+  auto* t = vi.mutable_type()->mutable_tensor_type();
+  t->set_elem_type(elem_type);
+  t->mutable_shape();
+  return vi;
+}
+
+// Issue 9: control flow is excluded only when aotc cannot resolve it at compile time after the
+// constant binding (an If on a run-time condition, a Loop ending on data); If on a Shape-derived
+// condition, a Loop whose trip count is bound (a shape slot: it decides the scan outputs' length)
+// and Scan from opset 9 are in the inference set.
+TEST(ModelInfo, ControlFlowIsExcludedOnlyWhenNotKnownAtCompileTime) {
+  auto opset = [](onnx::ModelProto& m, int64_t v) {
+    auto* o = m.add_opset_import();
+    o->set_version(v);
+  };
+  onnx::ModelProto runtime_if;
+  opset(runtime_if, 17);
+  *runtime_if.mutable_graph()->add_input() = scalar_input("c", onnx::TensorProto::BOOL);
+  auto* n = add_node(runtime_if.mutable_graph(), "If", {"c"}, {"y"});
+  graph_attribute(n, "then_branch");
+  graph_attribute(n, "else_branch");
+  ModelInfo info = info_of(runtime_if, "runtime_if");
+  EXPECT_EQ(info.exclusion, "control flow: If condition 'c' is a run-time value");
+  EXPECT_TRUE(info.constant_inputs.empty());
+
+  onnx::ModelProto shape_if;
+  opset(shape_if, 17);
+  *shape_if.mutable_graph()->add_input() = tensor_input("x", {2, 3});
+  add_node(shape_if.mutable_graph(), "Shape", {"x"}, {"s"});
+  add_node(shape_if.mutable_graph(), "ReduceSum", {"s"}, {"t"});
+  add_node(shape_if.mutable_graph(), "Greater", {"t", "s"}, {"c"});
+  n = add_node(shape_if.mutable_graph(), "If", {"c"}, {"y"});
+  add_node(graph_attribute(n, "then_branch"), "Relu", {"x"}, {"r"});
+  add_node(graph_attribute(n, "else_branch"), "Neg", {"x"}, {"r"});
+  info = info_of(shape_if, "shape_if");
+  EXPECT_EQ(info.exclusion, "");
+  EXPECT_TRUE(info.constant_inputs.empty());  // x's shape alone is read
+
+  // A Loop whose trip count is a graph input: bound (Loop's input 0 is a shape slot); the body
+  // reads x from the outer scope, which stays a run-time input. With a condition computed from the
+  // carried value the end depends on data.
+  for (bool data_end : {false, true}) {
+    onnx::ModelProto loop;
+    opset(loop, 17);
+    onnx::GraphProto* g = loop.mutable_graph();
+    *g->add_input() = scalar_input("M", onnx::TensorProto::INT64);
+    *g->add_input() = tensor_input("x", {3});
+    n = add_node(g, "Loop", {"M", data_end ? "keep" : "", "x"}, {"v"});
+    if (data_end) {
+      auto* keep = g->add_initializer();
+      keep->set_name("keep");
+      keep->set_data_type(onnx::TensorProto::BOOL);
+      keep->add_int32_data(1);
+    }
+    onnx::GraphProto* body = graph_attribute(n, "body");
+    *body->add_input() = scalar_input("i", onnx::TensorProto::INT64);
+    *body->add_input() = scalar_input("cond_in", onnx::TensorProto::BOOL);
+    *body->add_input() = tensor_input("v_in", {3});
+    add_node(body, "Add", {"v_in", "x"}, {"v_out"});
+    add_node(body, "ReduceSum", {"v_out"}, {"s"});
+    add_node(body, "Less", {"s", "i"}, {"cond_out"});
+    body->add_output()->set_name("cond_out");
+    body->add_output()->set_name("v_out");
+    info = info_of(loop, data_end ? "loop_data_end" : "loop");
+    EXPECT_EQ(info.constant_inputs, std::vector<int>{0});
+    EXPECT_EQ(info.exclusion, data_end ? "control flow: Loop body condition 'cond_out' depends on run-time data" : "");
+  }
+
+  onnx::ModelProto scan8;
+  opset(scan8, 8);
+  add_node(scan8.mutable_graph(), "Scan", {"", "s", "x"}, {"y"});
+  EXPECT_EQ(info_of(scan8, "scan8").exclusion, "control flow: Scan before opset 9 (batched, with sequence_lens)");
+}
+
 TEST(ModelInfo, ShapeInputsBecomeConstantsOnlyWhenUsedOnlyAsShapes) {
   onnx::ModelProto m;
   onnx::GraphProto* g = m.mutable_graph();

@@ -51,6 +51,8 @@ TEST(ImportLimits, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(limits.max_name_bytes, 4096u);
   EXPECT_EQ(limits.max_folded_bytes, int64_t{2} << 30);
   EXPECT_EQ(Graph().max_folded_bytes_total, int64_t{2} << 30);
+  EXPECT_EQ(limits.max_loop_iterations, 4096);
+  EXPECT_EQ(limits.max_unrolled_nodes, 100000);
 }
 
 TEST(ImportLimits, NodesAndValuesAtAndBeyond) {
@@ -139,13 +141,15 @@ TEST(ImportLimits, NameLengthAtAndBeyondTheDefault) {
 }
 
 // If inside If: three message levels each; the outermost If is the graph's node.
-std::string nested_if(int depth) {
+// `depth` Ifs, each the then-branch of the next, on a condition `c` that is a graph input
+// (refused: not known at compile time) or a constant true (the branches inline: y = x).
+std::string nested_if(int depth, bool constant_condition) {
   onnx::GraphProto leaf;
   auto* id = leaf.add_node();
   id->set_op_type("Identity");
-  id->add_input("c");
+  id->add_input("x");
   id->add_output("o");
-  ModelBuilder::fill_value_info(leaf.add_output(), "o", onnx::TensorProto::BOOL, {"1"});
+  ModelBuilder::fill_value_info(leaf.add_output(), "o", kFloat, {"1"});
   onnx::GraphProto g = leaf;
   for (int k = 0; k < depth; ++k) {
     onnx::GraphProto outer;
@@ -162,12 +166,18 @@ std::string nested_if(int depth) {
     else_branch->set_name("else_branch");
     else_branch->set_type(onnx::AttributeProto::GRAPH);
     *else_branch->mutable_g() = leaf;
-    ModelBuilder::fill_value_info(outer.add_output(), "o", onnx::TensorProto::BOOL, {"1"});
+    ModelBuilder::fill_value_info(outer.add_output(), "o", kFloat, {"1"});
     g = std::move(outer);
   }
   ModelBuilder m;
   *m.graph() = g;
-  ModelBuilder::fill_value_info(m.graph()->add_input(), "c", onnx::TensorProto::BOOL, {"1"});
+  ModelBuilder::fill_value_info(m.graph()->add_input(), "x", kFloat, {"1"});
+  if (constant_condition) {
+    onnx::TensorProto* c = m.add_initializer("c", onnx::TensorProto::BOOL, {1});
+    c->add_int32_data(1);
+  } else {
+    ModelBuilder::fill_value_info(m.graph()->add_input(), "c", onnx::TensorProto::BOOL, {"1"});
+  }
   std::string bytes;
   EXPECT_TRUE(m.model.SerializeToString(&bytes));
   return bytes;
@@ -176,10 +186,13 @@ std::string nested_if(int depth) {
 TEST(ImportLimits, MessageNestingAtAndBeyond) {
   TempDir dir;
   // ModelProto > GraphProto > (NodeProto > AttributeProto > GraphProto) x 31 > NodeProto >
-  // ValueInfoProto... stays within 100 levels: parsed, then the If is refused by name.
-  test::write_bytes(dir.file("d31.onnx"), nested_if(31));
-  expect_error(dir.file("d31.onnx"), {"node 'outermost' (If)", "subgraphs are not supported"});
-  test::write_bytes(dir.file("d32.onnx"), nested_if(32));
+  // ValueInfoProto... stays within 100 levels: parsed; on a constant condition the 31 Ifs inline,
+  // on a graph input the outermost is refused by name.
+  test::write_bytes(dir.file("d31.onnx"), nested_if(31, true));
+  expect_ok(dir.file("d31.onnx"));
+  test::write_bytes(dir.file("d31_input.onnx"), nested_if(31, false));
+  expect_error(dir.file("d31_input.onnx"), {"node 'outermost' (If)", "condition 'c' is not known at compile time"});
+  test::write_bytes(dir.file("d32.onnx"), nested_if(32, true));
   expect_error(dir.file("d32.onnx"), {"not a valid ONNX protobuf", "nested deeper than 100"});
 }
 

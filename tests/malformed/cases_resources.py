@@ -321,18 +321,19 @@ def nesting_cases(c):
         return _key(1, 0) + _varint(8) + _key(7, 2) + _varint(len(top)) + top + _key(8, 2) + _varint(len(opset)) + opset
 
     for depth in [1, 2, 3, 5, 10, 20, 30, 31, 32, 33, 40, 50, 64, 100, 200, 1000, 10000]:
-        # Subgraphs are not supported: the outermost If is refused by name while the file parses.
-        # Past protobuf's nesting limit the file itself is refused (one line, no node).
+        # The condition is a graph input, not known at compile time: the outermost If is refused by
+        # name while the file parses. Past protobuf's nesting limit the file itself is refused
+        # (one line, no node).
         c.add("nesting", f"if_depth_{depth}", nested_if(depth), "error",
-              "If/Loop subgraphs are not supported (docs/ops.md); deep files hit the nesting cap",
+              "If compiles only on a compile-time condition (docs/conformance.md); deep files hit the nesting cap",
               node="bad_node" if depth <= 31 else None)
     body = helper.make_graph([n("Identity", ["cond_in"], ["cond_out"]), n("Identity", ["v_in"], ["v_out"])], "body",
                              [vi("i", [], I64), vi("cond_in", [], TensorProto.BOOL), vi("v_in", [1])],
                              [vi("cond_out", [], TensorProto.BOOL), vi("v_out", [1])])
     m = model([n("Loop", ["M", "", "x"], ["y"], name="bad_node", body=body)], [vi("x", [1])], [vi("y", [1])], [i64("M", [1000000000], [])])
-    c.add("nesting", "loop_1e9_trips", m, "error", "Loop is not supported (docs/ops.md)", node="bad_node")
+    c.add("nesting", "loop_1e9_trips", m, "error", "a Loop is unrolled at most 4096 times (docs/reliability.md, Limits)", node="bad_node")
     m = model([n("Scan", ["x"], ["y"], name="bad_node", body=body, num_scan_inputs=1)], [vi("x", [1])], [vi("y", [1])])
-    c.add("nesting", "scan", m, "error", "Scan is not supported", node="bad_node")
+    c.add("nesting", "scan", m, "error", "the Scan body's inputs do not match the node's (Operators.md)", node="bad_node")
     m = model([n("Relu", ["x"], ["y"], name="bad_node", body=body)], [vi("x", [1])], [vi("y", [1])])
     c.add("nesting", "graph_attr_on_relu", m, "error", "Relu takes no graph attribute", node="bad_node")
     m = model([n("If", ["c"], ["y"], name="bad_node")], [vi("c", [], TensorProto.BOOL)], [vi("y", [1])])

@@ -65,6 +65,12 @@ std::vector<Case> cases() {
   add("DFT f64 onesided padded", [=](OneNode& n) {
     set_op(n, "DFT").input(f64, {3, 5, 1}).constant(Tensor::scalar_int64(8)).attr("onesided", one(1));
   });
+  add("DFT f32 irfft (inverse onesided)", [=](OneNode& n) {
+    set_op(n, "DFT").input(f32, {2, 7, 3, 2}).attr("axis", one(1)).attr("inverse", one(1)).attr("onesided", one(1));
+  });
+  add("DFT f64 irfft odd length 9", [=](OneNode& n) {
+    set_op(n, "DFT").input(f64, {3, 6, 2}).constant(Tensor::scalar_int64(9)).attr("inverse", one(1)).attr("onesided", one(1));
+  });
   add("STFT f32 window", [=](OneNode& n) { set_op(n, "STFT").input(f32, {2, 31, 1}).constant(Tensor::scalar_int64(5)).input(f32, {8}); });
   add("STFT f32 complex two-sided", [=](OneNode& n) {
     set_op(n, "STFT").input(f32, {1, 17, 2}).constant(Tensor::scalar_int64(4)).absent().constant(Tensor::scalar_int64(6)).attr("onesided", one(0));

@@ -88,10 +88,46 @@ TEST(SignalReference, DftInverseOnesidedAndLength) {
   EXPECT_NEAR(z.get(3), -std::sqrt(3.0), 1e-6);
 }
 
-TEST(SignalReference, DftRefusesInverseOnesided) {
+TEST(SignalReference, DftInverseOnesidedIsIrfft) {
+  // numpy.fft.irfft([3+0.5j, 1-2j, -0.5+1j, 2+0.25j], n=6): the default length 2 * (4 - 1) = 6;
+  // the imaginary parts of bins 0 and 3 (= n / 2) do not count.
   OneNode n("DFT");
-  n.input(DType::kFloat32, {1, 4, 2}).attr("inverse", Attribute::of_int(1)).attr("onesided", Attribute::of_int(1));
-  EXPECT_TRUE(test::contains(n.build().message(), "onesided")) << n.build().message();
+  n.input(DType::kFloat64, {1, 4, 2}).attr("inverse", Attribute::of_int(1)).attr("onesided", Attribute::of_int(1));
+  Tensor y = run1(n, {make_tensor(DType::kFloat64, {1, 4, 2}, {3, 0.5, 1, -2, -0.5, 1, 2, 0.25})});
+  EXPECT_TENSOR_NEAR(y, make_tensor(DType::kFloat64, {1, 6, 1},
+                                    {1.0, 0.7053418012614794, 1.6160254037844386, -0.3333333333333333,
+                                     -0.11602540378443867, 0.1279915320718538}));
+  // dft_length 5 (odd) reads bins 0..2 only.
+  OneNode o("DFT");
+  o.input(DType::kFloat64, {1, 4, 2}).constant(Tensor::scalar_int64(5)).attr("inverse", Attribute::of_int(1))
+      .attr("onesided", Attribute::of_int(1));
+  Tensor z = run1(o, {make_tensor(DType::kFloat64, {1, 4, 2}, {3, 0.5, 1, -2, -0.5, 1, 2, 0.25})});
+  EXPECT_TENSOR_NEAR(z, make_tensor(DType::kFloat64, {1, 5, 1},
+                                    {0.8, 1.411141308744102, 1.0652406117270716, -0.6360610049770085,
+                                     0.3596790845058349}));
+  OneNode r("DFT");
+  r.input(DType::kFloat32, {1, 4, 1}).attr("inverse", Attribute::of_int(1)).attr("onesided", Attribute::of_int(1));
+  EXPECT_TRUE(test::contains(r.build().message(), "complex one-sided spectrum")) << r.build().message();
+}
+
+TEST(SignalReference, Dft20AxisInputAndDefault) {
+  // Opset 20: the axis is input 2 (here 0, over the rows of [2, 3, 1]); a constant becomes the
+  // attribute at import. numpy.fft.fft(x, axis=0) of [[1, 2, 0.5], [0, -1, 3]].
+  OneNode n("DFT", 20);
+  n.input(DType::kFloat32, {2, 3, 1}).absent().constant(Tensor::scalar_int64(0));
+  Tensor y = run1(n, {make_tensor(DType::kFloat32, {2, 3, 1}, {1, 2, 0.5, 0, -1, 3})});
+  EXPECT_TENSOR_NEAR(y, make_tensor(DType::kFloat32, {2, 3, 2}, {1, 0, 1, 0, 3.5, 0, 1, 0, 3, 0, -2.5, 0}));
+  // No axis input: -2, the signal dim of [1, 4, 1].
+  OneNode d("DFT", 20);
+  d.input(DType::kFloat32, {1, 4, 1});
+  Tensor e = run1(d, {make_tensor(DType::kFloat32, {1, 4, 1}, {1, 0, 0, 0})});
+  EXPECT_TENSOR_NEAR(e, make_tensor(DType::kFloat32, {1, 4, 2}, {1, 0, 1, 0, 1, 0, 1, 0}));
+  // A run-time axis is refused in one line.
+  OneNode rt("DFT", 20);
+  rt.input(DType::kFloat32, {1, 4, 1}).absent().input(DType::kInt64, {});
+  const std::string msg = rt.build().message();
+  EXPECT_TRUE(test::contains(msg, "axis (input 2) is not known at compile time")) << msg;
+  EXPECT_TRUE(test::contains(msg, "(DFT)")) << msg;
 }
 
 TEST(SignalReference, StftFramesOfConstantSignal) {

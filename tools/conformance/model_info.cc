@@ -10,6 +10,7 @@
 #include <cctype>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -29,8 +30,11 @@ const std::map<std::string, std::vector<int>> kShapeInputSlots = {
     {"ReduceL2", {1}},       {"ReduceLogSum", {1}},    {"ReduceLogSumExp", {1}},
     {"ReduceSumSquare", {1}}, {"MaxUnpool", {2}},      {"CenterCropPad", {1}},
     {"Col2Im", {1, 2}},      {"BlackmanWindow", {0}},  {"HannWindow", {0}},
-    {"HammingWindow", {0}},  {"DFT", {1}},             {"STFT", {1, 3}},
+    {"HammingWindow", {0}},  {"DFT", {1, 2}},          {"STFT", {1, 3}},
     {"MelWeightMatrix", {0, 1, 2, 3, 4}}, {"AffineGrid", {1}},
+    // Loop's trip count and initial condition decide how many iterations run, so the length of
+    // every scan output (issue 9: aotc unrolls a Loop whose end is known at compile time).
+    {"Loop", {0, 1}},
 };
 
 // (op, input index) read for the dtype only: bound as constants like the shape slots, so the
@@ -89,7 +93,6 @@ void scan_graph(const onnx::GraphProto& graph, Scan& scan) {
         if (a.name() == "training_mode" && a.i() != 0) note(scan.training, "BatchNormalization training_mode=1");
     if (op == "Dropout" && node.input_size() >= 3 && !node.input(2).empty())
       note(scan.training, "Dropout with training_mode input");
-    if (kControlFlowOps.count(op)) note(scan.control_flow, op);
     if (kRandomOps.count(op)) note(scan.random, op);
     if (kDataDependentOps.count(op)) note(scan.data_dependent, op);
     if (op.rfind("Sequence", 0) == 0 || op.rfind("Optional", 0) == 0 || op == "SplitToSequence" ||
@@ -97,7 +100,8 @@ void scan_graph(const onnx::GraphProto& graph, Scan& scan) {
       note(scan.types, op);
     for (const onnx::AttributeProto& a : node.attribute()) {
       if (a.type() == onnx::AttributeProto::GRAPH) {
-        note(scan.control_flow, op + " with a subgraph");
+        // If / Loop / Scan are judged after the constant binding (static_control_flow).
+        if (!kControlFlowOps.count(op)) note(scan.control_flow, op + " with a subgraph");
         scan_graph(a.g(), scan);
       }
       for (const onnx::GraphProto& g : a.graphs()) scan_graph(g, scan);
@@ -107,6 +111,97 @@ void scan_graph(const onnx::GraphProto& graph, Scan& scan) {
         note(scan.types, "Cast to string");
     }
   }
+}
+
+const onnx::GraphProto* graph_attr(const onnx::NodeProto& node, const std::string& name) {
+  for (const auto& a : node.attribute())
+    if (a.name() == name && a.type() == onnx::AttributeProto::GRAPH) return &a.g();
+  return nullptr;
+}
+
+// Whether every If / Loop / Scan in `graph` is control flow aotc resolves at compile time (issue 9,
+// frontend/onnx_control_flow.cc): an If whose condition, a Loop whose trip count and condition
+// (and, with a condition, the body's condition output) are known at compile time; any Scan from
+// opset 9. `known`: the names whose values are compile-time constants (initializers, bound inputs,
+// Constant outputs, Shape / Size outputs, nodes of known inputs), grown by the names this graph
+// makes known. Conservative: an If output is known when both branches make it known; Loop and
+// Scan outputs are unknown. Returns "" or why not.
+std::string static_control_flow(const onnx::GraphProto& graph, std::set<std::string>& known, int64_t opset) {
+  for (const auto& init : graph.initializer()) known.insert(init.name());
+  auto is_known = [&](const std::string& name) { return name.empty() || known.count(name) > 0; };
+  for (const onnx::NodeProto& node : graph.node()) {
+    const std::string& op = node.op_type();
+    const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
+    if (default_domain && op == "If") {
+      if (node.input_size() < 1 || !is_known(node.input(0)))
+        return "If condition '" + (node.input_size() ? node.input(0) : std::string()) + "' is a run-time value";
+      std::vector<std::set<std::string>> branch_known;
+      for (const char* branch : {"then_branch", "else_branch"})
+        if (const onnx::GraphProto* g = graph_attr(node, branch)) {
+          branch_known.push_back(known);
+          std::string why = static_control_flow(*g, branch_known.back(), opset);
+          if (!why.empty()) return why;
+          for (int k = 0; k < node.output_size() && k < g->output_size(); ++k)
+            if (!branch_known.back().count(g->output(k).name())) branch_known.back().erase(node.output(k));
+            else branch_known.back().insert(node.output(k));
+        }
+      if (branch_known.size() == 2)
+        for (const auto& out : node.output())
+          if (branch_known[0].count(out) && branch_known[1].count(out)) known.insert(out);
+      continue;
+    }
+    if (default_domain && op == "Loop") {
+      const bool has_m = node.input_size() > 0 && !node.input(0).empty();
+      const bool has_cond = node.input_size() > 1 && !node.input(1).empty();
+      if (has_m && !is_known(node.input(0))) return "Loop trip count '" + node.input(0) + "' is a run-time value";
+      if (has_cond && !is_known(node.input(1))) return "Loop condition '" + node.input(1) + "' is a run-time value";
+      if (!has_m && !has_cond) return "Loop without trip count or condition";
+      const onnx::GraphProto* body = graph_attr(node, "body");
+      if (!body || body->input_size() < 2 || body->output_size() < 1) return "Loop without a valid body";
+      std::set<std::string> inner = known;
+      for (const auto& in : body->input()) inner.erase(in.name());  // carried values: run-time
+      inner.insert(body->input(0).name());  // the iteration number: a constant in each copy
+      inner.insert(body->input(1).name());  // the condition: true while the loop runs
+      std::string why = static_control_flow(*body, inner, opset);
+      if (!why.empty()) return why;
+      if (has_cond && !inner.count(body->output(0).name()))
+        return "Loop body condition '" + body->output(0).name() + "' depends on run-time data";
+      continue;
+    }
+    if (default_domain && op == "Scan") {
+      if (opset < 9) return "Scan before opset 9 (batched, with sequence_lens)";
+      if (const onnx::GraphProto* body = graph_attr(node, "body")) {
+        std::set<std::string> inner = known;
+        std::string why = static_control_flow(*body, inner, opset);
+        if (!why.empty()) return why;
+      }
+      continue;
+    }
+    bool all = true;
+    if (default_domain && (op == "Shape" || op == "Size" || op == "Constant")) all = true;
+    else if (node.input_size() == 0 || kRandomOps.count(op)) all = false;
+    else
+      for (const auto& in : node.input()) all = all && is_known(in);
+    if (all)
+      for (const auto& out : node.output()) known.insert(out);
+  }
+  return "";
+}
+
+// Every input name read by nodes of the subgraphs of `graph`'s nodes (outer-scope references
+// included), recursively.
+void subgraph_reads(const onnx::GraphProto& graph, std::set<std::string>& reads) {
+  for (const onnx::NodeProto& node : graph.node())
+    for (const auto& a : node.attribute()) {
+      std::vector<const onnx::GraphProto*> gs;
+      if (a.type() == onnx::AttributeProto::GRAPH) gs.push_back(&a.g());
+      for (const auto& g : a.graphs()) gs.push_back(&g);
+      for (const onnx::GraphProto* g : gs) {
+        for (const onnx::NodeProto& n : g->node())
+          for (const auto& in : n.input()) reads.insert(in);
+        subgraph_reads(*g, reads);
+      }
+    }
 }
 
 bool read_model(const std::string& path, onnx::ModelProto& model) {
@@ -135,12 +230,6 @@ Expected<ModelInfo> read_model_info(const std::string& model_path) {
 
   ModelInfo info;
   info.op_types.assign(scan.ops.begin(), scan.ops.end());
-  if (!scan.training.empty()) info.exclusion = "training: " + scan.training;
-  else if (!scan.control_flow.empty()) info.exclusion = "control flow: " + scan.control_flow;
-  else if (!scan.types.empty()) info.exclusion = "sequence/optional/map/string types: " + scan.types;
-  else if (!scan.random.empty()) info.exclusion = "random generator: " + scan.random;
-  else if (!scan.data_dependent.empty())
-    info.exclusion = "data-dependent output shape: " + scan.data_dependent;
 
   std::set<std::string> initializers;
   for (const auto& t : graph.initializer()) initializers.insert(t.name());
@@ -168,9 +257,13 @@ Expected<ModelInfo> read_model_info(const std::string& model_path) {
     return node.domain().empty() && it != table.end() &&
            std::count(it->second.begin(), it->second.end(), k) > 0;
   };
+  // An input read inside a subgraph (an outer-scope reference) is read as data there.
+  std::set<std::string> read_in_subgraphs;
+  subgraph_reads(graph, read_in_subgraphs);
   for (size_t i = 0; i < info.input_names.size(); ++i) {
     const std::string& name = info.input_names[i];
-    bool used = false, shape_only = !outputs.count(name), slot_only = shape_only;
+    bool used = read_in_subgraphs.count(name) > 0;
+    bool shape_only = !outputs.count(name) && !used, slot_only = shape_only;
     for (const auto& node : graph.node())
       for (int k = 0; k < node.input_size(); ++k) {
         if (node.input(k) != name) continue;
@@ -189,20 +282,39 @@ Expected<ModelInfo> read_model_info(const std::string& model_path) {
   // nodes (a window length through Cast/Sub into Range's limit, a crop shape through arithmetic
   // into Pad's pads) decides an output shape as well: bound too. Values flow backwards from the
   // slots through every node except Shape and Size, which read only their input's shape.
+  // Nodes of subgraphs count too (an Expand inside an If branch reading the outer `size`); a
+  // control-flow node's outputs come from its subgraphs' outputs, so those are its "inputs" here.
+  std::vector<const onnx::NodeProto*> all_nodes;
+  std::map<const onnx::NodeProto*, std::vector<std::string>> subgraph_outputs;
+  std::function<void(const onnx::GraphProto&)> collect = [&](const onnx::GraphProto& g) {
+    for (const onnx::NodeProto& node : g.node()) {
+      all_nodes.push_back(&node);
+      for (const auto& a : node.attribute())
+        if (a.type() == onnx::AttributeProto::GRAPH) {
+          for (const auto& out : a.g().output()) subgraph_outputs[&node].push_back(out.name());
+          collect(a.g());
+        }
+    }
+  };
+  collect(graph);
   std::set<std::string> decides_shape;
-  for (const auto& node : graph.node())
-    for (int k = 0; k < node.input_size(); ++k)
-      if (in_table(kShapeInputSlots, node, k)) decides_shape.insert(node.input(k));
+  for (const onnx::NodeProto* node : all_nodes)
+    for (int k = 0; k < node->input_size(); ++k)
+      if (in_table(kShapeInputSlots, *node, k)) decides_shape.insert(node->input(k));
   for (bool grew = true; grew;) {
     grew = false;
-    for (int n = graph.node_size() - 1; n >= 0; --n) {
-      const onnx::NodeProto& node = graph.node(n);
+    for (auto it = all_nodes.rbegin(); it != all_nodes.rend(); ++it) {
+      const onnx::NodeProto& node = **it;
       if (node.domain().empty() && (node.op_type() == "Shape" || node.op_type() == "Size")) continue;
       bool feeds = false;
       for (const auto& out : node.output()) feeds = feeds || decides_shape.count(out);
       if (!feeds) continue;
       for (const auto& in : node.input())
         if (!in.empty() && decides_shape.insert(in).second) grew = true;
+      auto sub = subgraph_outputs.find(&node);
+      if (sub != subgraph_outputs.end())
+        for (const auto& in : sub->second)
+          if (!in.empty() && decides_shape.insert(in).second) grew = true;
     }
   }
   std::set<int> bound(info.constant_inputs.begin(), info.constant_inputs.end());
@@ -219,6 +331,23 @@ Expected<ModelInfo> read_model_info(const std::string& model_path) {
                                 info.attribute_inputs.end());
   }
   std::sort(info.constant_inputs.begin(), info.constant_inputs.end());
+
+  // Control flow is excluded only when it is not resolved at compile time after the binding.
+  if (scan.control_flow.empty()) {
+    std::set<std::string> known;
+    for (int i : info.constant_inputs) known.insert(info.input_names[static_cast<size_t>(i)]);
+    int64_t opset = 0;
+    for (const auto& entry : model.opset_import())
+      if (entry.domain().empty() || entry.domain() == "ai.onnx") opset = entry.version();
+    const std::string why = static_control_flow(graph, known, opset);
+    if (!why.empty()) scan.control_flow = why;
+  }
+  if (!scan.training.empty()) info.exclusion = "training: " + scan.training;
+  else if (!scan.control_flow.empty()) info.exclusion = "control flow: " + scan.control_flow;
+  else if (!scan.types.empty()) info.exclusion = "sequence/optional/map/string types: " + scan.types;
+  else if (!scan.random.empty()) info.exclusion = "random generator: " + scan.random;
+  else if (!scan.data_dependent.empty())
+    info.exclusion = "data-dependent output shape: " + scan.data_dependent;
   info.expanded = model_path.find("_expanded") != std::string::npos;
   return info;
 }
