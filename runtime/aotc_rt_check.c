@@ -154,31 +154,32 @@ int aotc_rt_check_device_pointer(aotc_rt_handle* h, const void* ptr, unsigned lo
     return aotc_rt_set_error(h, AOTC_ERROR_INVALID_ARGUMENT,
                              "%s is memory of device %d; this handle runs on device %d", what,
                              ordinal, h->device);
-  if (!h->cu.mem_get_address_range || bytes == 0) return AOTC_OK;
-  /* The allocation holding ptr must hold `bytes` from it. Mapped ranges that follow each other
-     count as one (virtual memory management maps an allocation in pieces), up to 64 of them. */
-  CUdeviceptr base = 0, end;
+  if (bytes == 0) return AOTC_OK;
+  /* The allocation holding ptr must hold `bytes` from it. The driver's address range of ptr is
+     the allocation for cuMemAlloc / cudaMalloc memory and the reserved range for virtual memory
+     management (cuMemAddressReserve + cuMemMap, e.g. PyTorch's expandable segments), whose mapped
+     pieces cuMemGetAddressRange reports one by one: a buffer may span several. Drivers without the
+     range attributes (before CUDA 11.2): cuMemGetAddressRange; neither: unchecked. */
+  CUdeviceptr start = 0;
   size_t size = 0;
-  if (h->cu.mem_get_address_range(&base, &size, p) != AOTC_CU_SUCCESS) return AOTC_OK;
-  end = base + size;
-  for (int n = 0; n < 64 && end - p < bytes; ++n) {
-    CUdeviceptr next_base = 0;
-    size_t next_size = 0;
-    unsigned next_type = 0;
-    int next_ordinal = -1;
-    void* next_data[3] = {&next_type, &managed, &next_ordinal};
-    if (h->cu.mem_get_address_range(&next_base, &next_size, end) != AOTC_CU_SUCCESS ||
-        next_base != end || next_size == 0 ||
-        h->cu.pointer_get_attributes(3, attributes, next_data, end) != AOTC_CU_SUCCESS ||
-        next_type != AOTC_CU_MEMORYTYPE_DEVICE || next_ordinal != h->device)
-      break;
-    end = next_base + next_size;
+  int range_attributes[2] = {AOTC_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                             AOTC_CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+  void* range_data[2] = {&start, &size};
+  if (h->cu.pointer_get_attributes(2, range_attributes, range_data, p) != AOTC_CU_SUCCESS ||
+      size == 0) {
+    start = 0;
+    size = 0;
+    if (!h->cu.mem_get_address_range ||
+        h->cu.mem_get_address_range(&start, &size, p) != AOTC_CU_SUCCESS)
+      return AOTC_OK;
   }
-  if (end - p < bytes)
+  if (p < start || p - start >= size) return AOTC_OK; /* an answer that does not hold ptr */
+  unsigned long long holds = (unsigned long long)(start + size - p);
+  if (holds < bytes)
     return aotc_rt_set_error(h, AOTC_ERROR_INVALID_ARGUMENT,
                              "%s is too small: %llu bytes are needed, its allocation holds %llu "
                              "from there",
-                             what, bytes, (unsigned long long)(end - p));
+                             what, bytes, holds);
   return AOTC_OK;
 }
 

@@ -144,13 +144,9 @@ int aotc_rt_load_driver(aotc_rt_handle* h) {
     h->cu.launch_kernel_ex = NULL;
     h->cu.module_get_global = NULL;
   }
-  /* Pointer checks (aotc_rt_check.c): both or neither. */
+  /* Pointer checks (aotc_rt_check.c; each optional). */
   h->cu.pointer_get_attributes = dlsym(h->libcuda, "cuPointerGetAttributes");
   h->cu.mem_get_address_range = dlsym(h->libcuda, "cuMemGetAddressRange_v2");
-  if (!h->cu.pointer_get_attributes || !h->cu.mem_get_address_range) {
-    h->cu.pointer_get_attributes = NULL;
-    h->cu.mem_get_address_range = NULL;
-  }
   return AOTC_OK;
 }
 

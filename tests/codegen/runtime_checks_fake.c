@@ -33,24 +33,25 @@ static int g_failures;
 
 /* ---- the fake driver: an address map and counters ---- */
 typedef struct fake_range {
-  CUdeviceptr base;
+  CUdeviceptr base; /* what cuMemGetAddressRange reports: the allocation, or one mapped piece */
   size_t size;
   unsigned type; /* CUmemorytype */
   int device;
   unsigned managed;
+  CUdeviceptr reserved_base; /* the range attributes: the reservation (0: the same as base) */
+  size_t reserved_size;
 } fake_range;
 static const fake_range kRanges[] = {
-    {0x100000, 0x100000, AOTC_CU_MEMORYTYPE_DEVICE, 0, 0}, /* ordinary buffers of device 0 */
-    {0x400000, 0x1000, AOTC_CU_MEMORYTYPE_DEVICE, 1, 0},   /* device 1 */
-    {0x500000, 0x1000, AOTC_CU_MEMORYTYPE_HOST, 0, 0},     /* pinned host memory */
-    {0x700000, 0x100, AOTC_CU_MEMORYTYPE_DEVICE, 0, 0},    /* 256 bytes: too small for 400 */
-    {0x800000, 0x100, AOTC_CU_MEMORYTYPE_DEVICE, 0, 0},    /* two mapped pieces in a row */
-    {0x800100, 0x100, AOTC_CU_MEMORYTYPE_DEVICE, 0, 0},
-    {0x900000, 0x100, AOTC_CU_MEMORYTYPE_DEVICE, 0, 0},    /* followed by another device's */
-    {0x900100, 0x100, AOTC_CU_MEMORYTYPE_DEVICE, 1, 0},
-    {0xa00000, 0x1000, AOTC_CU_MEMORYTYPE_DEVICE, 1, 1},   /* managed memory */
+    {0x100000, 0x100000, AOTC_CU_MEMORYTYPE_DEVICE, 0, 0, 0, 0}, /* ordinary buffers of device 0 */
+    {0x400000, 0x1000, AOTC_CU_MEMORYTYPE_DEVICE, 1, 0, 0, 0},   /* device 1 */
+    {0x500000, 0x1000, AOTC_CU_MEMORYTYPE_HOST, 0, 0, 0, 0},     /* pinned host memory */
+    {0x700000, 0x100, AOTC_CU_MEMORYTYPE_DEVICE, 0, 0, 0, 0},    /* 256 bytes: too small for 400 */
+    {0x700100, 0x100, AOTC_CU_MEMORYTYPE_DEVICE, 0, 0, 0, 0},    /* the next allocation: not counted */
+    {0x800000, 0x100, AOTC_CU_MEMORYTYPE_DEVICE, 0, 0, 0x800000, 0x200}, /* two mapped pieces of */
+    {0x800100, 0x100, AOTC_CU_MEMORYTYPE_DEVICE, 0, 0, 0x800000, 0x200}, /* one reservation */
+    {0xa00000, 0x1000, AOTC_CU_MEMORYTYPE_DEVICE, 1, 1, 0, 0},   /* managed memory */
 };
-static int g_launches, g_queries, g_range_queries;
+static int g_launches, g_queries, g_range_queries, g_no_range_attributes;
 static CUresult g_launch_result, g_query_result;
 
 static const fake_range* find(CUdeviceptr p) {
@@ -58,14 +59,21 @@ static const fake_range* find(CUdeviceptr p) {
     if (p >= kRanges[i].base && p - kRanges[i].base < kRanges[i].size) return &kRanges[i];
   return NULL;
 }
+/* g_queries counts the calls asking for the memory type (one per pointer checked). */
 static CUresult f_attrs(unsigned n, int* attrs, void** data, CUdeviceptr p) {
-  ++g_queries;
+  if (n > 0 && attrs[0] == AOTC_CU_POINTER_ATTRIBUTE_MEMORY_TYPE) ++g_queries;
   if (g_query_result) return g_query_result;
   const fake_range* r = find(p);
   for (unsigned i = 0; i < n; ++i) {
-    if (attrs[i] == AOTC_CU_POINTER_ATTRIBUTE_MEMORY_TYPE) *(unsigned*)data[i] = r ? r->type : 0;
-    else if (attrs[i] == AOTC_CU_POINTER_ATTRIBUTE_IS_MANAGED) *(unsigned*)data[i] = r ? r->managed : 0;
-    else if (attrs[i] == AOTC_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) *(int*)data[i] = r ? r->device : -2;
+    int a = attrs[i];
+    if (a == AOTC_CU_POINTER_ATTRIBUTE_MEMORY_TYPE) *(unsigned*)data[i] = r ? r->type : 0;
+    else if (a == AOTC_CU_POINTER_ATTRIBUTE_IS_MANAGED) *(unsigned*)data[i] = r ? r->managed : 0;
+    else if (a == AOTC_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) *(int*)data[i] = r ? r->device : -2;
+    else if (g_no_range_attributes) return 1; /* a driver before CUDA 11.2 */
+    else if (a == AOTC_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)
+      *(CUdeviceptr*)data[i] = !r ? 0 : r->reserved_size ? r->reserved_base : r->base;
+    else if (a == AOTC_CU_POINTER_ATTRIBUTE_RANGE_SIZE)
+      *(size_t*)data[i] = !r ? 0 : r->reserved_size ? r->reserved_size : r->size;
     else return 1;
   }
   return 0;
@@ -159,9 +167,10 @@ static void test_pointer_checks(void) {
   expect_refused(h, 0x400000, 0x100200, "run: input 0 is memory of device 1; this handle runs on device 0");
   expect_refused(h, 0x100000, 0x700000, "run: output 0 is too small: 400 bytes are needed, its allocation holds 256");
   expect_refused(h, 0x100000, 0x1fff00, "holds 256"); /* the end of a large allocation */
-  expect_refused(h, 0x900000, 0x100200, "too small"); /* the next piece is another device's */
-  /* Pieces that follow each other count as one; managed memory of any device is accepted. */
+  /* Mapped pieces of one reservation count as one; adjacent allocations do not; managed memory
+     of any device is accepted. */
   CHECK(run(h, 0x800000, 0x100200) == AOTC_OK);
+  expect_refused(h, 0x700000, 0x100200, "input 0 is too small");
   CHECK(run(h, 0xa00000, 0x100200) == AOTC_OK);
   /* kAotcCheckedSets sets are remembered; the oldest goes first. */
   queries = g_queries;
@@ -195,6 +204,18 @@ static void test_pointer_checks(void) {
   CHECK(aotc_rt_check_device_pointer(h, (void*)(uintptr_t)0x400000, 4096, "create: workspace") ==
         AOTC_ERROR_INVALID_ARGUMENT);
   CHECK_MSG(h, "device 1");
+  /* A driver without the range attributes: cuMemGetAddressRange gives the extent (so the pieces
+     of a reservation are separate there); without either, the extent is unchecked. */
+  g_no_range_attributes = 1;
+  int ranges = g_range_queries;
+  CHECK(aotc_rt_check_device_pointer(h, (void*)(uintptr_t)0x700000, 400, "x") == AOTC_ERROR_INVALID_ARGUMENT);
+  CHECK(aotc_rt_check_device_pointer(h, (void*)(uintptr_t)0x800000, 400, "x") == AOTC_ERROR_INVALID_ARGUMENT);
+  CHECK(aotc_rt_check_device_pointer(h, (void*)(uintptr_t)0x100000, 400, "x") == AOTC_OK);
+  CHECK(g_range_queries == ranges + 3);
+  h->cu.mem_get_address_range = NULL;
+  CHECK(aotc_rt_check_device_pointer(h, (void*)(uintptr_t)0x700000, 400, "x") == AOTC_OK);
+  h->cu.mem_get_address_range = f_range;
+  g_no_range_attributes = 0;
   /* The driver cannot tell (INVALID_CONTEXT): refused as unknown memory; another error: unchecked. */
   g_query_result = 201;
   CHECK(aotc_rt_check_device_pointer(h, (void*)(uintptr_t)0x100000, 8, "x") == AOTC_ERROR_INVALID_ARGUMENT);
