@@ -138,9 +138,9 @@ typedef struct options {
   int handles, threads, runs, inputs, migrate_every;
   double seconds;
   uint64_t seed;
-  int no_fault;
+  int no_fault, host_compare_every;
 } options;
-static options g_opt = {16, 8, 10000, 4, 1000, 0, 1, 0};
+static options g_opt = {16, 8, 10000, 4, 1000, 0, 1, 0, 64};
 
 static CUdeviceptr g_in[64][kMaxIo]; /* [input set][input] */
 static unsigned char* g_ref[64][kMaxIo]; /* [input set][output] */
@@ -151,7 +151,7 @@ static double g_deadline;
 
 typedef struct thread_result {
   int index;
-  long long runs, mismatches, errors;
+  long long runs, mismatches, errors, disagreements;
   char first_error[256];
 } thread_result;
 
@@ -168,6 +168,87 @@ static model* pool_take(void) { /* FIFO: a returned handle goes to whoever asks 
   return m;
 }
 
+/* Comparing on the device, so large outputs (GPT-2's logits) need not cross PCIe every run: a PTX
+   kernel (JIT-compiled by the driver, no nvcc) sets a flag when two buffers differ in any 32-bit
+   word; the last bytes % 4 are compared on the host. The fake driver cannot run PTX: there every
+   output is copied back and memcmp'ed. Every --host-compare-every'th run is memcmp'ed on the host
+   as well, and a disagreement between the two counts as a mismatch. */
+static const char kComparePtx[] =
+    ".version 7.0\n.target sm_75\n.address_size 64\n"
+    ".visible .entry aotc_compare(.param .u64 a, .param .u64 b, .param .u64 n, .param .u64 flag)\n{\n"
+    "  .reg .pred %p<3>;\n  .reg .b32 %r<8>;\n  .reg .b64 %rd<12>;\n"
+    "  ld.param.u64 %rd1, [a];\n  ld.param.u64 %rd2, [b];\n  ld.param.u64 %rd3, [n];\n"
+    "  ld.param.u64 %rd4, [flag];\n  mov.u32 %r1, %ctaid.x;\n  mov.u32 %r2, %ntid.x;\n"
+    "  mov.u32 %r3, %tid.x;\n  mul.wide.u32 %rd5, %r1, %r2;\n  cvt.u64.u32 %rd6, %r3;\n"
+    "  add.u64 %rd5, %rd5, %rd6;\n  setp.ge.u64 %p1, %rd5, %rd3;\n  @%p1 bra DONE;\n"
+    "  shl.b64 %rd7, %rd5, 2;\n  add.u64 %rd8, %rd1, %rd7;\n  add.u64 %rd9, %rd2, %rd7;\n"
+    "  ld.global.u32 %r4, [%rd8];\n  ld.global.u32 %r5, [%rd9];\n  setp.eq.u32 %p2, %r4, %r5;\n"
+    "  @%p2 bra DONE;\n  mov.u32 %r6, 1;\n  st.global.u32 [%rd4], %r6;\nDONE:\n  ret;\n}\n";
+static void* g_compare_fn;
+static CUdeviceptr g_ref_dev[64][kMaxIo];
+
+/* Queues the comparison of every 4-byte word of a and b (flag set to 1 on a difference). */
+static void queue_compare(CUdeviceptr a, CUdeviceptr b, unsigned long long bytes, CUdeviceptr flag, void* stream) {
+  unsigned long long words = bytes / 4;
+  if (words == 0) return;
+  void* params[] = {&a, &b, &words, &flag};
+  CU(cu.launch_kernel(g_compare_fn, (unsigned)((words + 255) / 256), 1, 1, 256, 1, 1, 0, stream, params, NULL));
+}
+static int tails_equal(CUdeviceptr out, const unsigned char* ref, unsigned long long bytes) {
+  unsigned char tail[4];
+  unsigned long long t = bytes % 4;
+  if (t == 0) return 1;
+  CU(cu.dtoh(tail, out + bytes - t, t));
+  return memcmp(tail, ref + bytes - t, t) == 0;
+}
+static int host_equal(CUdeviceptr const* out, unsigned char* const* host, int k) {
+  int same = 1;
+  for (int o = 0; o < g_num_outputs; ++o) {
+    CU(cu.dtoh(host[o], out[o], g_out_bytes[o]));
+    if (memcmp(host[o], g_ref[k][o], g_out_bytes[o]) != 0) same = 0;
+  }
+  return same;
+}
+
+/* The compare kernel, loaded and checked on the reference: equal to itself, and a copy with one
+   flipped bit differs. 0: not available (host comparisons); -1: it gave a wrong answer. */
+static int setup_device_compare(void) {
+  void* module = NULL;
+  if (!cu.module_load_data || !cu.module_get_function || !cu.launch_kernel ||
+      cu.module_load_data(&module, kComparePtx) != 0 ||
+      cu.module_get_function(&g_compare_fn, module, "aotc_compare") != 0) {
+    g_compare_fn = NULL;
+    return 0;
+  }
+  for (int k = 0; k < g_opt.inputs; ++k)
+    for (int o = 0; o < g_num_outputs; ++o) {
+      g_ref_dev[k][o] = dev_alloc(g_out_bytes[o]);
+      CU(cu.htod(g_ref_dev[k][o], g_ref[k][o], g_out_bytes[o]));
+    }
+  int o = 0;
+  while (o < g_num_outputs && g_out_bytes[o] < 4) ++o;
+  if (o == g_num_outputs) return 0;
+  unsigned long long bytes = g_out_bytes[o];
+  unsigned char* flipped = (unsigned char*)malloc(bytes);
+  memcpy(flipped, g_ref[0][o], bytes);
+  flipped[(bytes / 4 - 1) * 4] ^= 0x10;
+  CUdeviceptr copy = dev_alloc(bytes), flag = dev_alloc(4);
+  CU(cu.htod(copy, flipped, bytes));
+  unsigned same_flag = 9, diff_flag = 9;
+  CU(cu.memset_d8(flag, 0, 4));
+  queue_compare(g_ref_dev[0][o], g_ref_dev[0][o], bytes, flag, NULL);
+  CU(cu.ctx_synchronize());
+  CU(cu.dtoh(&same_flag, flag, 4));
+  CU(cu.memset_d8(flag, 0, 4));
+  queue_compare(g_ref_dev[0][o], copy, bytes, flag, NULL);
+  CU(cu.ctx_synchronize());
+  CU(cu.dtoh(&diff_flag, flag, 4));
+  cu.mem_free(copy);
+  cu.mem_free(flag);
+  free(flipped);
+  return same_flag == 0 && diff_flag == 1 ? 1 : -1;
+}
+
 static void* stress_thread(void* arg) {
   thread_result* res = (thread_result*)arg;
   CU(cu.ctx_set_current(g_ctx));
@@ -179,6 +260,7 @@ static void* stress_thread(void* arg) {
     out[o] = dev_alloc(g_out_bytes[o]);
     host[o] = (unsigned char*)malloc(g_out_bytes[o] ? g_out_bytes[o] : 1);
   }
+  CUdeviceptr flag = g_compare_fn ? dev_alloc(4) : 0;
   uint64_t rng = g_opt.seed * 7919u + (uint64_t)res->index * 104729u + 1;
   model* mine[2] = {pool_take(), pool_take()};
   for (int r = 0; r < g_opt.runs; ++r) {
@@ -202,17 +284,29 @@ static void* stress_thread(void* arg) {
       if (res->errors++ == 0) snprintf(res->first_error, sizeof res->first_error, "run returned %d: %s", rc, lib.last_error(m));
       continue;
     }
-    CU(cu.stream_synchronize(stream));
     int same = 1;
-    for (int o = 0; o < g_num_outputs; ++o) {
-      CU(cu.dtoh(host[o], out[o], g_out_bytes[o]));
-      if (memcmp(host[o], g_ref[k][o], g_out_bytes[o]) != 0) same = 0;
+    if (g_compare_fn) {
+      unsigned differs = 1;
+      CU(cu.memset_d8_async(flag, 0, 4, stream));
+      for (int o = 0; o < g_num_outputs; ++o) queue_compare(out[o], g_ref_dev[k][o], g_out_bytes[o], flag, stream);
+      CU(cu.stream_synchronize(stream));
+      CU(cu.dtoh(&differs, flag, 4));
+      same = differs == 0;
+      for (int o = 0; o < g_num_outputs; ++o) same &= tails_equal(out[o], g_ref[k][o], g_out_bytes[o]);
+      if (g_opt.host_compare_every > 0 && r % g_opt.host_compare_every == 0 && host_equal(out, host, k) != same) {
+        same = 0;
+        ++res->disagreements;
+      }
+    } else {
+      CU(cu.stream_synchronize(stream));
+      same = host_equal(out, host, k);
     }
     if (!same && res->mismatches++ == 0 && res->errors == 0)
       snprintf(res->first_error, sizeof res->first_error, "run %d (input set %d): outputs differ from the reference", r, k);
   }
   pool_put(mine[0]); pool_put(mine[1]);
   for (int o = 0; o < g_num_outputs; ++o) { cu.mem_free(out[o]); free(host[o]); }
+  if (flag) cu.mem_free(flag);
   cu.stream_destroy(stream);
   return NULL;
 }
@@ -286,6 +380,14 @@ static int stress(void) {
   agree &= run_once(owner, 0, NULL, 1, 0);
   printf("reference: %d input sets; graph replay, plain launches and run_host %s\n", g_opt.inputs,
          agree ? "agree bit for bit" : "DIFFER");
+  int compare = setup_device_compare();
+  if (compare < 0) {
+    printf("the device compare kernel failed its self-test: FAILED\n");
+    return 2;
+  }
+  printf("comparison: %s\n", compare ? "on the device (PTX kernel, self-tested), memcmp on the host every "
+                                        "--host-compare-every runs"
+                                      : "memcmp on the host, every run");
   CUdeviceptr ws[kMaxHandles];
   model* handles[kMaxHandles];
   for (int j = 0; j < g_opt.handles; ++j) {
@@ -305,10 +407,11 @@ static int stress(void) {
     res[t].index = t;
     if (pthread_create(&tid[t], NULL, stress_thread, &res[t]) != 0) { fprintf(stderr, "abi_stress: pthread_create failed\n"); return 2; }
   }
-  long long runs = 0, mismatches = 0, errors = 0;
+  long long runs = 0, mismatches = 0, errors = 0, disagreements = 0;
   for (int t = 0; t < g_opt.threads; ++t) {
     pthread_join(tid[t], NULL);
     runs += res[t].runs; mismatches += res[t].mismatches; errors += res[t].errors;
+    disagreements += res[t].disagreements;
     if (res[t].first_error[0]) printf("thread %d: %s\n", t, res[t].first_error);
   }
   double dt = now() - t0;
@@ -321,6 +424,7 @@ static int stress(void) {
   for (int j = 0; j < g_opt.handles; ++j) if (ws[j]) cu.mem_free(ws[j]);
   cu.stream_destroy(s0);
   int ok = agree && mismatches == 0 && errors == 0 && after == g_opt.handles;
+  if (disagreements) printf("the device and host comparisons disagreed %lld times\n", disagreements);
   printf("stress: %d handles (shared weights, own workspaces) x %d threads: %lld runs of %lld planned%s, "
          "%lld mismatches, %lld errors, %.1f s (%.0f runs/s); after the owner was destroyed %d of %d "
          "handles matched; %s\n",
@@ -334,7 +438,7 @@ int main(int argc, char** argv) {
     fprintf(stderr,
             "usage: abi_stress stress|misuse LIB PREFIX [--device N] [--handles 16] [--threads 8]\n"
             "       [--runs 10000 (per thread)] [--inputs 4] [--migrate-every 1000] [--seconds S]\n"
-            "       [--seed 1] [--no-fault (misuse: skip the sticky-fault rows)]\n");
+            "       [--seed 1] [--host-compare-every 64] [--no-fault (misuse: skip the sticky-fault rows)]\n");
     return 2;
   }
   for (int a = 4; a < argc; ++a) {
@@ -348,6 +452,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[a], "--seconds")) g_opt.seconds = atof(v), ++a;
     else if (!strcmp(argv[a], "--seed")) g_opt.seed = strtoull(v, NULL, 10), ++a;
     else if (!strcmp(argv[a], "--no-fault")) g_opt.no_fault = 1;
+    else if (!strcmp(argv[a], "--host-compare-every")) g_opt.host_compare_every = atoi(v), ++a;
     else { fprintf(stderr, "abi_stress: unknown option %s\n", argv[a]); return 2; }
   }
   load(argv[2], argv[3]);
