@@ -105,6 +105,7 @@ for h in "${harnesses[@]}"; do
   [ "$fork" -gt 0 ] && limit+=(-fork="$fork" -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
   b_crash=$(count_artifacts "$h" crash) b_leak=$(count_artifacts "$h" leak)
   b_timeout=$(count_artifacts "$h" timeout) b_oom=$(count_artifacts "$h" oom)
+  corpus_before=$(find "$build/corpus/$h" -type f | wc -l)
   start=$SECONDS
   rc=0
   # The first folder collects new inputs; the seeds are read only.
@@ -118,8 +119,7 @@ for h in "${harnesses[@]}"; do
   [ -n "$execs" ] || execs=$(grep -oE '^#[0-9]+' "$log" | tail -n 1 | tr -d '#')
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
   [ -n "$rate" ] || rate=$(awk -v n="${execs:-0}" -v t="$elapsed" 'BEGIN { if (t > 0) printf "%d", n / t; else print "?" }')
-  new=$(sed -n 's/^stat::new_units_added: *//p' "$log" | tail -n 1)
-  [ -n "$new" ] || new=$(grep -oE 'corp: [0-9]+' "$log" | tail -n 1 | awk '{ print $2 }')
+  new=$(( $(find "$build/corpus/$h" -type f | wc -l) - corpus_before ))
   crashes=$(( $(count_artifacts "$h" crash) - b_crash + $(count_artifacts "$h" leak) - b_leak ))
   timeouts=$(( $(count_artifacts "$h" timeout) - b_timeout ))
   ooms=$(( $(count_artifacts "$h" oom) - b_oom ))
