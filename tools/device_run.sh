@@ -5,7 +5,7 @@
 # and torch.compile, and print ONE table. Each step is timed; a failing step is reported and the
 # rest goes on. Usage (repo root):  OUT=/some/dir bash tools/device_run.sh
 # Env: MODELS="resnet50 mobilenet_v2"  BATCHES="1 32" (default: each model's own)  SKIP_BUILD=1
-#      SKIP_CTEST=1  SKIP_EXPORT=1 (reuse $WORK/models)  SKIP_PEERS=1  AOTC_PARALLEL=0 (compile
+#      SKIP_CTEST=1  SKIP_EXPORT=1 (reuse $WORK/models)  SKIP_AOTC=1 (no compile / check / bench)  SKIP_PEERS=1  AOTC_PARALLEL=0 (compile
 #      the cases one after another: clean per-model compile times)  PEER_MODES="eager
 #      reduce-overhead max-autotune"  EXPORTER="torchscript dynamo" (one or both)  ARCH=sm_90  BENCH_ITERS=200
 #      CTEST_ARGS (default "-LE conformance": the CPU node-test sweep is CI's job)
@@ -369,7 +369,7 @@ if [ -n "$CONFORMANCE" ]; then
   grep -iE 'pass|rate' "$WORK/logs/conform.log" | tail -n 4 | sed 's/^/[device]   /'
 fi
 if [ -z "${SKIP_EXPORT:-}" ]; then run_step export step_export; fi
-run_step aotc step_aotc
+if [ -z "${SKIP_AOTC:-}" ]; then run_step aotc step_aotc; fi
 if [ "${RELIABILITY:-0}" != 0 ]; then run_step reliab step_reliability; fi
 if [ -n "${FUZZ_RUNS:-}" ]; then run_step fuzz step_fuzz; fi
 if [ -z "${SKIP_PEERS:-}" ]; then run_step peers step_peers; fi
