@@ -315,7 +315,7 @@ step_fuzz() {
     --summary "$dir/summary.txt" "${harnesses[@]}"
   rc=$?
   # Totals over the calls on this machine ($WORK/fuzz stays while it is held).
-  awk -v d="$(date -u +%FT%TZ)" 'NR > 1 && $2 ~ /^[0-9]+$/ { print d "\t" $1 "\t" $2 "\t" $4 "\t" $6 "\t" $7 "\t" $8 }' \
+  awk -v d="$(date -u +%FT%TZ)" 'NR > 1 && $1 != "machine:" && $2 ~ /^[0-9]+$/ { print d "\t" $1 "\t" $2 "\t" $4 "\t" $6 "\t" $7 "\t" $8 }' \
     "$dir/summary.txt" >>"$dir/totals.tsv"
   {
     echo; echo "## Fuzzing (FUZZ_RUNS=$FUZZ_RUNS: libFuzzer -fork=${FUZZ_JOBS:-$jobs}, harnesses from .deps/fuzz/aotc-fuzz.tar.xz)"; echo
