@@ -389,12 +389,18 @@ int aotc_rt_create(aotc_rt_handle** out, const aotc_rt_model_desc* desc, int dev
   /* Without every graph entry point, run() launches plainly. */
   if (!h->cu.graph_launch) h->graphs_enabled = 0;
   CUresult r = AOTC_CU_SUCCESS;
+  /* A sticky fault of this process's context (another handle's, another library's) is
+     AOTC_ERROR_STICKY wherever the driver reports it, not "no driver". */
   if (code == AOTC_OK && (r = h->cu.init(0)) != AOTC_CU_SUCCESS)
-    code = aotc_rt_set_error(h, AOTC_ERROR_NO_DRIVER, "cuInit failed: %s", aotc_rt_cu_error_name(h, r));
+    code = aotc_rt_cu_error_is_sticky(r) ? aotc_rt_cu_fail(h, r, "cuInit")
+                                         : aotc_rt_set_error(h, AOTC_ERROR_NO_DRIVER, "cuInit failed: %s",
+                                                             aotc_rt_cu_error_name(h, r));
   int count = 0;
   if (code == AOTC_OK && (r = h->cu.device_get_count(&count)) != AOTC_CU_SUCCESS)
-    code = aotc_rt_set_error(h, AOTC_ERROR_NO_DRIVER, "cuDeviceGetCount failed: %s",
-                             aotc_rt_cu_error_name(h, r));
+    code = aotc_rt_cu_error_is_sticky(r)
+               ? aotc_rt_cu_fail(h, r, "cuDeviceGetCount")
+               : aotc_rt_set_error(h, AOTC_ERROR_NO_DRIVER, "cuDeviceGetCount failed: %s",
+                                   aotc_rt_cu_error_name(h, r));
   if (code == AOTC_OK && count == 0)
     code = aotc_rt_set_error(h, AOTC_ERROR_NO_DRIVER, "no CUDA device is visible");
   if (code == AOTC_OK && (device < 0 || device >= count))

@@ -73,7 +73,11 @@ EXPORT CUresult cuInit(unsigned flags) {
   }
   return kOk;
 }
-EXPORT CUresult cuDeviceGetCount(int* n) { *n = num_devices(); return kOk; }
+EXPORT CUresult cuDeviceGetCount(int* n) {
+  if (atomic_load(&g_sticky)) return kIllegalAddress; /* as the first call of a create after a fault */
+  *n = num_devices();
+  return kOk;
+}
 EXPORT CUresult cuDeviceGet(int* d, int ordinal) {
   if (ordinal < 0 || ordinal >= num_devices()) return kInvalidDevice;
   *d = ordinal;
