@@ -61,6 +61,10 @@ std::string render_header(const LaunchProgram& program, const Graph& graph,
        "   Every call returns a status code (AOTC_OK = 0) and never aborts, exits or throws; the\n"
        "   message is " + p + "_last_error(handle). After a sticky CUDA fault every later call on\n"
        "   the handle returns AOTC_ERROR_STICKY. run() does no allocation and no host synchronisation.\n"
+       "   Misuse returns a code and launches nothing: a NULL or destroyed handle (destroy twice is\n"
+       "   a no-op), NULL arrays or entries, pointers that are not 256-byte aligned, not device memory\n"
+       "   of the handle's device, or too small (asked of the driver the first time run() sees a\n"
+       "   pointer set, remembered for 8 sets), a bad device index or workspace at create.\n"
        "   CUDA graphs: run() on a stream other than NULL / the legacy default stream captures its\n"
        "   launches once per (stream, input and output pointers), keeps the last 4 such sets per\n"
        "   handle and replays them (the first run of a new set captures and instantiates). A failed\n"
@@ -79,7 +83,8 @@ std::string render_header(const LaunchProgram& program, const Graph& graph,
   h += "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
   h += "#ifndef AOTC_STATUS_CODES_DEFINED\n#define AOTC_STATUS_CODES_DEFINED\nenum {\n"
        "  AOTC_OK = 0,\n"
-       "  AOTC_ERROR_INVALID_ARGUMENT = 1, /* null pointer, bad index, wrong size */\n"
+       "  AOTC_ERROR_INVALID_ARGUMENT = 1, /* NULL, destroyed handle, bad device index, host or\n"
+       "                                      other-device or misaligned or too small buffer */\n"
        "  AOTC_ERROR_NO_DRIVER = 2,        /* libcuda.so.1 missing or no usable device */\n"
        "  AOTC_ERROR_NO_CUBLASLT = 3,      /* libcublasLt missing */\n"
        "  AOTC_ERROR_OUT_OF_MEMORY = 4,\n"
@@ -89,14 +94,16 @@ std::string render_header(const LaunchProgram& program, const Graph& graph,
   h += "#ifndef AOTC_API\n#if defined(__GNUC__)\n#define AOTC_API __attribute__((visibility(\"default\")))\n"
        "#else\n#define AOTC_API\n#endif\n#endif\n\n";
   h += "typedef struct " + p + "_model " + p + "_model; /* opaque handle */\n\n";
-  h += "/* `workspace`: NULL, or a caller-owned device buffer of " + p + "_arena_bytes() bytes,\n"
-       "   256-byte aligned. `share_weights_with`: NULL, or a handle of this model on the same device\n"
-       "   whose weights the new handle uses (it must outlive the new handle). */\n";
+  h += "/* `workspace`: NULL, or a caller-owned device buffer of " + p + "_arena_bytes() bytes on\n"
+       "   `device`, 256-byte aligned (else AOTC_ERROR_INVALID_ARGUMENT). `share_weights_with`: NULL,\n"
+       "   or a live handle of this model on the same device whose weights the new handle uses; the\n"
+       "   weights stay until the last handle using them is destroyed. */\n";
   h += "AOTC_API int " + p + "_create(" + p + "_model** out, int device, void* workspace,\n"
        "                const " + p + "_model* share_weights_with);\n";
-  h += "AOTC_API void " + p + "_destroy(" + p + "_model* model); /* NULL is a no-op */\n";
-  h += "/* Device pointers, one per input / output in order, each 256-byte aligned (as cudaMalloc returns;\n"
-       "   otherwise run returns an error); stream is a cudaStream_t (NULL: default). */\n";
+  h += "AOTC_API void " + p + "_destroy(" + p + "_model* model); /* NULL or destroyed: a no-op */\n";
+  h += "/* Device pointers of the handle's device, one per input / output in order, each 256-byte\n"
+       "   aligned (as cudaMalloc returns) and holding its bytes (otherwise AOTC_ERROR_INVALID_ARGUMENT\n"
+       "   naming the input / output); stream is a cudaStream_t (NULL: default). */\n";
   h += "AOTC_API int " + p + "_run(" + p +
        "_model* model, const void* const* inputs, void* const* outputs, void* stream);\n";
   h += "/* Host pointers: copies in, runs, copies out, synchronises (staging allocated once). */\n";

@@ -25,6 +25,14 @@ typedef struct CUevent_st* CUevent;
 #define AOTC_CU_STREAM_LEGACY ((CUstream)0x1)
 #define AOTC_CU_STREAM_CAPTURE_STATUS_NONE 0
 #define AOTC_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
+/* cuPointerGetAttributes (CUpointer_attribute, CUmemorytype of cuda.h). */
+#define AOTC_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2    /* unsigned int: CUmemorytype, 0 = unknown */
+#define AOTC_CU_POINTER_ATTRIBUTE_IS_MANAGED 8     /* boolean */
+#define AOTC_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL 9 /* int */
+#define AOTC_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR 11 /* CUdeviceptr (CUDA 11.2+) */
+#define AOTC_CU_POINTER_ATTRIBUTE_RANGE_SIZE 12       /* size_t */
+#define AOTC_CU_MEMORYTYPE_HOST 1
+#define AOTC_CU_MEMORYTYPE_DEVICE 2
 
 /* cuLaunchKernelEx's configuration (CUlaunchConfig, CUlaunchAttribute of cuda.h; the attribute
    value is a 64-byte union there). Only programmatic stream serialization is used. */
@@ -131,6 +139,12 @@ typedef struct aotc_cuda_api {
                                void** extra);                             /* cuLaunchKernelEx */
   CUresult (*module_get_global)(CUdeviceptr* ptr, size_t* bytes, CUmodule m,
                                 const char* name);                        /* cuModuleGetGlobal_v2 */
+  /* Pointer checks of the caller's buffers (optional: without cuPointerGetAttributes only NULL
+     and alignment are checked; cuMemGetAddressRange is the fallback for the extent). */
+  CUresult (*pointer_get_attributes)(unsigned num, int* attributes, void** data,
+                                     CUdeviceptr ptr);                    /* cuPointerGetAttributes */
+  CUresult (*mem_get_address_range)(CUdeviceptr* base, size_t* bytes,
+                                    CUdeviceptr ptr);                     /* cuMemGetAddressRange_v2 */
 } aotc_cuda_api;
 
 typedef struct aotc_cublaslt_api {

@@ -5,6 +5,7 @@
 #include "aotc_rt_internal.h"
 
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,6 +224,7 @@ int aotc_rt_prepare_kernels(aotc_rt_handle* h) {
 
 void aotc_rt_release(aotc_rt_handle* h) {
   if (!h) return;
+  aotc_rt_registry_remove(h); /* a no-op unless it was registered */
   int pushed = h->ctx && h->cu.ctx_push && h->cu.ctx_push(h->ctx) == AOTC_CU_SUCCESS;
   if (pushed) {
     aotc_rt_graphs_release(h);
@@ -242,7 +244,12 @@ void aotc_rt_release(aotc_rt_handle* h) {
   if (pushed) {
     if (h->staging) h->cu.mem_free(h->staging);
     if (h->owns_arena && h->arena) h->cu.mem_free(h->arena);
-    if (h->owns_weights && h->weights) h->cu.mem_free(h->weights);
+    /* The last handle using the weights frees them (the owner may go before its sharers). */
+    if (h->weights_ref && atomic_fetch_sub(&h->weights_ref->refs, 1) == 1) {
+      if (h->weights_ref->ptr) h->cu.mem_free(h->weights_ref->ptr);
+      free(h->weights_ref);
+    }
+    h->weights_ref = NULL;
     for (int i = 0; h->modules && i < h->desc->num_fatbins; ++i)
       if (h->modules[i]) h->cu.module_unload(h->modules[i]);
     CUcontext popped;
@@ -262,6 +269,8 @@ void aotc_rt_release(aotc_rt_handle* h) {
   free(h->graph_pointer_store);
   free(h->graph_key);
   free(h->profile_events); /* NULL unless the context could not be made current */
+  free(h->checked_store);
+  free(h->checked_key);
   if (h->liblt) dlclose(h->liblt);
   if (h->libcuda) dlclose(h->libcuda);
   free(h);
@@ -271,15 +280,19 @@ static int create_on_device(aotc_rt_handle* h, void* workspace, const aotc_rt_ha
   const aotc_rt_model_desc* d = h->desc;
   CUresult r;
   for (int i = 0; i < d->num_fatbins; ++i)
-    if ((r = h->cu.module_load_data(&h->modules[i], d->fatbins[i])) != AOTC_CU_SUCCESS)
+    if ((r = h->cu.module_load_data(&h->modules[i], d->fatbins[i])) != AOTC_CU_SUCCESS) {
+      if (aotc_rt_cu_error_is_sticky(r)) return aotc_rt_cu_fail(h, r, "cuModuleLoadData");
       return aotc_rt_set_error(
           h, r == AOTC_CU_ERROR_OUT_OF_MEMORY ? AOTC_ERROR_OUT_OF_MEMORY : AOTC_ERROR_CUDA,
           "cuModuleLoadData failed: %s (the library holds code for %s; does this GPU match?)",
           aotc_rt_cu_error_name(h, r), d->archs);
+    }
   int code = aotc_rt_prepare_kernels(h);
   if (code != AOTC_OK) return code;
   aotc_rt_pdl_setup(h);
   if (workspace) {
+    code = aotc_rt_check_device_pointer(h, workspace, d->arena_bytes, "create: workspace");
+    if (code != AOTC_OK) return code;
     h->arena = (CUdeviceptr)(uintptr_t)workspace;
   } else if (d->arena_bytes > 0) {
     if ((r = h->cu.mem_alloc(&h->arena, d->arena_bytes)) != AOTC_CU_SUCCESS)
@@ -288,10 +301,15 @@ static int create_on_device(aotc_rt_handle* h, void* workspace, const aotc_rt_ha
   }
   if (share) {
     h->weights = share->weights;
+    h->weights_ref = share->weights_ref;
+    if (h->weights_ref) atomic_fetch_add(&h->weights_ref->refs, 1);
   } else if (d->weight_bytes > 0) {
+    if (!(h->weights_ref = (aotc_rt_weights*)calloc(1, sizeof *h->weights_ref)))
+      return aotc_rt_set_error(h, AOTC_ERROR_OUT_OF_MEMORY, "create: out of host memory");
+    atomic_init(&h->weights_ref->refs, 1);
     if ((r = h->cu.mem_alloc(&h->weights, d->weight_bytes)) != AOTC_CU_SUCCESS)
       return aotc_rt_cu_fail(h, r, "cuMemAlloc(weights)");
-    h->owns_weights = 1;
+    h->weights_ref->ptr = h->weights;
     if ((r = h->cu.memcpy_htod(h->weights, d->weights, d->weight_bytes)) != AOTC_CU_SUCCESS)
       return aotc_rt_cu_fail(h, r, "cuMemcpyHtoD(weights)");
   }
@@ -329,9 +347,12 @@ aotc_rt_handle* aotc_rt_handle_new(const aotc_rt_model_desc* desc, int device) {
   h->staging_outputs = (void**)calloc(no, sizeof *h->staging_outputs);
   h->graph_pointer_store = (CUdeviceptr*)calloc(nio * kAotcGraphCacheEntries, sizeof(CUdeviceptr));
   h->graph_key = (CUdeviceptr*)calloc(nio, sizeof *h->graph_key);
+  h->checked_store = (CUdeviceptr*)calloc(nio * kAotcCheckedSets, sizeof(CUdeviceptr));
+  h->checked_key = (CUdeviceptr*)calloc(nio, sizeof *h->checked_key);
   if (!h->functions || !h->shapes || !h->modules || !h->arg_values || !h->arg_params ||
       !h->library_index || !h->library_params || !h->matmuls || !h->staging_inputs ||
-      !h->staging_outputs || !h->graph_pointer_store || !h->graph_key) {
+      !h->staging_outputs || !h->graph_pointer_store || !h->graph_key || !h->checked_store ||
+      !h->checked_key) {
     aotc_rt_release(h);
     return NULL;
   }
@@ -353,6 +374,11 @@ int aotc_rt_create(aotc_rt_handle** out, const aotc_rt_model_desc* desc, int dev
   if (((uintptr_t)workspace & 255u) != 0)
     return aotc_rt_set_error(NULL, AOTC_ERROR_INVALID_ARGUMENT,
                              "create: workspace %p is not 256-byte aligned", workspace);
+  if (share && !aotc_rt_registry_contains(share))
+    return aotc_rt_set_error(NULL, AOTC_ERROR_INVALID_ARGUMENT,
+                             "create: share_weights_with (%p) is not a live handle of this library "
+                             "(destroyed, or never created by it)",
+                             (const void*)share);
   if (share && (share->desc != desc || share->device != device || share->sticky))
     return aotc_rt_set_error(NULL, AOTC_ERROR_INVALID_ARGUMENT,
                              "create: share_weights_with is a handle of another model or device, "
@@ -363,12 +389,18 @@ int aotc_rt_create(aotc_rt_handle** out, const aotc_rt_model_desc* desc, int dev
   /* Without every graph entry point, run() launches plainly. */
   if (!h->cu.graph_launch) h->graphs_enabled = 0;
   CUresult r = AOTC_CU_SUCCESS;
+  /* A sticky fault of this process's context (another handle's, another library's) is
+     AOTC_ERROR_STICKY wherever the driver reports it, not "no driver". */
   if (code == AOTC_OK && (r = h->cu.init(0)) != AOTC_CU_SUCCESS)
-    code = aotc_rt_set_error(h, AOTC_ERROR_NO_DRIVER, "cuInit failed: %s", aotc_rt_cu_error_name(h, r));
+    code = aotc_rt_cu_error_is_sticky(r) ? aotc_rt_cu_fail(h, r, "cuInit")
+                                         : aotc_rt_set_error(h, AOTC_ERROR_NO_DRIVER, "cuInit failed: %s",
+                                                             aotc_rt_cu_error_name(h, r));
   int count = 0;
   if (code == AOTC_OK && (r = h->cu.device_get_count(&count)) != AOTC_CU_SUCCESS)
-    code = aotc_rt_set_error(h, AOTC_ERROR_NO_DRIVER, "cuDeviceGetCount failed: %s",
-                             aotc_rt_cu_error_name(h, r));
+    code = aotc_rt_cu_error_is_sticky(r)
+               ? aotc_rt_cu_fail(h, r, "cuDeviceGetCount")
+               : aotc_rt_set_error(h, AOTC_ERROR_NO_DRIVER, "cuDeviceGetCount failed: %s",
+                                   aotc_rt_cu_error_name(h, r));
   if (code == AOTC_OK && count == 0)
     code = aotc_rt_set_error(h, AOTC_ERROR_NO_DRIVER, "no CUDA device is visible");
   if (code == AOTC_OK && (device < 0 || device >= count))
@@ -388,6 +420,8 @@ int aotc_rt_create(aotc_rt_handle** out, const aotc_rt_model_desc* desc, int dev
       h->cu.ctx_pop(&popped);
     }
   }
+  if (code == AOTC_OK && !aotc_rt_registry_add(h))
+    code = aotc_rt_set_error(h, AOTC_ERROR_OUT_OF_MEMORY, "create: out of host memory");
   if (code != AOTC_OK) {
     aotc_rt_set_error(NULL, code, "%s", h->message);
     aotc_rt_release(h);
@@ -399,10 +433,17 @@ int aotc_rt_create(aotc_rt_handle** out, const aotc_rt_model_desc* desc, int dev
   return AOTC_OK;
 }
 
-void aotc_rt_destroy(aotc_rt_handle* h) { aotc_rt_release(h); }
+/* A handle that is not live (destroyed already, or not from this library) is left alone: double
+   destroy is a no-op. */
+void aotc_rt_destroy(aotc_rt_handle* h) {
+  if (h && aotc_rt_registry_remove(h)) aotc_rt_release(h);
+}
 
 const char* aotc_rt_last_error(const aotc_rt_handle* h) {
-  return h ? h->message : aotc_rt_thread_error();
+  if (!h) return aotc_rt_thread_error();
+  if (!aotc_rt_registry_contains(h))
+    return "not a live handle of this library (destroyed, or never created by it)";
+  return h->message;
 }
 
 const aotc_rt_io* aotc_rt_io_at(const aotc_rt_io* table, int count, int i) {

@@ -31,14 +31,14 @@ const char* aotc_rt_cu_error_name(const aotc_rt_handle* h, CUresult r) {
 }
 
 /* Errors after which the context is unusable: every later call must fail (docs/abi.md). */
-static int cu_error_is_sticky(CUresult r) {
+int aotc_rt_cu_error_is_sticky(CUresult r) {
   return r == 700 /* ILLEGAL_ADDRESS */ || r == 702 /* LAUNCH_TIMEOUT */ ||
          (r >= 714 && r <= 719) /* HARDWARE_STACK .. LAUNCH_FAILED */ || r == 214 /* ECC */;
 }
 
 /* Maps a failed driver call to a status code and message; marks the handle sticky if needed. */
 int aotc_rt_cu_fail(aotc_rt_handle* h, CUresult r, const char* what) {
-  if (cu_error_is_sticky(r)) {
+  if (aotc_rt_cu_error_is_sticky(r)) {
     h->sticky = 1;
     return aotc_rt_set_error(h, AOTC_ERROR_STICKY,
                              "%s failed: %s (the CUDA context is unusable; every later call fails)",
@@ -144,6 +144,9 @@ int aotc_rt_load_driver(aotc_rt_handle* h) {
     h->cu.launch_kernel_ex = NULL;
     h->cu.module_get_global = NULL;
   }
+  /* Pointer checks (aotc_rt_check.c; each optional). */
+  h->cu.pointer_get_attributes = dlsym(h->libcuda, "cuPointerGetAttributes");
+  h->cu.mem_get_address_range = dlsym(h->libcuda, "cuMemGetAddressRange_v2");
   return AOTC_OK;
 }
 

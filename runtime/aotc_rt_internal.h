@@ -3,7 +3,8 @@
    and checks that they agree) and the internal functions, all hidden. Files: aotc_rt_driver.c
    (errors, dlopen tables), aotc_rt_create.c (create / destroy, cuBLASLt and library-kernel setup),
    aotc_rt_launch.c (run, run_host, the launch sequence), aotc_rt_graph.c (CUDA graph cache),
-   aotc_rt_profile.c (the optional profiling extension). */
+   aotc_rt_profile.c (the optional profiling extension), aotc_rt_check.c (the live-handle registry
+   and the checks of the caller's pointers). */
 #ifndef AOTC_RT_INTERNAL_H
 #define AOTC_RT_INTERNAL_H
 
@@ -33,6 +34,8 @@ typedef struct aotc_rt_params_header {
 } aotc_rt_params_header;
 
 enum { kAotcMessageBytes = 1024, kAotcMaxStaticShared = 48 * 1024, kAotcGraphCacheEntries = 4 };
+/* Pointer sets (inputs + outputs) a handle remembers as checked (aotc_rt_check.c). */
+enum { kAotcCheckedSets = 8 };
 /* cuBLASLt algorithms create() times per matmul (the heuristic's first ones); 1 = no timing. */
 enum { kAotcMatmulCandidates = 8, kAotcMatmulTuneReps = 10 };
 /* A candidate replaces the heuristic's first only when at least this much faster (timing noise). */
@@ -64,6 +67,13 @@ typedef struct aotc_rt_graph_entry {
   unsigned long long last_use;
 } aotc_rt_graph_entry;
 
+/* The weights on the device, shared by the handles created with share_weights_with: freed when the
+   last of them is destroyed, whichever it is. */
+typedef struct aotc_rt_weights {
+  CUdeviceptr ptr;
+  _Atomic int refs;
+} aotc_rt_weights;
+
 struct aotc_rt_handle {
   const aotc_rt_model_desc* desc;
   int sticky;
@@ -81,7 +91,7 @@ struct aotc_rt_handle {
   CUdeviceptr arena;
   int owns_arena;
   CUdeviceptr weights;
-  int owns_weights;
+  aotc_rt_weights* weights_ref; /* NULL when the model has no weights */
   cublasLtHandle_t lt_handle;
   aotc_rt_matmul_state* matmuls;
   CUdeviceptr* arg_values; /* kernel argument values, rewritten by every run */
@@ -113,6 +123,12 @@ struct aotc_rt_handle {
      profile_run; NULL until then. */
   CUevent* profile_events;
   int num_profile_events;
+  /* Pointer sets that passed the driver checks (aotc_rt_check.c): kAotcCheckedSets x (num_inputs +
+     num_outputs), the first num_checked valid, replaced oldest first. */
+  CUdeviceptr* checked_store;
+  CUdeviceptr* checked_key; /* the current call's pointers */
+  int num_checked, checked_next;
+  unsigned long long pointer_queries; /* cuPointerGetAttributes calls, for tests */
 };
 
 /* aotc_rt_driver.c */
@@ -121,6 +137,7 @@ AOTC_RT_HIDDEN int aotc_rt_set_error(aotc_rt_handle* h, int code, const char* fm
 AOTC_RT_HIDDEN char* aotc_rt_thread_error(void);
 AOTC_RT_HIDDEN const char* aotc_rt_cu_error_name(const aotc_rt_handle* h, CUresult r);
 AOTC_RT_HIDDEN int aotc_rt_cu_fail(aotc_rt_handle* h, CUresult r, const char* what);
+AOTC_RT_HIDDEN int aotc_rt_cu_error_is_sticky(CUresult r);
 AOTC_RT_HIDDEN int aotc_rt_lt_fail(aotc_rt_handle* h, cublasStatus_t s, const char* what,
                                    const char* label);
 AOTC_RT_HIDDEN int aotc_rt_load_driver(aotc_rt_handle* h);
@@ -173,5 +190,21 @@ AOTC_RT_HIDDEN int aotc_rt_env_flag(const char* value);
 AOTC_RT_HIDDEN int aotc_rt_run_graph_or_plain(aotc_rt_handle* h, const void* const* inputs,
                                               void* const* outputs, CUstream stream);
 AOTC_RT_HIDDEN void aotc_rt_graphs_release(aotc_rt_handle* h); /* context current */
+
+/* aotc_rt_check.c */
+/* The process-wide set of live handles of this library: add at create (0: out of host memory),
+   remove at destroy (0: was not there), contains on every call (lock-free). */
+AOTC_RT_HIDDEN int aotc_rt_registry_add(const void* h);
+AOTC_RT_HIDDEN int aotc_rt_registry_remove(const void* h);
+AOTC_RT_HIDDEN int aotc_rt_registry_contains(const void* h);
+/* `ptr` must be device memory of h's device (or managed memory) holding `bytes` from ptr;
+   otherwise AOTC_ERROR_INVALID_ARGUMENT with a message starting with `what`. Unchecked (AOTC_OK)
+   when the driver lacks the entry points. Context current. */
+AOTC_RT_HIDDEN int aotc_rt_check_device_pointer(aotc_rt_handle* h, const void* ptr,
+                                                unsigned long long bytes, const char* what);
+/* Every input and output pointer through aotc_rt_check_device_pointer, unless this set passed
+   before (then a few compares and no driver call). `call` names the entry point in messages. */
+AOTC_RT_HIDDEN int aotc_rt_check_pointer_set(aotc_rt_handle* h, const void* const* inputs,
+                                             void* const* outputs, const char* call);
 
 #endif /* AOTC_RT_INTERNAL_H */

@@ -176,6 +176,12 @@ int aotc_rt_launch_all(aotc_rt_handle* h, const void* const* inputs, void* const
 
 int aotc_rt_enter(aotc_rt_handle* h) {
   if (!h) return aotc_rt_set_error(NULL, AOTC_ERROR_INVALID_ARGUMENT, "the model handle is NULL");
+  /* Before the first read of *h: a destroyed handle's memory may be gone (aotc_rt_check.c). */
+  if (!aotc_rt_registry_contains(h))
+    return aotc_rt_set_error(NULL, AOTC_ERROR_INVALID_ARGUMENT,
+                             "the model handle %p is not a live handle of this library "
+                             "(destroyed, or never created by it)",
+                             (void*)h);
   if (h->sticky) return AOTC_ERROR_STICKY; /* keep the first fault's message */
   CUresult r = h->cu.ctx_push(h->ctx);
   if (r != AOTC_CU_SUCCESS) return aotc_rt_cu_fail(h, r, "cuCtxPushCurrent");
@@ -191,6 +197,7 @@ int aotc_rt_run(aotc_rt_handle* h, const void* const* inputs, void* const* outpu
   int code = aotc_rt_enter(h);
   if (code != AOTC_OK) return code;
   code = aotc_rt_check_io(h, inputs, outputs, 1);
+  if (code == AOTC_OK) code = aotc_rt_check_pointer_set(h, inputs, outputs, "run");
   if (code == AOTC_OK) code = aotc_rt_run_graph_or_plain(h, inputs, outputs, (CUstream)stream);
   if (code == AOTC_OK) h->message[0] = '\0';
   aotc_rt_leave(h);

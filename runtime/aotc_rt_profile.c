@@ -83,6 +83,7 @@ int aotc_rt_profile_run(aotc_rt_handle* h, const void* const* inputs, void* cons
   if (!step_ms && h->desc->num_steps > 0)
     code = aotc_rt_set_error(h, AOTC_ERROR_INVALID_ARGUMENT, "profile_run: `step_ms` is NULL");
   if (code == AOTC_OK) code = aotc_rt_check_io(h, inputs, outputs, 1);
+  if (code == AOTC_OK) code = aotc_rt_check_pointer_set(h, inputs, outputs, "profile_run");
   if (code == AOTC_OK && !h->cu.event_create)
     code = aotc_rt_set_error(h, AOTC_ERROR_CUDA,
                              "profile_run: libcuda.so.1 lacks the event entry points");

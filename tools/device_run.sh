@@ -5,7 +5,7 @@
 # and torch.compile, and print ONE table. Each step is timed; a failing step is reported and the
 # rest goes on. Usage (repo root):  OUT=/some/dir bash tools/device_run.sh
 # Env: MODELS="resnet50 mobilenet_v2"  BATCHES="1 32" (default: each model's own)  SKIP_BUILD=1
-#      SKIP_CTEST=1  SKIP_EXPORT=1 (reuse $WORK/models)  SKIP_PEERS=1  AOTC_PARALLEL=0 (compile
+#      SKIP_CTEST=1  SKIP_EXPORT=1 (reuse $WORK/models)  SKIP_AOTC=1 (no compile / check / bench)  SKIP_PEERS=1  AOTC_PARALLEL=0 (compile
 #      the cases one after another: clean per-model compile times)  PEER_MODES="eager
 #      reduce-overhead max-autotune"  PEER_ATTENTION=sdpa|eager (transformers peers; default sdpa)
 #      EXPORTER="torchscript dynamo dynamo23" (any of them; dynamo23: opset 23, SDPA attention)  ARCH=sm_90  BENCH_ITERS=200
@@ -26,6 +26,18 @@
 #      AB_AOTC_ARGS="--disable-pass merge_projection_shortcut" (each main case is also compiled
 #      with these aotc arguments appended, into CASE/ab/; the two libraries are timed in turn,
 #      twice each, and the four medians are on the progress line; compile-time A/Bs in one call)
+#      RELIABILITY=1 (issue 10, after the cases are compiled: tools/device/reliability.sh on
+#      RELIABILITY_CASES="resnet50_bs1_fp16 gpt2_bs1_fp16", which must be among the cases, e.g.
+#      MODELS="resnet50 gpt2" PRECISIONS=fp16 BATCHES=1: abi_stress stress (STRESS_RUNS=10000 per
+#      thread, 16 handles x 8 threads, STRESS_SECONDS=150 cap) and misuse, compute-sanitizer
+#      memcheck + racecheck over aotc-run / abi_stress / the GPU CTest suite
+#      (SANITIZER_CTEST_ARGS="-L gpu", SANITIZER_CTEST_SECONDS=150); RELIABILITY_PARTS="stress
+#      misuse sanitize ctest" picks parts; a section in table.md)
+#      FUZZ_RUNS=10000000 (the harnesses packed here by tools/fuzz_pack.sh into .deps/fuzz/,
+#      libFuzzer -fork over FUZZ_JOBS=all cores, each harness until FUZZ_RUNS executions or
+#      FUZZ_SECONDS (default: the budget left, shared); FUZZ_HARNESSES picks harnesses; corpus
+#      and totals stay in $WORK/fuzz for later calls on the same machine; $OUT/fuzz.tar.gz holds
+#      the summary, logs and any crash inputs; a section in table.md)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 repo="$(pwd)"
@@ -53,7 +65,7 @@ PY="${PYTHON:-python3}"
 jobs="$(nproc 2>/dev/null || echo 16)"
 
 mkdir -p "$OUT" "$WORK/logs"
-rm -rf "$WORK/cases" "$WORK/logs"/* "$WORK/steps.tsv" "$WORK/peers.jsonl"
+rm -rf "$WORK/cases" "$WORK/logs"/* "$WORK/steps.tsv" "$WORK/peers.jsonl" "$WORK/reliability.md" "$WORK/fuzz.md"
 mkdir -p "$WORK/cases"
 exec 3>&1  # progress lines go to the real stdout even inside steps whose output is logged
 
@@ -280,6 +292,54 @@ step_peers() {
   return $failures
 }
 
+# ---- (h) reliability (RELIABILITY=1): abi_stress and compute-sanitizer, tools/device/reliability.sh
+step_reliability() {
+  RELIABILITY_DEADLINE=$(( $(date +%s) + $(remaining) - 15 )) \
+    bash tools/device/reliability.sh "$WORK" "$BUILD_DIR" "$WORK/reliability.md"
+  local rc=$?
+  grep -E '^\| (abi_stress|memcheck|racecheck|all|build|compute)' "$WORK/reliability.md" 2>/dev/null |
+    cut -c1-170 | sed 's/^/[device]   /' >&3
+  return $rc
+}
+# ---- (i) fuzzing on every core (FUZZ_RUNS=N): harnesses built here, packed by tools/fuzz_pack.sh --
+step_fuzz() {
+  local archive="$repo/.deps/fuzz/aotc-fuzz.tar.xz" dir="$WORK/fuzz" seconds rc h harnesses
+  read -ra harnesses <<<"${FUZZ_HARNESSES:-model_bytes model_mutator external_data}"
+  if [ ! -f "$archive" ]; then
+    echo "error: $archive missing (make it on the build machine: tools/fuzz_pack.sh; carry .deps)"; return 2
+  fi
+  bash tools/fuzz_pack.sh --unpack "$archive" "$dir" || return 2
+  seconds="${FUZZ_SECONDS:-$(( ($(remaining) - 40) / ${#harnesses[@]} ))}"
+  [ "$seconds" -ge 10 ] || seconds=10
+  LD_LIBRARY_PATH="$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" bash tools/fuzz.sh --no-build \
+    --build-dir "$dir" --fork "${FUZZ_JOBS:-$jobs}" --runs "$FUZZ_RUNS" --max-seconds "$seconds" --nice 0 \
+    --summary "$dir/summary.txt" "${harnesses[@]}"
+  rc=$?
+  # Totals over the calls on this machine ($WORK/fuzz stays while it is held).
+  awk -v d="$(date -u +%FT%TZ)" 'NR > 1 && $1 != "machine:" && $2 ~ /^[0-9]+$/ { print d "\t" $1 "\t" $2 "\t" $4 "\t" $6 "\t" $7 "\t" $8 }' \
+    "$dir/summary.txt" >>"$dir/totals.tsv"
+  {
+    echo; echo "## Fuzzing (FUZZ_RUNS=$FUZZ_RUNS: libFuzzer -fork=${FUZZ_JOBS:-$jobs}, harnesses from .deps/fuzz/aotc-fuzz.tar.xz)"; echo
+    echo '```'; cat "$dir/summary.txt"; echo '```'
+    echo "Totals over the calls on this machine (executions, seconds, crashes, timeouts, ooms):"
+    for h in "${harnesses[@]}"; do
+      awk -F'\t' -v h="$h" '$2 == h { e += $3; s += $4; c += $5; t += $6; o += $7; n += 1 }
+        END { printf "- %s: %d executions in %d s over %d call(s); %d crashes, %d timeouts, %d ooms\n", h, e, s, n, c, t, o }' "$dir/totals.tsv"
+    done
+    echo; sed -n 1,2p "$dir/MANIFEST" | sed 's/^/    /'
+  } >"$WORK/fuzz.md"
+  # Few files come back: one archive with the summary, the logs' ends and every finding.
+  rm -rf "$dir/out" && mkdir -p "$dir/out/logs"
+  cp "$dir/summary.txt" "$dir/totals.tsv" "$dir/MANIFEST" "$dir/out/"
+  for h in "${harnesses[@]}"; do
+    [ -f "$dir/logs/$h.log" ] && tail -n 400 "$dir/logs/$h.log" >"$dir/out/logs/$h.log"
+  done
+  cp -r "$dir/artifacts" "$dir/out/" 2>/dev/null
+  tar -czf "$OUT/fuzz.tar.gz" -C "$dir/out" .
+  sed -n '2,$p' "$dir/summary.txt" | sed 's/^/[device]   /' >&3
+  return $rc
+}
+
 # Folder names of the exports, as models/export_torchvision.py names them: NAME for the
 # TorchScript exporter, NAME_dynamo for the dynamo one.
 label_of() { if [ "$2" = torchscript ]; then echo "$1"; else echo "${1}_$2"; fi; }
@@ -310,7 +370,9 @@ if [ -n "$CONFORMANCE" ]; then
   grep -iE 'pass|rate' "$WORK/logs/conform.log" | tail -n 4 | sed 's/^/[device]   /'
 fi
 if [ -z "${SKIP_EXPORT:-}" ]; then run_step export step_export; fi
-run_step aotc step_aotc
+if [ -z "${SKIP_AOTC:-}" ]; then run_step aotc step_aotc; fi
+if [ "${RELIABILITY:-0}" != 0 ]; then run_step reliab step_reliability; fi
+if [ -n "${FUZZ_RUNS:-}" ]; then run_step fuzz step_fuzz; fi
 if [ -z "${SKIP_PEERS:-}" ]; then run_step peers step_peers; fi
 
 # ---- (g) the table ------------------------------------------------------------------------------
@@ -320,6 +382,9 @@ header="gpu: ${gpu:-?} | torch ${torch_v:-?} | arch $ARCH | ctest: ${ctest_line:
 steps (s): $(awk -F'\t' '{ printf "%s %s%s  ", $1, $3, ($2 == "0" ? "" : " [rc " $2 "]") }' "$WORK/steps.tsv") | total $(since "$t_script") s"
 "$PY" tools/device/summarize.py --work "$WORK" --out "$OUT" --models "$labels" --header "$header" \
   --precisions "$PRECISIONS" --ablation-label "$(first_label "$ABLATION_MODEL")" ${plan_args[@]+"${plan_args[@]}"}
+for section in "$WORK/reliability.md" "$WORK/fuzz.md"; do  # RELIABILITY=1, FUZZ_RUNS
+  [ -f "$section" ] && cat "$section" >>"$OUT/table.md"
+done
 
 # Logs, reports and small results into one archive (the .so files and outputs stay behind).
 (cd "$WORK" && find logs cases models calib steps.tsv peers.jsonl deps.env -type f \

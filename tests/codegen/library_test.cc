@@ -70,7 +70,7 @@ TEST(Library, IsProducedWithHeaderAndSources) {
   EXPECT_TRUE(fs::exists(built().header));
   for (const char* f : {"tiny_dev0.cu", "tiny_model.c", "tiny.h", "tiny_blobs.S", "tiny_weights.bin",
                         "tiny_dev0.fatbin", "Makefile", "aotc_rt_create.c", "aotc_rt_driver.c",
-                        "aotc_rt_launch.c", "aotc_rt_graph.c", "aotc_rt_profile.c", "aotc_rt_internal.h",
+                        "aotc_rt_launch.c", "aotc_rt_graph.c", "aotc_rt_profile.c", "aotc_rt_check.c", "aotc_rt_internal.h",
                         "aotc_runtime.h", "aotc_cuda_api.h", "library_params.cuh"})
     EXPECT_TRUE(fs::exists(built().emit / f)) << f;
   // No temp file left next to the output.

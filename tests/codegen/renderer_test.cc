@@ -86,8 +86,8 @@ TEST(EmbeddedFiles, TemplatesAndRuntimeAreEmbedded) {
   ASSERT_NE(find_embedded_file("templates/unary_elementwise.cu.in"), nullptr);
   // The runtime is split by concern; every file must be embedded (codegen compiles all of them).
   for (const char* name : {"aotc_rt_create.c", "aotc_rt_driver.c", "aotc_rt_launch.c",
-                           "aotc_rt_graph.c", "aotc_rt_profile.c", "aotc_rt_internal.h", "aotc_runtime.h",
-                           "aotc_cuda_api.h"})
+                           "aotc_rt_graph.c", "aotc_rt_profile.c", "aotc_rt_check.c", "aotc_rt_internal.h",
+                           "aotc_runtime.h", "aotc_cuda_api.h"})
     EXPECT_NE(find_embedded_file(std::string("runtime/") + name), nullptr) << name;
   const EmbeddedFile* rt = find_embedded_file("runtime/aotc_rt_create.c");
   ASSERT_NE(rt, nullptr);

@@ -242,6 +242,7 @@ static aotc_rt_handle* new_handle(void) {
   h->ctx = (CUcontext)(uintptr_t)1;
   h->arena = 0x9000000;
   h->graphs_enabled = 1;
+  CHECK(aotc_rt_registry_add(h)); /* what create does last */
   return h;
 }
 
@@ -610,6 +611,7 @@ static void test_matmul_tuning(void) {
   h->lt.matmul = f_lt_matmul;
   h->lt.matmul_desc_set_attribute = f_lt_set;
   h->ctx = (CUcontext)(uintptr_t)1;
+  CHECK(aotc_rt_registry_add(h));
   h->arena = 0x9000000;
   h->weights = 0x8000000;
   h->graphs_enabled = 0;

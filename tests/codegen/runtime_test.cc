@@ -1,7 +1,7 @@
 // The runtime's C sources as they are embedded into aotc: they compile with -Wall -Wextra -Werror,
-// the C copy of the library-kernel protocol agrees with templates/library_params.cuh, and the
-// library-kernel and CUDA-graph logic behaves against a fake driver (runtime_fake_driver.c), all
-// without a GPU.
+// the C copy of the library-kernel protocol agrees with templates/library_params.cuh, the
+// library-kernel and CUDA-graph logic behaves against a fake driver (runtime_fake_driver.c), and
+// so do the misuse checks (runtime_checks_fake.c), all without a GPU.
 #include <gtest/gtest.h>
 
 #include "codegen/embedded_files.h"
@@ -53,6 +53,47 @@ TEST(Runtime, FakeDriverLibraryKernelsAndGraphCache) {
   EXPECT_EQ(run->exit_code, 0) << run->output;
   EXPECT_NE(run->output.find("ok"), std::string::npos) << run->output;
   fs::remove_all(dir);
+}
+
+// The misuse checks (runtime_checks_fake.c): live-handle registry, pointer checks once per set,
+// sticky faults. Built twice: plainly, and with AddressSanitizer + UBSan, where a read of a
+// destroyed handle is a report (the registry must answer before anything touches it).
+void build_and_run_checks(const std::string& tag, const std::vector<std::string>& flags) {
+  fs::path dir = write_runtime(tag);
+  std::vector<std::string> argv = {"cc", "-std=c11", "-g", "-Wall", "-Wextra", "-Werror", "-I", dir.string()};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.push_back(std::string(AOTC_TEST_SOURCE_DIR) + "/runtime_checks_fake.c");
+  std::vector<std::string> sources = runtime_sources(dir);
+  argv.insert(argv.end(), sources.begin(), sources.end());
+  for (const char* a : {"-ldl", "-pthread", "-o"}) argv.push_back(a);
+  argv.push_back((dir / "checks").string());
+  auto cc = run_process(argv);
+  ASSERT_TRUE(cc.is_ok());
+  ASSERT_EQ(cc->exit_code, 0) << cc->output;
+  auto run = run_process({(dir / "checks").string()});
+  ASSERT_TRUE(run.is_ok());
+  EXPECT_EQ(run->exit_code, 0) << run->output;
+  EXPECT_NE(run->output.find("ok"), std::string::npos) << run->output;
+  fs::remove_all(dir);
+}
+
+TEST(Runtime, FakeDriverMisuseChecks) {
+  if (!test::tool_runs("cc")) GTEST_SKIP() << "cc not available";
+  build_and_run_checks("checks", {});
+}
+
+TEST(Runtime, FakeDriverMisuseChecksUnderAddressSanitizer) {
+  if (!test::tool_runs("cc")) GTEST_SKIP() << "cc not available";
+  // Whether this cc links sanitized programs at all (libasan / libubsan installed).
+  fs::path probe = fs::temp_directory_path() / ("aotc-asan-probe-" + std::to_string(getpid()));
+  fs::create_directories(probe);
+  std::ofstream(probe / "p.c") << "int main(void) { return 0; }\n";
+  auto cc = run_process({"cc", "-fsanitize=address,undefined", (probe / "p.c").string(), "-o",
+                         (probe / "p").string()});
+  fs::remove_all(probe);
+  if (!cc.is_ok() || cc->exit_code != 0) GTEST_SKIP() << "cc cannot link -fsanitize=address,undefined";
+  build_and_run_checks("checks-asan", {"-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
+                                       "-fno-omit-frame-pointer"});
 }
 
 TEST(Runtime, ProtocolCopyMatchesLibraryParamsHeader) {
