@@ -11,6 +11,8 @@
 #      EXPORTER="torchscript dynamo dynamo23" (any of them; dynamo23: opset 23, SDPA attention)  ARCH=sm_90  BENCH_ITERS=200
 #      CTEST_ARGS (default "-LE conformance": the CPU node-test sweep is CI's job)
 #      CONFORMANCE=claimed|all (node tests as .so files on the GPU; default off), CONFORMANCE_TIMEOUT=240
+#      CONFORMANCE_DATA=DIR (the node-test folder to run; default the one setup links, which
+#      overrides a caller's AOTC_NODE_TEST_DATA: e.g. the unpacked .deps/onnx123_node_tests.tar.gz)
 #      TIME_BUDGET=540 (s; later steps shrink their limits to fit)  DEPS_PREFIX=/tmp/aotc-deps
 #      PRECISIONS="fp32 fp16" (each case compiled with aotc --precision P, dirs NAME_bsB_P, peers
 #      run per precision; PASS: fp32 rel L2 < 1e-4 and max abs < 1e-3 max|ref|, fp16 rel L2 < 1e-2;
@@ -131,7 +133,7 @@ step_conformance() {
   local runner="$BUILD_DIR/bin/aotc-conformance" args=()
   if [ ! -x "$runner" ]; then echo "error: $runner missing"; return 2; fi
   if [ "$CONFORMANCE" = claimed ]; then args+=(--ops "$kClaimedOps"); fi
-  timeout "$(cap "${CONFORMANCE_TIMEOUT:-240}")" "$runner" --gpu --data "${AOTC_NODE_TEST_DATA:-/usr/include/onnx/backend/test/data/node}" \
+  timeout "$(cap "${CONFORMANCE_TIMEOUT:-240}")" "$runner" --gpu --data "${CONFORMANCE_DATA:-${AOTC_NODE_TEST_DATA:-/usr/include/onnx/backend/test/data/node}}" \
     --jobs "$jobs" --timeout 120 --quiet --arch "$ARCH" --log "$WORK/logs/conformance_tests.log" \
     --json "$OUT/conformance_gpu.json" </dev/null
   local rc=$?

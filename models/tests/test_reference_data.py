@@ -200,7 +200,7 @@ class ExportOneWithStandInTorchTest(unittest.TestCase):
         try:
             sys.modules["torch"] = fake_torch
             model_zoo.MODEL_SPECS["tiny"] = spec
-            model_zoo.build_model = lambda name, seed: (
+            model_zoo.build_model = lambda name, seed, attention="eager": (
                 lambda x: Out(x * 2 + 1), {"reinitialised": [], "batchnorm_recalibrated": 0,
                                            "parameters": 6, "seed": seed})
             exporter.export_onnx = lambda model, s, example, path, exp, opset: (

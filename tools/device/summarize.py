@@ -136,6 +136,16 @@ def format_table(rows, columns=None):
     return "\n".join(lines)
 
 
+def model_of(work, label):
+    """The model zoo name behind an export folder (NAME, NAME_dynamo, NAME_dynamo23): the peers run
+    the model, whichever exporter wrote the ONNX file."""
+    try:
+        with open(os.path.join(work, "models", label, "meta.json")) as f:
+            return json.load(f).get("model") or label
+    except (OSError, ValueError):
+        return label
+
+
 def peer_precision(record):
     """'fp32' or 'fp16'; records written before --precision existed carried a note (fp32)."""
     value = str(record.get("precision", "fp32"))
@@ -414,7 +424,7 @@ def summarize(work, models, precisions=("fp32",), ablation=False, ptx=False,
             continue
         label, batch, precision = entry["label"], entry["batch"], entry["precision"]
         shown = label + (kPtxRowSuffix if entry["role"] == "ptx" else "")
-        rows.append(build_row(work, label, batch, peer_results(peers, label, batch, precision),
+        rows.append(build_row(work, label, batch, peer_results(peers, model_of(work, label), batch, precision),
                               notes, precision, entry["name"], shown))
     abl = ablation_rows(work, cases, list(precisions), ablation_label) if ablation else []
     return rows, abl, list(dict.fromkeys(notes))  # the PTX row repeats its peers' notes

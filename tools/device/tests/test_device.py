@@ -46,6 +46,17 @@ def make_tiny_export(models_dir, label, batches):
                                                       "cases": cases})
 
 
+class ModelOfTest(unittest.TestCase):
+    def test_export_folders_map_to_their_model(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as work:
+            os.makedirs(os.path.join(work, "models", "gpt2_dynamo23"))
+            with open(os.path.join(work, "models", "gpt2_dynamo23", "meta.json"), "w") as f:
+                json.dump({"model": "gpt2", "exporter": "dynamo23"}, f)
+            self.assertEqual(summarize.model_of(work, "gpt2_dynamo23"), "gpt2")
+            self.assertEqual(summarize.model_of(work, "resnet50"), "resnet50")  # no meta: the label
+
+
 class FormatTest(unittest.TestCase):
     def test_fmt(self):
         self.assertEqual(summarize.fmt(None, "ms"), "-")
