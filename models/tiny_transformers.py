@@ -16,6 +16,10 @@ package alone (no torch), for testing aotc's whole-model path off the GPU machin
               SwiGLU MLP, untied LM head (what the dynamo exporter writes at opset 23).
   bert_sdpa_block (opset 23): BERT as the dynamo exporter writes SDPA: head split by Reshape +
               Transpose, the Attention op with a boolean key mask, the context transposed back.
+  llama_hf_block (opset 23): transformers' LlamaForCausalLM as the dynamo exporter writes it with
+              static shapes: head split by Reshape + Transpose, the rotate_half rotary written out
+              (Mul cos, Slice, Neg, Concat, Mul sin, Add; constant [1, 1, S, D] tables),
+              repeat_kv (Unsqueeze, Expand, Reshape), the Attention op with is_causal.
   vit_mha_block (opset 17): torchvision ViT's encoder layers as TorchScript exports
               nn.MultiheadAttention(batch_first=True): Transpose to sequence-first, packed in-projection
               MatMul + Add, Reshape -> Unsqueeze -> Transpose -> Squeeze -> Gather 0/1/2 for q/k/v,
@@ -294,9 +298,66 @@ def llama_block(b):
             [(logits, "logits", TensorProto.FLOAT, ["batch", SEQ, VOCAB])])
 
 
+def llama_hf_block(b):
+    """LLaMA as transformers' LlamaForCausalLM (sdpa attention) comes out of the dynamo exporter at
+    opset 23 with static shapes: RMSNormalization; q/k/v projections split into heads by Reshape +
+    Transpose(0,2,1,3); the rotate_half rotary written out on q and k (Mul by a constant cos
+    [1, 1, S, D], Slice halves, Neg, Concat(-x2, x1), Mul by sin, Add) with cat(freqs, freqs)
+    tables; repeat_kv for the grouped heads (Unsqueeze, Expand, Reshape); the Attention op with
+    is_causal; the context transposed back; SwiGLU MLP; untied LM head."""
+    ids = "input_ids"
+    x = b.op("Gather", [b.weight((VOCAB, HIDDEN), 0.5, "embed"), ids], axis=0)
+    inv = 1.0 / (10000.0 ** (np.arange(0, HEAD_DIM, 2, dtype=np.float64) / HEAD_DIM))
+    freqs = np.outer(np.arange(SEQ, dtype=np.float64), inv)
+    emb = np.concatenate([freqs, freqs], axis=-1)[None, None]  # [1, 1, S, D]
+    cos, sin = b.const(np.cos(emb), "cos"), b.const(np.sin(emb), "sin")
+    half = HEAD_DIM // 2
+    group = HEADS // KV_HEADS
+
+    def rms(v):
+        return b.op("RMSNormalization", [v, b.const(1.0 + b.rng.normal(0.0, 0.1, size=HIDDEN), "rms.g")],
+                    axis=-1, epsilon=1e-6)
+
+    def proj(v, n_in, n_out):
+        return b.op("MatMul", [v, b.weight((n_in, n_out), 1.0 / np.sqrt(n_in))])
+
+    def split_heads(v, n):
+        return b.op("Transpose", [b.reshape_dims(v, x, 2, [n, HEAD_DIM])], perm=[0, 2, 1, 3])
+
+    def rope(t):  # q * cos + rotate_half(q) * sin
+        x1 = b.op("Slice", [t, b.i64([0]), b.i64([half]), b.i64([-1]), b.i64([1])])
+        x2 = b.op("Slice", [t, b.i64([half]), b.i64([np.iinfo(np.int64).max]), b.i64([-1]), b.i64([1])])
+        rotated = b.op("Concat", [b.op("Neg", [x2]), x1], axis=-1)
+        return b.op("Add", [b.op("Mul", [t, cos]), b.op("Mul", [rotated, sin])])
+
+    def repeat_kv(t):  # [B, KV, S, D] -> [B, KV, G, S, D] -> [B, KV * G, S, D]
+        wide = b.op("Concat", [b.dim(x, 0), b.i64([KV_HEADS, group]), b.dim(x, 1), b.i64([HEAD_DIM])], axis=0)
+        e = b.op("Expand", [b.op("Unsqueeze", [t, b.i64([2])]), wide])
+        merged = b.op("Concat", [b.dim(x, 0), b.i64([HEADS]), b.dim(x, 1), b.i64([HEAD_DIM])], axis=0)
+        return b.op("Reshape", [e, merged])
+
+    kv = KV_HEADS * HEAD_DIM
+    for _ in range(2):
+        h = rms(x)
+        q = split_heads(proj(h, HIDDEN, HIDDEN), HEADS)
+        k = split_heads(proj(h, HIDDEN, kv), KV_HEADS)
+        v = split_heads(proj(h, HIDDEN, kv), KV_HEADS)
+        q, k = rope(q), rope(k)
+        ctx = b.op("Attention", [q, repeat_kv(k), repeat_kv(v)], is_causal=1, scale=float(1.0 / np.sqrt(HEAD_DIM)))
+        a = b.reshape_dims(b.op("Transpose", [ctx], perm=[0, 2, 1, 3]), x, 2, [HIDDEN])
+        x = b.op("Add", [x, proj(a, HIDDEN, HIDDEN)])
+        h = rms(x)
+        gate = proj(h, HIDDEN, FFN)
+        silu = b.op("Mul", [gate, b.op("Sigmoid", [gate])])
+        x = b.op("Add", [x, proj(b.op("Mul", [silu, proj(h, HIDDEN, FFN)]), FFN, HIDDEN)])
+    logits = proj(rms(x), HIDDEN, VOCAB)
+    return ([("input_ids", TensorProto.INT64, ["batch", SEQ])],
+            [(logits, "logits", TensorProto.FLOAT, ["batch", SEQ, VOCAB])])
+
+
 MODELS = {"gpt2_block": (gpt2_block, 17), "bert_block": (bert_block, 17), "vit_block": (vit_block, 20),
           "vit_mha_block": (vit_mha_block, 20), "llama_block": (llama_block, 23),
-          "bert_sdpa_block": (bert_sdpa_block, 23)}
+          "bert_sdpa_block": (bert_sdpa_block, 23), "llama_hf_block": (llama_hf_block, 23)}
 
 
 def build(name, seed):

@@ -26,6 +26,10 @@ Expected<bool> fold_batchnorm(Graph& graph);
 Expected<bool> patchify_conv(Graph& graph);
 // The written-out GELU formulas (erf and tanh forms) -> one Gelu node (approximate none / tanh).
 Expected<bool> fuse_gelu(Graph& graph);
+// The rotate_half rotary embedding written out (x*cos + cat(-x2, x1)*sin with constant tables of
+// equal halves) -> one RotaryEmbedding; on a head split, on the [B,S,H*D] rows with the
+// Transpose moved after it (opt/fuse_rotary.cc).
+Expected<bool> fuse_rotary(Graph& graph);
 // MatMul of activations by a constant [K, N] -> Gemm over the flattened rows (views), with the
 // reshape back moved past the bias / residual Adds and activation that follow (for fuse_epilogue).
 Expected<bool> matmul_to_gemm(Graph& graph);

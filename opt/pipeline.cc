@@ -23,6 +23,12 @@ const std::vector<Pass>& default_pipeline() {
       {"fold_batchnorm", fold_batchnorm},
       {"patchify_conv", patchify_conv},
       {"fuse_gelu", fuse_gelu},
+      // After folding (cos / sin tables are constants by then); before precision, so the caches
+      // convert with every other constant; before fuse_attention / fuse_attention_operands, which
+      // read its moved head transposes as views of the rotary output; it matches Mul / Add /
+      // Slice / Neg / Concat only, so the projection passes after it (matmul_to_gemm,
+      // fuse_epilogue) see the same MatMuls either way.
+      {"fuse_rotary", fuse_rotary},
       {"matmul_to_gemm", matmul_to_gemm},
       {"fuse_epilogue", fuse_epilogue},
       {"precision", convert_precision},

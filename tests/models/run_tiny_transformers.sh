@@ -3,7 +3,8 @@
 # onnxruntime, no torch) into OUT, runs aotc-model-check --lower on them (must pass), checks that
 # the CPU outputs are bit-identical with the copy-chain passes disabled, then that the checker
 # fails on a copy whose reference output is perturbed by 1e-3 relative (so the pass above could
-# have failed). Exit 77 (CTest: skipped) when python3 lacks onnx or onnxruntime.
+# have failed); and that fuse_rotary fired on llama_hf_block. Exit 77 (CTest: skipped) when
+# python3 lacks onnx or onnxruntime.
 # usage: run_tiny_transformers.sh AOTC_MODEL_CHECK TINY_TRANSFORMERS_PY OUT
 set -euo pipefail
 checker=$1 script=$2 out=$3
@@ -13,7 +14,8 @@ if ! python3 -c "import onnx, onnxruntime, numpy" 2>/dev/null; then
 fi
 rm -rf "$out"
 python3 "$script" "$out"
-models=("$out"/gpt2_block "$out"/bert_block "$out"/vit_block "$out"/vit_mha_block "$out"/llama_block "$out"/bert_sdpa_block)
+models=("$out"/gpt2_block "$out"/bert_block "$out"/vit_block "$out"/vit_mha_block "$out"/llama_block "$out"/bert_sdpa_block
+        "$out"/llama_hf_block)
 "$checker" --lower --ops "${models[@]}" | tee "$out/with_passes.txt"
 
 # fuse_copy_chains / fuse_matmul_transpose move data only (a folded Mul rounds as before): the CPU
@@ -31,6 +33,15 @@ if [ "$fired" -ne 4 ]; then  # gpt2_block and vit_mha_block, batch 1 and 2
   exit 1
 fi
 echo "ok: bit-identical outputs without the copy-chain passes; they fired on gpt2_block and vit_mha_block"
+
+# fuse_rotary must have fired on llama_hf_block's written-out rotate_half (2 layers x q, k; batch 1
+# and 2), leaving no Neg / Concat of it behind, so the ONNX Runtime comparison above covered it.
+rotary=$(awk '/llama_hf_block/ {m = 1} m && /ops after pipeline/ {print; m = 0}' "$out/with_passes.txt")
+if [ "$(grep -c "RotaryEmbeddingx4" <<<"$rotary")" -ne 2 ] || grep -qE " (Neg|Concat)x" <<<"$rotary"; then
+  echo "FAIL: fuse_rotary did not turn llama_hf_block's rotary into 4 RotaryEmbedding nodes: $rotary"
+  exit 1
+fi
+echo "ok: fuse_rotary fired on llama_hf_block"
 
 bad="$out/perturbed_bert_block"
 cp -r "$out/bert_block" "$bad"
