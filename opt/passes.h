@@ -26,6 +26,8 @@ Expected<bool> fold_batchnorm(Graph& graph);
 Expected<bool> patchify_conv(Graph& graph);
 // The written-out GELU formulas (erf and tanh forms) -> one Gelu node (approximate none / tanh).
 Expected<bool> fuse_gelu(Graph& graph);
+// Mul(Mul(g, Sigmoid(g)), u) (LLaMA's gated SiLU MLP) -> one SwiGLU(g, u) node (fuse_swiglu.cc).
+Expected<bool> fuse_swiglu(Graph& graph);
 // The rotate_half rotary embedding written out (x*cos + cat(-x2, x1)*sin with constant tables of
 // equal halves) -> one RotaryEmbedding; on a head split, on the [B,S,H*D] rows with the
 // Transpose moved after it (opt/fuse_rotary.cc).

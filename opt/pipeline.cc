@@ -29,6 +29,7 @@ const std::vector<Pass>& default_pipeline() {
       // Slice / Neg / Concat only, so the projection passes after it (matmul_to_gemm,
       // fuse_epilogue) see the same MatMuls either way.
       {"fuse_rotary", fuse_rotary},
+      {"fuse_swiglu", fuse_swiglu},
       {"matmul_to_gemm", matmul_to_gemm},
       {"fuse_epilogue", fuse_epilogue},
       {"precision", convert_precision},

@@ -38,6 +38,7 @@ const std::vector<PrecisionPolicy>& precision_policies() {
       {"LogSoftmax", PrecisionRule::kComputeFp32, {}},
       {"LayerNormalization", PrecisionRule::kComputeFp32, {}},
       {"RMSNormalization", PrecisionRule::kComputeFp32, {}},
+      {"SwiGLU", PrecisionRule::kComputeFp32, {}},  // exp of the gate
       // attn_mask keeps its type: an fp32 additive mask of -3.4e38 (torch.finfo.min) would round
       // to -inf in fp16 and turn "very unlikely" into "disallowed" (a fully masked row then
       // outputs zeros instead of the uniform average); the kernel reads any mask type.
