@@ -264,6 +264,20 @@ TEST(GpuAttention, PastAndPresentWithProbabilities) {
   run_case(g, "attn_f16_past_present_probs");
 }
 
+// LLaMA's MLP gate written out: Mul(Mul(g, Sigmoid(g)), u) -> one SwiGLU kernel (fuse_swiglu).
+TEST(GpuActivations, GatedSiluRunsAsOneSwiglu) {
+  AOTC_REQUIRE_GPU();
+  for (DType t : {DType::kFloat32, DType::kFloat16}) {
+    GraphBuilder b;
+    b.graph().opset = 23;
+    ValueId g = b.input("g", {3, 17, 258}, t), u = b.input("u", {3, 17, 258}, t);
+    b.output(b.node("Mul", {b.node("Mul", {g, b.node("Sigmoid", {g})}), u}));
+    CaseOptions opt;
+    opt.expect_ops_after_pipeline = {"SwiGLU"};
+    run_case(b.graph(), std::string("swiglu_pattern_") + dtype_name(t), opt);
+  }
+}
+
 TEST(GpuNorms, RmsNormalizationFp32AndFp16) {
   AOTC_REQUIRE_GPU();
   for (DType t : {DType::kFloat32, DType::kFloat16}) {
