@@ -141,7 +141,7 @@ def main():
         "",
         "Tolerances per element: fp32/fp64 atol 1e-5 rtol 1e-4, fp16 atol 2.5e-3 rtol 1e-3; integers",
         "and bool exact; NaN and Inf positions must match. The inference set is every node test except",
-        "training ops, sequence/optional/map/string types, control flow (If/Loop/Scan), random",
+        "training ops, sequence/optional/map/string types, control flow that does not resolve at compile time, random",
         "generators and data-dependent output shapes (see docs/conformance.md).",
         "",
         f"inference set (CPU reference): {rate(cpu, True)}",
