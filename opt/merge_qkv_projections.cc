@@ -150,8 +150,11 @@ std::optional<std::vector<int64_t>> widen_view(const std::vector<int64_t>& v, in
 
 }  // namespace
 
-Expected<bool> merge_qkv_projections(Graph& graph) {
-  const OpRegistry& registry = default_registry();
+// Both passes: `merge_at(ai, producers, consumers)` tries the attention node at ai and returns true
+// when it rewrote the graph; the scan then starts again on fresh producer / consumer lists, until
+// a whole scan changes nothing. Dead code is removed at the end.
+template <typename MergeAt>
+Expected<bool> merge_until_stable(Graph& graph, const char* domain, const char* op_type, MergeAt merge_at) {
   bool changed = false;
   for (bool again = true; again;) {
     again = false;
@@ -159,9 +162,23 @@ Expected<bool> merge_qkv_projections(Graph& graph) {
     const std::vector<std::vector<int>> consumers = graph.consumers();
     for (size_t ai = 0; ai < graph.nodes.size() && !again; ++ai) {
       const Node& at = graph.nodes[ai];
-      if (!at.domain.empty() || at.op_type != "Attention" || at.inputs.size() < 3) continue;
+      if (at.domain != domain || at.op_type != op_type || at.inputs.size() < 3) continue;
+      Expected<bool> merged = merge_at(ai, producers, consumers);
+      if (!merged) return merged.status();
+      if (*merged) changed = again = true;
+    }
+  }
+  if (changed) AOTC_RETURN_IF_ERROR(dead_code(graph).status());
+  return changed;
+}
+
+Expected<bool> merge_qkv_projections(Graph& graph) {
+  const OpRegistry& registry = default_registry();
+  return merge_until_stable(graph, "", "Attention", [&](size_t ai, const std::vector<int>& producers,
+                                                        const std::vector<std::vector<int>>& consumers) -> Expected<bool> {
+      const Node& at = graph.nodes[ai];
       // Only where the fused kernel runs it (and so reads the Split's parts in place).
-      if (!attention_runs_fused(at, graph)) continue;
+      if (!attention_runs_fused(at, graph)) return false;
       std::vector<int> gs;
       bool ok = true;
       for (int o = 0; o < 3 && ok; ++o) {
@@ -169,10 +186,10 @@ Expected<bool> merge_qkv_projections(Graph& graph) {
         ok = p >= 0;
         if (ok && std::find(gs.begin(), gs.end(), p) == gs.end()) gs.push_back(p);
       }
-      if (!ok || gs.size() < 2) continue;
+      if (!ok || gs.size() < 2) return false;
       std::vector<int64_t> ns;
       std::optional<Node> merged = merged_projection(graph, producers, gs, ns);
-      if (!merged) continue;
+      if (!merged) return false;
       // The merged product and the Split into the original values.
       const Node& g0 = graph.nodes[static_cast<size_t>(gs[0])];
       const std::string wname = graph.value(g0.inputs[1]).name;
@@ -181,27 +198,19 @@ Expected<bool> merge_qkv_projections(Graph& graph) {
                                                          Tensor::from_int64s({static_cast<int64_t>(ns.size())}, ns))},
                  {}, {{"axis", Attribute::of_int(1)}}};
       for (int p : gs) split.outputs.push_back(graph.nodes[static_cast<size_t>(p)].outputs[0]);
-      if (!infer_node(*merged, graph, registry).is_ok()) continue;
+      if (!infer_node(*merged, graph, registry).is_ok()) return false;
       AOTC_RETURN_IF_ERROR(infer_node(split, graph, registry));
       // Placed where the first projection was (all of them read the same input, defined by then).
       replace_projections(graph, gs, std::move(*merged), std::move(split));
-      changed = again = true;
-    }
-  }
-  if (changed) AOTC_RETURN_IF_ERROR(dead_code(graph).status());
-  return changed;
+      return true;
+  });
 }
 
 Expected<bool> merge_strided_qkv_projections(Graph& graph) {
   const OpRegistry& registry = default_registry();
-  bool changed = false;
-  for (bool again = true; again;) {
-    again = false;
-    const std::vector<int> producers = graph.producers();
-    const std::vector<std::vector<int>> consumers = graph.consumers();
-    for (size_t ai = 0; ai < graph.nodes.size() && !again; ++ai) {
+  return merge_until_stable(graph, "aotc", "StridedAttention", [&](size_t ai, const std::vector<int>& producers,
+                                                                   const std::vector<std::vector<int>>& consumers) -> Expected<bool> {
       const Node& at = graph.nodes[ai];
-      if (at.domain != "aotc" || at.op_type != "StridedAttention" || at.inputs.size() < 3) continue;
       // Each operand is a projection's whole [M, N] output, read by this node alone.
       std::vector<int> gs, of(3, -1);
       bool ok = true;
@@ -218,10 +227,10 @@ Expected<bool> merge_strided_qkv_projections(Graph& graph) {
         of[static_cast<size_t>(o)] = static_cast<int>(it - gs.begin());
         if (it == gs.end()) gs.push_back(p);
       }
-      if (!ok || gs.size() < 2) continue;
+      if (!ok || gs.size() < 2) return false;
       std::vector<int64_t> ns;
       std::optional<Node> merged = merged_projection(graph, producers, gs, ns);
-      if (!merged) continue;
+      if (!merged) return false;
       int64_t total = 0;
       std::vector<int64_t> offsets;
       for (int64_t n : ns) {
@@ -245,14 +254,11 @@ Expected<bool> merge_strided_qkv_projections(Graph& graph) {
       }
       if (!ok || !infer_node(*merged, graph, registry).is_ok() || !infer_node(rewritten, graph, registry).is_ok() ||
           !attention_runs_fused(rewritten, graph))
-        continue;
+        return false;
       graph.nodes[ai] = std::move(rewritten);
       replace_projections(graph, gs, std::move(*merged), std::nullopt);
-      changed = again = true;
-    }
-  }
-  if (changed) AOTC_RETURN_IF_ERROR(dead_code(graph).status());
-  return changed;
+      return true;
+  });
 }
 
 }  // namespace aotc
