@@ -31,6 +31,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tiny_transformers  # noqa: E402  (write_cases: the shared test-data writer)
+
 F = TensorProto.FLOAT
 ANCHORS = 50
 CLASSES = 3
@@ -178,35 +181,20 @@ def build(name, seed):
     return model, inputs
 
 
+def normal_inputs(inputs, batch, rng):
+    return {n: rng.normal(0.0, 1.0, size=[batch] + list(s[1:])).astype(np.float32) for n, _, s in inputs}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    import onnxruntime as ort
     for index, name in enumerate(MODELS):
         model, inputs = build(name, args.seed + index)
-        folder = os.path.join(args.out, name)
-        os.makedirs(folder, exist_ok=True)
-        path = os.path.join(folder, "model.onnx")
-        onnx.save(model, path)
-        opts = ort.SessionOptions()
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        session = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
-        for batch in (1, 2):
-            rng = np.random.default_rng(1000 * (args.seed + index) + batch)
-            feeds = {n: rng.normal(0.0, 1.0, size=[batch] + list(s[1:])).astype(np.float32) for n, _, s in inputs}
-            results = session.run(None, feeds)
-            data = os.path.join(folder, f"test_data_set_bs{batch}")
-            os.makedirs(data, exist_ok=True)
-            for k, (n, _, _) in enumerate(inputs):
-                onnx.save_tensor(numpy_helper.from_array(feeds[n], n), os.path.join(data, f"input_{k}.pb"))
-            for k, (out, meta) in enumerate(zip(results, session.get_outputs())):
-                if not np.all(np.isfinite(out)) or np.abs(out).max() == 0:
-                    sys.exit(f"{name}: the reference output is degenerate (non-finite or all zero)")
-                onnx.save_tensor(numpy_helper.from_array(out, meta.name), os.path.join(data, f"output_{k}.pb"))
-            print(f"{name}: batch {batch}: outputs " + ", ".join(str(list(r.shape)) for r in results))
-        print(f"{name}: {path} ({len(model.graph.node)} nodes, opset 17)")
+        results = tiny_transformers.write_cases(args.out, name, model, inputs, args.seed + index, normal_inputs)
+        for batch, outs in results.items():
+            print(f"{name}: batch {batch}: outputs " + ", ".join(str(list(r.shape)) for r in outs))
 
 
 if __name__ == "__main__":

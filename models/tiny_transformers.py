@@ -393,34 +393,44 @@ def make_inputs(inputs, batch, rng):
     return feeds
 
 
+def write_cases(out, name, model, inputs, seed, make_feeds):
+    """OUT/NAME/model.onnx and test_data_set_bs1 / bs2 with seeded inputs (make_feeds(inputs, batch,
+    rng)) and ONNX Runtime's outputs (graph optimisations off); exits on a degenerate reference.
+    Returns the per-batch outputs."""
+    import onnxruntime as ort
+    folder = os.path.join(out, name)
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "model.onnx")
+    onnx.save(model, path)
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+    all_results = {}
+    for batch in (1, 2):
+        rng = np.random.default_rng(1000 * seed + batch)
+        feeds = make_feeds(inputs, batch, rng)
+        results = session.run(None, feeds)
+        data = os.path.join(folder, f"test_data_set_bs{batch}")
+        os.makedirs(data, exist_ok=True)
+        for k, (n, _, _) in enumerate(inputs):
+            onnx.save_tensor(numpy_helper.from_array(feeds[n], n), os.path.join(data, f"input_{k}.pb"))
+        for k, (res, meta) in enumerate(zip(results, session.get_outputs())):
+            if not np.all(np.isfinite(res)) or np.abs(res).max() == 0:
+                sys.exit(f"{name}: the reference output is degenerate (non-finite or all zero)")
+            onnx.save_tensor(numpy_helper.from_array(res, meta.name), os.path.join(data, f"output_{k}.pb"))
+        all_results[batch] = results
+    print(f"{name}: {path} ({len(model.graph.node)} nodes, opset {model.opset_import[0].version})")
+    return all_results
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    import onnxruntime as ort
     for index, name in enumerate(MODELS):
         model, inputs = build(name, args.seed + index)
-        folder = os.path.join(args.out, name)
-        os.makedirs(folder, exist_ok=True)
-        path = os.path.join(folder, "model.onnx")
-        onnx.save(model, path)
-        opts = ort.SessionOptions()
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        session = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
-        for batch in (1, 2):
-            rng = np.random.default_rng(1000 * (args.seed + index) + batch)
-            feeds = make_inputs(inputs, batch, rng)
-            results = session.run(None, feeds)
-            data = os.path.join(folder, f"test_data_set_bs{batch}")
-            os.makedirs(data, exist_ok=True)
-            for k, (n, _, _) in enumerate(inputs):
-                onnx.save_tensor(numpy_helper.from_array(feeds[n], n), os.path.join(data, f"input_{k}.pb"))
-            for k, (out, meta) in enumerate(zip(results, session.get_outputs())):
-                if not np.all(np.isfinite(out)) or np.abs(out).max() == 0:
-                    sys.exit(f"{name}: the reference output is degenerate (non-finite or all zero)")
-                onnx.save_tensor(numpy_helper.from_array(out, meta.name), os.path.join(data, f"output_{k}.pb"))
-        print(f"{name}: {path} ({len(model.graph.node)} nodes, opset {model.opset_import[0].version})")
+        write_cases(args.out, name, model, inputs, args.seed + index, make_inputs)
 
 
 if __name__ == "__main__":
