@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ir/graph.h"
 #include "ir/small_dtypes.h"
@@ -98,20 +100,41 @@ Expected<Tensor> read_external(const onnx::TensorProto& proto, const std::string
   const std::string prefix = base == "/" ? base : base + "/";
   if (target.compare(0, prefix.size(), prefix) != 0)
     return tensor_error(what, "external data location " + loc_msg + " resolves outside the model's folder");
+  // Opened once, without following a last-component link and without blocking on a FIFO; every
+  // check below is on the opened file (fstat), so nothing can be swapped in between.
+  const int fd = ::open(target.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return tensor_error(what, "cannot open external data file " + loc_msg);
   struct stat st;
-  if (::stat(target.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
     return tensor_error(what, "external data file " + loc_msg + " is not a regular file");
+  }
+  // A second name of a file is indistinguishable from the file: a hard link in the model's folder
+  // can be a file from anywhere on the same file system, so only singly linked files are read.
+  if (st.st_nlink != 1) {
+    ::close(fd);
+    return tensor_error(what, "external data file " + loc_msg + " has " + std::to_string(st.st_nlink) +
+                                  " hard links; only files with one link are read (a hard link may name a "
+                                  "file outside the model's folder)");
+  }
   const int64_t file_size = static_cast<int64_t>(st.st_size);
   const int64_t length = ref->length < 0 ? expected_bytes : ref->length;
-  if (length != expected_bytes)
+  if (length != expected_bytes) {
+    ::close(fd);
     return tensor_error(what, "external data length " + std::to_string(length) + " does not match " +
                                   std::to_string(expected_bytes) + " bytes implied by dims and dtype");
-  if (ref->offset > file_size || length > file_size - ref->offset)
+  }
+  if (ref->offset > file_size || length > file_size - ref->offset) {
+    ::close(fd);
     return tensor_error(what, "external data range [" + std::to_string(ref->offset) + ", +" +
                                   std::to_string(length) + ") exceeds file " + loc_msg + " of " +
                                   std::to_string(file_size) + " bytes");
-  FILE* f = std::fopen(target.c_str(), "rb");
-  if (!f) return tensor_error(what, "cannot open external data file " + loc_msg);
+  }
+  FILE* f = ::fdopen(fd, "rb");
+  if (!f) {
+    ::close(fd);
+    return tensor_error(what, "cannot open external data file " + loc_msg);
+  }
   Tensor out(dt, dims);
   const bool small = dtype_is_small(dt);
   std::vector<uint8_t> packed(small ? static_cast<size_t>(length) : 0);

@@ -39,7 +39,8 @@
 #      libFuzzer -fork over FUZZ_JOBS=all cores, each harness until FUZZ_RUNS executions or
 #      FUZZ_SECONDS (default: the budget left, shared); FUZZ_HARNESSES picks harnesses; corpus
 #      and totals stay in $WORK/fuzz for later calls on the same machine; $OUT/fuzz.tar.gz holds
-#      the summary, logs and any crash inputs; a section in table.md)
+#      the summary, logs and any crash inputs; a section in table.md); FUZZ_BACKGROUND=1 starts
+#      it right after setup beside the other steps (give it FUZZ_JOBS < cores and FUZZ_SECONDS)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 repo="$(pwd)"
@@ -334,7 +335,7 @@ step_fuzz() {
   rm -rf "$dir/out" && mkdir -p "$dir/out/logs"
   cp "$dir/summary.txt" "$dir/totals.tsv" "$dir/MANIFEST" "$dir/out/"
   for h in "${harnesses[@]}"; do
-    [ -f "$dir/logs/$h.log" ] && tail -n 400 "$dir/logs/$h.log" >"$dir/out/logs/$h.log"
+    for f in "$dir"/logs/"$h".*.log; do [ -f "$f" ] && tail -n 400 "$f" >"$dir/out/logs/$(basename "$f")"; done
   done
   cp -r "$dir/artifacts" "$dir/out/" 2>/dev/null
   tar -czf "$OUT/fuzz.tar.gz" -C "$dir/out" .
@@ -365,6 +366,14 @@ caller_build_tests="${AOTC_BUILD_TESTS:-}"
 if [ "$caller_build_tests" = OFF ]; then AOTC_BUILD_TESTS=OFF; fi
 export LD_LIBRARY_PATH="${AOTC_LD_PATH:-}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 say "deps: ${AOTC_DEPS_NOTE:-?}"
+# FUZZ_BACKGROUND=1: the fuzz step starts now, beside the other steps, on FUZZ_JOBS of the cores
+# (the GPU steps leave most of a many-core machine idle), and is waited for before the table.
+fuzz_pid=""
+if [ -n "${FUZZ_RUNS:-}" ] && [ "${FUZZ_BACKGROUND:-0}" != 0 ]; then
+  run_step fuzz step_fuzz &
+  fuzz_pid=$!
+  say "fuzz    started in the background (${FUZZ_JOBS:-$jobs} jobs)"
+fi
 if [ -z "${SKIP_BUILD:-}" ]; then run_step build step_build; fi
 if [ -z "${SKIP_CTEST:-}" ] && [ "${AOTC_BUILD_TESTS:-OFF}" = ON ]; then run_step ctest step_ctest; fi
 if [ -n "$CONFORMANCE" ]; then
@@ -374,8 +383,9 @@ fi
 if [ -z "${SKIP_EXPORT:-}" ]; then run_step export step_export; fi
 if [ -z "${SKIP_AOTC:-}" ]; then run_step aotc step_aotc; fi
 if [ "${RELIABILITY:-0}" != 0 ]; then run_step reliab step_reliability; fi
-if [ -n "${FUZZ_RUNS:-}" ]; then run_step fuzz step_fuzz; fi
+if [ -n "${FUZZ_RUNS:-}" ] && [ -z "$fuzz_pid" ]; then run_step fuzz step_fuzz; fi
 if [ -z "${SKIP_PEERS:-}" ]; then run_step peers step_peers; fi
+[ -n "$fuzz_pid" ] && wait "$fuzz_pid"
 
 # ---- (g) the table ------------------------------------------------------------------------------
 ctest_line="$(grep -E 'tests passed|tests failed' "$OUT/ctest.log" 2>/dev/null | tail -n 1)"

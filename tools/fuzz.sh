@@ -94,7 +94,9 @@ for h in "${harnesses[@]}"; do
   bin="$build/bin/fuzz_$h"
   [ -x "$bin" ] || { echo "fuzz.sh: FAILED: no harness $bin" >&2; failed=1; continue; }
   mkdir -p "$build/corpus/$h"
-  log="$build/logs/$h.log"
+  # One log per run: two runs on one build folder (a long run beside the CTest fuzz regression)
+  # used to share logs/HARNESS.log, and the summary read the other run's count.
+  log="$build/logs/$h.$(date -u +%Y%m%dT%H%M%SZ).$$.log"
   limit=(-max_total_time="$seconds")
   if [ -n "$runs" ]; then
     limit=(-runs="$runs")

@@ -404,6 +404,17 @@ TEST(OnnxLoader, ExternalDataEscapingFolderIsRefused) {
   expect_external_refused(external_model(model_dir, "short.bin", 0, 8), "does not match");
   expect_external_refused(external_model(model_dir, "missing.bin", 0, 16), "does not exist");
   expect_external_refused(external_model(model_dir, "sub", 0, 16), "not a regular file");
+  // A hard link in the folder names the outside file itself: refused by its link count, and the
+  // same bytes read through the (singly linked) copy are accepted.
+  const std::string hard = model_dir + "/hard.bin";
+  std::error_code ec;
+  std::filesystem::create_hard_link(outer.file("x.bin"), hard, ec);
+  ASSERT_FALSE(ec) << ec.message();
+  expect_external_refused(external_model(model_dir, "hard.bin", 0, 16), "2 hard links");
+  std::filesystem::remove(outer.file("x.bin"));
+  auto g = load_onnx_model(external_model(model_dir, "hard.bin", 0, 16));
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  EXPECT_EQ(value_named(*g, "w").constant->get(3), 4.0);
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // libFuzzer harness for external data (issue 10; the CVE-2022-25882 / CVE-2024-27318 class):
 // the input decides a file tree in the model's folder (regular files with fuzzed contents,
 // sub-folders, FIFOs, symlinks to files and folders inside and outside, to devices, to
-// themselves) and a model whose initializers and Constant values point into it with fuzzed
-// location / offset / length / checksum entries. The model is imported from memory with that
+// themselves, hard links to files inside and to the file outside) and a model whose initializers
+// and Constant values point into it with fuzzed location / offset / length / checksum entries. The model is imported from memory with that
 // folder as its base. Two checks beyond "no crash, no sanitizer report, no hang":
 //  - no file outside the model's folder is opened while importing: fopen/open are interposed
 //    here, and each path opened is resolved and compared with the folder;
@@ -160,7 +160,7 @@ void build_tree(FuzzedDataProvider& in) {
       if (!fs::is_directory(fs::symlink_status(parent, ec))) continue;
     }
     const char* p = path.c_str();
-    switch (in.ConsumeIntegralInRange(0, 4)) {
+    switch (in.ConsumeIntegralInRange(0, 5)) {
       case 0:
       case 1: {
         const int fd = ::open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -172,6 +172,7 @@ void build_tree(FuzzedDataProvider& in) {
       }
       case 2: ::symlink(resolve(choose(in, kTargets)).c_str(), p); break;
       case 3: ::mkdir(p, 0755); break;
+      case 4: ::link(resolve(choose(in, kTargets)).c_str(), p); break;  // a second name of a file
       default: ::mkfifo(p, 0644); break;
     }
   }

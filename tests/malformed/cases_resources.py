@@ -97,6 +97,11 @@ def external_cases(c):
         os.mkfifo(os.path.join(d, "fifo.bin"))
     add("fifo", ext_model("fifo.bin"), "error", "a FIFO is not a regular file (reading it would block)", setup=fifo)
 
+    def hard_link(d):
+        os.link(os.path.join(d, "w.bin"), os.path.join(d, "hard.bin"))
+    add("hard_link", ext_model("hard.bin"), "error",
+        "a file with a second hard link may be a file from outside the folder: refused", setup=hard_link)
+
     def loop(d):
         os.symlink("loop.bin", os.path.join(d, "loop.bin"))
     add("symlink_loop", ext_model("loop.bin"), "error", "a link to itself resolves to nothing", setup=loop)
