@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,17 @@ float half_to_float(uint16_t h);
 uint16_t float_to_half(float f);
 float bfloat16_to_float(uint16_t b);
 uint16_t float_to_bfloat16(float f);
+
+// Float -> integer type I: truncation toward zero, NaN -> 0, out-of-range values saturate (what
+// the GPU's cvt.rzi.sat does). ONNX leaves out-of-range conversions undefined; this rule is defined
+// (no C++ UB) and every host conversion of a float to an integer goes through it.
+template <class I, class F>
+I saturating_float_to_int(F v) {
+  if (v != v) return 0;
+  if (v <= static_cast<F>(std::numeric_limits<I>::lowest())) return std::numeric_limits<I>::lowest();
+  if (v >= static_cast<F>(std::numeric_limits<I>::max())) return std::numeric_limits<I>::max();
+  return static_cast<I>(v);
+}
 
 class Tensor {
  public:

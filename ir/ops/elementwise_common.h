@@ -48,16 +48,7 @@ bool visit_numeric_or_bool(DType t, F&& f) {
   return visit_numeric(t, f);
 }
 
-// Float -> integer type I: truncation toward zero, NaN -> 0, out-of-range values saturate.
-// ONNX leaves out-of-range conversions undefined; this rule is defined (no C++ UB) and the CUDA
-// text of saturating_int_expr computes the same.
-template <class I, class F>
-I saturating_float_to_int(F v) {
-  if (v != v) return 0;
-  if (v <= static_cast<F>(std::numeric_limits<I>::lowest())) return std::numeric_limits<I>::lowest();
-  if (v >= static_cast<F>(std::numeric_limits<I>::max())) return std::numeric_limits<I>::max();
-  return static_cast<I>(v);
-}
+// saturating_float_to_int (ir/tensor.h): the CUDA text of saturating_int_expr computes the same.
 
 // C++ conversion of one compute value to another with the rules above: float -> integer
 // saturates, everything else is the C++ conversion (integers wrap, floats round to nearest).

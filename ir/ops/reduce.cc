@@ -206,7 +206,7 @@ int64_t reduce_ints(ReduceKind k, const std::vector<int64_t>& v, DType t) {
       return static_cast<int64_t>(acc);
     case ReduceKind::kLogSumExp: {
       std::vector<double> d(v.begin(), v.end());
-      return static_cast<int64_t>(reduce_doubles(k, d));
+      return saturating_float_to_int<int64_t>(reduce_doubles(k, d));  // log of 0 terms: -inf
     }
     default: break;
   }
@@ -223,14 +223,8 @@ int64_t reduce_ints(ReduceKind k, const std::vector<int64_t>& v, DType t) {
   // log 0 is -inf and the root or log of a wrapped (negative) sum NaN: converted as the GPU's
   // cvt does (saturating, NaN -> 0) instead of an undefined cast (a fuzz find: ReduceLogSum of int
   // zeros, UBSan).
-  auto to_int64 = [](double d) -> int64_t {
-    if (std::isnan(d)) return 0;
-    if (d <= -9.2233720368547758e18) return INT64_MIN;
-    if (d >= 9.2233720368547758e18) return INT64_MAX;
-    return static_cast<int64_t>(d);
-  };
-  if (k == ReduceKind::kL2) return to_int64(std::sqrt(static_cast<double>(s)));
-  if (k == ReduceKind::kLogSum) return to_int64(std::log(static_cast<double>(s)));
+  if (k == ReduceKind::kL2) return saturating_float_to_int<int64_t>(std::sqrt(static_cast<double>(s)));
+  if (k == ReduceKind::kLogSum) return saturating_float_to_int<int64_t>(std::log(static_cast<double>(s)));
   return s;
 }
 

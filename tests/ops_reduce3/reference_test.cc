@@ -97,6 +97,28 @@ TEST(Reduce, IntegerLogOfZeroAndRootOfAWrappedSumAreDefined) {
   EXPECT_EQ(got[0], 0.0);
 }
 
+// Integer ReduceLogSumExp over an empty axis is log 0 = -inf: INT64_MIN, not an undefined cast
+// (a fuzz find: model_mutator, UBSan, 2026-11-27).
+TEST(Reduce, IntegerLogSumExpOfNothingSaturates) {
+  OneNode n("ReduceLogSumExp");
+  n.input(DType::kInt64, {0}).attr("keepdims", Attribute::of_int(0));
+  ASSERT_TRUE(n.build().is_ok());
+  auto got = run1(n, {Tensor(DType::kInt64, {0})});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(static_cast<int64_t>(got[0]), std::numeric_limits<int64_t>::min());
+}
+
+// LpNormalization's inference on an empty input whose other dims multiply past int64: checks the
+// axis only and keeps the shape (a fuzz find: model_mutator, UBSan, 2026-11-27).
+TEST(LpNormalization, EmptyInputWithOverflowingDimsInfers) {
+  OneNode n("LpNormalization", 22);
+  const Shape huge = {2, 2, int64_t{1} << 40, 2, 2147483647, 0};
+  n.input(DType::kFloat32, huge).attr("axis", Attribute::of_int(-1));
+  Status s = n.build();
+  ASSERT_TRUE(s.is_ok()) << s.message();
+  EXPECT_EQ(n.out().shape, huge);
+}
+
 TEST(Reduce, Refusals) {
   OneNode attr18("ReduceMax", 18);
   attr18.input(DType::kFloat32, {2}).attr("axes", Attribute::of_ints({0}));

@@ -1,6 +1,8 @@
 // Gather, GatherElements, Pad, Range, Trilu, CumSum, DepthToSpace/SpaceToDepth, Dropout and the
 // data-dependent ops: shape inference, refusals, and references against values computed
 // independently (index formulas of the ONNX spec written out here, or numpy results).
+#include <limits>
+
 #include "tests/ops_basic/ops_test_util.h"
 
 #ifdef AOTC_HAVE_OPT
@@ -125,6 +127,23 @@ TEST(Pad, AxesInputRuntimeValueAndLegacyAttributes) {
   Status s = rt.build();
   ASSERT_FALSE(s.is_ok());
   EXPECT_TRUE(test::contains(s.message(), "must be a constant")) << s.message();
+}
+
+// Pad-2's `value` is a float attribute; on an integer tensor inf / -inf / NaN become the type's
+// limits / 0 (saturating, as the GPU converts), not an undefined conversion (fuzz finds:
+// model_mutator, UBSan, 2026-11-27).
+TEST(Pad, LegacyFloatValueOnIntegersSaturates) {
+  const float cases[3] = {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::max(),
+                          std::numeric_limits<float>::quiet_NaN()};
+  const double want[3] = {2147483647.0, -2147483648.0, 0.0};
+  for (int c = 0; c < 3; ++c) {
+    OneNode n("Pad", 2);
+    n.input(DType::kInt32, {1}).attr("pads", Attribute::of_ints({1, 0})).attr("value", Attribute::of_float(cases[c]));
+    ASSERT_TRUE(n.build().is_ok());
+    Tensor x(DType::kInt32, {1});
+    x.set_int(0, 5);
+    EXPECT_EQ(run1(n, {x}), (std::vector<double>{want[c], 5})) << c;
+  }
 }
 
 // CenterCropPad-18 imports as Pad with centred pads: crop 5 -> 2 starts at 1 ((5 - 2) // 2), pad
