@@ -134,8 +134,12 @@ step_conformance() {
   local runner="$BUILD_DIR/bin/aotc-conformance" args=()
   if [ ! -x "$runner" ]; then echo "error: $runner missing"; return 2; fi
   if [ "$CONFORMANCE" = claimed ]; then args+=(--ops "$kClaimedOps"); fi
-  timeout "$(cap "${CONFORMANCE_TIMEOUT:-240}")" "$runner" --gpu --data "${CONFORMANCE_DATA:-${AOTC_NODE_TEST_DATA:-/usr/include/onnx/backend/test/data/node}}" \
-    --jobs "$jobs" --timeout 120 --quiet --arch "$ARCH" --log "$WORK/logs/conformance_tests.log" \
+  # The runner stops itself 15 s before the cap (--deadline: the tests not finished are "not
+  # run", the log and JSON still written); the timeout is the backstop.
+  local secs; secs="$(cap "${CONFORMANCE_TIMEOUT:-240}")"
+  timeout "$((secs + 20))" "$runner" --gpu --data "${CONFORMANCE_DATA:-${AOTC_NODE_TEST_DATA:-/usr/include/onnx/backend/test/data/node}}" \
+    --jobs "${CONFORMANCE_JOBS:-$jobs}" --timeout 120 --deadline "$((secs > 30 ? secs - 15 : secs))" --quiet --arch "$ARCH" \
+    --log "$WORK/logs/conformance_tests.log" \
     --json "$OUT/conformance_gpu.json" </dev/null
   local rc=$?
   return $rc

@@ -36,6 +36,8 @@ const char kUsage[] =
     "  --json FILE         results as JSON (input of tools/conformance/gen_ops_md.py)\n"
     "  --jobs N            tests run in parallel (forked children; default 1)\n"
     "  --timeout S         seconds per test before it is killed and failed (default 120, GPU 600)\n"
+    "  --deadline S        start no test after S seconds; the ones running then are stopped, and\n"
+    "                      they and the rest are reported 'not run' (so are all on SIGTERM/SIGINT)\n"
     "  --workdir DIR       scratch folder (default a fresh /tmp/aotc-conformance-XXXXXX)\n"
     "  --keep              keep the scratch folder (models, .so files, child logs)\n"
     "  --arch sm_XY        --gpu: nvcc arch (repeatable; default: the GPU's own)\n"
@@ -82,7 +84,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> ops, archs;
   bool gpu = false, keep = false, quiet = false, require_pass = false, compile_only = false;
   int jobs = 1;
-  double timeout = -1;
+  double timeout = -1, deadline = 0;
   std::string command;
   for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
   for (int i = 1; i < argc; ++i) {
@@ -106,6 +108,7 @@ int main(int argc, char** argv) {
     else if (a == "--json") json_path = value();
     else if (a == "--jobs") jobs = std::atoi(value().c_str());
     else if (a == "--timeout") timeout = std::atof(value().c_str());
+    else if (a == "--deadline") deadline = std::atof(value().c_str());
     else if (a == "--workdir") workdir = value();
     else if (a == "--keep") keep = true;
     else if (a == "--arch") archs.push_back(value());
@@ -180,6 +183,7 @@ int main(int argc, char** argv) {
   options.compile_only = compile_only;
   options.jobs = jobs;
   options.timeout_s = timeout > 0 ? timeout : (gpu ? 600 : 120);
+  options.deadline_s = deadline;
   options.keep = keep;
   options.archs = archs;
   options.nvcc = nvcc;
@@ -210,10 +214,10 @@ int main(int argc, char** argv) {
   auto start = std::chrono::steady_clock::now();
   std::vector<TestResult> results = run_tests(tests, options, [&](const TestResult& r) {
     ++done;
+    if (log) log << log_line(r) << "\n" << std::flush;  // as each ends: a killed run keeps its log
     if (!quiet) std::cout << "[" << done << "/" << tests.size() << "] " << log_line(r) << "\n" << std::flush;
   });
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (log) for (const TestResult& r : results) log << log_line(r) << "\n";
 
   print_summary(std::cout, results, label);
   std::cout << "(" << static_cast<int>(seconds) << " s)\n";

@@ -47,6 +47,10 @@ std::string PassRate::text() const {
 Totals compute_totals(const std::vector<TestResult>& results) {
   Totals t;
   for (const TestResult& r : results) {
+    if (r.status == "not run") {
+      t.not_run++;
+      continue;
+    }
     bool pass = r.status == "passed";
     t.all.total++;
     t.all.passed += pass;
@@ -63,6 +67,7 @@ std::string log_line(const TestResult& r) {
   out << std::left << std::setw(12) << r.status << " " << r.name << "  [" << r.op << "]";
   if (!r.exclusion.empty()) out << "  {excluded: " << r.exclusion << "}";
   if (!r.detail.empty()) out << "  " << r.detail;
+  if (r.seconds > 0) out << "  (" << std::fixed << std::setprecision(1) << r.seconds << " s)";
   return out.str();
 }
 
@@ -70,6 +75,7 @@ void print_summary(std::ostream& out, const std::vector<TestResult>& results, co
   std::map<std::string, OpCounts> ops;
   std::map<std::string, std::vector<std::string>> excluded;
   for (const TestResult& r : results) {
+    if (r.status == "not run") continue;  // counted in the totals' last line
     OpCounts& c = ops[r.op];
     c.tests++;
     if (r.status == "passed") c.passed++;
@@ -100,6 +106,9 @@ void print_summary(std::ostream& out, const std::vector<TestResult>& results, co
   Totals t = compute_totals(results);
   out << "\nall node tests (" << label << "): " << t.all.text() << "\n";
   out << "inference set (" << label << "): " << t.inference.text() << "\n";
+  if (t.not_run > 0)
+    out << "not run (--deadline or stopped; in neither rate): " << t.not_run << " of " << results.size()
+        << " tests\n";
 }
 
 void write_json(std::ostream& out, const JsonHeader& header, const std::vector<TestResult>& results) {
@@ -114,6 +123,7 @@ void write_json(std::ostream& out, const JsonHeader& header, const std::vector<T
   json_rate(out, "all", t.all);
   out << ",\n";
   json_rate(out, "inference", t.inference);
+  out << ",\n    \"not_run\": " << t.not_run;
   out << "\n  },\n  \"tests\": [\n";
   for (size_t i = 0; i < results.size(); ++i) {
     const TestResult& r = results[i];

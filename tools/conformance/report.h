@@ -17,7 +17,8 @@ struct PassRate {
 };
 
 struct Totals {
-  PassRate all, inference;
+  PassRate all, inference;  // over the tests that ran
+  int not_run = 0;          // cut by --deadline or a signal: in neither rate
 };
 
 Totals compute_totals(const std::vector<TestResult>& results);

@@ -251,13 +251,45 @@ TestResult execute_test(const TestCase& test, const RunOptions& options) {
   return last;
 }
 
+static volatile sig_atomic_t g_stop_requested = 0;
+static void request_stop(int) { g_stop_requested = 1; }
+
 std::vector<TestResult> run_tests(const std::vector<TestCase>& tests, const RunOptions& options,
                                   const std::function<void(const TestResult&)>& on_done) {
   std::vector<TestResult> results(tests.size());
   std::vector<Child> running;
   size_t next = 0;
   const int jobs = std::max(1, options.jobs);
+  const auto started = std::chrono::steady_clock::now();
+  struct sigaction stop = {}, old_term = {}, old_int = {};
+  stop.sa_handler = request_stop;
+  sigemptyset(&stop.sa_mask);
+  sigaction(SIGTERM, &stop, &old_term);
+  sigaction(SIGINT, &stop, &old_int);
+  auto past_deadline = [&] {
+    if (g_stop_requested) return true;
+    if (options.deadline_s <= 0) return false;
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() > options.deadline_s;
+  };
   while (next < tests.size() || !running.empty()) {
+    if (past_deadline()) {
+      const std::string why = g_stop_requested ? "not run: the runner was stopped (signal)"
+                                               : "not run: the --deadline of " +
+                                                     std::to_string(static_cast<int>(options.deadline_s)) + " s passed";
+      for (Child& child : running) {
+        kill(-child.pid, SIGKILL);
+        int status = 0;
+        waitpid(child.pid, &status, 0);
+        results[child.index] = make_result(tests[child.index], "not run", why + " while it ran");
+        on_done(results[child.index]);
+      }
+      running.clear();
+      for (; next < tests.size(); ++next) {
+        results[next] = make_result(tests[next], "not run", why + " before it started");
+        on_done(results[next]);
+      }
+      break;
+    }
     while (next < tests.size() && static_cast<int>(running.size()) < jobs) {
       const TestCase& test = tests[next];
       std::string scratch = options.workdir + "/" + test.name;
@@ -265,6 +297,8 @@ std::vector<TestResult> run_tests(const std::vector<TestCase>& tests, const RunO
       fs::remove(scratch + "/result.txt");
       pid_t pid = fork();
       if (pid == 0) {
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
         setpgid(0, 0);  // own group, so a timeout also ends nvcc and the host compiler
         int log = open((scratch + "/child.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (log >= 0) {
@@ -315,6 +349,8 @@ std::vector<TestResult> run_tests(const std::vector<TestCase>& tests, const RunO
     }
     if (!running.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  sigaction(SIGTERM, &old_term, nullptr);
+  sigaction(SIGINT, &old_int, nullptr);
   return results;
 }
 

@@ -22,7 +22,7 @@ struct TestCase {
 };
 
 struct TestResult {
-  std::string name, op, status, detail, exclusion;  // status: passed / failed / unsupported
+  std::string name, op, status, detail, exclusion;  // status: passed / failed / unsupported / not run
   std::vector<std::string> ops;
   double seconds = 0;
 };
@@ -36,6 +36,7 @@ struct RunOptions {
   bool keep = false;                // keep per-test scratch folders
   std::vector<std::string> archs;   // --gpu: nvcc archs
   std::string nvcc, cuda_include_dir;
+  double deadline_s = 0;            // > 0: no test starts after this many seconds (see run_tests)
 };
 
 // Every test folder under data_dir (sorted), with model info and primary op filled in.
@@ -45,7 +46,9 @@ std::vector<TestCase> discover_tests(const std::string& data_dir);
 TestResult execute_test(const TestCase& test, const RunOptions& options);
 
 // Runs `tests` with options.jobs children at a time; calls on_done as each finishes (in the
-// parent, in completion order); returns results in the order of `tests`.
+// parent, in completion order); returns results in the order of `tests`. At options.deadline_s,
+// or on SIGTERM / SIGINT (a caller's `timeout`), the tests still running are stopped and they and
+// the tests not started get status "not run", so the results of a cut run are still written.
 std::vector<TestResult> run_tests(const std::vector<TestCase>& tests, const RunOptions& options,
                                   const std::function<void(const TestResult&)>& on_done);
 
