@@ -15,8 +15,12 @@ Shape inferred_shape(const Node& node, const Shape& x) {
   const std::vector<int64_t> strides = node.attr_ints("strides", std::vector<int64_t>(r - 2, 1));
   const std::vector<int64_t> pads = node.attr_ints("pads", std::vector<int64_t>(2 * (r - 2), 0));
   Shape out = x;
-  for (size_t d = 0; d + 2 < r; ++d)
-    out[d + 2] = (x[d + 2] - 1) * strides[d] - pads[d] - pads[d + r - 2] + kernel[d];
+  // In 128 bits: the attributes are the model's and may be anything; a dim outside [0, 2^62] is
+  // given as -1, which the inference refuses (a fuzz find: kernel_shape INT64_MAX, UBSan).
+  for (size_t d = 0; d + 2 < r; ++d) {
+    const __int128 dim = (static_cast<__int128>(x[d + 2]) - 1) * strides[d] - pads[d] - pads[d + r - 2] + kernel[d];
+    out[d + 2] = dim < 0 || dim > (static_cast<__int128>(1) << 62) ? -1 : static_cast<int64_t>(dim);
+  }
   return out;
 }
 
@@ -49,7 +53,9 @@ Status max_unpool_infer(Node& node, Graph& graph) {
   if (strides.size() != r - 2 || pads.size() != 2 * (r - 2)) return node_error(node, "strides/pads have the wrong length");
   Shape out = inferred_shape(node, x.shape);
   for (int64_t d : out)
-    if (d < 0) return node_error(node, "the inferred shape " + shape_str(out) + " has a negative dim");
+    if (d < 0)
+      return node_error(node, "the shape inferred from kernel_shape, strides and pads (" + shape_str(out) +
+                                  ", -1: below 0 or over 2^62) is not a valid shape");
   if (node.input(2) != kNoValue) {
     AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 2, {DType::kInt64}));
     Expected<const Tensor*> s = expect_constant(node, graph, 2, "output_shape is the output's static shape");

@@ -105,6 +105,9 @@ Expected<RnnSpec> rnn_spec(const Node& node, const Shape& x, const Shape& w, con
   if (r.size() != 3) return node_error(node, "input 2 (R) must have rank 3");
   s.hidden = node.attr_int("hidden_size", r[2]);
   if (s.hidden <= 0) return node_error(node, "hidden_size must be positive");
+  // Bounded before the gate products below are formed (a fuzz find: hidden_size INT64_MAX, UBSan).
+  if (s.hidden > (int64_t{1} << 40))
+    return node_error(node, "hidden_size " + std::to_string(s.hidden) + " is over the limit of 2^40");
   const Shape w_want = {s.dirs, s.gates * s.hidden, s.input}, r_want = {s.dirs, s.gates * s.hidden, s.hidden};
   if (w != w_want) return node_error(node, "input 1 (W) has shape " + shape_str(w) + ", expected " + shape_str(w_want));
   if (r != r_want) return node_error(node, "input 2 (R) has shape " + shape_str(r) + ", expected " + shape_str(r_want));

@@ -28,8 +28,14 @@ Status flatten_infer(Node& node, Graph& graph) {
   if (a < 0 || a > rank)
     return node_error(node, "axis " + std::to_string(axis) + " out of range [-" + std::to_string(rank) +
                                 ", " + std::to_string(rank) + "]");
+  // An empty input may have dims whose product on one side of the axis does not fit int64 (the
+  // other side holds the zero): refused, not formed (a fuzz find, UBSan).
   int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < rank; ++d) (d < a ? outer : inner) *= x.shape[static_cast<size_t>(d)];
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t& side = d < a ? outer : inner;
+    if (__builtin_mul_overflow(side, x.shape[static_cast<size_t>(d)], &side))
+      return node_error(node, "input shape " + shape_str(x.shape) + " flattens to a dim over the int64 range");
+  }
   set_output(graph, node, 0, x.dtype, {outer, inner});
   return Status::ok();
 }

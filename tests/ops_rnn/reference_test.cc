@@ -24,6 +24,19 @@ OneNode linear_rnn(const char* direction) {
   return n;
 }
 
+// hidden_size is bounded before W's and R's expected shapes (gates x hidden) are formed (fuzz
+// finds: hidden_size INT64_MAX and 2^62 with 3 and 4 gates, UBSan).
+TEST(RnnReference, HugeHiddenSizeIsRefused) {
+  for (const char* op : {"GRU", "LSTM"}) {
+    OneNode n(op, 14);
+    n.input(f32, {3, 1, 1}).input(f32, {1, 3, 1}).input(f32, {1, 3, 1});
+    n.attr("hidden_size", Attribute::of_int(INT64_MAX));
+    Status s = n.build();
+    ASSERT_FALSE(s.is_ok()) << op;
+    EXPECT_NE(s.message().find("over the limit"), std::string::npos) << s.message();
+  }
+}
+
 TEST(RnnReference, LinearForwardSteps) {
   OneNode n = linear_rnn("forward");
   ASSERT_TRUE(n.build(2).is_ok());

@@ -251,6 +251,14 @@ TEST(SignalReference, MaxUnpoolScattersAndPads) {
       .attr("strides", Attribute::of_ints({2, 2}));
   ASSERT_TRUE(d.build().is_ok());
   EXPECT_EQ(d.out().shape, (Shape{1, 1, 4, 4}));  // (2 - 1) * 2 + 2
+  // A kernel_shape of INT64_MAX: the inferred dim is computed without overflow and refused (a fuzz
+  // find, UBSan).
+  OneNode big("MaxUnpool");
+  big.input(DType::kFloat32, {1, 1, 2, 2}).input(DType::kInt64, {1, 1, 2, 2})
+      .attr("kernel_shape", Attribute::of_ints({INT64_MAX, 2}));
+  Status s = big.build();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("is not a valid shape"), std::string::npos) << s.message();
 }
 
 TEST(SignalReference, UpsampleBecomesResizeNearest) {
