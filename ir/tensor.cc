@@ -127,18 +127,18 @@ void Tensor::set(int64_t i, double v) {
     case DType::kFloat64: data<double>()[i] = v; break;
     case DType::kFloat16: data<uint16_t>()[i] = float_to_half(static_cast<float>(v)); break;
     case DType::kBFloat16: data<uint16_t>()[i] = float_to_bfloat16(static_cast<float>(v)); break;
-    case DType::kUInt8: data<uint8_t>()[i] = saturating_float_to_int<uint8_t>(v); break;
-    case DType::kInt8: data<int8_t>()[i] = saturating_float_to_int<int8_t>(v); break;
-    case DType::kUInt16: data<uint16_t>()[i] = saturating_float_to_int<uint16_t>(v); break;
-    case DType::kInt16: data<int16_t>()[i] = saturating_float_to_int<int16_t>(v); break;
-    case DType::kInt32: data<int32_t>()[i] = saturating_float_to_int<int32_t>(v); break;
-    case DType::kInt64: data<int64_t>()[i] = saturating_float_to_int<int64_t>(v); break;
-    case DType::kUInt32: data<uint32_t>()[i] = saturating_float_to_int<uint32_t>(v); break;
-    case DType::kUInt64: data<uint64_t>()[i] = saturating_float_to_int<uint64_t>(v); break;
+    case DType::kUInt8: data<uint8_t>()[i] = store_float_as_int<uint8_t>(v); break;
+    case DType::kInt8: data<int8_t>()[i] = store_float_as_int<int8_t>(v); break;
+    case DType::kUInt16: data<uint16_t>()[i] = store_float_as_int<uint16_t>(v); break;
+    case DType::kInt16: data<int16_t>()[i] = store_float_as_int<int16_t>(v); break;
+    case DType::kInt32: data<int32_t>()[i] = store_float_as_int<int32_t>(v); break;
+    case DType::kInt64: data<int64_t>()[i] = store_float_as_int<int64_t>(v); break;
+    case DType::kUInt32: data<uint32_t>()[i] = store_float_as_int<uint32_t>(v); break;
+    case DType::kUInt64: data<uint64_t>()[i] = store_float_as_int<uint64_t>(v); break;
     case DType::kBool: data<uint8_t>()[i] = v != 0.0 ? 1 : 0; break;
     case DType::kInt4: case DType::kInt2: case DType::kUInt4: case DType::kUInt2: {
       // Truncation toward zero (NaN -> 0), then the low bits: the ONNX integer conversion rule.
-      data<uint8_t>()[i] = static_cast<uint8_t>(small_int_wrap(dtype_, saturating_float_to_int<int64_t>(v)));
+      data<uint8_t>()[i] = static_cast<uint8_t>(small_int_wrap(dtype_, store_float_as_int<int64_t>(v)));
       break;
     }
     case DType::kFloat8E4M3FN: case DType::kFloat8E4M3FNUZ: case DType::kFloat8E5M2:
@@ -160,7 +160,7 @@ int64_t Tensor::get_int(int64_t i) const {
 void Tensor::set_int(int64_t i, int64_t v) {
   switch (dtype_) {
     case DType::kInt64: data<int64_t>()[i] = v; break;
-    case DType::kUInt64: data<uint64_t>()[i] = saturating_float_to_int<uint64_t>(v); break;
+    case DType::kUInt64: data<uint64_t>()[i] = static_cast<uint64_t>(v); break;
     default: set(i, static_cast<double>(v));
   }
 }

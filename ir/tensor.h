@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ir/dtype.h"
@@ -36,6 +37,24 @@ I saturating_float_to_int(F v) {
   if (v <= static_cast<F>(std::numeric_limits<I>::lowest())) return std::numeric_limits<I>::lowest();
   if (v >= static_cast<F>(std::numeric_limits<I>::max())) return std::numeric_limits<I>::max();
   return static_cast<I>(v);
+}
+
+// A double stored into integer type I by Tensor::set: truncation toward zero to int64 and then the
+// low bits (wrapping, as the integer ops' results travel), NaN -> 0, values beyond the int64
+// range saturate at I's limits; uint64 keeps [2^63, 2^64) exactly. Defined for every double (a
+// cast of one outside the target's range is undefined in C++: fuzz finds, Pad-2's float value
+// inf / NaN / -FLT_MAX on integer tensors).
+template <class I>
+I store_float_as_int(double v) {
+  constexpr double kTwo63 = 9223372036854775808.0;
+  if (v != v) return 0;
+  if constexpr (std::is_same_v<I, uint64_t>) {
+    if (v >= 2 * kTwo63) return std::numeric_limits<uint64_t>::max();
+    if (v >= 0) return static_cast<uint64_t>(v);
+  }
+  if (v >= kTwo63) return std::numeric_limits<I>::max();
+  if (v < -kTwo63) return std::numeric_limits<I>::lowest();
+  return static_cast<I>(static_cast<int64_t>(v));
 }
 
 class Tensor {

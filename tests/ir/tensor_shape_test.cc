@@ -19,10 +19,12 @@ TEST(ShapeNumel, AZeroDimAfterOverflowingDimsIsEmpty) {
   EXPECT_EQ(shape_numel({}), 1);
 }
 
-// Tensor::set of a float into an integer tensor: truncation toward zero, NaN -> 0, saturation at the
-// type's limits (the GPU's cvt.rzi.sat), not an undefined conversion. Fuzz finds (model_mutator,
-// UBSan, 2026-11-27): Pad-2's float `value` of inf / NaN / -FLT_MAX padding int32 and int64 tensors.
-TEST(TensorSet, FloatIntoIntegerTypesSaturates) {
+// Tensor::set of a double into an integer tensor (store_float_as_int): inside the int64 range
+// truncation and then the low bits (as before: integer results travel as doubles), NaN -> 0,
+// beyond the int64 range the type's limits; never an undefined conversion. Fuzz finds
+// (model_mutator, UBSan, 2026-11-27): Pad-2's float `value` of inf / NaN / -FLT_MAX padding int32
+// and int64 tensors.
+TEST(TensorSet, FloatIntoIntegerTypesIsDefined) {
   const double inf = std::numeric_limits<double>::infinity();
   Tensor i32(DType::kInt32, {4});
   i32.set(0, inf); i32.set(1, -inf); i32.set(2, std::nan("")); i32.set(3, -2.75);
@@ -36,10 +38,15 @@ TEST(TensorSet, FloatIntoIntegerTypesSaturates) {
   EXPECT_EQ(i64.data<int64_t>()[1], std::numeric_limits<int64_t>::max());
   Tensor u8(DType::kUInt8, {3});
   u8.set(0, 300.0); u8.set(1, -1.0); u8.set(2, 7.9);
-  EXPECT_EQ(u8.data<uint8_t>()[0], 255);
-  EXPECT_EQ(u8.data<uint8_t>()[1], 0);
+  EXPECT_EQ(u8.data<uint8_t>()[0], 44);  // 300 mod 256
+  EXPECT_EQ(u8.data<uint8_t>()[1], 255);
   EXPECT_EQ(u8.data<uint8_t>()[2], 7);
-  Tensor i4(DType::kInt4, {1});  // saturated to int64 first, then the low 4 bits as before
+  Tensor u64(DType::kUInt64, {3});
+  u64.set(0, 1.5e19); u64.set(1, 4e19); u64.set(2, -1.0);
+  EXPECT_EQ(u64.data<uint64_t>()[0], 15000000000000000000ull);
+  EXPECT_EQ(u64.data<uint64_t>()[1], std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(u64.data<uint64_t>()[2], std::numeric_limits<uint64_t>::max());  // -1 as its bits
+  Tensor i4(DType::kInt4, {1});
   i4.set(0, std::nan(""));
   EXPECT_EQ(i4.get(0), 0.0);
 }
