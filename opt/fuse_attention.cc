@@ -451,58 +451,35 @@ std::optional<Source> operand_source(const Graph& g, const std::vector<int>& pro
   return Source{x, *layout};
 }
 
-// Attention node `i` with grouped-query heads: K and V repeated per query head by Reshape ->
-// Expand -> Reshape nodes inserted before it (i moves past them), kv_num_heads = q_num_heads.
-// Only where the fused kernel then runs it (checked with Q standing in for the repeated K and V,
-// which have its shape: self-attention without past, equal head dims) and never for fp32.
-bool repeat_kv_heads(Graph& graph, size_t& i) {
-  const OpRegistry& registry = default_registry();
-  const Node& n = graph.nodes[i];
-  if (n.num_present_inputs() > 4 || n.outputs.size() != 1 || n.inputs.size() < 3 || n.input(kMask + 1) != kNoValue)
-    return false;
-  const Value& q = graph.value(n.inputs[kQ]);
-  const Shape qs = q.shape, ks = graph.value(n.inputs[kK]).shape, vs = graph.value(n.inputs[kV]).shape;
-  if ((q.dtype != DType::kFloat16 && q.dtype != DType::kBFloat16) || !graph.target.has_sm80_tensor_cores()) return false;
-  const bool three_d = qs.size() == 3;
-  if ((!three_d && qs.size() != 4) || ks != vs || ks.size() != qs.size()) return false;
-  const int64_t hq = three_d ? n.attr_int("q_num_heads", 0) : qs[1];
-  const int64_t hkv = three_d ? n.attr_int("kv_num_heads", 0) : ks[1];
-  if (hq <= 0 || hkv <= 0 || hq == hkv || hq % hkv != 0) return false;
-  const int64_t g = hq / hkv;
-  const int64_t b = qs[0], sk = three_d ? ks[1] : ks[2], d = three_d ? ks[2] / hkv : ks[3];
-  if (three_d ? (ks[2] % hkv != 0 || qs[2] != hq * d || qs[1] != sk) : (qs[3] != d || qs[2] != sk)) return false;
-  Node probe = n;
-  probe.inputs[kK] = probe.inputs[kV] = n.inputs[kQ];
-  if (three_d) probe.attrs["kv_num_heads"] = Attribute::of_int(hq);
-  if (!infer_node(probe, graph, registry).is_ok() || !attention_runs_fused(probe, graph)) return false;
-  const Shape split = three_d ? Shape{b, sk, hkv, 1, d} : Shape{b, hkv, 1, sk, d};
-  const Shape wide = three_d ? Shape{b, sk, hkv, g, d} : Shape{b, hkv, g, sk, d};
-  const Shape merged = three_d ? Shape{b, sk, hq * d} : Shape{b, hq, sk, d};
-  std::vector<Node> added;
-  Node attention = n;
-  for (int o : {kK, kV}) {
-    const ValueId x = n.inputs[static_cast<size_t>(o)];
-    const std::string base = graph.value(x).name + "_per_query_head";
-    auto shape_const = [&](const char* what, const Shape& s) {
-      return graph.add_constant(graph.unique_name(base + what), Tensor::from_int64s({static_cast<int64_t>(s.size())}, s));
-    };
-    const ValueId a = graph.add_value(graph.unique_name(base + "_groups"));
-    const ValueId w = graph.add_value(graph.unique_name(base + "_wide"));
-    const ValueId y = graph.add_value(graph.unique_name(base));
-    added.push_back(Node{base + "_groups", "Reshape", "", {x, shape_const("_groups_shape", split)}, {a}, {}});
-    added.push_back(Node{base + "_repeat", "Expand", "", {a, shape_const("_repeat_shape", wide)}, {w}, {}});
-    added.push_back(Node{base + "_merge", "Reshape", "", {w, shape_const("_merge_shape", merged)}, {y}, {}});
-    attention.inputs[static_cast<size_t>(o)] = y;
-  }
-  for (Node& a : added)
-    if (!infer_node(a, graph, registry).is_ok()) return false;
-  if (three_d) attention.attrs["kv_num_heads"] = Attribute::of_int(hq);
-  if (!infer_node(attention, graph, registry).is_ok()) return false;
-  graph.nodes[i] = std::move(attention);
-  graph.nodes.insert(graph.nodes.begin() + static_cast<std::ptrdiff_t>(i), std::make_move_iterator(added.begin()),
-                     std::make_move_iterator(added.end()));
-  i += added.size();
-  return true;
+// The exporters' repeat_kv in front of a 4-D Attention's K or V (transformers' LLaMA with SDPA):
+// t [B, KV, S, D] -> Unsqueeze (or Reshape) to [B, KV, 1, S, D] -> Expand to [B, KV, G, S, D] ->
+// Reshape to [B, KV*G, S, D]. Query head h = kv * G + g then reads KV head kv = h / G, which is
+// what the op does itself with K/V of KV heads (grouped-query attention), so the Attention can
+// read t and the copies go. Returns t, or kNoValue when x is not that chain (shapes decide: every
+// step keeps row-major order, so only the inserted unit axis 2 and the Expand along it match).
+ValueId repeated_kv_source(const Graph& g, const std::vector<int>& producers, ValueId x) {
+  auto made_by = [&](ValueId v, const char* op, const char* op2 = nullptr) -> const Node* {
+    const int p = producers[static_cast<size_t>(v)];
+    if (p < 0) return nullptr;
+    const Node& n = g.nodes[static_cast<size_t>(p)];
+    return is_op(n, op) || (op2 && is_op(n, op2)) ? &n : nullptr;
+  };
+  const Node* merge = made_by(x, "Reshape");
+  if (!merge) return kNoValue;
+  const ValueId e = merge->inputs[0];
+  const Node* expand = made_by(e, "Expand");
+  if (!expand) return kNoValue;
+  const ValueId u = expand->inputs[0];
+  const Node* unit = made_by(u, "Unsqueeze", "Reshape");
+  if (!unit) return kNoValue;
+  const ValueId t = unit->inputs[0];
+  const Shape &xs = g.value(x).shape, &es = g.value(e).shape, &us = g.value(u).shape, &ts = g.value(t).shape;
+  if (ts.size() != 4 || xs.size() != 4 || es.size() != 5) return kNoValue;
+  const int64_t b = ts[0], kv = ts[1], sl = ts[2], d = ts[3], group = es[2];
+  if (us != Shape{b, kv, 1, sl, d} || es != Shape{b, kv, group, sl, d} || group < 1 ||
+      xs != Shape{b, kv * group, sl, d} || g.value(t).dtype != g.value(x).dtype)
+    return kNoValue;
+  return t;
 }
 
 std::vector<int64_t> contiguous_layout(const Shape& s, int64_t heads) {
@@ -560,12 +537,32 @@ Expected<bool> fuse_attention_operands(Graph& graph) {
         consumers = graph.consumers();
       }
     }
-    // Grouped-query heads (LLaMA: query heads over fewer key/value heads) run on the fused kernel
-    // once K and V are repeated to one head per query head (query head h reads KV head h / G).
-    if (repeat_kv_heads(graph, i)) {
-      changed = reordered = true;
-      producers = graph.producers();
-      consumers = graph.consumers();
+    // The exporter's repeat_kv in front of K and V: the Attention reads the KV heads themselves
+    // (grouped-query attention; the fused kernel reads KV head h / G for query head h in place).
+    // Both or neither, so K and V keep one head count; not with past / present K/V, whose shapes
+    // are the op's heads.
+    {
+      Node& n = graph.nodes[i];
+      const bool plain = n.inputs.size() >= 3 && n.num_present_inputs() <= 4 && n.outputs.size() >= 1 &&
+                         std::all_of(n.outputs.begin() + 1, n.outputs.end(), [](ValueId o) { return o == kNoValue; });
+      if (plain && graph.value(n.inputs[kQ]).shape.size() == 4) {
+        const ValueId kt = repeated_kv_source(graph, producers, n.inputs[kK]);
+        const ValueId vt = repeated_kv_source(graph, producers, n.inputs[kV]);
+        if (kt != kNoValue && vt != kNoValue && graph.value(kt).shape[1] == graph.value(vt).shape[1]) {
+          Node cand = n;
+          cand.inputs[kK] = kt;
+          cand.inputs[kV] = vt;
+          const Shape y_before = graph.value(n.outputs[0]).shape;
+          if (infer_node(cand, graph, registry).is_ok() && graph.value(n.outputs[0]).shape == y_before) {
+            n = std::move(cand);
+            changed = true;
+            producers = graph.producers();
+            consumers = graph.consumers();
+          } else {
+            AOTC_RETURN_IF_ERROR(infer_node(n, graph, registry));  // the output's value as it was
+          }
+        }
+      }
     }
     Node& n = graph.nodes[i];
     if (n.num_present_inputs() > 4 || n.outputs.size() != 1 || n.inputs.size() < 3) continue;

@@ -336,8 +336,9 @@ std::string layout_comment(const AttnDims& a) {
 }
 
 // ---- the fused tensor-core strategy (templates/cutlass_fmha_forward.cu.in) ----
-// It computes exactly what the op asks when: Q/K/V are 16-bit on Sm80+ tensor cores, each query
-// head has its own K/V head, there is no past / nonpad / window / softcap / qk output, the mask
+// It computes exactly what the op asks when: Q/K/V are 16-bit on Sm80+ tensor cores, the query
+// heads are a multiple of the K/V heads (a group of G query heads reads one K/V head in place:
+// the kernel adds that head's offset itself), there is no past / nonpad / window / softcap / qk output, the mask
 // (if any) is additive in the same dtype and covers every key, head dims are multiples of 8 up to
 // 128, and the output rows are what the kernel writes: (B, Sq, H*Dv) for 3-D inputs, or (B, H,
 // Sq, Dv) seen as B*H batches of one head (4-D inputs, where the mask's strides allow that).
@@ -355,7 +356,7 @@ const FmhaConfig* fmha_config(const AttnDims& a) {
 bool fmha_applies(const Node& node, const Graph& graph, const AttnDims& a) {
   const DType t = input_value(graph, node, kQ).dtype;
   if (!graph.target.has_sm80_tensor_cores() || (t != DType::kFloat16 && t != DType::kBFloat16)) return false;
-  if (a.q_heads != a.kv_heads || a.has_past || a.has_nonpad || a.left != -1 || a.right != -1 || a.softcap > 0 ||
+  if (a.kv_heads <= 0 || a.q_heads % a.kv_heads != 0 || a.has_past || a.has_nonpad || a.left != -1 || a.right != -1 || a.softcap > 0 ||
       has_output(node, kQk) || has_output(node, kPresentKey) || has_output(node, kPresentValue))
     return false;
   if (a.d % 8 != 0 || a.dv % 8 != 0 || !fmha_config(a)) return false;
@@ -364,9 +365,11 @@ bool fmha_applies(const Node& node, const Graph& graph, const AttnDims& a) {
   if (a.q.b % 8 || a.q.h % 8 || a.q.s % 8 || a.k.b % 8 || a.k.h % 8 || a.k.s % 8 || a.v.b % 8 || a.v.h % 8 ||
       a.v.s % 8)
     return false;
-  // 4-D inputs run as B*H batches of one head: each operand's batch stride must be H head strides.
+  // 4-D inputs run as B*H batches of one head: each operand's batch stride must be H head strides
+  // (grouped K/V heads are addressed by the kernel from their own strides).
+  const bool grouped = a.q_heads != a.kv_heads;
   if (!a.three_d && a.batch > 1 && a.q_heads > 1 &&
-      (a.q.b != a.q_heads * a.q.h || a.k.b != a.q_heads * a.k.h || a.v.b != a.q_heads * a.v.h))
+      (a.q.b != a.q_heads * a.q.h || (!grouped && (a.k.b != a.q_heads * a.k.h || a.v.b != a.q_heads * a.v.h))))
     return false;
   if (a.batch * a.q_heads > 65535 || a.q_len > (int64_t{1} << 30) || a.kv_len > (int64_t{1} << 30)) return false;
   if (a.has_mask) {
@@ -389,6 +392,12 @@ Lowering fmha_lowering(const Node& node, const Graph& graph, const AttnDims& a) 
   const float scale = static_cast<float>(a.scale);
   uint32_t scale_bits = 0;
   std::memcpy(&scale_bits, &scale, sizeof scale_bits);
+  // Grouped-query heads: the params get K/V batch and head strides of 0 and the kernel adds the
+  // offset of (batch, query head / group) itself; its blockIdx is (query block, head, batch), or
+  // (query block, 0, batch * H + head) when 4-D inputs run as B*H batches.
+  const int64_t group = a.q_heads / a.kv_heads;
+  const bool grouped = group > 1;
+  const std::string hq = std::to_string(a.q_heads);
   KernelStep k;
   k.template_name = "cutlass_fmha_forward";
   k.holes = {{"comment", "fused attention " + layout_comment(a) + " " + dtype_name(t)},
@@ -398,13 +407,20 @@ Lowering fmha_lowering(const Node& node, const Graph& graph, const AttnDims& a) 
              {"MAX_K", int_literal(c.max_k)},
              {"Q_OFFSET", int_literal(a.q_base)},
              {"K_OFFSET", int_literal(a.k_base)},
-             {"V_OFFSET", int_literal(a.v_base)}};
+             {"V_OFFSET", int_literal(a.v_base)},
+             {"KV_GROUP", int_literal(group)},
+             {"KV_BATCH", collapse ? "z / " + hq : "z"},
+             {"KV_HEAD", collapse ? "z % " + hq : "y"},
+             {"K_SB", int_literal(grouped ? a.k.b : 0)},
+             {"K_SH", int_literal(grouped ? a.k.h : 0)},
+             {"V_SB", int_literal(grouped ? a.v.b : 0)},
+             {"V_SH", int_literal(grouped ? a.v.h : 0)}};
   k.library_params = true;
   const Layout m = a.has_mask ? a.mask : Layout{0, 0, 0};
   k.builder_args = {batches, heads, a.q_len, a.kv_len, a.d, a.dv,
                     batch_stride(a.q), collapse ? 0 : a.q.h, a.q.s,
-                    batch_stride(a.k), collapse ? 0 : a.k.h, a.k.s,
-                    batch_stride(a.v), collapse ? 0 : a.v.h, a.v.s,
+                    grouped ? 0 : batch_stride(a.k), grouped || collapse ? 0 : a.k.h, a.k.s,
+                    grouped ? 0 : batch_stride(a.v), grouped || collapse ? 0 : a.v.h, a.v.s,
                     a.y.s, a.has_mask ? 1 : 0,
                     a.has_mask ? (collapse ? (a.q_heads == 1 ? m.b : m.h) : m.b) : 0, collapse ? 0 : m.h, m.s,
                     static_cast<int64_t>(scale_bits), a.causal ? 1 : 0};

@@ -91,6 +91,56 @@ TEST(FusedAttention, FourDInputsRunAsBatchesOfOneHead) {
   EXPECT_EQ(ks[0].builder_args[21], 1);      // causal
 }
 
+// Grouped-query heads (12 query heads over 4 KV heads) read in place: the params get K/V batch and
+// head strides of 0, the kernel adds (batch, query head / 3)'s offset from the holes.
+const char* k4dGrouped = R"(
+    input %q : float16[2x12x9x64]
+    input %k : float16[2x4x9x64]
+    input %v : float16[2x4x9x64]
+    %y : float16[?] = Attention(%q, %k, %v) {is_causal=1}  # attn
+    output %y
+  )";
+
+TEST(FusedAttention, GroupedKvHeadsAreReadInPlace) {
+  auto g = attention_graph(k4dGrouped);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  auto ks = kernels_of(*g);
+  ASSERT_EQ(ks.size(), 1u);
+  const ProgramKernel& f = ks[0];
+  EXPECT_EQ(f.template_name, "cutlass_fmha_forward");
+  EXPECT_EQ(f.builder_args[0], 24);          // B*Hq batches of one head
+  EXPECT_EQ(f.builder_args[6], 9 * 64);      // Q: one head's rows a batch
+  EXPECT_EQ(f.builder_args[9], 0);           // K batch and head strides: added by the kernel
+  EXPECT_EQ(f.builder_args[10], 0);
+  EXPECT_EQ(f.builder_args[11], 64);         // K row stride
+  EXPECT_EQ(f.builder_args[12], 0);          // V likewise
+  EXPECT_EQ(f.builder_args[13], 0);
+  auto hole = [&](const char* name) {
+    for (const auto& [k, v] : f.holes)
+      if (k == name) return v;
+    return std::string("(missing)");
+  };
+  EXPECT_EQ(hole("KV_GROUP"), "3LL");
+  EXPECT_EQ(hole("KV_BATCH"), "z / 12");     // the kernel's batch index is b * 12 + h
+  EXPECT_EQ(hole("KV_HEAD"), "z % 12");
+  EXPECT_EQ(hole("K_SB"), std::to_string(4 * 9 * 64) + "LL");
+  EXPECT_EQ(hole("K_SH"), std::to_string(9 * 64) + "LL");
+  // Without grouping the holes are inert and the strides are the params'.
+  auto plain = attention_graph(R"(
+    input %q : float16[2x4x9x64]
+    input %k : float16[2x4x9x64]
+    input %v : float16[2x4x9x64]
+    %y : float16[?] = Attention(%q, %k, %v)
+    output %y
+  )");
+  ASSERT_TRUE(plain.is_ok());
+  auto pk = kernels_of(*plain);
+  ASSERT_EQ(pk.size(), 1u);
+  EXPECT_EQ(pk[0].builder_args[9], 9 * 64);
+  for (const auto& [k, v] : pk[0].holes)
+    if (k == "KV_GROUP") EXPECT_EQ(v, "1LL");
+}
+
 class FusedAttentionMustNotFire : public ::testing::TestWithParam<std::pair<const char*, std::string>> {};
 
 TEST_P(FusedAttentionMustNotFire, KeepsTheRowKernel) {
@@ -131,12 +181,6 @@ INSTANTIATE_TEST_SUITE_P(
     input %k : float16[1x2x8x64]
     input %v : float16[1x2x8x64]
     %y : float16[?] = Attention(%q, %k, %v) {softcap=30.0}
-    output %y)")),
-        std::make_pair("grouped K/V heads", std::string(R"(
-    input %q : float16[1x4x8x64]
-    input %k : float16[1x2x8x64]
-    input %v : float16[1x2x8x64]
-    %y : float16[?] = Attention(%q, %k, %v)
     output %y)")),
         std::make_pair("head dim not a multiple of 8", std::string(R"(
     input %q : float16[1x2x8x20]
@@ -186,6 +230,13 @@ TEST(FusedAttention, LibraryCompilesForAmpereAndHopper) {
   ASSERT_FALSE(sources.empty());
   EXPECT_NE(sources.find("AttentionKernel<cutlass::half_t, cutlass::arch::Sm80"), std::string::npos);
   EXPECT_NE(sources.find("_params(unsigned char* out, aotc_builder_args a)"), std::string::npos);
+  // The grouped-query variant (its in-kernel K/V offsets) compiles too.
+  auto grouped = attention_graph(k4dGrouped, {"sm_80", "sm_90"});
+  ASSERT_TRUE(grouped.is_ok());
+  const std::string gsources =
+      test::compile_block_sources(*grouped, test::linear_plan(*grouped), {"sm_80", "sm_90"}, *include, "fmha_gqa");
+  ASSERT_FALSE(gsources.empty());
+  EXPECT_NE(gsources.find("kv_head = (z % 12) / 3LL"), std::string::npos);
 }
 
 }  // namespace

@@ -111,6 +111,9 @@ void run_case(Graph graph, const std::string& label, const CaseOptions& options)
     for (const Node& n : compiled.nodes) found = found || n.op_type == op;
     EXPECT_TRUE(found) << label << ": the pipeline produced no " << op << " node";
   }
+  for (const std::string& op : options.absent_ops_after_pipeline)
+    for (const Node& n : compiled.nodes)
+      EXPECT_NE(n.op_type, op) << label << ": the pipeline left " << n.name << " (" << op << ")";
 
   Expected<conformance::LibraryOutputs> got = conformance::run_library(build.output_path, build.name, runs);
   ASSERT_TRUE(got.is_ok()) << label << ": " << got.status().message();

@@ -57,6 +57,8 @@ struct CaseOptions {
   // Ops that must appear in the graph the pipeline produced (e.g. "FusedConv"): proves that
   // the path under test (fusion) was taken, not only that the numbers match.
   std::vector<std::string> expect_ops_after_pipeline;
+  // Ops that must not appear there (e.g. "Expand": the copies a fusion removes).
+  std::vector<std::string> absent_ops_after_pipeline;
   // The tolerance of this dtype instead of each output's own: for outputs the reference computed
   // in a coarser dtype (a 16-bit graph whose float32 output is a Cast of a 16-bit value).
   DType tolerance_of = DType::kUndefined;

@@ -47,11 +47,44 @@ TEST(GpuAttention, SequenceOneGqaAndMqa) {
   run_case(attention(DType::kFloat16, 2, 8, 2, 1, 41, 64, {}), "attn_f16_gqa_seq1");
   run_case(attention(DType::kFloat32, 1, 4, 1, 1, 1, 128, {}), "attn_f32_mqa_seq1_keys1");
   run_case(attention(DType::kFloat32, 1, 6, 2, 23, 23, 32, {{"is_causal", i64(1)}}), "attn_f32_gqa_causal");
-  // Self-attention with grouped heads in fp16: K and V repeated per query head, then the fused kernel.
-  CaseOptions repeated;
-  repeated.expect_ops_after_pipeline = {"Expand", "Attention"};
-  run_case(attention(DType::kFloat16, 2, 12, 4, 50, 50, 64, {{"is_causal", i64(1)}}), "attn_f16_gqa_causal_repeated",
-           repeated);
+  // Self-attention with grouped heads in fp16: the fused kernel reads KV head h / 3 in place.
+  CaseOptions grouped;
+  grouped.expect_ops_after_pipeline = {"Attention"};
+  grouped.absent_ops_after_pipeline = {"Expand"};
+  run_case(attention(DType::kFloat16, 2, 12, 4, 50, 50, 64, {{"is_causal", i64(1)}}), "attn_f16_gqa_causal_in_place",
+           grouped);
+  // 3-D inputs (B, S, H*D) with grouped heads: the kernel's (head, batch) block indices.
+  GraphBuilder b;
+  b.graph().opset = 23;
+  ValueId q = b.input("q", {2, 19, 8 * 64}, DType::kFloat16), k = b.input("k", {2, 19, 2 * 64}, DType::kFloat16),
+          v = b.input("v", {2, 19, 2 * 64}, DType::kFloat16);
+  b.output(b.node("Attention", {q, k, v}, {{"q_num_heads", i64(8)}, {"kv_num_heads", i64(2)}, {"is_causal", i64(1)}}));
+  run_case(b.graph(), "attn_f16_3d_gqa_causal_in_place", grouped);
+}
+
+// transformers' repeat_kv written out in front of the Attention op (LLaMA exported by dynamo at
+// opset 23): Unsqueeze -> Expand -> Reshape of K and V disappear (fuse_attention_operands) and the
+// fused kernel reads the 4 KV heads for the 12 query heads in place.
+TEST(GpuAttention, ExportersRepeatKvIsReadAsGroupedHeads) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  Graph& g = b.graph();
+  g.opset = 23;
+  const int64_t batch = 2, hq = 12, hkv = 4, seq = 40, d = 64;
+  const DType t = DType::kFloat16;
+  ValueId q = b.input("q", {batch, hq, seq, d}, t), k = b.input("k", {batch, hkv, seq, d}, t),
+          v = b.input("v", {batch, hkv, seq, d}, t);
+  ValueId axes = g.add_constant("axes", Tensor::from_int64s({1}, {2}));
+  ValueId wide = g.add_constant("wide", Tensor::from_int64s({5}, {batch, hkv, hq / hkv, seq, d}));
+  ValueId merged = g.add_constant("merged", Tensor::from_int64s({4}, {batch, hq, seq, d}));
+  auto repeat = [&](ValueId x) {
+    return b.node("Reshape", {b.node("Expand", {b.node("Unsqueeze", {x, axes}), wide}), merged});
+  };
+  b.output(b.node("Attention", {q, repeat(k), repeat(v)}, {{"is_causal", i64(1)}}));
+  CaseOptions options;
+  options.expect_ops_after_pipeline = {"Attention"};
+  options.absent_ops_after_pipeline = {"Expand", "Unsqueeze"};
+  run_case(b.graph(), "attn_f16_repeat_kv_in_place", options);
 }
 
 TEST(GpuAttention, BoolMaskWithFullyMaskedRowsFp32AndFp16) {

@@ -335,10 +335,11 @@ TEST(FuseAttentionOperands, BoolMaskStaysWithoutTheFusedKernel) {
   }
 }
 
-// LLaMA's grouped-query attention (4 query heads over 2 KV heads, causal): K and V are repeated
-// to one head per query head (query head h reads KV head h / 2), and the fused kernel runs it.
-TEST(FuseAttentionOperands, GroupedQueryHeadsRepeatKeysAndValues) {
-  AOTC_REQUIRE_OPS("Attention", "Expand", "Reshape");
+// LLaMA's grouped-query attention (4 query heads over 2 KV heads, causal): the fused kernel reads
+// KV head h / 2 for query head h in place, so nothing is repeated (fp32: the row kernel, which
+// reads grouped heads itself).
+TEST(FuseAttentionOperands, GroupedQueryHeadsRunFusedWithoutRepeats) {
+  AOTC_REQUIRE_OPS("Attention");
   const char* text = R"(
     input %q : T[2x8x64]
     input %k : T[2x8x32]
@@ -350,22 +351,82 @@ TEST(FuseAttentionOperands, GroupedQueryHeadsRepeatKeysAndValues) {
     std::string src = text;
     for (size_t at = src.find("T["); at != std::string::npos; at = src.find("T[", at + 1)) src.replace(at, 1, t);
     AOTC_BUILD(g, src);
+    auto changed = run_operands(g);
+    ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+    EXPECT_FALSE(*changed) << op_list(g);
+    ASSERT_EQ(op_list(g), "Attention");
+    const Node& a = g.nodes.back();
+    EXPECT_EQ(a.attr_int("kv_num_heads", 0), 2);
+    EXPECT_EQ(attention_runs_fused(a, g), std::string(t) == "float16") << t;
+  }
+}
+
+// The exporter's repeat_kv (transformers: k[:, :, None].expand(B, KV, G, S, D).reshape(B, KV*G, S,
+// D)) in front of a 4-D Attention's K and V: the Attention reads the KV heads themselves, the
+// Unsqueeze / Expand / Reshape copies go, the outputs are unchanged.
+std::string repeat_kv_block(const std::string& t, const std::string& unit_axes = "[2]",
+                            const std::string& wide = "[2,2,2,8,16]", const std::string& v_from = "%vr") {
+  std::string src = R"(
+    input %q : T[2x4x8x16]
+    input %k : T[2x2x8x16]
+    input %v : T[2x2x8x16]
+    const %ax : int64[1] = AXES
+    const %wide : int64[5] = WIDE
+    const %merged : int64[4] = [2,4,8,16]
+    %ku : T[?] = Unsqueeze(%k, %ax)
+    %ke : T[?] = Expand(%ku, %wide)
+    %kr : T[?] = Reshape(%ke, %merged)
+    %vu : T[?] = Unsqueeze(%v, %ax)
+    %ve : T[?] = Expand(%vu, %wide)
+    %vr : T[?] = Reshape(%ve, %merged)
+    %y : T[?] = Attention(%q, %kr, VFROM) {is_causal=1}
+    output %y
+  )";
+  auto rep = [&](const std::string& from, const std::string& to) {
+    for (size_t at = src.find(from); at != std::string::npos; at = src.find(from, at + to.size())) src.replace(at, from.size(), to);
+  };
+  rep("T[", t + "[");
+  rep("AXES", unit_axes);
+  rep("WIDE", wide);
+  rep("VFROM", v_from);
+  return src;
+}
+
+TEST(FuseAttentionOperands, RepeatKvChainIsReadAsGroupedHeads) {
+  AOTC_REQUIRE_OPS("Attention", "Expand", "Unsqueeze", "Reshape");
+  for (const char* t : {"float16", "float"}) {
+    AOTC_BUILD(g, repeat_kv_block(t));
     Graph before = g;
     auto changed = run_operands(g);
     ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+    EXPECT_TRUE(*changed) << t;
+    EXPECT_EQ(op_list(g), "Attention") << t;
     const Node& a = g.nodes.back();
-    ASSERT_EQ(a.op_type, "Attention") << op_list(g);
-    if (std::string(t) == "float") {  // fp32 runs the row kernel, which reads grouped heads itself
-      EXPECT_FALSE(*changed) << op_list(g);
-      EXPECT_EQ(a.attr_int("kv_num_heads", 0), 2);
-      continue;
-    }
-    EXPECT_TRUE(*changed);
+    EXPECT_EQ(g.value(a.inputs[1]).name, "k");
+    EXPECT_EQ(g.value(a.inputs[2]).name, "v");
+    EXPECT_EQ(attention_runs_fused(a, g), std::string(t) == "float16") << t;
+    EXPECT_TRUE(testing_util::same_outputs(before, g, 13, 2.5e-3, 1e-3)) << t;
+  }
+}
+
+// Must not fire: the unit axis at 1 ([B, 1, KV, S, D] expanded to [B, G, KV, S, D]) repeats the
+// KV heads in the other order (query head h reads KV head h % KV, not h / G); only K repeated
+// (V read as it is, a different head count).
+TEST(FuseAttentionOperands, RepeatKvMustNotFire) {
+  AOTC_REQUIRE_OPS("Attention", "Expand", "Unsqueeze", "Reshape");
+  {
+    AOTC_BUILD(g, repeat_kv_block("float16", "[1]", "[2,2,2,8,16]"));
+    Graph before = g;
+    ASSERT_TRUE(run_operands(g).is_ok());
     EXPECT_NE(op_list(g).find("Expand"), std::string::npos) << op_list(g);
-    EXPECT_EQ(a.attr_int("kv_num_heads", 0), 4);
-    EXPECT_EQ(g.value(a.inputs[1]).shape, (Shape{2, 8, 64}));
-    EXPECT_TRUE(attention_runs_fused(a, g));
-    EXPECT_TRUE(testing_util::same_outputs(before, g, 9, 2.5e-3, 1e-3));
+    EXPECT_TRUE(testing_util::same_outputs(before, g, 17, 2.5e-3, 1e-3));
+  }
+  {
+    std::string src = repeat_kv_block("float16", "[2]", "[2,2,2,8,16]", "%vq");
+    src.replace(src.find("    %y :"), 0, "    %vq : float16[?] = Identity(%q)\n");
+    AOTC_BUILD(g, src);
+    ASSERT_TRUE(run_operands(g).is_ok());
+    EXPECT_NE(op_list(g).find("Expand"), std::string::npos) << op_list(g);
   }
 }
 
