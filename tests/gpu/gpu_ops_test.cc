@@ -121,5 +121,31 @@ TEST(GpuViews, ReshapeAndFlattenFeedAKernel) {
   run_case(b.graph(), "views");
 }
 
+// CausalConvWithState-27 (onnx 1.23 data): fp16 with bias, past state and SiLU (both outputs), fp32
+// without the optional inputs and with k = 1 (an empty present_state).
+TEST(GpuCausalConvWithState, BiasPastStateSiluAndKernelOne) {
+  AOTC_REQUIRE_GPU();
+  {
+    GraphBuilder b;
+    b.graph().opset = 27;
+    const DType t = DType::kFloat16;
+    ValueId x = b.input("x", {2, 64, 37}, t), past = b.input("past", {2, 64, 3}, t);
+    ValueId w = b.weight("w", {64, 1, 4}, -0.5, 0.5, t), bias = b.weight("bias", {64}, -0.5, 0.5, t);
+    std::vector<ValueId> outs =
+        b.node_outputs("CausalConvWithState", {x, w, bias, past}, 2, {{"activation", Attribute::of_string("silu")}});
+    b.output(outs[0]);
+    b.output(outs[1]);
+    run_case(b.graph(), "causal_conv_f16_silu_past");
+  }
+  {
+    GraphBuilder b;
+    b.graph().opset = 27;
+    ValueId x = b.input("x", {3, 5, 11});
+    std::vector<ValueId> outs = b.node_outputs("CausalConvWithState", {x, b.weight("w", {5, 1, 1})}, 2);
+    b.output(outs[0]);
+    run_case(b.graph(), "causal_conv_f32_k1");
+  }
+}
+
 }  // namespace
 }  // namespace aotc::gpu_test
