@@ -147,5 +147,53 @@ TEST(GpuCausalConvWithState, BiasPastStateSiluAndKernelOne) {
   }
 }
 
+// LinearAttention-27 (onnx 1.23 data): gated_delta with grouped heads (8 query heads over 2 KV
+// heads), per-key-dim decay and a past state in fp16; linear in fp32 without past, T = 1; delta
+// with one beta for all heads and d_k != d_v.
+TEST(GpuLinearAttention, RulesGroupsAndStates) {
+  AOTC_REQUIRE_GPU();
+  {
+    GraphBuilder b;
+    b.graph().opset = 27;
+    const DType t = DType::kFloat16;
+    const int64_t batch = 2, len = 9, hq = 8, hkv = 2, dk = 16, dv = 32;
+    ValueId q = b.input("q", {batch, len, hq * dk}, t), k = b.input("k", {batch, len, hkv * dk}, t),
+            v = b.input("v", {batch, len, hkv * dv}, t), past = b.input("past", {batch, hkv, dk, dv}, t);
+    ValueId decay = b.weight("decay", {batch, len, hkv * dk}, -0.3, 0.0, t);
+    ValueId beta = b.weight("beta", {batch, len, hkv}, 0.1, 0.9, t);
+    std::vector<ValueId> outs = b.node_outputs("LinearAttention", {q, k, v, past, decay, beta}, 2,
+                                               {{"q_num_heads", i64(hq)}, {"kv_num_heads", i64(hkv)}});
+    b.output(outs[0]);
+    b.output(outs[1]);
+    run_case(b.graph(), "linear_attention_f16_gated_delta_gqa");
+  }
+  {
+    GraphBuilder b;
+    b.graph().opset = 27;
+    ValueId q = b.input("q", {3, 1, 4 * 8}), k = b.input("k", {3, 1, 4 * 8}), v = b.input("v", {3, 1, 4 * 8});
+    std::vector<ValueId> outs = b.node_outputs(
+        "LinearAttention", {q, k, v}, 2,
+        {{"q_num_heads", i64(4)}, {"kv_num_heads", i64(4)}, {"update_rule", Attribute::of_string("linear")}});
+    b.output(outs[0]);
+    b.output(outs[1]);
+    run_case(b.graph(), "linear_attention_f32_linear_t1");
+  }
+  {
+    GraphBuilder b;
+    b.graph().opset = 27;
+    const int64_t batch = 1, len = 6, h = 3, dk = 8, dv = 12;
+    ValueId q = b.input("q", {batch, len, h * dk}), k = b.input("k", {batch, len, h * dk}),
+            v = b.input("v", {batch, len, h * dv});
+    ValueId beta = b.weight("beta", {batch, len, 1}, 0.2, 0.8);
+    ValueId none = kNoValue;
+    std::vector<ValueId> outs = b.node_outputs(
+        "LinearAttention", {q, k, v, none, none, beta}, 2,
+        {{"q_num_heads", i64(h)}, {"kv_num_heads", i64(h)}, {"update_rule", Attribute::of_string("delta")},
+         {"scale", f32(0.5f)}});
+    b.output(outs[0]);
+    run_case(b.graph(), "linear_attention_f32_delta_shared_beta");
+  }
+}
+
 }  // namespace
 }  // namespace aotc::gpu_test
