@@ -195,5 +195,20 @@ TEST(GpuLinearAttention, RulesGroupsAndStates) {
   }
 }
 
+// TensorScatter-24: a [2, 3, 16, 8] fp16 cache updated at positions 14.. (circular: wraps to 0..)
+// and -2.. (linear: the writes before 0 dropped) of the sequence axis.
+TEST(GpuTensorScatter, LinearAndCircular) {
+  AOTC_REQUIRE_GPU();
+  for (const char* mode : {"circular", "linear"}) {
+    GraphBuilder b;
+    b.graph().opset = 24;
+    const DType t = DType::kFloat16;
+    ValueId past = b.input("past", {2, 3, 16, 8}, t), update = b.input("update", {2, 3, 5, 8}, t);
+    ValueId where = b.graph().add_constant("where", Tensor::from_int64s({2}, {14, -2}));
+    b.output(b.node("TensorScatter", {past, update, where}, {{"mode", Attribute::of_string(mode)}}));
+    run_case(b.graph(), std::string("tensor_scatter_") + mode);
+  }
+}
+
 }  // namespace
 }  // namespace aotc::gpu_test

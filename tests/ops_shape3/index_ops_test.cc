@@ -146,6 +146,38 @@ TEST(Pad, LegacyFloatValueOnIntegersSaturates) {
   }
 }
 
+// TensorScatter-24: past [2, 4, 1] (batch 2, max length 4), update [2, 2, 1]; batch 0 writes at 3
+// and batch 1 at -1. Circular (numpy's (w + s) % 4): batch 0 writes update s = 0, 1 at positions
+// 3, 0 and batch 1 at 3 (-1 % 4), 0. Linear: batch 0 writes position 3 (its second write, at 4, falls past the end and is
+// dropped); batch 1's writes would be at -1 and 0, so position 0 takes update[1][1].
+TEST(TensorScatter, LinearAndCircularWriteIndices) {
+  Tensor past = Tensor::from_floats({2, 4, 1}, {0, 1, 2, 3, 10, 11, 12, 13});
+  Tensor update = Tensor::from_floats({2, 2, 1}, {100, 101, 200, 201});
+  Tensor where = i64({3, -1});
+  for (const char* mode : {"circular", "linear"}) {
+    OneNode n("TensorScatter", 24);
+    n.input(DType::kFloat32, {2, 4, 1}).input(DType::kFloat32, {2, 2, 1}).input(DType::kInt64, {2});
+    n.attr("mode", Attribute::of_string(mode)).attr("axis", Attribute::of_int(1));
+    ASSERT_TRUE(n.build().is_ok());
+    const std::vector<double> want = std::string(mode) == "circular"
+                                         ? std::vector<double>{101, 1, 2, 100, 201, 11, 12, 200}
+                                         : std::vector<double>{0, 1, 2, 100, 201, 11, 12, 13};
+    EXPECT_EQ(run1(n, {past, update, where}), want) << mode;
+  }
+  OneNode no_indices("TensorScatter", 24);  // default axis -2, writes from 0
+  no_indices.input(DType::kFloat32, {2, 4, 1}).input(DType::kFloat32, {2, 2, 1});
+  ASSERT_TRUE(no_indices.build().is_ok());
+  EXPECT_EQ(run1(no_indices, {past, update}), (std::vector<double>{100, 101, 2, 3, 200, 201, 12, 13}));
+  OneNode batch_axis("TensorScatter", 24);
+  batch_axis.input(DType::kFloat32, {2, 4}).input(DType::kFloat32, {1, 4}).attr("axis", Attribute::of_int(0));
+  Status s = batch_axis.build();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_TRUE(test::contains(s.message(), "batch axis")) << s.message();
+  OneNode too_long("TensorScatter", 24);
+  too_long.input(DType::kFloat32, {2, 4, 1}).input(DType::kFloat32, {2, 5, 1});
+  EXPECT_FALSE(too_long.build().is_ok());
+}
+
 // CenterCropPad-18 imports as Pad with centred pads: crop 5 -> 2 starts at 1 ((5 - 2) // 2), pad
 // 2 -> 5 puts 1 zero before and 2 after (the odd element at the end).
 TEST(CenterCropPad, CentredCropAndPadAsPad) {
