@@ -35,11 +35,16 @@ Expected<TfIdfPlan> tfidf_plan(const Node& node, const Shape& x) {
   p.max_skip = node.attr_int("max_skip_count", 0);
   if (min_n < 1 || max_n < min_n || p.max_skip < 0)
     return node_error(node, "needs 1 <= min_gram_length <= max_gram_length and max_skip_count >= 0");
+  // Items `dist` apart fit a row only for dist < row_len: larger skips count nothing, so the loops
+  // over distances stop there (max_skip_count INT64_MAX overflowed max_skip + 1 and would have
+  // looped 2^63 times: a fuzz find).
+  p.max_skip = std::min(p.max_skip, std::max<int64_t>(p.row_len, 0));
   p.pool = node.attr_ints("pool_int64s");
   const std::vector<int64_t> counts = node.attr_ints("ngram_counts"), indexes = node.attr_ints("ngram_indexes");
   if (indexes.empty()) return node_error(node, "ngram_indexes is empty");
   for (int64_t v : indexes)
-    if (v < 0) return node_error(node, "ngram_indexes has a negative entry");
+    if (v < 0 || v > (int64_t{1} << 40))
+      return node_error(node, "ngram_indexes has an entry outside [0, 2^40]");  // a fuzz find: INT64_MAX + 1
   p.out_size = *std::max_element(indexes.begin(), indexes.end()) + 1;
   size_t gram = 0;
   for (size_t g = 0; g < counts.size(); ++g) {

@@ -142,6 +142,21 @@ TEST(QuantReference, TfIdfCountsSkipGrams) {
   EXPECT_TENSOR_NEAR(out[0], f32({4}, {0.5, 1, 2, 3}));
 }
 
+// Hostile attributes (fuzz finds, 2026-11-27): max_skip_count INT64_MAX counts what any skip that
+// fits the row counts (it overflowed max_skip + 1 and would have looped 2^63 times); an
+// ngram_indexes entry of INT64_MAX is refused (max + 1 overflowed).
+TEST(QuantReference, TfIdfHostileSkipAndIndexes) {
+  OneNode any("TfIdfVectorizer", 9);
+  tfidf(any, "TF").attr("max_skip_count", Attribute::of_int(INT64_MAX));
+  auto out = run(any, {make_tensor(DType::kInt64, {5}, {1, 2, 1, 2, 3})});
+  ASSERT_EQ(out.size(), 1u);
+  // (1, 2) at distances 1 and 3 (positions 0-1, 2-3, 0-3), (2, 3) at distances 1 and 3 (3-4, 1-4).
+  EXPECT_TENSOR_NEAR(out[0], f32({4}, {2, 1, 3, 2}));
+  OneNode big("TfIdfVectorizer", 9);
+  tfidf(big, "TF").attr("ngram_indexes", Attribute::of_ints({0, 1, 2, INT64_MAX}));
+  EXPECT_TRUE(test::contains(refusal(big, {make_tensor(DType::kInt64, {5}, {1, 2, 1, 2, 3})}), "ngram_indexes"));
+}
+
 TEST(QuantReference, Refusals) {
   OneNode s("TfIdfVectorizer", 9);
   tfidf(s, "TF").attr("pool_strings", Attribute::of_strings({"a"}));
