@@ -46,6 +46,7 @@ void register_lp_normalization_ops(OpRegistry& registry);
 void register_causal_conv_with_state_ops(OpRegistry& registry);
 void register_linear_attention_ops(OpRegistry& registry);
 void register_tensor_scatter_ops(OpRegistry& registry);
+void register_deform_conv_ops(OpRegistry& registry);
 void register_einsum_ops(OpRegistry& registry);
 void register_conv_transpose_ops(OpRegistry& registry);
 void register_resize_ops(OpRegistry& registry);
@@ -120,6 +121,7 @@ void register_all_ops(OpRegistry& registry) {
   register_causal_conv_with_state_ops(registry);
   register_linear_attention_ops(registry);
   register_tensor_scatter_ops(registry);
+  register_deform_conv_ops(registry);
   register_einsum_ops(registry);
   register_conv_transpose_ops(registry);
   register_resize_ops(registry);

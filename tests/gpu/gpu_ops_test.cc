@@ -210,5 +210,26 @@ TEST(GpuTensorScatter, LinearAndCircular) {
   }
 }
 
+// DeformConv-22: 2 groups over 4 input channels, 2 offset groups, stride 2, dilation 2, padding,
+// offsets up to +-2.5 pixels (taps leave the input: zero there), mask and bias; fp16 and fp32.
+TEST(GpuDeformConv, GroupsOffsetGroupsMaskBias) {
+  AOTC_REQUIRE_GPU();
+  for (DType t : {DType::kFloat16, DType::kFloat32}) {
+    GraphBuilder b;
+    b.graph().opset = 22;
+    const int64_t n = 2, c = 4, h = 11, w = 9, oc = 6, k = 3, og = 2;
+    const int64_t oh = (h + 2 - ((k - 1) * 2 + 1)) / 2 + 1, ow = (w + 2 - ((k - 1) * 2 + 1)) / 2 + 1;
+    ValueId x = b.input("x", {n, c, h, w}, t);
+    ValueId off = b.input("offset", {n, og * k * k * 2, oh, ow}, t);
+    ValueId mask = b.input("mask", {n, og * k * k, oh, ow}, t);
+    ValueId wt = b.weight("w", {oc, c / 2, k, k}, -0.5, 0.5, t), bias = b.weight("b", {oc}, -0.5, 0.5, t);
+    ValueId scaled = b.node("Mul", {off, b.weight("spread", {}, 2.5, 2.5, t)});
+    b.output(b.node("DeformConv", {x, wt, scaled, bias, mask},
+                    {{"group", i64(2)}, {"offset_group", i64(og)}, {"strides", ints({2, 2})},
+                     {"dilations", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}, {"kernel_shape", ints({k, k})}}));
+    run_case(b.graph(), std::string("deform_conv_") + dtype_name(t));
+  }
+}
+
 }  // namespace
 }  // namespace aotc::gpu_test
