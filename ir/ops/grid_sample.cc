@@ -1,7 +1,8 @@
 // GridSample (opsets 16 and 20) on 4-D input [N, C, H, W] with grid [N, Ho, Wo, 2] (x, y in
-// [-1, 1]): modes bilinear/linear, nearest (round half to even), bicubic/cubic (Keys, a = -0.75);
-// padding zeros, border, reflection; align_corners. Follows onnx/reference/ops/op_grid_sample.py.
-// Other ranks (volumetric GridSample-20) are refused.
+// [-1, 1]) and, from opset 20, volumetric 5-D input [N, C, D, H, W] with grid [N, Do, Ho, Wo, 3]
+// (x, y, z): modes bilinear/linear, nearest (round half to even), bicubic/cubic (Keys, a = -0.75;
+// 4-D only, as the spec says); padding zeros, border, reflection; align_corners. Follows
+// onnx/reference/ops/op_grid_sample.py.
 #include <cmath>
 
 #include "ir/op_registry.h"
@@ -45,10 +46,19 @@ Status grid_sample_infer(Node& node, Graph& graph) {
   if (!a) return a.status();
   const Value& x = input_value(graph, node, 0);
   const Value& g = input_value(graph, node, 1);
-  if (x.shape.size() != 4) return node_error(node, "only 4-D input [N, C, H, W] is supported, it is " + shape_str(x.shape));
-  if (g.shape.size() != 4 || g.shape[0] != x.shape[0] || g.shape[3] != 2)
-    return node_error(node, "grid must be [N, H_out, W_out, 2], it is " + shape_str(g.shape));
-  set_output(graph, node, 0, x.dtype, {x.shape[0], x.shape[1], g.shape[1], g.shape[2]});
+  const size_t rank = x.shape.size();
+  if (rank != 4 && rank != 5)
+    return node_error(node, "input must be [N, C, H, W] or [N, C, D, H, W], it is " + shape_str(x.shape));
+  if (rank == 5 && graph.opset > 0 && graph.opset < 20)
+    return node_error(node, "volumetric (5-D) input needs GridSample-20");
+  if (rank == 5 && a->mode == GsMode::kCubic) return node_error(node, "cubic mode supports 4-D input only");
+  const int64_t r = static_cast<int64_t>(rank) - 2;
+  if (g.shape.size() != rank || g.shape[0] != x.shape[0] || g.shape[rank - 1] != r)
+    return node_error(node, std::string("grid must be ") + (r == 2 ? "[N, H_out, W_out, 2]" : "[N, D_out, H_out, W_out, 3]") +
+                                ", it is " + shape_str(g.shape));
+  Shape out = {x.shape[0], x.shape[1]};
+  for (int64_t d = 0; d < r; ++d) out.push_back(g.shape[static_cast<size_t>(d + 1)]);
+  set_output(graph, node, 0, x.dtype, out);
   return Status::ok();
 }
 
@@ -85,11 +95,18 @@ Status grid_sample_reference(const Node& node, const std::vector<const Tensor*>&
   const Tensor& x = *inputs[0];
   const Tensor& g = *inputs[1];
   Tensor& y = outputs[0];
-  const int64_t n = x.shape()[0], c = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
-  const int64_t ho = g.shape()[1], wo = g.shape()[2];
-  const int64_t dims[2] = {h, w};
-  double lo[2], hi[2];
-  for (int d = 0; d < 2; ++d) {
+  const int r = static_cast<int>(x.shape().size()) - 2;  // 2 or 3 spatial dims
+  const int64_t n = x.shape()[0], c = x.shape()[1];
+  int64_t dims[3] = {1, 1, 1}, odims[3] = {1, 1, 1};
+  int64_t plane = 1, opoints = 1;
+  for (int d = 0; d < r; ++d) {
+    dims[d] = x.shape()[static_cast<size_t>(d + 2)];
+    odims[d] = g.shape()[static_cast<size_t>(d + 1)];
+    plane *= dims[d];
+    opoints *= odims[d];
+  }
+  double lo[3], hi[3];
+  for (int d = 0; d < r; ++d) {
     lo[d] = a.align ? 0.0 : -0.5;
     hi[d] = a.align ? static_cast<double>(dims[d] - 1) : static_cast<double>(dims[d]) - 0.5;
   }
@@ -100,51 +117,65 @@ Status grid_sample_reference(const Node& node, const std::vector<const Tensor*>&
     return static_cast<int64_t>(reflect(static_cast<double>(i), lo[d], hi[d]));
   };
   for (int64_t b = 0; b < n; ++b)
-    for (int64_t oy = 0; oy < ho; ++oy)
-      for (int64_t ox = 0; ox < wo; ++ox) {
-        const int64_t gi = ((b * ho + oy) * wo + ox) * 2;
-        const double nrm[2] = {g.get(gi + 1), g.get(gi)};  // (y, x): the grid stores x first
-        double p[2];
-        for (int d = 0; d < 2; ++d) {
-          const double len = static_cast<double>(dims[d]);
-          p[d] = a.align ? (nrm[d] + 1) / 2.0 * (len - 1) : ((nrm[d] + 1) * len - 1) / 2.0;
-          if (a.mode == GsMode::kNearest) p[d] = std::nearbyint(p[d]);  // half to even
-          if (p[d] < lo[d] || p[d] > hi[d]) {
-            if (a.pad == GsPad::kBorder) p[d] = std::min(std::max(p[d], 0.0), len - 1);
-            else if (a.pad == GsPad::kReflection) p[d] = reflect(p[d], lo[d], hi[d]);
-          }
-        }
-        for (int64_t ch = 0; ch < c; ++ch) {
-          const int64_t base = (b * c + ch) * h * w;
-          auto pixel = [&](int64_t iy, int64_t ix) -> double {
-            const int64_t my = map_index(iy, 0), mx = map_index(ix, 1);
-            return (my < 0 || mx < 0) ? 0.0 : x.get(base + my * w + mx);
-          };
-          double v = 0;
-          if (a.mode == GsMode::kNearest) {
-            v = pixel(static_cast<int64_t>(p[0]), static_cast<int64_t>(p[1]));
-          } else {
-            const int taps = a.mode == GsMode::kLinear ? 2 : 4;
-            const int first = a.mode == GsMode::kLinear ? 0 : -1;
-            double cy[4], cx[4];
-            const double fy = std::floor(p[0]), fx = std::floor(p[1]);
-            if (a.mode == GsMode::kLinear) {
-              cy[0] = 1 - (p[0] - fy); cy[1] = p[0] - fy;
-              cx[0] = 1 - (p[1] - fx); cx[1] = p[1] - fx;
-            } else {
-              cubic_coeffs(p[0] - fy, cy);
-              cubic_coeffs(p[1] - fx, cx);
-            }
-            for (int i = 0; i < taps; ++i) {
-              double row = 0;
-              for (int j = 0; j < taps; ++j)
-                row += cx[j] * pixel(static_cast<int64_t>(fy) + first + i, static_cast<int64_t>(fx) + first + j);
-              v += cy[i] * row;
-            }
-          }
-          y.set(((b * c + ch) * ho + oy) * wo + ox, v);
+    for (int64_t op = 0; op < opoints; ++op) {
+      const int64_t gi = (b * opoints + op) * r;
+      double p[3];
+      for (int d = 0; d < r; ++d) {
+        const double nrm = g.get(gi + (r - 1 - d));  // the grid stores the last dim's coordinate first
+        const double len = static_cast<double>(dims[d]);
+        p[d] = a.align ? (nrm + 1) / 2.0 * (len - 1) : ((nrm + 1) * len - 1) / 2.0;
+        if (a.mode == GsMode::kNearest) p[d] = std::nearbyint(p[d]);  // half to even
+        if (p[d] < lo[d] || p[d] > hi[d]) {
+          if (a.pad == GsPad::kBorder) p[d] = std::min(std::max(p[d], 0.0), len - 1);
+          else if (a.pad == GsPad::kReflection) p[d] = reflect(p[d], lo[d], hi[d]);
         }
       }
+      for (int64_t ch = 0; ch < c; ++ch) {
+        const int64_t base = (b * c + ch) * plane;
+        auto pixel = [&](const int64_t* idx) -> double {
+          int64_t flat = 0;
+          for (int d = 0; d < r; ++d) {
+            const int64_t m = map_index(idx[d], d);
+            if (m < 0) return 0.0;
+            flat = flat * dims[d] + m;
+          }
+          return x.get(base + flat);
+        };
+        double v = 0;
+        if (a.mode == GsMode::kNearest) {
+          int64_t idx[3];
+          for (int d = 0; d < r; ++d) idx[d] = static_cast<int64_t>(p[d]);
+          v = pixel(idx);
+        } else if (a.mode == GsMode::kLinear) {
+          double f[3];
+          for (int d = 0; d < r; ++d) f[d] = std::floor(p[d]);
+          for (int corner = 0; corner < (1 << r); ++corner) {
+            int64_t idx[3];
+            double wgt = 1;
+            for (int d = 0; d < r; ++d) {
+              const int bit = (corner >> (r - 1 - d)) & 1;
+              idx[d] = static_cast<int64_t>(f[d]) + bit;
+              wgt *= bit ? p[d] - f[d] : 1 - (p[d] - f[d]);
+            }
+            v += wgt * pixel(idx);
+          }
+        } else {  // cubic, 2-D only (inference refuses it for 5-D input)
+          double cy[4], cx[4];
+          const double fy = std::floor(p[0]), fx = std::floor(p[1]);
+          cubic_coeffs(p[0] - fy, cy);
+          cubic_coeffs(p[1] - fx, cx);
+          for (int i = 0; i < 4; ++i) {
+            double row = 0;
+            for (int j = 0; j < 4; ++j) {
+              const int64_t idx[2] = {static_cast<int64_t>(fy) - 1 + i, static_cast<int64_t>(fx) - 1 + j};
+              row += cx[j] * pixel(idx);
+            }
+            v += cy[i] * row;
+          }
+        }
+        y.set((b * c + ch) * opoints + op, v);
+      }
+    }
   return Status::ok();
 }
 
@@ -157,9 +188,26 @@ Expected<Lowering> grid_sample_lower(const Node& node, const Graph& graph) {
   const Value& y = output_value(graph, node, 0);
   Lowering l;
   if (y.numel() == 0) return l;
-  if (x.shape[2] == 0 || x.shape[3] == 0) return node_error(node, "an empty spatial input cannot be sampled");
+  for (size_t d = 2; d < x.shape.size(); ++d)
+    if (x.shape[d] == 0) return node_error(node, "an empty spatial input cannot be sampled");
   const bool wide = x.dtype == DType::kFloat64 || g.dtype == DType::kFloat64;
   KernelStep k;
+  if (x.shape.size() == 5) {  // volumetric: templates/grid_sample_3d.cu.in (linear and nearest)
+    k.template_name = "grid_sample_3d";
+    k.holes = {{"comment", "GridSample " + node.attr_string("mode", "bilinear") + " " + node.attr_string("padding_mode", "zeros") +
+                               " " + shape_str(x.shape) + " grid " + shape_str(g.shape) + " " + dtype_name(x.dtype)},
+               {"T", dtype_c_type(x.dtype)}, {"TG", dtype_c_type(g.dtype)}, {"ACC", wide ? "double" : "float"},
+               {"C", int_literal(x.shape[1])}, {"D", int_literal(x.shape[2])}, {"H", int_literal(x.shape[3])},
+               {"W", int_literal(x.shape[4])}, {"DO", int_literal(g.shape[1])}, {"HO", int_literal(g.shape[2])},
+               {"WO", int_literal(g.shape[3])}, {"OUT_N", int_literal(y.numel())},
+               {"MODE", std::to_string(static_cast<int>(a->mode))}, {"PAD", std::to_string(static_cast<int>(a->pad))},
+               {"ALIGN", a->align ? "true" : "false"}};
+    k.args = {node.inputs[0], node.inputs[1], node.outputs[0]};
+    k.block = Dim3{256, 1, 1};
+    k.grid = grid_for(y.numel(), 256);
+    l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+    return l;
+  }
   k.template_name = "grid_sample";
   k.holes = {{"comment", "GridSample " + node.attr_string("mode", "bilinear") + " " + node.attr_string("padding_mode", "zeros") +
                              " " + shape_str(x.shape) + " grid " + shape_str(g.shape) + " " + dtype_name(x.dtype)},

@@ -231,5 +231,23 @@ TEST(GpuDeformConv, GroupsOffsetGroupsMaskBias) {
   }
 }
 
+// Volumetric GridSample-20 ([N, C, D, H, W], grid [N, Do, Ho, Wo, 3]): linear with zero padding and
+// align_corners 0, nearest with reflection and align_corners 1, linear with border; the grid
+// reaches past [-1, 1] so every padding rule is exercised.
+TEST(GpuGridSample, Volumetric) {
+  AOTC_REQUIRE_GPU();
+  struct Case { const char* mode; const char* pad; int64_t align; };
+  for (const Case& c : {Case{"linear", "zeros", 0}, Case{"nearest", "reflection", 1}, Case{"linear", "border", 0}}) {
+    GraphBuilder b;
+    b.graph().opset = 20;
+    ValueId x = b.input("x", {2, 3, 4, 5, 6}), grid = b.input("grid", {2, 3, 4, 5, 3});
+    ValueId wide = b.node("Mul", {grid, b.weight("spread", {}, 1.3, 1.3)});
+    b.output(b.node("GridSample", {x, wide},
+                    {{"mode", Attribute::of_string(c.mode)}, {"padding_mode", Attribute::of_string(c.pad)},
+                     {"align_corners", i64(c.align)}}));
+    run_case(b.graph(), std::string("grid_sample_3d_") + c.mode + "_" + c.pad);
+  }
+}
+
 }  // namespace
 }  // namespace aotc::gpu_test

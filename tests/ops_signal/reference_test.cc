@@ -289,9 +289,16 @@ TEST(SignalReference, GridSampleIdentityGridAndPadding) {
     Tensor z = run1(m, {make_tensor(DType::kFloat32, {1, 1, 3, 3}, x), make_tensor(DType::kFloat32, {1, 1, 2, 2}, {-0.5, -1, 5, 5})});
     EXPECT_TENSOR_NEAR(z, make_tensor(DType::kFloat32, {1, 1, 1, 2}, {1.5, std::string(pad) == "zeros" ? 0.0 : 9.0}));
   }
-  OneNode v("GridSample");
-  v.input(DType::kFloat32, {1, 1, 2, 2, 2}).input(DType::kFloat32, {1, 1, 1, 1, 3});
-  EXPECT_TRUE(test::contains(v.build().message(), "4-D")) << v.build().message();
+  // Volumetric (GridSample-20): the centre of a 2x2x2 volume with align_corners is the mean of its
+  // 8 voxels (trilinear weights 1/8); the corner (x, y, z) = (1, -1, -1) is voxel (d, h, w) = (0, 0, 1).
+  OneNode v("GridSample", 20);
+  v.input(DType::kFloat32, {1, 1, 2, 2, 2}).input(DType::kFloat32, {1, 1, 1, 2, 3}).attr("align_corners", Attribute::of_int(1));
+  Tensor vz = run1(v, {make_tensor(DType::kFloat32, {1, 1, 2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7}),
+                       make_tensor(DType::kFloat32, {1, 1, 1, 2, 3}, {0, 0, 0, 1, -1, -1})});
+  EXPECT_TENSOR_NEAR(vz, make_tensor(DType::kFloat32, {1, 1, 1, 1, 2}, {3.5, 1}));
+  OneNode cubic("GridSample", 20);
+  cubic.input(DType::kFloat32, {1, 1, 2, 2, 2}).input(DType::kFloat32, {1, 1, 1, 1, 3}).attr("mode", Attribute::of_string("cubic"));
+  EXPECT_TRUE(test::contains(cubic.build().message(), "4-D input only")) << cubic.build().message();
 }
 
 TEST(SignalReference, RoiAlignOfConstantImage) {
