@@ -78,7 +78,7 @@ Status causal_conv_reference(const Node& node, const std::vector<const Tensor*>&
         for (int64_t j = 0; j < d->k; ++j) acc += w.get(c * d->k + j) * padded(t + j);
         out[0].set(row * d->len + t, d->silu ? acc / (1.0 + std::exp(-acc)) : acc);
       }
-      if (out.size() > 1 && out[1].numel() > 0)
+      if (node.outputs.size() > 1 && node.outputs[1] != kNoValue)  // present_state asked for
         for (int64_t j = 0; j < pad; ++j) out[1].set(row * pad + j, padded(d->len + j));
     }
   return Status::ok();

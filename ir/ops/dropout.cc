@@ -44,10 +44,12 @@ uint64_t one_bits(DType t) {
   return bits;
 }
 
-Status dropout_reference(const Node&, const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) {
+Status dropout_reference(const Node& node, const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) {
   const Tensor& x = *inputs[0];
   if (x.byte_size() > 0) std::memcpy(outputs[0].raw(), x.raw(), static_cast<size_t>(x.byte_size()));
-  if (outputs.size() > 1 && outputs[1].numel() > 0)
+  // The node's outputs say whether the mask is asked for: an absent one is a default (scalar,
+  // undefined) tensor in `outputs` (filling it hit Tensor::set's assertion: a fuzz find).
+  if (has_mask(node))
     for (int64_t i = 0; i < outputs[1].numel(); ++i) outputs[1].set(i, 1.0);
   return Status::ok();
 }

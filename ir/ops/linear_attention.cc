@@ -152,7 +152,7 @@ Status linear_attention_reference(const Node& node, const std::vector<const Tens
           }
         }
       }
-      if (out.size() > 1 && out[1].numel() > 0)
+      if (node.outputs.size() > 1 && node.outputs[1] != kNoValue)  // present_state asked for
         for (int64_t i = 0; i < d.dk * d.dv; ++i) out[1].set(state_base + i, s[static_cast<size_t>(i)]);
     }
   return Status::ok();

@@ -34,8 +34,11 @@ Expected<RotaryDims> rotary_dims(const Node& node, const Graph& graph) {
     if (num_heads != 0 && num_heads != d.heads)
       return node_error(node, "num_heads " + std::to_string(num_heads) + " differs from X's dim 1 (" +
                                   std::to_string(d.heads) + ")");
-    d.stride_b = d.heads * d.seq * d.head_size;
-    d.stride_h = d.seq * d.head_size;
+    // An empty input may have other dims whose product overflows int64: refused, not formed
+    // (a fuzz find, UBSan).
+    if (__builtin_mul_overflow(d.seq, d.head_size, &d.stride_h) ||
+        __builtin_mul_overflow(d.heads, d.stride_h, &d.stride_b))
+      return node_error(node, "input 0 " + shape_str(x.shape) + ": its dims multiply past int64");
     d.stride_s = d.head_size;
   } else if (x.shape.size() == 3) {
     if (num_heads <= 0) return node_error(node, "a 3-D input needs the num_heads attribute (> 0)");
@@ -46,7 +49,8 @@ Expected<RotaryDims> rotary_dims(const Node& node, const Graph& graph) {
     d.seq = x.shape[1];
     d.heads = num_heads;
     d.head_size = x.shape[2] / num_heads;
-    d.stride_b = d.seq * x.shape[2];
+    if (__builtin_mul_overflow(d.seq, x.shape[2], &d.stride_b))
+      return node_error(node, "input 0 " + shape_str(x.shape) + ": its dims multiply past int64");
     d.stride_s = x.shape[2];
     d.stride_h = d.head_size;
   } else {

@@ -33,6 +33,10 @@ Expected<WindowGeometry> resolve_window(const Node& node, const std::vector<int6
                                         const std::vector<int64_t>& kernel,
                                         const WindowOptions& options) {
   const size_t rank = in.size();
+  // Every reference and kernel runs windows as one rank-3 loop nest (to_rank3): 1 to 3 spatial
+  // dims (a 4-D window reached the reference through constant folding: a fuzz find).
+  if (rank < 1 || rank > 3)
+    return node_error(node, "input has " + std::to_string(rank) + " spatial dims; aotc supports 1, 2 or 3");
   WindowGeometry g;
   g.in = in;
   g.kernel = kernel;

@@ -105,6 +105,20 @@ TEST(Pool, LpPoolHandValues) {
   EXPECT_NE(s.message().find("p 0 must be at least 1"), std::string::npos) << s.message();
 }
 
+// Windows over 4 spatial dims are refused at inference: every reference and kernel runs 1 to 3 (a
+// 4-D Conv reached the reference through constant folding and threw std::length_error: a fuzz
+// find, 2026-11-27).
+TEST(Pool, FourSpatialDimsAreRefused) {
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    auto g = one_node(op, {{"x", {1, 1, 2, 2, 2, 2}}}, pool_attrs({1, 1, 1, 1}, {1, 1, 1, 1}, {0, 0, 0, 0, 0, 0, 0, 0}));
+    Status s = infer_shapes(g.graph);
+    EXPECT_NE(s.message().find("4 spatial dims"), std::string::npos) << op << ": " << s.message();
+  }
+  auto conv = one_node("Conv", {{"x", {1, 1, 2, 2, 2, 2}}, {"w", {1, 1, 1, 1, 1, 1}}}, {});
+  Status s = infer_shapes(conv.graph);
+  EXPECT_NE(s.message().find("4 spatial dims"), std::string::npos) << s.message();
+}
+
 TEST(Pool, MaxPoolIndicesBothStorageOrders) {
   // [[1, 5, 2], [7, 3, 4]], kernel 2x2, stride 1: maxima 7 at (1, 0) and 5 at (0, 1).
   for (int order : {0, 1}) {

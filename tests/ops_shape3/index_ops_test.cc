@@ -391,6 +391,39 @@ TEST(DepthSpace, SpaceToDepthCrdMode) {
   for (int64_t i = 0; i < 48; ++i) EXPECT_EQ(ey[static_cast<size_t>(i)], static_cast<double>(9 * (i / 6) + i % 6)) << i;
 }
 
+// Ops with an optional second output that the model leaves out ("" -> kNoValue): the reference
+// must not fill the evaluator's placeholder for it (Dropout's did, through constant folding, and
+// hit Tensor::set's assertion: a fuzz find, 2026-11-27); CausalConvWithState and LinearAttention
+// (their present_state) are checked the same way.
+TEST(Dropout, AbsentSecondOutputsAreNotWritten) {
+  struct Case { const char* op; int64_t opset; std::vector<Shape> in; Attributes attrs; };
+  const std::vector<Case> cases = {
+      {"Dropout", 16, {{3}}, {}},
+      {"CausalConvWithState", 27, {{1, 2, 5}, {2, 1, 3}}, {}},
+      {"LinearAttention", 27, {{1, 3, 8}, {1, 3, 8}, {1, 3, 8}},
+       {{"q_num_heads", Attribute::of_int(2)}, {"kv_num_heads", Attribute::of_int(2)},
+        {"update_rule", Attribute::of_string("linear")}}},
+  };
+  for (const Case& c : cases) {
+    Graph g;
+    g.opset = c.opset;
+    std::vector<ValueId> ins;
+    std::vector<Tensor> data;
+    for (size_t i = 0; i < c.in.size(); ++i) {
+      ins.push_back(g.add_value("in" + std::to_string(i), DType::kFloat32, c.in[i], true));
+      g.inputs.push_back(ins.back());
+      data.push_back(iota(c.in[i]));
+    }
+    const ValueId y = g.add_value("y");
+    g.nodes.push_back(Node{"n", c.op, "", ins, {y, kNoValue}, c.attrs});
+    g.outputs.push_back(y);
+    ASSERT_TRUE(infer_shapes(g).is_ok()) << c.op;
+    auto out = evaluate_graph(g, data);
+    ASSERT_TRUE(out.is_ok()) << c.op << ": " << out.status().message();
+    EXPECT_EQ(out->size(), 1u) << c.op;
+  }
+}
+
 TEST(Dropout, InferenceIdentityMaskAndTrainingRefused) {
   OneNode n("Dropout", 13);
   n.input(DType::kFloat32, {2, 3}).input(DType::kFloat32, {});

@@ -98,6 +98,16 @@ TEST(Rotary, HalvesAndInterleavedRotateByTheCacheAngles) {
   }
 }
 
+// An empty 4-D input whose other dims multiply past int64 (heads 2^62 x seq 3, batch 0): refused
+// before the strides are formed (a fuzz find, UBSan, 2026-11-27).
+TEST(Rotary, EmptyInputWithOverflowingDimsIsRefused) {
+  OneNode n("RotaryEmbedding", 23);
+  n.input(DType::kFloat32, {0, int64_t{1} << 62, 3, 4}).input(DType::kFloat32, {0, 3, 2}).input(DType::kFloat32, {0, 3, 2});
+  Status s = n.build();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("multiply past int64"), std::string::npos) << s.message();
+}
+
 TEST(Rotary, PartialRotation3dInputNoPositionIds) {
   // (B=1, S=2, H*D = 2*4) with num_heads 2, rotary dim 2: element 0 and 1 of each head rotate by
   // the token's angle (cache (B, S, 1)), elements 2 and 3 are copied.
