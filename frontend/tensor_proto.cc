@@ -5,6 +5,7 @@
 // byte per element (ir/small_dtypes.h).
 #include "frontend/tensor_proto.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -241,13 +242,20 @@ bool has_typed_data(const onnx::TensorProto& p) {
 }  // namespace
 
 Expected<int64_t> checked_numel(const Shape& dims, DType dtype, const std::string& what) {
-  int64_t numel = 1;
-  bool too_big = false;
+  int64_t numel = 1, nonzero = 1;
+  bool too_big = false, nonzero_over = false;
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] < 0)
       return tensor_error(what, "dim " + std::to_string(i) + " is negative (" + std::to_string(dims[i]) + ")");
     if (__builtin_mul_overflow(numel, dims[i], &numel)) too_big = true;
+    if (dims[i] != 0 && __builtin_mul_overflow(nonzero, dims[i], &nonzero)) nonzero_over = true;
   }
+  // An empty tensor's other dims must still multiply within int64: ops multiply subsets of a
+  // shape's dims (strides, line counts), and [2^62, 5, 0] made each of them an overflow (fuzz finds
+  // in BatchNormalization, RotaryEmbedding, Flatten, LpNormalization, UBSan).
+  const bool empty = std::find(dims.begin(), dims.end(), int64_t{0}) != dims.end();
+  if (empty && nonzero_over)
+    return tensor_error(what, "shape " + shape_str(dims) + ": an empty tensor whose other dims multiply past int64");
   // A zero dim makes the tensor empty however large the others are.
   for (int64_t d : dims)
     if (d == 0) return int64_t{0};

@@ -31,12 +31,18 @@ Status infer_node(Node& node, Graph& graph, const OpRegistry& registry) {
     // Bounded like graph inputs and initializers: no size arithmetic later (folding, the memory
     // plan, the header's byte counts) can overflow, and a Tile/Expand/Range of 2^60 elements is an
     // error here instead of a heap overflow or a library that declares "0 bytes".
-    int64_t numel = 1, bytes = 0;
-    bool zero = false, over = false;
+    int64_t numel = 1, bytes = 0, nonzero = 1;
+    bool zero = false, over = false, nonzero_over = false;
     for (int64_t d : v.shape) {
       zero = zero || d == 0;
       over = over || __builtin_mul_overflow(numel, d, &numel);
+      if (d != 0) nonzero_over = nonzero_over || __builtin_mul_overflow(nonzero, d, &nonzero);
     }
+    // An empty output's other dims too must multiply within int64 (as graph inputs' must): the
+    // ops reading it multiply subsets of its dims.
+    if (zero && nonzero_over)
+      return node_error(node, "output " + std::to_string(i) + " has shape " + shape_str(v.shape) +
+                                  ": an empty tensor whose other dims multiply past int64");
     if (!zero && (over || __builtin_mul_overflow(numel, std::max<int64_t>(dtype_size(v.dtype), 1), &bytes) ||
                   bytes > kMaxValueBytes))
       return node_error(node, "output " + std::to_string(i) + " has shape " + shape_str(v.shape) + " of " +
