@@ -137,8 +137,11 @@ TEST(FusedAttention, GroupedKvHeadsAreReadInPlace) {
   auto pk = kernels_of(*plain);
   ASSERT_EQ(pk.size(), 1u);
   EXPECT_EQ(pk[0].builder_args[9], 9 * 64);
-  for (const auto& [k, v] : pk[0].holes)
-    if (k == "KV_GROUP") EXPECT_EQ(v, "1LL");
+  for (const auto& [k, v] : pk[0].holes) {
+    if (k == "KV_GROUP") {
+      EXPECT_EQ(v, "1LL");
+    }
+  }
 }
 
 class FusedAttentionMustNotFire : public ::testing::TestWithParam<std::pair<const char*, std::string>> {};
