@@ -12,7 +12,8 @@
 #      CTEST_ARGS (default "-LE conformance": the CPU node-test sweep is CI's job)
 #      CONFORMANCE=claimed|all (node tests as .so files on the GPU; default off), CONFORMANCE_TIMEOUT=240
 #      CONFORMANCE_DATA=DIR (the node-test folder to run; default the one setup links, which
-#      overrides a caller's AOTC_NODE_TEST_DATA: e.g. the unpacked .deps/onnx123_node_tests.tar.gz)
+#      overrides a caller's AOTC_NODE_TEST_DATA: e.g. the unpacked .deps/onnx123_node_tests.tar.gz;
+#      several folders run at once, one GPU each: conformance_gpu.json, conformance_gpu_2.json)
 #      TIME_BUDGET=540 (s; later steps shrink their limits to fit)  DEPS_PREFIX=/tmp/aotc-deps
 #      PRECISIONS="fp32 fp16" (each case compiled with aotc --precision P, dirs NAME_bsB_P, peers
 #      run per precision; PASS: fp32 rel L2 < 1e-4 and max abs < 1e-3 max|ref|, fp16 rel L2 < 1e-2;
@@ -137,11 +138,33 @@ step_conformance() {
   # The runner stops itself 15 s before the cap (--deadline: the tests not finished are "not
   # run", the log and JSON still written); the timeout is the backstop.
   local secs; secs="$(cap "${CONFORMANCE_TIMEOUT:-240}")"
-  timeout "$((secs + 20))" "$runner" --gpu --data "${CONFORMANCE_DATA:-${AOTC_NODE_TEST_DATA:-/usr/include/onnx/backend/test/data/node}}" \
-    --jobs "${CONFORMANCE_JOBS:-$jobs}" --timeout 120 --deadline "$((secs > 30 ? secs - 15 : secs))" --quiet --arch "$ARCH" \
-    --log "$WORK/logs/conformance_tests.log" \
-    --json "$OUT/conformance_gpu.json" </dev/null
-  local rc=$?
+  # CONFORMANCE_DATA may name several folders: they run at the same time, each on its own GPU
+  # when there are several, the cores split by their test counts. The first folder's results are
+  # conformance_gpu.json; the others conformance_gpu_2.json, ...
+  local dirs=() counts=() total=0 n d i gpus pids=() rc=0
+  read -r -a dirs <<<"${CONFORMANCE_DATA:-${AOTC_NODE_TEST_DATA:-/usr/include/onnx/backend/test/data/node}}"
+  for d in "${dirs[@]}"; do
+    n="$(find "$d" -mindepth 1 -maxdepth 1 -type d | wc -l)"; [ "$n" -gt 0 ] || n=1
+    counts+=("$n"); total=$((total + n))
+  done
+  gpus="$(nvidia-smi -L 2>/dev/null | wc -l)"; [ "$gpus" -gt 0 ] || gpus=1
+  local all_jobs="${CONFORMANCE_JOBS:-$jobs}"
+  for i in "${!dirs[@]}"; do
+    local share=$(( all_jobs * counts[i] / total )) suffix="" env=()
+    [ "$share" -ge 1 ] || share=1
+    [ "$i" -gt 0 ] && suffix="_$((i + 1))"
+    [ "${#dirs[@]}" -gt 1 ] && env=(env CUDA_VISIBLE_DEVICES="$((i % gpus))")
+    echo "conformance: ${dirs[i]} (${counts[i]} tests) --jobs $share ${env[*]:1}"
+    timeout "$((secs + 20))" ${env[@]+"${env[@]}"} "$runner" --gpu --data "${dirs[i]}" ${args[@]+"${args[@]}"} \
+      --jobs "$share" --timeout 120 --deadline "$((secs > 30 ? secs - 15 : secs))" --quiet --arch "$ARCH" \
+      --log "$WORK/logs/conformance_tests$suffix.log" \
+      --json "$OUT/conformance_gpu$suffix.json" </dev/null >"$WORK/logs/conform$suffix.out" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[i]}" || rc=$?
+    cat "$WORK/logs/conform$([ "$i" -gt 0 ] && echo "_$((i + 1))").out"
+  done
   return $rc
 }
 # ---- (d) export --------------------------------------------------------------------------------
