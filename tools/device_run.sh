@@ -14,6 +14,9 @@
 #      CONFORMANCE_DATA=DIR (the node-test folder to run; default the one setup links, which
 #      overrides a caller's AOTC_NODE_TEST_DATA: e.g. the unpacked .deps/onnx123_node_tests.tar.gz;
 #      several folders run at once, one GPU each: conformance_gpu.json, conformance_gpu_2.json)
+#      CONFORMANCE_BACKGROUND=1 (it starts after the build, beside the other steps; give it
+#      CONFORMANCE_GPUS="0,1,2" and CONFORMANCE_JOBS, and the other steps CUDA_VISIBLE_DEVICES=3)
+#      CTEST_JOBS (default: all cores)
 #      TIME_BUDGET=540 (s; later steps shrink their limits to fit)  DEPS_PREFIX=/tmp/aotc-deps
 #      PRECISIONS="fp32 fp16" (each case compiled with aotc --precision P, dirs NAME_bsB_P, peers
 #      run per precision; PASS: fp32 rel L2 < 1e-4 and max abs < 1e-3 max|ref|, fp16 rel L2 < 1e-2;
@@ -35,7 +38,8 @@
 #      thread, 16 handles x 8 threads, STRESS_SECONDS=150 cap) and misuse, compute-sanitizer
 #      memcheck + racecheck over aotc-run / abi_stress / the GPU CTest suite
 #      (SANITIZER_CTEST_ARGS="-L gpu", SANITIZER_CTEST_SECONDS=150); RELIABILITY_PARTS="stress
-#      misuse sanitize ctest" picks parts; a section in table.md)
+#      misuse sanitize ctest" picks parts; a section in table.md; RELIABILITY_GROUPS="V=x|W=y;V=z"
+#      runs one instance per ';' group at once, each with its '|'-separated variables)
 #      FUZZ_RUNS=10000000 (the harnesses packed here by tools/fuzz_pack.sh into .deps/fuzz/,
 #      libFuzzer -fork over FUZZ_JOBS=all cores, each harness until FUZZ_RUNS executions or
 #      FUZZ_SECONDS (default: the budget left, shared); FUZZ_HARNESSES picks harnesses; corpus
@@ -123,7 +127,7 @@ step_build() {
 # ---- (c) test suites -----------------------------------------------------------------------------
 step_ctest() {
   # shellcheck disable=SC2086  # CTEST_ARGS is a list of options
-  timeout "$(cap "$CTEST_TIMEOUT")" ctest --test-dir "$BUILD_DIR" -j "$jobs" --timeout 120 \
+  timeout "$(cap "$CTEST_TIMEOUT")" ctest --test-dir "$BUILD_DIR" -j "${CTEST_JOBS:-$jobs}" --timeout 120 \
     --output-on-failure $CTEST_ARGS >"$OUT/ctest.log" 2>&1
   local rc=$?
   tail -n 3 "$OUT/ctest.log"
@@ -144,16 +148,27 @@ step_conformance() {
   local dirs=() counts=() total=0 n d i gpus pids=() rc=0
   read -r -a dirs <<<"${CONFORMANCE_DATA:-${AOTC_NODE_TEST_DATA:-/usr/include/onnx/backend/test/data/node}}"
   for d in "${dirs[@]}"; do
-    n="$(find "$d" -mindepth 1 -maxdepth 1 -type d | wc -l)"; [ "$n" -gt 0 ] || n=1
+    n="$(find "$d/" -mindepth 1 -maxdepth 1 -type d | wc -l)"; [ "$n" -gt 0 ] || n=1  # "$d/": a linked folder too
     counts+=("$n"); total=$((total + n))
   done
-  gpus="$(nvidia-smi -L 2>/dev/null | wc -l)"; [ "$gpus" -gt 0 ] || gpus=1
+  local gpu_ids=()  # CONFORMANCE_GPUS="0,1,2" picks the GPUs (the other steps may hold the rest)
+  if [ -n "${CONFORMANCE_GPUS:-}" ]; then IFS=, read -r -a gpu_ids <<<"$CONFORMANCE_GPUS"
+  else
+    gpus="$(nvidia-smi -L 2>/dev/null | wc -l)"; [ "$gpus" -gt 0 ] || gpus=1
+    for ((i = 0; i < gpus; ++i)); do gpu_ids+=("$i"); done
+  fi
+  gpus="${#gpu_ids[@]}"
   local all_jobs="${CONFORMANCE_JOBS:-$jobs}"
   for i in "${!dirs[@]}"; do
     local share=$(( all_jobs * counts[i] / total )) suffix="" env=()
     [ "$share" -ge 1 ] || share=1
     [ "$i" -gt 0 ] && suffix="_$((i + 1))"
-    [ "${#dirs[@]}" -gt 1 ] && env=(env CUDA_VISIBLE_DEVICES="$((i % gpus))")
+    if [ "${#dirs[@]}" -gt 1 ] || [ -n "${CONFORMANCE_GPUS:-}" ]; then
+      # folder i gets GPUs i, i + n, ... of the list (GPU i % gpus when there are fewer)
+      local g list=""
+      for ((g = i; g < gpus; g += ${#dirs[@]})); do list="${list:+$list,}${gpu_ids[g]}"; done
+      env=(env CUDA_VISIBLE_DEVICES="${list:-${gpu_ids[i % gpus]}}")
+    fi
     echo "conformance: ${dirs[i]} (${counts[i]} tests) --jobs $share ${env[*]:1}"
     timeout "$((secs + 20))" ${env[@]+"${env[@]}"} "$runner" --gpu --data "${dirs[i]}" ${args[@]+"${args[@]}"} \
       --jobs "$share" --timeout 120 --deadline "$((secs > 30 ? secs - 15 : secs))" --quiet --arch "$ARCH" \
@@ -324,9 +339,32 @@ step_peers() {
 
 # ---- (h) reliability (RELIABILITY=1): abi_stress and compute-sanitizer, tools/device/reliability.sh
 step_reliability() {
-  RELIABILITY_DEADLINE=$(( $(date +%s) + $(remaining) - 15 )) \
-    bash tools/device/reliability.sh "$WORK" "$BUILD_DIR" "$WORK/reliability.md"
-  local rc=$?
+  local deadline=$(( $(date +%s) + $(remaining) - 15 )) rc=0
+  if [ -z "${RELIABILITY_GROUPS:-}" ]; then
+    RELIABILITY_DEADLINE=$deadline bash tools/device/reliability.sh "$WORK" "$BUILD_DIR" "$WORK/reliability.md"
+    rc=$?
+  else
+    # RELIABILITY_GROUPS="A=1|B=x y;A=2|...": one reliability.sh per group, all at once, each
+    # with its group's variables (e.g. its own CUDA_VISIBLE_DEVICES, RELIABILITY_CASES,
+    # RELIABILITY_PARTS, SANITIZER_TOOLS); their sections are joined in order.
+    local groups=() assigns=() pids=() i
+    IFS=';' read -r -a groups <<<"$RELIABILITY_GROUPS"
+    for i in "${!groups[@]}"; do
+      IFS='|' read -r -a assigns <<<"${groups[i]}"
+      env "${assigns[@]}" RELIABILITY_TAG="g$((i + 1))" RELIABILITY_DEADLINE="$deadline" \
+        bash tools/device/reliability.sh "$WORK" "$BUILD_DIR" "$WORK/reliability_g$((i + 1)).md" \
+        >"$WORK/logs/reliability_g$((i + 1)).out" 2>&1 &
+      pids+=($!)
+    done
+    for i in "${!pids[@]}"; do wait "${pids[i]}" || rc=$((rc + $?)); cat "$WORK/logs/reliability_g$((i + 1)).out"; done
+    {  # one table: the first section's head, every group's rows, the first section's notes
+      sed -n '1,/^|---/p' "$WORK/reliability_g1.md"
+      for i in "${!groups[@]}"; do
+        grep -E '^\| ' "$WORK/reliability_g$((i + 1)).md" 2>/dev/null | grep -vE '^\| check \|'
+      done
+      echo; sed -n '/^abi_stress:/,$p' "$WORK/reliability_g1.md"
+    } >"$WORK/reliability.md"
+  fi
   grep -E '^\| (abi_stress|memcheck|racecheck|all|build|compute)' "$WORK/reliability.md" 2>/dev/null |
     cut -c1-170 | sed 's/^/[device]   /' >&3
   return $rc
@@ -402,17 +440,24 @@ if [ -n "${FUZZ_RUNS:-}" ] && [ "${FUZZ_BACKGROUND:-0}" != 0 ]; then
   say "fuzz    started in the background (${FUZZ_JOBS:-$jobs} jobs)"
 fi
 if [ -z "${SKIP_BUILD:-}" ]; then run_step build step_build; fi
-if [ -z "${SKIP_CTEST:-}" ] && [ "${AOTC_BUILD_TESTS:-OFF}" = ON ]; then run_step ctest step_ctest; fi
-if [ -n "$CONFORMANCE" ]; then
-  run_step conform step_conformance
-  grep -iE 'pass|rate' "$WORK/logs/conform.log" | tail -n 4 | sed 's/^/[device]   /'
+conform_pid=""
+if [ -n "$CONFORMANCE" ] && [ "${CONFORMANCE_BACKGROUND:-0}" != 0 ]; then
+  run_step conform step_conformance &
+  conform_pid=$!
+  say "conform started in the background (${CONFORMANCE_JOBS:-$jobs} jobs, GPUs ${CONFORMANCE_GPUS:-all})"
 fi
+if [ -z "${SKIP_CTEST:-}" ] && [ "${AOTC_BUILD_TESTS:-OFF}" = ON ]; then run_step ctest step_ctest; fi
+if [ -n "$CONFORMANCE" ] && [ -z "$conform_pid" ]; then run_step conform step_conformance; fi
 if [ -z "${SKIP_EXPORT:-}" ]; then run_step export step_export; fi
 if [ -z "${SKIP_AOTC:-}" ]; then run_step aotc step_aotc; fi
 if [ "${RELIABILITY:-0}" != 0 ]; then run_step reliab step_reliability; fi
 if [ -n "${FUZZ_RUNS:-}" ] && [ -z "$fuzz_pid" ]; then run_step fuzz step_fuzz; fi
 if [ -z "${SKIP_PEERS:-}" ]; then run_step peers step_peers; fi
 [ -n "$fuzz_pid" ] && wait "$fuzz_pid"
+if [ -n "$conform_pid" ]; then wait "$conform_pid"; fi
+if [ -n "$CONFORMANCE" ]; then
+  grep -iE 'pass|rate|not run' "$WORK/logs/conform.log" | tail -n 8 | sed 's/^/[device]   /'
+fi
 
 # ---- (g) the table ------------------------------------------------------------------------------
 ctest_line="$(grep -E 'tests passed|tests failed' "$OUT/ctest.log" 2>/dev/null | tail -n 1)"

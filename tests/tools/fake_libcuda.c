@@ -83,6 +83,12 @@ EXPORT CUresult cuDeviceGet(int* d, int ordinal) {
   *d = ordinal;
   return kOk;
 }
+/* Compute capability 9.0 (attributes 75 / 76); every other attribute reads 0. */
+EXPORT CUresult cuDeviceGetAttribute(int* value, int attr, int d) {
+  if (d < 0 || d >= num_devices()) return kInvalidDevice;
+  *value = attr == 75 ? 9 : 0;
+  return kOk;
+}
 EXPORT CUresult cuDevicePrimaryCtxRetain(void** ctx, int d) {
   if (d < 0 || d >= num_devices()) return kInvalidDevice;
   *ctx = (void*)(uintptr_t)(d + 1);

@@ -206,4 +206,20 @@ Status probe_gpu(std::string* arch) {
   return Status::ok();
 }
 
+void hold_gpu_context() {
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);  // never closed: held for the process
+  if (cuda == nullptr) return;
+  using InitFn = int (*)(unsigned);
+  using GetFn = int (*)(int*, int);
+  using RetainFn = int (*)(void**, int);
+  auto init = reinterpret_cast<InitFn>(dlsym(cuda, "cuInit"));
+  auto get = reinterpret_cast<GetFn>(dlsym(cuda, "cuDeviceGet"));
+  auto retain = reinterpret_cast<RetainFn>(dlsym(cuda, "cuDevicePrimaryCtxRetain"));
+  int dev = 0;
+  void* ctx = nullptr;
+  if (init && get && retain && init(0) == 0 && get(&dev, 0) == 0) (void)retain(&ctx, dev);
+  if (dlopen("libcublasLt.so.13", RTLD_NOW | RTLD_LOCAL) == nullptr)
+    (void)dlopen("libcublasLt.so.12", RTLD_NOW | RTLD_LOCAL);
+}
+
 }  // namespace aotc::conformance

@@ -51,4 +51,11 @@ Status probe_gpu(std::string* arch);
 // nvcc and the CUDA include folder as the options resolve them (for messages and defaults).
 std::string default_nvcc();
 
+// For a process that runs many libraries one after another (aotc-conformance's GPU workers):
+// initialises the driver and retains device 0's primary context for the life of the process, and
+// pins libcublasLt, so each library's create/destroy reuses them instead of creating the context
+// (hundreds of milliseconds, serialised in the driver across processes) every time. Best effort:
+// a failure here only means each library sets itself up as usual.
+void hold_gpu_context();
+
 }  // namespace aotc::conformance

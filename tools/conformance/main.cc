@@ -35,6 +35,11 @@ const char kUsage[] =
     "  --log FILE          one line per test\n"
     "  --json FILE         results as JSON (input of tools/conformance/gen_ops_md.py)\n"
     "  --jobs N            tests run in parallel (forked children; default 1)\n"
+    "  --workers N         persistent processes that run the tests: with --gpu they run the libraries\n"
+    "                      the children built, each holding one CUDA context, spread over the GPUs\n"
+    "                      (CUDA_VISIBLE_DEVICES, else every GPU the driver lists); default with --gpu:\n"
+    "                      2 per GPU; 0: each test's child also creates a context and runs (slow when\n"
+    "                      many run at once: the driver serialises context creation)\n"
     "  --timeout S         seconds per test before it is killed and failed (default 120, GPU 600)\n"
     "  --deadline S        start no test after S seconds; the ones running then are stopped, and\n"
     "                      they and the rest are reported 'not run' (so are all on SIGTERM/SIGINT)\n"
@@ -76,6 +81,22 @@ std::string now_text() {
   return buf;
 }
 
+// The GPUs a worker may be given, as CUDA_VISIBLE_DEVICES entries, without initialising CUDA in
+// this process (it forks afterwards): the caller's CUDA_VISIBLE_DEVICES, else the driver's
+// /proc/driver/nvidia/gpus entries (0..n-1); empty when neither says.
+std::vector<std::string> visible_gpus() {
+  if (const char* env = std::getenv("CUDA_VISIBLE_DEVICES"); env != nullptr && *env != '\0')
+    return split_list(env);
+  std::vector<std::string> out;
+  std::error_code ec;
+  size_t n = 0;
+  for (const auto& entry : fs::directory_iterator("/proc/driver/nvidia/gpus", ec)) {
+    (void)entry;
+    out.push_back(std::to_string(n++));
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -83,7 +104,7 @@ int main(int argc, char** argv) {
   std::string filter, log_path, json_path, workdir, allow_path, known_path, nvcc;
   std::vector<std::string> ops, archs;
   bool gpu = false, keep = false, quiet = false, require_pass = false, compile_only = false;
-  int jobs = 1;
+  int jobs = 1, workers = -1;
   double timeout = -1, deadline = 0;
   std::string command;
   for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
@@ -107,6 +128,7 @@ int main(int argc, char** argv) {
     else if (a == "--log") log_path = value();
     else if (a == "--json") json_path = value();
     else if (a == "--jobs") jobs = std::atoi(value().c_str());
+    else if (a == "--workers") workers = std::atoi(value().c_str());
     else if (a == "--timeout") timeout = std::atof(value().c_str());
     else if (a == "--deadline") deadline = std::atof(value().c_str());
     else if (a == "--workdir") workdir = value();
@@ -182,6 +204,10 @@ int main(int argc, char** argv) {
   options.gpu = gpu;
   options.compile_only = compile_only;
   options.jobs = jobs;
+  options.worker_devices = visible_gpus();
+  const int gpus = std::max<int>(1, static_cast<int>(options.worker_devices.size()));
+  options.workers = workers >= 0 ? workers : (gpu && !compile_only ? 2 * gpus : 0);
+  if (!gpu) options.worker_devices.clear();
   options.timeout_s = timeout > 0 ? timeout : (gpu ? 600 : 120);
   options.deadline_s = deadline;
   options.keep = keep;
@@ -209,7 +235,9 @@ int main(int argc, char** argv) {
   }
   const std::string label = compile_only ? "GPU build only, not run" : gpu ? "GPU" : "CPU reference";
   std::cout << "aotc-conformance: " << tests.size() << " tests on the " << label << ", " << jobs
-            << " at a time\n";
+            << " at a time";
+  if (options.workers > 0) std::cout << ", run by " << options.workers << " worker(s)";
+  std::cout << "\n";
   size_t done = 0;
   auto start = std::chrono::steady_clock::now();
   std::vector<TestResult> results = run_tests(tests, options, [&](const TestResult& r) {

@@ -67,7 +67,12 @@ std::string log_line(const TestResult& r) {
   out << std::left << std::setw(12) << r.status << " " << r.name << "  [" << r.op << "]";
   if (!r.exclusion.empty()) out << "  {excluded: " << r.exclusion << "}";
   if (!r.detail.empty()) out << "  " << r.detail;
-  if (r.seconds > 0) out << "  (" << std::fixed << std::setprecision(1) << r.seconds << " s)";
+  if (r.seconds > 0) {
+    out << "  (" << std::fixed << std::setprecision(1) << r.seconds << " s";
+    if (r.build_seconds > 0 || r.run_seconds > 0)
+      out << ": build " << r.build_seconds << ", run " << r.run_seconds;
+    out << ")";
+  }
   return out.str();
 }
 
@@ -129,7 +134,8 @@ void write_json(std::ostream& out, const JsonHeader& header, const std::vector<T
     const TestResult& r = results[i];
     out << "    {\"name\": " << json_string(r.name) << ", \"op\": " << json_string(r.op)
         << ", \"status\": " << json_string(r.status) << ", \"exclusion\": " << json_string(r.exclusion)
-        << ", \"seconds\": " << std::fixed << std::setprecision(3) << r.seconds << ", \"ops\": [";
+         << ", \"seconds\": " << std::fixed << std::setprecision(3) << r.seconds
+        << ", \"build_seconds\": " << r.build_seconds << ", \"run_seconds\": " << r.run_seconds << ", \"ops\": [";
     for (size_t k = 0; k < r.ops.size(); ++k) out << (k ? ", " : "") << json_string(r.ops[k]);
     out << "], \"detail\": " << json_string(r.detail) << "}" << (i + 1 < results.size() ? "," : "") << "\n";
   }

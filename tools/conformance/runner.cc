@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -69,6 +71,12 @@ bool differs_by_one_bf16_ulp(const Tensor& got, const Tensor& want) {
 }
 
 // One data set: import (with shape-deciding inputs bound as constants), run, compare.
+// The build phase's result of a test whose libraries are ready for a worker to run.
+const char* const kBuiltNotRun = "built; to be run by a worker";
+
+// Time spent building and running the libraries of the test this (forked) process executes.
+double g_build_seconds = 0, g_run_seconds = 0;
+
 TestResult run_data_set(const TestCase& test, const std::string& ds, const RunOptions& options,
                         const std::string& scratch, int index) {
   const ModelInfo& info = test.info;
@@ -134,15 +142,22 @@ TestResult run_data_set(const TestCase& test, const std::string& ds, const RunOp
     build.archs = options.archs;
     build.nvcc = options.nvcc;
     build.cuda_include_dir = options.cuda_include_dir;
-    BuildOutcome b = build_library(*graph, build);
-    if (b.kind == BuildOutcome::Kind::kUnsupported) return make_result(test, "unsupported", b.message);
-    if (b.kind == BuildOutcome::Kind::kFailed) return make_result(test, "failed", b.message);
-    if (options.compile_only) {
-      TestResult r = make_result(test, "passed", "built, not run (--compile-only)");
-      if (!options.keep) fs::remove(build.output_path);
-      return r;
+    if (options.phase != RunOptions::Phase::kRun) {
+      const auto build_start = std::chrono::steady_clock::now();
+      BuildOutcome b = build_library(*graph, build);
+      g_build_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - build_start).count();
+      if (b.kind == BuildOutcome::Kind::kUnsupported) return make_result(test, "unsupported", b.message);
+      if (b.kind == BuildOutcome::Kind::kFailed) return make_result(test, "failed", b.message);
+      if (options.compile_only) {
+        TestResult r = make_result(test, "passed", "built, not run (--compile-only)");
+        if (!options.keep) fs::remove(build.output_path);
+        return r;
+      }
+      if (options.phase == RunOptions::Phase::kBuild) return make_result(test, "passed", kBuiltNotRun);
     }
+    const auto run_start = std::chrono::steady_clock::now();
     Expected<LibraryOutputs> got = run_library(build.output_path, build.name, {feeds});
+    g_run_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
     if (!got) return make_result(test, "failed", "run: " + got.status().message());
     out_names = got->names;
     outs = std::move(got->runs[0]);
@@ -171,7 +186,7 @@ TestResult run_data_set(const TestCase& test, const std::string& ds, const RunOp
 
 void write_result_file(const std::string& path, const TestResult& r) {
   std::ofstream out(path);
-  out << r.status << "\n" << r.detail << "\n";
+  out << r.status << "\n" << r.detail << "\n" << r.build_seconds << " " << r.run_seconds << "\n";
 }
 
 bool read_result_file(const std::string& path, TestResult& r) {
@@ -182,6 +197,11 @@ bool read_result_file(const std::string& path, TestResult& r) {
   if (status != "passed" && status != "failed" && status != "unsupported") return false;
   r.status = status;
   r.detail = detail;
+  std::string times;
+  if (std::getline(in, times)) {
+    std::istringstream t(times);
+    t >> r.build_seconds >> r.run_seconds;
+  }
   return true;
 }
 
@@ -244,15 +264,297 @@ TestResult execute_test(const TestCase& test, const RunOptions& options) {
   const std::string scratch = options.workdir + "/" + test.name;
   fs::create_directories(scratch);
   TestResult last;
+  g_build_seconds = g_run_seconds = 0;
   for (size_t i = 0; i < test.data_sets.size(); ++i) {
     last = run_data_set(test, test.data_sets[i], options, scratch, static_cast<int>(i));
     if (last.status != "passed") break;
   }
+  last.build_seconds = g_build_seconds;
+  last.run_seconds = g_run_seconds;
   return last;
 }
 
 static volatile sig_atomic_t g_stop_requested = 0;
 static void request_stop(int) { g_stop_requested = 1; }
+
+namespace {
+
+// A persistent process that runs tests sent to it by index, one at a time (see RunOptions::workers).
+struct Worker {
+  pid_t pid = -1;
+  int to = -1, from = -1;  // pipes: parent -> worker (indexes), worker -> parent (one byte a test)
+  long test = -1;          // the test it runs, or -1 when idle
+  std::chrono::steady_clock::time_point start;
+  std::string log;
+};
+
+void worker_main(const std::vector<TestCase>& tests, RunOptions options, int in, int out) {
+  options.phase = options.gpu ? RunOptions::Phase::kRun : RunOptions::Phase::kAll;
+  if (options.gpu) hold_gpu_context();
+  FILE* requests = fdopen(in, "r");
+  char line[64];
+  while (requests != nullptr && std::fgets(line, sizeof line, requests) != nullptr) {
+    const long index = std::strtol(line, nullptr, 10);
+    if (index < 0 || index >= static_cast<long>(tests.size())) break;
+    const TestCase& test = tests[static_cast<size_t>(index)];
+    TestResult r = execute_test(test, options);
+    write_result_file(options.workdir + "/" + test.name + "/result_run.txt", r);
+    std::fflush(stdout);
+    if (write(out, "d", 1) != 1) break;
+  }
+  _exit(0);
+}
+
+bool spawn_worker(Worker& w, int id, const std::vector<TestCase>& tests, const RunOptions& options,
+                  const std::vector<Worker>& all) {
+  int down[2], up[2];
+  if (pipe(down) != 0) return false;
+  if (pipe(up) != 0) {
+    close(down[0]);
+    close(down[1]);
+    return false;
+  }
+  w.log = options.workdir + "/worker_" + std::to_string(id) + ".log";
+  std::fflush(nullptr);  // nothing the parent buffered may be written again by the child
+  pid_t pid = fork();
+  if (pid == 0) {
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+    setpgid(0, 0);
+    for (const Worker& other : all) {  // only its own pipes stay open in a worker
+      if (other.to >= 0) close(other.to);
+      if (other.from >= 0) close(other.from);
+    }
+    close(down[1]);
+    close(up[0]);
+    const std::string& device = options.worker_devices.empty()
+                                    ? std::string()
+                                    : options.worker_devices[static_cast<size_t>(id) % options.worker_devices.size()];
+    if (!device.empty()) setenv("CUDA_VISIBLE_DEVICES", device.c_str(), 1);
+    int log = open(w.log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (log >= 0) {
+      dup2(log, 1);
+      dup2(log, 2);
+    }
+    worker_main(tests, options, down[0], up[1]);
+  }
+  close(down[0]);
+  close(up[1]);
+  if (pid < 0) {
+    close(down[1]);
+    close(up[0]);
+    return false;
+  }
+  setpgid(pid, pid);
+  fcntl(up[0], F_SETFL, fcntl(up[0], F_GETFL) | O_NONBLOCK);
+  w.pid = pid;
+  w.to = down[1];
+  w.from = up[0];
+  w.test = -1;
+  return true;
+}
+
+void stop_worker(Worker& w, bool kill_it) {
+  if (w.pid <= 0) return;
+  if (w.to >= 0) close(w.to);
+  if (kill_it) kill(-w.pid, SIGKILL);
+  int status = 0;
+  waitpid(w.pid, &status, 0);
+  if (w.from >= 0) close(w.from);
+  w = Worker{};
+}
+
+}  // namespace
+
+// The pipelined runner (options.workers > 0): per-test forked children build (--gpu; the CPU
+// reference has nothing to build, so its tests go straight to the workers), persistent workers run.
+static std::vector<TestResult> run_tests_with_workers(const std::vector<TestCase>& tests, const RunOptions& options,
+                                                      const std::function<void(const TestResult&)>& on_done,
+                                                      const std::function<bool()>& past_deadline,
+                                                      const std::function<std::string()>& stop_reason) {
+  using Clock = std::chrono::steady_clock;
+  auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  std::vector<TestResult> results(tests.size());
+  std::vector<bool> finished(tests.size(), false);
+  std::vector<double> build_elapsed(tests.size(), 0), build_seconds(tests.size(), 0);
+  const bool build_first = options.gpu && !options.compile_only;
+  RunOptions build_options = options;
+  build_options.phase = RunOptions::Phase::kBuild;
+  std::vector<Child> building;
+  std::vector<size_t> queue;  // built (or, on the CPU, not started), waiting for a worker
+  size_t queue_head = 0, next = 0;
+  const int jobs = std::max(1, options.jobs);
+  std::vector<Worker> workers(static_cast<size_t>(options.workers));
+  auto finish = [&](size_t index, TestResult r) {
+    if (!options.keep && r.status == "passed") fs::remove_all(options.workdir + "/" + tests[index].name);
+    results[index] = std::move(r);
+    finished[index] = true;
+    on_done(results[index]);
+  };
+  auto ensure_worker = [&](size_t id) {
+    if (workers[id].pid > 0) return true;
+    return spawn_worker(workers[id], static_cast<int>(id), tests, options, workers);
+  };
+  if (!build_first)
+    for (; next < tests.size(); ++next) queue.push_back(next);
+
+  while (true) {
+    bool workers_busy = false;
+    for (const Worker& w : workers) workers_busy = workers_busy || w.test >= 0;
+    if (next >= tests.size() && building.empty() && queue_head >= queue.size() && !workers_busy) break;
+    if (past_deadline()) {
+      const std::string why = stop_reason();
+      for (Child& child : building) {
+        kill(-child.pid, SIGKILL);
+        int status = 0;
+        waitpid(child.pid, &status, 0);
+        finish(child.index, make_result(tests[child.index], "not run", why + " while it ran"));
+      }
+      building.clear();
+      for (Worker& w : workers) {
+        if (w.test >= 0)
+          finish(static_cast<size_t>(w.test), make_result(tests[static_cast<size_t>(w.test)], "not run", why + " while it ran"));
+        stop_worker(w, true);
+      }
+      for (; queue_head < queue.size(); ++queue_head)
+        finish(queue[queue_head], make_result(tests[queue[queue_head]], "not run", why + " before it ran"));
+      for (; next < tests.size(); ++next)
+        finish(next, make_result(tests[next], "not run", why + " before it started"));
+      break;
+    }
+    // Start builders.
+    while (build_first && next < tests.size() && static_cast<int>(building.size()) < jobs) {
+      const TestCase& test = tests[next];
+      std::string scratch = options.workdir + "/" + test.name;
+      fs::create_directories(scratch);
+      fs::remove(scratch + "/result.txt");
+      fs::remove(scratch + "/result_run.txt");
+      std::fflush(nullptr);
+      pid_t pid = fork();
+      if (pid == 0) {
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGPIPE, SIG_DFL);
+        setpgid(0, 0);
+        for (const Worker& w : workers) {
+          if (w.to >= 0) close(w.to);
+          if (w.from >= 0) close(w.from);
+        }
+        int log = open((scratch + "/child.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (log >= 0) {
+          dup2(log, 1);
+          dup2(log, 2);
+        }
+        TestResult r = execute_test(test, build_options);
+        write_result_file(scratch + "/result.txt", r);
+        _exit(0);
+      }
+      if (pid < 0) {
+        finish(next, make_result(test, "failed", std::string("fork: ") + std::strerror(errno)));
+      } else {
+        setpgid(pid, pid);
+        building.push_back(Child{next, pid, Clock::now(), scratch});
+      }
+      ++next;
+    }
+    // Reap builders: a built test joins the queue, anything else is its result.
+    for (size_t c = 0; c < building.size();) {
+      Child& child = building[c];
+      const TestCase& test = tests[child.index];
+      int status = 0;
+      pid_t done = waitpid(child.pid, &status, WNOHANG);
+      double elapsed = since(child.start);
+      if (done == 0 && elapsed <= options.timeout_s) {
+        ++c;
+        continue;
+      }
+      TestResult r = make_result(test, "failed", "");
+      if (done == 0) {
+        kill(-child.pid, SIGKILL);
+        waitpid(child.pid, &status, 0);
+        r.detail = "timed out after " + std::to_string(static_cast<int>(options.timeout_s)) + " s (building)" +
+                   log_tail(child.scratch + "/child.log");
+      } else if (WIFSIGNALED(status)) {
+        r.detail = std::string("crashed while building: signal ") + std::to_string(WTERMSIG(status)) + " (" +
+                   strsignal(WTERMSIG(status)) + ")" + log_tail(child.scratch + "/child.log");
+      } else if (!read_result_file(child.scratch + "/result.txt", r)) {
+        r.detail = "child exited with code " + std::to_string(WEXITSTATUS(status)) + " and no result" +
+                   log_tail(child.scratch + "/child.log");
+      }
+      r.seconds = elapsed;
+      if (r.status == "passed" && r.detail == kBuiltNotRun) {
+        build_elapsed[child.index] = elapsed;
+        build_seconds[child.index] = r.build_seconds;
+        queue.push_back(child.index);
+      } else {
+        finish(child.index, r);
+      }
+      building.erase(building.begin() + static_cast<long>(c));
+    }
+    // Workers: collect, time out, restart after a crash or a failure, hand out the queue.
+    for (size_t id = 0; id < workers.size(); ++id) {
+      Worker& w = workers[id];
+      if (w.test >= 0) {
+        const size_t index = static_cast<size_t>(w.test);
+        const TestCase& test = tests[index];
+        const std::string scratch = options.workdir + "/" + test.name;
+        char byte;
+        const bool answered = read(w.from, &byte, 1) == 1;
+        int status = 0;
+        const pid_t gone = answered ? 0 : waitpid(w.pid, &status, WNOHANG);
+        const double elapsed = since(w.start);
+        if (!answered && gone == 0 && elapsed <= options.timeout_s) continue;
+        TestResult r = make_result(test, "failed", "");
+        bool restart = true;
+        if (answered) {
+          if (!read_result_file(scratch + "/result_run.txt", r)) r.detail = "the worker wrote no result";
+          restart = r.status != "passed";  // a failed run may have left the context faulted
+        } else if (gone == 0) {
+          r.detail = "timed out after " + std::to_string(static_cast<int>(options.timeout_s)) + " s (running)" +
+                     log_tail(w.log);
+        } else {
+          r.detail = WIFSIGNALED(status) ? std::string("crashed: signal ") + std::to_string(WTERMSIG(status)) +
+                                               " (" + strsignal(WTERMSIG(status)) + ")" + log_tail(w.log)
+                                         : "the worker exited with code " + std::to_string(WEXITSTATUS(status)) +
+                                               log_tail(w.log);
+          w.pid = -1;  // reaped
+        }
+        r.seconds = build_elapsed[index] + elapsed;
+        r.build_seconds = build_seconds[index];
+        w.test = -1;
+        finish(index, r);
+        if (restart) {
+          if (w.pid > 0) stop_worker(w, true);
+          else {
+            if (w.to >= 0) close(w.to);
+            if (w.from >= 0) close(w.from);
+            w = Worker{};
+          }
+        }
+      }
+      if (w.test < 0 && queue_head < queue.size()) {
+        const size_t index = queue[queue_head];
+        if (!ensure_worker(id)) {
+          ++queue_head;
+          finish(index, make_result(tests[index], "failed", std::string("cannot start a worker: ") + std::strerror(errno)));
+          continue;
+        }
+        const std::string request = std::to_string(index) + "\n";
+        if (write(w.to, request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
+          stop_worker(w, true);  // try again with a fresh worker on the next round
+          continue;
+        }
+        ++queue_head;
+        w.test = static_cast<long>(index);
+        w.start = Clock::now();
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  for (Worker& w : workers) stop_worker(w, false);  // EOF on its pipe: it exits
+  return results;
+}
 
 std::vector<TestResult> run_tests(const std::vector<TestCase>& tests, const RunOptions& options,
                                   const std::function<void(const TestResult&)>& on_done) {
@@ -271,6 +573,21 @@ std::vector<TestResult> run_tests(const std::vector<TestCase>& tests, const RunO
     if (options.deadline_s <= 0) return false;
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() > options.deadline_s;
   };
+  if (options.workers > 0) {
+    struct sigaction ignore = {}, old_pipe = {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    sigaction(SIGPIPE, &ignore, &old_pipe);  // a worker that died must not kill the runner
+    std::vector<TestResult> pipelined = run_tests_with_workers(tests, options, on_done, past_deadline, [&] {
+      return g_stop_requested ? std::string("not run: the runner was stopped (signal)")
+                              : "not run: the --deadline of " + std::to_string(static_cast<int>(options.deadline_s)) +
+                                    " s passed";
+    });
+    sigaction(SIGPIPE, &old_pipe, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+    sigaction(SIGINT, &old_int, nullptr);
+    return pipelined;
+  }
   while (next < tests.size() || !running.empty()) {
     if (past_deadline()) {
       const std::string why = g_stop_requested ? "not run: the runner was stopped (signal)"

@@ -25,6 +25,7 @@ struct TestResult {
   std::string name, op, status, detail, exclusion;  // status: passed / failed / unsupported / not run
   std::vector<std::string> ops;
   double seconds = 0;
+  double build_seconds = 0, run_seconds = 0;  // --gpu: aotc + nvcc + host cc, and create + run
 };
 
 struct RunOptions {
@@ -37,6 +38,13 @@ struct RunOptions {
   std::vector<std::string> archs;   // --gpu: nvcc archs
   std::string nvcc, cuda_include_dir;
   double deadline_s = 0;            // > 0: no test starts after this many seconds (see run_tests)
+  // > 0: persistent worker processes run the tests (--gpu: the libraries the per-test children
+  // built, each worker holding one CUDA context on worker_devices[w % size], so no test pays for
+  // a context; --cpu: the whole test). 0: one forked child per test does everything.
+  int workers = 0;
+  std::vector<std::string> worker_devices;  // CUDA_VISIBLE_DEVICES of each worker ("" = inherit)
+  // Internal: which part of a test execute_test does (the pipelined runner splits --gpu tests).
+  enum class Phase { kAll, kBuild, kRun } phase = Phase::kAll;
 };
 
 // Every test folder under data_dir (sorted), with model info and primary op filled in.
