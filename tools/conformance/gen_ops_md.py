@@ -159,15 +159,20 @@ def main():
 
     if extra_cpu:
         version = generated_data_version(extra_cpu["data_dir"])
-        lines += ["", "## Newer ops: node tests generated from the onnx package", "",
-                  f"Test data: the node tests of onnx {version or '(version not recorded)'}, written by "
-                  f"`tools/gen_node_test_data.py` into `{extra_cpu['data_dir']}` (Debian's data predates "
-                  "these ops; see docs/conformance.md).",
+        lines += ["", f"## The node tests of onnx {version or '(version not recorded)'}", "",
+                  f"Test data: every node test of onnx {version or '(version not recorded)'}, written by "
+                  f"`tools/gen_node_test_data.py` into `{extra_cpu['data_dir']}` (Debian's data above predates "
+                  "the newer ops; see docs/conformance.md; the GPU run reads an unpacked copy of the same folder, "
+                  "`.deps/onnx123_node_tests.tar.gz`).",
                   f"CPU results: `{extra_cpu['command']}` ({extra_cpu['date']}).",
                   f"GPU results: `{extra_gpu['command']}` ({extra_gpu['date']})." if extra_gpu else
                   "GPU: not run in this build.",
                   "",
+                  f"inference set (CPU reference): {rate(extra_cpu, True)}", "",
                   f"all these node tests (CPU reference): {rate(extra_cpu, False)}", ""]
+        if extra_gpu:
+            lines += [f"inference set (GPU): {rate(extra_gpu, True)}", "",
+                      f"all these node tests (GPU): {rate(extra_gpu, False)}", ""]
         lines += op_table(extra_cpu, extra_gpu)
 
     lines += ["", "## Excluded from the inference set", "", "| test | reason |", "|---|---|"]

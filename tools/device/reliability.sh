@@ -71,6 +71,16 @@ for c in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer
   [ -x "$c" ] && sanitizer="$c"
 done
 
+# racecheck skips cuBLASLt's Hopper GEMM kernels (nvjet_sm90_*): they synchronise through TMA and
+# mbarriers, which racecheck does not follow, and every hazard it reported on GPT-2 and ResNet-50
+# (eleventh session: 56 and 64 errors) was inside them; excluding them keeps a hazard in aotc's
+# kernels from hiding among theirs. RACECHECK_EXCLUDE="" checks every kernel.
+racecheck_exclude=()
+exclude_filter="${RACECHECK_EXCLUDE-kns=nvjet}"
+if [ -n "$sanitizer" ] && [ -n "$exclude_filter" ] && "$sanitizer" --help 2>/dev/null | grep -q -- '--kernel-name-exclude'; then
+  racecheck_exclude=(--kernel-name-exclude "$exclude_filter")
+fi
+
 # sanitizer_errors LOG...: "ERRORS SUMMARIES": the errors compute-sanitizer reported over the logs
 # (racecheck: "RACECHECK SUMMARY: H hazards displayed (E errors, W warnings)"; the other tools:
 # "ERROR SUMMARY: E errors") and how many logs had a summary.
@@ -97,9 +107,10 @@ sanitized() {
     # racecheck: the create-time timing of cuBLASLt candidates (8 algorithms x a graph of 10
     # calls per matmul, cuBLASLt's kernels, not ours) is switched off: under racecheck it alone
     # outlasted the cap on ResNet-50 (tenth session); the kernels run() launches are the same.
-    local env_here=()
-    [ "$tool" = racecheck ] && env_here=(env AOTC_NO_MATMUL_TUNE=1)
-    run_capped "$seconds" "$log" ${env_here[@]+"${env_here[@]}"} "$sanitizer" --tool "$tool" --error-exitcode 99 --print-limit 50 "$@"
+    local env_here=() extra=()
+    [ "$tool" = racecheck ] && env_here=(env AOTC_NO_MATMUL_TUNE=1) && extra=(${racecheck_exclude[@]+"${racecheck_exclude[@]}"})
+    run_capped "$seconds" "$log" ${env_here[@]+"${env_here[@]}"} "$sanitizer" --tool "$tool" ${extra[@]+"${extra[@]}"} \
+      --error-exitcode 99 --print-limit 50 "$@"
     rc=$?
     dt=$(($(date +%s) - t0))
     if grep -q '^skipped: time budget' "$log"; then row "$tool: $label" "$name" "skipped" "time budget"; continue; fi
@@ -169,7 +180,9 @@ if [ -n "$ctest_args" ] && [ -n "$sanitizer" ] && has_part ctest; then
     rm -rf "$dir" && mkdir -p "$dir"
     t0=$(date +%s)
     # shellcheck disable=SC2086  # ctest_args is a list of ctest options
-    run_capped "${SANITIZER_CTEST_SECONDS:-150}" "$logs/ctest_$tool.log" "$sanitizer" --tool "$tool" \
+    local_extra=()
+    [ "$tool" = racecheck ] && local_extra=(${racecheck_exclude[@]+"${racecheck_exclude[@]}"})
+    run_capped "${SANITIZER_CTEST_SECONDS:-150}" "$logs/ctest_$tool.log" "$sanitizer" --tool "$tool" ${local_extra[@]+"${local_extra[@]}"} \
       --target-processes all --error-exitcode 99 --print-limit 50 --log-file "$dir/%p.log" \
       ctest --test-dir "$build" $ctest_args -j "${SANITIZER_CTEST_JOBS:-8}" --timeout 600 --output-on-failure
     rc=$?
@@ -200,6 +213,6 @@ fi
   echo "|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
   echo
-  echo "abi_stress: $(basename "$stress_bin") stress = ${STRESS_HANDLES:-16} handles sharing the owner's weights, each with its own cuMemAlloc'ed workspace, x ${STRESS_THREADS:-8} threads x $stress_runs runs per thread (2 handles per thread, traded through a locked pool every 1000 runs), outputs compared bit for bit with a single-threaded reference; misuse = docs/abi.md's matrix, codes and untouched outputs, the sticky-fault rows last. Logs: logs.tar.gz, logs/$(basename "$logs")/. racecheck rows run with AOTC_NO_MATMUL_TUNE=1 (no create-time cuBLASLt timing)."
+  echo "abi_stress: $(basename "$stress_bin") stress = ${STRESS_HANDLES:-16} handles sharing the owner's weights, each with its own cuMemAlloc'ed workspace, x ${STRESS_THREADS:-8} threads x $stress_runs runs per thread (2 handles per thread, traded through a locked pool every 1000 runs), outputs compared bit for bit with a single-threaded reference; misuse = docs/abi.md's matrix, codes and untouched outputs, the sticky-fault rows last. Logs: logs.tar.gz, logs/$(basename "$logs")/. racecheck rows run with AOTC_NO_MATMUL_TUNE=1 (no create-time cuBLASLt timing)$([ "${#racecheck_exclude[@]}" -gt 0 ] && echo " and ${racecheck_exclude[*]} (cuBLASLt's TMA/mbarrier GEMM kernels)" || echo "; every kernel checked")."
 } >"$md"
 exit "$failures"
