@@ -96,6 +96,19 @@ Expected<std::vector<std::string>> render_device_sources(LaunchProgram& program,
            std::to_string(count) + " of " + std::to_string(unique.size()) +
            " distinct kernels, in launch order. Do not edit: regenerate with aotc.\n\n";
     out += common->text();
+    // The sub-16-bit type helpers, only in files whose kernels call them (other sources, and so
+    // their kernel-cache keys, stay as they were).
+    bool small = false;
+    for (size_t u = static_cast<size_t>(f); u < unique.size(); u += static_cast<size_t>(files))
+      small = small || unique[u].code.find("aotc_sf_") != std::string::npos ||
+              unique[u].code.find("aotc_si_") != std::string::npos ||
+              unique[u].code.find("aotc_saturate_ll") != std::string::npos;
+    if (small) {
+      const EmbeddedFile* helpers = find_embedded_file("templates/small_dtypes.cuh");
+      if (!helpers) return Status::error("internal: templates/small_dtypes.cuh is not embedded");
+      out += "\n";
+      out += helpers->text();
+    }
     for (size_t u = static_cast<size_t>(f); u < unique.size(); u += static_cast<size_t>(files)) {
       out += "\n";
       for (const std::string& c : unique[u].comments) out += "// ---- " + c + "\n";

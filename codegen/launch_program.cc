@@ -246,13 +246,14 @@ class ProgramBuilder {
     const OpDef* def = registry.find(node.op_type, node.domain);
     if (!def) return node_error(node, "unknown op (not in the registry)");
     if (!def->lower) return node_error(node, "op has no GPU lowering");
-    // float8 / float4 / int4 / int2 values are CPU-reference only (ir/small_dtypes.h): the ABI and
-    // the kernels have no storage for them. A constant one folded away before here is fine.
+    // float8 / float4 / int4 / int2 values (ir/small_dtypes.h) are stored one byte per element on
+    // the GPU and in the ABI, but only the ops whose lowering converts them (traits.gpu_small_dtypes:
+    // Cast, CastLike, Q/DequantizeLinear) may read or write them. A constant folded away is fine.
     for (const std::vector<ValueId>* ids : {&node.inputs, &node.outputs})
       for (ValueId id : *ids)
-        if (id != kNoValue && dtype_is_small(graph_.value(id).dtype))
+        if (id != kNoValue && dtype_is_small(graph_.value(id).dtype) && !def->traits.gpu_small_dtypes)
           return node_error(node, "dtype " + dtype_name(graph_.value(id).dtype) +
-                                      " has no GPU storage in aotc (the CPU reference only)");
+                                      " has no GPU storage in aotc outside Cast, CastLike and Q/DequantizeLinear (the CPU reference only)");
     auto lowered = def->lower(node, graph_);
     if (!lowered) return lowered.status();
     const Lowering& l = *lowered;

@@ -25,6 +25,10 @@ struct OpTraits {
   // Not folded while importing, only by the fold_constants pass: DequantizeLinear of a constant
   // int8 weight must reach opt/fuse_qdq as integers (the quantized kernel reads them).
   bool fold_in_pipeline_only = false;
+  // The lowering handles the sub-16-bit types (ir/small_dtypes.h; one byte per element on the GPU,
+  // templates/small_dtypes.cuh): Cast, CastLike, QuantizeLinear, DequantizeLinear. codegen refuses
+  // those types at every other op.
+  bool gpu_small_dtypes = false;
 };
 
 struct OpDef {

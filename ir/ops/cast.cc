@@ -148,12 +148,55 @@ std::string cast_expr(DType from, DType to) {
   return x;
 }
 
+// A Cast with a sub-16-bit side (templates/cast_small.cu.in): the operations of
+// cast_small_reference, on device copies of ir/small_dtypes.cc's encode/decode.
+Expected<Lowering> cast_small_lower(const Node& node, const Value& x, const Value& y) {
+  auto rounding = e8m0_rounding(node);
+  if (!rounding) return rounding.status();
+  const bool saturate = node.attr_int("saturate", 1) != 0;
+  const DType from = x.dtype, to = y.dtype;
+  const std::string from_id = std::to_string(static_cast<int>(from)), to_id = std::to_string(static_cast<int>(to));
+  // Values are double when the source is a float (or the target a small float, as the reference
+  // reads x.get(i)), long long when an integer goes to an integer or a standard type.
+  const bool float_source = dtype_is_float(from) || dtype_is_small_float(from);
+  const bool as_double = float_source || dtype_is_small_float(to);
+  std::string load;
+  if (dtype_is_small_float(from)) load = "aotc_sf_decode(" + from_id + ", in[i])";
+  else if (from == DType::kBool) load = as_double ? "(in[i] ? 1.0 : 0.0)" : "(in[i] ? 1LL : 0LL)";
+  else if (dtype_is_small_int(from) || dtype_is_integer(from)) load = as_double ? "(double)in[i]" : "(long long)in[i]";
+  else load = "(double)static_cast<" + elementwise_compute_type(from) + ">(in[i])";
+  std::string store;
+  if (dtype_is_small_float(to)) {
+    const int r = *rounding == E8M0Rounding::kUp ? 0 : *rounding == E8M0Rounding::kDown ? 1 : 2;
+    store = "aotc_sf_encode(" + to_id + ", (double)x, " + (saturate ? "true" : "false") + ", " + std::to_string(r) + ")";
+  } else if (dtype_is_small_int(to)) {
+    store = "static_cast<" + dtype_c_type(to) + ">(aotc_si_wrap(" + to_id + ", " +
+            (as_double ? "aotc_saturate_ll(x)" : "x") + "))";
+  } else {
+    store = "static_cast<" + dtype_c_type(to) + ">(" + cast_expr(as_double ? DType::kFloat64 : DType::kInt64, to) + ")";
+  }
+  Lowering l;
+  if (x.numel() == 0) return l;
+  KernelStep k;
+  k.template_name = "cast_small";
+  k.holes = {{"T", dtype_c_type(from)},
+             {"TO", dtype_c_type(to)},
+             {"CT", as_double ? "double" : "long long"},
+             {"numel", int_literal(x.numel())},
+             {"load", load},
+             {"store", store},
+             {"comment", node.op_type + " " + shape_str(x.shape) + " " + dtype_name(from) + " -> " + dtype_name(to)}};
+  k.args = {node.inputs[0], node.outputs[0]};
+  k.block = Dim3{256, 1, 1};
+  k.grid = grid_for(x.numel(), 256);
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  return l;
+}
+
 Expected<Lowering> cast_lower(const Node& node, const Graph& graph) {
   const Value& x = input_value(graph, node, 0);
   const Value& y = output_value(graph, node, 0);
-  for (DType t : {x.dtype, y.dtype})
-    if (dtype_is_small(t))
-      return node_error(node, "dtype " + dtype_name(t) + " has no GPU storage in aotc (the CPU reference only)");
+  if (dtype_is_small(x.dtype) || dtype_is_small(y.dtype)) return cast_small_lower(node, x, y);
   Lowering l;
   if (x.numel() == 0) return l;
   KernelStep k;
@@ -179,6 +222,7 @@ void register_cast_ops(OpRegistry& registry) {
     OpDef def;
     def.op_type = op;
     def.traits.elementwise = true;
+    def.traits.gpu_small_dtypes = true;
     def.import = cast_import;
     def.infer = cast_infer;
     def.reference = cast_reference;

@@ -1,13 +1,13 @@
 // QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear (uint8). Granularity: per tensor, per
-// axis, or blocked (`block_size`: a scale per block of the axis). Quantized types: int8/uint8,
-// int16/uint16 and int32 (Dequantize only) on the CPU and the GPU; int4/uint4/int2/uint2, the
-// float8 types and float4e2m1 (ir/small_dtypes.h) and blocked quantization on the CPU reference
-// only (the GPU lowering refuses them). Integer rounding is half to even (rintf) and results
-// saturate, as the spec says; float8 follows Cast's tables (`saturate`). Arithmetic is float32 in
-// the order of the ONNX reference (x / scale, + zero point; (x - zero point) * scale), or the
-// `precision` attribute's type for the division, so the CPU reference and the kernels
-// (templates/quantize_linear.cu.in, ...) give the same bits. Scales and zero points stay run-time
-// inputs: the kernels read them through pointers.
+// axis, or blocked (`block_size`: a scale per block of the axis), on the CPU and the GPU. Quantized
+// types: int8/uint8, int16/uint16 and int32 (Dequantize only), int4/uint4/int2/uint2, the float8
+// types and float4e2m1 (ir/small_dtypes.h; one byte per element on the GPU). Integer rounding is
+// half to even (rintf) and results saturate, as the spec says; float8 follows Cast's tables
+// (`saturate`). Arithmetic is float32 in the order of the ONNX reference (x / scale, + zero point;
+// (x - zero point) * scale), or the `precision` attribute's type for the division (the CPU
+// reference only), so the CPU reference and the kernels (templates/quantize_linear.cu.in, ...)
+// give the same bits. Scales and zero points stay run-time inputs: the kernels read them through
+// pointers.
 #include <algorithm>
 #include <cmath>
 
@@ -186,22 +186,33 @@ Status quantize_reference(const Node& node, const std::vector<const Tensor*>& in
   return Status::ok();
 }
 
-// The GPU kernels cover per-tensor and per-axis int8/uint8/int16/uint16 with float32 division.
-Status refuse_on_gpu(const Node& node, const Graph& graph, const AxisLayout& l) {
-  for (size_t k = 0; k < node.inputs.size(); ++k)
-    if (node.input(k) != kNoValue && dtype_is_small(input_value(graph, node, k).dtype))
-      return node_error(node, "dtype " + dtype_name(input_value(graph, node, k).dtype) +
-                                  " has no GPU storage in aotc (the CPU reference only)");
-  if (dtype_is_small(output_value(graph, node, 0).dtype))
-    return node_error(node, "dtype " + dtype_name(output_value(graph, node, 0).dtype) +
-                                " has no GPU storage in aotc (the CPU reference only)");
-  if (l.mode == AxisLayout::Mode::kBlocked)
-    return node_error(node, "blocked quantization (block_size) has no GPU lowering (the CPU reference only)");
+// The GPU kernels cover per-tensor, per-axis and blocked quantization of every quantized type (the
+// 4-bit / 2-bit integers and the float8 / float4 types one byte per element) with float32 division.
+Status refuse_on_gpu(const Node& node, const Graph&, const AxisLayout&) {
   auto div = division_type(node);
   if (!div) return div.status();
   if (*div != DType::kFloat32)
     return node_error(node, "precision " + dtype_name(*div) + " has no GPU lowering (the CPU reference only)");
   return Status::ok();
+}
+
+// CUDA text of the scale / zero-point index of element i (AxisLayout::index).
+std::string channel_expr(const AxisLayout& l) {
+  switch (l.mode) {
+    case AxisLayout::Mode::kTensor: return "0LL";
+    case AxisLayout::Mode::kAxis: return "(i / " + int_literal(l.inner) + ") % " + int_literal(l.dim);
+    case AxisLayout::Mode::kBlocked:
+      return "((i / (" + int_literal(l.dim) + " * " + int_literal(l.inner) + ")) * " + int_literal(l.scale_dim) +
+             " + ((i / " + int_literal(l.inner) + ") % " + int_literal(l.dim) + ") / " + int_literal(l.block) + ") * " +
+             int_literal(l.inner) + " + i % " + int_literal(l.inner);
+  }
+  return "0LL";
+}
+
+// CUDA text of a quantized element `ref` (of type t) as float: small floats decoded.
+std::string quantized_as_float(DType t, const std::string& ref) {
+  if (dtype_is_small_float(t)) return "(float)aotc_sf_decode(" + std::to_string(static_cast<int>(t)) + ", " + ref + ")";
+  return "static_cast<float>(" + ref + ")";
 }
 
 Expected<Lowering> quantize_lower(const Node& node, const Graph& graph) {
@@ -213,15 +224,21 @@ Expected<Lowering> quantize_lower(const Node& node, const Graph& graph) {
   Lowering low;
   if (x.numel() == 0) return low;
   float lo = 0, hi = 0;
-  quant_range(y.dtype, &lo, &hi);
+  const bool integer = quant_range(y.dtype, &lo, &hi);
+  const std::string id = std::to_string(static_cast<int>(y.dtype));
+  const std::string store =
+      integer ? "const float v = fminf(" + float_literal(hi) + ", fmaxf(" + float_literal(lo) +
+                    ", rintf(q) + zp)); y[i] = static_cast<" + dtype_c_type(y.dtype) + ">(v);"
+              : "y[i] = aotc_sf_encode(" + id + ", (double)(q + zp), " +
+                    (node.attr_int("saturate", 1) != 0 ? "true" : "false") + ", 0);";
   KernelStep k;
   k.template_name = "quantize_linear";
   k.holes = {{"T", dtype_c_type(x.dtype)}, {"S", dtype_c_type(input_value(graph, node, 1).dtype)},
              {"Q", dtype_c_type(y.dtype)}, {"has_zp", node.input(2) != kNoValue ? "true" : "false"},
-             {"qmin", float_literal(lo)}, {"qmax", float_literal(hi)},
-             {"n", int_literal(x.numel())}, {"inner", int_literal(l->inner)}, {"channels", int_literal(l->channels())},
+             {"zp_value", quantized_as_float(y.dtype, "zero_point[c]")}, {"store", store},
+             {"n", int_literal(x.numel())}, {"channel", channel_expr(*l)},
              {"comment", "QuantizeLinear " + shape_str(x.shape) + " " + dtype_name(x.dtype) + " -> " + dtype_name(y.dtype) +
-                             (l->channels() > 1 ? " per-axis" : " per-tensor")}};
+                             (l->mode == AxisLayout::Mode::kBlocked ? " blocked" : l->channels() > 1 ? " per-axis" : " per-tensor")}};
   k.args = {node.inputs[0], node.inputs[1], node.input(2) != kNoValue ? node.inputs[2] : kNullArg, node.outputs[0]};
   k.block = Dim3{256, 1, 1};
   k.grid = grid_for(x.numel());
@@ -285,9 +302,10 @@ Expected<Lowering> dequantize_lower(const Node& node, const Graph& graph) {
   k.template_name = "dequantize_linear";
   k.holes = {{"Q", dtype_c_type(x.dtype)}, {"S", dtype_c_type(input_value(graph, node, 1).dtype)},
              {"T", dtype_c_type(y.dtype)}, {"has_zp", node.input(2) != kNoValue ? "true" : "false"},
-             {"n", int_literal(x.numel())}, {"inner", int_literal(l->inner)}, {"channels", int_literal(l->channels())},
+             {"x_value", quantized_as_float(x.dtype, "x[i]")}, {"zp_value", quantized_as_float(x.dtype, "zero_point[c]")},
+             {"n", int_literal(x.numel())}, {"channel", channel_expr(*l)},
              {"comment", "DequantizeLinear " + shape_str(x.shape) + " " + dtype_name(x.dtype) + " -> " + dtype_name(y.dtype) +
-                             (l->channels() > 1 ? " per-axis" : " per-tensor")}};
+                             (l->mode == AxisLayout::Mode::kBlocked ? " blocked" : l->channels() > 1 ? " per-axis" : " per-tensor")}};
   k.args = {node.inputs[0], node.inputs[1], node.input(2) != kNoValue ? node.inputs[2] : kNullArg, node.outputs[0]};
   k.block = Dim3{256, 1, 1};
   k.grid = grid_for(x.numel());
@@ -346,6 +364,7 @@ void register_quantize_ops(OpRegistry& registry) {
   q.lower = quantize_lower;
   // Per tensor (a scalar scale), which is what the layout pass checks before moving it to NHWC.
   q.traits.elementwise = true;
+  q.traits.gpu_small_dtypes = true;
   registry.add(q);
   OpDef d;
   d.op_type = "DequantizeLinear";
@@ -354,6 +373,7 @@ void register_quantize_ops(OpRegistry& registry) {
   d.lower = dequantize_lower;
   d.traits.fold_in_pipeline_only = true;
   d.traits.elementwise = true;  // per tensor; see QuantizeLinear
+  d.traits.gpu_small_dtypes = true;
   registry.add(d);
   OpDef dq;
   dq.op_type = "DynamicQuantizeLinear";

@@ -1,6 +1,7 @@
 // The issue-3 elementwise references against values computed here from the ONNX definitions
 // (hand-worked integers, std:: math on the spec formulas), plus shape inference, opset imports,
 // traits and the errors that refuse what we do not support (by name).
+#include <map>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -426,13 +427,45 @@ TEST(Elementwise3Reference, CastFromSmallFloatsIsExact) {
   EXPECT_EQ(ints(z), (std::vector<int64_t>{15, 0}));
 }
 
-TEST(Elementwise3Reference, CastOfSmallTypesIsRefusedOnTheGpu) {
-  OneNode n("Cast", 25);
-  n.input(DType::kFloat32, {3}).attr("to", Attribute::of_int(static_cast<int64_t>(DType::kFloat8E4M3FN)));
-  ASSERT_TRUE(n.build().is_ok());
-  auto l = default_registry().find("Cast")->lower(n.built(), n.graph);
-  ASSERT_FALSE(l.is_ok());
-  EXPECT_TRUE(test::contains(l.status().message(), "float8e4m3fn has no GPU storage")) << l.status().message();
+// Casts with a sub-16-bit side lower to templates/cast_small.cu.in: values read as double from a
+// float (or into a small float), as long long between integers; the attributes reach the encoder.
+TEST(Elementwise3Reference, CastOfSmallTypesLowersToTheSmallTypeKernel) {
+  auto holes = [](OneNode& n) {
+    std::map<std::string, std::string> out;
+    Status s = n.build();
+    EXPECT_TRUE(s.is_ok()) << s.message();
+    if (!s.is_ok()) return out;
+    auto l = default_registry().find(n.built().op_type)->lower(n.built(), n.graph);
+    EXPECT_TRUE(l.is_ok()) << l.status().message();
+    if (!l.is_ok() || l->steps.size() != 1) return out;
+    EXPECT_EQ(l->steps[0].kernel.template_name, "cast_small");
+    for (const auto& [k, v] : l->steps[0].kernel.holes) out[k] = v;
+    return out;
+  };
+  OneNode f8("Cast", 25);
+  f8.input(DType::kFloat16, {3}).attr("to", Attribute::of_int(static_cast<int64_t>(DType::kFloat8E4M3FN)))
+      .attr("saturate", Attribute::of_int(0));
+  auto h = holes(f8);
+  EXPECT_EQ(h["CT"], "double");
+  EXPECT_EQ(h["load"], "(double)static_cast<float>(in[i])");
+  EXPECT_EQ(h["store"], "aotc_sf_encode(17, (double)x, false, 0)");
+  OneNode e8("Cast", 25);
+  e8.input(DType::kFloat32, {3}).attr("to", Attribute::of_int(static_cast<int64_t>(DType::kFloat8E8M0)))
+      .attr("round_mode", Attribute::of_string("nearest"));
+  EXPECT_EQ(holes(e8)["store"], "aotc_sf_encode(24, (double)x, true, 2)");
+  OneNode i4("Cast", 25);
+  i4.input(DType::kInt64, {3}).attr("to", Attribute::of_int(static_cast<int64_t>(DType::kInt4)));
+  h = holes(i4);
+  EXPECT_EQ(h["CT"], "long long");
+  EXPECT_EQ(h["store"], "static_cast<signed char>(aotc_si_wrap(22, x))");
+  OneNode from4("Cast", 25);
+  from4.input(DType::kFloat4E2M1, {3}).attr("to", Attribute::of_int(static_cast<int64_t>(DType::kInt32)));
+  h = holes(from4);
+  EXPECT_EQ(h["load"], "aotc_sf_decode(23, in[i])");
+  EXPECT_TRUE(test::contains(h["store"], "static_cast<int>(")) << h["store"];
+  // Any other op still refuses the small types (codegen: traits.gpu_small_dtypes).
+  EXPECT_FALSE(default_registry().find("Relu")->traits.gpu_small_dtypes);
+  EXPECT_TRUE(default_registry().find("CastLike")->traits.gpu_small_dtypes);
 }
 
 }  // namespace

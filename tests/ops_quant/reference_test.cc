@@ -1,6 +1,7 @@
 // CPU references of the quantization ops against values worked out by hand from the ONNX spec
 // formulas (rounding half to even, saturation, per-axis parameters, zero-point padding), and the
 // refusals of what aotc does not support (string pools, blocked scales, bad parameter shapes).
+#include <map>
 #include "tests/ops_basic/ops_test_util.h"
 
 namespace aotc {
@@ -298,18 +299,56 @@ TEST(QuantReference, GpuLoweringRefusesWhatOnlyTheCpuComputes) {
     auto l = default_registry().find(n.built().op_type)->lower(n.built(), n.graph);
     return l.is_ok() ? std::string() : l.status().message();
   };
-  OneNode i4("QuantizeLinear", 21);
-  i4.input(DType::kFloat32, {4}).input(DType::kFloat32, {}).input(DType::kInt4, {});
-  std::string why = lower_message(i4);
-  EXPECT_TRUE(test::contains(why, "int4 has no GPU storage")) << why;
-  EXPECT_TRUE(test::contains(why, "(QuantizeLinear)")) << why;
-  OneNode blocked("DequantizeLinear", 21);
-  blocked.input(DType::kInt8, {4}).input(DType::kFloat32, {2}).attr("axis", Attribute::of_int(0)).attr("block_size", Attribute::of_int(2));
-  why = lower_message(blocked);
-  EXPECT_TRUE(test::contains(why, "blocked quantization")) << why;
+  std::string why;
+  OneNode precision("QuantizeLinear", 21);
+  precision.input(DType::kFloat32, {4}).input(DType::kFloat32, {}).attr("precision", Attribute::of_int(10));
+  why = lower_message(precision);
+  EXPECT_TRUE(test::contains(why, "precision float16 has no GPU lowering")) << why;
   OneNode i16("DequantizeLinear", 21);  // int16 has GPU storage: lowered to the template
   i16.input(DType::kInt16, {4}).input(DType::kFloat32, {});
   EXPECT_EQ(lower_message(i16), "");
+}
+
+// The sub-16-bit types are lowered (one byte per element on the GPU): int4 through the integer
+// template with its range, float8 through the device encode/decode of templates/small_dtypes.cuh.
+TEST(QuantReference, SmallTypesAreLoweredWithTheirRangesAndEncoders) {
+  auto holes = [](OneNode& n) {
+    std::map<std::string, std::string> out;
+    Status s = n.build();
+    EXPECT_TRUE(s.is_ok()) << s.message();
+    if (!s.is_ok()) return out;
+    auto l = default_registry().find(n.built().op_type)->lower(n.built(), n.graph);
+    EXPECT_TRUE(l.is_ok()) << l.status().message();
+    if (!l.is_ok() || l->steps.size() != 1) return out;
+    for (const auto& [k, v] : l->steps[0].kernel.holes) out[k] = v;
+    return out;
+  };
+  OneNode i4("QuantizeLinear", 21);
+  i4.input(DType::kFloat32, {4}).input(DType::kFloat32, {}).input(DType::kInt4, {});
+  auto h = holes(i4);
+  EXPECT_EQ(h["Q"], "signed char");
+  EXPECT_TRUE(test::contains(h["store"], "fminf(0x1.cp+2f")) << h["store"];  // 7
+  EXPECT_TRUE(test::contains(h["store"], "fmaxf(-0x1p+3f")) << h["store"];  // -8
+  OneNode f8("QuantizeLinear", 21);
+  f8.input(DType::kFloat32, {4}).input(DType::kFloat32, {}).input(DType::kFloat8E5M2, {}).attr("saturate", Attribute::of_int(0));
+  h = holes(f8);
+  EXPECT_EQ(h["store"], "y[i] = aotc_sf_encode(19, (double)(q + zp), false, 0);");
+  EXPECT_EQ(h["zp_value"], "(float)aotc_sf_decode(19, zero_point[c])");
+  OneNode d8("DequantizeLinear", 21);
+  d8.input(DType::kFloat8E4M3FNUZ, {4}).input(DType::kFloat32, {});
+  h = holes(d8);
+  EXPECT_EQ(h["x_value"], "(float)aotc_sf_decode(18, x[i])");
+  // Blocked: element i of x [2, 5] (axis 1, block 2, scale [2, 3]) uses scale ((i / 5) * 3 + (i % 5) / 2).
+  OneNode blocked("DequantizeLinear", 21);
+  blocked.input(DType::kInt8, {2, 5}).input(DType::kFloat32, {2, 3}).attr("axis", Attribute::of_int(1))
+      .attr("block_size", Attribute::of_int(2));
+  h = holes(blocked);
+  EXPECT_EQ(h["channel"], "((i / (5LL * 1LL)) * 3LL + ((i / 1LL) % 5LL) / 2LL) * 1LL + i % 1LL");
+  OneNode du2("DequantizeLinear", 21);
+  du2.input(DType::kUInt2, {4}).input(DType::kFloat32, {});
+  h = holes(du2);
+  EXPECT_EQ(h["x_value"], "static_cast<float>(x[i])");
+  EXPECT_EQ(h["Q"], "unsigned char");
 }
 
 }  // namespace
