@@ -77,8 +77,13 @@ done
 # kernels from hiding among theirs. RACECHECK_EXCLUDE="" checks every kernel.
 racecheck_exclude=()
 exclude_filter="${RACECHECK_EXCLUDE-kns=nvjet}"
-if [ -n "$sanitizer" ] && [ -n "$exclude_filter" ] && "$sanitizer" --help 2>/dev/null | grep -q -- '--kernel-name-exclude'; then
-  racecheck_exclude=(--kernel-name-exclude "$exclude_filter")
+# (The option is --kernel-name-exclude since the rename of --kernel-regex-exclude; the help text
+# may go to stderr: the eleventh session's probe read stdout only and found neither.)
+if [ -n "$sanitizer" ] && [ -n "$exclude_filter" ]; then
+  sanitizer_help="$("$sanitizer" --help 2>&1)"
+  for option in --kernel-name-exclude --kernel-regex-exclude; do
+    if grep -q -- "$option" <<<"$sanitizer_help"; then racecheck_exclude=("$option" "$exclude_filter"); break; fi
+  done
 fi
 
 # sanitizer_errors LOG...: "ERRORS SUMMARIES": the errors compute-sanitizer reported over the logs
