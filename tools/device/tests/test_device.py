@@ -552,13 +552,60 @@ class DeviceRunScriptTest(unittest.TestCase):
         self.assertNotIn("rejects --disable-pass", stdout)
         self.assertNotIn("top ", stdout)                      # no --profile in this aotc-run
 
-    def run_script(self, parallel, **extra_env):
+    def test_conformance_folders_side_by_side_and_reliability_groups(self):
+        # Two node-test folders run at once, one GPU each (CONFORMANCE_GPUS), jobs split by test
+        # counts, each its own JSON; two reliability groups' rows end in one table.
+        with tempfile.TemporaryDirectory() as tmp:
+            folders = []
+            for name, count in (("big", 3), ("small", 1)):
+                folder = os.path.join(tmp, name)
+                for i in range(count):
+                    os.makedirs(os.path.join(folder, "test_%d" % i))
+                folders.append(folder)
+            fake = textwrap.dedent("""\
+                #!/usr/bin/env python3
+                import json, os, sys
+                a = sys.argv[1:]
+                json.dump({'args': a, 'gpus': os.environ.get('CUDA_VISIBLE_DEVICES')},
+                          open(a[a.index('--json') + 1], 'w'))
+                print('inference set (GPU): 100.0% (1/1)')
+                """)
+
+            def check(out, stdout):
+                runs = []
+                for suffix in ("", "_2"):
+                    with open(os.path.join(out, "conformance_gpu%s.json" % suffix)) as f:
+                        runs.append(json.load(f))
+                for run, folder, gpus, jobs in zip(runs, folders, ("0", "1"), ("6", "2")):
+                    self.assertEqual(run["args"][run["args"].index("--data") + 1], folder)
+                    self.assertEqual(run["gpus"], gpus)
+                    self.assertEqual(run["args"][run["args"].index("--jobs") + 1], jobs)
+                self.assertIn("conform started in the background", stdout)
+                with open(os.path.join(out, "table.md")) as f:
+                    table = f.read()
+                section = table[table.index("## Reliability"):]
+                self.assertEqual(section.count("| check |"), 1)
+                self.assertIn("| all checks | nope_a | FAILED |", section)
+                self.assertIn("| all checks | nope_b | FAILED |", section)
+                self.assertLess(section.index("nope_b"), section.index("abi_stress:"))
+
+            self.run_script(
+                "1", inspect=check, MODELS="tiny", PRECISIONS="fp32", CONFORMANCE="all",
+                CONFORMANCE_BACKGROUND="1", CONFORMANCE_GPUS="0,1", CONFORMANCE_JOBS="8", CONFORMANCE_DATA=" ".join(folders),
+                FAKE_CONFORMANCE=fake, RELIABILITY="1",
+                RELIABILITY_GROUPS="RELIABILITY_CASES=nope_a|RELIABILITY_PARTS=misuse;"
+                                   "RELIABILITY_CASES=nope_b|RELIABILITY_PARTS=misuse")
+
+    def run_script(self, parallel, inspect=None, **extra_env):
         with tempfile.TemporaryDirectory() as tmp:
             work, out, build = (os.path.join(tmp, d) for d in ("work", "out", "build"))
             make_tiny_export(os.path.join(work, "models"), "tiny", [1, 4])
             make_tiny_export(os.path.join(work, "models"), "bad", [1])
             os.makedirs(os.path.join(build, "bin"))
-            for name, text in (("aotc", kFakeAotc), ("aotc-run", kFakeAotcRun % kRepo)):
+            tools = [("aotc", kFakeAotc), ("aotc-run", kFakeAotcRun % kRepo)]
+            if "FAKE_CONFORMANCE" in extra_env:
+                tools.append(("aotc-conformance", extra_env["FAKE_CONFORMANCE"]))
+            for name, text in tools:
                 path = os.path.join(build, "bin", name)
                 with open(path, "w") as f:
                     f.write(textwrap.dedent(text))
@@ -578,6 +625,8 @@ class DeviceRunScriptTest(unittest.TestCase):
             with open(os.path.join(out, "results.json")) as f:
                 results = json.load(f)
             rows = {(r["model"], r["batch"], r["precision"]): r for r in results["rows"]}
+            if inspect:
+                inspect(out, stdout)
             if extra_env:
                 return out, stdout, rows, results
             self.assertEqual(rows[("tiny", 1, "fp32")]["check"], "PASS")
