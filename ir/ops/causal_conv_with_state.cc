@@ -37,10 +37,6 @@ Expected<Dims> dims_of(const Node& node, const Shape& x, const Shape& w, const S
   return d;
 }
 
-const Shape* optional_shape(const Graph& graph, const Node& node, size_t i) {
-  return node.input(i) == kNoValue ? nullptr : &graph.value(node.inputs[i]).shape;
-}
-
 Status causal_conv_infer(Node& node, Graph& graph) {
   AOTC_RETURN_IF_ERROR(expect_inputs(node, 2, 4));
   if (node.outputs.empty() || node.outputs.size() > 2) return node_error(node, "expects 1 or 2 outputs");
@@ -49,8 +45,8 @@ Status causal_conv_infer(Node& node, Graph& graph) {
   for (size_t i = 1; i < 4; ++i)
     if (node.input(i) != kNoValue && graph.value(node.inputs[i]).dtype != x.dtype)
       return node_error(node, "input " + std::to_string(i) + " must have the input's dtype " + dtype_name(x.dtype));
-  auto d = dims_of(node, x.shape, input_value(graph, node, 1).shape, optional_shape(graph, node, 2),
-                   optional_shape(graph, node, 3));
+  auto d = dims_of(node, x.shape, input_value(graph, node, 1).shape, optional_input_shape(graph, node, 2),
+                   optional_input_shape(graph, node, 3));
   if (!d) return d.status();
   set_output(graph, node, 0, x.dtype, x.shape);
   set_output(graph, node, 1, x.dtype, {d->batch, d->channels, d->k - 1});
@@ -86,8 +82,8 @@ Status causal_conv_reference(const Node& node, const std::vector<const Tensor*>&
 
 Expected<Lowering> causal_conv_lower(const Node& node, const Graph& graph) {
   const Value& x = input_value(graph, node, 0);
-  auto d = dims_of(node, x.shape, input_value(graph, node, 1).shape, optional_shape(graph, node, 2),
-                   optional_shape(graph, node, 3));
+  auto d = dims_of(node, x.shape, input_value(graph, node, 1).shape, optional_input_shape(graph, node, 2),
+                   optional_input_shape(graph, node, 3));
   if (!d) return d.status();
   Lowering low;
   const bool present = node.outputs.size() > 1 && node.outputs[1] != kNoValue;

@@ -60,13 +60,6 @@ Expected<Dims> dims_of(const Node& node, const std::vector<const Shape*>& in) {
   return d;
 }
 
-std::vector<const Shape*> shapes_of(const Graph& graph, const Node& node) {
-  std::vector<const Shape*> s(5, nullptr);
-  for (size_t i = 0; i < 5; ++i)
-    if (node.input(i) != kNoValue) s[i] = &graph.value(node.inputs[i]).shape;
-  return s;
-}
-
 Status deform_conv_infer(Node& node, Graph& graph) {
   AOTC_RETURN_IF_ERROR(expect_inputs(node, 3, 5));
   if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
@@ -75,7 +68,7 @@ Status deform_conv_infer(Node& node, Graph& graph) {
   for (size_t i = 1; i < 5; ++i)
     if (node.input(i) != kNoValue && graph.value(node.inputs[i]).dtype != t)
       return node_error(node, "input " + std::to_string(i) + " must have X's dtype " + dtype_name(t));
-  auto d = dims_of(node, shapes_of(graph, node));
+  auto d = dims_of(node, optional_input_shapes(graph, node, 5));
   if (!d) return d.status();
   set_output(graph, node, 0, t, {d->n, d->oc, d->oh, d->ow});
   return Status::ok();
@@ -130,7 +123,7 @@ Status deform_conv_reference(const Node& node, const std::vector<const Tensor*>&
 }
 
 Expected<Lowering> deform_conv_lower(const Node& node, const Graph& graph) {
-  auto dd = dims_of(node, shapes_of(graph, node));
+  auto dd = dims_of(node, optional_input_shapes(graph, node, 5));
   if (!dd) return dd.status();
   const Dims& d = *dd;
   const DType t = input_value(graph, node, kX).dtype;

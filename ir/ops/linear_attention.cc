@@ -79,13 +79,6 @@ Expected<Dims> dims_of(const Node& node, const std::vector<const Shape*>& in) {
   return d;
 }
 
-std::vector<const Shape*> shapes_of(const Graph& graph, const Node& node) {
-  std::vector<const Shape*> s(6, nullptr);
-  for (size_t i = 0; i < 6; ++i)
-    if (node.input(i) != kNoValue) s[i] = &graph.value(node.inputs[i]).shape;
-  return s;
-}
-
 Status linear_attention_infer(Node& node, Graph& graph) {
   AOTC_RETURN_IF_ERROR(expect_inputs(node, 3, 6));
   if (node.outputs.empty() || node.outputs.size() > 2) return node_error(node, "expects 1 or 2 outputs");
@@ -95,7 +88,7 @@ Status linear_attention_infer(Node& node, Graph& graph) {
     if (node.input(i) != kNoValue && graph.value(node.inputs[i]).dtype != t)
       return node_error(node, "input " + std::to_string(i) + " must have query's dtype " + dtype_name(t));
   if (node.input(kPast) != kNoValue) AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, kPast, kFloatTypes));
-  auto d = dims_of(node, shapes_of(graph, node));
+  auto d = dims_of(node, optional_input_shapes(graph, node, 6));
   if (!d) return d.status();
   const DType state_t = node.input(kPast) != kNoValue ? graph.value(node.inputs[kPast]).dtype : t;
   set_output(graph, node, 0, t, {d->batch, d->len, d->q_heads * d->dv});
@@ -162,7 +155,7 @@ Status linear_attention_reference(const Node& node, const std::vector<const Tens
 constexpr int64_t kMaxStateBytes = 40 * 1024;
 
 Expected<Lowering> linear_attention_lower(const Node& node, const Graph& graph) {
-  auto dd = dims_of(node, shapes_of(graph, node));
+  auto dd = dims_of(node, optional_input_shapes(graph, node, 6));
   if (!dd) return dd.status();
   const Dims& d = *dd;
   const DType t = input_value(graph, node, kQ).dtype;

@@ -7,6 +7,24 @@
 
 namespace aotc {
 
+const Shape* optional_input_shape(const Graph& graph, const Node& node, size_t index) {
+  return node.input(index) == kNoValue ? nullptr : &graph.value(node.inputs[index]).shape;
+}
+
+std::vector<const Shape*> optional_input_shapes(const Graph& graph, const Node& node, size_t count) {
+  std::vector<const Shape*> shapes(count);
+  for (size_t i = 0; i < count; ++i) shapes[i] = optional_input_shape(graph, node, i);
+  return shapes;
+}
+
+Status expect_storable(const Node& node, const Graph& graph, size_t index, const std::string& name) {
+  const DType t = input_value(graph, node, index).dtype;
+  if (t == DType::kString || t == DType::kUndefined || dtype_size(t) == 0)
+    return node_error(node, (name.empty() ? "input " + std::to_string(index) : name) + " has dtype " + dtype_name(t) +
+                                ", which aotc does not store");
+  return Status::ok();
+}
+
 Status expect_inputs(const Node& node, int min_count, int max_count) {
   int n = node.num_present_inputs();
   if (n < min_count || n > max_count) {

@@ -16,6 +16,13 @@ namespace aotc {
 Status expect_inputs(const Node& node, int min_count, int max_count);
 // Input `index` is present and has one of `allowed` dtypes.
 Status expect_dtype(const Node& node, const Graph& graph, size_t index, const std::vector<DType>& allowed);
+// The shape of input `index`, or nullptr when that optional input is absent.
+const Shape* optional_input_shape(const Graph& graph, const Node& node, size_t index);
+// optional_input_shape of inputs 0 .. count - 1.
+std::vector<const Shape*> optional_input_shapes(const Graph& graph, const Node& node, size_t count);
+// Input `index` has a dtype aotc stores (not string, not undefined); `name` names it in the
+// message ("input 0" when empty).
+Status expect_storable(const Node& node, const Graph& graph, size_t index, const std::string& name = "");
 // Input `index` has the given rank.
 Status expect_rank(const Node& node, const Graph& graph, size_t index, int64_t rank);
 // Input `index` is present and constant; returns its data (nullptr + error otherwise).

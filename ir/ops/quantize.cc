@@ -91,10 +91,6 @@ float quantize_value(float x, float scale, float zp, float lo, float hi) {
   return std::min(hi, std::max(lo, v));
 }
 
-const Shape* optional_shape(const Graph& graph, const Node& node, size_t index) {
-  return node.input(index) == kNoValue ? nullptr : &input_value(graph, node, index).shape;
-}
-
 const std::vector<DType> kQuantizedTypes = {
     DType::kUInt8, DType::kInt8, DType::kUInt16, DType::kInt16, DType::kUInt4, DType::kInt4, DType::kUInt2,
     DType::kInt2, DType::kFloat8E4M3FN, DType::kFloat8E4M3FNUZ, DType::kFloat8E5M2, DType::kFloat8E5M2FNUZ,
@@ -149,7 +145,7 @@ Status quantize_infer(Node& node, Graph& graph) {
   auto div = division_type(node);
   if (!div) return div.status();
   const Value& x = input_value(graph, node, 0);
-  auto l = axis_layout(node, x.shape, input_value(graph, node, 1).shape, optional_shape(graph, node, 2));
+  auto l = axis_layout(node, x.shape, input_value(graph, node, 1).shape, optional_input_shape(graph, node, 2));
   if (!l) return l.status();
   set_output(graph, node, 0, out, x.shape);
   return Status::ok();
@@ -218,7 +214,7 @@ std::string quantized_as_float(DType t, const std::string& ref) {
 Expected<Lowering> quantize_lower(const Node& node, const Graph& graph) {
   const Value& x = input_value(graph, node, 0);
   const Value& y = output_value(graph, node, 0);
-  auto l = axis_layout(node, x.shape, input_value(graph, node, 1).shape, optional_shape(graph, node, 2));
+  auto l = axis_layout(node, x.shape, input_value(graph, node, 1).shape, optional_input_shape(graph, node, 2));
   if (!l) return l.status();
   AOTC_RETURN_IF_ERROR(refuse_on_gpu(node, graph, *l));
   Lowering low;
@@ -270,7 +266,7 @@ Status dequantize_infer(Node& node, Graph& graph) {
       return node_error(node, "output_dtype " + std::to_string(output_dtype) + " is not float, float16 or bfloat16");
     out = static_cast<DType>(output_dtype);
   }
-  auto l = axis_layout(node, x.shape, input_value(graph, node, 1).shape, optional_shape(graph, node, 2));
+  auto l = axis_layout(node, x.shape, input_value(graph, node, 1).shape, optional_input_shape(graph, node, 2));
   if (!l) return l.status();
   set_output(graph, node, 0, out, x.shape);
   return Status::ok();
@@ -293,7 +289,7 @@ Status dequantize_reference(const Node& node, const std::vector<const Tensor*>& 
 Expected<Lowering> dequantize_lower(const Node& node, const Graph& graph) {
   const Value& x = input_value(graph, node, 0);
   const Value& y = output_value(graph, node, 0);
-  auto l = axis_layout(node, x.shape, input_value(graph, node, 1).shape, optional_shape(graph, node, 2));
+  auto l = axis_layout(node, x.shape, input_value(graph, node, 1).shape, optional_input_shape(graph, node, 2));
   if (!l) return l.status();
   AOTC_RETURN_IF_ERROR(refuse_on_gpu(node, graph, *l));
   Lowering low;

@@ -9,17 +9,10 @@
 namespace aotc {
 namespace {
 
-Status expect_storable(const Node& node, const Graph& graph) {
-  DType t = input_value(graph, node, 0).dtype;
-  if (t == DType::kString || t == DType::kUndefined)
-    return node_error(node, "input 0 has dtype " + dtype_name(t) + ", which aotc does not store");
-  return Status::ok();
-}
-
 Status flatten_infer(Node& node, Graph& graph) {
   AOTC_RETURN_IF_ERROR(expect_inputs(node, 1, 1));
   if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
-  AOTC_RETURN_IF_ERROR(expect_storable(node, graph));
+  AOTC_RETURN_IF_ERROR(expect_storable(node, graph, 0));
   const Value& x = input_value(graph, node, 0);
   int64_t rank = static_cast<int64_t>(x.shape.size());
   int64_t axis = node.attr_int("axis", 1);
@@ -58,7 +51,7 @@ Status reshape_import(Node& node, Graph& graph, int64_t) {
 Status reshape_infer(Node& node, Graph& graph) {
   AOTC_RETURN_IF_ERROR(expect_inputs(node, 2, 2));
   if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
-  AOTC_RETURN_IF_ERROR(expect_storable(node, graph));
+  AOTC_RETURN_IF_ERROR(expect_storable(node, graph, 0));
   AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 1, {DType::kInt64}));
   AOTC_RETURN_IF_ERROR(expect_rank(node, graph, 1, 1));
   Expected<const Tensor*> shape_t = expect_constant(node, graph, 1, "aotc compiles static shapes");
@@ -106,7 +99,7 @@ Status reshape_infer(Node& node, Graph& graph) {
 Status identity_infer(Node& node, Graph& graph) {
   AOTC_RETURN_IF_ERROR(expect_inputs(node, 1, 1));
   if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
-  AOTC_RETURN_IF_ERROR(expect_storable(node, graph));
+  AOTC_RETURN_IF_ERROR(expect_storable(node, graph, 0));
   const Value& x = input_value(graph, node, 0);
   set_output(graph, node, 0, x.dtype, x.shape);
   return Status::ok();

@@ -42,17 +42,10 @@ Expected<std::vector<int64_t>> read_axes(const Node& node, const Graph& graph, i
   return axes;
 }
 
-Status expect_storable(const Node& node, const Graph& graph) {
-  DType t = input_value(graph, node, 0).dtype;
-  if (t == DType::kString || t == DType::kUndefined)
-    return node_error(node, "input 0 has dtype " + dtype_name(t) + ", which aotc does not store");
-  return Status::ok();
-}
-
 Status squeeze_infer(Node& node, Graph& graph) {
   AOTC_RETURN_IF_ERROR(expect_inputs(node, 1, 2));
   if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
-  AOTC_RETURN_IF_ERROR(expect_storable(node, graph));
+  AOTC_RETURN_IF_ERROR(expect_storable(node, graph, 0));
   const Value& x = input_value(graph, node, 0);
   Expected<std::vector<int64_t>> axes = read_axes(node, graph, static_cast<int64_t>(x.shape.size()), false);
   if (!axes) return axes.status();
@@ -72,7 +65,7 @@ Status squeeze_infer(Node& node, Graph& graph) {
 Status unsqueeze_infer(Node& node, Graph& graph) {
   AOTC_RETURN_IF_ERROR(expect_inputs(node, 2, 2));
   if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
-  AOTC_RETURN_IF_ERROR(expect_storable(node, graph));
+  AOTC_RETURN_IF_ERROR(expect_storable(node, graph, 0));
   const Value& x = input_value(graph, node, 0);
   ValueId axes_id = node.input(1);
   int64_t count = graph.value(axes_id).numel();

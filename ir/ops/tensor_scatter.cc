@@ -52,8 +52,7 @@ Status tensor_scatter_infer(Node& node, Graph& graph) {
   AOTC_RETURN_IF_ERROR(expect_inputs(node, 2, 3));
   if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
   const Value& past = input_value(graph, node, 0);
-  if (past.dtype == DType::kString || past.dtype == DType::kUndefined || dtype_size(past.dtype) == 0)
-    return node_error(node, "past_cache has dtype " + dtype_name(past.dtype) + ", which aotc does not store");
+  AOTC_RETURN_IF_ERROR(expect_storable(node, graph, 0, "past_cache"));
   if (input_value(graph, node, 1).dtype != past.dtype)
     return node_error(node, "update must have past_cache's dtype " + dtype_name(past.dtype));
   const Shape* indices = nullptr;

@@ -88,6 +88,27 @@ def op_table(cpu, gpu):
     return lines
 
 
+def not_passed_table(cpu, gpu):
+    """Every inference-set test that did not pass on the CPU or the GPU, with each side's reason."""
+    gpu_by_name = {t["name"]: t for t in gpu["tests"]} if gpu else {}
+    lines = ["| test | op | CPU | GPU |", "|---|---|---|---|"]
+    for t in sorted(cpu["tests"], key=lambda t: (t["op"], t["name"])):
+        if t["exclusion"]:
+            continue
+        g = gpu_by_name.get(t["name"])
+        if t["status"] == "passed" and (not gpu or (g and g["status"] == "passed")):
+            continue
+        def side(r):
+            if r is None:
+                return "not run"
+            return "passed" if r["status"] == "passed" else f"{r['status']}: {r['detail'] or r['status']}"
+        lines.append(f"| {t['name']} | {cell(t['op'], 40)} | {cell(side(t), 160)} | "
+                     f"{cell(side(g) if gpu else 'not run', 160)} |")
+    if len(lines) == 2:
+        lines.append("| (none) | | | |")
+    return lines
+
+
 def generated_data_version(data_dir):
     """The onnx version that tools/gen_node_test_data.py stamped next to the node/ folder."""
     try:
@@ -156,6 +177,7 @@ def main():
         lines += ["GPU: not run in this build", ""]
 
     lines += ["## Per op", ""] + op_table(cpu, gpu)
+    lines += ["", "### Inference-set tests not passed, with their reasons", ""] + not_passed_table(cpu, gpu)
 
     if extra_cpu:
         version = generated_data_version(extra_cpu["data_dir"])
@@ -174,6 +196,8 @@ def main():
             lines += [f"inference set (GPU): {rate(extra_gpu, True)}", "",
                       f"all these node tests (GPU): {rate(extra_gpu, False)}", ""]
         lines += op_table(extra_cpu, extra_gpu)
+        lines += ["", f"### Inference-set tests of onnx {version or '(version not recorded)'} not passed, with their reasons",
+                  ""] + not_passed_table(extra_cpu, extra_gpu)
 
     lines += ["", "## Excluded from the inference set", "", "| test | reason |", "|---|---|"]
     for t in sorted(cpu["tests"], key=lambda t: (t["exclusion"], t["name"])):
