@@ -304,6 +304,16 @@ Expected<LibrarySources> render_library_sources(const Graph& graph, const Memory
   return out;
 }
 
+std::string included_device_headers(const std::string& source) {
+  std::string out;
+  for (const char* name : kDeviceHeaders) {
+    if (source.find(std::string("#include \"") + name + "\"") == std::string::npos) continue;
+    const EmbeddedFile* f = find_embedded_file(std::string("templates/") + name);
+    out += std::string("\n") + name + "\n" + (f ? f->text() : std::string("(missing)"));
+  }
+  return out;
+}
+
 Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& plan,
                                        const CodegenOptions& options) {
   auto report = [&](const std::string& line) {
@@ -402,7 +412,8 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
     for (int f = 0; stats.cache_enabled && f < files; ++f)
       keys[static_cast<size_t>(f)] = kernel_cache_key(
           (*device)[static_cast<size_t>(f)], version->output, nvcc_commands[static_cast<size_t>(f)],
-          needs_cutlass[static_cast<size_t>(f)] ? cutlass_version : "");
+          (needs_cutlass[static_cast<size_t>(f)] ? cutlass_version : "") +
+              included_device_headers((*device)[static_cast<size_t>(f)]));
   }
   for (int f = 0; f < files; ++f) {
     if (stats.cache_enabled &&

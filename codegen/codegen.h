@@ -81,6 +81,11 @@ struct LibrarySources {
 Expected<LibrarySources> render_library_sources(const Graph& graph, const MemoryPlan& plan,
                                                 const CodegenOptions& options);
 
+// The headers written beside the device sources (templates/library_params.cuh) that `source`
+// includes, each as its name and text: part of the kernel-cache key, so a fatbin compiled against
+// another version of such a header is never reused.
+std::string included_device_headers(const std::string& source);
+
 Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& plan,
                                        const CodegenOptions& options);
 

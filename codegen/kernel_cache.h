@@ -1,6 +1,7 @@
 // A cache of nvcc's output (fatbins) keyed by what determines it: SHA-256 over the rendered .cu
-// source, the `nvcc --version` text, nvcc's arguments without file paths, and the version of the
-// CUTLASS headers when the source uses them. Entries are files <dir>/<key>.fatbin. Safe under
+// source, the `nvcc --version` text, nvcc's arguments without file paths, the version of the
+// CUTLASS headers when the source uses them, and the text of the headers aotc writes beside the
+// source that it includes (codegen.h: included_device_headers). Entries are files <dir>/<key>.fatbin. Safe under
 // concurrent aotc runs: an entry is written to a temp file in the cache directory and renamed into
 // place, so a reader sees a whole file or none. A cache that cannot be read or written only costs
 // a compile (misses), never a failed build.

@@ -11,6 +11,7 @@
 
 #include "codegen/codegen.h"
 #include "codegen/cutlass_dir.h"
+#include "codegen/embedded_files.h"
 #include "codegen/kernel_cache.h"
 #include "codegen_test_util.h"
 #include "ir/ops/op_helpers.h"
@@ -57,6 +58,20 @@ TEST(KernelCache, KeyFollowsSourceVersionAndFlagsButNotPaths) {
   EXPECT_NE(kernel_cache_key("src", "nvcc 13.0", argv, "cutlass 4.2"), key);
   // Fields are delimited: moving bytes between source and version changes the key.
   EXPECT_NE(kernel_cache_key("srcn", "vcc 13.0", argv, ""), kernel_cache_key("src", "nvcc 13.0", argv, ""));
+}
+
+// A fatbin depends on library_params.cuh when its source includes it: the header's text is part
+// of the key, so an aotc with another version of it never reuses the old fatbin.
+TEST(KernelCache, KeyCoversTheDeviceHeadersTheSourceIncludes) {
+  const std::string with = "// x\n#include \"library_params.cuh\"\n__global__ void k() {}\n";
+  const std::string part = included_device_headers(with);
+  const EmbeddedFile* header = find_embedded_file("templates/library_params.cuh");
+  ASSERT_NE(header, nullptr);
+  EXPECT_NE(part.find(header->text()), std::string::npos);
+  EXPECT_EQ(included_device_headers("__global__ void k() {}\n"), "");
+  const std::vector<std::string> argv = {"nvcc", "--fatbin", "-o", "a.fatbin", "a.cu"};
+  EXPECT_NE(kernel_cache_key(with, "nvcc 13.0", argv, part),
+            kernel_cache_key(with, "nvcc 13.0", argv, part + "// changed"));
 }
 
 TEST(KernelCache, DefaultDirFollowsXdgThenHome) {
