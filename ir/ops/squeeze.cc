@@ -32,11 +32,14 @@ Expected<std::vector<int64_t>> read_axes(const Node& node, const Graph& graph, i
   if (graph.value(node.inputs[1]).shape.size() > 1) return node_error(node, "axes must be a scalar or 1-D");
   Expected<const Tensor*> c = expect_constant(node, graph, 1, "axes decide the output shape; aotc compiles static shapes");
   if (!c) return c.status();
+  // Duplicates through a mask over [0, rank): linear in the axes (a search per axis was quadratic,
+  // and a model with tens of thousands of axes held the import for seconds: fuzz find).
+  std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(rank, 0)), false);
   for (int64_t a : (*c)->to_int64s()) {
     Expected<int64_t> n = normalize_axis(node, a, rank);
     if (!n) return n.status();
-    if (std::find(axes.begin(), axes.end(), *n) != axes.end())
-      return node_error(node, "axis " + std::to_string(a) + " is listed twice");
+    if (seen[static_cast<size_t>(*n)]) return node_error(node, "axis " + std::to_string(a) + " is listed twice");
+    seen[static_cast<size_t>(*n)] = true;
     axes.push_back(*n);
   }
   return axes;
@@ -49,9 +52,11 @@ Status squeeze_infer(Node& node, Graph& graph) {
   const Value& x = input_value(graph, node, 0);
   Expected<std::vector<int64_t>> axes = read_axes(node, graph, static_cast<int64_t>(x.shape.size()), false);
   if (!axes) return axes.status();
+  std::vector<bool> listed_axes(x.shape.size(), false);
+  for (int64_t a : *axes) listed_axes[static_cast<size_t>(a)] = true;
   Shape out;
   for (size_t d = 0; d < x.shape.size(); ++d) {
-    bool listed = std::find(axes->begin(), axes->end(), static_cast<int64_t>(d)) != axes->end();
+    const bool listed = listed_axes[d];
     if (listed && x.shape[d] != 1)
       return node_error(node, "cannot squeeze axis " + std::to_string(d) + " of size " + std::to_string(x.shape[d]));
     // Without axes (or with an empty list, as ONNX Runtime reads it), every size-1 dim goes.
@@ -72,12 +77,11 @@ Status unsqueeze_infer(Node& node, Graph& graph) {
   int64_t out_rank = static_cast<int64_t>(x.shape.size()) + count;
   Expected<std::vector<int64_t>> axes = read_axes(node, graph, out_rank, true);
   if (!axes) return axes.status();
+  std::vector<bool> inserted(static_cast<size_t>(out_rank), false);
+  for (int64_t a : *axes) inserted[static_cast<size_t>(a)] = true;
   Shape out;
   size_t next = 0;
-  for (int64_t d = 0; d < out_rank; ++d) {
-    if (std::find(axes->begin(), axes->end(), d) != axes->end()) out.push_back(1);
-    else out.push_back(x.shape[next++]);
-  }
+  for (int64_t d = 0; d < out_rank; ++d) out.push_back(inserted[static_cast<size_t>(d)] ? 1 : x.shape[next++]);
   set_output(graph, node, 0, x.dtype, out);
   return Status::ok();
 }

@@ -158,6 +158,40 @@ TEST(SqueezeUnsqueeze, ShapesViewsAndLegacyAxes) {
   EXPECT_FALSE(dup.build().is_ok());
 }
 
+// Axes lists of any length (a fuzz find: tens of thousands of Unsqueeze axes held the import for
+// seconds while duplicates were searched pairwise; now a mask, linear): every listed axis lands,
+// a duplicate far down the list is still found, and Squeeze of the result undoes it.
+TEST(SqueezeUnsqueeze, LongAxisListsAreReadOnceAndDuplicatesStillFound) {
+  const int64_t kAxes = 100000;
+  std::vector<int64_t> axes(static_cast<size_t>(kAxes));
+  for (int64_t i = 0; i < kAxes; ++i) axes[static_cast<size_t>(i)] = i + 1;  // every axis but 0
+  OneNode un("Unsqueeze");
+  un.input(DType::kFloat32, {5}).constant(i64(axes));
+  ASSERT_TRUE(un.build().is_ok());
+  ASSERT_EQ(un.out().shape.size(), static_cast<size_t>(kAxes + 1));
+  EXPECT_EQ(un.out().shape[0], 5);
+  EXPECT_EQ(std::count(un.out().shape.begin(), un.out().shape.end(), 1), kAxes);
+  axes.back() = -kAxes - 1;  // names output axis 0 ... and axis 1 is listed first: not a duplicate
+  OneNode first("Unsqueeze");
+  first.input(DType::kFloat32, {5}).constant(i64(axes));
+  ASSERT_TRUE(first.build().is_ok());
+  EXPECT_EQ(first.out().shape[static_cast<size_t>(kAxes)], 5);  // the input's dim went last
+  axes.back() = 1;  // the first entry again
+  OneNode dup("Unsqueeze");
+  dup.input(DType::kFloat32, {5}).constant(i64(axes));
+  Status s = dup.build();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_TRUE(test::contains(s.message(), "axis 1 is listed twice")) << s.message();
+  std::vector<int64_t> ones(static_cast<size_t>(kAxes));
+  for (int64_t i = 0; i < kAxes; ++i) ones[static_cast<size_t>(i)] = i + 1;
+  Shape wide(static_cast<size_t>(kAxes + 1), 1);
+  wide[0] = 5;
+  OneNode sq("Squeeze");
+  sq.input(DType::kFloat32, wide).constant(i64(ones));
+  ASSERT_TRUE(sq.build().is_ok());
+  EXPECT_EQ(sq.out().shape, (Shape{5}));
+}
+
 TEST(ShapeSize, StartEndAndShapeOnlyTrait) {
   EXPECT_TRUE(default_registry().find("Shape")->traits.shape_only);
   EXPECT_TRUE(default_registry().find("Size")->traits.shape_only);
