@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,22 @@ inline std::string compare_tensors(const Tensor& got, const Tensor& want) {
   } while (0)
 
 inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// Builds `n` and lowers it; the holes of its single kernel step (empty, with a test failure,
+// when the build or the lowering fails or gives another number of steps). `template_name`, when
+// given, must be the step's template.
+inline std::map<std::string, std::string> lowered_holes(OneNode& n, const std::string& template_name = "") {
+  std::map<std::string, std::string> out;
+  Status s = n.build();
+  EXPECT_TRUE(s.is_ok()) << s.message();
+  if (!s.is_ok()) return out;
+  auto l = default_registry().find(n.built().op_type)->lower(n.built(), n.graph);
+  EXPECT_TRUE(l.is_ok()) << l.status().message();
+  if (!l.is_ok() || l->steps.size() != 1) return out;
+  if (!template_name.empty()) EXPECT_EQ(l->steps[0].kernel.template_name, template_name);
+  for (const auto& [k, v] : l->steps[0].kernel.holes) out[k] = v;
+  return out;
+}
 
 }  // namespace test
 }  // namespace aotc

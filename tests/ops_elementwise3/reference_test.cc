@@ -430,18 +430,7 @@ TEST(Elementwise3Reference, CastFromSmallFloatsIsExact) {
 // Casts with a sub-16-bit side lower to templates/cast_small.cu.in: values read as double from a
 // float (or into a small float), as long long between integers; the attributes reach the encoder.
 TEST(Elementwise3Reference, CastOfSmallTypesLowersToTheSmallTypeKernel) {
-  auto holes = [](OneNode& n) {
-    std::map<std::string, std::string> out;
-    Status s = n.build();
-    EXPECT_TRUE(s.is_ok()) << s.message();
-    if (!s.is_ok()) return out;
-    auto l = default_registry().find(n.built().op_type)->lower(n.built(), n.graph);
-    EXPECT_TRUE(l.is_ok()) << l.status().message();
-    if (!l.is_ok() || l->steps.size() != 1) return out;
-    EXPECT_EQ(l->steps[0].kernel.template_name, "cast_small");
-    for (const auto& [k, v] : l->steps[0].kernel.holes) out[k] = v;
-    return out;
-  };
+  auto holes = [](OneNode& n) { return test::lowered_holes(n, "cast_small"); };
   OneNode f8("Cast", 25);
   f8.input(DType::kFloat16, {3}).attr("to", Attribute::of_int(static_cast<int64_t>(DType::kFloat8E4M3FN)))
       .attr("saturate", Attribute::of_int(0));

@@ -312,17 +312,7 @@ TEST(QuantReference, GpuLoweringRefusesWhatOnlyTheCpuComputes) {
 // The sub-16-bit types are lowered (one byte per element on the GPU): int4 through the integer
 // template with its range, float8 through the device encode/decode of templates/small_dtypes.cuh.
 TEST(QuantReference, SmallTypesAreLoweredWithTheirRangesAndEncoders) {
-  auto holes = [](OneNode& n) {
-    std::map<std::string, std::string> out;
-    Status s = n.build();
-    EXPECT_TRUE(s.is_ok()) << s.message();
-    if (!s.is_ok()) return out;
-    auto l = default_registry().find(n.built().op_type)->lower(n.built(), n.graph);
-    EXPECT_TRUE(l.is_ok()) << l.status().message();
-    if (!l.is_ok() || l->steps.size() != 1) return out;
-    for (const auto& [k, v] : l->steps[0].kernel.holes) out[k] = v;
-    return out;
-  };
+  auto holes = [](OneNode& n) { return test::lowered_holes(n); };
   OneNode i4("QuantizeLinear", 21);
   i4.input(DType::kFloat32, {4}).input(DType::kFloat32, {}).input(DType::kInt4, {});
   auto h = holes(i4);

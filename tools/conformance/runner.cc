@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -279,6 +280,61 @@ static void request_stop(int) { g_stop_requested = 1; }
 
 namespace {
 
+// Forks the child that executes `test` (all of it, or options.phase) in its scratch folder: own
+// process group (a timeout also ends nvcc and the host compiler), output to child.log, the
+// result to result.txt. `close_fds` are descriptors the child must not keep (workers' pipes).
+// Returns the pid, or -1 when fork failed.
+pid_t fork_test_child(const TestCase& test, const std::string& scratch, const RunOptions& options,
+                      const std::vector<int>& close_fds) {
+  fs::create_directories(scratch);
+  fs::remove(scratch + "/result.txt");
+  fs::remove(scratch + "/result_run.txt");
+  std::fflush(nullptr);  // nothing the parent buffered may be written again by the child
+  pid_t pid = fork();
+  if (pid == 0) {
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+    setpgid(0, 0);
+    for (int fd : close_fds) close(fd);
+    int log = open((scratch + "/child.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (log >= 0) {
+      dup2(log, 1);
+      dup2(log, 2);
+    }
+    TestResult r = execute_test(test, options);
+    write_result_file(scratch + "/result.txt", r);
+    _exit(0);
+  }
+  if (pid > 0) setpgid(pid, pid);
+  return pid;
+}
+
+// The child's result once it has exited or outlived options.timeout_s (then it is killed);
+// nullopt while it runs. `phase` ("building", or "" for a whole test) names where it stopped.
+std::optional<TestResult> reap_test_child(const Child& child, const TestCase& test, const RunOptions& options,
+                                          const std::string& phase) {
+  int status = 0;
+  pid_t done = waitpid(child.pid, &status, WNOHANG);
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - child.start).count();
+  if (done == 0 && elapsed <= options.timeout_s) return std::nullopt;
+  TestResult r = make_result(test, "failed", "");
+  auto log = [&] { return log_tail(child.scratch + "/child.log"); };
+  if (done == 0) {
+    kill(-child.pid, SIGKILL);
+    waitpid(child.pid, &status, 0);
+    r.detail = "timed out after " + std::to_string(static_cast<int>(options.timeout_s)) + " s" +
+               (phase.empty() ? "" : " (" + phase + ")") + log();
+  } else if (WIFSIGNALED(status)) {
+    r.detail = std::string(phase.empty() ? "crashed" : "crashed while " + phase) + ": signal " +
+               std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")" + log();
+  } else if (!read_result_file(child.scratch + "/result.txt", r)) {
+    r.detail = "child exited with code " + std::to_string(WEXITSTATUS(status)) + " and no result" + log();
+  }
+  r.seconds = elapsed;
+  return r;
+}
+
 // A persistent process that runs tests sent to it by index, one at a time (see RunOptions::workers).
 struct Worker {
   pid_t pid = -1;
@@ -426,65 +482,27 @@ static std::vector<TestResult> run_tests_with_workers(const std::vector<TestCase
     // Start builders.
     while (build_first && next < tests.size() && static_cast<int>(building.size()) < jobs) {
       const TestCase& test = tests[next];
-      std::string scratch = options.workdir + "/" + test.name;
-      fs::create_directories(scratch);
-      fs::remove(scratch + "/result.txt");
-      fs::remove(scratch + "/result_run.txt");
-      std::fflush(nullptr);
-      pid_t pid = fork();
-      if (pid == 0) {
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGINT, SIG_DFL);
-        signal(SIGPIPE, SIG_DFL);
-        setpgid(0, 0);
-        for (const Worker& w : workers) {
-          if (w.to >= 0) close(w.to);
-          if (w.from >= 0) close(w.from);
-        }
-        int log = open((scratch + "/child.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (log >= 0) {
-          dup2(log, 1);
-          dup2(log, 2);
-        }
-        TestResult r = execute_test(test, build_options);
-        write_result_file(scratch + "/result.txt", r);
-        _exit(0);
-      }
-      if (pid < 0) {
-        finish(next, make_result(test, "failed", std::string("fork: ") + std::strerror(errno)));
-      } else {
-        setpgid(pid, pid);
-        building.push_back(Child{next, pid, Clock::now(), scratch});
-      }
+      const std::string scratch = options.workdir + "/" + test.name;
+      std::vector<int> worker_fds;
+      for (const Worker& w : workers)
+        for (int fd : {w.to, w.from})
+          if (fd >= 0) worker_fds.push_back(fd);
+      const pid_t pid = fork_test_child(test, scratch, build_options, worker_fds);
+      if (pid < 0) finish(next, make_result(test, "failed", std::string("fork: ") + std::strerror(errno)));
+      else building.push_back(Child{next, pid, Clock::now(), scratch});
       ++next;
     }
     // Reap builders: a built test joins the queue, anything else is its result.
     for (size_t c = 0; c < building.size();) {
       Child& child = building[c];
-      const TestCase& test = tests[child.index];
-      int status = 0;
-      pid_t done = waitpid(child.pid, &status, WNOHANG);
-      double elapsed = since(child.start);
-      if (done == 0 && elapsed <= options.timeout_s) {
+      std::optional<TestResult> reaped = reap_test_child(child, tests[child.index], options, "building");
+      if (!reaped) {
         ++c;
         continue;
       }
-      TestResult r = make_result(test, "failed", "");
-      if (done == 0) {
-        kill(-child.pid, SIGKILL);
-        waitpid(child.pid, &status, 0);
-        r.detail = "timed out after " + std::to_string(static_cast<int>(options.timeout_s)) + " s (building)" +
-                   log_tail(child.scratch + "/child.log");
-      } else if (WIFSIGNALED(status)) {
-        r.detail = std::string("crashed while building: signal ") + std::to_string(WTERMSIG(status)) + " (" +
-                   strsignal(WTERMSIG(status)) + ")" + log_tail(child.scratch + "/child.log");
-      } else if (!read_result_file(child.scratch + "/result.txt", r)) {
-        r.detail = "child exited with code " + std::to_string(WEXITSTATUS(status)) + " and no result" +
-                   log_tail(child.scratch + "/child.log");
-      }
-      r.seconds = elapsed;
+      TestResult& r = *reaped;
       if (r.status == "passed" && r.detail == kBuiltNotRun) {
-        build_elapsed[child.index] = elapsed;
+        build_elapsed[child.index] = r.seconds;
         build_seconds[child.index] = r.build_seconds;
         queue.push_back(child.index);
       } else {
@@ -609,56 +627,24 @@ std::vector<TestResult> run_tests(const std::vector<TestCase>& tests, const RunO
     }
     while (next < tests.size() && static_cast<int>(running.size()) < jobs) {
       const TestCase& test = tests[next];
-      std::string scratch = options.workdir + "/" + test.name;
-      fs::create_directories(scratch);
-      fs::remove(scratch + "/result.txt");
-      pid_t pid = fork();
-      if (pid == 0) {
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGINT, SIG_DFL);
-        setpgid(0, 0);  // own group, so a timeout also ends nvcc and the host compiler
-        int log = open((scratch + "/child.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (log >= 0) {
-          dup2(log, 1);
-          dup2(log, 2);
-        }
-        TestResult r = execute_test(test, options);
-        write_result_file(scratch + "/result.txt", r);
-        _exit(0);
-      }
+      const std::string scratch = options.workdir + "/" + test.name;
+      const pid_t pid = fork_test_child(test, scratch, options, {});
       if (pid < 0) {
         results[next] = make_result(test, "failed", std::string("fork: ") + std::strerror(errno));
         on_done(results[next]);
       } else {
-        setpgid(pid, pid);
         running.push_back(Child{next, pid, std::chrono::steady_clock::now(), scratch});
       }
       ++next;
     }
     for (size_t c = 0; c < running.size();) {
       Child& child = running[c];
-      const TestCase& test = tests[child.index];
-      int status = 0;
-      pid_t done = waitpid(child.pid, &status, WNOHANG);
-      double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - child.start).count();
-      if (done == 0 && elapsed <= options.timeout_s) {
+      std::optional<TestResult> reaped = reap_test_child(child, tests[child.index], options, "");
+      if (!reaped) {
         ++c;
         continue;
       }
-      TestResult r = make_result(test, "failed", "");
-      if (done == 0) {
-        kill(-child.pid, SIGKILL);
-        waitpid(child.pid, &status, 0);
-        r.detail = "timed out after " + std::to_string(static_cast<int>(options.timeout_s)) + " s" +
-                   log_tail(child.scratch + "/child.log");
-      } else if (WIFSIGNALED(status)) {
-        r.detail = std::string("crashed: signal ") + std::to_string(WTERMSIG(status)) + " (" +
-                   strsignal(WTERMSIG(status)) + ")" + log_tail(child.scratch + "/child.log");
-      } else if (!read_result_file(child.scratch + "/result.txt", r)) {
-        r.detail = "child exited with code " + std::to_string(WEXITSTATUS(status)) + " and no result" +
-                   log_tail(child.scratch + "/child.log");
-      }
-      r.seconds = elapsed;
+      TestResult& r = *reaped;
       if (!options.keep && r.status == "passed") fs::remove_all(child.scratch);
       results[child.index] = r;
       on_done(r);
