@@ -139,7 +139,9 @@ inline std::map<std::string, std::string> lowered_holes(OneNode& n, const std::s
   auto l = default_registry().find(n.built().op_type)->lower(n.built(), n.graph);
   EXPECT_TRUE(l.is_ok()) << l.status().message();
   if (!l.is_ok() || l->steps.size() != 1) return out;
-  if (!template_name.empty()) EXPECT_EQ(l->steps[0].kernel.template_name, template_name);
+  if (!template_name.empty()) {
+    EXPECT_EQ(l->steps[0].kernel.template_name, template_name);
+  }
   for (const auto& [k, v] : l->steps[0].kernel.holes) out[k] = v;
   return out;
 }
