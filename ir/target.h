@@ -39,6 +39,11 @@ struct Target {
   // Tensor-core convolutions whose implicit-GEMM tiles would not fill one wave (batch 1) run as
   // an im2col kernel + a cuBLASLt GEMM (conv_im2col_gemm_applies). Off: CUTLASS (--conv-im2col off).
   bool conv_im2col_gemm = true;
+  // Of those, a strided 1x1 convolution without padding (ResNet's downsample at batch 1) reads its
+  // input in place as a strided batched cuBLASLt GEMM, one batch per output row, no im2col
+  // (conv_strided_pointwise_gemm_applies). Off: im2col + GEMM like the others
+  // (--conv-strided-pointwise im2col).
+  bool conv_strided_pointwise_gemm = true;
   // 16-bit stem convolutions (few input channels) run as the direct tensor-core stem kernel
   // (ir/ops/conv_configs.h: conv_stem_applies). Off: space-to-depth / channel padding + CUTLASS
   // (--conv-stem cutlass).

@@ -293,6 +293,12 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       if (text != "on" && text != "off")
         return cur.usage("bad --conv-im2col '" + escape_for_message(text) + "': expected on or off");
       o.conv_im2col_gemm = text == "on";
+    } else if (opt == "--conv-strided-pointwise") {
+      std::string text;
+      AOTC_TAKE(text);
+      if (text != "gemm" && text != "im2col")
+        return cur.usage("bad --conv-strided-pointwise '" + escape_for_message(text) + "': expected gemm or im2col");
+      o.conv_strided_pointwise_gemm = text == "gemm";
     } else if (opt == "--conv-stem") {
       std::string text;
       AOTC_TAKE(text);

@@ -31,7 +31,9 @@
 #      both medians on its progress line, the second in bench_ab.json)
 #      AB_AOTC_ARGS="--disable-pass merge_projection_shortcut" (each main case is also compiled
 #      with these aotc arguments appended, into CASE/ab/; the two libraries are timed in turn,
-#      twice each, and the four medians are on the progress line; compile-time A/Bs in one call)
+#      twice each, and the four medians are on the progress line; compile-time A/Bs in one call;
+#      several variants separated by ';' are each compiled (CASE/ab, CASE/ab2, ...) and timed in
+#      the same turns: "as built / A / B" medians)
 #      RELIABILITY=1 (issue 10, after the cases are compiled: tools/device/reliability.sh on
 #      RELIABILITY_CASES="resnet50_bs1_fp16 gpt2_bs1_fp16", which must be among the cases, e.g.
 #      MODELS="resnet50 gpt2" PRECISIONS=fp16 BATCHES=1: abi_stress stress (STRESS_RUNS=10000 per
@@ -39,7 +41,8 @@
 #      memcheck + racecheck over aotc-run / abi_stress / the GPU CTest suite
 #      (SANITIZER_CTEST_ARGS="-L gpu", SANITIZER_CTEST_SECONDS=150); RELIABILITY_PARTS="stress
 #      misuse sanitize ctest" picks parts; a section in table.md; RELIABILITY_GROUPS="V=x|W=y;V=z"
-#      runs one instance per ';' group at once, each with its '|'-separated variables)
+#      runs one instance per ';' group at once, each with its '|'-separated variables; a '|' not
+#      followed by NAME= stays in the value, e.g. SANITIZER_CTEST_ARGS=-R GpuA|GpuB)
 #      FUZZ_RUNS=10000000 (the harnesses packed here by tools/fuzz_pack.sh into .deps/fuzz/,
 #      libFuzzer -fork over FUZZ_JOBS=all cores, each harness until FUZZ_RUNS executions or
 #      FUZZ_SECONDS (default: the budget left, shared); FUZZ_HARNESSES picks harnesses; corpus
@@ -295,22 +298,35 @@ step_aotc() {
       ab="; with $AB_ENV: $(grep -o -m1 'median [0-9.]* ms' "$c/bench_ab.log")"
     fi
     if [ -n "${AB_AOTC_ARGS:-}" ] && [ "$role" = main ]; then
-      mkdir -p "$c/ab"
-      # shellcheck disable=SC2086  # args and AB_AOTC_ARGS are argument lists
-      if timeout "$(cap 300)" "$BUILD_DIR/bin/aotc" "$model" -o "$c/ab/lib${lib}_ab.so" --name "${lib}_ab" \
-           --batch "$batch" $args $AB_AOTC_ARGS </dev/null >"$c/ab/compile.log" 2>&1; then
-        local turn medians=""
+      # One library per ';'-separated variant (CASE/ab, CASE/ab2, ...), all timed in the same turns.
+      local variants=() v vdirs=() vnames=() ok_variants=()
+      IFS=';' read -r -a variants <<<"$AB_AOTC_ARGS"
+      for v in "${!variants[@]}"; do
+        local vd="$c/ab$([ "$v" -gt 0 ] && echo $((v + 1)))" vn="${lib}_ab$([ "$v" -gt 0 ] && echo $((v + 1)))"
+        mkdir -p "$vd"
+        # shellcheck disable=SC2086  # args and the variant are argument lists
+        if timeout "$(cap 300)" "$BUILD_DIR/bin/aotc" "$model" -o "$vd/lib$vn.so" --name "$vn" \
+             --batch "$batch" $args ${variants[v]} </dev/null >"$vd/compile.log" 2>&1; then
+          vdirs+=("$vd"); vnames+=("$vn"); ok_variants+=("${variants[v]}")
+        else
+          ab="$ab; with ${variants[v]}: aotc FAILED: $(grep -m1 'error' "$vd/compile.log" | cut -c1-120)"
+        fi
+      done
+      if [ "${#vdirs[@]}" -gt 0 ]; then
+        local turn medians="" i line
         for turn in 1 2; do
           timeout "$(cap 120)" env ${envs[@]+"${envs[@]}"} "$aotc_run" "$lc/lib$lib.so" "${inputs[@]}" \
-            --bench "$BENCH_ITERS" </dev/null >"$c/ab/bench_main_$turn.log" 2>&1 || true
-          timeout "$(cap 120)" env ${envs[@]+"${envs[@]}"} "$aotc_run" "$c/ab/lib${lib}_ab.so" "${inputs[@]}" \
-            --bench "$BENCH_ITERS" </dev/null >"$c/ab/bench_ab_$turn.log" 2>&1 || true
-          medians="$medians $(grep -o -m1 'median [0-9.]*' "$c/ab/bench_main_$turn.log" | cut -d' ' -f2)/$(
-            grep -o -m1 'median [0-9.]*' "$c/ab/bench_ab_$turn.log" | cut -d' ' -f2)"
+            --bench "$BENCH_ITERS" </dev/null >"${vdirs[0]}/bench_main_$turn.log" 2>&1 || true
+          line="$(grep -o -m1 'median [0-9.]*' "${vdirs[0]}/bench_main_$turn.log" | cut -d' ' -f2)"
+          for i in "${!vdirs[@]}"; do
+            timeout "$(cap 120)" env ${envs[@]+"${envs[@]}"} "$aotc_run" "${vdirs[i]}/lib${vnames[i]}.so" "${inputs[@]}" \
+              --bench "$BENCH_ITERS" </dev/null >"${vdirs[i]}/bench_ab_$turn.log" 2>&1 || true
+            line="$line/$(grep -o -m1 'median [0-9.]*' "${vdirs[i]}/bench_ab_$turn.log" | cut -d' ' -f2)"
+          done
+          medians="$medians $line"
         done
-        ab="$ab; as built / with $AB_AOTC_ARGS (ms, twice):$medians"
-      else
-        ab="$ab; with $AB_AOTC_ARGS: aotc FAILED: $(grep -m1 'error' "$c/ab/compile.log" | cut -c1-120)"
+        local joined; joined="$(printf ' / with %s' "${ok_variants[@]}")"
+        ab="$ab; as built$joined (ms, twice):$medians"
       fi
     fi
     [ "$role" = ablation ] || failures=$((failures + bad))
@@ -350,7 +366,9 @@ step_reliability() {
     local groups=() assigns=() pids=() i
     IFS=';' read -r -a groups <<<"$RELIABILITY_GROUPS"
     for i in "${!groups[@]}"; do
-      IFS='|' read -r -a assigns <<<"${groups[i]}"
+      # '|' separates variables only before NAME=, so a value may hold a regex alternation
+      # (SANITIZER_CTEST_ARGS=-R GpuAttention|GpuGelu).
+      mapfile -t assigns < <(sed -E 's/\|([A-Za-z_][A-Za-z0-9_]*=)/\n\1/g' <<<"${groups[i]}")
       env "${assigns[@]}" RELIABILITY_TAG="g$((i + 1))" RELIABILITY_DEADLINE="$deadline" \
         bash tools/device/reliability.sh "$WORK" "$BUILD_DIR" "$WORK/reliability_g$((i + 1)).md" \
         >"$WORK/logs/reliability_g$((i + 1)).out" 2>&1 &

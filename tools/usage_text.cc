@@ -46,6 +46,10 @@ options:
                            activation run as cuBLASLt GEMMs; cutlass: as CUTLASS implicit GEMMs
   --conv-im2col on|off     on (default): NHWC convolutions too small to fill the GPU (batch 1)
                            run as im2col + a cuBLASLt GEMM; off: CUTLASS implicit GEMM
+  --conv-strided-pointwise gemm|im2col
+                           gemm (default): of those, strided 1x1 convolutions without padding
+                           read their input in place (a strided batched cuBLASLt GEMM, one batch
+                           per output row); im2col: im2col + GEMM like the others
   --conv-stem direct|cutlass
                            direct (default): 16-bit convolutions of at most 4 input channels (the
                            RGB stem) run on the direct tensor-core stem kernel; cutlass: space-to-

@@ -317,4 +317,23 @@ inline bool conv_im2col_gemm_applies(const Target& target, DType dtype, int64_t 
   return conv_config_tiles(c, gemm_m, cout) < idle_below && gemm_m * gemm_k * dtype_size(dtype) <= kIm2colMaxBytes;
 }
 
+// A convolution that would take im2col + GEMM (above) and is a strided pointwise one - 1x1
+// window, no padding, one group, strides (SH, SW) - reads its input in place instead: output row
+// (n, p) is a GEMM over the Q input pixels (n, p*SH, q*SW), rows SW*C elements apart, and the
+// N*P rows are the batches of one strided batched cuBLASLt GEMM (batch stride SH*W*C, which
+// steps from image to image only when H = P*SH; otherwise batch 1 only). The weights are shared
+// by every batch (stride 0). `in_h` is H, `out_h` P.
+inline bool conv_strided_pointwise_gemm_applies(const Target& target, DType dtype, int64_t group, int64_t cin,
+                                                int64_t cout, const std::vector<int64_t>& kernel,
+                                                const std::vector<int64_t>& strides, const std::vector<int64_t>& pads,
+                                                int64_t batch, int64_t in_h, int64_t out_h, int64_t gemm_m,
+                                                bool relu_or_none) {
+  if (!target.conv_strided_pointwise_gemm || kernel.size() != 2 || strides.size() != 2) return false;
+  if (kernel[0] != 1 || kernel[1] != 1 || (strides[0] == 1 && strides[1] == 1)) return false;
+  for (int64_t p : pads)
+    if (p != 0) return false;
+  if (batch != 1 && in_h != out_h * strides[0]) return false;
+  return conv_im2col_gemm_applies(target, dtype, group, cin, cout, gemm_m, cin, relu_or_none);
+}
+
 }  // namespace aotc

@@ -2,7 +2,8 @@
 // opt/layout_nhwc) to its NHWC implementations, tried in order, each with its applicability check
 // from ir/ops/conv_configs.h (TVM-style strategies): a 1x1 stride-1 convolution -> one cuBLASLt
 // GEMM over the NHWC rows; a convolution whose implicit-GEMM tiles would leave SMs idle -> im2col
-// into scratch + cuBLASLt GEMM; otherwise the CUTLASS implicit GEMM (tensor cores for 16-bit,
+// into scratch + cuBLASLt GEMM, or, when it is a strided 1x1 one, a strided batched cuBLASLt GEMM
+// reading its input in place; otherwise the CUTLASS implicit GEMM (tensor cores for 16-bit,
 // SIMT FFMA for fp32; templates/cutlass_conv2d_fprop.cu.in); depthwise -> the NHWC depthwise
 // kernels. fp32 stays IEEE fp32 everywhere (cuBLASLt CUBLAS_COMPUTE_32F, FFMA): no TF32.
 #include <algorithm>
@@ -105,6 +106,24 @@ Lowering lower_im2col_gemm(const NhwcConv& c) {
   im.grid = grid_for(c.gemm_m * c.gemm_k / lanes, 256);
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, im, {}});
   l.steps.push_back(conv_gemm_step(c, kScratchArg, c.gemm_m, c.gemm_k));
+  return l;
+}
+
+// A strided 1x1 convolution as one strided batched GEMM over its input in place (see
+// conv_strided_pointwise_gemm_applies): batch b = n*P + p, its Q rows the pixels (n, p*SH, q*SW).
+Lowering lower_strided_pointwise_gemm(const NhwcConv& c) {
+  const WindowGeometry& g = c.cs.geo;
+  const int64_t cin = c.cs.cin, k = c.cs.cout, q = g.out[1];
+  LoweredStep s = conv_gemm_step(c, c.node.inputs[0], q, cin);
+  MatmulStep& mm = s.matmul;
+  mm.batch = c.cs.batch * g.out[0];
+  mm.lda = g.strides[1] * cin;                // next output column: SW pixels on
+  mm.stride_a = g.strides[0] * g.in[1] * cin;  // next output row: SH input rows on
+  mm.stride_b = 0;                             // the filter, shared
+  mm.stride_d = q * k;
+  if (mm.c != kNullArg) mm.stride_c = q * k;
+  Lowering l;
+  l.steps.push_back(s);
   return l;
 }
 
@@ -483,6 +502,9 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
     l.steps.push_back(conv_gemm_step(c, node.inputs[0], c.gemm_m, cs.cin));
     return l;
   }
+  if (conv_strided_pointwise_gemm_applies(t, xv.dtype, cs.group, cs.cin, cs.cout, g.kernel, g.strides, pads, cs.batch,
+                                          g.in[0], g.out[0], c.gemm_m, c.relu_or_none))
+    return lower_strided_pointwise_gemm(c);
   if (conv_im2col_gemm_applies(t, xv.dtype, cs.group, cs.cin, cs.cout, c.gemm_m, c.gemm_k, c.relu_or_none))
     return lower_im2col_gemm(c);
   ConvMath math;

@@ -61,8 +61,10 @@ Status gemm_infer(Node& node, Graph& graph) {
   if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
   AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 0, kFloatTypes));
   DType t = input_value(graph, node, 0).dtype;
+  const bool float_output = fused && node.has_attr("output_dtype");
   for (size_t i = 1; i < node.inputs.size(); ++i)
-    if (node.input(i) != kNoValue) AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, i, {t}));
+    if (node.input(i) != kNoValue)  // output_dtype float: C (a bias row) is in Y's type, float32
+      AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, i, {i == 2 && float_output ? DType::kFloat32 : t}));
   AOTC_RETURN_IF_ERROR(expect_rank(node, graph, 0, 2));
   AOTC_RETURN_IF_ERROR(expect_rank(node, graph, 1, 2));
   const Shape& a = input_value(graph, node, 0).shape;
@@ -80,11 +82,15 @@ Status gemm_infer(Node& node, Graph& graph) {
   if (has_activation(node) && !default_registry().find(load_activation(node).op_type))
     return node_error(node, "absorbed activation '" + escape_for_message(load_activation(node).op_type) + "' is unknown");
   DType out = t;
-  if (fused && node.has_attr("output_dtype")) {
+  if (float_output) {
     const int64_t o = node.attrs.at("output_dtype").kind == Attribute::Kind::kInt ? node.attr_int("output_dtype", 0) : -1;
-    if (o != static_cast<int64_t>(DType::kFloat32) || (t != DType::kFloat16 && t != DType::kBFloat16) ||
-        node.input(2) != kNoValue || node.input(kResidualInput) != kNoValue || has_activation(node))
-      return node_error(node, "output_dtype must be float (1), for 16-bit inputs without C, residual or activation");
+    const ValueId c = node.input(2);
+    const bool bias_row = c == kNoValue || (node.attr_float("beta", 1.0f) == 1.0f &&
+                                            (graph.value(c).shape == Shape{d.n} || graph.value(c).shape == Shape{1, d.n}));
+    if (o != static_cast<int64_t>(DType::kFloat32) || (t != DType::kFloat16 && t != DType::kBFloat16) || !bias_row ||
+        node.input(kResidualInput) != kNoValue || has_activation(node))
+      return node_error(node, "output_dtype must be float (1), for 16-bit inputs without residual or activation, and C "
+                              "only as a float bias row [N] added with beta 1");
     out = DType::kFloat32;
   }
   // aotc.FusedGemm attribute `output_shape`: Y's rows [M, N] seen under another shape of the same

@@ -129,6 +129,20 @@ TEST(GpuConvFp16, PointwiseStride2) {
   run_case(cutlass_only(g), "conv16_pw_s2_cutlass");
 }
 
+// Under-filled strided 1x1 convolutions (ResNet's downsample at batch 1) read their input in
+// place as one strided batched cuBLASLt GEMM: two images with H = 2 * P (the batches step across
+// the image boundary), and one image with an odd H (its last row is not read); im2col as before
+// when forced (--conv-strided-pointwise im2col).
+TEST(GpuConvFp16, StridedPointwiseAsBatchedGemm) {
+  AOTC_REQUIRE_GPU();
+  Graph g = conv_fp16_graph({2, 64, 28, 28}, {128, 64, 1, 1}, {{"strides", ints({2, 2})}}, true, true);
+  run_case(g, "conv16_pw_s2_batched");
+  Graph odd = conv_fp16_graph({1, 256, 13, 13}, {512, 256, 1, 1}, {{"strides", ints({2, 2})}}, true, false);
+  run_case(odd, "conv16_pw_s2_batched_odd");
+  odd.target.conv_strided_pointwise_gemm = false;
+  run_case(odd, "conv16_pw_s2_im2col");
+}
+
 TEST(GpuConvFp16, ThreeByThreeResidualRelu) {
   AOTC_REQUIRE_GPU();
   Graph g = conv_fp16_graph({3, 16, 11, 13}, {40, 16, 3, 3}, {{"pads", ints({1, 1, 1, 1})}}, true, true);

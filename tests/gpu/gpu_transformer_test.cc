@@ -370,6 +370,23 @@ TEST(GpuMatmul, LmHeadWritesFloatOutput) {
   run_case(b.graph(), "lm_head_fp32_output", options);
 }
 
+// A classifier's FC in fp16 with a float output (what the precision pass leaves of ResNet's head):
+// the bias row comes along into the float32 GEMM as a float32 constant (fuse_output_cast).
+TEST(GpuMatmul, ClassifierBiasWritesFloatOutput) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  b.graph().opset = 17;
+  ValueId x = b.input("x", {3, 264}, DType::kFloat16);
+  ValueId w = b.weight("w", {1000, 264}, -0.25, 0.25, DType::kFloat16);
+  ValueId c = b.weight("c", {1000}, -2.0, 2.0, DType::kFloat16);
+  b.output(b.node("Cast", {b.node("Gemm", {x, w, c}, {{"transB", i64(1)}})}, {{"to", i64(1)}}));
+  CaseOptions options;
+  options.expect_ops_after_pipeline = {"FusedGemm"};
+  options.absent_ops_after_pipeline = {"Cast"};
+  options.tolerance_of = DType::kFloat16;
+  run_case(b.graph(), "classifier_fp32_output", options);
+}
+
 TEST(GpuGelu, TanhApproximation) {
   AOTC_REQUIRE_GPU();
   GraphBuilder b;

@@ -62,10 +62,14 @@ Expected<Lowering> lower(OneNode& g) {
   return def->lower(g.node(), g.graph);
 }
 
+// How a case lowers: one matmul over the input rows, im2col kernel + matmul, or one strided
+// batched matmul over the input in place (a strided 1x1 convolution).
+enum class Path { kRows, kIm2col, kStridedRows };
+
 struct GemmCase {
   std::string label;
   std::function<OneNode()> build;
-  bool im2col;  // im2col kernel + matmul; else one matmul over the input rows
+  Path path;
 };
 
 std::vector<GemmCase> gemm_cases() {
@@ -73,19 +77,32 @@ std::vector<GemmCase> gemm_cases() {
   // fp32 takes im2col only for K = R*S*C >= kSimtIm2colMinK (1024): the fp32 cases have wide C.
   return {
       // H (5 + 2 - 3) / 1 + 1 = 5, W 4; K = 9 * 128 = 1152: 32 fp32 vectors of 4 channels per tap.
-      {"fp32 C128 K12 3x3 p1 bias", [=] { return nhwc_conv(f32, 1, 128, 5, 4, 12, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, ""); }, true},
+      {"fp32 C128 K12 3x3 p1 bias", [=] { return nhwc_conv(f32, 1, 128, 5, 4, 12, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, ""); }, Path::kIm2col},
       // H (11 + 1 + 2 - 5) / 2 + 1 = 5, W (9 + 0 + 1 - 3) / 2 + 1 = 4: taps past every edge; K 1044.
       {"fp32 C116 K20 3x3 s2 dil(2,1) asym pads residual relu", [=] {
          return nhwc_conv(f32, 2, 116, 11, 9, 20, 3, 3, {2, 2}, {1, 0, 2, 1}, {2, 1}, true, true, "Relu");
-       }, true},
-      // 1x1 stride 2 (ResNet's layer4 downsample shape class): a strided gather, then the GEMM.
-      {"fp32 C1024 K8 1x1 s2 residual", [=] { return nhwc_conv(f32, 1, 1024, 3, 5, 8, 1, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}, false, true, ""); }, true},
-      {"fp16 C8 K16 3x3 p1 bias relu", [=] { return nhwc_conv(f16, 2, 8, 5, 6, 16, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu"); }, true},
+       }, Path::kIm2col},
+      // 1x1 stride 2 (ResNet's layer4 downsample shape class): one batched GEMM per output row
+      // reading the input in place; batch 1 with H = 3 != P * SH = 4 (the last row is not read).
+      {"fp32 C1024 K8 1x1 s2 residual", [=] { return nhwc_conv(f32, 1, 1024, 3, 5, 8, 1, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}, false, true, ""); }, Path::kStridedRows},
+      // Two images, H = 6 = P * SH: the batches step from image to image; strides (2, 3).
+      {"fp16 C16 K24 1x1 s(2,3) n2 bias relu residual", [=] {
+         return nhwc_conv(f16, 2, 16, 6, 8, 24, 1, 1, {2, 3}, {0, 0, 0, 0}, {1, 1}, true, true, "Relu");
+       }, Path::kStridedRows},
+      // Two images with H = 7 != P * SH = 8: no uniform batch stride -> im2col.
+      {"fp16 C16 K24 1x1 s2 n2 odd H", [=] { return nhwc_conv(f16, 2, 16, 7, 8, 24, 1, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}, true, false, ""); }, Path::kIm2col},
+      // --conv-strided-pointwise im2col: the same convolution as im2col + GEMM.
+      {"fp16 C16 K24 1x1 s2 im2col forced", [=] {
+         OneNode g = nhwc_conv(f16, 1, 16, 6, 8, 24, 1, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}, true, false, "");
+         g.graph.target.conv_strided_pointwise_gemm = false;
+         return g;
+       }, Path::kIm2col},
+      {"fp16 C8 K16 3x3 p1 bias relu", [=] { return nhwc_conv(f16, 2, 8, 5, 6, 16, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu"); }, Path::kIm2col},
       // 1x1 stride 1: one GEMM over the NHWC rows (M = 2*5*7 = 70, K 20 -> 12).
       {"fp32 C20 K12 1x1 bias residual relu", [=] {
          return nhwc_conv(f32, 2, 20, 5, 7, 12, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, true, true, "Relu");
-       }, false},
-      {"fp32 C4 K4 1x1 on 1x1", [=] { return nhwc_conv(f32, 1, 4, 1, 1, 4, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, false, false, ""); }, false},
+       }, Path::kRows},
+      {"fp32 C4 K4 1x1 on 1x1", [=] { return nhwc_conv(f32, 1, 4, 1, 1, 4, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, false, false, ""); }, Path::kRows},
   };
 }
 
@@ -99,12 +116,13 @@ TEST(ConvNhwcGemm, Im2colAndPointwiseEmulatedMatchReference) {
     graphs.push_back(cases[r].build());
     auto l = lower(graphs.back());
     ASSERT_TRUE(l.is_ok()) << l.status().message();
-    ASSERT_EQ(l->steps.size(), cases[r].im2col ? 2u : 1u);
+    const bool im2col = cases[r].path == Path::kIm2col;
+    ASSERT_EQ(l->steps.size(), im2col ? 2u : 1u);
     const MatmulStep& mm = l->steps.back().matmul;
     ASSERT_EQ(l->steps.back().kind, LoweredStep::Kind::kMatmul);
     EXPECT_EQ(mm.dtype, graphs.back().graph.value(graphs.back().node().inputs[0]).dtype);
     EXPECT_TRUE(mm.trans_b);
-    if (cases[r].im2col) {
+    if (im2col) {
       ASSERT_EQ(l->steps[0].kind, LoweredStep::Kind::kKernel);
       EXPECT_EQ(l->steps[0].kernel.template_name, "im2col_nhwc");
       EXPECT_EQ(mm.a, kScratchArg);
@@ -115,6 +133,10 @@ TEST(ConvNhwcGemm, Im2colAndPointwiseEmulatedMatchReference) {
     } else {
       EXPECT_EQ(mm.a, graphs.back().node().inputs[0]);
       EXPECT_EQ(l->scratch_bytes, 0);
+      EXPECT_EQ(mm.batch > 1, cases[r].path == Path::kStridedRows);
+      if (cases[r].path == Path::kStridedRows) {
+        EXPECT_EQ(mm.stride_b, 0) << "one filter for every batch";
+      }
     }
     lowerings.push_back(*l);
   }

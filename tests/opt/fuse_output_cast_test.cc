@@ -1,6 +1,7 @@
 // fuse_output_cast: a 16-bit Gemm whose result is only converted to float32 (through views)
 // writes float32 itself, into the Cast's output value, where N is a multiple of 8. Same outputs
 // (to fp16 rounding) and where it must not fire (an odd N keeps pad_gemm_n's Slice + Cast copy).
+// A constant bias row (a classifier's FC) comes along, converted to float32.
 #include "opt/passes.h"
 #include "opt_test_util.h"
 
@@ -50,13 +51,50 @@ TEST(FuseOutputCast, GemmWritesTheFloatOutput) {
   }
 }
 
+// The lm_head graph with C given to the Gemm: `decl` declares %c (with its shape), `attrs` the
+// Gemm's attributes.
+std::string with_c(const std::string& decl, const std::string& attrs = "") {
+  std::string t = with_n(lm_head(), "1024");
+  const std::string call = "Gemm(%rows, %b)";
+  t.replace(t.find(call), call.size(), "Gemm(%rows, %b, %c)" + attrs);
+  t.replace(t.find("    %rows"), 0, "    " + decl + "\n");
+  return t;
+}
+
+// ResNet's FC: Gemm(features, W^T, bias) -> Cast to float: the bias row becomes a float32
+// constant read by cuBLASLt's bias epilogue; one node, same outputs.
+TEST(FuseOutputCast, ConstantBiasRowComesAlongInFloat) {
+  AOTC_REQUIRE_OPS("Gemm", "Cast", "aotc.FusedGemm");
+  for (const std::string shape : {"1024", "1x1024"}) {
+    AOTC_BUILD(g, with_c("const %c : float16[" + shape + "] = random(3)"));
+    Graph before = g;
+    auto changed = fuse_output_cast(g);
+    ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+    EXPECT_TRUE(*changed) << shape;
+    ASSERT_TRUE(verify(g).is_ok());
+    EXPECT_EQ(op_list(g), "Reshape,aotc.FusedGemm");
+    const Node& f = g.nodes[1];
+    ASSERT_EQ(f.inputs.size(), 3u);
+    const Value& bias = g.value(f.inputs[2]);
+    EXPECT_EQ(bias.dtype, DType::kFloat32);
+    ASSERT_TRUE(bias.is_constant());
+    // The widened bias holds the 16-bit values exactly.
+    const Tensor& narrow = *before.value(before.find_value("c")).constant;
+    for (int64_t i = 0; i < narrow.numel(); ++i) ASSERT_EQ(bias.constant->get(i), narrow.get(i)) << i;
+    for (const Node& n : g.nodes)
+      for (const ValueId in : n.inputs) EXPECT_NE(in, g.find_value("c")) << "the 16-bit bias is read no more";
+    EXPECT_EQ(g.value(f.outputs[0]).dtype, DType::kFloat32);
+    EXPECT_TRUE(testing_util::same_outputs(before, g, 5, 2.5e-3, 1e-3)) << shape;
+  }
+}
+
 TEST(FuseOutputCast, MustNotFire) {
   AOTC_REQUIRE_OPS("Gemm", "Cast", "aotc.FusedGemm");
-  std::string with_c = with_n(lm_head(), "1024");
-  with_c.replace(with_c.find("Gemm(%rows, %b)"), std::string("Gemm(%rows, %b)").size(), "Gemm(%rows, %b, %c)");
-  with_c.replace(with_c.find("    %rows"), 0, "    const %c : float16[1024] = random(3)\n");
   const std::vector<std::pair<const char*, std::string>> cases = {
-      {"a bias C (its dtype would have to be D's)", with_c},
+      {"a full C matrix (its dtype would have to be D's)", with_c("const %c : float16[512x1024] = random(3)")},
+      {"a bias row added with beta 0.5", with_c("const %c : float16[1024] = random(3)", " {beta=0.5}")},
+      {"a bias row that is a graph input, not a constant", with_c("input %c : float16[1024]")},
+      {"a column C [512x1]", with_c("const %c : float16[512x1] = random(3)")},
       {"the 16-bit result is also read elsewhere",
        with_n(lm_head("16x1024", "", "%r : float16[?] = Relu(%u)\n    output %r\n"), "1024")},
       {"the view is a graph output too", with_n(lm_head("16x1024", "", "output %id\n"), "1024")},

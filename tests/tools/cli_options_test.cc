@@ -157,12 +157,17 @@ TEST(AotcArgs, ConvStrategySwitches) {
   EXPECT_TRUE(d->conv_fp32_nhwc);
   EXPECT_TRUE(d->conv_pointwise_gemm);
   EXPECT_TRUE(d->conv_im2col_gemm);
+  EXPECT_TRUE(d->conv_strided_pointwise_gemm);
   auto o = parse_aotc_args({"m.onnx", "-o", "libm.so", "--conv-fp32", "nchw", "--conv-pointwise", "cutlass",
-                            "--conv-im2col", "off", "--conv-config", "simt128x64x8_w64x32_s4"});
+                            "--conv-im2col", "off", "--conv-config", "simt128x64x8_w64x32_s4",
+                            "--conv-strided-pointwise", "im2col"});
   ASSERT_TRUE(o.is_ok()) << o.status().message();
   EXPECT_FALSE(o->conv_fp32_nhwc);
   EXPECT_FALSE(o->conv_pointwise_gemm);
   EXPECT_FALSE(o->conv_im2col_gemm);
+  EXPECT_FALSE(o->conv_strided_pointwise_gemm);
+  EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--conv-strided-pointwise", "cutlass"}).find("--conv-strided-pointwise"),
+            std::string::npos);
   EXPECT_EQ(o->conv_config, "simt128x64x8_w64x32_s4");
   EXPECT_TRUE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--conv-fp32=nhwc"})->conv_fp32_nhwc);
   EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--conv-fp32", "tf32"}).find("--conv-fp32"), std::string::npos);
