@@ -159,7 +159,11 @@ class ProgramBuilder {
     const Node& node = graph_.nodes[static_cast<size_t>(node_index)];
     ProgramKernel pk;
     const std::string& base = node.name.empty() ? node.op_type : node.name;
-    pk.name = "k" + std::to_string(program_.kernels.size()) + "_" + sanitize_identifier(base, 40);
+    // Library kernels (CUTLASS instantiations) carry "_lib_" in their symbol, so profiles tell them
+    // from aotc's own kernels and tools can select them by name (compute-sanitizer's
+    // --kernel-name-exclude kns=_lib_: racecheck fails to instrument CUTLASS's Sm80 kernels).
+    pk.name = "k" + std::to_string(program_.kernels.size()) + (k.library_params ? "_lib_" : "_") +
+              sanitize_identifier(base, 40);
     pk.function = pk.name;
     pk.template_name = k.template_name;
     for (const auto& [key, value] : k.holes)

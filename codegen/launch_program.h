@@ -41,7 +41,7 @@ struct Location {
 };
 
 struct ProgramKernel {
-  std::string name;           // k<index>_<node name reduced to [A-Za-z0-9_]>
+  std::string name;           // k<index>_<node name reduced to [A-Za-z0-9_]> (k<index>_lib_... for library kernels)
   std::string function;       // the __global__ it launches: `name`, or an identical earlier kernel's
   int module = 0;             // which device file / fatbin holds `function`
   std::string template_name;

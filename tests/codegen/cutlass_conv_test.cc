@@ -83,8 +83,11 @@ TEST(CutlassConv, ResidualBlockLowersToCutlassLibraryKernels) {
   ASSERT_TRUE(program.is_ok()) << program.status().message();
   int library = 0;
   for (const ProgramKernel& k : program->kernels) {
+    // Library kernels say so in their symbol (sanitizer filters, profiles); aotc's own do not.
+    EXPECT_EQ(k.name.find("_lib_") != std::string::npos, k.library_params) << k.name;
     if (!k.library_params) continue;
     ++library;
+    EXPECT_EQ(k.name.rfind("k", 0), 0u) << k.name;
     EXPECT_EQ(k.template_name, "cutlass_conv2d_fprop");
     ASSERT_GE(k.builder_args.size(), 17u);
     EXPECT_EQ(k.builder_args[0], 2);   // N

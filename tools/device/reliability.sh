@@ -102,21 +102,25 @@ if [ -n "$sanitizer" ] && [ -n "${RACECHECK_EXTRA:-}" ]; then
   done
 fi
 
-# sanitizer_errors LOG...: "ERRORS SUMMARIES": the errors compute-sanitizer reported over the logs
-# (racecheck: "RACECHECK SUMMARY: H hazards displayed (E errors, W warnings)"; the other tools:
-# "ERROR SUMMARY: E errors") and how many logs had a summary.
+# sanitizer_errors LOG...: "ERRORS SUMMARIES RECORDS": the errors compute-sanitizer reported over
+# the logs (racecheck: "RACECHECK SUMMARY: H hazards displayed (E errors, W warnings)"; the other
+# tools: "ERROR SUMMARY: E errors"), how many logs had a summary, and the error records printed
+# in logs without one (a run stopped at its time cap prints no summary, but every error record -
+# "========= Invalid __global__ read ...", "========= Internal Sanitizer Error ..." - is printed
+# as it happens: 0 records there means nothing was found in what ran).
 sanitizer_errors() {
-  local n=0 s=0 f e
+  local n=0 s=0 recs=0 f e
   for f in "$@"; do
     [ -f "$f" ] || continue
     e="$(awk '/RACECHECK SUMMARY:/ { if (match($0, /\([0-9]+ error/)) { r = substr($0, RSTART + 1, RLENGTH - 7) + 0; got = 1 } }
               /ERROR SUMMARY: [0-9]+ error/ { for (i = 1; i <= NF; ++i) if ($i == "SUMMARY:") m = $(i + 1) + 0; gotm = 1 }
-              END { if (got) print r; else if (gotm) print m; else print "none" }' "$f")"
-    [ "$e" = none ] && continue
+              /^========= [^ ]/ && !/COMPUTE-SANITIZER|SUMMARY|Target application returned|^========= *$/ { rec += 1 }
+              END { if (got) print r; else if (gotm) print m; else print "none " rec + 0 }' "$f")"
+    if [ "${e%% *}" = none ]; then recs=$((recs + ${e##* })); continue; fi
     n=$((n + e))
     s=$((s + 1))
   done
-  echo "$n $s"
+  echo "$n $s $recs"
 }
 # sanitized TOOLS NAME LABEL SECONDS CMD...: one compute-sanitizer row per tool.
 sanitized() {
@@ -135,7 +139,7 @@ sanitized() {
     rc=$?
     dt=$(($(date +%s) - t0))
     if grep -q '^skipped: time budget' "$log"; then row "$tool: $label" "$name" "skipped" "time budget"; continue; fi
-    read -r errs summaries < <(sanitizer_errors "$log")
+    read -r errs summaries _records < <(sanitizer_errors "$log")
     if [ "$summaries" -ge 1 ] && [ "$errs" = 0 ] && [ "$rc" = 0 ]; then
       row "$tool: $label" "$name" "0 errors" "${dt} s"
     else
@@ -209,12 +213,12 @@ if [ -n "$ctest_args" ] && [ -n "$sanitizer" ] && has_part ctest; then
     rc=$?
     dt=$(($(date +%s) - t0))
     if grep -q '^skipped: time budget' "$logs/ctest_$tool.log"; then row "$tool: ctest $ctest_args" "GPU suite" "skipped" "time budget"; continue; fi
-    read -r errs summaries < <(sanitizer_errors "$dir"/*.log)
+    read -r errs summaries records < <(sanitizer_errors "$dir"/*.log)
     passed=$(grep -cE 'Test +#[0-9]+: .* Passed' "$logs/ctest_$tool.log")
     failed=$(grep -cE 'Test +#[0-9]+: .*(\*\*\*|Failed|Exception|Timeout)' "$logs/ctest_$tool.log")
     skipped=$(grep -cE 'Test +#[0-9]+: .*Skipped' "$logs/ctest_$tool.log")
     total="$(grep -oE 'tests (passed|failed) out of [0-9]+' "$logs/ctest_$tool.log" | grep -oE '[0-9]+$' | tail -n 1)"
-    figures="$passed passed, $failed failed, $skipped skipped of ${total:-? (time cap reached)}; $errs errors in $summaries processes; ${dt} s"
+    figures="$passed passed, $failed failed, $skipped skipped of ${total:-? (time cap reached)}; $errs errors in $summaries summaries, $records error records in logs without a summary; ${dt} s"
     if [ "$errs" = 0 ] && [ "$failed" = 0 ] && [ "$rc" = 0 ] && [ -n "$total" ]; then
       row "$tool: ctest $ctest_args" "GPU suite" "0 errors" "$figures"
     else
