@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <queue>
 #include <sstream>
 
 #include "ir/op_registry.h"
@@ -74,6 +75,7 @@ Status MemoryPlanner::plan_greedy_by_size() {
       by([](const Buffer& b) { return align_up(b.size) * (b.last_use - b.first_use + 1); }),
       by([](const Buffer& b) { return -static_cast<int64_t>(b.first_use); }),
   };
+  if (buffers_.size() > kLargePlanBuffers) return place_by_first_use();
   int64_t best = -1;
   std::vector<int64_t> best_offsets;
   for (const std::vector<int>& order : orders) {
@@ -84,6 +86,69 @@ Status MemoryPlanner::plan_greedy_by_size() {
     for (const Buffer& b : buffers_) best_offsets.push_back(b.offset);
   }
   for (size_t i = 0; i < buffers_.size(); ++i) buffers_[i].offset = best_offsets[i];
+  return Status::ok();
+}
+
+// First fit in order of first use, as a sweep over the steps: buffers whose lifetime ended return
+// their bytes to a free list of gaps (merged with free neighbours), so each placement looks at the
+// gaps, not at every buffer placed before. For plans too large for the orders above (those scan
+// every placed buffer per placement: O(n^2), 34 s for the 106,497 buffers of a 4096-step Scan
+// unrolled, in a release build).
+Status MemoryPlanner::place_by_first_use() {
+  std::vector<int> order(buffers_.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return buffers_[static_cast<size_t>(a)].first_use < buffers_[static_cast<size_t>(b)].first_use;
+  });
+  std::map<int64_t, int64_t> gaps;  // offset -> size of free space below `top`
+  int64_t top = 0;                  // everything from here up is free
+  using Ending = std::pair<int, int>;  // (last_use, buffer)
+  std::priority_queue<Ending, std::vector<Ending>, std::greater<Ending>> live;
+  auto release = [&](const Buffer& b) {
+    int64_t off = b.offset, size = align_up(b.size);
+    if (size == 0) return;
+    auto next = gaps.lower_bound(off);
+    if (next != gaps.begin()) {
+      auto prev = std::prev(next);
+      if (prev->first + prev->second == off) {
+        off = prev->first;
+        size += prev->second;
+        gaps.erase(prev);
+      }
+    }
+    next = gaps.lower_bound(off);
+    if (next != gaps.end() && off + size == next->first) {
+      size += next->second;
+      gaps.erase(next);
+    }
+    if (off + size == top) {
+      top = off;  // the free space ends at the top: lower the top instead
+    } else {
+      gaps[off] = size;
+    }
+  };
+  for (int idx : order) {
+    Buffer& cur = buffers_[static_cast<size_t>(idx)];
+    while (!live.empty() && live.top().first < cur.first_use) {
+      release(buffers_[static_cast<size_t>(live.top().second)]);
+      live.pop();
+    }
+    const int64_t size = align_up(cur.size);
+    cur.offset = -1;
+    for (auto g = gaps.begin(); g != gaps.end() && size > 0; ++g)
+      if (g->second >= size) {
+        cur.offset = g->first;
+        const int64_t rest = g->second - size, at = g->first + size;
+        gaps.erase(g);
+        if (rest > 0) gaps[at] = rest;
+        break;
+      }
+    if (cur.offset < 0) {
+      cur.offset = top;
+      top += size;
+    }
+    live.push({cur.last_use, idx});
+  }
   return Status::ok();
 }
 
@@ -105,13 +170,16 @@ int64_t MemoryPlanner::arena_bytes() const {
 }
 
 int64_t MemoryPlanner::lower_bound() const {
-  // The sum of live sizes only changes where a lifetime starts, so checking each first_use suffices.
-  int64_t best = 0;
-  for (const Buffer& at : buffers_) {
-    int64_t sum = 0;
-    for (const Buffer& b : buffers_)
-      if (b.first_use <= at.first_use && at.first_use <= b.last_use) sum += align_up(b.size);
-    best = std::max(best, sum);
+  // The largest sum of live sizes over the steps: +size where a lifetime starts, -size after it ends.
+  std::map<int, int64_t> delta;
+  for (const Buffer& b : buffers_) {
+    delta[b.first_use] += align_up(b.size);
+    delta[b.last_use + 1] -= align_up(b.size);
+  }
+  int64_t best = 0, live = 0;
+  for (const auto& [step, d] : delta) {
+    live += d;
+    best = std::max(best, live);
   }
   return best;
 }
@@ -121,22 +189,44 @@ int64_t MemoryPlanner::offset(int buffer) const { return buffers_[static_cast<si
 void MemoryPlanner::set_offset(int buffer, int64_t offset) { buffers_[static_cast<size_t>(buffer)].offset = offset; }
 
 Status MemoryPlanner::check_no_overlap() const {
-  for (size_t i = 0; i < buffers_.size(); ++i) {
-    const Buffer& a = buffers_[i];
+  for (const Buffer& a : buffers_)
     if (a.offset < 0 || a.offset % kArenaAlignment != 0)
       return Status::error("memory plan: buffer '" + escape_for_message(a.label) + "' has offset " +
                            std::to_string(a.offset) + " (unplaced or unaligned)");
-    for (size_t j = i + 1; j < buffers_.size(); ++j) {
-      const Buffer& b = buffers_[j];
-      if (a.size == 0 || b.size == 0 || !lifetimes_intersect(a.first_use, a.last_use, b.first_use, b.last_use))
-        continue;
-      if (a.offset < b.offset + b.size && b.offset < a.offset + a.size)
-        return Status::error("memory plan: buffers '" + escape_for_message(a.label) + "' [" +
-                             std::to_string(a.offset) + ", +" + std::to_string(a.size) + ") and '" +
-                             escape_for_message(b.label) + "' [" + std::to_string(b.offset) + ", +" +
-                             std::to_string(b.size) + ") are live together at step " +
-                             std::to_string(std::max(a.first_use, b.first_use)) + " and overlap");
+  // A sweep in order of first use: the buffers live at a step, by offset; a buffer that starts
+  // overlaps a live one exactly when it overlaps its neighbour below or above in that order (the
+  // live ones are disjoint, or the sweep stopped earlier). O(n log n).
+  std::vector<size_t> order;
+  for (size_t i = 0; i < buffers_.size(); ++i)
+    if (buffers_[i].size > 0) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return buffers_[a].first_use < buffers_[b].first_use; });
+  using Live = std::multimap<int64_t, size_t>;  // offset -> buffer
+  Live live;
+  auto later = [&](const Live::iterator& x, const Live::iterator& y) {
+    return buffers_[x->second].last_use > buffers_[y->second].last_use;
+  };
+  std::priority_queue<Live::iterator, std::vector<Live::iterator>, decltype(later)> ending(later);
+  auto overlap = [&](const Buffer& a, const Buffer& b) {
+    return Status::error("memory plan: buffers '" + escape_for_message(a.label) + "' [" + std::to_string(a.offset) +
+                         ", +" + std::to_string(a.size) + ") and '" + escape_for_message(b.label) + "' [" +
+                         std::to_string(b.offset) + ", +" + std::to_string(b.size) + ") are live together at step " +
+                         std::to_string(std::max(a.first_use, b.first_use)) + " and overlap");
+  };
+  for (size_t i : order) {
+    const Buffer& a = buffers_[i];
+    while (!ending.empty() && buffers_[ending.top()->second].last_use < a.first_use) {
+      live.erase(ending.top());
+      ending.pop();
     }
+    auto above = live.lower_bound(a.offset);
+    if (above != live.end() && buffers_[above->second].offset < a.offset + a.size)
+      return overlap(a, buffers_[above->second]);
+    if (above != live.begin()) {
+      const Buffer& below = buffers_[std::prev(above)->second];
+      if (below.offset + below.size > a.offset) return overlap(a, below);
+    }
+    ending.push(live.emplace(a.offset, i));
   }
   return Status::ok();
 }

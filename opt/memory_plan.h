@@ -24,7 +24,10 @@ class MemoryPlanner {
  public:
   // Returns the buffer's index. first_use/last_use are inclusive step indices.
   int add_buffer(int64_t size, int first_use, int last_use, std::string label = "");
-  Status plan_greedy_by_size();   // fills offsets: first fit, largest first (or another order where smaller)
+  // Fills offsets: first fit, largest first (or another order where smaller); plans of more than
+  // kLargePlanBuffers buffers are placed in order of first use by a sweep (place_by_first_use).
+  Status plan_greedy_by_size();
+  static constexpr size_t kLargePlanBuffers = 4096;
   Status plan_linear();           // every buffer after the previous one (baseline)
   int64_t arena_bytes() const;    // end of the highest buffer, aligned
   int64_t lower_bound() const;    // max over steps of the sum of live (aligned) sizes
@@ -36,6 +39,7 @@ class MemoryPlanner {
   std::string to_string() const;   // one line per buffer: label, size, [first,last], offset
 
  private:
+  Status place_by_first_use();
   struct Buffer {
     int64_t size;
     int first_use, last_use;

@@ -189,6 +189,29 @@ TEST(LaunchProgram, WeightsAreAlignedAndScratchComesFromThePlan) {
   EXPECT_EQ(p->kernels[0].args.back().space, Location::Space::kArena);
 }
 
+// A kernel's comment describes at most 8 inputs and 8 outputs of its node and counts the rest: a
+// node lowered to one kernel per input (a Concat of an unrolled 4096-step Scan) described every
+// input in every kernel's comment, quadratic in the inputs (fuzz find, model_mutator).
+TEST(LaunchProgram, CommentsOfManyInputNodesAreBounded) {
+  OpRegistry reg = test_registry();
+  Graph g;
+  ValueId x = g.add_value("x", DType::kFloat32, {5}, true);
+  std::vector<ValueId> ins = {x};
+  for (int i = 0; i < 20; ++i) ins.push_back(g.add_constant("w" + std::to_string(i), Tensor::from_floats({1}, {1.f})));
+  ValueId y = g.add_value("y");
+  g.inputs = {x};
+  g.outputs = {y};
+  g.nodes.push_back(Node{"pt", "TestPassthrough", "test", ins, {y}, {}});
+  ASSERT_TRUE(infer_shapes(g, reg).is_ok());
+  auto p = build_launch_program(g, linear_plan(g), reg);
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  const std::string& c = p->kernels[0].comment;
+  EXPECT_NE(c.find("; in w6 "), std::string::npos) << c;   // the 8th input
+  EXPECT_EQ(c.find("; in w7 "), std::string::npos) << c;   // the 9th is only counted
+  EXPECT_NE(c.find("; and 13 more inputs"), std::string::npos) << c;
+  EXPECT_NE(c.find("; out y "), std::string::npos) << c;
+}
+
 TEST(LaunchProgram, UnknownOpIsRefused) {
   Graph g;
   ValueId x = g.add_value("x", DType::kFloat32, {2}, true);
