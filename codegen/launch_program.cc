@@ -234,6 +234,9 @@ class ProgramBuilder {
       return node_error(node, "matmul alpha/beta must be finite");
     if (m.a == kNullArg || m.b == kNullArg || m.d == kNullArg)
       return node_error(node, "matmul lacks an A, B or D operand");
+    if (graph_.target.matmul_reference)  // --matmul-impl reference: aotc's own kernel, no cuBLASLt
+      return add_kernel(node_index, matmul_reference_kernel(m, "GEMM of " + node.op_type + " on the reference kernel"),
+                        lowering);
     ProgramMatmul pm;
     pm.step = m;
     pm.label = sanitize_identifier(node.name.empty() ? node.op_type : node.name, 40);

@@ -79,6 +79,11 @@ struct Lowering {
   int64_t scratch_bytes = 0;       // a scratch buffer live only while this node runs
 };
 
+// The MatmulStep as aotc's own plain kernel (templates/gemm_reference.cu.in), the same
+// arguments in the same order (a, b, c, d, bias; absent ones null): what --matmul-impl reference
+// runs instead of cuBLASLt. Implemented in ir/ops/gemm.cc.
+KernelStep matmul_reference_kernel(const MatmulStep& m, const std::string& comment);
+
 // Launch helper: a 1-D grid of `threads` threads per block covering `n` items, capped so a
 // grid-stride loop handles the rest.
 inline Dim3 grid_for(int64_t n, int64_t threads = 256, int64_t max_blocks = 65535LL * 16) {

@@ -44,6 +44,10 @@ struct Target {
   // (conv_strided_pointwise_gemm_applies). Off: im2col + GEMM like the others
   // (--conv-strided-pointwise im2col).
   bool conv_strided_pointwise_gemm = true;
+  // Every cuBLASLt GEMM runs on aotc's own plain kernel instead (templates/gemm_reference.cu.in;
+  // --matmul-impl reference): slow, but the library then launches no cuBLASLt kernel, which
+  // compute-sanitizer's racecheck cannot follow on Hopper (docs/reliability.md).
+  bool matmul_reference = false;
   // 16-bit stem convolutions (few input channels) run as the direct tensor-core stem kernel
   // (ir/ops/conv_configs.h: conv_stem_applies). Off: space-to-depth / channel padding + CUTLASS
   // (--conv-stem cutlass).

@@ -293,6 +293,12 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       if (text != "on" && text != "off")
         return cur.usage("bad --conv-im2col '" + escape_for_message(text) + "': expected on or off");
       o.conv_im2col_gemm = text == "on";
+    } else if (opt == "--matmul-impl") {
+      std::string text;
+      AOTC_TAKE(text);
+      if (text != "cublaslt" && text != "reference")
+        return cur.usage("bad --matmul-impl '" + escape_for_message(text) + "': expected cublaslt or reference");
+      o.matmul_reference = text == "reference";
     } else if (opt == "--conv-strided-pointwise") {
       std::string text;
       AOTC_TAKE(text);

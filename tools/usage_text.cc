@@ -46,6 +46,10 @@ options:
                            activation run as cuBLASLt GEMMs; cutlass: as CUTLASS implicit GEMMs
   --conv-im2col on|off     on (default): NHWC convolutions too small to fill the GPU (batch 1)
                            run as im2col + a cuBLASLt GEMM; off: CUTLASS implicit GEMM
+  --matmul-impl cublaslt|reference
+                           cublaslt (default): GEMMs run on cuBLASLt; reference: on a plain aotc
+                           kernel each (slow; a library with no cuBLASLt kernel, for
+                           compute-sanitizer racecheck runs and cross-checks)
   --conv-strided-pointwise gemm|im2col
                            gemm (default): of those, strided 1x1 convolutions without padding
                            read their input in place (a strided batched cuBLASLt GEMM, one batch

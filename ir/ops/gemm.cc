@@ -154,6 +154,37 @@ bool is_tanh_gelu(const Node& node) {
          act.attrs.size() == 1;
 }
 
+}  // namespace
+
+KernelStep matmul_reference_kernel(const MatmulStep& m, const std::string& comment) {
+  using E = MatmulStep::Epilogue;
+  const DType td = m.d_dtype == DType::kUndefined ? m.dtype : m.d_dtype;
+  const int act = (m.epilogue == E::kRelu || m.epilogue == E::kBiasRelu)   ? 1
+                  : (m.epilogue == E::kGelu || m.epilogue == E::kBiasGelu) ? 2
+                                                                            : 0;
+  KernelStep k;
+  k.template_name = "gemm_reference";
+  k.holes = {{"comment", comment},
+             {"T", dtype_c_type(m.dtype)},
+             {"TD", dtype_c_type(td)},
+             {"ACC", compute_type(m.dtype)},
+             {"M", int_literal(m.m)}, {"N", int_literal(m.n)}, {"K", int_literal(m.k)}, {"BATCH", int_literal(m.batch)},
+             {"LDA", int_literal(m.lda)}, {"LDB", int_literal(m.ldb)}, {"LDC", int_literal(m.ldc)}, {"LDD", int_literal(m.ldd)},
+             {"SA", int_literal(m.stride_a)}, {"SB", int_literal(m.stride_b)},
+             {"SC", int_literal(m.stride_c)}, {"SD", int_literal(m.stride_d)},
+             {"TRANS_A", m.trans_a ? "true" : "false"}, {"TRANS_B", m.trans_b ? "true" : "false"},
+             {"HAS_C", m.c != kNullArg && m.beta != 0.0f ? "true" : "false"},
+             {"HAS_BIAS", MatmulStep::has_bias(m.epilogue) ? "true" : "false"},
+             {"ACT", std::to_string(act)},
+             {"ALPHA", float_literal(m.alpha)}, {"BETA", float_literal(m.beta)}};
+  k.args = {m.a, m.b, m.c, m.d, MatmulStep::has_bias(m.epilogue) ? m.bias : kNullArg};
+  k.block = Dim3{256, 1, 1};
+  k.grid = grid_for(m.batch * m.m * m.n, 256);
+  return k;
+}
+
+namespace {
+
 LoweredStep matmul_step(MatmulStep m) {
   LoweredStep s;
   s.kind = LoweredStep::Kind::kMatmul;

@@ -212,6 +212,36 @@ TEST(LaunchProgram, CommentsOfManyInputNodesAreBounded) {
   EXPECT_NE(c.find("; out y "), std::string::npos) << c;
 }
 
+// --matmul-impl reference (Target::matmul_reference): every matmul step becomes aotc's own
+// gemm_reference kernel with the same operands; no cuBLASLt call is left in the program.
+TEST(LaunchProgram, ReferenceMatmulImplLeavesNoCublasLtCall) {
+  for (const bool reference : {false, true}) {
+    Graph g;
+    ValueId x = g.add_value("x", DType::kFloat32, {4, 8}, true);
+    ValueId w = g.add_constant("w", Tensor::from_floats({8, 16}, std::vector<float>(128, 0.5f)));
+    ValueId bias = g.add_constant("bias", Tensor::from_floats({16}, std::vector<float>(16, 1.f)));
+    ValueId y = g.add_value("y");
+    g.inputs = {x};
+    g.outputs = {y};
+    g.nodes.push_back(Node{"fc", "Gemm", "", {x, w, bias}, {y}, {}});
+    g.target.matmul_reference = reference;
+    ASSERT_TRUE(infer_shapes(g).is_ok());
+    auto p = build_launch_program(g, linear_plan(g));
+    ASSERT_TRUE(p.is_ok()) << p.status().message();
+    EXPECT_EQ(p->matmuls.size(), reference ? 0u : 1u);
+    ASSERT_EQ(p->kernels.size(), reference ? 1u : 0u);
+    if (!reference) continue;
+    const ProgramKernel& k = p->kernels[0];
+    EXPECT_EQ(k.template_name, "gemm_reference");
+    ASSERT_EQ(k.args.size(), 5u);  // a, b, c (none), d, bias
+    EXPECT_EQ(k.args[0].space, Location::Space::kInput);
+    EXPECT_EQ(k.args[1].space, Location::Space::kWeights);
+    EXPECT_EQ(k.args[2].space, Location::Space::kNull);
+    EXPECT_EQ(k.args[3].space, Location::Space::kOutput);
+    EXPECT_EQ(k.args[4].space, Location::Space::kWeights);
+  }
+}
+
 TEST(LaunchProgram, UnknownOpIsRefused) {
   Graph g;
   ValueId x = g.add_value("x", DType::kFloat32, {2}, true);

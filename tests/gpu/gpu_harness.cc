@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 
@@ -74,6 +75,11 @@ std::vector<ValueId> GraphBuilder::node_outputs(const std::string& op, std::vect
 }
 
 void run_case(Graph graph, const std::string& label, const CaseOptions& options) {
+  // AOTC_TEST_MATMUL_REFERENCE=1: every case's GEMMs on aotc's reference kernel (--matmul-impl
+  // reference), so that a compute-sanitizer racecheck run of the suite launches no cuBLASLt
+  // kernel (docs/reliability.md).
+  if (const char* e = std::getenv("AOTC_TEST_MATMUL_REFERENCE"); e && *e && std::string(e) != "0")
+    graph.target.matmul_reference = true;
   Status inferred = infer_shapes(graph);
   ASSERT_TRUE(inferred.is_ok()) << label << ": " << inferred.message();
   Status verified = verify(graph);

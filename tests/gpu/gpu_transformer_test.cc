@@ -387,6 +387,26 @@ TEST(GpuMatmul, ClassifierBiasWritesFloatOutput) {
   run_case(b.graph(), "classifier_fp32_output", options);
 }
 
+// --matmul-impl reference: the projections, the tanh-GELU epilogue, the bias and the residual on
+// aotc's own GEMM kernel (no cuBLASLt kernel in the library: the racecheck runs' build), fp32
+// and fp16, against the CPU reference.
+TEST(GpuMatmul, ReferenceImplMatchesTheReference) {
+  AOTC_REQUIRE_GPU();
+  for (const DType t : {DType::kFloat32, DType::kFloat16}) {
+    GraphBuilder b;
+    b.graph().opset = 20;
+    ValueId x = b.input("x", {2, 48, 64}, t);
+    ValueId w1 = b.weight("w1", {64, 96}, -0.2, 0.2, t);
+    ValueId b1 = b.weight("b1", {96}, -0.5, 0.5, t);
+    ValueId w2 = b.weight("w2", {96, 64}, -0.2, 0.2, t);
+    ValueId h = b.node("Gelu", {b.node("Add", {b.node("MatMul", {x, w1}), b1})},
+                       {{"approximate", Attribute::of_string("tanh")}});
+    b.output(b.node("Add", {b.node("MatMul", {h, w2}), x}));
+    b.graph().target.matmul_reference = true;
+    run_case(b.graph(), t == DType::kFloat16 ? "mlp_reference_gemm_fp16" : "mlp_reference_gemm_fp32");
+  }
+}
+
 TEST(GpuGelu, TanhApproximation) {
   AOTC_REQUIRE_GPU();
   GraphBuilder b;

@@ -335,3 +335,97 @@ TEST(MatMul, DoubleUsesKernelAndDoubleGemmIsRefused) {
 
 }  // namespace
 }  // namespace aotc
+
+namespace aotc {
+namespace {
+
+// --matmul-impl reference: each MatmulStep as aotc's own kernel (templates/gemm_reference.cu.in,
+// ir/ops/gemm.cc matmul_reference_kernel) must compute what the step describes - checked on the
+// CPU emulation against testing_util::emulate_matmul (the step's documented semantics, which the
+// cuBLASLt path is tested against on the GPU) over transposes, leading dims, batch strides (a
+// shared B), C with beta (in place: C = D), bias, ReLU and tanh GELU, fp16 with a float32 D.
+TEST(MatMul, ReferenceKernelComputesWhatTheMatmulStepSays) {
+  using E = MatmulStep::Epilogue;
+  struct Case {
+    const char* label;
+    MatmulStep m;
+  };
+  auto step = [](DType t, int64_t m, int64_t n, int64_t k, int64_t batch, bool ta, bool tb) {
+    MatmulStep s;
+    s.dtype = t;
+    s.a = 0, s.b = 1, s.d = 3;
+    s.m = m, s.n = n, s.k = k, s.batch = batch;
+    s.trans_a = ta, s.trans_b = tb;
+    s.lda = (ta ? m : k) + 3;  // padded rows: the leading dims are read, not assumed
+    s.ldb = (tb ? k : n) + 1;
+    s.ldc = s.ldd = n + 2;
+    s.stride_a = (ta ? k * s.lda : m * s.lda) + 5;
+    s.stride_b = (tb ? n * s.ldb : k * s.ldb);
+    s.stride_c = s.stride_d = m * s.ldd + 7;
+    return s;
+  };
+  std::vector<Case> cases;
+  {
+    MatmulStep s = step(DType::kFloat32, 5, 7, 3, 1, false, false);
+    cases.push_back({"fp32 plain", s});
+  }
+  {
+    MatmulStep s = step(DType::kFloat32, 4, 6, 9, 3, true, true);
+    s.alpha = -1.5f;
+    s.c = 2, s.beta = 0.5f;
+    s.bias = 4, s.epilogue = E::kBiasRelu;
+    cases.push_back({"fp32 batched transposed, C beta 0.5, bias, ReLU", s});
+  }
+  {
+    MatmulStep s = step(DType::kFloat16, 6, 8, 16, 2, false, true);
+    s.stride_b = 0;  // one B for every batch
+    s.c = 3, s.beta = 1.0f;  // the residual in place: C is D
+    s.bias = 4, s.epilogue = E::kBiasGelu;
+    cases.push_back({"fp16 shared B, C = D, bias, GELU", s});
+  }
+  {
+    MatmulStep s = step(DType::kFloat16, 3, 16, 8, 1, false, false);
+    s.d_dtype = DType::kFloat32;
+    s.bias = 4, s.epilogue = E::kBias;
+    cases.push_back({"fp16 x fp16 -> float32 D with a float32 bias", s});
+  }
+  {
+    MatmulStep s = step(DType::kFloat32, 1, 1, 1, 1, false, false);
+    s.epilogue = E::kRelu;
+    cases.push_back({"1x1x1 ReLU", s});
+  }
+  std::string source;
+  for (size_t r = 0; r < cases.size(); ++r) {
+    auto text = testing_util::render_kernel(matmul_reference_kernel(cases[r].m, cases[r].label), "c" + std::to_string(r) + "_k0");
+    ASSERT_TRUE(text.is_ok()) << text.status().message();
+    source += *text + "\n";
+  }
+  auto handle = testing_util::compile_for_cpu(source);
+  if (!handle && handle.status().message().find("g++ failed") == std::string::npos)
+    GTEST_SKIP() << "no host compiler for the emulation: " << handle.status().message();
+  ASSERT_TRUE(handle.is_ok()) << handle.status().message();
+  uint32_t seed = 300;
+  for (size_t r = 0; r < cases.size(); ++r) {
+    SCOPED_TRACE(cases[r].label);
+    const MatmulStep& m = cases[r].m;
+    const DType td = m.d_dtype == DType::kUndefined ? m.dtype : m.d_dtype;
+    const int64_t a_size = (m.batch - 1) * m.stride_a + (m.trans_a ? m.k * m.lda : m.m * m.lda);
+    const int64_t b_size = (m.batch - 1) * m.stride_b + (m.trans_b ? m.n * m.ldb : m.k * m.ldb);
+    const int64_t d_size = (m.batch - 1) * m.stride_d + m.m * m.ldd;
+    std::map<ValueId, Tensor> want;
+    want[0] = random_tensor(m.dtype, {a_size}, seed++);
+    want[1] = random_tensor(m.dtype, {b_size}, seed++);
+    if (m.c == 2) want[2] = random_tensor(td, {d_size}, seed++);
+    want[3] = random_tensor(td, {d_size}, seed++);  // D's padding must stay as it was; C = D reads it
+    if (m.bias == 4) want[4] = random_tensor(td, {m.n}, seed++);
+    std::map<ValueId, Tensor> got = want;
+    ASSERT_TRUE(testing_util::emulate_matmul(m, want).is_ok());
+    Lowering l;
+    l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, matmul_reference_kernel(m, cases[r].label), {}});
+    ASSERT_TRUE(testing_util::run_on_cpu(*handle, "c" + std::to_string(r) + "_", l, got).is_ok());
+    EXPECT_TRUE(tensors_close(got[3], want[3]));
+  }
+}
+
+}  // namespace
+}  // namespace aotc

@@ -158,6 +158,9 @@ TEST(AotcArgs, ConvStrategySwitches) {
   EXPECT_TRUE(d->conv_pointwise_gemm);
   EXPECT_TRUE(d->conv_im2col_gemm);
   EXPECT_TRUE(d->conv_strided_pointwise_gemm);
+  EXPECT_FALSE(d->matmul_reference);
+  EXPECT_TRUE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--matmul-impl", "reference"})->matmul_reference);
+  EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--matmul-impl", "cutlass"}).find("--matmul-impl"), std::string::npos);
   auto o = parse_aotc_args({"m.onnx", "-o", "libm.so", "--conv-fp32", "nchw", "--conv-pointwise", "cutlass",
                             "--conv-im2col", "off", "--conv-config", "simt128x64x8_w64x32_s4",
                             "--conv-strided-pointwise", "im2col"});
