@@ -72,10 +72,22 @@ const char* kind_name(Attribute::Kind k) {
   return "?";
 }
 
+// Attribute names aotc's passes and shape inference set on standard ops to carry internal state:
+// the NHWC layout (layout_nhwc), the depthwise input clamp (clip_into_depthwise), Softmax /
+// Hardmax / LogSoftmax over every trailing dim (their opset < 13 form), and absorbed activations
+// ("act." + the activation's fields; ir/ops/epilogue.h). No ONNX op defines them; one given by a
+// model would be read as that state and change what the node computes (a Conv with
+// channels_last=1 read its input as NHWC), so a model may not carry them.
+bool internal_attribute_name(const std::string& name) {
+  return name == "channels_last" || name == "input_max" || name == "reduce_trailing" || name.rfind("act.", 0) == 0;
+}
+
 Status convert_attributes(const onnx::NodeProto& proto, const std::string& base_dir, Node& node) {
   for (const AttrProto& a : proto.attribute()) {
     const std::string quoted = "attribute '" + escape_for_message(a.name(), 60) + "'";
     if (a.name().empty()) return node_error(node, "has an attribute without a name");
+    if (internal_attribute_name(a.name()))
+      return node_error(node, quoted + " is not an ONNX attribute: aotc uses the name internally");
     if (node.attrs.count(a.name())) return node_error(node, quoted + " is given twice");
     if (a.has_ref_attr_name())
       return node_error(node, quoted + " refers to a function attribute; functions are not supported");

@@ -176,6 +176,20 @@ TEST(MalformedModel, WrongAttributeTypesAndInternalOps) {
   internal.add_node("FusedConv", {"x"}, {"y"}, "smuggled")->set_domain("aotc");
   internal.add_output("y");
   expect_error(internal.write(dir), {"node 'smuggled' (FusedConv)", "domain 'aotc' is internal"});
+  // Nor the attributes aotc's passes use for internal state on standard ops: a Conv given
+  // channels_last=1 was read as an NHWC convolution.
+  for (const char* name : {"channels_last", "input_max", "reduce_trailing", "act.op_type"}) {
+    ModelBuilder attr;
+    attr.add_input("x", kFloat, {"1", "3", "8", "8"});
+    attr.add_raw_float_initializer("w", {4, 3, 3, 3}, std::vector<float>(108, 1.0f));
+    onnx::NodeProto* conv = attr.add_node("Conv", {"x", "w"}, {"y"}, "conv");
+    onnx::AttributeProto* c = conv->add_attribute();
+    c->set_name(name);
+    c->set_type(onnx::AttributeProto::INT);
+    c->set_i(1);
+    attr.add_output("y");
+    expect_error(attr.write(dir), {"node 'conv' (Conv)", std::string("attribute '") + name + "' is not an ONNX attribute"});
+  }
 }
 
 // An op whose inferred output is larger than 1 TiB (an Expand to 2^40 x 2^22 floats) is refused
