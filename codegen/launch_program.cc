@@ -154,15 +154,12 @@ class ProgramBuilder {
     std::string c = "ONNX node " + sanitize_comment(node.name.empty() ? "(unnamed)" : node.name, 60) +
                     " (" + sanitize_comment(node.op_type, 40) + ")";
     auto describe = [&](const std::vector<ValueId>& ids, const char* what) {
-      size_t shown = 0, present = 0;
-      for (ValueId id : ids) {
-        if (id == kNoValue) continue;
-        if (++present <= kCommentValues) {
+      size_t present = 0;
+      for (ValueId id : ids)
+        if (id != kNoValue && ++present <= kCommentValues)
           c += std::string("; ") + what + " " + describe_value(graph_.value(id));
-          ++shown;
-        }
-      }
-      if (present > shown) c += "; and " + std::to_string(present - shown) + " more " + what + "puts";
+      if (present > kCommentValues)
+        c += "; and " + std::to_string(present - kCommentValues) + " more " + what + "puts";
     };
     describe(node.inputs, "in");
     describe(node.outputs, "out");

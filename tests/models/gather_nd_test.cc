@@ -281,10 +281,7 @@ std::string render_all(const std::vector<Prepared>& cases) {
 TEST(GatherScatterNdKernels, EmulatedOnCpuMatchReference) {
   std::vector<Prepared> cases = prepare_all();
   ASSERT_EQ(cases.size(), kernel_cases().size());
-  auto handle = testing_util::compile_for_cpu(render_all(cases));
-  if (!handle && handle.status().message().find("g++ failed") == std::string::npos)
-    GTEST_SKIP() << "no host compiler for the emulation: " << handle.status().message();
-  ASSERT_TRUE(handle.is_ok()) << handle.status().message();
+  AOTC_COMPILE_FOR_CPU_OR_SKIP(handle, render_all(cases));
   check_all(cases, [&](size_t r, Prepared& p) {
     return testing_util::run_on_cpu(*handle, "c" + std::to_string(r) + "_", p.lowering, p.values);
   });

@@ -140,10 +140,7 @@ TEST(ConvNhwcGemm, Im2colAndPointwiseEmulatedMatchReference) {
     }
     lowerings.push_back(*l);
   }
-  auto handle = testing_util::compile_for_cpu(source);
-  if (!handle && handle.status().message().find("g++ failed") == std::string::npos)
-    GTEST_SKIP() << "no host compiler for the emulation: " << handle.status().message();
-  ASSERT_TRUE(handle.is_ok()) << handle.status().message();
+  AOTC_COMPILE_FOR_CPU_OR_SKIP(handle, source);
   for (size_t r = 0; r < cases.size(); ++r) {
     SCOPED_TRACE(cases[r].label);
     const Graph& g = graphs[r].graph;

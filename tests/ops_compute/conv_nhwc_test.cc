@@ -396,13 +396,6 @@ struct Built {
   return ::testing::AssertionSuccess();
 }
 
-Expected<void*> compile_emulation(const std::string& source) { return testing_util::compile_for_cpu(std::string(kEmulatedCommon) + source); }
-
-#define ASSERT_EMULATION(handle)                                                                    \
-  if (!handle && handle.status().message().find("g++ failed") == std::string::npos)                 \
-    GTEST_SKIP() << "no host compiler for the emulation: " << handle.status().message();            \
-  ASSERT_TRUE(handle.is_ok()) << handle.status().message()
-
 // Builds `cases`, compiles them for the CPU emulation (skipping without a host compiler) and runs
 // each with inputs seeded from seed_base + 10 * index; `check` compares the output.
 void for_each_emulated(const std::vector<KernelCase>& cases, uint32_t seed_base,
@@ -410,8 +403,7 @@ void for_each_emulated(const std::vector<KernelCase>& cases, uint32_t seed_base,
   std::vector<Built> built;
   std::string source;
   ASSERT_TRUE(build(cases, built, source));
-  auto handle = compile_emulation(source);
-  ASSERT_EMULATION(handle);
+  AOTC_COMPILE_FOR_CPU_OR_SKIP(handle, std::string(kEmulatedCommon) + source);
   for (size_t r = 0; r < built.size(); ++r) {
     SCOPED_TRACE(built[r].label);
     std::vector<Tensor> inputs;
@@ -478,8 +470,7 @@ TEST(ConvNhwc, PoolKernelsEmulatedMatchReference) {
   std::vector<Built> built;
   std::string source;
   ASSERT_TRUE(build(pool_cases(), built, source));
-  auto handle = compile_emulation(source);
-  ASSERT_EMULATION(handle);
+  AOTC_COMPILE_FOR_CPU_OR_SKIP(handle, std::string(kEmulatedCommon) + source);
   for (size_t r = 0; r < built.size(); ++r) {
     SCOPED_TRACE(built[r].label);
     const PoolCase& p = list[r];

@@ -31,6 +31,13 @@ Status emulate_matmul(const MatmulStep& m, std::map<ValueId, Tensor>& values);
 // kernels) with the host C++ compiler into a shared object and dlopens it; nullptr + message on
 // failure. Then runs a lowering whose kernel step i is named `prefix + "k" + i` in that object.
 Expected<void*> compile_for_cpu(const std::string& source);
+// In a test body: `auto handle = compile_for_cpu(source)`; skips the test when the host has no C++
+// compiler at all, fails it when the compiler rejects the source (a test's gtest include needed).
+#define AOTC_COMPILE_FOR_CPU_OR_SKIP(handle, source)                                        \
+  auto handle = ::aotc::testing_util::compile_for_cpu(source);                             \
+  if (!handle && handle.status().message().find("g++ failed") == std::string::npos)        \
+    GTEST_SKIP() << "no host compiler for the emulation: " << handle.status().message();  \
+  ASSERT_TRUE(handle.is_ok()) << handle.status().message()
 Status run_on_cpu(void* handle, const std::string& prefix, const Lowering& lowering, std::map<ValueId, Tensor>& values);
 
 class Gpu {

@@ -310,10 +310,7 @@ TEST(Elementwise3Kernels, EmulatedOnCpuMatchReference) {
   std::string source = all_sources(cases, &errors);
   for (const std::string& e : errors) ADD_FAILURE() << e;
   // The emulation has __half but no math of its own: the host <cmath> overloads serve float.
-  auto handle = testing_util::compile_for_cpu("#include <cmath>\n" + source);
-  if (!handle && handle.status().message().find("g++ failed") == std::string::npos)
-    GTEST_SKIP() << "no host compiler for the emulation: " << handle.status().message();
-  ASSERT_TRUE(handle.is_ok()) << handle.status().message();
+  AOTC_COMPILE_FOR_CPU_OR_SKIP(handle, "#include <cmath>\n" + source);
   check_all(cases, [&](size_t r, Prepared& p) {
     return testing_util::run_on_cpu(*handle, "c" + std::to_string(r) + "_", p.lowering, p.values);
   });

@@ -113,10 +113,7 @@ TEST(PowInteger, KernelEmulatedOnCpuGivesExactPowers) {
     ASSERT_TRUE(text.is_ok()) << text.status().message();
     source += *text + "\n";
   }
-  auto handle = testing_util::compile_for_cpu(source);
-  if (!handle && handle.status().message().find("g++ failed") == std::string::npos)
-    GTEST_SKIP() << "no host compiler for the emulation: " << handle.status().message();
-  ASSERT_TRUE(handle.is_ok()) << handle.status().message();
+  AOTC_COMPILE_FOR_CPU_OR_SKIP(handle, source);
   check_kernels([&](size_t r, const Lowering& l, std::map<ValueId, Tensor>& v) {
     return testing_util::run_on_cpu(*handle, "p" + std::to_string(r) + "_", l, v);
   }, nodes, lowerings);

@@ -239,10 +239,7 @@ TEST(RnnKernels, TemplateCompilesWithNvcc) {
 
 TEST(RnnKernels, EmulatedOnCpuMatchReference) {
   std::vector<Built> built = build_all();
-  auto handle = testing_util::compile_for_cpu(emulated_source(built));
-  if (!handle && handle.status().message().find("g++ failed") == std::string::npos)
-    GTEST_SKIP() << "no host compiler for the emulation: " << handle.status().message();
-  ASSERT_TRUE(handle.is_ok()) << handle.status().message();
+  AOTC_COMPILE_FOR_CPU_OR_SKIP(handle, emulated_source(built));
   check_all(built, [&](size_t r, const Lowering& l, std::map<ValueId, Tensor>& values) {
     Lowering table = through_table(l, values);  // one kernel step per lowering: one table
     return testing_util::run_on_cpu(*handle, "c" + std::to_string(r) + "_", table, values);

@@ -198,10 +198,7 @@ TEST(Shape3Kernels, EmulatedOnCpuMatchReference) {
       ASSERT_TRUE(text.is_ok()) << text.status().message();
       source += *text + "\n";
     }
-  auto handle = testing_util::compile_for_cpu(source);
-  if (!handle && handle.status().message().find("g++ failed") == std::string::npos)
-    GTEST_SKIP() << "no host compiler for the emulation: " << handle.status().message();
-  ASSERT_TRUE(handle.is_ok()) << handle.status().message();
+  AOTC_COMPILE_FOR_CPU_OR_SKIP(handle, source);
   // The emulator launches kernels of 2 to 6 pointer parameters. The one-parameter fill kernel
   // (ConstantOfShape, Dropout's mask) is checked here through its holes instead: the value bits
   // must be those of the reference output's elements, and it must cover the output; the GPU test

@@ -280,6 +280,21 @@ static void request_stop(int) { g_stop_requested = 1; }
 
 namespace {
 
+// fork() for a child in a process group of its own (a timeout's kill of the group also ends nvcc
+// and the host compiler) with default SIGTERM / SIGINT / SIGPIPE handling; the parent's buffered
+// output is flushed first so the child cannot write it again. As fork(): the pid, 0 in the child.
+pid_t fork_own_group() {
+  std::fflush(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+    setpgid(0, 0);
+  }
+  return pid;
+}
+
 // Forks the child that executes `test` (all of it, or options.phase) in its scratch folder: own
 // process group (a timeout also ends nvcc and the host compiler), output to child.log, the
 // result to result.txt. `close_fds` are descriptors the child must not keep (workers' pipes).
@@ -289,13 +304,8 @@ pid_t fork_test_child(const TestCase& test, const std::string& scratch, const Ru
   fs::create_directories(scratch);
   fs::remove(scratch + "/result.txt");
   fs::remove(scratch + "/result_run.txt");
-  std::fflush(nullptr);  // nothing the parent buffered may be written again by the child
-  pid_t pid = fork();
+  pid_t pid = fork_own_group();
   if (pid == 0) {
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGPIPE, SIG_DFL);
-    setpgid(0, 0);
     for (int fd : close_fds) close(fd);
     int log = open((scratch + "/child.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (log >= 0) {
@@ -371,13 +381,8 @@ bool spawn_worker(Worker& w, int id, const std::vector<TestCase>& tests, const R
     return false;
   }
   w.log = options.workdir + "/worker_" + std::to_string(id) + ".log";
-  std::fflush(nullptr);  // nothing the parent buffered may be written again by the child
-  pid_t pid = fork();
+  pid_t pid = fork_own_group();
   if (pid == 0) {
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGPIPE, SIG_DFL);
-    setpgid(0, 0);
     for (const Worker& other : all) {  // only its own pipes stay open in a worker
       if (other.to >= 0) close(other.to);
       if (other.from >= 0) close(other.from);

@@ -75,14 +75,14 @@ done
 # mbarriers, which racecheck does not follow, and every hazard it reported on GPT-2 and ResNet-50
 # (eleventh session: 56 and 64 errors) was inside them; excluding them keeps a hazard in aotc's
 # kernels from hiding among theirs. RACECHECK_EXCLUDE="" checks every kernel.
-racecheck_exclude=()
+racecheck_options=()
 exclude_filter="${RACECHECK_EXCLUDE-kns=nvjet}"
 # (The option is --kernel-name-exclude since the rename of --kernel-regex-exclude; the help text
 # may go to stderr: the eleventh session's probe read stdout only and found neither.)
 if [ -n "$sanitizer" ] && [ -n "$exclude_filter" ]; then
   sanitizer_help="$("$sanitizer" --help 2>&1)"
   for option in --kernel-name-exclude --kernel-regex-exclude; do
-    if grep -q -- "$option" <<<"$sanitizer_help"; then racecheck_exclude=("$option" "$exclude_filter"); break; fi
+    if grep -q -- "$option" <<<"$sanitizer_help"; then racecheck_options=("$option" "$exclude_filter"); break; fi
   done
 fi
 # RACECHECK_EXTRA="--racecheck-memcpy-async no": more racecheck options (words), each option kept
@@ -98,7 +98,7 @@ if [ -n "$sanitizer" ] && [ -n "${RACECHECK_EXTRA:-}" ]; then
       [[ "${extra_words[i + 1]:-}" != --* ]] && i=$((i + 1))
       continue
     fi
-    racecheck_exclude+=("$w")
+    racecheck_options+=("$w")
   done
 fi
 
@@ -133,7 +133,7 @@ sanitized() {
     # calls per matmul, cuBLASLt's kernels, not ours) is switched off: under racecheck it alone
     # outlasted the cap on ResNet-50 (tenth session); the kernels run() launches are the same.
     local env_here=() extra=()
-    [ "$tool" = racecheck ] && env_here=(env AOTC_NO_MATMUL_TUNE=1) && extra=(${racecheck_exclude[@]+"${racecheck_exclude[@]}"})
+    [ "$tool" = racecheck ] && env_here=(env AOTC_NO_MATMUL_TUNE=1) && extra=(${racecheck_options[@]+"${racecheck_options[@]}"})
     run_capped "$seconds" "$log" ${env_here[@]+"${env_here[@]}"} "$sanitizer" --tool "$tool" ${extra[@]+"${extra[@]}"} \
       --error-exitcode 99 --print-limit 50 "$@"
     rc=$?
@@ -206,7 +206,7 @@ if [ -n "$ctest_args" ] && [ -n "$sanitizer" ] && has_part ctest; then
     t0=$(date +%s)
     # shellcheck disable=SC2086  # ctest_args is a list of ctest options
     local_extra=()
-    [ "$tool" = racecheck ] && local_extra=(${racecheck_exclude[@]+"${racecheck_exclude[@]}"})
+    [ "$tool" = racecheck ] && local_extra=(${racecheck_options[@]+"${racecheck_options[@]}"})
     run_capped "${SANITIZER_CTEST_SECONDS:-150}" "$logs/ctest_$tool.log" "$sanitizer" --tool "$tool" ${local_extra[@]+"${local_extra[@]}"} \
       --target-processes all --error-exitcode 99 --print-limit 50 --log-file "$dir/%p.log" \
       ctest --test-dir "$build" $ctest_args -j "${SANITIZER_CTEST_JOBS:-8}" --timeout 600 --output-on-failure
@@ -238,6 +238,6 @@ fi
   echo "|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
   echo
-  echo "abi_stress: $(basename "$stress_bin") stress = ${STRESS_HANDLES:-16} handles sharing the owner's weights, each with its own cuMemAlloc'ed workspace, x ${STRESS_THREADS:-8} threads x $stress_runs runs per thread (2 handles per thread, traded through a locked pool every 1000 runs), outputs compared bit for bit with a single-threaded reference; misuse = docs/abi.md's matrix, codes and untouched outputs, the sticky-fault rows last. Logs: logs.tar.gz, logs/$(basename "$logs")/. racecheck rows run with AOTC_NO_MATMUL_TUNE=1 (no create-time cuBLASLt timing)$([ "${#racecheck_exclude[@]}" -gt 0 ] && echo " and ${racecheck_exclude[*]} (cuBLASLt's TMA/mbarrier GEMM kernels)" || echo "; every kernel checked")."
+  echo "abi_stress: $(basename "$stress_bin") stress = ${STRESS_HANDLES:-16} handles sharing the owner's weights, each with its own cuMemAlloc'ed workspace, x ${STRESS_THREADS:-8} threads x $stress_runs runs per thread (2 handles per thread, traded through a locked pool every 1000 runs), outputs compared bit for bit with a single-threaded reference; misuse = docs/abi.md's matrix, codes and untouched outputs, the sticky-fault rows last. Logs: logs.tar.gz, logs/$(basename "$logs")/. racecheck rows run with AOTC_NO_MATMUL_TUNE=1 (no create-time cuBLASLt timing)$([ "${#racecheck_options[@]}" -gt 0 ] && echo " and ${racecheck_options[*]} (RACECHECK_EXCLUDE, default kns=nvjet: cuBLASLt's TMA/mbarrier GEMM kernels; RACECHECK_EXTRA)" || echo "; every kernel checked")."
 } >"$md"
 exit "$failures"
