@@ -178,7 +178,8 @@ std::string render_model_c(const LaunchProgram& program, const Graph& graph,
          a.comment + " */\n";
   c += "#define ARENA_BYTES " + ull(program.arena_bytes) + "\n";
   c += "#define LT_WORKSPACE_OFFSET " + ull(program.lt_workspace_offset) + "\n";
-  c += "#define LT_WORKSPACE_BYTES " + ull(program.lt_workspace_bytes) + "\n\n";
+  c += "#define LT_WORKSPACE_BYTES " + ull(program.lt_workspace_bytes) + "\n";
+  c += "#define LT_AUX_WORKSPACE_OFFSET " + ull(program.lt_aux_workspace_offset) + "\n\n";
   c += "/* Weight blob layout (" + blobs_file(p) + " embeds " + weights_file(p) + "). */\n";
   for (const NamedOffset& w : program.weight_symbols)
     c += "#define " + w.symbol + " " + ull(w.offset) + " /* " + std::to_string(w.bytes) + " bytes: " +
@@ -264,12 +265,16 @@ std::string render_model_c(const LaunchProgram& program, const Graph& graph,
                            : s.kind == ProgramStep::Kind::kMatmul
                                  ? "matmul " + program.matmuls[static_cast<size_t>(s.index)].label
                                  : "copy " + program.copies[static_cast<size_t>(s.index)].label;
+    if (s.lane == 1) what += s.wait ? "; auxiliary stream, forked here" : "; auxiliary stream";
+    else if (s.wait) what += "; joins the auxiliary stream";
     steps += "    {" + std::string(kind) + ", " + std::to_string(s.index) + ", " + c_string_literal(s.label) +
-             ", " + ull(s.flops) + ", " + ull(s.bytes) + "}, /* " + what + " */\n";
+             ", " + ull(s.flops) + ", " + ull(s.bytes) + ", " + std::to_string(s.lane) + ", " +
+             (s.wait ? "1" : "0") + "}, /* " + what + " */\n";
   }
   c += steps.empty() ? "static const aotc_rt_step kSteps[1];\n"
                      : "/* Launch order: kind, index, and for the profiling extension the label, the\n"
-                       "   estimated FLOPs (0: no estimate) and the bytes read + written. */\n"
+                       "   estimated FLOPs (0: no estimate), the bytes read + written, the lane\n"
+                       "   (1: the auxiliary stream) and whether it waits for the other lane. */\n"
                        "static const aotc_rt_step kSteps[] = {\n" + steps + "};\n";
   io_table(c, graph, graph.inputs, "Input");
   io_table(c, graph, graph.outputs, "Output");
@@ -287,7 +292,7 @@ std::string render_model_c(const LaunchProgram& program, const Graph& graph,
   c += "    kInputs, " + std::to_string(graph.inputs.size()) + ", kOutputs, " +
        std::to_string(graph.outputs.size()) + ",\n";
   c += "    kBuilderArgs, " + std::to_string(first_builder) + ", " + (info.tune_matmuls ? "1" : "0") +
-       " /* time cuBLASLt candidates at create */};\n\n";
+       " /* time cuBLASLt candidates at create */,\n    LT_AUX_WORKSPACE_OFFSET};\n\n";
 
   // The exported ABI.
   const std::string m = p + "_model";

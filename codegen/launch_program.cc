@@ -29,9 +29,16 @@ class ProgramBuilder {
       AOTC_RETURN_IF_ERROR(check_io_value(graph_.inputs[i], "input"));
     for (size_t i = 0; i < graph_.outputs.size(); ++i)
       AOTC_RETURN_IF_ERROR(check_io_value(graph_.outputs[i], "output"));
-    for (size_t n = 0; n < graph_.nodes.size(); ++n)
+    AOTC_RETURN_IF_ERROR(check_side_join());
+    for (size_t n = 0; n < graph_.nodes.size(); ++n) {
+      size_t first = program_.steps.size();
       AOTC_RETURN_IF_ERROR(add_node(static_cast<int>(n), registry));
+      mark_lane(n, first);
+    }
+    size_t first_copy = program_.steps.size();
     AOTC_RETURN_IF_ERROR(add_output_copies());
+    // The output copies read values any lane may have written.
+    if (any_side_ && first_copy < program_.steps.size()) program_.steps[first_copy].wait = true;
     int64_t arena = align_up(std::max<int64_t>(plan_.arena_bytes, 0), kArenaAlignment);
     if (!program_.matmuls.empty()) {
       program_.lt_workspace_offset = arena;
@@ -42,12 +49,57 @@ class ProgramBuilder {
           std::clamp(4 * largest_d, kCublasLtWorkspaceMinBytes, kCublasLtWorkspaceMaxBytes),
           kArenaAlignment);
       arena += program_.lt_workspace_bytes;
+      for (const ProgramStep& s : program_.steps)
+        if (s.lane == 1 && s.kind == ProgramStep::Kind::kMatmul) {
+          program_.lt_aux_workspace_offset = arena;
+          arena += program_.lt_workspace_bytes;
+          break;
+        }
     }
     program_.arena_bytes = arena;
     return std::move(program_);
   }
 
  private:
+  // Graph::side_join is empty or names, for each side node, a later main-lane node.
+  Status check_side_join() const {
+    const std::vector<int>& j = graph_.side_join;
+    if (j.empty()) return Status::ok();
+    if (j.size() != graph_.nodes.size())
+      return Status::error("side_join has " + std::to_string(j.size()) + " entries for " +
+                           std::to_string(graph_.nodes.size()) + " nodes");
+    for (size_t n = 0; n < j.size(); ++n)
+      if (j[n] >= 0 && (static_cast<size_t>(j[n]) <= n || static_cast<size_t>(j[n]) >= j.size() ||
+                        j[static_cast<size_t>(j[n])] >= 0))
+        return node_error(graph_.nodes[n], "side-lane node joined by node " + std::to_string(j[n]) +
+                                               ", which is not a later main-lane node");
+    return Status::ok();
+  }
+
+  // The steps of node n (from `first`) on its lane: a side node's first step forks; the first
+  // main-lane step at or after a node that joins a side node waits for the side lane (a join
+  // node without steps, a view, passes the wait on).
+  void mark_lane(size_t n, size_t first) {
+    const std::vector<int>& j = graph_.side_join;
+    if (j.empty()) return;
+    if (joins_.empty()) {
+      joins_.assign(j.size(), false);
+      for (int target : j)
+        if (target >= 0) joins_[static_cast<size_t>(target)] = true;
+    }
+    if (j[n] >= 0) {
+      for (size_t s = first; s < program_.steps.size(); ++s) program_.steps[s].lane = 1;
+      if (first < program_.steps.size()) program_.steps[first].wait = true;
+      any_side_ = any_side_ || first < program_.steps.size();
+      return;
+    }
+    join_pending_ = join_pending_ || joins_[n];
+    if (join_pending_ && first < program_.steps.size()) {
+      program_.steps[first].wait = true;
+      join_pending_ = false;
+    }
+  }
+
   Status check_io_value(ValueId id, const char* what) {
     if (id < 0 || static_cast<size_t>(id) >= graph_.values.size())
       return Status::error(std::string("graph ") + what + " refers to a missing value");
@@ -321,6 +373,9 @@ class ProgramBuilder {
   std::map<ValueId, int64_t> weight_offset_;
   std::map<ValueId, bool> arena_seen_;
   std::map<int, bool> scratch_seen_;
+  std::vector<bool> joins_;     // per node: some side node joins at it
+  bool join_pending_ = false;   // a join node emitted no step yet
+  bool any_side_ = false;       // a side node emitted steps
 };
 
 }  // namespace

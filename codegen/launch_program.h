@@ -83,6 +83,11 @@ struct ProgramStep {
   std::string label;
   int64_t flops = 0;
   int64_t bytes = 0;
+  // Concurrency (Graph::side_join, opt/side_branches.cc): lane 1 runs on the auxiliary stream.
+  // wait on lane 1: the first step of a side node (forks from everything before it); on lane 0:
+  // the first step of the node that joins the side lane back.
+  int lane = 0;
+  bool wait = false;
 };
 
 struct NamedOffset {
@@ -103,6 +108,7 @@ struct LaunchProgram {
   int64_t arena_bytes = 0;                 // plan.arena_bytes (aligned) + cuBLASLt workspace
   int64_t lt_workspace_offset = 0;
   int64_t lt_workspace_bytes = 0;
+  int64_t lt_aux_workspace_offset = 0;     // a second workspace for lane 1 matmuls; 0: none
 };
 
 Expected<LaunchProgram> build_launch_program(const Graph& graph, const MemoryPlan& plan,

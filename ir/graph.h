@@ -64,6 +64,11 @@ class Graph {
   std::vector<Node> nodes;        // topological order
   std::vector<ValueId> inputs;    // runtime inputs (not initializers)
   std::vector<ValueId> outputs;
+  // Concurrency, set by the last pass (opt/side_branches.cc) and read by the memory plan and
+  // codegen: empty (every node on the main lane), or one entry per node: -1 for the main lane,
+  // else the index of the later main-lane node that waits for this side-lane node (the join).
+  // A side node starts after every node before it; any pass that moves nodes clears it.
+  std::vector<int> side_join;
   // Constant folding's running total and its cap (ir/constant_folding.h): every folded output
   // stays in memory, so a model of many large foldable nodes is refused instead of exhausting it.
   int64_t folded_bytes = 0;

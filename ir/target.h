@@ -48,6 +48,15 @@ struct Target {
   // --matmul-impl reference): slow, but the library then launches no cuBLASLt kernel, which
   // compute-sanitizer's racecheck cannot follow on Hopper (docs/reliability.md).
   bool matmul_reference = false;
+  // Auxiliary streams for side branches (opt/side_branches.cc, --aux-streams): 1 lets a small
+  // node with independent work beside it run concurrently with that work in the CUDA graph
+  // (TensorRT's auxiliary streams); 0 (default): one stream, the table order. Off by default
+  // because it measured slower where it applies: ResNet-50 fp16 batch 1 on an H100, 0.2880 ->
+  // 0.2933 ms with its four downsamples beside conv1 / conv2 (docs/perf_notes.md v18).
+  int aux_streams = 0;
+  // A side node's outputs may hold at most this many bytes (it then stays allocated over the
+  // concurrent region; small outputs are also what under-fills the GPU).
+  int64_t aux_stream_max_bytes = int64_t{4} << 20;
   // 16-bit stem convolutions (few input channels) run as the direct tensor-core stem kernel
   // (ir/ops/conv_configs.h: conv_stem_applies). Off: space-to-depth / channel padding + CUTLASS
   // (--conv-stem cutlass).

@@ -280,6 +280,25 @@ Expected<MemoryPlan> plan_memory(Graph& graph) {
       last_use[static_cast<size_t>(root)] = std::max(last_use[static_cast<size_t>(root)], last_use[id]);
   }
 
+  // A side-lane node (Graph::side_join) runs beside the main-lane nodes up to its join: what it
+  // reads and writes stays allocated until the join, so no main-lane value there shares its bytes.
+  const bool sides = graph.side_join.size() == graph.nodes.size();
+  if (!graph.side_join.empty() && !sides)
+    return Status::error("side_join has " + std::to_string(graph.side_join.size()) + " entries for " +
+                         std::to_string(graph.nodes.size()) + " nodes");
+  for (int n = 0; sides && n < num_nodes; ++n) {
+    const int join = graph.side_join[static_cast<size_t>(n)];
+    if (join < 0) continue;
+    const Node& node = graph.nodes[static_cast<size_t>(n)];
+    for (const std::vector<ValueId>* ids : {&node.inputs, &node.outputs})
+      for (ValueId id : *ids) {
+        if (id == kNoValue) continue;
+        ValueId root = id;
+        while (graph.value(root).alias_of != kNoValue) root = graph.value(root).alias_of;
+        last_use[static_cast<size_t>(root)] = std::max(last_use[static_cast<size_t>(root)], join);
+      }
+  }
+
   MemoryPlanner planner;
   std::vector<std::pair<ValueId, int>> value_buffers;
   for (size_t id = 0; id < graph.values.size(); ++id) {
@@ -295,7 +314,8 @@ Expected<MemoryPlan> plan_memory(Graph& graph) {
   std::vector<std::pair<int, int>> scratch_buffers;
   for (int n = 0; n < num_nodes; ++n)
     if (scratch[static_cast<size_t>(n)] > 0)
-      scratch_buffers.push_back({n, planner.add_buffer(scratch[static_cast<size_t>(n)], n, n,
+      scratch_buffers.push_back({n, planner.add_buffer(scratch[static_cast<size_t>(n)], n,
+                                                       sides ? std::max(n, graph.side_join[static_cast<size_t>(n)]) : n,
                                                        "scratch of node " + std::to_string(n) + " '" +
                                                            graph.nodes[static_cast<size_t>(n)].name + "'")});
 

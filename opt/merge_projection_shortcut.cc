@@ -11,7 +11,9 @@
 // rounded before the add; now both products accumulate in fp32), and b3 + bd is rounded once.
 // Must not fire: a projection with an activation, a pool or any other attribute, a stride, pad,
 // dilation, group or window other than 1, a second reader or a graph output, different pixel
-// grids or dtypes, non-constant filters or biases, 8-bit types, or K <= Ch + Cx.
+// grids or dtypes, non-constant filters or biases, 8-bit types, or K <= Ch + Cx; nor where
+// auxiliary streams are on and the projection's output is small enough for side_branches to run
+// it beside conv1 / conv2 (batch 1), which takes it off the critical path altogether.
 #include <cstring>
 #include <set>
 
@@ -95,6 +97,9 @@ Expected<bool> merge_projection_shortcut(Graph& graph) {
     if (w3->shape[3] != ch || wd->shape[3] != cx || k <= ch + cx) continue;
     const Value *b3 = nullptr, *bd = nullptr;
     if (!bias_of(graph, c, k, dt, &b3) || !bias_of(graph, p, k, dt, &bd)) continue;
+    // With auxiliary streams a small projection runs beside conv1 / conv2 instead
+    // (opt/side_branches.cc, the same size rule): merged, its Concat would sit on the critical path.
+    if (graph.target.aux_streams > 0 && graph.value(r).byte_size() <= graph.target.aux_stream_max_bytes) continue;
     // Copied now: the graph.add_* calls below may move graph.values under h, x, w3, wd, b3, bd.
     const Shape h_shape = h.shape;
 

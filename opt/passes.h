@@ -88,4 +88,8 @@ Expected<bool> fuse_matmul_transpose(Graph& graph);
 // Reshape view when the composition is the identity).
 Expected<bool> fuse_copy_chains(Graph& graph);
 
+// Last: nodes that can run beside other work move to just after their last producer and run on
+// the auxiliary stream (Graph::side_join; opt/side_branches.cc), when target.aux_streams is 1.
+Expected<bool> side_branches(Graph& graph);
+
 }  // namespace aotc

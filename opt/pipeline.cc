@@ -47,6 +47,7 @@ const std::vector<Pass>& default_pipeline() {
       {"fuse_attention_operands", fuse_attention_operands},
       {"cancel_row_permutations", cancel_row_permutations},
       {"merge_strided_qkv_projections", merge_strided_qkv_projections},
+      {"side_branches", side_branches},  // last: it records node positions (Graph::side_join)
   };
   return kPasses;
 }

@@ -134,6 +134,9 @@ typedef struct aotc_cuda_api {
   /* Streams, for create()'s timing of cuBLASLt candidates (optional). */
   CUresult (*stream_create)(CUstream* stream, unsigned flags);            /* cuStreamCreate */
   CUresult (*stream_destroy)(CUstream stream);                            /* cuStreamDestroy_v2 */
+  /* The auxiliary stream's fork and join while capturing (optional: without it every step is
+     captured on the caller's stream). */
+  CUresult (*stream_wait_event)(CUstream stream, CUevent event, unsigned flags); /* cuStreamWaitEvent */
   /* Programmatic dependent launch (optional: NULL when the driver lacks either; plain launches). */
   CUresult (*launch_kernel_ex)(const aotc_cu_launch_config* config, CUfunction f, void** params,
                                void** extra);                             /* cuLaunchKernelEx */

@@ -229,6 +229,7 @@ void aotc_rt_release(aotc_rt_handle* h) {
   if (pushed) {
     aotc_rt_graphs_release(h);
     aotc_rt_profile_release(h);
+    aotc_rt_aux_release(h);
   }
   if (h->matmuls) {
     for (int i = 0; i < h->desc->num_matmuls; ++i) {
@@ -290,6 +291,7 @@ static int create_on_device(aotc_rt_handle* h, void* workspace, const aotc_rt_ha
   int code = aotc_rt_prepare_kernels(h);
   if (code != AOTC_OK) return code;
   aotc_rt_pdl_setup(h);
+  aotc_rt_aux_setup(h);
   if (workspace) {
     code = aotc_rt_check_device_pointer(h, workspace, d->arena_bytes, "create: workspace");
     if (code != AOTC_OK) return code;

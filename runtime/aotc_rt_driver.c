@@ -137,6 +137,7 @@ int aotc_rt_load_driver(aotc_rt_handle* h) {
     h->cu.stream_create = NULL;
     h->cu.stream_destroy = NULL;
   }
+  h->cu.stream_wait_event = dlsym(h->libcuda, "cuStreamWaitEvent");
   /* Programmatic dependent launch (CUDA 12.0+ drivers): both or neither. */
   h->cu.launch_kernel_ex = dlsym(h->libcuda, "cuLaunchKernelEx");
   h->cu.module_get_global = dlsym(h->libcuda, "cuModuleGetGlobal_v2");

@@ -66,7 +66,7 @@ static CUgraphExec capture(aotc_rt_handle* h, const void* const* inputs, void* c
     h->graphs_failed = 1;
     return NULL;
   }
-  int code = aotc_rt_launch_all(h, inputs, outputs, stream);
+  int code = aotc_rt_launch_lanes(h, inputs, outputs, stream);
   CUgraph graph = NULL;
   CUresult r = h->cu.stream_end_capture(stream, &graph); /* always: leave the stream usable */
   CUgraphExec exec = NULL;

@@ -119,6 +119,11 @@ struct aotc_rt_handle {
   CUdeviceptr* graph_pointer_store;
   CUdeviceptr* graph_key; /* the current call's pointers */
   unsigned long long graph_captures, graph_replays, plain_runs; /* for tests and debugging */
+  /* The auxiliary stream of lane 1 steps (aotc_rt_launch_lanes) and its fork / join events:
+     created at create when the table has lane 1 steps, graphs are on and the driver has
+     cuStreamWaitEvent; NULL otherwise (then capture puts every step on the caller's stream). */
+  CUstream aux_stream;
+  CUevent fork_event, join_event;
   /* Profiling (aotc_rt_profile.c): 2 events per step (before, after), created at the first
      profile_run; NULL until then. */
   CUevent* profile_events;
@@ -164,6 +169,15 @@ AOTC_RT_HIDDEN cublasStatus_t aotc_rt_issue_matmul(aotc_rt_handle* h, int i,
 AOTC_RT_HIDDEN void aotc_rt_pdl_setup(aotc_rt_handle* h);
 AOTC_RT_HIDDEN int aotc_rt_launch_all(aotc_rt_handle* h, const void* const* inputs,
                                       void* const* outputs, CUstream stream);
+/* The launch sequence with lane 1 steps on h->aux_stream (forked from and joined back into
+   `stream` as the steps' `wait` flags say, and joined at the end whatever happens): what capture
+   records, so the graph runs the branches concurrently. aux_stream NULL: launch_all. */
+AOTC_RT_HIDDEN int aotc_rt_launch_lanes(aotc_rt_handle* h, const void* const* inputs,
+                                        void* const* outputs, CUstream stream);
+/* Creates the auxiliary stream and its events when the table has lane 1 steps (context
+   current). Never fails create: without them every step is captured on the caller's stream. */
+AOTC_RT_HIDDEN void aotc_rt_aux_setup(aotc_rt_handle* h);
+AOTC_RT_HIDDEN void aotc_rt_aux_release(aotc_rt_handle* h); /* context current */
 /* Step `s` of the launch sequence on `stream` (what launch_all does for each step). */
 AOTC_RT_HIDDEN int aotc_rt_launch_step(aotc_rt_handle* h, int s, const void* const* inputs,
                                        void* const* outputs, CUstream stream);

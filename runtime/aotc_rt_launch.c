@@ -152,9 +152,11 @@ int aotc_rt_launch_step(aotc_rt_handle* h, int s, const void* const* inputs, voi
     CUdeviceptr bias = AOTC_EPI_HAS_BIAS(mm->epilogue)
                            ? resolve(h, mm->bias, inputs, outputs)
                            : 0;
+    /* A lane 1 matmul has its own workspace: it may run beside a lane 0 one. */
+    unsigned long long ws = step->lane == 1 && d->lt_aux_workspace_offset ? d->lt_aux_workspace_offset
+                                                                          : d->lt_workspace_offset;
     cublasStatus_t status = aotc_rt_issue_matmul(h, step->index, &h->matmuls[step->index].algo,
-                                                 a, b, c, dd, bias,
-                                                 h->arena + d->lt_workspace_offset, stream);
+                                                 a, b, c, dd, bias, h->arena + ws, stream);
     if (status != 0) return aotc_rt_lt_fail(h, status, "cublasLtMatmul", mm->label);
   } else {
     const aotc_rt_copy* cp = &d->copies[step->index];
@@ -172,6 +174,65 @@ int aotc_rt_launch_all(aotc_rt_handle* h, const void* const* inputs, void* const
     if (code != AOTC_OK) return code;
   }
   return AOTC_OK;
+}
+
+void aotc_rt_aux_setup(aotc_rt_handle* h) {
+  const aotc_rt_model_desc* d = h->desc;
+  int lanes = 0;
+  for (int s = 0; s < d->num_steps; ++s) lanes |= d->steps[s].lane == 1;
+  if (!lanes || !h->graphs_enabled || !h->cu.stream_wait_event || !h->cu.stream_create ||
+      !h->cu.event_create)
+    return;
+  /* CU_STREAM_NON_BLOCKING (1): no implicit order with the legacy stream; CU_EVENT_DISABLE_TIMING
+     (2): the events only order work. */
+  if (h->cu.stream_create(&h->aux_stream, 1) != AOTC_CU_SUCCESS ||
+      h->cu.event_create(&h->fork_event, 2) != AOTC_CU_SUCCESS ||
+      h->cu.event_create(&h->join_event, 2) != AOTC_CU_SUCCESS)
+    aotc_rt_aux_release(h); /* the handle is calloc'ed: what was not created is NULL */
+}
+
+void aotc_rt_aux_release(aotc_rt_handle* h) {
+  if (h->join_event && h->cu.event_destroy) h->cu.event_destroy(h->join_event);
+  if (h->fork_event && h->cu.event_destroy) h->cu.event_destroy(h->fork_event);
+  if (h->aux_stream && h->cu.stream_destroy) h->cu.stream_destroy(h->aux_stream);
+  h->join_event = h->fork_event = NULL;
+  h->aux_stream = NULL;
+}
+
+/* `to` waits for everything issued to `from` so far. */
+static int order_after(aotc_rt_handle* h, CUevent event, CUstream from, CUstream to) {
+  CUresult r = h->cu.event_record(event, from);
+  if (r != AOTC_CU_SUCCESS) return aotc_rt_cu_fail(h, r, "cuEventRecord");
+  if ((r = h->cu.stream_wait_event(to, event, 0)) != AOTC_CU_SUCCESS)
+    return aotc_rt_cu_fail(h, r, "cuStreamWaitEvent");
+  return AOTC_OK;
+}
+
+int aotc_rt_launch_lanes(aotc_rt_handle* h, const void* const* inputs, void* const* outputs,
+                         CUstream stream) {
+  if (!h->aux_stream) return aotc_rt_launch_all(h, inputs, outputs, stream);
+  const aotc_rt_model_desc* d = h->desc;
+  int code = AOTC_OK, pending = 0; /* pending: lane 1 work not joined back yet */
+  for (int s = 0; code == AOTC_OK && s < d->num_steps; ++s) {
+    const aotc_rt_step* step = &d->steps[s];
+    if (step->lane == 1) {
+      if (step->wait) code = order_after(h, h->fork_event, stream, h->aux_stream);
+      if (code == AOTC_OK) code = aotc_rt_launch_step(h, s, inputs, outputs, h->aux_stream);
+      pending = 1;
+    } else {
+      if (step->wait && pending) {
+        code = order_after(h, h->join_event, h->aux_stream, stream);
+        pending = 0;
+      }
+      if (code == AOTC_OK) code = aotc_rt_launch_step(h, s, inputs, outputs, stream);
+    }
+  }
+  /* A capture ends only with every forked stream joined back: join even after a failure. */
+  if (pending) {
+    int join = order_after(h, h->join_event, h->aux_stream, stream);
+    if (code == AOTC_OK) code = join;
+  }
+  return code;
 }
 
 int aotc_rt_enter(aotc_rt_handle* h) {

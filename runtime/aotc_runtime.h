@@ -88,6 +88,12 @@ typedef struct aotc_rt_step {
   const char* label;
   unsigned long long flops;
   unsigned long long bytes;
+  /* Concurrency (opt/side_branches.cc): lane 1 steps may run beside the lane 0 steps issued
+     after them, on the handle's auxiliary stream, while run() captures its CUDA graph. `wait` on a
+     lane 1 step: it starts after every step before it (the fork); on a lane 0 step: it starts
+     after every lane 1 step before it (the join). Plain launches run the table in order. */
+  int lane;
+  int wait;
 } aotc_rt_step;
 
 typedef struct aotc_rt_io {
@@ -127,6 +133,9 @@ typedef struct aotc_rt_model_desc {
   /* 1: create() times cuBLASLt's candidate algorithms per matmul and keeps the fastest (aotc
      --tune-matmuls on); AOTC_MATMUL_TUNE=1 / AOTC_NO_MATMUL_TUNE=1 override it at run time. */
   int tune_matmuls;
+  /* The cuBLASLt workspace (lt_workspace_bytes) of lane 1 matmuls, so that they never share one
+     with a concurrent lane 0 matmul; 0 when no lane 1 step is a matmul. */
+  unsigned long long lt_aux_workspace_offset;
 } aotc_rt_model_desc;
 
 typedef struct aotc_rt_handle aotc_rt_handle;

@@ -386,6 +386,7 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   graph.target.conv_im2col_gemm = o.conv_im2col_gemm;
   graph.target.conv_strided_pointwise_gemm = o.conv_strided_pointwise_gemm;
   graph.target.matmul_reference = o.matmul_reference;
+  graph.target.aux_streams = o.aux_streams;
   graph.target.conv_stem_kernel = o.conv_stem_kernel;
   graph.target.attention_fused = o.attention_fused;
   graph.target.conv_fp32_nhwc = o.conv_fp32_nhwc;

@@ -299,6 +299,12 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       if (text != "cublaslt" && text != "reference")
         return cur.usage("bad --matmul-impl '" + escape_for_message(text) + "': expected cublaslt or reference");
       o.matmul_reference = text == "reference";
+    } else if (opt == "--aux-streams") {
+      std::string text;
+      AOTC_TAKE(text);
+      if (text != "0" && text != "1")
+        return cur.usage("bad --aux-streams '" + escape_for_message(text) + "': expected 0 or 1");
+      o.aux_streams = text == "1" ? 1 : 0;
     } else if (opt == "--conv-strided-pointwise") {
       std::string text;
       AOTC_TAKE(text);

@@ -50,6 +50,11 @@ options:
                            cublaslt (default): GEMMs run on cuBLASLt; reference: on a plain aotc
                            kernel each (slow; a library with no cuBLASLt kernel, for
                            compute-sanitizer racecheck runs and cross-checks)
+  --aux-streams 0|1        1: a node that leaves the GPU mostly idle (outputs of at most 4 MiB)
+                           and has independent work beside it runs concurrently with that work on
+                           an auxiliary stream of the CUDA graph (ResNet's downsample beside
+                           conv1 / conv2 at batch 1); 0 (default): one stream (measured faster
+                           on ResNet-50 batch 1, docs/perf_notes.md v18)
   --conv-strided-pointwise gemm|im2col
                            gemm (default): of those, strided 1x1 convolutions without padding
                            read their input in place (a strided batched cuBLASLt GEMM, one batch

@@ -11,6 +11,8 @@
 #include "codegen/launch_program.h"
 #include "codegen_test_util.h"
 #include "ir/ops/op_helpers.h"
+#include "ir/text_ir.h"
+#include "opt/passes.h"
 
 namespace aotc {
 namespace {
@@ -459,6 +461,58 @@ TEST(GeneratedSource, KernelTableMarksPdlKernels) {
   HostSources host = render_host_sources(*p, g, {"m", {"sm_90"}, "0.1.0", "h", "m"});
   // {name, module, grid, block, shared, first_arg, num_args, library, first_builder, num_builder, pdl}
   EXPECT_NE(host.model_c.find(", 0, 2, 0, 0, 0, 1},"), std::string::npos) << host.model_c;
+}
+
+}  // namespace
+}  // namespace aotc
+
+namespace aotc {
+namespace {
+
+// side_branches' result in the launch table: the side node's steps on lane 1, its first step
+// forking, the join node's first step waiting, and the output copies waiting too; a lane 1
+// matmul gets a second cuBLASLt workspace (tests/opt/side_branches_test.cc has the pass itself).
+TEST(LaunchProgram, SideNodeStepsRunOnTheAuxiliaryLane) {
+  auto parsed = parse_text_ir(R"(
+    input %x : float[1x64]
+    %a : float[?] = Relu(%x)
+    %b : float[?] = Sigmoid(%a)
+    %c : float[?] = Tanh(%b)
+    %d : float[?] = Neg(%a)
+    %y : float[?] = Add(%c, %d)
+    output %y
+  )");
+  ASSERT_TRUE(parsed.is_ok()) << parsed.status().message();
+  Graph& g = *parsed;
+  g.opset = 17;
+  ASSERT_TRUE(infer_shapes(g).is_ok());
+  g.target.aux_streams = 1;
+  ASSERT_TRUE(side_branches(g).is_ok());
+  ASSERT_EQ(g.side_join, (std::vector<int>{-1, 4, -1, -1, -1}));
+  auto plan = plan_memory(g);
+  ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+  auto program = build_launch_program(g, *plan);
+  ASSERT_TRUE(program.is_ok()) << program.status().message();
+  ASSERT_EQ(program->steps.size(), 5u);
+  std::vector<int> lanes, waits;
+  for (const ProgramStep& s : program->steps) {
+    lanes.push_back(s.lane);
+    waits.push_back(s.wait ? 1 : 0);
+  }
+  EXPECT_EQ(lanes, (std::vector<int>{0, 1, 0, 0, 0}));
+  EXPECT_EQ(waits, (std::vector<int>{0, 1, 0, 0, 1}));
+  EXPECT_EQ(program->lt_aux_workspace_offset, 0);  // no matmul on lane 1
+  HostSourceInfo info;
+  info.prefix = "m";
+  info.archs = {"sm_90"};
+  std::string c = render_host_sources(*program, g, info).model_c;
+  EXPECT_NE(c.find("\"k1_Neg\", 0ULL, 512ULL, 1, 1}, /* k1_Neg; auxiliary stream, forked here */"), std::string::npos) << c;
+  EXPECT_NE(c.find("LT_AUX_WORKSPACE_OFFSET"), std::string::npos);
+  // A side_join naming an earlier node is refused with the node named.
+  g.side_join = {-1, 0, -1, -1, -1};
+  auto bad = build_launch_program(g, *plan);
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("not a later main-lane node"), std::string::npos);
 }
 
 }  // namespace

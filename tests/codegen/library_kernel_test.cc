@@ -148,7 +148,7 @@ TEST(LibraryKernel, ProgramCarriesBuilderArgsAndSharesTheFunction) {
   EXPECT_NE(c.find(", 0, 3, 1, 0, 4, 0},"), std::string::npos) << c;
   EXPECT_NE(c.find(", 3, 2, 0, 4, 0, 1},"), std::string::npos) << c;
   EXPECT_NE(c.find(", 5, 3, 1, 4, 4, 0},"), std::string::npos) << c;
-  EXPECT_NE(c.find("    kBuilderArgs, 8, 0 /* time cuBLASLt candidates at create */};"), std::string::npos) << c;
+  EXPECT_NE(c.find("    kBuilderArgs, 8, 0 /* time cuBLASLt candidates at create */,\n    LT_AUX_WORKSPACE_OFFSET};"), std::string::npos) << c;
 }
 
 TEST(LibraryKernel, GeneratedHostCodeCompilesWithWarningsAsErrors) {

@@ -195,15 +195,15 @@ static const aotc_rt_kernel kKernels[] = {
     {"lib", 0, {9u, 9u, 9u}, {9u, 1u, 1u}, 0u, 0, 3, 1, 0, 4, 0},
     {"plain", 0, {2u, 1u, 1u}, {64u, 1u, 1u}, 0u, 3, 2, 0, 0, 0, 1},
 };
-static const aotc_rt_step kSteps[] = {{AOTC_STEP_KERNEL, 0, "k0_lib", 1000ULL, 800ULL},
-                                      {AOTC_STEP_KERNEL, 1, "k1_plain", 0ULL, 656ULL}};
+static const aotc_rt_step kSteps[] = {{AOTC_STEP_KERNEL, 0, "k0_lib", 1000ULL, 800ULL, 0, 0},
+                                      {AOTC_STEP_KERNEL, 1, "k1_plain", 0ULL, 656ULL, 0, 0}};
 static const long long kShape[] = {100};
 static const aotc_rt_io kIn[] = {{"x", 1, 1, kShape, 400}};
 static const aotc_rt_io kOut[] = {{"y", 1, 1, kShape, 400}};
 static const unsigned char* const kNoFatbins[1];
 static const aotc_rt_model_desc kDesc = {
     "fake", "sm_90", kNoFatbins, 1, NULL, 0, 4096, 0, 0, kKernels, 2, kArgs, 5, NULL, 0, NULL, 0,
-    kSteps, 2, kIn, 1, kOut, 1, kBuilderArgs, 4, 0};
+    kSteps, 2, kIn, 1, kOut, 1, kBuilderArgs, 4, 0, 0};
 
 static void good_header(void) {
   memset(&g_header, 0, sizeof g_header);
@@ -488,13 +488,13 @@ static const aotc_rt_matmul kMatmuls[] = {{"fc", AOTC_MM_F16, {AOTC_LOC_INPUT, 0
                                            {AOTC_LOC_NULL, 0, 0}, {AOTC_LOC_OUTPUT, 0, 0},
                                            {AOTC_LOC_WEIGHTS, 0, 512}, 4, 8, 16, 1, 0, 0, 16, 8, 8, 8,
                                            0, 0, 0, 0, 1.0f, 0.0f, AOTC_EPI_BIAS, AOTC_MM_F16}};
-static const aotc_rt_step kMmSteps[] = {{AOTC_STEP_MATMUL, 0, "mm0_fc", 1024ULL, 256ULL}};
+static const aotc_rt_step kMmSteps[] = {{AOTC_STEP_MATMUL, 0, "mm0_fc", 1024ULL, 256ULL, 0, 0}};
 static const long long kMmIn[] = {4, 16}, kMmOut[] = {4, 8};
 static const aotc_rt_io kMmInputs[] = {{"x", 10, 2, kMmIn, 128}};
 static const aotc_rt_io kMmOutputs[] = {{"y", 10, 2, kMmOut, 64}};
 static const aotc_rt_model_desc kMmDesc = {
     "fake_mm", "sm_90", kNoFatbins, 1, NULL, 0, 8192, 4096, 4096, NULL, 0, NULL, 0, kMatmuls, 1, NULL, 0,
-    kMmSteps, 1, kMmInputs, 1, kMmOutputs, 1, NULL, 0, 1};
+    kMmSteps, 1, kMmInputs, 1, kMmOutputs, 1, NULL, 0, 1, 0};
 enum { kStandIn = 0x6000000 };
 static int g_mm_calls, g_mm_fail_cost, g_tune_allocs, g_tune_frees, g_null_records;
 static unsigned long long g_tune_alloc_bytes;
@@ -668,6 +668,164 @@ static void test_matmul_tuning(void) {
   aotc_rt_release(h);
 }
 
+/* ---- the auxiliary stream: lane 1 steps forked from and joined back into the caller's stream ---- */
+enum { kAuxStream = 0xa0c };
+static char g_trace[1024];
+static int g_aux_fail_on_aux, g_aux_streams_made, g_aux_stream_destroys, g_aux_events_made, g_aux_event_destroys;
+static const char* stream_name(CUstream s) {
+  return (uintptr_t)s == 0xabc ? "main" : (uintptr_t)s == kAuxStream ? "aux" : s == NULL ? "null" : "?";
+}
+static void trace(const char* what, CUstream s, CUevent e) {
+  char item[48];
+  if (e)
+    snprintf(item, sizeof item, "%s%d:%s ", what, (int)((uintptr_t)e - 0xe0), stream_name(s));
+  else
+    snprintf(item, sizeof item, "%s:%s ", what, stream_name(s));
+  strncat(g_trace, item, sizeof g_trace - strlen(g_trace) - 1);
+}
+static CUresult f_aux_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                             unsigned bz, unsigned shared, CUstream stream, void** params, void** extra) {
+  (void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shared; (void)params; (void)extra;
+  trace("L", stream, NULL);
+  return g_aux_fail_on_aux && (uintptr_t)stream == kAuxStream ? 1 /* CUDA_ERROR_INVALID_VALUE: not sticky */ : 0;
+}
+static CUresult f_aux_stream_create(CUstream* s, unsigned flags) {
+  CHECK(flags == 1); /* non-blocking */
+  *s = (CUstream)(uintptr_t)kAuxStream;
+  ++g_aux_streams_made;
+  return 0;
+}
+static CUresult f_aux_stream_destroy(CUstream s) { CHECK((uintptr_t)s == kAuxStream); ++g_aux_stream_destroys; return 0; }
+static CUresult f_aux_event_create(CUevent* e, unsigned flags) {
+  CHECK(flags == 2); /* timing off */
+  *e = (CUevent)(uintptr_t)(0xe0 + ++g_aux_events_made);
+  return 0;
+}
+static CUresult f_aux_event_destroy(CUevent e) { (void)e; ++g_aux_event_destroys; return 0; }
+static CUresult f_aux_record(CUevent e, CUstream s) { trace("R", s, e); return 0; }
+static CUresult f_aux_wait(CUstream s, CUevent e, unsigned flags) {
+  CHECK(flags == 0);
+  trace("W", s, e);
+  return 0;
+}
+static const aotc_rt_kernel kAuxKernels[] = {{"plain", 0, {2u, 1u, 1u}, {64u, 1u, 1u}, 0u, 3, 2, 0, 0, 0, 0}};
+/* main; aux (forks); main beside it; main (joins); aux (forks, never joined by a step). */
+static const aotc_rt_step kAuxSteps[] = {{AOTC_STEP_KERNEL, 0, "k0", 0ULL, 0ULL, 0, 0},
+                                         {AOTC_STEP_KERNEL, 0, "k1", 0ULL, 0ULL, 1, 1},
+                                         {AOTC_STEP_KERNEL, 0, "k2", 0ULL, 0ULL, 0, 0},
+                                         {AOTC_STEP_KERNEL, 0, "k3", 0ULL, 0ULL, 0, 1},
+                                         {AOTC_STEP_KERNEL, 0, "k4", 0ULL, 0ULL, 1, 1},
+                                         {AOTC_STEP_KERNEL, 0, "k5", 0ULL, 0ULL, 1, 0}};
+static const aotc_rt_model_desc kAuxDesc = {
+    "fake_aux", "sm_90", kNoFatbins, 1, NULL, 0, 4096, 0, 0, kAuxKernels, 1, kArgs, 5, NULL, 0, NULL, 0,
+    kAuxSteps, 6, kIn, 1, kOut, 1, NULL, 0, 0, 0};
+
+static aotc_rt_handle* aux_handle(int with_wait) {
+  aotc_rt_handle* h = aotc_rt_handle_new(&kAuxDesc, 0);
+  CHECK(h != NULL);
+  h->cu.ctx_push = f_ok_ctx;
+  h->cu.ctx_pop = f_pop;
+  h->cu.primary_ctx_release = f_release;
+  h->cu.module_get_function = f_get_function;
+  h->cu.launch_kernel = f_aux_launch;
+  h->cu.get_error_name = f_error_name;
+  h->cu.stream_begin_capture = f_begin;
+  h->cu.stream_end_capture = f_end;
+  h->cu.stream_is_capturing = f_is_capturing;
+  h->cu.graph_instantiate = f_instantiate;
+  h->cu.graph_launch = f_graph_launch;
+  h->cu.graph_exec_destroy = f_exec_destroy;
+  h->cu.graph_destroy = f_graph_destroy;
+  h->cu.stream_create = f_aux_stream_create;
+  h->cu.stream_destroy = f_aux_stream_destroy;
+  h->cu.event_create = f_aux_event_create;
+  h->cu.event_record = f_aux_record;
+  h->cu.event_destroy = f_aux_event_destroy;
+  h->cu.stream_wait_event = with_wait ? f_aux_wait : NULL;
+  h->ctx = (CUcontext)(uintptr_t)1;
+  h->arena = 0x9000000;
+  h->graphs_enabled = 1;
+  CHECK(aotc_rt_prepare_kernels(h) == AOTC_OK);
+  aotc_rt_aux_setup(h); /* what create does after the kernels */
+  CHECK(aotc_rt_registry_add(h));
+  return h;
+}
+
+static void expect_trace(const char* want, int line) {
+  if (strcmp(g_trace, want) != 0) {
+    ++g_failures;
+    fprintf(stderr, "%s:%d: trace\n  got  %s\n  want %s\n", __FILE__, line, g_trace, want);
+  }
+  g_trace[0] = '\0';
+}
+
+static void test_aux_stream(void) {
+  aotc_rt_handle* h = aux_handle(1);
+  CHECK(h->aux_stream == (CUstream)(uintptr_t)kAuxStream && g_aux_streams_made == 1 && g_aux_events_made == 2);
+  /* Captured: k1 forks (event 1 recorded on main, aux waits), k2 runs on main beside it, k3 joins
+     (event 2 recorded on aux, main waits), k4 and k5 fork again and are joined at the end. */
+  g_trace[0] = '\0';
+  CHECK(run(h, 0x1000, 0x2000, 0xabc) == AOTC_OK && h->graph_captures == 1);
+  expect_trace("L:main R1:main W1:aux L:aux L:main R2:aux W2:main L:main R1:main W1:aux L:aux "
+               "L:aux R2:aux W2:main ", __LINE__);
+  /* Replays launch the graph only; plain launches (the NULL stream) run the table in order on
+     the caller's stream, no events. */
+  CHECK(run(h, 0x1000, 0x2000, 0xabc) == AOTC_OK && h->graph_replays == 1);
+  expect_trace("", __LINE__);
+  CHECK(run(h, 0x1000, 0x2000, 0) == AOTC_OK);
+  expect_trace("L:null L:null L:null L:null L:null L:null ", __LINE__);
+  /* A failed launch on the auxiliary stream still joins it back before the capture ends (a
+     capture with an unjoined stream cannot end); the run then goes plain. */
+  g_aux_fail_on_aux = 1;
+  CHECK(run(h, 0x1000, 0x3000, 0xabc) == AOTC_OK && h->graphs_failed == 1);
+  expect_trace("L:main R1:main W1:aux L:aux R2:aux W2:main L:main L:main L:main L:main L:main L:main ",
+               __LINE__);
+  g_aux_fail_on_aux = 0;
+  aotc_rt_release(h);
+  CHECK(g_aux_stream_destroys == 1 && g_aux_event_destroys == 2);
+  /* Without cuStreamWaitEvent no auxiliary stream: the capture runs every step on main. */
+  h = aux_handle(0);
+  CHECK(h->aux_stream == NULL && g_aux_streams_made == 1);
+  CHECK(run(h, 0x1000, 0x2000, 0xabc) == AOTC_OK && h->graph_captures == 1);
+  expect_trace("L:main L:main L:main L:main L:main L:main ", __LINE__);
+  aotc_rt_release(h);
+}
+
+/* A lane 1 matmul uses the second workspace (it may run beside a lane 0 matmul). */
+static const void* g_aux_ws[4];
+static int g_aux_mm_calls;
+static cublasStatus_t f_aux_matmul(cublasLtHandle_t hd, cublasLtMatmulDesc_t desc, const void* alpha,
+                                   const void* a, cublasLtMatrixLayout_t la, const void* b,
+                                   cublasLtMatrixLayout_t lb, const void* beta, const void* c,
+                                   cublasLtMatrixLayout_t lc, void* d, cublasLtMatrixLayout_t ld,
+                                   const cublasLtMatmulAlgo_t* algo, void* ws, size_t ws_bytes, CUstream s) {
+  (void)hd; (void)desc; (void)alpha; (void)a; (void)la; (void)b; (void)lb; (void)beta; (void)c; (void)lc;
+  (void)d; (void)ld; (void)algo; (void)s;
+  CHECK(ws_bytes == 4096);
+  if (g_aux_mm_calls < 4) g_aux_ws[g_aux_mm_calls] = ws;
+  ++g_aux_mm_calls;
+  return 0;
+}
+static const aotc_rt_step kAuxMmSteps[] = {{AOTC_STEP_MATMUL, 0, "mm0", 0ULL, 0ULL, 0, 0},
+                                           {AOTC_STEP_MATMUL, 0, "mm0_aux", 0ULL, 0ULL, 1, 1}};
+static const aotc_rt_model_desc kAuxMmDesc = {
+    "fake_aux_mm", "sm_90", kNoFatbins, 1, NULL, 0, 12288, 4096, 4096, NULL, 0, NULL, 0, kMatmuls, 1, NULL, 0,
+    kAuxMmSteps, 2, kMmInputs, 1, kMmOutputs, 1, NULL, 0, 0, 8192};
+
+static void test_aux_workspace(void) {
+  aotc_rt_handle* h = aotc_rt_handle_new(&kAuxMmDesc, 0);
+  CHECK(h != NULL);
+  h->lt.matmul = f_aux_matmul;
+  h->lt.matmul_desc_set_attribute = f_lt_set;
+  h->arena = 0x9000000;
+  h->weights = 0x8000000;
+  const void* ins[] = {(const void*)(uintptr_t)0x1000};
+  void* outs[] = {(void*)(uintptr_t)0x2000};
+  CHECK(aotc_rt_launch_all(h, ins, outs, NULL) == AOTC_OK && g_aux_mm_calls == 2);
+  CHECK((uintptr_t)g_aux_ws[0] == 0x9000000 + 4096 && (uintptr_t)g_aux_ws[1] == 0x9000000 + 8192);
+  aotc_rt_release(h);
+}
+
 int main(void) {
   test_env();
   test_library_kernel_and_graphs();
@@ -676,6 +834,8 @@ int main(void) {
   test_profile(); /* after the tests that check absolute counts */
   test_pdl();
   test_matmul_tuning();
+  test_aux_stream();
+  test_aux_workspace();
   if (g_failures) {
     fprintf(stderr, "%d failures\n", g_failures);
     return 1;

@@ -154,7 +154,7 @@ TEST(StepCosts, HostCodeCarriesStepTableAndProfileExports) {
   const std::string& c = host.model_c;
   const ProgramStep* conv = find_step(*program, ProgramStep::Kind::kKernel, "conv");
   ASSERT_NE(conv, nullptr);
-  EXPECT_NE(c.find("{AOTC_STEP_KERNEL, 0, \"" + conv->label + "\", 34992ULL, 4984ULL},"), std::string::npos) << c;
+  EXPECT_NE(c.find("{AOTC_STEP_KERNEL, 0, \"" + conv->label + "\", 34992ULL, 4984ULL, 0, 0},"), std::string::npos) << c;
   EXPECT_NE(c.find("{AOTC_STEP_MATMUL, 0, \"mm0_fc\", 6480ULL, "), std::string::npos) << c;
   EXPECT_EQ(c.find("conv \"1\"*/"), std::string::npos);  // the hostile node name stays out
   for (const char* fn : {"int small_profile_num_steps(void)", "const char* small_profile_step_label(int i)",

@@ -254,7 +254,18 @@ TEST(GpuConvFp16, MergedProjectionShortcut) {
   ValueId d = b.node("Conv", {x, b.weight("wd", {256, 64, 1, 1}, -0.2, 0.2, DType::kFloat16),
                               b.weight("bd", {256}, -0.5, 0.5, DType::kFloat16)});
   b.output(b.node("Relu", {b.node("Add", {c3, d})}));
-  run_case(b.graph(), "conv16_merged_shortcut");
+  Graph aux = b.graph();
+  aux.target.aux_streams = 1;
+  CaseOptions merged;  // one stream (the default): merged
+  merged.expect_ops_after_pipeline = {"Concat"};
+  run_case(b.graph(), "conv16_merged_shortcut", merged);
+  // The same block with the auxiliary stream: the projection moves beside conv1 / conv3 and its
+  // values stay allocated until the join (run_case runs plainly, so this checks the order and the
+  // memory plan; the CUDA graph's fork and join run in the models' library checks).
+  CaseOptions beside;
+  beside.absent_ops_after_pipeline = {"Concat"};
+  beside.expect_side_nodes = 1;
+  run_case(aux, "conv16_projection_beside", beside);
 }
 
 TEST(GpuConvFp16, DepthwiseStride2) {

@@ -120,6 +120,11 @@ void run_case(Graph graph, const std::string& label, const CaseOptions& options)
   for (const std::string& op : options.absent_ops_after_pipeline)
     for (const Node& n : compiled.nodes)
       EXPECT_NE(n.op_type, op) << label << ": the pipeline left " << n.name << " (" << op << ")";
+  if (options.expect_side_nodes >= 0) {
+    int side = 0;
+    for (int j : compiled.side_join) side += j >= 0 ? 1 : 0;
+    EXPECT_EQ(side, options.expect_side_nodes) << label << ": nodes on the auxiliary stream";
+  }
 
   Expected<conformance::LibraryOutputs> got = conformance::run_library(build.output_path, build.name, runs);
   ASSERT_TRUE(got.is_ok()) << label << ": " << got.status().message();

@@ -62,6 +62,8 @@ struct CaseOptions {
   // The tolerance of this dtype instead of each output's own: for outputs the reference computed
   // in a coarser dtype (a 16-bit graph whose float32 output is a Cast of a 16-bit value).
   DType tolerance_of = DType::kUndefined;
+  // How many nodes side_branches must have put on the auxiliary stream (-1: not checked).
+  int expect_side_nodes = -1;
 };
 
 // Infers shapes, evaluates the reference, compiles, runs twice (two input sets, host outputs

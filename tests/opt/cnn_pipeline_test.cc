@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include <algorithm>
+
 #include "cnn_text.h"
 #include "opt/memory_plan.h"
 #include "opt/pipeline.h"
@@ -41,10 +43,14 @@ int count_ops(const Graph& g, const std::string& op_type) {
 // `plain` convs absorb nothing but their BN (ResNet's downsample convs, MobileNetV2's projections
 // without a residual): they stay Conv, with the folded bias. `merged`: projection shortcuts
 // merge_projection_shortcut folds into their block's last conv (one Concat each).
-void check_small_model(const std::string& text, int convs, int plain, int merged) {
+// `aux_streams`: the target's setting; `side`: how many nodes side_branches puts on the auxiliary
+// stream.
+void check_small_model(const std::string& text, int convs, int plain, int merged, int aux_streams = 1,
+                       int side = 0) {
   auto built = testing_util::build(text);
   ASSERT_TRUE(built.is_ok()) << built.status().message();
   Graph& g = *built;
+  g.target.aux_streams = aux_streams;
   Graph before = g;
   ASSERT_EQ(count_ops(g, "Conv"), convs);
   auto stats = run_pipeline(g, PipelineOptions{});
@@ -53,6 +59,7 @@ void check_small_model(const std::string& text, int convs, int plain, int merged
   EXPECT_EQ(count_ops(g, "Conv"), plain);
   EXPECT_EQ(count_ops(g, "FusedConv"), convs - plain - merged);
   EXPECT_EQ(count_ops(g, "Concat"), merged);
+  EXPECT_EQ(std::count_if(g.side_join.begin(), g.side_join.end(), [](int j) { return j >= 0; }), side);
   for (const Node& n : g.nodes) {
     if (n.op_type == "Conv") {
       EXPECT_NE(n.input(2), kNoValue) << "BN folded into a bias";
@@ -76,7 +83,10 @@ void check_small_model(const std::string& text, int convs, int plain, int merged
 
 TEST(CnnPipeline, SmallResNet50FusesEverythingAndKeepsTheOutput) {
   AOTC_REQUIRE_OPS("Conv", "aotc.FusedConv", "BatchNormalization", "MaxPool", "GlobalAveragePool", "Flatten", "Gemm");
-  check_small_model(testing_util::resnet50_text(2, 32, 8, 10), 53, 3, 1);  // layer 1's stride-1 projection merged
+  // One stream: layer 1's stride-1 projection merged. With the auxiliary stream (these activations
+  // are small, as at batch 1): no merge, and all four projections run beside conv1 / conv2.
+  check_small_model(testing_util::resnet50_text(2, 32, 8, 10), 53, 3, 1, 0, 0);
+  check_small_model(testing_util::resnet50_text(2, 32, 8, 10), 53, 4, 0, 1, 4);
 }
 
 TEST(CnnPipeline, SmallMobileNetV2FusesEverythingAndKeepsTheOutput) {

@@ -2,8 +2,11 @@
    tools/device/abi_stress.c driving it) runs end to end without a GPU: device allocations are
    aligned host blocks in a table (per device; FAKE_CUDA_DEVICES devices, default 2), kernels are
    C functions run at launch (fake_mul, fake_add: 256 floats), streams are synchronous, stream
-   capture records launches into a graph that cuGraphLaunch replays, and pointer attributes come
-   from the table. Every pointer a kernel or copy touches must lie in a device allocation of the
+   capture records launches into a graph that cuGraphLaunch replays (other streams join the
+   capture by waiting on an event recorded in it, and must be joined back, as the real driver
+   demands, or cuStreamEndCapture fails with CUDA_ERROR_STREAM_CAPTURE_UNJOINED and the context
+   faults, so that a stress run reports the bug), and pointer
+   attributes come from the table. Every pointer a kernel or copy touches must lie in a device allocation of the
    current context's device, or the context faults (CUDA_ERROR_ILLEGAL_ADDRESS, sticky), as a
    GPU would. Test hooks: fake_cuda_launches() counts kernels, copies and graph launches;
    fake_cuda_inject_fault() makes the context faulted; FAKE_CUDA_FLIP_EVERY=N flips one output bit
@@ -262,9 +265,59 @@ static CUresult execute(const op* o) {
   }
   return kOk;
 }
+/* Streams that joined this thread's capture (by waiting on an event recorded in it): the ops
+   submitted to each, and how many of them an event waited on by another captured stream covered. */
+enum { kMaxJoined = 8 };
+typedef struct joined_stream {
+  void* stream;
+  int ops, covered, rejoined;
+} joined_stream;
+static _Thread_local joined_stream tl_joined[kMaxJoined];
+static _Thread_local int tl_num_joined;
+static joined_stream* joined(void* stream) {
+  for (int i = 0; i < tl_num_joined; ++i)
+    if (tl_joined[i].stream == stream) return &tl_joined[i];
+  return NULL;
+}
+typedef struct event {
+  void* stream;
+  int captured, ops;
+} event;
+EXPORT CUresult cuEventCreate(void** e, unsigned flags) {
+  (void)flags;
+  return (*e = calloc(1, sizeof(event))) ? kOk : kOutOfMemory;
+}
+EXPORT CUresult cuEventDestroy_v2(void* e) { free(e); return kOk; }
+EXPORT CUresult cuEventSynchronize(void* e) { (void)e; return cuCtxSynchronize(); }
+EXPORT CUresult cuEventElapsedTime(float* ms, void* a, void* b) { (void)a; (void)b; *ms = 0.0f; return kOk; }
+EXPORT CUresult cuEventRecord(void* e, void* stream) {
+  event* ev = (event*)e;
+  joined_stream* j = joined(stream);
+  ev->stream = stream;
+  ev->captured = (stream && stream == tl_capture_stream) || j != NULL;
+  ev->ops = j ? j->ops : 0;
+  return kOk;
+}
+EXPORT CUresult cuStreamWaitEvent(void* stream, void* e, unsigned flags) {
+  (void)flags;
+  const event* ev = (const event*)e;
+  if (!ev->captured) return kOk; /* streams are synchronous: nothing to wait for */
+  joined_stream* from = joined(ev->stream);
+  if (stream != tl_capture_stream && !joined(stream)) { /* a fork: the stream joins the capture */
+    if (tl_num_joined == kMaxJoined) return kOutOfMemory;
+    tl_joined[tl_num_joined++] = (joined_stream){stream, 0, 0, 0};
+  }
+  if (from && stream == tl_capture_stream) { /* a join back into the origin */
+    from->covered = ev->ops;
+    from->rejoined = 1;
+  }
+  return kOk;
+}
 static CUresult submit(const op* o, void* stream) {
   if (atomic_load(&g_sticky)) return kIllegalAddress;
-  if (stream && stream == tl_capture_stream) {
+  joined_stream* j = stream ? joined(stream) : NULL;
+  if (j) ++j->ops;
+  if (stream && (stream == tl_capture_stream || j)) {
     if (tl_graph->n == kMaxOps) return kOutOfMemory;
     tl_graph->ops[tl_graph->n++] = *o;
     return kOk;
@@ -313,9 +366,20 @@ EXPORT CUresult cuStreamBeginCapture_v2(void* stream, int mode) {
 }
 EXPORT CUresult cuStreamEndCapture(void* stream, void** g) {
   if (stream != tl_capture_stream) return 901;
+  int unjoined = 0;
+  for (int i = 0; i < tl_num_joined; ++i)
+    unjoined |= !tl_joined[i].rejoined || tl_joined[i].covered < tl_joined[i].ops;
+  tl_num_joined = 0;
+  tl_capture_stream = NULL;
+  if (unjoined) { /* a runtime bug: fault the context so that every later call reports it */
+    atomic_store(&g_sticky, 1);
+    free(tl_graph);
+    tl_graph = NULL;
+    *g = NULL;
+    return 904; /* CUDA_ERROR_STREAM_CAPTURE_UNJOINED */
+  }
   *g = tl_graph;
   tl_graph = NULL;
-  tl_capture_stream = NULL;
   return kOk;
 }
 EXPORT CUresult cuStreamIsCapturing(void* stream, int* status) {

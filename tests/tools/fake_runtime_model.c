@@ -1,7 +1,8 @@
 /* A hand-written <prefix>_model.c in the shape codegen/host_source.cc emits (tables + exported
    wrappers over runtime/), for a model the fake driver (fake_libcuda.c) can execute:
-   t = x * w (kernel fake_mul), y = t + w (kernel fake_add), z = t (a copy step), 256 floats each;
-   w is 1 KiB of weights, t lives in the arena. Built with the real runtime sources into
+   t = x * w (kernel fake_mul), y = t + w (kernel fake_add), z = t (a copy step on the auxiliary
+   stream, beside fake_add, joined at the end), 256 floats each; w is 1 KiB of weights, t lives in
+   the arena. Built with the real runtime sources into
    libfakemodel.so, so tools/device/abi_stress.c runs its stress and misuse modes here, through
    the same create / run / destroy code a generated library has. */
 #include "aotc_runtime.h"
@@ -28,16 +29,16 @@ static const aotc_rt_kernel kKernels[] = {
 };
 static const aotc_rt_copy kCopies[] = {{{AOTC_LOC_ARENA, 0, 0ULL}, {AOTC_LOC_OUTPUT, 1, 0ULL}, 1024ULL}};
 static const aotc_rt_step kSteps[] = {
-    {AOTC_STEP_KERNEL, 0, "k0_fake_mul", 256ULL, 3072ULL},
-    {AOTC_STEP_KERNEL, 1, "k1_fake_add", 256ULL, 3072ULL},
-    {AOTC_STEP_COPY, 0, "copy0_z", 0ULL, 2048ULL},
+    {AOTC_STEP_KERNEL, 0, "k0_fake_mul", 256ULL, 3072ULL, 0, 0},
+    {AOTC_STEP_COPY, 0, "copy0_z", 0ULL, 2048ULL, 1, 1},
+    {AOTC_STEP_KERNEL, 1, "k1_fake_add", 256ULL, 3072ULL, 0, 0},
 };
 static const long long kShape[] = {16, 16};
 static const aotc_rt_io kInputs[] = {{"x", 1, 2, kShape, 1024ULL}};
 static const aotc_rt_io kOutputs[] = {{"y", 1, 2, kShape, 1024ULL}, {"z", 1, 2, kShape, 1024ULL}};
 static const aotc_rt_model_desc kModel = {
     "fakemodel", "sm_90", kFatbins, 1, kWeights, 1024ULL, 2048ULL, 1024ULL, 0ULL,
-    kKernels, 2, kKernelArgs, 6, NULL, 0, kCopies, 1, kSteps, 3, kInputs, 1, kOutputs, 2, NULL, 0, 0};
+    kKernels, 2, kKernelArgs, 6, NULL, 0, kCopies, 1, kSteps, 3, kInputs, 1, kOutputs, 2, NULL, 0, 0, 0};
 
 AOTC_API int fakemodel_create(fakemodel_model** out, int device, void* workspace,
                               const fakemodel_model* share_weights_with) {
