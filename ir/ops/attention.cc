@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 
 #include "ir/op_registry.h"
@@ -100,6 +101,19 @@ Expected<AttnDims> attention_dims(const Node& node, const std::vector<const Shap
     a.past = pk[2];
   }
   a.total = a.past + a.kv_len;
+  // The outputs mix dims of different inputs (Q's sequence, V's head size, the past length), so
+  // their element counts are bounded here, before any layout multiplies them (a fuzz find:
+  // Q [2, 3, 2^31, 8] with V [.., 2^31 - 1] overflowed Y's layout, UBSan, 2026-11-28).
+  auto product_fits = [](std::initializer_list<int64_t> dims) {
+    int64_t p = 1;
+    for (int64_t d : dims)
+      if (d < 0 || __builtin_mul_overflow(p, d, &p)) return false;
+    return true;
+  };
+  if (!product_fits({a.batch, a.q_heads, a.q_len, a.dv}) || !product_fits({a.batch, a.q_heads, a.q_len, a.total}) ||
+      !product_fits({a.batch, a.kv_heads, a.total, std::max(a.d, a.dv)}))
+    return node_error(node, "output sizes overflow 64-bit element counts (Q " + shape_str(q) + ", K " + shape_str(k) +
+                                ", V " + shape_str(v) + ")");
   a.has_nonpad = in.size() > kNonpad && in[kNonpad];
   if (a.has_nonpad) {
     if (opset < 24) return node_error(node, "input 6 (nonpad_kv_seqlen) needs opset 24, the model imports " + std::to_string(opset));

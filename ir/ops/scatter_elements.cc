@@ -65,7 +65,9 @@ Status scatter_elements_reference(const Node& node, const std::vector<const Tens
   const Tensor& indices = *inputs[1];
   const Tensor& updates = *inputs[2];
   Tensor& out = outputs[0];
-  std::memcpy(out.raw(), data.raw(), static_cast<size_t>(data.byte_size()));
+  // An empty data tensor has no buffer: memcpy of null pointers is undefined even for 0 bytes
+  // (a fuzz find, UBSan, 2026-11-28).
+  if (data.byte_size() > 0) std::memcpy(out.raw(), data.raw(), static_cast<size_t>(data.byte_size()));
   const int64_t rank = data.rank();
   const int64_t axis = axis_of(node, rank);
   const std::vector<int64_t> dstrides = shape_strides(data.shape());

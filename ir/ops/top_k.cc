@@ -71,6 +71,10 @@ Status top_k_reference(const Node& node, const std::vector<const Tensor*>& input
   const bool is_float = dtype_is_float(x.dtype());
   const bool is_u64 = x.dtype() == DType::kUInt64;
   const int64_t elem = dtype_size(x.dtype());
+  // An output given an empty name is absent: a default (empty, undefined) tensor in `outputs`
+  // (writing the indices there hit Tensor::set's assertion: a fuzz find, 2026-11-28).
+  const bool has_values = !node.outputs.empty() && node.outputs[0] != kNoValue;
+  const bool has_indices = node.outputs.size() > 1 && node.outputs[1] != kNoValue;
   std::vector<int64_t> order(static_cast<size_t>(d.n));
   for (int64_t o = 0; o < d.outer; ++o)
     for (int64_t c = 0; c < d.inner; ++c) {
@@ -88,8 +92,9 @@ Status top_k_reference(const Node& node, const std::vector<const Tensor*>& input
       });
       for (int64_t j = 0; j < k; ++j) {
         const int64_t dst = (o * k + j) * d.inner + c;
-        std::memcpy(outputs[0].raw() + dst * elem, x.raw() + (base + order[j] * d.inner) * elem, static_cast<size_t>(elem));
-        outputs[1].set_int(dst, order[j]);
+        if (has_values)
+          std::memcpy(outputs[0].raw() + dst * elem, x.raw() + (base + order[j] * d.inner) * elem, static_cast<size_t>(elem));
+        if (has_indices) outputs[1].set_int(dst, order[j]);
       }
     }
   return Status::ok();

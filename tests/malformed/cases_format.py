@@ -318,6 +318,21 @@ def attribute_cases(c):
     m = one_node("Einsum", {"equation": "abc,abc->a"}, ([0, 2 ** 62, 3], [0, 2 ** 62, 3]), None)
     m.opset_import[0].version = 12
     c.add("attributes", "einsum_empty_huge_dims", m, "error", "dims too large for the index arithmetic")
+    # Fuzz finds (fuzz_model_mutator, 2026-11-28, device call 3): Attention's output layout multiplied
+    # Q's sequence by V's head size unchecked (UBSan: signed overflow); TopK's Indices output absent
+    # (an empty name) on a folded input was written anyway (assertion in Tensor::set); ScatterElements
+    # on an empty folded data tensor passed null pointers to memcpy (UBSan).
+    m = model([helper.make_node("Attention", ["q", "k", "v"], ["y"], name="bad_node")],
+              [vi("q", [2, 3, 2 ** 31, 8]), vi("k", [2, 3, 8, 8]), vi("v", [2, 3, 8, 2 ** 31 - 1])], [vi("y", None)],
+              opset=23)
+    c.add("attributes", "attention_output_overflows", m, "error", "Y's element count overflows int64", node="bad_node")
+    m = model([helper.make_node("Shape", ["x"], ["s"]), helper.make_node("TopK", ["s", "k"], ["v", ""], name="topk")],
+              [vi("x", [2, 3, 4])], [vi("v", None, I64)], [i64("k", [1])], opset=17)
+    c.add("structure", "topk_indices_absent_folded", m, "ok", "an absent optional output is not written")
+    m = model([helper.make_node("Shape", ["x"], ["e"], start=3, end=1), helper.make_node("Shape", ["x"], ["i"], start=1, end=2),
+               helper.make_node("ScatterElements", ["e", "i", "u"], ["y"], name="bad_node")],
+              [vi("x", [2, 4, 8])], [vi("y", None, I64)], [i64("u", [3])], opset=18)
+    c.add("shape", "scatter_elements_empty_data_folded", m, "error", "index 4 outside an empty axis", node="bad_node")
     # Attributes whose container is malformed.
     m = one_node("Softmax", {"axis": 1}, ([2, 3],), None)
     m.graph.node[0].attribute.extend([A("axis", 0)])
