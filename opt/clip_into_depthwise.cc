@@ -1,5 +1,6 @@
 // clip_into_depthwise: in MobileNet-style blocks a pointwise expansion conv ends in ReLU6
-// (Clip 0..M) and feeds only a depthwise conv. cuBLASLt, which runs pointwise convolutions
+// (Clip 0..M) and feeds only a depthwise conv (or, for the network's last 1x1 conv, only the
+// channels_last GlobalAveragePool before the classifier, which clamps the same way). cuBLASLt, which runs pointwise convolutions
 // (ir/ops/conv_configs.h: conv_pointwise_gemm_applies), has a ReLU epilogue but no clamp, so the
 // Clip would keep the expansion on the slower CUTLASS kernel. Clip(0, M)(v) = min(Relu(v), M): the
 // producer keeps Relu (cuBLASLt's epilogue) and the depthwise conv applies min(., M) to every
@@ -56,10 +57,16 @@ Expected<bool> clip_into_depthwise(Graph& graph) {
     double m = 0;
     if (!relu_clip_bound(p, out.dtype, &m) || readers[v] != 1 || graph.is_graph_output(v)) continue;
     Node& d = graph.nodes[static_cast<size_t>(reader_node[v])];
-    if (!is_nhwc_conv(d) || d.inputs.empty() || d.inputs[0] != v || d.has_attr("input_max")) continue;
-    const Shape& dw = graph.value(d.input(1)).shape;  // KRSC [C, R, S, 1] for depthwise
-    const int64_t channels = out.shape.size() == 4 ? out.shape[3] : 0;
-    if (dw.size() != 4 || d.attr_int("group", 1) != channels || dw[0] != channels || dw[3] != 1) continue;
+    if (d.inputs.empty() || d.inputs[0] != v || d.has_attr("input_max")) continue;
+    // The reader: a depthwise NHWC conv, or a channels_last GlobalAveragePool (MobileNetV2's last
+    // 1x1 conv feeds the classifier's pool).
+    const bool pool = d.op_type == "GlobalAveragePool" && d.domain.empty() && channels_last(d);
+    if (!pool) {
+      if (!is_nhwc_conv(d)) continue;
+      const Shape& dw = graph.value(d.input(1)).shape;  // KRSC [C, R, S, 1] for depthwise
+      const int64_t channels = out.shape.size() == 4 ? out.shape[3] : 0;
+      if (dw.size() != 4 || d.attr_int("group", 1) != channels || dw[0] != channels || dw[3] != 1) continue;
+    }
     // Only worth it when the producer then runs on cuBLASLt.
     const Shape& pw = graph.value(p.input(1)).shape;  // KRSC [K, R, S, C]
     const Shape& px = graph.value(p.inputs[0]).shape;

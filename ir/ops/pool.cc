@@ -149,6 +149,10 @@ Status global_pool_infer(Node& node, Graph& graph) {
   const Value& x = input_value(graph, node, 0);
   if (x.shape.size() < 3) return node_error(node, "input 0 has rank " + std::to_string(x.shape.size()) + ", expected >= 3");
   if (channels_last(node) && x.shape.size() != 4) return node_error(node, "channels_last global pooling is 2-D (rank 4)");
+  // input_max (opt/clip_into_depthwise: the ReLU6 of the conv before it, split into the conv's
+  // ReLU epilogue and this clamp) exists on the channels_last average only.
+  if (node.has_attr("input_max") && (!channels_last(node) || is_max(node) || !(node.attr_float("input_max", 0.0f) >= 0.0f)))
+    return node_error(node, "input_max is implemented by the channels_last GlobalAveragePool only (M >= 0)");
   const Shape xs = channels_last(node) ? nhwc_to_nchw(x.shape) : x.shape;
   Shape out(xs.size(), 1);
   out[0] = xs[0];
@@ -164,10 +168,13 @@ Status global_pool_reference(const Node& node, const std::vector<const Tensor*>&
   const Tensor& x = channels_last(node) ? permuted : *inputs[0];
   const int64_t nc = x.shape()[0] * x.shape()[1];
   const int64_t sp = nc == 0 ? 0 : x.numel() / nc;
+  const bool clamp = node.has_attr("input_max");
+  const double m = node.attr_float("input_max", 0.0f);
   for (int64_t p = 0; p < nc; ++p) {
     double sum = 0, best = -std::numeric_limits<double>::infinity();
     for (int64_t i = 0; i < sp; ++i) {
       double v = x.get(p * sp + i);
+      if (clamp) v = m < v ? m : v;  // min(x, M), NaN kept (Clip's rule)
       sum += v;
       if (v > best) best = v;  // NaN is skipped, as in MaxPool
     }
@@ -249,7 +256,9 @@ Expected<Lowering> global_pool_lower(const Node& node, const Graph& graph) {
                {"ACC", compute_type(x.dtype)},
                {"N", int_literal(x.shape[0])}, {"C", int_literal(x.shape[3])},
                {"SP", int_literal(x.shape[1] * x.shape[2])},
-               {"IS_MAX", is_max(node) ? "1" : "0"}};
+               {"IS_MAX", is_max(node) ? "1" : "0"},
+               {"HAS_INPUT_MAX", node.has_attr("input_max") ? "1" : "0"},
+               {"INPUT_MAX", float_literal(node.attr_float("input_max", 0.0f))}};
     k.args = {node.inputs[0], node.outputs[0]};
     k.block = Dim3{256, 1, 1};
     k.grid = grid_for(x.shape[0] * x.shape[3], 256);

@@ -218,8 +218,9 @@ static void good_header(void) {
   for (int i = 2; i < AOTC_RT_PARAMS_MAX_SLOTS; ++i) g_header.slot_offset[i] = AOTC_RT_SLOT_UNUSED;
 }
 
-static aotc_rt_handle* new_handle(void) {
-  aotc_rt_handle* h = aotc_rt_handle_new(&kDesc, 0);
+/* A handle of `desc` on the fake driver: context, kernels, graphs (no registry entry yet). */
+static aotc_rt_handle* fake_handle(const aotc_rt_model_desc* desc) {
+  aotc_rt_handle* h = aotc_rt_handle_new(desc, 0);
   CHECK(h != NULL);
   h->cu.ctx_push = f_ok_ctx;
   h->cu.ctx_pop = f_pop;
@@ -242,6 +243,11 @@ static aotc_rt_handle* new_handle(void) {
   h->ctx = (CUcontext)(uintptr_t)1;
   h->arena = 0x9000000;
   h->graphs_enabled = 1;
+  return h;
+}
+
+static aotc_rt_handle* new_handle(void) {
+  aotc_rt_handle* h = fake_handle(&kDesc);
   CHECK(aotc_rt_registry_add(h)); /* what create does last */
   return h;
 }
@@ -721,30 +727,14 @@ static const aotc_rt_model_desc kAuxDesc = {
     kAuxSteps, 6, kIn, 1, kOut, 1, NULL, 0, 0, 0};
 
 static aotc_rt_handle* aux_handle(int with_wait) {
-  aotc_rt_handle* h = aotc_rt_handle_new(&kAuxDesc, 0);
-  CHECK(h != NULL);
-  h->cu.ctx_push = f_ok_ctx;
-  h->cu.ctx_pop = f_pop;
-  h->cu.primary_ctx_release = f_release;
-  h->cu.module_get_function = f_get_function;
+  aotc_rt_handle* h = fake_handle(&kAuxDesc);
   h->cu.launch_kernel = f_aux_launch;
-  h->cu.get_error_name = f_error_name;
-  h->cu.stream_begin_capture = f_begin;
-  h->cu.stream_end_capture = f_end;
-  h->cu.stream_is_capturing = f_is_capturing;
-  h->cu.graph_instantiate = f_instantiate;
-  h->cu.graph_launch = f_graph_launch;
-  h->cu.graph_exec_destroy = f_exec_destroy;
-  h->cu.graph_destroy = f_graph_destroy;
   h->cu.stream_create = f_aux_stream_create;
   h->cu.stream_destroy = f_aux_stream_destroy;
   h->cu.event_create = f_aux_event_create;
   h->cu.event_record = f_aux_record;
   h->cu.event_destroy = f_aux_event_destroy;
   h->cu.stream_wait_event = with_wait ? f_aux_wait : NULL;
-  h->ctx = (CUcontext)(uintptr_t)1;
-  h->arena = 0x9000000;
-  h->graphs_enabled = 1;
   CHECK(aotc_rt_prepare_kernels(h) == AOTC_OK);
   aotc_rt_aux_setup(h); /* what create does after the kernels */
   CHECK(aotc_rt_registry_add(h));

@@ -268,6 +268,22 @@ TEST(GpuConvFp16, MergedProjectionShortcut) {
   run_case(aux, "conv16_projection_beside", beside);
 }
 
+// MobileNetV2's head: the last 1x1 conv with ReLU6 read only by the global average pool. The
+// conv runs on cuBLASLt with a ReLU epilogue and the pool clamps what it reads
+// (opt/clip_into_depthwise, input_max); biases up to 8 so that many values pass the bound of 6.
+TEST(GpuConvFp16, LastConvRelu6SplitIntoThePool) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  ValueId x = b.input("x", {2, 32, 7, 7}, DType::kFloat16);
+  ValueId c = b.node("Conv", {x, b.weight("w", {64, 32, 1, 1}, -0.3, 0.3, DType::kFloat16),
+                              b.weight("bias", {64}, 0, 8, DType::kFloat16)});
+  ValueId r = b.node("Clip", {c}, {{"min", f32(0.f)}, {"max", f32(6.f)}});
+  b.output(b.node("GlobalAveragePool", {r}));
+  CaseOptions options;
+  options.absent_ops_after_pipeline = {"Clip"};
+  run_case(b.graph(), "conv16_head_relu6_pool", options);
+}
+
 TEST(GpuConvFp16, DepthwiseStride2) {
   AOTC_REQUIRE_GPU();
   run_case(conv_fp16_graph({2, 24, 9, 10}, {24, 1, 3, 3},

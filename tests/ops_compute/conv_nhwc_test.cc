@@ -495,6 +495,37 @@ TEST(ConvNhwc, PoolKernelsEmulatedMatchReference) {
   }
 }
 
+// The channels_last global average pool with input_max (opt/clip_into_depthwise: MobileNetV2's last
+// ReLU6 split into its conv's ReLU and this clamp): kernel vs reference, reference vs a hand-written
+// clamp-then-mean. Random inputs lie in [-1, 1), so a bound of 0.25 clamps about 3/8 of them.
+TEST(ConvNhwc, GlobalAveragePoolInputMaxEmulatedMatchesHandWritten) {
+  const Attributes attrs = {{"channels_last", Attribute::of_int(1)}, {"input_max", Attribute::of_float(0.25f)}};
+  const std::vector<KernelCase> cases = {
+      {"global avg input_max fp16", [=] { return one_node("GlobalAveragePool", {{"x", {2, 7, 5, 24}}}, attrs, 1, DType::kFloat16); },
+       "pool_global_nhwc"},
+      {"global avg input_max fp32", [=] { return one_node("GlobalAveragePool", {{"x", {1, 3, 4, 9}}}, attrs, 1, DType::kFloat32); },
+       "pool_global_nhwc"}};
+  int clamped = 0;
+  for_each_emulated(cases, 4100, [&](Built& b, std::vector<Tensor>& inputs, Tensor& got) {
+    auto want = evaluate_graph(b.graph.graph, inputs);
+    ASSERT_TRUE(want.is_ok()) << want.status().message();
+    EXPECT_TRUE(tensors_close(got, want.value()[0]));
+    const Tensor& x = inputs[0];
+    const Shape& xs = x.shape();
+    const int64_t sp = xs[1] * xs[2], c = xs[3];
+    std::vector<double> hand(static_cast<size_t>(xs[0] * c), 0.0);
+    for (int64_t n = 0; n < xs[0]; ++n)
+      for (int64_t s = 0; s < sp; ++s)
+        for (int64_t k = 0; k < c; ++k) {
+          const double v = x.get((n * sp + s) * c + k);
+          clamped += v > 0.25 ? 1 : 0;
+          hand[static_cast<size_t>(n * c + k)] += (v > 0.25 ? 0.25 : v) / static_cast<double>(sp);
+        }
+    EXPECT_TRUE(tensors_close(want.value()[0], hand, x.dtype())) << "reference vs hand-written clamp and mean";
+  });
+  EXPECT_GT(clamped, 100);  // the bound was exercised
+}
+
 // ---- 4. PackNhwc ----
 
 TEST(ConvNhwc, PackNhwcEmulatedMatchesHandWritten) {

@@ -2,6 +2,7 @@
 // conv keeps Relu (cuBLASLt can then run it) and the depthwise conv clamps its input; checked
 // against the CPU reference of the graph before the passes, and where it must not fire.
 #include "ir/layout.h"
+#include "ir/op_registry.h"
 #include "ir/ops/epilogue.h"
 #include "opt/passes.h"
 #include "opt_test_util.h"
@@ -85,6 +86,69 @@ TEST(ClipIntoDepthwise, MustNotFire) {
     ASSERT_NE(d, nullptr) << c.why;
     EXPECT_FALSE(d->has_attr("input_max")) << c.why;
   }
+}
+
+// MobileNetV2's head: the last 1x1 conv ends in ReLU6 and only the global average pool before the
+// classifier reads it. The conv keeps Relu (cuBLASLt), the channels_last pool clamps what it reads.
+std::string head(bool max_pool = false) {
+  return std::string(R"(
+    input %x : float16[2x16x7x9]
+    const %w1 : float16[32x16x1x1] = random(1, -0.5, 0.5)
+    const %b1 : float16[32] = random(2, 0, 2)
+    const %z : float16[scalar] = [0]
+    const %hi : float16[scalar] = [1]
+    %e : float16[?] = Conv(%x, %w1, %b1)  # last_conv
+    %r : float16[?] = Clip(%e, %z, %hi)  # relu6
+    %p : float16[?] = )") + (max_pool ? "GlobalMaxPool" : "GlobalAveragePool") + R"((%r)  # pool
+    output %p
+  )";
+}
+
+TEST(ClipIntoDepthwise, LastConvKeepsReluGlobalAveragePoolClampsItsInput) {
+  AOTC_BUILD(g, head());
+  Graph before = g;
+  auto changed = passes(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(verify(g).is_ok());
+  const Node* e = find_node(g, "last_conv");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->attr_string("activation", ""), "Relu");
+  const Node* pool = nullptr;
+  for (const Node& n : g.nodes)
+    if (n.op_type == "GlobalAveragePool") pool = &n;
+  ASSERT_NE(pool, nullptr);
+  EXPECT_TRUE(channels_last(*pool));
+  EXPECT_EQ(pool->attr_float("input_max", 0), 1.0f);
+  // Bound 1 with biases in [0, 2): many conv outputs pass it, so the pool's clamp matters.
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 21, 2.5e-3, 1e-3));
+  // The pool's lowering carries the clamp into its kernel.
+  auto low = default_registry().find("GlobalAveragePool", "")->lower(*pool, g);
+  ASSERT_TRUE(low.is_ok()) << low.status().message();
+  std::string has;
+  for (const auto& h : low->steps[0].kernel.holes)
+    if (h.first == "HAS_INPUT_MAX") has = h.second;
+  EXPECT_EQ(has, "1");
+}
+
+TEST(ClipIntoDepthwise, MustNotFireOnAGlobalMaxPool) {
+  AOTC_BUILD(g, head(true));
+  auto changed = passes(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_FALSE(*changed);
+  for (const Node& n : g.nodes) EXPECT_FALSE(n.has_attr("input_max")) << n.op_type;
+}
+
+TEST(ClipIntoDepthwise, InputMaxIsRefusedWhereNoKernelImplementsIt) {
+  // An NCHW GlobalAveragePool given input_max (only passes set it; models cannot: the importer
+  // refuses the name) fails shape inference instead of being ignored.
+  AOTC_BUILD(g, R"(
+    input %x : float[2x3x4x5]
+    %p : float[?] = GlobalAveragePool(%x)
+    output %p
+  )");
+  g.nodes[0].attrs["input_max"] = Attribute::of_float(6.0f);
+  EXPECT_FALSE(default_registry().find("GlobalAveragePool", "")->infer(g.nodes[0], g).is_ok());
 }
 
 // A bound the fp16 storage cannot hold exactly (the fp32 model's 6.1 after the precision pass):

@@ -94,6 +94,26 @@ TEST(CnnPipeline, SmallMobileNetV2FusesEverythingAndKeepsTheOutput) {
   check_small_model(testing_util::mobilenet_v2_text(2, 32, 8, 10), 52, 7, 0);
 }
 
+// MobileNetV2's head: the last 1x1 conv's ReLU6 is split into its Relu (a cuBLASLt epilogue) and
+// the global average pool's input clamp (clip_into_depthwise), as the expansions' are.
+TEST(CnnPipeline, SmallMobileNetV2LastConvKeepsReluAndThePoolClamps) {
+  AOTC_REQUIRE_OPS("Conv", "aotc.FusedConv", "BatchNormalization", "Clip", "GlobalAveragePool", "Flatten", "Gemm");
+  auto built = testing_util::build(testing_util::mobilenet_v2_text(2, 32, 8, 10));
+  ASSERT_TRUE(built.is_ok()) << built.status().message();
+  Graph& g = *built;
+  ASSERT_TRUE(run_pipeline(g, PipelineOptions{}).is_ok());
+  const std::vector<int> producers = g.producers();
+  int pools = 0;
+  for (const Node& n : g.nodes) {
+    if (n.op_type != "GlobalAveragePool") continue;
+    ++pools;
+    EXPECT_EQ(n.attr_float("input_max", 0.0f), 6.0f);
+    const Node& conv = g.nodes[static_cast<size_t>(producers[static_cast<size_t>(n.inputs[0])])];
+    EXPECT_EQ(conv.attr_string("activation", ""), "Relu") << conv.name;
+  }
+  EXPECT_EQ(pools, 1);
+}
+
 void check_full_size_arena(const std::string& name, const std::string& text) {
   auto built = testing_util::build(text);
   ASSERT_TRUE(built.is_ok()) << built.status().message();
