@@ -1,6 +1,7 @@
 // clip_into_depthwise: in MobileNet-style blocks a pointwise expansion conv ends in ReLU6
-// (Clip 0..M) and feeds only a depthwise conv (or, for the network's last 1x1 conv, only the
-// channels_last GlobalAveragePool before the classifier, which clamps the same way). cuBLASLt, which runs pointwise convolutions
+// (Clip 0..M) and feeds only a depthwise conv. clip_into_pool (same file): the network's last 1x1
+// conv, whose ReLU6 only the channels_last GlobalAveragePool before the classifier reads; the pool
+// clamps the same way. cuBLASLt, which runs pointwise convolutions
 // (ir/ops/conv_configs.h: conv_pointwise_gemm_applies), has a ReLU epilogue but no clamp, so the
 // Clip would keep the expansion on the slower CUTLASS kernel. Clip(0, M)(v) = min(Relu(v), M): the
 // producer keeps Relu (cuBLASLt's epilogue) and the depthwise conv applies min(., M) to every
@@ -40,7 +41,11 @@ bool relu_clip_bound(const Node& n, DType t, double* m) {
 
 }  // namespace
 
-Expected<bool> clip_into_depthwise(Graph& graph) {
+namespace {
+
+// Splits the ReLU6 of pointwise convs read only by a depthwise conv (`pool` false) or by a
+// channels_last GlobalAveragePool (`pool` true).
+Expected<bool> split_relu6(Graph& graph, bool to_pool) {
   std::map<ValueId, int> readers;
   std::map<ValueId, int> reader_node;
   for (size_t i = 0; i < graph.nodes.size(); ++i)
@@ -61,6 +66,7 @@ Expected<bool> clip_into_depthwise(Graph& graph) {
     // The reader: a depthwise NHWC conv, or a channels_last GlobalAveragePool (MobileNetV2's last
     // 1x1 conv feeds the classifier's pool).
     const bool pool = d.op_type == "GlobalAveragePool" && d.domain.empty() && channels_last(d);
+    if (pool != to_pool) continue;
     if (!pool) {
       if (!is_nhwc_conv(d)) continue;
       const Shape& dw = graph.value(d.input(1)).shape;  // KRSC [C, R, S, 1] for depthwise
@@ -85,5 +91,10 @@ Expected<bool> clip_into_depthwise(Graph& graph) {
   }
   return changed;
 }
+
+}  // namespace
+
+Expected<bool> clip_into_depthwise(Graph& graph) { return split_relu6(graph, false); }
+Expected<bool> clip_into_pool(Graph& graph) { return split_relu6(graph, true); }
 
 }  // namespace aotc

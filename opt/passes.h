@@ -66,6 +66,10 @@ Expected<bool> layout_nhwc(Graph& graph);
 // A channels_last conv ending in Clip(0, M) read only by a depthwise channels_last conv keeps
 // Relu (so it can run on cuBLASLt) and the depthwise conv clamps its input at M (input_max).
 Expected<bool> clip_into_depthwise(Graph& graph);
+// The same split where a channels_last GlobalAveragePool alone reads the clipped conv output
+// (MobileNetV2's last 1x1 conv): the pool clamps (input_max). Its own pass so that it can be
+// measured alone (--disable-pass clip_into_pool).
+Expected<bool> clip_into_pool(Graph& graph);
 // The stem kernel's conv absorbs the channels_last MaxPool that alone reads it (fuse_stem_pool.cc).
 Expected<bool> fuse_stem_pool(Graph& graph);
 

@@ -38,6 +38,7 @@ const std::vector<Pass>& default_pipeline() {
       {"merge_qkv_projections", merge_qkv_projections},
       {"layout_nhwc", layout_nhwc},
       {"clip_into_depthwise", clip_into_depthwise},
+      {"clip_into_pool", clip_into_pool},
       {"fuse_stem_pool", fuse_stem_pool},
       {"merge_projection_shortcut", merge_projection_shortcut},
       {"fuse_output_cast", fuse_output_cast},

@@ -37,7 +37,11 @@ Expected<bool> passes(Graph& g) {
   if (!f) return f.status();
   auto l = layout_nhwc(g);
   if (!l) return l.status();
-  return clip_into_depthwise(g);
+  auto d = clip_into_depthwise(g);
+  if (!d) return d.status();
+  auto p = clip_into_pool(g);
+  if (!p) return p.status();
+  return *d || *p;
 }
 
 const Node* find_node(const Graph& g, const std::string& prefix) {
@@ -129,6 +133,27 @@ TEST(ClipIntoDepthwise, LastConvKeepsReluGlobalAveragePoolClampsItsInput) {
   for (const auto& h : low->steps[0].kernel.holes)
     if (h.first == "HAS_INPUT_MAX") has = h.second;
   EXPECT_EQ(has, "1");
+}
+
+TEST(ClipIntoDepthwise, EachPassSplitsItsOwnReader) {
+  // clip_into_depthwise leaves the pool's ReLU6 alone and clip_into_pool the depthwise's, so
+  // --disable-pass clip_into_pool measures the pool split alone.
+  {
+    AOTC_BUILD(g, head());
+    ASSERT_TRUE(fuse_epilogue(g).is_ok());
+    ASSERT_TRUE(layout_nhwc(g).is_ok());
+    auto changed = clip_into_depthwise(g);
+    ASSERT_TRUE(changed.is_ok());
+    EXPECT_FALSE(*changed);
+  }
+  {
+    AOTC_BUILD(g, block("0", "1"));
+    ASSERT_TRUE(fuse_epilogue(g).is_ok());
+    ASSERT_TRUE(layout_nhwc(g).is_ok());
+    auto changed = clip_into_pool(g);
+    ASSERT_TRUE(changed.is_ok());
+    EXPECT_FALSE(*changed);
+  }
 }
 
 TEST(ClipIntoDepthwise, MustNotFireOnAGlobalMaxPool) {
