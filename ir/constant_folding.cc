@@ -42,6 +42,11 @@ Expected<bool> try_fold_node(const Node& node, Graph& graph, const OpRegistry& r
       if (node.inputs[i] != kNoValue && !graph.value(node.inputs[i]).is_constant()) shape_fold = false;
   }
   if (!(all_constant || shape_fold)) return false;
+  // A node whose outputs are all absent (empty names) produces nothing to fold: its reference
+  // would only write into absent outputs (dead code removes the node later).
+  bool any_output = false;
+  for (ValueId out : node.outputs) any_output = any_output || out != kNoValue;
+  if (!any_output) return false;
   // An expanding fold (a fill, Expand, Tile, Range: a few bytes in, megabytes out) only moves work
   // from a GPU kernel into the weight blob, the .so and the compile's memory; the op runs instead.
   if (all_constant && def->lower && bytes > kMaxExpandingFoldBytes) {

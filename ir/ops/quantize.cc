@@ -320,7 +320,7 @@ Status dynamic_quantize_infer(Node& node, Graph& graph) {
 }
 
 // The spec's formulas with the reference's guard: a range of zero (all x == 0) gives scale 1.
-Status dynamic_quantize_reference(const Node&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+Status dynamic_quantize_reference(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
   const Tensor& x = *in[0];
   float lo = 0.f, hi = 0.f;
   for (int64_t i = 0; i < x.numel(); ++i) {
@@ -329,10 +329,14 @@ Status dynamic_quantize_reference(const Node&, const std::vector<const Tensor*>&
   }
   const float scale = (hi == lo ? 1.f : hi - lo) / 255.f;
   const float zp = std::nearbyint(std::min(255.f, std::max(0.f, 0.f - lo / scale)));
-  for (int64_t i = 0; i < x.numel(); ++i)
-    out[0].data<uint8_t>()[i] = static_cast<uint8_t>(quantize_value(x.data<float>()[i], scale, zp, 0.f, 255.f));
-  out[1].data<float>()[0] = scale;
-  out[2].data<uint8_t>()[0] = static_cast<uint8_t>(zp);
+  // An output given an empty name is absent: a default (empty) tensor in `out`, not written (a
+  // fuzz find: all three absent on a folded input stored through a null pointer, UBSan, 2026-11-28).
+  auto present = [&](size_t i) { return node.outputs.size() > i && node.outputs[i] != kNoValue; };
+  if (present(0))
+    for (int64_t i = 0; i < x.numel(); ++i)
+      out[0].data<uint8_t>()[i] = static_cast<uint8_t>(quantize_value(x.data<float>()[i], scale, zp, 0.f, 255.f));
+  if (present(1)) out[1].data<float>()[0] = scale;
+  if (present(2)) out[2].data<uint8_t>()[0] = static_cast<uint8_t>(zp);
   return Status::ok();
 }
 

@@ -333,6 +333,16 @@ def attribute_cases(c):
                helper.make_node("ScatterElements", ["e", "i", "u"], ["y"], name="bad_node")],
               [vi("x", [2, 4, 8])], [vi("y", None, I64)], [i64("u", [3])], opset=18)
     c.add("shape", "scatter_elements_empty_data_folded", m, "error", "index 4 outside an empty axis", node="bad_node")
+    # A fuzz find (fuzz_model_mutator on this machine, 2026-11-28, at the final code): DynamicQuantizeLinear
+    # of an initializer with its outputs absent (empty names) was folded and stored through a null pointer
+    # (UBSan). A node with no output is no longer folded; absent outputs are not written.
+    k = helper.make_tensor("k", F, [3, 4], [0.5 * i - 2 for i in range(12)])
+    m = model([helper.make_node("DynamicQuantizeLinear", ["k"], ["", "", ""], name="dq"),
+               helper.make_node("Identity", ["x"], ["y"])], [vi("x", [2, 3])], [vi("y", [2, 3])], [k], opset=16)
+    c.add("structure", "dynamic_quantize_outputs_absent_folded", m, "ok", "a node without outputs is not folded")
+    m = model([helper.make_node("DynamicQuantizeLinear", ["k"], ["q", "", ""], name="dq")], [],
+              [vi("q", [3, 4], TensorProto.UINT8)], [k], opset=16)
+    c.add("structure", "dynamic_quantize_scale_absent_folded", m, "ok", "absent outputs are not written")
     # Attributes whose container is malformed.
     m = one_node("Softmax", {"axis": 1}, ([2, 3],), None)
     m.graph.node[0].attribute.extend([A("axis", 0)])
