@@ -64,6 +64,18 @@ MODEL_SPECS: Dict[str, ModelSpec] = {
     "shufflenet_v2_x1_0": ModelSpec("shufflenet_v2_x1_0", "torchvision", _image_input(), ("output",), (1, 32)),
     "inception_v3": ModelSpec("inception_v3", "torchvision", (InputSpec("input", "float32", (3, 299, 299)),),
                               ("output",), (1, 32), notes="aux_logits off in eval"),
+    # Architectures none of the tuned passes were written for (fourteenth session's sweep):
+    # hard-swish and squeeze-excitation with hard-sigmoid, Inception blocks with ceil-mode pools,
+    # fire modules, shifted-window attention with torch.roll, fused-MBConv.
+    "mobilenet_v3_large": ModelSpec("mobilenet_v3_large", "torchvision", _image_input(), ("output",), (1, 32)),
+    "mobilenet_v3_small": ModelSpec("mobilenet_v3_small", "torchvision", _image_input(), ("output",), (1, 32)),
+    "googlenet": ModelSpec("googlenet", "torchvision", _image_input(), ("output",), (1, 32),
+                           notes="aux classifiers unused in eval"),
+    "squeezenet1_1": ModelSpec("squeezenet1_1", "torchvision", _image_input(), ("output",), (1, 32)),
+    "mnasnet1_0": ModelSpec("mnasnet1_0", "torchvision", _image_input(), ("output",), (1, 32)),
+    "regnet_x_400mf": ModelSpec("regnet_x_400mf", "torchvision", _image_input(), ("output",), (1, 32)),
+    "efficientnet_v2_s": ModelSpec("efficientnet_v2_s", "torchvision", _image_input(), ("output",), (1, 32)),
+    "swin_t": ModelSpec("swin_t", "torchvision", _image_input(), ("output",), (1, 32)),
     # Tiny variants: the same architectures and exporter output patterns with small configs, so the
     # exported files are small enough to bring back from the GPU machine and iterate on here.
     "vit_tiny": ModelSpec("vit_tiny", "torchvision", (InputSpec("input", "float32", (3, 64, 64)),),

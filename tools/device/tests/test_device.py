@@ -520,6 +520,66 @@ print('median %%.3f ms' %% ms)
 """
 
 
+class PackFailuresTest(unittest.TestCase):
+    """tools/device/pack_failures.sh packs exactly the cases that failed beyond fp16's known miss."""
+
+    def make_case(self, work, name, compile_rc, last_line, model_bytes=16):
+        c = os.path.join(work, "cases", name)
+        write_json(os.path.join(c, "compile.json"), {"rc": compile_rc, "seconds": 1.0})
+        with open(os.path.join(c, "compile.log"), "w") as f:
+            f.write("compile log of %s\n" % name)
+        if last_line is not None:
+            with open(os.path.join(c, "check.log"), "w") as f:
+                f.write("output 0 'output': ...\n" + last_line + "\n")
+        model_dir = os.path.join(work, "models", name.split("_bs")[0])
+        os.makedirs(model_dir, exist_ok=True)
+        with open(os.path.join(model_dir, "model.onnx"), "wb") as f:
+            f.write(os.urandom(model_bytes))
+
+    def pack(self, work, max_mb="15"):
+        archive = os.path.join(work, "failures.tgz")
+        proc = subprocess.run(["bash", os.path.join(kRepo, "tools", "device", "pack_failures.sh"),
+                               work, archive, max_mb], capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        if not os.path.exists(archive):
+            return proc.stdout, None
+        names = subprocess.run(["tar", "-tzf", archive], capture_output=True, text=True,
+                               check=True).stdout.split()
+        return proc.stdout, names
+
+    def test_only_failures_are_packed(self):
+        with tempfile.TemporaryDirectory() as work:
+            self.make_case(work, "good_bs1_fp32", 0, "rel L2 1e-06 ... fp32 PASS")
+            self.make_case(work, "known_bs1_fp16", 0,
+                           "rel L2 1.4e-02 ... fp16 FAIL: over the fp16 limits (rel L2 < 1e-02)")
+            self.make_case(work, "nocompile_bs1_fp16", 2, None)
+            self.make_case(work, "wrong_bs1_fp32", 0,
+                           "rel L2 3e-01 ... fp32 FAIL: over the fp32 limits")
+            self.make_case(work, "norun_bs1_fp16", 0, "error: aotc-run exited with 3")
+            out, names = self.pack(work)
+            self.assertIsNotNone(names, out)
+            models = sorted(n for n in names if n.endswith("model.onnx"))
+            self.assertEqual(models, ["models/nocompile/model.onnx", "models/norun/model.onnx",
+                                      "models/wrong/model.onnx"])
+            self.assertIn("cases/nocompile_bs1_fp16/compile.log", names)
+            self.assertFalse(any(n.startswith("cases/good") or n.startswith("cases/known")
+                                 for n in names), names)
+
+    def test_nothing_failed_writes_no_archive(self):
+        with tempfile.TemporaryDirectory() as work:
+            self.make_case(work, "good_bs1_fp32", 0, "rel L2 1e-06 ... fp32 PASS")
+            out, names = self.pack(work)
+            self.assertIsNone(names)
+            self.assertIn("nothing failed", out)
+
+    def test_models_over_the_size_cap_stay_behind(self):
+        with tempfile.TemporaryDirectory() as work:
+            self.make_case(work, "big_bs1_fp32", 2, None, model_bytes=3 * 1024 * 1024)
+            out, names = self.pack(work, max_mb="1")
+            self.assertIn("cases/big_bs1_fp32/compile.log", names)
+            self.assertFalse(any(n.endswith("model.onnx") for n in names), names)
+
+
 class DeviceRunScriptTest(unittest.TestCase):
     def test_whole_script_with_stand_in_tools(self):
         for parallel in ("1", "0"):
