@@ -2,7 +2,8 @@
 // implementation for graph.target (ir/ops/conv_configs.h; the depthwise kernel) becomes a
 // channels_last node with KRSC weights converted at compile time; the ops between such convs
 // follow when they can run on NHWC data unchanged (elementwise ops on same-shaped activations,
-// max/average/global pooling, which have channels_last kernels). A value goes back to NCHW only
+// also with per-channel broadcast operands such as a squeeze-excitation scale; max/average/global
+// pooling, which have channels_last kernels). A value goes back to NCHW only
 // where a consumer needs it (one Transpose per value, or a view when H = W = 1), and a graph
 // input enters NHWC through one Transpose (or one aotc.PackNhwc that also converts and pads).
 // Input channels below the 16-byte alignment (the first conv's C = 3) are zero-padded, in the
@@ -70,23 +71,68 @@ class LayoutRewriter {
       return emit_nhwc(node, {nhwc_.at(node.inputs[0])}, /*set_channels_last=*/true);
     }
     if (def->traits.elementwise && node.outputs.size() == 1) {
-      // Every non-scalar input must be an NHWC activation of the output's (logical) shape.
+      // Every non-scalar input must be an NHWC activation of the output's (logical) shape, or a
+      // per-channel broadcast ([N or 1, C or 1, 1, 1], e.g. a squeeze-excitation scale or a
+      // PRelu slope), which reads the same bytes as [N or 1, 1, 1, C or 1]; at least one input
+      // is an activation.
       const Value& out = g_.value(node.outputs[0]);
       if (out.shape.size() != 4) return false;
       std::vector<ValueId> inputs = node.inputs;
+      std::vector<size_t> per_channel;
       bool any = false;
-      for (ValueId& v : inputs) {
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        const ValueId v = inputs[i];
         if (v == kNoValue) continue;
         const Value& val = g_.value(v);
         if (val.numel() == 1 && val.shape.size() <= 4) continue;  // broadcast scalar
-        if (!nhwc_.count(v) || val.shape != out.shape) return false;
-        v = nhwc_.at(v);
-        any = true;
+        if (nhwc_.count(v) && val.shape == out.shape) {
+          inputs[i] = nhwc_.at(v);
+          any = true;
+        } else if (channel_broadcast(val.shape, out.shape)) {
+          per_channel.push_back(i);
+        } else {
+          return false;
+        }
       }
       if (!any) return false;
+      for (size_t i : per_channel) {
+        Expected<ValueId> view = channel_broadcast_nhwc(inputs[i]);
+        if (!view) return view.status();
+        inputs[i] = *view;
+      }
       return emit_nhwc(node, inputs, /*set_channels_last=*/false);
     }
     return false;
+  }
+
+  // `s` broadcasts against the 4-D `out` along H and W only (numpy rules, right-aligned): its
+  // H and W are 1 and its N and C are 1 or out's. Such a value holds the same bytes in NCHW and
+  // NHWC order.
+  static bool channel_broadcast(const Shape& s, const Shape& out) {
+    if (s.size() > 4) return false;
+    Shape p(4 - s.size(), 1);
+    p.insert(p.end(), s.begin(), s.end());
+    return p[2] == 1 && p[3] == 1 && (p[0] == 1 || p[0] == out[0]) && (p[1] == 1 || p[1] == out[1]);
+  }
+
+  // The NHWC form [N', 1, 1, C'] of a per-channel broadcast value [..., N', C', 1, 1]: the value
+  // an NHWC producer already wrote, a reshaped constant, or a Reshape view (no data moves).
+  Expected<ValueId> channel_broadcast_nhwc(ValueId v) {
+    if (nhwc_.count(v)) return nhwc_.at(v);
+    const Value src = g_.value(v);
+    Shape p(4 - src.shape.size(), 1);
+    p.insert(p.end(), src.shape.begin(), src.shape.end());
+    const Shape target{p[0], 1, 1, p[1]};
+    if (src.is_constant()) return g_.add_constant(g_.unique_name(src.name + "_nhwc"), src.constant->reshaped(target));
+    Node r;
+    r.name = g_.unique_name(src.name + "_as_nhwc");
+    r.op_type = "Reshape";
+    r.inputs = {v, g_.add_constant(g_.unique_name(src.name + "_nhwc_shape"), Tensor::from_int64s({4}, target))};
+    r.outputs = {g_.add_value(g_.unique_name(src.name + "_nhwc"), src.dtype, target, true)};
+    AOTC_RETURN_IF_ERROR(registry_.find("Reshape")->infer(r, g_));
+    const ValueId view = r.outputs[0];
+    g_.nodes.push_back(std::move(r));
+    return view;
   }
 
   Expected<bool> rewrite_conv(const Node& node) {

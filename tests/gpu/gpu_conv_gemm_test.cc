@@ -284,6 +284,29 @@ TEST(GpuConvFp16, LastConvRelu6SplitIntoThePool) {
   run_case(b.graph(), "conv16_head_relu6_pool", options);
 }
 
+// A squeeze-excitation gate (MobileNetV3): the Mul of the activation [N, H, W, C] by the pooled
+// path's [N, 1, 1, C] runs channels_last as one broadcasting kernel (layout_nhwc's per-channel
+// broadcast; the CPU tests check that no Transpose is left around it), with a different gate
+// per image and channel.
+TEST(GpuConvFp16, SqueezeExcitationGateChannelsLast) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  ValueId x = b.input("x", {2, 16, 9, 9}, DType::kFloat16);
+  ValueId e = b.node("Conv", {x, b.weight("we", {32, 16, 1, 1}, -0.4, 0.4, DType::kFloat16)});
+  ValueId p = b.node("GlobalAveragePool", {e});
+  ValueId f1 = b.node("Conv", {p, b.weight("w1", {8, 32, 1, 1}, -0.5, 0.5, DType::kFloat16),
+                               b.weight("b1", {8}, -0.2, 0.2, DType::kFloat16)});
+  ValueId r = b.node("Relu", {f1});
+  ValueId f2 = b.node("Conv", {r, b.weight("w2", {32, 8, 1, 1}, -1, 1, DType::kFloat16),
+                               b.weight("b2", {32}, -1, 1, DType::kFloat16)});
+  ValueId gate = b.node("HardSigmoid", {f2}, {{"alpha", f32(1.f / 6.f)}, {"beta", f32(0.5f)}});
+  ValueId m = b.node("Mul", {e, gate});
+  b.output(b.node("Conv", {m, b.weight("wp", {16, 32, 1, 1}, -0.4, 0.4, DType::kFloat16)}));
+  CaseOptions options;
+  options.expect_ops_after_pipeline = {"Mul"};
+  run_case(b.graph(), "conv16_squeeze_excitation", options);
+}
+
 TEST(GpuConvFp16, DepthwiseStride2) {
   AOTC_REQUIRE_GPU();
   run_case(conv_fp16_graph({2, 24, 9, 10}, {24, 1, 3, 3},

@@ -114,6 +114,33 @@ TEST(CnnPipeline, SmallMobileNetV2LastConvKeepsReluAndThePoolClamps) {
   EXPECT_EQ(pools, 1);
 }
 
+// MobileNetV3 / EfficientNet squeeze-excitation: the gate's Mul reads the pooled path's
+// [N, 1, 1, C] as it is (layout_nhwc's per-channel broadcast), so the whole network runs
+// channels_last with no Transpose between its edges; the output is the reference's.
+TEST(CnnPipeline, SqueezeExcitationBlocksRunChannelsLastWithoutTransposes) {
+  AOTC_REQUIRE_OPS("Conv", "aotc.FusedConv", "BatchNormalization", "HardSwish", "HardSigmoid", "Mul",
+                   "GlobalAveragePool", "Flatten", "Gemm");
+  auto built = testing_util::build(testing_util::squeeze_excitation_text(2, 16));
+  ASSERT_TRUE(built.is_ok()) << built.status().message();
+  Graph& g = *built;
+  Graph before = g;
+  ASSERT_TRUE(run_pipeline(g, PipelineOptions{}).is_ok());
+  EXPECT_EQ(count_ops(g, "Transpose"), 0) << testing_util::op_list(g);
+  EXPECT_EQ(count_ops(g, "Mul"), 3);
+  for (const Node& n : g.nodes) {
+    if (n.op_type == "Mul") {
+      EXPECT_EQ(g.value(n.inputs[0]).shape, (Shape{2, 1, 1, 64})) << n.name;
+      EXPECT_EQ(g.value(n.inputs[1]).shape, (Shape{2, 8, 8, 64})) << n.name;
+    }
+  }
+  std::vector<Tensor> in = testing_util::random_inputs(before, 5);
+  auto want = evaluate_graph(before, in);
+  ASSERT_TRUE(want.is_ok()) << want.status().message();
+  auto got = evaluate_graph(g, in);
+  ASSERT_TRUE(got.is_ok()) << got.status().message();
+  EXPECT_TRUE(model_close((*got)[0], (*want)[0]));
+}
+
 void check_full_size_arena(const std::string& name, const std::string& text) {
   auto built = testing_util::build(text);
   ASSERT_TRUE(built.is_ok()) << built.status().message();

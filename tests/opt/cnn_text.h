@@ -43,6 +43,16 @@ class CnnText {
         << "\n";
     return n;
   }
+  // A 1x1 Conv with a bias and no BatchNormalization (squeeze-excitation's two FCs).
+  std::string conv_bias(const std::string& x, int64_t cin, int64_t cout) {
+    std::string n = "f" + std::to_string(++count_);
+    double a = std::sqrt(6.0 / static_cast<double>(cin));
+    os_ << "const %" << n << "_w : float[" << cout << "x" << cin << "x1x1] = random(" << seed() << ", " << -a << ", "
+        << a << ")\n";
+    os_ << "const %" << n << "_b : float[" << cout << "] = random(" << seed() << ", -0.2, 0.2)\n";
+    os_ << "%" << n << " : float[?] = Conv(%" << x << ", %" << n << "_w, %" << n << "_b)  # " << n << "\n";
+    return n;
+  }
   std::string relu(const std::string& x) { return op("Relu", "%" + x); }
   std::string relu6(const std::string& x) { return op("Clip", "%" + x + ", %zero, %six"); }
   std::string add(const std::string& a, const std::string& b) { return op("Add", "%" + a + ", %" + b); }
@@ -110,6 +120,26 @@ inline std::string mobilenet_v2_text(int batch, int64_t image, int64_t width = 3
   }
   x = b.relu6(b.conv_bn(x, cin, scaled(1280), 1, 1));
   b.head(x, scaled(1280), classes);
+  return b.text();
+}
+
+// MobileNetV3-style inverted residuals (hard-swish, squeeze-excitation gated by hard-sigmoid, as
+// torchvision writes them), `blocks` of them at `channels`, with a stem and the head.
+inline std::string squeeze_excitation_text(int batch, int64_t image, int64_t channels = 16, int blocks = 3,
+                                           int64_t classes = 10) {
+  CnnText b(batch, image);
+  std::string x = b.op("HardSwish", "%" + b.conv_bn("image", 3, channels, 3, 2));
+  for (int i = 0; i < blocks; ++i) {
+    const int64_t hidden = channels * 4, squeeze = channels;
+    std::string y = b.op("HardSwish", "%" + b.conv_bn(x, channels, hidden, 1, 1));
+    y = b.op("HardSwish", "%" + b.conv_bn(y, hidden, hidden, 3, 1, hidden));
+    std::string s = b.op("GlobalAveragePool", "%" + y);
+    s = b.relu(b.conv_bias(s, hidden, squeeze));
+    s = b.op("HardSigmoid", "%" + b.conv_bias(s, squeeze, hidden), "alpha=0.1666667, beta=0.5");
+    y = b.op("Mul", "%" + s + ", %" + y);
+    x = b.add(b.conv_bn(y, hidden, channels, 1, 1), x);
+  }
+  b.head(x, channels, classes);
   return b.text();
 }
 

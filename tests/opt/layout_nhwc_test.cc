@@ -335,6 +335,82 @@ TEST(LayoutNhwc, GroupedConvAndChannelBroadcastStayNchw) {
   EXPECT_EQ(op_list(g), "Conv,Mul");
 }
 
+// A squeeze-excitation block (MobileNetV3 / EfficientNet): the scale [N, C, 1, 1] comes from the
+// pooled path, which runs NHWC as [N, 1, 1, C] (the same bytes), so the Mul reads it as it is and
+// the block has no Transpose (it had two, around the Mul, before per-channel broadcasts followed).
+TEST(LayoutNhwc, SqueezeExcitationScaleKeepsTheChainChannelsLast) {
+  AOTC_BUILD(g, R"(
+    input %x : float16[2x16x6x6]
+    const %we : float16[32x16x1x1] = random(1)
+    const %wd : float16[32x1x3x3] = random(2)
+    const %w1 : float16[8x32x1x1] = random(3)
+    const %w2 : float16[32x8x1x1] = random(4)
+    const %wp : float16[16x32x1x1] = random(5)
+    %e : float16[?] = Conv(%x, %we)  # expand
+    %eh : float16[?] = HardSwish(%e)  # hs1
+    %d : float16[?] = Conv(%eh, %wd) {group=32, pads=[1,1,1,1]}  # dw
+    %p : float16[?] = GlobalAveragePool(%d)  # squeeze
+    %f1 : float16[?] = Conv(%p, %w1)  # fc1
+    %r1 : float16[?] = Relu(%f1)  # relu
+    %f2 : float16[?] = Conv(%r1, %w2)  # fc2
+    %s : float16[?] = HardSigmoid(%f2) {alpha=0.1666667, beta=0.5}  # gate
+    %m : float16[?] = Mul(%d, %s)  # excite
+    %y : float16[?] = Conv(%m, %wp)  # project
+    output %y
+  )");
+  Graph before = g;
+  auto changed = layout_nhwc(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(verify(g).is_ok());
+  EXPECT_EQ(op_list(g), "Transpose,Conv,HardSwish,Conv,GlobalAveragePool,Conv,Relu,Conv,HardSigmoid,Mul,Conv,Transpose");
+  for (const Node& n : g.nodes) {
+    if (n.op_type != "Mul") continue;
+    EXPECT_EQ(g.value(n.inputs[0]).shape, (Shape{2, 6, 6, 32}));
+    EXPECT_EQ(g.value(n.inputs[1]).shape, (Shape{2, 1, 1, 32}));
+    EXPECT_EQ(g.value(n.outputs[0]).shape, (Shape{2, 6, 6, 32}));
+  }
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 7, 2.5e-3, 1e-3));
+}
+
+// Per-channel operands that no NHWC node wrote: constants of rank 3 and 4 are reshaped at compile
+// time, an NCHW activation [N, C, 1, 1] is read through a Reshape view; a broadcast along H or W
+// ([1, C, 6, 1]) has other bytes in NHWC order, so that Mul stays NCHW between transposes.
+TEST(LayoutNhwc, PerChannelBroadcastOperandsFollowOthersDoNot) {
+  AOTC_BUILD(g, R"(
+    input %x : float16[2x16x6x6]
+    input %t : float16[2x16x1x1]
+    const %w : float16[16x16x3x3] = random(1)
+    const %w2 : float16[16x16x1x1] = random(2)
+    const %slope : float16[16x1x1] = random(3)
+    const %bias : float16[1x16x1x1] = random(4)
+    const %rows : float16[1x16x6x1] = random(5)
+    %c : float16[?] = Conv(%x, %w) {pads=[1,1,1,1]}  # conv
+    %a : float16[?] = PRelu(%c, %slope)  # prelu
+    %b : float16[?] = Add(%a, %bias)  # addbias
+    %m : float16[?] = Mul(%b, %t)  # scale_by_input
+    %c2 : float16[?] = Conv(%m, %w2)  # conv2
+    %h : float16[?] = Mul(%c2, %rows)  # by_rows
+    output %h
+  )");
+  Graph before = g;
+  auto changed = layout_nhwc(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  ASSERT_TRUE(verify(g).is_ok());
+  EXPECT_EQ(op_list(g), "Transpose,Conv,PRelu,Add,Reshape,Mul,Conv,Transpose,Mul");
+  for (const Node& n : g.nodes) {
+    if (n.op_type == "PRelu" || n.op_type == "Add") {
+      EXPECT_EQ(g.value(n.inputs[1]).shape, (Shape{1, 1, 1, 16})) << n.name;
+    }
+    if (n.op_type == "Reshape") {
+      EXPECT_EQ(g.value(n.outputs[0]).shape, (Shape{2, 1, 1, 16}));
+    }
+  }
+  const Node& last = g.nodes.back();
+  EXPECT_EQ(g.value(last.inputs[1]).shape, (Shape{1, 16, 6, 1}));  // NCHW, as declared
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 11, 2.5e-3, 1e-3));
+}
+
 // int8 (measured per convolution on ResNet-50 bs32, H100): 128x64 where 128-row tiles give half a
 // wave by themselves (layers 1-2), 64x128 where they do not (layer3: M = 32*14*14, layer4: 32*7*7).
 TEST(LayoutNhwc, Int8ConfigRuleFollowsTheMeasurement) {
