@@ -21,6 +21,9 @@ Expected<bool> dead_code(Graph& graph);
 // Conv (or aotc.FusedConv without activation/residual) -> BatchNormalization becomes one Conv
 // with rescaled weights and a new bias, computed in double.
 Expected<bool> fold_batchnorm(Graph& graph);
+// MatMul / Gemm by constant weights [-> constant bias Add] -> Mul by a constant per-column scale
+// (ConvNeXt's layer scale) -> one MatMul / Gemm with the scale folded into W and the bias.
+Expected<bool> fold_matmul_scale(Graph& graph);
 // A Conv whose kernel equals its stride (ViT's patch embedding), read only by the flatten of its
 // spatial dims -> patch gather + Gemm (opt/patchify_conv.cc).
 Expected<bool> patchify_conv(Graph& graph);
@@ -28,6 +31,8 @@ Expected<bool> patchify_conv(Graph& graph);
 Expected<bool> fuse_gelu(Graph& graph);
 // Mul(Mul(g, Sigmoid(g)), u) (LLaMA's gated SiLU MLP) -> one SwiGLU(g, u) node (fuse_swiglu.cc).
 Expected<bool> fuse_swiglu(Graph& graph);
+// Mul(x, Sigmoid(x)) (the written-out SiLU) -> one Swish(x) {alpha = 1} node (fuse_silu.cc).
+Expected<bool> fuse_silu(Graph& graph);
 // The rotate_half rotary embedding written out (x*cos + cat(-x2, x1)*sin with constant tables of
 // equal halves) -> one RotaryEmbedding; on a head split, on the [B,S,H*D] rows with the
 // Transpose moved after it (opt/fuse_rotary.cc).

@@ -21,6 +21,7 @@ const std::vector<Pass>& default_pipeline() {
       {"fold_constants", fold_constants},
       {"dead_code", dead_code},
       {"fold_batchnorm", fold_batchnorm},
+      {"fold_matmul_scale", fold_matmul_scale},
       {"patchify_conv", patchify_conv},
       {"fuse_gelu", fuse_gelu},
       // After folding (cos / sin tables are constants by then); before precision, so the caches
@@ -30,6 +31,7 @@ const std::vector<Pass>& default_pipeline() {
       // fuse_epilogue) see the same MatMuls either way.
       {"fuse_rotary", fuse_rotary},
       {"fuse_swiglu", fuse_swiglu},
+      {"fuse_silu", fuse_silu},  // after fuse_swiglu, which takes the gated form whole
       {"matmul_to_gemm", matmul_to_gemm},
       {"fuse_epilogue", fuse_epilogue},
       {"precision", convert_precision},
