@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <initializer_list>
 #include <optional>
 #include <set>
 
@@ -79,6 +80,20 @@ class ArgCursor {
   }
   bool has_inline_value() const { return inline_value_.has_value(); }
   Status usage(const std::string& message) const { return Status::error(message + hint_); }
+  // The value of `option`, which must be one of `choices`; the refusal lists them in this order:
+  // "bad --opt 'x': expected a, b or c".
+  Expected<std::string> choice(const std::string& option, std::initializer_list<const char*> choices) {
+    Expected<std::string> v = value(option);
+    if (!v) return v;
+    std::string list;
+    size_t i = 0;
+    for (const char* c : choices) {
+      if (*v == c) return v;
+      list += std::string(i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + c;
+      ++i;
+    }
+    return usage("bad " + option + " '" + escape_for_message(*v) + "': expected " + list);
+  }
 
  private:
   const std::vector<std::string>& args_;
@@ -218,6 +233,12 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
     if (!v_) return v_.status();                     \
     var = *v_;                                       \
   } while (0)
+#define AOTC_CHOOSE(var, ...)                        \
+  do {                                               \
+    auto v_ = cur.choice(opt, __VA_ARGS__);          \
+    if (!v_) return v_.status();                     \
+    var = *v_;                                       \
+  } while (0)
     if (opt == "-h" || opt == "--help") {
       o.mode = AotcOptions::Mode::kHelp;
       return o;
@@ -253,14 +274,9 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
         return cur.usage("bad --batch '" + escape_for_message(text) + "': expected an integer >= 1");
       }
     } else if (opt == "--precision") {
-      AOTC_TAKE(o.precision);
-      if (o.precision != "fp32" && o.precision != "fp16" && o.precision != "bf16" && o.precision != "int8") {
-        return cur.usage("bad --precision '" + escape_for_message(o.precision) + "': expected fp32, fp16, bf16 or int8");
-      }
+      AOTC_CHOOSE(o.precision, {"fp32", "fp16", "bf16", "int8"});
     } else if (opt == "--io-dtype") {
-      AOTC_TAKE(o.io_dtype);
-      if (o.io_dtype != "model" && o.io_dtype != "fp16" && o.io_dtype != "bf16")
-        return cur.usage("bad --io-dtype '" + escape_for_message(o.io_dtype) + "': expected model, fp16 or bf16");
+      AOTC_CHOOSE(o.io_dtype, {"model", "fp16", "bf16"});
     } else if (opt == "--keep-fp32") {
       std::string text;
       AOTC_TAKE(text);
@@ -283,48 +299,32 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       }
     } else if (opt == "--conv-pointwise") {
       std::string text;
-      AOTC_TAKE(text);
-      if (text != "cublaslt" && text != "cutlass")
-        return cur.usage("bad --conv-pointwise '" + escape_for_message(text) + "': expected cublaslt or cutlass");
+      AOTC_CHOOSE(text, {"cublaslt", "cutlass"});
       o.conv_pointwise_gemm = text == "cublaslt";
     } else if (opt == "--conv-im2col") {
       std::string text;
-      AOTC_TAKE(text);
-      if (text != "on" && text != "off")
-        return cur.usage("bad --conv-im2col '" + escape_for_message(text) + "': expected on or off");
+      AOTC_CHOOSE(text, {"on", "off"});
       o.conv_im2col_gemm = text == "on";
     } else if (opt == "--matmul-impl") {
       std::string text;
-      AOTC_TAKE(text);
-      if (text != "cublaslt" && text != "reference")
-        return cur.usage("bad --matmul-impl '" + escape_for_message(text) + "': expected cublaslt or reference");
+      AOTC_CHOOSE(text, {"cublaslt", "reference"});
       o.matmul_reference = text == "reference";
     } else if (opt == "--aux-streams") {
       std::string text;
-      AOTC_TAKE(text);
-      if (text != "0" && text != "1")
-        return cur.usage("bad --aux-streams '" + escape_for_message(text) + "': expected 0 or 1");
+      AOTC_CHOOSE(text, {"0", "1"});
       o.aux_streams = text == "1" ? 1 : 0;
     } else if (opt == "--conv-strided-pointwise") {
       std::string text;
-      AOTC_TAKE(text);
-      if (text != "gemm" && text != "im2col")
-        return cur.usage("bad --conv-strided-pointwise '" + escape_for_message(text) + "': expected gemm or im2col");
+      AOTC_CHOOSE(text, {"gemm", "im2col"});
       o.conv_strided_pointwise_gemm = text == "gemm";
     } else if (opt == "--conv-stem") {
       std::string text;
-      AOTC_TAKE(text);
-      if (text != "direct" && text != "cutlass")
-        return cur.usage("bad --conv-stem '" + escape_for_message(text) + "': expected direct or cutlass");
+      AOTC_CHOOSE(text, {"direct", "cutlass"});
       o.conv_stem_kernel = text == "direct";
     } else if (opt == "--calib") {
       AOTC_TAKE(o.calib_dir);
     } else if (opt == "--calibrator") {
-      AOTC_TAKE(o.calibrator);
-      if (o.calibrator != "entropy" && o.calibrator != "minmax" && o.calibrator != "percentile" &&
-          o.calibrator != "mse")
-        return cur.usage("bad --calibrator '" + escape_for_message(o.calibrator) +
-                         "': expected entropy, minmax, percentile or mse");
+      AOTC_CHOOSE(o.calibrator, {"entropy", "minmax", "percentile", "mse"});
     } else if (opt == "--percentile") {
       std::string text;
       AOTC_TAKE(text);
@@ -362,27 +362,19 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
         return cur.usage("bad --max-batches '" + escape_for_message(text) + "': expected an integer >= 1");
     } else if (opt == "--tune-matmuls") {
       std::string text;
-      AOTC_TAKE(text);
-      if (text != "on" && text != "off" && text != "auto")
-        return cur.usage("bad --tune-matmuls '" + escape_for_message(text) + "': expected auto, on or off");
+      AOTC_CHOOSE(text, {"auto", "on", "off"});
       o.tune_matmuls = text;
     } else if (opt == "--pdl") {
       std::string text;
-      AOTC_TAKE(text);
-      if (text != "off" && text != "wait" && text != "early")
-        return cur.usage("bad --pdl '" + escape_for_message(text) + "': expected off, wait or early");
+      AOTC_CHOOSE(text, {"off", "wait", "early"});
       o.pdl = text == "off" ? PdlMode::kOff : text == "wait" ? PdlMode::kWait : PdlMode::kEarly;
     } else if (opt == "--attention") {
       std::string text;
-      AOTC_TAKE(text);
-      if (text != "fused" && text != "rows")
-        return cur.usage("bad --attention '" + escape_for_message(text) + "': expected fused or rows");
+      AOTC_CHOOSE(text, {"fused", "rows"});
       o.attention_fused = text == "fused";
     } else if (opt == "--conv-fp32") {
       std::string text;
-      AOTC_TAKE(text);
-      if (text != "nhwc" && text != "nchw")
-        return cur.usage("bad --conv-fp32 '" + escape_for_message(text) + "': expected nhwc or nchw");
+      AOTC_CHOOSE(text, {"nhwc", "nchw"});
       o.conv_fp32_nhwc = text == "nhwc";
     } else if (opt == "--max-split-k") {
       std::string text;
@@ -424,6 +416,7 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       positional.push_back(opt);
     }
 #undef AOTC_TAKE
+#undef AOTC_CHOOSE
   }
   if (positional.empty()) return cur.usage("no model given; usage: aotc MODEL.onnx -o libNAME.so");
   if (positional.size() > 1) {

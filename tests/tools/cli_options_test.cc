@@ -111,6 +111,41 @@ TEST(AotcArgs, UsageErrorsAreOneLineWithHint) {
   EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--frobnicate"}).find("'--frobnicate'"), std::string::npos);
 }
 
+// Every option with a fixed set of values (one table of choices in the parser): each value is
+// accepted, in both spellings, and anything else is refused in one line listing the values.
+TEST(AotcArgs, ChoiceOptionsAcceptTheirValuesAndListThemOnRefusal) {
+  struct Case {
+    const char* option;
+    std::vector<const char*> values;
+    const char* listed;
+  };
+  const std::vector<Case> cases = {
+      {"--precision", {"fp32", "fp16", "bf16"}, "fp32, fp16, bf16 or int8"},
+      {"--io-dtype", {"model"}, "model, fp16 or bf16"},  // fp16 / bf16 need that --precision
+      {"--conv-pointwise", {"cublaslt", "cutlass"}, "cublaslt or cutlass"},
+      {"--conv-im2col", {"on", "off"}, "on or off"},
+      {"--matmul-impl", {"cublaslt", "reference"}, "cublaslt or reference"},
+      {"--aux-streams", {"0", "1"}, "0 or 1"},
+      {"--conv-strided-pointwise", {"gemm", "im2col"}, "gemm or im2col"},
+      {"--conv-stem", {"direct", "cutlass"}, "direct or cutlass"},
+      {"--tune-matmuls", {"auto", "on", "off"}, "auto, on or off"},
+      {"--pdl", {"off", "wait", "early"}, "off, wait or early"},
+      {"--attention", {"fused", "rows"}, "fused or rows"},
+      {"--conv-fp32", {"nhwc", "nchw"}, "nhwc or nchw"},
+  };
+  for (const Case& c : cases) {
+    for (const char* v : c.values) {
+      EXPECT_TRUE(parse_aotc_args({"m.onnx", "-o", "libm.so", c.option, v}).is_ok()) << c.option << " " << v;
+      EXPECT_TRUE(parse_aotc_args({"m.onnx", "-o", "libm.so", std::string(c.option) + "=" + v}).is_ok())
+          << c.option << "=" << v;
+    }
+    const std::string e = error_of({"m.onnx", "-o", "libm.so", c.option, "bogus\n"});
+    EXPECT_EQ(e, std::string("bad ") + c.option + " 'bogus\\x0a': expected " + c.listed + " (see aotc --help)");
+  }
+  EXPECT_EQ(error_of({"m.onnx", "-o", "libm.so", "--calibrator", "avg"}),
+            "bad --calibrator 'avg': expected entropy, minmax, percentile or mse (see aotc --help)");
+}
+
 TEST(AotcArgs, PrecisionInt8NeedsCalibrationAndCalibrationNeedsInt8) {
   std::string e = error_of({"m.onnx", "-o", "libm.so", "--precision", "int8"});
   EXPECT_NE(e.find("--calib DIR"), std::string::npos) << e;
