@@ -7,8 +7,8 @@
 // transA untouched; transB picks W's column axis) when W, b / C and s are constants of a float
 // dtype, s and b broadcast along the last axis only (every other dim 1, the last N or 1, rank at
 // most the output's), and each intermediate value is read by the next node alone and is not a
-// graph output. With fp16 storage it does not fire where a folded weight or bias would leave
-// fp16's normal range (ConvNeXt's layer scale starts at 1e-6).
+// graph output. With fp16 storage it does not fire where the folded values would round worse than
+// the unfolded ones (ConvNeXt's layer scale starts at 1e-6: the products fall below fp16's range).
 #include <cmath>
 #include <vector>
 
@@ -17,7 +17,6 @@
 namespace aotc {
 namespace {
 
-constexpr double kHalfMinNormal = 6.103515625e-05;  // 2^-14
 constexpr double kHalfMax = 65504.0;
 
 // `c` scales or offsets only along the last axis of an output of rank `out_rank` whose last dim
@@ -111,15 +110,23 @@ bool try_fold(Graph& g, size_t index, const std::vector<std::vector<int>>& consu
   // Gemm's C may broadcast along columns too ([M, 1]): only a row bias scales per column.
   if (gemm && b && b->rank() == 2 && b->shape()[0] != 1) return false;
 
-  // fp16 storage (the weights' dtype or the library's): a product that leaves fp16's normal range
-  // would lose bits the unfolded graph keeps (the GEMM's output is O(1) and the Mul rounds once):
-  // ConvNeXt initialises its layer scale to 1e-6, which would flush weights of ~0.02 to zero.
+  // fp16 storage (the weights' dtype or the library's): the folded values are rounded to fp16
+  // where the unfolded graph rounds W and then scales an O(1) GEMM output. Folding must not make
+  // that rounding worse: with scales far below 1 (ConvNeXt initialises its layer scale to 1e-6)
+  // the products fall into fp16's subnormals or flush to zero. The squared rounding error of the
+  // folded values must stay within 2x that of the unfolded ones (scaled), and nothing may overflow.
   const bool half = w.dtype() == DType::kFloat16 || g.target.precision.dtype == DType::kFloat16;
-  bool leaves_range = false;
+  double err_folded = 0, err_unfolded = 0;
+  bool overflows = false;
   auto scaled = [&](double v, double f) {
     const double p = v * f;
-    if (half && ((std::fabs(v) >= kHalfMinNormal && std::fabs(p) < kHalfMinNormal) || std::fabs(p) > kHalfMax))
-      leaves_range = true;
+    if (half) {
+      if (std::fabs(p) > kHalfMax) overflows = true;
+      const double dp = static_cast<double>(half_to_float(float_to_half(static_cast<float>(p)))) - p;
+      const double dv = (static_cast<double>(half_to_float(float_to_half(static_cast<float>(v)))) - v) * f;
+      err_folded += dp * dp;
+      err_unfolded += dv * dv;
+    }
     return p;
   };
   Tensor new_w(w.dtype(), w.shape());
@@ -132,7 +139,7 @@ bool try_fold(Graph& g, size_t index, const std::vector<std::vector<int>>& consu
     new_b = Tensor(b->dtype(), gemm && b->rank() == 2 ? Shape{1, n} : Shape{n});
     for (int64_t j = 0; j < n; ++j) new_b.set(j, scaled(column_value(*b, j), column_value(s, j)));
   }
-  if (leaves_range) return false;
+  if (half && (overflows || err_folded > 2 * err_unfolded)) return false;
 
   // add_constant may reallocate graph.values: names are copied first.
   const std::string w_name = g.value(w_id).name;

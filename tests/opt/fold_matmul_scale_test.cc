@@ -112,8 +112,22 @@ TEST(FoldMatmulScale, GemmTransposedWeightsAndScalarScale) {
 }
 
 // ConvNeXt's initial layer scale (1e-6) times weights of ~0.1 is below fp16's smallest normal:
-// with fp16 storage the Mul stays (the unfolded graph keeps those bits); in fp32 it folds.
+// with fp16 storage the Mul stays (the unfolded graph keeps those bits); in fp32 it folds. A
+// trained-size scale (0.5-2) folds in fp16 too: its products round about as well as the weights.
 TEST(FoldMatmulScale, TinyScaleStaysWithFp16Storage) {
+  AOTC_BUILD(gt, R"(
+    input %x : float[2x8]
+    const %w : float[8x4] = random(1, -0.2, 0.2)
+    const %s : float[4] = random(2, 0.5, 2)
+    %m : float[?] = MatMul(%x, %w)  # fc
+    %y : float[?] = Mul(%m, %s)  # layer_scale
+    output %y
+  )");
+  gt.target.precision.dtype = DType::kFloat16;
+  auto trained = fold_and_verify(gt);
+  ASSERT_TRUE(trained.is_ok());
+  EXPECT_TRUE(*trained);
+  EXPECT_EQ(op_list(gt), "MatMul");
   const char* text = R"(
     input %x : float[2x8]
     const %w : float[8x4] = random(1, 0.05, 0.2)
