@@ -16,7 +16,7 @@
 #      several folders run at once, one GPU each: conformance_gpu.json, conformance_gpu_2.json)
 #      CONFORMANCE_BACKGROUND=1 (it starts after the build, beside the other steps; give it
 #      CONFORMANCE_GPUS="0,1,2" and CONFORMANCE_JOBS, and the other steps CUDA_VISIBLE_DEVICES=3)
-#      CTEST_JOBS (default: all cores)
+#      CTEST_JOBS (default: all cores)  EXPORT_TIMEOUT (s per exporter; default 60 + 30 a model)
 #      TIME_BUDGET=540 (s; later steps shrink their limits to fit; the device tool's 600 s also
 #      covers ~35 s of its own, so keep it at most ~550)  DEPS_PREFIX=/tmp/aotc-deps
 #      PRECISIONS="fp32 fp16" (each case compiled with aotc --precision P, dirs NAME_bsB_P, peers
@@ -188,13 +188,17 @@ step_conformance() {
 }
 # ---- (d) export --------------------------------------------------------------------------------
 step_export() {
-  local rc=0
+  local rc=0 m count=0
+  for m in $MODELS; do count=$((count + 1)); done
+  # One export process per exporter for all models: 60 s plus 30 s a model (the fourteenth
+  # session's 12-model sweep ran past a flat 240 s), within the budget; EXPORT_TIMEOUT overrides.
+  local export_timeout="${EXPORT_TIMEOUT:-$((60 + 30 * count))}"
   rm -rf "$WORK/models"
   for exporter in $EXPORTER; do
     local args=(--out-dir "$WORK/models" --exporter "$exporter")
     if [ -n "$BATCHES" ]; then args+=(--batches "$BATCHES"); fi
     for m in $MODELS; do args+=(--model "$m"); done
-    timeout "$(cap 240)" "$PY" models/export_torchvision.py "${args[@]}" || rc=$?
+    timeout "$(cap "$export_timeout")" "$PY" models/export_torchvision.py "${args[@]}" || rc=$?
   done
   grep -E 'ORT vs PyTorch|FAILED' "$WORK/logs/export.log" 2>/dev/null | sed 's/^/[device]   /' >&3
   return $rc
