@@ -104,6 +104,12 @@ std::vector<std::vector<int>> Graph::consumers() const {
   return c;
 }
 
+int Graph::sole_reader(const std::vector<std::vector<int>>& consumers, ValueId v) const {
+  if (v == kNoValue || is_graph_output(v)) return -1;
+  const std::vector<int>& c = consumers[static_cast<size_t>(v)];
+  return c.size() == 1 ? c[0] : -1;
+}
+
 void Graph::remove_nodes(const std::vector<bool>& drop) {
   std::vector<Node> kept;
   kept.reserve(nodes.size());

@@ -93,6 +93,9 @@ class Graph {
   std::vector<int> producers() const;
   // For each value, the indices of the nodes reading it.
   std::vector<std::vector<int>> consumers() const;
+  // The node that alone reads `v` (`consumers` from consumers()), or -1 when v is absent, a graph
+  // output, or read by no node or by several.
+  int sole_reader(const std::vector<std::vector<int>>& consumers, ValueId v) const;
   // Removes the nodes whose index is marked in `drop` (one flag per node), keeping the order of
   // the rest.
   void remove_nodes(const std::vector<bool>& drop);

@@ -30,11 +30,6 @@ namespace {
 
 bool is(const Node& n, const char* op) { return n.domain.empty() && n.op_type == op; }
 
-int sole_reader(const Graph& g, const std::vector<std::vector<int>>& consumers, ValueId v) {
-  if (g.is_graph_output(v) || consumers[static_cast<size_t>(v)].size() != 1) return -1;
-  return consumers[static_cast<size_t>(v)][0];
-}
-
 // Source row of each output row of a strided copy that moves whole rows of K contiguous
 // elements (nullopt when it is not such a row gather of an [M, K] source).
 std::optional<std::vector<int64_t>> row_gather(const Node& sc, int64_t m, int64_t k, int64_t source_numel) {
@@ -122,17 +117,17 @@ Expected<bool> cancel_row_permutations(Graph& graph) {
       const ValueId c = gemm.input(2), a = gemm.inputs[0];
       // A = StridedCopy(Y), read only by the Gemm.
       const int sci = producers[static_cast<size_t>(a)];
-      if (sci < 0 || sole_reader(graph, consumers, a) != static_cast<int>(gi)) continue;
+      if (sci < 0 || graph.sole_reader(consumers, a) != static_cast<int>(gi)) continue;
       const Node& sc = graph.nodes[static_cast<size_t>(sci)];
       if (sc.domain != "aotc" || sc.op_type != "StridedCopy") continue;
       const ValueId y = sc.inputs[0];
       auto p = row_gather(sc, m, k, graph.value(y).numel());
       if (!p) continue;
       // G -Reshape-> -Transpose-> T, each read only by the next.
-      const int ri = sole_reader(graph, consumers, gemm.outputs[0]);
+      const int ri = graph.sole_reader(consumers, gemm.outputs[0]);
       if (ri < 0 || !is(graph.nodes[static_cast<size_t>(ri)], "Reshape")) continue;
       const Node& rs = graph.nodes[static_cast<size_t>(ri)];
-      const int ti = sole_reader(graph, consumers, rs.outputs[0]);
+      const int ti = graph.sole_reader(consumers, rs.outputs[0]);
       if (ti < 0 || !is(graph.nodes[static_cast<size_t>(ti)], "Transpose")) continue;
       const Node& tr = graph.nodes[static_cast<size_t>(ti)];
       const Shape rshape = graph.value(rs.outputs[0]).shape;
@@ -154,7 +149,7 @@ Expected<bool> cancel_row_permutations(Graph& graph) {
       g2.inputs[0] = rows_in.outputs[0];
       g2.outputs = {graph.add_value(graph.unique_name(gname + "_in_order"), dt, {m, n}, true)};
       // A residual Add of T (the skip connection) goes into the GEMM: Add(x, T) = Reshape(G2 + x rows).
-      int addi = sole_reader(graph, consumers, t);
+      int addi = graph.sole_reader(consumers, t);
       ValueId out = t;
       Node res_rows;
       if (addi >= 0 && is(graph.nodes[static_cast<size_t>(addi)], "Add") && !has_activation(g2)) {
@@ -218,10 +213,10 @@ Expected<bool> cancel_row_permutations(Graph& graph) {
       const ValueId a = gemm.inputs[0], g = gemm.outputs[0];
       // A = Reshape(Transpose(X)) (or the Transpose itself), each read only by the next.
       int ti = producers[static_cast<size_t>(a)];
-      if (ti < 0 || sole_reader(graph, consumers, a) != static_cast<int>(gi)) continue;
+      if (ti < 0 || graph.sole_reader(consumers, a) != static_cast<int>(gi)) continue;
       if (is(graph.nodes[static_cast<size_t>(ti)], "Reshape")) {
         const ValueId ta = graph.nodes[static_cast<size_t>(ti)].inputs[0];
-        if (sole_reader(graph, consumers, ta) != ti) continue;
+        if (graph.sole_reader(consumers, ta) != ti) continue;
         ti = producers[static_cast<size_t>(ta)];
       }
       if (ti < 0 || !is(graph.nodes[static_cast<size_t>(ti)], "Transpose")) continue;

@@ -46,13 +46,6 @@ ValueId constant_partner(const Graph& g, const Node& node, ValueId v) {
   return other;
 }
 
-// The node that alone reads `v` (v not a graph output), or -1.
-int sole_reader(const Graph& g, const std::vector<std::vector<int>>& consumers, ValueId v) {
-  if (v == kNoValue || g.is_graph_output(v)) return -1;
-  const std::vector<int>& c = consumers[static_cast<size_t>(v)];
-  return c.size() == 1 ? c[0] : -1;
-}
-
 bool try_fold(Graph& g, size_t index, const std::vector<std::vector<int>>& consumers) {
   const Node& mm = g.nodes[index];
   const bool gemm = mm.op_type == "Gemm";
@@ -69,7 +62,7 @@ bool try_fold(Graph& g, size_t index, const std::vector<std::vector<int>>& consu
   ValueId y = mm.outputs[0];
   const size_t out_rank = g.value(y).shape.size();
   if (out_rank == 0 || g.value(y).shape.back() != n) return false;
-  int next = sole_reader(g, consumers, y);
+  int next = g.sole_reader(consumers, y);
   if (next < 0) return false;
   int add_index = -1;
   ValueId bias_id = kNoValue;
@@ -78,7 +71,7 @@ bool try_fold(Graph& g, size_t index, const std::vector<std::vector<int>>& consu
     if (bias_id == kNoValue) return false;
     add_index = next;
     y = g.nodes[static_cast<size_t>(next)].outputs[0];
-    next = sole_reader(g, consumers, y);
+    next = g.sole_reader(consumers, y);
     if (next < 0) return false;
   }
   // torchvision's ConvNeXt permutes back to NCHW before its layer scale [C, 1, 1]: the scale's
@@ -95,7 +88,7 @@ bool try_fold(Graph& g, size_t index, const std::vector<std::vector<int>>& consu
       if (perm[d] == static_cast<int64_t>(out_rank - 1)) scale_axis = d;
     transpose_index = next;
     y = t.outputs[0];
-    next = sole_reader(g, consumers, y);
+    next = g.sole_reader(consumers, y);
     if (next < 0) return false;
   }
   const Node& mul = g.nodes[static_cast<size_t>(next)];

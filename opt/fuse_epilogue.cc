@@ -25,13 +25,6 @@ Anchor anchor_kind(const Node& n) {
   return Anchor::kNone;
 }
 
-// The node that alone reads `v` (which must not be a graph output), or -1.
-int sole_consumer(const Graph& graph, const std::vector<std::vector<int>>& consumers, ValueId v) {
-  if (graph.is_graph_output(v)) return -1;
-  const auto& c = consumers[static_cast<size_t>(v)];
-  return c.size() == 1 ? c[0] : -1;
-}
-
 // A two-input Add with `v` as one operand whose output has v's dtype and shape; returns the
 // other operand (kNoValue if the node does not qualify).
 ValueId add_partner(const Graph& graph, const Node& add, ValueId v) {
@@ -90,7 +83,7 @@ Chain match_chain(const Graph& graph, const std::vector<std::vector<int>>& consu
   ch.output = y;
   if (y == kNoValue || has_act) return ch;
 
-  int next = sole_consumer(graph, consumers, y);
+  int next = graph.sole_reader(consumers, y);
   // 1. bias Add of a constant, only when there is no bias yet and nothing after it was absorbed.
   if (next >= 0 && !has_bias && !has_residual) {
     const Node& add = graph.nodes[static_cast<size_t>(next)];
@@ -109,7 +102,7 @@ Chain match_chain(const Graph& graph, const std::vector<std::vector<int>>& consu
       if (ok) {
         ch.nodes.push_back(next);
         y = add.outputs[0];
-        next = sole_consumer(graph, consumers, y);
+        next = graph.sole_reader(consumers, y);
       }
     }
   }
@@ -121,7 +114,7 @@ Chain match_chain(const Graph& graph, const std::vector<std::vector<int>>& consu
       ch.residual = r;
       ch.nodes.push_back(next);
       y = add.outputs[0];
-      next = sole_consumer(graph, consumers, y);
+      next = graph.sole_reader(consumers, y);
     }
   }
   // 3. one activation the epilogue can compute from attributes alone.

@@ -20,35 +20,42 @@ bool is_op(const Node& n, const char* op) { return n.domain.empty() && n.op_type
 
 bool is_float(DType t) { return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16; }
 
+// The SiLU at node `m`: Mul(g, Sigmoid(g)) in either operand order, the Sigmoid read by that Mul
+// alone and not a graph output. Returns g and the Sigmoid's index in *sigmoid; else kNoValue.
+ValueId silu_of(const Graph& graph, const std::vector<int>& producers, const std::vector<std::vector<int>>& consumers,
+                int m, int* sigmoid) {
+  const Node& mul = graph.nodes[static_cast<size_t>(m)];
+  if (!is_op(mul, "Mul") || mul.inputs.size() != 2 || mul.outputs.size() != 1) return kNoValue;
+  for (int side = 0; side < 2; ++side) {
+    const ValueId g = mul.inputs[static_cast<size_t>(side)], sig = mul.inputs[static_cast<size_t>(1 - side)];
+    if (g == kNoValue || sig == kNoValue || graph.sole_reader(consumers, sig) != m) continue;
+    const int p = producers[static_cast<size_t>(sig)];
+    if (p < 0) continue;
+    const Node& sn = graph.nodes[static_cast<size_t>(p)];
+    if (!is_op(sn, "Sigmoid") || sn.inputs.size() != 1 || sn.inputs[0] != g) continue;
+    *sigmoid = p;
+    return g;
+  }
+  return kNoValue;
+}
+
 }  // namespace
 
 Expected<bool> fuse_swiglu(Graph& graph) {
   const OpRegistry& registry = default_registry();
   const std::vector<int> producers = graph.producers();
   const std::vector<std::vector<int>> consumers = graph.consumers();
-  auto sole_reader = [&](ValueId v, int reader) {
-    if (v == kNoValue || graph.is_graph_output(v)) return false;
-    const auto& c = consumers[static_cast<size_t>(v)];
-    return c.size() == 1 && c[0] == reader;
-  };
   auto producer = [&](ValueId v) { return v == kNoValue ? -1 : producers[static_cast<size_t>(v)]; };
   // The SiLU s = Mul(g, Sigmoid(g)) read only by `reader`: g, else kNoValue. Fills `nodes`.
   auto silu_input = [&](ValueId s, int reader, std::set<int>& nodes) -> ValueId {
     const int m = producer(s);
-    if (m < 0 || !sole_reader(s, reader)) return kNoValue;
-    const Node& mul = graph.nodes[static_cast<size_t>(m)];
-    if (!is_op(mul, "Mul") || mul.inputs.size() != 2 || mul.outputs.size() != 1) return kNoValue;
-    for (int side = 0; side < 2; ++side) {
-      const ValueId g = mul.inputs[static_cast<size_t>(side)], sig = mul.inputs[static_cast<size_t>(1 - side)];
-      const int p = producer(sig);
-      if (p < 0 || !sole_reader(sig, m)) continue;
-      const Node& sn = graph.nodes[static_cast<size_t>(p)];
-      if (!is_op(sn, "Sigmoid") || sn.inputs.size() != 1 || sn.inputs[0] != g) continue;
-      nodes.insert(m);
-      nodes.insert(p);
-      return g;
-    }
-    return kNoValue;
+    int sigmoid = -1;
+    if (m < 0 || graph.sole_reader(consumers, s) != reader) return kNoValue;
+    const ValueId g = silu_of(graph, producers, consumers, m, &sigmoid);
+    if (g == kNoValue) return kNoValue;
+    nodes.insert(m);
+    nodes.insert(sigmoid);
+    return g;
   };
   std::set<int> removed;
   std::vector<std::pair<int, Node>> replaced;  // at the outer Mul's index
@@ -90,6 +97,37 @@ Expected<bool> fuse_swiglu(Graph& graph) {
   }
   graph.nodes = std::move(out);
   return true;
+}
+
+// fuse_silu: the SiLU exporters write out, y = Mul(x, Sigmoid(x)) (either operand order, the
+// Sigmoid read by that Mul alone and not a graph output), becomes one Swish(x) {alpha = 1} node
+// (ONNX opset 24; the same function x / (1 + exp(-x))): one kernel that reads x once and rounds
+// once, instead of a Sigmoid writing a tensor that the Mul reads back with x. EfficientNet writes
+// about fifty (every expansion, depthwise and squeeze-excitation reduction). Runs after
+// fuse_swiglu, which takes the gated form Mul(Mul(g, Sigmoid(g)), u) whole; the match is the one
+// both passes share (silu_of).
+Expected<bool> fuse_silu(Graph& graph) {
+  const OpRegistry& registry = default_registry();
+  const std::vector<int> producers = graph.producers();
+  const std::vector<std::vector<int>> consumers = graph.consumers();
+  std::vector<bool> drop(graph.nodes.size(), false);
+  bool changed = false;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    int sigmoid = -1;
+    const ValueId x = silu_of(graph, producers, consumers, static_cast<int>(i), &sigmoid);
+    if (x == kNoValue) continue;
+    const ValueId y = graph.nodes[i].outputs[0];
+    const Value& xv = graph.value(x);
+    const Value& yv = graph.value(y);
+    if (!is_float(xv.dtype) || xv.dtype != yv.dtype || xv.shape != yv.shape) continue;
+    Node s{graph.nodes[i].name, "Swish", "", {x}, {y}, {{"alpha", Attribute::of_float(1.0f)}}};
+    if (!infer_node(s, graph, registry).is_ok()) continue;
+    graph.nodes[i] = std::move(s);
+    drop[static_cast<size_t>(sigmoid)] = true;
+    changed = true;
+  }
+  if (changed) graph.remove_nodes(drop);
+  return changed;
 }
 
 }  // namespace aotc

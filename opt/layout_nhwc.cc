@@ -110,9 +110,14 @@ class LayoutRewriter {
   // NHWC order.
   static bool channel_broadcast(const Shape& s, const Shape& out) {
     if (s.size() > 4) return false;
+    const Shape p = rank4(s);
+    return p[2] == 1 && p[3] == 1 && (p[0] == 1 || p[0] == out[0]) && (p[1] == 1 || p[1] == out[1]);
+  }
+  // `s` (rank <= 4) right-aligned to rank 4 with leading 1s, as numpy broadcasting reads it.
+  static Shape rank4(const Shape& s) {
     Shape p(4 - s.size(), 1);
     p.insert(p.end(), s.begin(), s.end());
-    return p[2] == 1 && p[3] == 1 && (p[0] == 1 || p[0] == out[0]) && (p[1] == 1 || p[1] == out[1]);
+    return p;
   }
 
   // The NHWC form [N', 1, 1, C'] of a per-channel broadcast value [..., N', C', 1, 1]: the value
@@ -120,18 +125,11 @@ class LayoutRewriter {
   Expected<ValueId> channel_broadcast_nhwc(ValueId v) {
     if (nhwc_.count(v)) return nhwc_.at(v);
     const Value src = g_.value(v);
-    Shape p(4 - src.shape.size(), 1);
-    p.insert(p.end(), src.shape.begin(), src.shape.end());
+    const Shape p = rank4(src.shape);
     const Shape target{p[0], 1, 1, p[1]};
     if (src.is_constant()) return g_.add_constant(g_.unique_name(src.name + "_nhwc"), src.constant->reshaped(target));
-    Node r;
-    r.name = g_.unique_name(src.name + "_as_nhwc");
-    r.op_type = "Reshape";
-    r.inputs = {v, g_.add_constant(g_.unique_name(src.name + "_nhwc_shape"), Tensor::from_int64s({4}, target))};
-    r.outputs = {g_.add_value(g_.unique_name(src.name + "_nhwc"), src.dtype, target, true)};
-    AOTC_RETURN_IF_ERROR(registry_.find("Reshape")->infer(r, g_));
-    const ValueId view = r.outputs[0];
-    g_.nodes.push_back(std::move(r));
+    const ValueId view = g_.add_value(g_.unique_name(src.name + "_nhwc"), src.dtype, target, true);
+    AOTC_RETURN_IF_ERROR(add_reshape(v, view, src.name + "_as_nhwc"));
     return view;
   }
 
@@ -377,16 +375,22 @@ class LayoutRewriter {
     const Value& dst = g_.value(v);
     if (dst.shape.size() == 4 && dst.shape[2] == 1 && dst.shape[3] == 1) {
       // [N, 1, 1, C] and [N, C, 1, 1] hold the same bytes: a view.
-      Node r;
-      r.name = g_.unique_name(dst.name + "_to_nchw");
-      r.op_type = "Reshape";
-      r.inputs = {nhwc_.at(v), g_.add_constant(g_.unique_name(dst.name + "_shape"), Tensor::from_int64s({4}, dst.shape))};
-      r.outputs = {v};
-      AOTC_RETURN_IF_ERROR(registry_.find("Reshape")->infer(r, g_));
-      g_.nodes.push_back(std::move(r));
-      return Status::ok();
+      return add_reshape(nhwc_.at(v), v, dst.name + "_to_nchw");
     }
     return add_transpose(nhwc_.at(v), v, {0, 3, 1, 2});
+  }
+
+  // A Reshape view of `from` as `to` (to's shape), named after `name`.
+  Status add_reshape(ValueId from, ValueId to, const std::string& name) {
+    const Shape shape = g_.value(to).shape;
+    Node r;
+    r.name = g_.unique_name(name);
+    r.op_type = "Reshape";
+    r.inputs = {from, g_.add_constant(g_.unique_name(name + "_shape"), Tensor::from_int64s({static_cast<int64_t>(shape.size())}, shape))};
+    r.outputs = {to};
+    AOTC_RETURN_IF_ERROR(registry_.find("Reshape")->infer(r, g_));
+    g_.nodes.push_back(std::move(r));
+    return Status::ok();
   }
 
   Status add_transpose(ValueId from, ValueId to, std::vector<int64_t> perm) {

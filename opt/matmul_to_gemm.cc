@@ -21,12 +21,6 @@ namespace {
 
 constexpr size_t kMaxSunk = 3;  // bias, residual, activation: what an epilogue can absorb
 
-int sole_reader(const Graph& g, const std::vector<std::vector<int>>& consumers, ValueId v) {
-  if (g.is_graph_output(v)) return -1;
-  const auto& c = consumers[static_cast<size_t>(v)];
-  return c.size() == 1 ? c[0] : -1;
-}
-
 // A constant that broadcasts along the rows of an [M, N] matrix: all dims 1 except a last of N.
 bool is_row_constant(const Value& c, int64_t n) {
   if (!c.is_constant()) return false;
@@ -62,7 +56,7 @@ Node reshape(Graph& g, const std::string& name, ValueId in, ValueId out, const S
 ValueId transposed_constant(const Graph& g, const std::vector<int>& producers,
                             const std::vector<std::vector<int>>& consumers, ValueId b) {
   const int p = producers[static_cast<size_t>(b)];
-  if (p < 0 || sole_reader(g, consumers, b) < 0) return kNoValue;
+  if (p < 0 || g.sole_reader(consumers, b) < 0) return kNoValue;
   const Node& t = g.nodes[static_cast<size_t>(p)];
   if (!t.domain.empty() || t.op_type != "Transpose" || t.inputs.size() != 1) return kNoValue;
   if (t.has_attr("perm") && t.attr_ints("perm") != std::vector<int64_t>{1, 0}) return kNoValue;
@@ -106,7 +100,7 @@ Expected<bool> matmul_to_gemm(Graph& graph) {
     } else {
       // Gemm [M, N] read only by a Reshape to [..., N]: the sinking starts after that Reshape.
       const Shape& g2 = graph.value(mm.outputs[0]).shape;
-      const int r = sole_reader(graph, consumers, mm.outputs[0]);
+      const int r = graph.sole_reader(consumers, mm.outputs[0]);
       if (g2.size() != 2 || r < 0) continue;
       const Node& rs = graph.nodes[static_cast<size_t>(r)];
       if (!rs.domain.empty() || rs.op_type != "Reshape" || rs.outputs.size() != 1) continue;
@@ -121,7 +115,7 @@ Expected<bool> matmul_to_gemm(Graph& graph) {
     ValueId cur = start;
     bool has_act = false;
     while (sunk.size() < kMaxSunk && !has_act) {
-      int next = sole_reader(graph, consumers, cur);
+      int next = graph.sole_reader(consumers, cur);
       if (next < 0) break;
       const Node& c = graph.nodes[static_cast<size_t>(next)];
       if (c.outputs.size() != 1 || c.outputs[0] == kNoValue) break;

@@ -31,7 +31,7 @@ Expected<bool> patchify_conv(Graph& graph);
 Expected<bool> fuse_gelu(Graph& graph);
 // Mul(Mul(g, Sigmoid(g)), u) (LLaMA's gated SiLU MLP) -> one SwiGLU(g, u) node (fuse_swiglu.cc).
 Expected<bool> fuse_swiglu(Graph& graph);
-// Mul(x, Sigmoid(x)) (the written-out SiLU) -> one Swish(x) {alpha = 1} node (fuse_silu.cc).
+// Mul(x, Sigmoid(x)) (the written-out SiLU) -> one Swish(x) {alpha = 1} node (in fuse_swiglu.cc: the same match).
 Expected<bool> fuse_silu(Graph& graph);
 // The rotate_half rotary embedding written out (x*cos + cat(-x2, x1)*sin with constant tables of
 // equal halves) -> one RotaryEmbedding; on a head split, on the [B,S,H*D] rows with the
