@@ -205,6 +205,12 @@ def name_cases(c):
     m = model([n("Relu", [evil], [evil + "1"], name=evil), n("Sigmoid", [evil + "1"], ["y\"*/"], name=evil + "\r\n")],
               [vi(evil, [1, 4])], [vi("y\"*/", [1, 4])], name=evil)
     c.add("names", "compiled_injection", m, "ok", "names are reduced or escaped in generated source", mode="compile")
+    # The same graph with plain names: run_corpus.py compiles it first and gives every compile-mode
+    # case its time on top of the per-case limit (nvcc and the host compiler's share, which varies
+    # with the machine; the limit bounds what a hostile model adds).
+    plain = model([n("Relu", ["x"], ["x1"], name="relu"), n("Sigmoid", ["x1"], ["y"], name="sigmoid")],
+                  [vi("x", [1, 4])], [vi("y", [1, 4])], name="plain")
+    c.add("baseline", "plain_names_compile", plain, "ok", "the benign twin of names.compiled_injection", mode="compile")
 
 
 def bomb_cases(c):
