@@ -18,7 +18,10 @@ Runtime's quantized model against the float one on the test input (the bar for a
 Models: tiny_cnn (models/tiny_cnn.py: Conv+BN+Relu, residual Add, MaxPool, 1x1 Conv+Clip,
 GlobalAveragePool, Gemm, Softmax), quantized per output channel with int8 activations and weights
 (S8S8) and with uint8 activations (U8S8); an MLP block (MatMul by constant weights + bias Add,
-Relu, a second MatMul, transformer-shaped [1, 16, 64] activations), S8S8 per channel.
+Relu, a second MatMul, transformer-shaped [1, 16, 64] activations), S8S8 per channel; a
+transformer encoder block (transformer_block below: LayerNorm, attention with two activation
+MatMuls and Softmax, Erf Gelu), S8S8 per channel. --model NAME=FLOAT.onnx adds any float model
+(a torchvision export: `--model resnet50=OUT/resnet50/model.onnx`).
 """
 import argparse
 import os
@@ -56,9 +59,65 @@ def mlp(seed):
     return model
 
 
+def transformer_block(seed):
+    """A pre-norm transformer encoder block as the TorchScript exporter writes one at opset 17:
+    LayerNormalization, Q/K/V projections (MatMul + bias Add), heads by Reshape + Transpose,
+    Q K^T (MatMul of two activations) scaled by Mul, Softmax, P V, the output projection and a
+    residual Add, then LayerNormalization, MatMul + bias, the exact Gelu written with Erf, MatMul +
+    bias and the second residual Add. [1, 16, 64] activations, 4 heads of 16."""
+    rng = np.random.default_rng(seed)
+    seq, d, heads, hidden = 16, 64, 4, 128
+    hd = d // heads
+    inits, nodes = [], []
+
+    def const(name, array):
+        inits.append(numpy_helper.from_array(np.asarray(array, np.float32), name))
+        return name
+
+    def i64(name, values):
+        inits.append(numpy_helper.from_array(np.asarray(values, np.int64), name))
+        return name
+
+    def node(op, ins, name, **attrs):
+        nodes.append(helper.make_node(op, ins, [name], name=name, **attrs))
+        return name
+
+    def linear(x, din, dout, name):
+        w = const(name + "_w", rng.normal(0, 1 / np.sqrt(din), (din, dout)))
+        b = const(name + "_b", rng.normal(0, 0.02, dout))
+        return node("Add", [node("MatMul", [x, w], name), b], name + "_bias")
+
+    def layer_norm(x, name):
+        g = const(name + "_g", 1 + rng.normal(0, 0.1, d))
+        b = const(name + "_b", rng.normal(0, 0.1, d))
+        return node("LayerNormalization", [x, g, b], name, axis=-1, epsilon=1e-5)
+
+    heads_shape = i64("heads_shape", [1, seq, heads, hd])
+    model_shape = i64("model_shape", [1, seq, d])
+    h = layer_norm("x", "ln1")
+    q = node("Transpose", [node("Reshape", [linear(h, d, d, "q"), heads_shape], "q_heads")], "q_t", perm=[0, 2, 1, 3])
+    k = node("Transpose", [node("Reshape", [linear(h, d, d, "k"), heads_shape], "k_heads")], "k_t", perm=[0, 2, 3, 1])
+    v = node("Transpose", [node("Reshape", [linear(h, d, d, "v"), heads_shape], "v_heads")], "v_t", perm=[0, 2, 1, 3])
+    scores = node("Mul", [node("MatMul", [q, k], "qk"), const("scale", 1 / np.sqrt(hd))], "qk_scaled")
+    ctx = node("MatMul", [node("Softmax", [scores], "probs", axis=-1), v], "pv")
+    ctx = node("Reshape", [node("Transpose", [ctx], "ctx_t", perm=[0, 2, 1, 3]), model_shape], "ctx")
+    r1 = node("Add", ["x", linear(ctx, d, d, "o")], "residual1")
+    f = linear(layer_norm(r1, "ln2"), d, hidden, "fc1")
+    erf = node("Erf", [node("Div", [f, const("sqrt2", np.sqrt(2.0))], "gelu_div")], "gelu_erf")
+    g = node("Mul", [node("Mul", [f, node("Add", [erf, const("one", 1.0)], "gelu_add")], "gelu_mul"),
+                     const("half", 0.5)], "gelu")
+    node("Add", [r1, linear(g, hidden, d, "fc2")], "y")
+    graph = helper.make_graph(nodes, "transformer_block", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, seq, d])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, seq, d])], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
 def input_of(model):
     i = model.graph.input[0]
-    shape = [d.dim_value for d in i.type.tensor_type.shape.dim]
+    shape = [d.dim_value if d.dim_value > 0 else 1 for d in i.type.tensor_type.shape.dim]  # symbolic (batch) -> 1
     return i.name, shape
 
 
@@ -109,10 +168,21 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--model", action="append", default=[], metavar="NAME=FLOAT.onnx",
+                    help="also quantize this float model (S8S8, per channel), e.g. a torchvision export; "
+                         "repeatable; with --only-extra, only these")
+    ap.add_argument("--only-extra", action="store_true")
     args = ap.parse_args(argv)
-    cases = [("tiny_cnn_s8s8", tiny_cnn.build(args.seed), QuantType.QInt8),
-             ("tiny_cnn_u8s8", tiny_cnn.build(args.seed), QuantType.QUInt8),
-             ("mlp_s8s8", mlp(args.seed), QuantType.QInt8)]
+    cases = [] if args.only_extra else [
+        ("tiny_cnn_s8s8", tiny_cnn.build(args.seed), QuantType.QInt8),
+        ("tiny_cnn_u8s8", tiny_cnn.build(args.seed), QuantType.QUInt8),
+        ("mlp_s8s8", mlp(args.seed), QuantType.QInt8),
+        ("transformer_s8s8", transformer_block(args.seed), QuantType.QInt8)]
+    for spec in args.model:
+        name, _, path = spec.partition("=")
+        if not name.isidentifier() or not path:
+            ap.error(f"--model {spec}: expected NAME=FLOAT.onnx")
+        cases.append((name, onnx.load(path), QuantType.QInt8))
     with tempfile.TemporaryDirectory() as tmp:
         for name, model, act in cases:
             d = os.path.join(args.out, name)

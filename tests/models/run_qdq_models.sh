@@ -10,6 +10,10 @@
 #     within 1.25x of ONNX Runtime's own quantized model's error on the same input, and the arg max
 #     unchanged. The entropy calibrator's figures are printed (not a bar: on random data it clips).
 #  3. The checker is not blind: a bar of a tenth of ONNX Runtime's error must fail.
+#  4. Layer by layer (tests/models/qdq_layers.py): every quantized layer of the QDQ tiny CNN, the
+#     transformer block and a ResNet-50 (models/resnet50_onnx.py, quantized by quantize_static),
+#     fed with ONNX Runtime's int8 values, gives ONNX Runtime's int8 outputs to within one step on
+#     at most 1e-3 of them; the checker fails when the reference is moved by one step.
 # Exit 77 (CTest: skipped) when python3 lacks onnx, onnxruntime or numpy.
 # usage: run_qdq_models.sh AOTC_MODEL_CHECK QDQ_MODELS_PY OUT
 set -euo pipefail
@@ -21,11 +25,11 @@ fi
 rm -rf "$out"
 python3 "$script" "$out"
 
-qdq=("$out"/tiny_cnn_s8s8 "$out"/tiny_cnn_u8s8 "$out"/mlp_s8s8)
+qdq=("$out"/tiny_cnn_s8s8 "$out"/tiny_cnn_u8s8 "$out"/mlp_s8s8 "$out"/transformer_s8s8)
 "$checker" --ops "${qdq[@]}" | tee "$out/qdq.txt"
 # Quantized layers in the exports: tiny CNN 4 Conv + 1 Gemm, MLP 2 Gemm.
 for want in "tiny_cnn_s8s8 aotc.QLinearConvx4 aotc.QLinearMatMulx1" "tiny_cnn_u8s8 aotc.QLinearConvx4 aotc.QLinearMatMulx1" \
-            "mlp_s8s8 aotc.QLinearMatMulx2"; do
+            "mlp_s8s8 aotc.QLinearMatMulx2" "transformer_s8s8 aotc.QLinearMatMulx6 aotc.QLinearAddx2"; do
   set -- $want
   line=$(grep -A1 "^PASS $1 " "$out/qdq.txt" | tail -1)
   for op in "${@:2}"; do
@@ -50,3 +54,16 @@ for m in tiny_cnn_s8s8 mlp_s8s8; do
   fi
   echo "ok: $m int8 within 1.25x of ONNX Runtime's quantized error ($ort); a tenth of it fails"
 done
+
+# 4. Layer by layer, against ONNX Runtime's reading of each layer.
+layers="$(dirname "$0")/qdq_layers.py"
+python3 "$(dirname "$script")/resnet50_onnx.py" "$out/resnet50_float.onnx" --batch 1
+python3 "$script" "$out" --only-extra --model "resnet50_s8s8=$out/resnet50_float.onnx"
+for m in tiny_cnn_s8s8 tiny_cnn_u8s8 transformer_s8s8 resnet50_s8s8; do
+  python3 "$layers" "$checker" "$out/$m" | tail -n 3
+done
+if python3 "$layers" "$checker" "$out/tiny_cnn_s8s8" --offset-reference 1 >/dev/null; then
+  echo "FAIL: the layer check accepted ONNX Runtime's values moved by one step"
+  exit 1
+fi
+echo "ok: every quantized layer matches ONNX Runtime's reading; a reference moved by one step fails"

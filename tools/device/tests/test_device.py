@@ -734,3 +734,47 @@ class DeviceRunScriptTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class PrebuiltTest(unittest.TestCase):
+    """tools/device/prebuilt.py: the case syntax and the build step's manifest (a stand-in aotc
+    records its arguments and writes the library file; running needs the GPU machine)."""
+
+    def test_case_syntax(self):
+        from tools.device import prebuilt
+        c = prebuilt.parse_case("a_new=/m/mobilenet_v3_small:1:fp16")
+        self.assertEqual((c["name"], c["batch"], c["precision"], c["aotc"], c["args"], c["group"]),
+                         ("a_new", 1, "fp16", "", [], "mobilenet_v3_small bs1 fp16"))
+        c = prebuilt.parse_case("b=/m/x/:32:fp32:/old/aotc:--disable-pass fuse_silu")
+        self.assertEqual((c["aotc"], c["args"], c["group"]), ("/old/aotc", ["--disable-pass", "fuse_silu"], "x bs32 fp32"))
+        for bad in ("noequals", "bad-name=/m:1:fp16", "a=/m:1", "a=/m:one:fp16"):
+            with self.assertRaises(ValueError, msg=bad):
+                prebuilt.parse_case(bad)
+
+    def test_build_writes_the_manifest_and_passes_the_arguments(self):
+        from tools.device import prebuilt
+        with tempfile.TemporaryDirectory() as tmp:
+            model = os.path.join(tmp, "m")
+            os.makedirs(os.path.join(model, "test_data_set_bs1"))
+            for f in ("model.onnx", "test_data_set_bs1/input_0.pb", "test_data_set_bs1/output_0.pb"):
+                open(os.path.join(model, f), "w").close()
+            fake = os.path.join(tmp, "aotc")
+            with open(fake, "w") as f:
+                f.write("#!/usr/bin/env python3\nimport json, sys\na = sys.argv[1:]\n"
+                        "if a == ['--version']: print('aotc fake'); sys.exit(0)\n"
+                        "open(a[a.index('-o') + 1], 'w').write(json.dumps(a))\n")
+            os.chmod(fake, 0o755)
+            out = os.path.join(tmp, "out")
+            prebuilt.main(["build", out, "--aotc", fake, "--arch", "sm_87",
+                           "--case", "p=%s:1:fp16" % model, "--case", "q=%s:1:fp16::--disable-pass x" % model])
+            with open(os.path.join(out, "manifest.json")) as f:
+                m = json.load(f)
+            self.assertEqual([c["name"] for c in m["cases"]], ["p", "q"])
+            self.assertEqual({c["group"] for c in m["cases"]}, {"m bs1 fp16"})
+            with open(os.path.join(out, "q", "libq.so")) as f:
+                args = json.load(f)
+            self.assertEqual(args[args.index("--name") + 1], "q")
+            self.assertEqual(args[args.index("--arch") + 1], "sm_87")
+            self.assertEqual(args[-2:], ["--disable-pass", "x"])
+            self.assertTrue(os.path.isfile(os.path.join(out, "p", "data", "output_0.pb")))
+            self.assertEqual(m["cases"][0]["aotc_version"], "aotc fake")
