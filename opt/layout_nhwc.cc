@@ -187,8 +187,8 @@ class LayoutRewriter {
   // weights, one group, 16-channel alignment, constant per-tensor scales. The weights go to KRSC
   // and the epilogue's per-channel words are built here, in the reference's float arithmetic:
   // m = x_scale * w_scale[k] (/ y_scale when requantizing) and the int32 bias.
-  // The int8 kernel's common conditions on an aotc.QLinearConv / QLinearMatMul: int8 input with
-  // zero point 0 (absent or zeros), a constant int8 weight of `weight_rank` dims with zero point 0,
+  // The int8 kernel's common conditions on an aotc.QLinearConv / QLinearMatMul: int8 or uint8
+  // input with zero point 0 (absent or zeros; opt/reencode_uint8 makes ONNX Runtime's -128 that), a constant int8 weight of `weight_rank` dims with zero point 0,
   // constant fp32 scales (one for x and y), constant y zero point and bias; not yet moved.
   struct Int8Operands {
     const Tensor *w = nullptr, *xs = nullptr, *ws = nullptr, *ys = nullptr, *bias = nullptr;
@@ -214,7 +214,7 @@ class LayoutRewriter {
     o->requant = node.input(6) != kNoValue;
     o->ys = o->requant ? constant(6) : nullptr;
     o->bias = constant(8);
-    return x.dtype == DType::kInt8 && !x.shape.empty() && o->w && o->w->dtype() == DType::kInt8 &&
+    return (x.dtype == DType::kInt8 || x.dtype == DType::kUInt8) && !x.shape.empty() && o->w && o->w->dtype() == DType::kInt8 &&
            o->w->shape().size() == weight_rank && o->xs && o->xs->numel() == 1 && o->xs->dtype() == DType::kFloat32 &&
            o->ws && o->ws->dtype() == DType::kFloat32 &&
            (!o->requant || (o->ys && o->ys->numel() == 1 && o->ys->dtype() == DType::kFloat32)) && all_zero(2) &&

@@ -16,6 +16,10 @@ Expected<bool> fuse_qdq(Graph& graph);
 // Evaluates nodes whose inputs are all constants (and shape-only ops whose input shape is known)
 // with the CPU reference; their outputs become constants and the nodes disappear.
 Expected<bool> fold_constants(Graph& graph);
+// int8 activations with zero point -128 (ONNX Runtime's asymmetric ReLU outputs) -> the same bytes
+// with the top bit flipped as uint8 with zero point 0, where every producer and reader agrees, so
+// that the tensor-core convolution (zero point 0 only) takes them (opt/reencode_uint8.cc).
+Expected<bool> reencode_uint8(Graph& graph);
 // Drops nodes none of whose outputs reach a graph output.
 Expected<bool> dead_code(Graph& graph);
 // Conv (or aotc.FusedConv without activation/residual) -> BatchNormalization becomes one Conv

@@ -20,6 +20,7 @@ const std::vector<Pass>& default_pipeline() {
       {"fuse_qdq", fuse_qdq},  // first: it reads the int8 weights before their DequantizeLinear folds
       {"fold_constants", fold_constants},
       {"dead_code", dead_code},
+      {"reencode_uint8", reencode_uint8},  // after fuse_qdq, before layout_nhwc picks the int8 kernel
       {"fold_batchnorm", fold_batchnorm},
       {"fold_matmul_scale", fold_matmul_scale},
       {"patchify_conv", patchify_conv},

@@ -407,7 +407,8 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
   k.holes = {{"comment", std::string(is_conv(node) ? "aotc.QLinearConv NHWC " : "aotc.QLinearMatMul as a 1x1 convolution ") +
                              shape_str(x.shape) + " -> " + shape_str(y.shape) + " config " + cfg.name +
                              (requant ? " requantized" : " dequantized")},
-             {"ELEMENT_OUT", requant ? "int8_t" : "float"},
+             {"ELEMENT_A", x.dtype == DType::kUInt8 ? "uint8_t" : "int8_t"},
+             {"ELEMENT_OUT", requant ? (y.dtype == DType::kUInt8 ? "uint8_t" : "int8_t") : "float"},
              {"REQUANTIZE", requant ? "true" : "false"},
              {"ALIGN_C", requant ? "8" : "4"},
              {"TB_M", int_literal(cfg.tb_m)}, {"TB_N", int_literal(cfg.tb_n)}, {"TB_K", int_literal(cfg.tb_k)},

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "codegen/cutlass_dir.h"
 #include "codegen/process.h"
 #include "ir/graph.h"
 #include "ir/op_registry.h"
@@ -104,6 +105,16 @@ inline bool tool_runs(const std::string& tool) {
   return r.is_ok() && r->exit_code == 0;
 }
 
+// Why a test that compiles CUTLASS kernels cannot run here (nvcc or cc missing, no CUTLASS
+// headers), or "" with `include` set to the headers' folder. AOTC_REQUIRE_CUTLASS_BUILD skips.
+inline std::string cutlass_build_unavailable(std::string* include) {
+  if (!tool_runs(find_nvcc()) || !tool_runs("cc")) return "nvcc or cc not available";
+  auto dir = find_cutlass_include_dir("");
+  if (!dir.is_ok() || dir->empty()) return "CUTLASS headers not found (pip install nvidia-cutlass, or CUTLASS_DIR)";
+  *include = *dir;
+  return "";
+}
+
 // A usable CUDA GPU: libcuda.so.1 loads, cuInit succeeds and at least one device exists.
 inline bool have_gpu(std::string* why) {
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -124,4 +135,10 @@ inline bool have_gpu(std::string* why) {
 }
 
 }  // namespace test
+
+// In a test body: declares std::string `include` (the CUTLASS headers) or skips with the reason.
+#define AOTC_REQUIRE_CUTLASS_BUILD(include)                                                            \
+  std::string include;                                                                                 \
+  if (const std::string aotc_why = ::aotc::test::cutlass_build_unavailable(&include); !aotc_why.empty()) \
+  GTEST_SKIP() << aotc_why
 }  // namespace aotc

@@ -235,14 +235,10 @@ TEST(CutlassConv, Im2colLibraryCompiles) {
 class CutlassConvTypes : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CutlassConvTypes, LibraryCompilesForAmpereAndHopper) {
-  const std::string nvcc = test::find_nvcc();
-  if (!test::tool_runs(nvcc) || !test::tool_runs("cc")) GTEST_SKIP() << "nvcc or cc not available";
-  auto include = find_cutlass_include_dir("");
-  if (!include.is_ok() || include->empty())
-    GTEST_SKIP() << "CUTLASS headers not found (pip install nvidia-cutlass, or CUTLASS_DIR)";
+  AOTC_REQUIRE_CUTLASS_BUILD(include);
   auto g = residual_block(GetParam(), /*pointwise_gemm=*/true, /*im2col_gemm=*/false);
   ASSERT_TRUE(g.is_ok()) << g.status().message();
-  const std::string sources = test::compile_block_sources(*g, test::linear_plan(*g), {"sm_80", "sm_90"}, *include, "cutlass-" + GetParam());
+  const std::string sources = test::compile_block_sources(*g, test::linear_plan(*g), {"sm_80", "sm_90"}, include, "cutlass-" + GetParam());
   ASSERT_FALSE(sources.empty());
   EXPECT_NE(sources.find("DefaultConv2dFpropWithBroadcast"), std::string::npos);
   if (GetParam() == "float") {
@@ -487,11 +483,7 @@ namespace {
 // point and the clamp; nvcc compiles it for Jetson's sm_87 and for sm_90 with the CUTLASS
 // headers. Its results are checked on a GPU by GpuQuantizedConv (tests/gpu).
 TEST(CutlassConv, Int8LibraryCompilesForJetsonAndHopper) {
-  const std::string nvcc = test::find_nvcc();
-  if (!test::tool_runs(nvcc) || !test::tool_runs("cc")) GTEST_SKIP() << "nvcc or cc not available";
-  auto include = find_cutlass_include_dir("");
-  if (!include.is_ok() || include->empty())
-    GTEST_SKIP() << "CUTLASS headers not found (pip install nvidia-cutlass, or CUTLASS_DIR)";
+  AOTC_REQUIRE_CUTLASS_BUILD(include);
   auto g = parse_text_ir(R"(
     input %x : int8[2x16x7x9]
     const %xs : float[scalar] = [0.05]
@@ -527,10 +519,57 @@ TEST(CutlassConv, Int8LibraryCompilesForJetsonAndHopper) {
   EXPECT_TRUE(k.library_params);
   // N H W C K R S P Q pads strides dilations, then zero point -4 and the clamp [-4, 127].
   EXPECT_EQ(k.builder_args, (std::vector<int64_t>{2, 7, 9, 16, 32, 3, 3, 7, 9, 1, 1, 1, 1, 1, 1, -4, -4, 127}));
-  const std::string sources = test::compile_block_sources(*g, test::linear_plan(*g), {"sm_87", "sm_90"}, *include, "cutlass-int8");
+  const std::string sources = test::compile_block_sources(*g, test::linear_plan(*g), {"sm_87", "sm_90"}, include, "cutlass-int8");
   ASSERT_FALSE(sources.empty());
   EXPECT_NE(sources.find("cutlass::arch::OpMultiplyAddSaturate"), std::string::npos);
   EXPECT_NE(sources.find("using ElementOut = int8_t;"), std::string::npos);
+}
+
+// ONNX Runtime's zero point -128 activations: reencode_uint8 makes them uint8 at zero point 0 and
+// layout_nhwc puts both convolutions (requantizing, dequantizing) on the u8 x s8 instantiation,
+// which nvcc compiles for sm_87 and sm_90 (run on a GPU by
+// GpuQuantizedConv.ZeroPointMinus128RunsAsUint8OnTheTensorCoreKernel).
+TEST(CutlassConv, Uint8ActivationsCompileForJetsonAndHopper) {
+  AOTC_REQUIRE_CUTLASS_BUILD(include);
+  auto g = parse_text_ir(R"(
+    input %x : float[1x16x8x8]
+    const %s : float[scalar] = [0.05]
+    const %z : int8[scalar] = [-128]
+    const %w : int8[32x16x3x3] = random(5, -127, 128)
+    const %ws : float[32] = random(6, 0.001, 0.01)
+    const %b : int32[32] = random(7, -500, 500)
+    const %w2 : int8[16x32x1x1] = random(8, -127, 128)
+    const %ws2 : float[16] = random(9, 0.001, 0.01)
+    %xq : int8[?] = QuantizeLinear(%x, %s, %z)  # q
+    %y : int8[?] = aotc.QLinearConv(%xq, %s, %z, %w, %ws, _, %s, %z, %b) {pads=[1,1,1,1], qmin=-128}  # qconv
+    %f : float[?] = aotc.QLinearConv(%y, %s, %z, %w2, %ws2)  # deq
+    output %f
+  )");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  g->opset = 17;
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  g->target = target_from_archs({"sm_87", "sm_90"});
+  auto re = reencode_uint8(*g);
+  ASSERT_TRUE(re.is_ok() && *re);
+  auto laid = layout_nhwc(*g);
+  ASSERT_TRUE(laid.is_ok()) << laid.status().message();
+  std::vector<std::string> elements;
+  for (const Node& n : g->nodes) {
+    if (n.op_type != "QLinearConv") continue;
+    ASSERT_TRUE(channels_last(n)) << n.name;
+    auto lowered = default_registry().find("QLinearConv", "aotc")->lower(n, *g);
+    ASSERT_TRUE(lowered.is_ok()) << lowered.status().message();
+    for (const auto& [hole, text] : lowered->steps[0].kernel.holes)
+      if (hole == "ELEMENT_A" || hole == "ELEMENT_OUT") elements.push_back(hole + "=" + text);
+    if (n.input(6) != kNoValue) {  // requantizing: zero point 0, the ReLU clamp [0, 255]
+      const std::vector<int64_t>& a = lowered->steps[0].kernel.builder_args;
+      EXPECT_EQ(std::vector<int64_t>(a.end() - 3, a.end()), (std::vector<int64_t>{0, 0, 255}));
+    }
+  }
+  EXPECT_EQ(elements, (std::vector<std::string>{"ELEMENT_A=uint8_t", "ELEMENT_OUT=uint8_t", "ELEMENT_A=uint8_t", "ELEMENT_OUT=float"}));
+  const std::string sources = test::compile_block_sources(*g, test::linear_plan(*g), {"sm_87", "sm_90"}, include, "cutlass-uint8");
+  ASSERT_FALSE(sources.empty());
+  EXPECT_NE(sources.find("using ElementA = uint8_t;"), std::string::npos);
 }
 
 }  // namespace

@@ -219,17 +219,13 @@ TEST(FusedAttention, SwitchedOffKeepsTheRowKernel) {
 }
 
 TEST(FusedAttention, LibraryCompilesForAmpereAndHopper) {
-  const std::string nvcc = test::find_nvcc();
-  if (!test::tool_runs(nvcc) || !test::tool_runs("cc")) GTEST_SKIP() << "nvcc or cc not available";
-  auto include = find_cutlass_include_dir("");
-  if (!include.is_ok() || include->empty())
-    GTEST_SKIP() << "CUTLASS headers not found (pip install nvidia-cutlass, or CUTLASS_DIR)";
-  if (cutlass_extra_include_dirs(*include).empty())
-    GTEST_SKIP() << "CUTLASS's examples/41_fused_multi_head_attention is not next to " << *include;
+  AOTC_REQUIRE_CUTLASS_BUILD(include);
+  if (cutlass_extra_include_dirs(include).empty())
+    GTEST_SKIP() << "CUTLASS's examples/41_fused_multi_head_attention is not next to " << include;
   auto g = attention_graph(k3dMasked, {"sm_80", "sm_90"});
   ASSERT_TRUE(g.is_ok());
   const std::string sources =
-      test::compile_block_sources(*g, test::linear_plan(*g), {"sm_80", "sm_90"}, *include, "fmha");
+      test::compile_block_sources(*g, test::linear_plan(*g), {"sm_80", "sm_90"}, include, "fmha");
   ASSERT_FALSE(sources.empty());
   EXPECT_NE(sources.find("AttentionKernel<cutlass::half_t, cutlass::arch::Sm80"), std::string::npos);
   EXPECT_NE(sources.find("_params(unsigned char* out, aotc_builder_args a)"), std::string::npos);
@@ -237,7 +233,7 @@ TEST(FusedAttention, LibraryCompilesForAmpereAndHopper) {
   auto grouped = attention_graph(k4dGrouped, {"sm_80", "sm_90"});
   ASSERT_TRUE(grouped.is_ok());
   const std::string gsources =
-      test::compile_block_sources(*grouped, test::linear_plan(*grouped), {"sm_80", "sm_90"}, *include, "fmha_gqa");
+      test::compile_block_sources(*grouped, test::linear_plan(*grouped), {"sm_80", "sm_90"}, include, "fmha_gqa");
   ASSERT_FALSE(gsources.empty());
   EXPECT_NE(gsources.find("kv_head = (z % 12) / 3LL"), std::string::npos);
 }

@@ -89,3 +89,31 @@ TEST(GpuQuantizedMatMul, TensorCoreKernelRequantizeThenDequantize) {
 
 }  // namespace
 }  // namespace aotc::gpu_test
+
+namespace aotc::gpu_test {
+namespace {
+
+// ONNX Runtime's asymmetric activations: int8 with zero point -128 after a ReLU. The pipeline's
+// reencode_uint8 stores them as uint8 with zero point 0 (the same bytes, top bit flipped), so both
+// convolutions run on the u8 x s8 tensor-core kernel; the reference is the graph as written.
+TEST(GpuQuantizedConv, ZeroPointMinus128RunsAsUint8OnTheTensorCoreKernel) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b(11);
+  ValueId x = b.input("x", {2, 32, 12, 10});
+  ValueId xs = scalar(b, "xs", 0.02);
+  ValueId zp = scalar(b, "zp", -128, DType::kInt8);
+  ValueId xq = b.node("QuantizeLinear", {x, xs, zp});
+  ValueId w1 = b.weight("w1", {48, 32, 3, 3}, -127, 128, DType::kInt8);
+  ValueId ws1 = b.weight("ws1", {48}, 0.001, 0.01);
+  ValueId ys = scalar(b, "ys", 0.05);
+  ValueId b1 = b.weight("b1", {48}, -2000, 2000, DType::kInt32);
+  Attributes a1{{"pads", i64s({1, 1, 1, 1})}, {"strides", i64s({2, 1})}, {"qmin", Attribute::of_int(-128)}};
+  ValueId y = b.node("QLinearConv", {xq, xs, zp, w1, ws1, kNoValue, ys, zp, b1}, a1, "aotc");
+  ValueId w2 = b.weight("w2", {32, 48, 1, 1}, -127, 128, DType::kInt8);
+  ValueId ws2 = b.weight("ws2", {32}, 0.001, 0.01);
+  b.output(b.node("QLinearConv", {y, ys, zp, w2, ws2}, {}, "aotc"));
+  run_case(b.graph(), "qconv_u8");
+}
+
+}  // namespace
+}  // namespace aotc::gpu_test

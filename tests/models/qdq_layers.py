@@ -70,6 +70,26 @@ def layers(model):
     return out
 
 
+def whole(checker, model_dir):
+    """The whole model's output against the references qdq_models.py wrote beside it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([checker, model_dir, "--write-outputs", tmp], capture_output=True, text=True)
+        got_file = os.path.join(tmp, "output_0.pb")
+        if not os.path.exists(got_file):
+            print("whole model: aotc-model-check wrote no output")
+            return
+        got = numpy_helper.to_array(onnx.load_tensor(got_file)).astype(np.float64)
+    refs = [("ONNX Runtime's spec reading", os.path.join(model_dir, "test_data_set_bs1", "output_0.pb")),
+            ("its own int8 kernels", os.path.join(model_dir, "ort_int8_output_0.pb")),
+            ("the float model", os.path.join(model_dir, "float_output_0.pb"))]
+    parts = []
+    for what, path in refs:
+        if os.path.exists(path):
+            ref = numpy_helper.to_array(onnx.load_tensor(path)).astype(np.float64)
+            parts.append(f"{what} {np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30):.2e}")
+    print("whole model, aotc's rel L2 against " + ", ".join(parts))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("checker")
@@ -77,6 +97,9 @@ def main(argv=None):
     ap.add_argument("--max-diff", type=int, default=1)
     ap.add_argument("--max-share", type=float, default=1e-3)
     ap.add_argument("--limit", type=int, default=0, help="only the first N layers")
+    ap.add_argument("--whole", action="store_true",
+                    help="also run the whole model and print its output's rel L2 against ONNX Runtime's spec "
+                         "reading, its own int8 kernels and the float model (qdq_models.py's files)")
     ap.add_argument("--offset-reference", type=int, default=0,
                     help="test of this checker: compare against ONNX Runtime's values plus K (saturated), "
                          "which every layer must then fail")
@@ -133,6 +156,8 @@ def main(argv=None):
           f"{len(failed)} layer(s) over the bar (max {a.max_diff} step, share {a.max_share:g})")
     for f in failed:
         print("  " + f)
+    if a.whole:
+        whole(a.checker, a.model_dir)
     return 1 if failed or not found else 0
 
 
