@@ -193,8 +193,13 @@ class LayoutRewriter {
   struct Int8Operands {
     const Tensor *w = nullptr, *xs = nullptr, *ws = nullptr, *ys = nullptr, *bias = nullptr;
     bool requant = false;
+    int64_t xzp = 0;  // a nonzero x zero point: only where no padding is read (see below)
   };
-  bool int8_operands(const Node& node, size_t weight_rank, Int8Operands* o) const {
+  // `pointwise`: every output reads exactly C input values and no padding (a 1x1 convolution with
+  // zero pads, or a matrix product), so sum((x - zx) w) = sum(x w) - zx sum(w) with a per-output-
+  // channel constant, which epilogue_words folds into the int32 bias: there any per-tensor x zero
+  // point runs on the kernel (MobileNetV2's expansions read a linear bottleneck at zero point != 0).
+  bool int8_operands(const Node& node, size_t weight_rank, Int8Operands* o, bool pointwise) const {
     auto constant = [&](size_t i) -> const Tensor* {
       const ValueId v = node.input(i);
       return v != kNoValue && g_.value(v).is_constant() ? g_.value(v).constant.get() : nullptr;
@@ -214,10 +219,13 @@ class LayoutRewriter {
     o->requant = node.input(6) != kNoValue;
     o->ys = o->requant ? constant(6) : nullptr;
     o->bias = constant(8);
+    const Tensor* xz = constant(2);
+    const bool x_zp_ok = all_zero(2) || (pointwise && xz && xz->numel() == 1 && xz->dtype() == x.dtype);
+    o->xzp = x_zp_ok && xz ? xz->get_int(0) : 0;
     return (x.dtype == DType::kInt8 || x.dtype == DType::kUInt8) && !x.shape.empty() && o->w && o->w->dtype() == DType::kInt8 &&
            o->w->shape().size() == weight_rank && o->xs && o->xs->numel() == 1 && o->xs->dtype() == DType::kFloat32 &&
            o->ws && o->ws->dtype() == DType::kFloat32 &&
-           (!o->requant || (o->ys && o->ys->numel() == 1 && o->ys->dtype() == DType::kFloat32)) && all_zero(2) &&
+           (!o->requant || (o->ys && o->ys->numel() == 1 && o->ys->dtype() == DType::kFloat32)) && x_zp_ok &&
            all_zero(5) && (!o->requant || node.input(7) == kNoValue || constant(7)) &&
            (node.input(8) == kNoValue || o->bias) && !channels_last(node) && g_.target.has_sm80_tensor_cores() &&
            (o->requant || g_.value(node.outputs[0]).dtype == DType::kFloat32);
@@ -226,14 +234,21 @@ class LayoutRewriter {
   Expected<bool> rewrite_qconv(const Node& node) {
     Int8Operands o;
     const Value& x = g_.value(node.inputs[0]);
-    if (x.shape.size() != 4 || !int8_operands(node, 4, &o)) return false;
+    if (x.shape.size() != 4) return false;
+    const Value* wv = node.input(3) != kNoValue ? &g_.value(node.input(3)) : nullptr;
+    bool pointwise = wv && wv->shape.size() == 4 && wv->shape[2] == 1 && wv->shape[3] == 1;
+    for (int64_t p : node.attr_ints("pads", {0, 0, 0, 0})) pointwise = pointwise && p == 0;
+    pointwise = pointwise && node.attr_string("auto_pad", "NOTSET") != "SAME_UPPER" && node.attr_string("auto_pad", "NOTSET") != "SAME_LOWER";
+    if (!int8_operands(node, 4, &o, pointwise)) return rewrite_qconv_direct(node);
     const Tensor* w = o.w;
     const Shape& wsh = w->shape();
     const int64_t cin = x.shape[1], cout = wsh[0], group = node.attr_int("group", 1);
     if (!conv_implicit_gemm_applies(g_.target, DType::kInt8, group, cin, cout) || wsh[2] > kImplicitGemmMaxWindow ||
         wsh[3] > kImplicitGemmMaxWindow)
-      return false;
-    Tensor words = epilogue_words(*o.xs, *o.ws, o.requant ? o.ys : nullptr, o.bias, cout);
+      return rewrite_qconv_direct(node);
+    bool fits = true;
+    Tensor words = epilogue_words(*o.xs, *o.ws, o.requant ? o.ys : nullptr, o.bias, cout, o.xzp, *w, /*k_major=*/true, &fits);
+    if (!fits) return rewrite_qconv_direct(node);
     AOTC_RETURN_IF_ERROR(ensure_nhwc(node.inputs[0]));
     std::vector<ValueId> inputs = node.inputs;
     inputs.resize(10, kNoValue);
@@ -243,16 +258,41 @@ class LayoutRewriter {
     return emit_nhwc(node, inputs, /*set_channels_last=*/true);
   }
 
+  // A grouped or depthwise aotc.QLinearConv whose input is already channels_last (MobileNet's
+  // depthwise between two tensor-core 1x1 convolutions) stays in the chain on the direct kernel
+  // reading NHWC / KRSC (templates/integer_conv.cu.in, kNhwc) instead of a Transpose on each
+  // side; any zero points and scales (the direct kernel's arithmetic is the reference's).
+  Expected<bool> rewrite_qconv_direct(const Node& node) {
+    const ValueId wv = node.input(3);
+    if (node.attr_int("group", 1) <= 1 || !nhwc_.count(node.inputs[0]) || channels_last(node) || wv == kNoValue ||
+        !g_.value(wv).is_constant() || g_.value(wv).shape.size() != 4)
+      return false;
+    std::vector<ValueId> inputs = node.inputs;
+    inputs[0] = nhwc_.at(node.inputs[0]);
+    inputs[3] = g_.add_constant(g_.unique_name(g_.value(wv).name + "_krsc"), permute_channels(*g_.value(wv).constant, false));
+    return emit_nhwc(node, inputs, /*set_channels_last=*/true);
+  }
+
   // The per-channel epilogue words of the int8 kernel: m = x_scale * w_scale[k] (/ y_scale when
   // requantizing) in the reference's float arithmetic, the int32 bias in the high half.
-  Tensor epilogue_words(const Tensor& xs, const Tensor& ws, const Tensor* ys, const Tensor* bias, int64_t cout) {
+  // With an x zero point zx the bias word holds bias - zx * sum_c w[k, c] (w [K, ...] when k_major,
+  // else a matrix B [C, K]); int64 arithmetic; *fits false where that leaves int32.
+  Tensor epilogue_words(const Tensor& xs, const Tensor& ws, const Tensor* ys, const Tensor* bias, int64_t cout, int64_t xzp,
+                        const Tensor& w, bool k_major, bool* fits) {
+    *fits = true;
     Tensor words(DType::kUInt64, {cout});
+    const int64_t per_k = w.numel() / cout;
     for (int64_t k = 0; k < cout; ++k) {
       float m = static_cast<float>(xs.get(0)) * static_cast<float>(ws.get(ws.numel() == 1 ? 0 : k));
       if (ys) m = m / static_cast<float>(ys->get(0));
       uint32_t mbits;
       std::memcpy(&mbits, &m, 4);
-      const uint32_t b = bias ? static_cast<uint32_t>(static_cast<int32_t>(bias->get_int(k))) : 0u;
+      int64_t wsum = 0;
+      if (xzp != 0)
+        for (int64_t c = 0; c < per_k; ++c) wsum += w.get_int(k_major ? k * per_k + c : c * cout + k);
+      const int64_t b64 = (bias ? bias->get_int(k) : 0) - xzp * wsum;
+      if (b64 < INT32_MIN || b64 > INT32_MAX) *fits = false;
+      const uint32_t b = static_cast<uint32_t>(static_cast<int32_t>(b64));
       const uint64_t word = (uint64_t{b} << 32) | mbits;
       std::memcpy(words.raw() + k * 8, &word, 8);
     }
@@ -265,11 +305,14 @@ class LayoutRewriter {
   // 4 float). The output keeps its layout, so nothing else changes.
   Expected<bool> rewrite_qmatmul(const Node& node) {
     Int8Operands o;
-    if (!int8_operands(node, 2, &o)) return false;
+    if (!int8_operands(node, 2, &o, /*pointwise=*/true)) return false;
     const Value& a = g_.value(node.inputs[0]);
     const Tensor* b = o.w;
     const int64_t k = b->shape()[0], n = b->shape()[1];
     if (a.shape.back() != k || k % kInt8ChannelAlign != 0 || n % (o.requant ? 8 : 4) != 0) return false;
+    bool fits = true;
+    Tensor words = epilogue_words(*o.xs, *o.ws, o.ys, o.bias, n, o.xzp, *b, /*k_major=*/false, &fits);
+    if (!fits) return false;
     for (ValueId v : node.inputs)
       if (v != kNoValue) AOTC_RETURN_IF_ERROR(restore_nchw(v));
     Tensor bt(DType::kInt8, {n, k});
@@ -278,7 +321,7 @@ class LayoutRewriter {
     Node m = node;
     m.inputs.resize(10, kNoValue);
     m.inputs[3] = g_.add_constant(g_.unique_name(g_.value(node.inputs[3]).name + "_nk"), std::move(bt));
-    m.inputs[9] = g_.add_constant(g_.unique_name(node.name + "_epilogue_words"), epilogue_words(*o.xs, *o.ws, o.ys, o.bias, n));
+    m.inputs[9] = g_.add_constant(g_.unique_name(node.name + "_epilogue_words"), std::move(words));
     m.attrs["channels_last"] = Attribute::of_int(1);
     AOTC_RETURN_IF_ERROR(registry_.find(m.op_type, m.domain)->infer(m, g_));
     g_.nodes.push_back(std::move(m));

@@ -14,7 +14,9 @@
 //     output in x_scale's dtype -- a quantized layer whose consumers are not all quantized.
 // A channels_last aotc.QLinearMatMul (opt/layout_nhwc) stores B as [N, K] (the KRSC filter of a 1x1
 // convolution), reads input 9 likewise and runs on the same kernel, A's rows as pixels.
-// A channels_last aotc.QLinearConv (opt/layout_nhwc: NHWC x and y, KRSC w) also reads input 9,
+// A channels_last aotc.QLinearConv without input 9 (opt/layout_nhwc: a grouped or depthwise
+// convolution inside an NHWC chain) runs the direct kernel on NHWC x / y and KRSC w.
+// A channels_last aotc.QLinearConv (opt/layout_nhwc: NHWC x and y, KRSC w) with input 9 reads it,
 // the per-channel epilogue words of the int8 tensor-core kernel (uint64: float multiplier, int32
 // bias; built from inputs 1-8, which stay for the reference) and lowers to that kernel
 // (templates/cutlass_conv2d_fprop_i8.cu.in).
@@ -140,8 +142,7 @@ Status integer_infer(Node& node, Graph& graph) {
   const Roles r = roles_of(node);
   const bool conv = is_conv(node);
   const bool nhwc = conv && channels_last(node);
-  if (nhwc && !(internal(node) && node.input(kEpilogueWordsInput) != kNoValue))
-    return node_error(node, "channels_last needs the internal op with its epilogue words (input 9)");
+  if (nhwc && !internal(node)) return node_error(node, "channels_last needs the internal op");
   if (internal(node)) {  // x, x_scale, w, w_scale; the zero points, y_scale/y_zp and bias are optional
     AOTC_RETURN_IF_ERROR(expect_inputs(node, 2, channels_last(node) ? 10 : 9));
     for (int i : {r.a_scale, r.b, r.b_scale})
@@ -160,7 +161,7 @@ Status integer_infer(Node& node, Graph& graph) {
     auto d = nhwc ? conv_dims(node, nhwc_to_nchw(a.shape), nhwc_to_nchw(b.shape)) : conv_dims(node, a.shape, b.shape);
     if (!d) return d.status();
     a_channels = 1, b_channels = d->cout, out = nhwc ? nchw_to_nhwc(d->out) : d->out;
-    if (nhwc) {
+    if (nhwc && node.input(kEpilogueWordsInput) != kNoValue) {  // the tensor-core kernel's words
       AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, kEpilogueWordsInput, {DType::kUInt64}));
       const Shape& ws = input_value(graph, node, kEpilogueWordsInput).shape;
       if (ws.size() != 1 || ws[0] != d->cout) return node_error(node, "input 9 must hold one epilogue word per output channel");
@@ -261,7 +262,7 @@ Status integer_reference(const Node& node, const std::vector<const Tensor*>& in,
   if (!is_conv(node) && channels_last(node)) {  // B stored [N, K]: the plain computation on B^T
     Node plain = node;
     plain.attrs.erase("channels_last");
-    plain.inputs.resize(kEpilogueWordsInput);
+    plain.inputs.resize(kEpilogueWordsInput, kNoValue);  // drops the epilogue words; pads absent inputs
     const int64_t n = b.shape()[0], k = b.shape()[1];
     Tensor bt(b.dtype(), {k, n});
     for (int64_t r = 0; r < n; ++r)
@@ -295,7 +296,7 @@ Status integer_reference(const Node& node, const std::vector<const Tensor*>& in,
   if (channels_last(node)) {  // the NCHW computation on permuted copies
     Node plain = node;
     plain.attrs.erase("channels_last");
-    plain.inputs.resize(kEpilogueWordsInput);
+    plain.inputs.resize(kEpilogueWordsInput, kNoValue);  // drops the epilogue words; pads absent inputs
     const Tensor x = permute_channels(a, /*to_nchw=*/true), w = permute_channels(b, /*to_nchw=*/true);
     std::vector<const Tensor*> args(in.begin(), in.begin() + static_cast<long>(std::min(in.size(), kEpilogueWordsInput)));
     args[static_cast<size_t>(r.a)] = &x;
@@ -429,7 +430,10 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
 }
 
 Expected<Lowering> integer_lower(const Node& node, const Graph& graph) {
-  if (channels_last(node)) return lower_qconv_nhwc(node, graph);
+  // channels_last with epilogue words: the tensor-core kernel; without (a grouped or depthwise
+  // convolution in an NHWC chain, opt/layout_nhwc): the direct kernel reading NHWC / KRSC.
+  if (channels_last(node) && (!is_conv(node) || node.input(kEpilogueWordsInput) != kNoValue))
+    return lower_qconv_nhwc(node, graph);
   const Roles r = roles_of(node);
   const Shape& as = input_value(graph, node, static_cast<size_t>(r.a)).shape;
   const Shape& bs = input_value(graph, node, static_cast<size_t>(r.b)).shape;
@@ -449,14 +453,15 @@ Expected<Lowering> integer_lower(const Node& node, const Graph& graph) {
                {"a_strides", dims_literal(sa)}, {"b_strides", dims_literal(sb)}, {"total", int_literal(total)},
                {"comment", comment}};
   } else {
-    auto d = conv_dims(node, as, bs);
+    const bool nhwc = channels_last(node);
+    auto d = nhwc ? conv_dims(node, nhwc_to_nchw(as), nhwc_to_nchw(bs)) : conv_dims(node, as, bs);
     if (!d) return d.status();
     const WindowGeometry& g = d->geo;
     k.template_name = "integer_conv";
     k.holes = {{"cin", int_literal(d->cin)}, {"cout", int_literal(d->cout)}, {"group", int_literal(d->group)},
                {"in_dims", dims_literal(g.in)}, {"kernel_dims", dims_literal(g.kernel)}, {"strides", dims_literal(g.strides)},
                {"dilations", dims_literal(g.dilations)}, {"pad_begin", dims_literal(g.pad_begin)}, {"out_dims", dims_literal(g.out)},
-               {"total", int_literal(total)}, {"comment", comment}};
+               {"total", int_literal(total)}, {"comment", comment}, {"nhwc", nhwc ? "true" : "false"}};
   }
   common_holes(node, graph, k);
   k.grid = grid_for(total, 128);

@@ -55,7 +55,9 @@ TEST(GpuQuantizedConv, TensorCoreKernelBatchOneManyChannels) {
   run_case(qconv_chain({1, 64, 14, 14}, 128, 64, {{"pads", i64s({1, 1, 1, 1})}}, false), "qconv_tc_c64", int8_inputs());
 }
 
-TEST(GpuQuantizedConv, NonzeroZeroPointStaysOnTheDirectKernel) {
+// y at zero point -5: the 1x1 convolution that reads it takes the tensor-core kernel with the zero
+// point folded into its bias words (no padding is read); the 3x3 before it reads x at zero point 0.
+TEST(GpuQuantizedConv, NonzeroZeroPointOfAPointwiseLayerFoldsIntoItsBias) {
   AOTC_REQUIRE_GPU();
   run_case(qconv_chain({1, 16, 9, 9}, 16, 16, {{"pads", i64s({1, 1, 1, 1})}}, true), "qconv_direct", int8_inputs());
 }
@@ -113,6 +115,39 @@ TEST(GpuQuantizedConv, ZeroPointMinus128RunsAsUint8OnTheTensorCoreKernel) {
   ValueId ws2 = b.weight("ws2", {32}, 0.001, 0.01);
   b.output(b.node("QLinearConv", {y, ys, zp, w2, ws2}, {}, "aotc"));
   run_case(b.graph(), "qconv_u8");
+}
+
+}  // namespace
+}  // namespace aotc::gpu_test
+
+namespace aotc::gpu_test {
+namespace {
+
+// MobileNetV2's inverted residual as ONNX Runtime quantizes it: the expansion reads a linear
+// bottleneck at zero point 5 (pointwise, so the zero point folds into the tensor-core kernel's bias
+// word), the ReLU6 outputs sit at zero point -128 (uint8 after reencode_uint8), the depthwise layer
+// runs the direct kernel in NHWC between the two tensor-core convolutions.
+TEST(GpuQuantizedConv, InvertedResidualPointwiseZeroPointAndNhwcDepthwise) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b(13);
+  ValueId x = b.input("x", {2, 16, 10, 10});
+  ValueId s = scalar(b, "s", 0.04);
+  ValueId z5 = scalar(b, "z5", 5, DType::kInt8);
+  ValueId zm = scalar(b, "zm", -128, DType::kInt8);
+  ValueId xq = b.node("QuantizeLinear", {x, s, z5});
+  ValueId we = b.weight("we", {64, 16, 1, 1}, -127, 128, DType::kInt8);
+  ValueId wse = b.weight("wse", {64}, 0.001, 0.01);
+  ValueId be = b.weight("be", {64}, -3000, 3000, DType::kInt32);
+  ValueId e = b.node("QLinearConv", {xq, s, z5, we, wse, kNoValue, s, zm, be}, {{"qmin", Attribute::of_int(-128)}}, "aotc");
+  ValueId wd = b.weight("wd", {64, 1, 3, 3}, -127, 128, DType::kInt8);
+  ValueId wsd = b.weight("wsd", {64}, 0.001, 0.01);
+  ValueId d = b.node("QLinearConv", {e, s, zm, wd, wsd, kNoValue, s, zm},
+                     {{"group", Attribute::of_int(64)}, {"pads", i64s({1, 1, 1, 1})}, {"strides", i64s({2, 2})},
+                      {"qmin", Attribute::of_int(-128)}}, "aotc");
+  ValueId wp = b.weight("wp", {16, 64, 1, 1}, -127, 128, DType::kInt8);
+  ValueId wsp = b.weight("wsp", {16}, 0.001, 0.01);
+  b.output(b.node("QLinearConv", {d, s, zm, wp, wsp}, {}, "aotc"));
+  run_case(b.graph(), "qconv_inverted_residual");
 }
 
 }  // namespace

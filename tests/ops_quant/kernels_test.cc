@@ -141,6 +141,23 @@ std::vector<Case> cases() {
         .constant(fvec({0.01f, 0.003f, 0.02f})).absent().absent().absent().constant(zp(i32, {3}, {100, -2000, 7}))
         .attr("pads", ints({1, 1, 1, 1}));
   });
+  // channels_last without epilogue words (opt/layout_nhwc's depthwise / grouped layers inside an
+  // NHWC chain): the direct kernel on NHWC x / y and KRSC w.
+  std::vector<float> s24;
+  for (int i = 0; i < 24; ++i) s24.push_back(0.001f * static_cast<float>(i + 1));
+  std::vector<int64_t> b24;
+  for (int i = 0; i < 24; ++i) b24.push_back((i * 37) % 200 - 100);
+  add("aotc.QLinearConv channels_last depthwise, uint8 with zero points, requantized", [=](OneNode& n) {
+    internal(n, "QLinearConv").input(u8, {2, 5, 7, 24}).constant(scalar(0.03f)).constant(zp(u8, {}, {7})).input(i8, {24, 3, 3, 1})
+        .constant(fvec(s24)).absent().constant(scalar(0.05f)).constant(zp(u8, {}, {3})).constant(zp(i32, {24}, b24))
+        .attr("group", one(24)).attr("pads", ints({1, 1, 1, 1})).attr("strides", ints({2, 1})).attr("channels_last", one(1))
+        .attr("qmin", one(3));
+  });
+  add("aotc.QLinearConv channels_last grouped, dequantized", [=](OneNode& n) {
+    internal(n, "QLinearConv").input(i8, {1, 4, 5, 8}).constant(scalar(0.02f)).constant(zp(i8, {}, {-4})).input(i8, {6, 3, 3, 4})
+        .constant(fvec({0.01f, 0.003f, 0.02f, 0.004f, 0.005f, 0.006f})).absent().attr("group", one(2))
+        .attr("pads", ints({0, 1, 2, 1})).attr("channels_last", one(1));
+  });
   add("aotc.QLinearMatMul requantized with bias and a Clip clamp", [=](OneNode& n) {
     internal(n, "QLinearMatMul").input(i8, {2, 3, 9}).constant(scalar(0.03f)).absent().input(i8, {9, 5})
         .constant(fvec({0.01f, 0.02f, 0.005f, 0.03f, 0.015f})).absent().constant(scalar(0.05f)).constant(zp(i8, {}, {-3}))

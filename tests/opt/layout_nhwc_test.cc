@@ -3,6 +3,8 @@
 // checked against the CPU reference of the NCHW graph, and where it must not fire (no Sm80
 // target, fp32 with --conv-fp32 nchw, fp64, unaligned fp32 channels, windows past 32, grouped
 // convolutions, per-channel broadcasts).
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "ir/layout.h"
@@ -624,6 +626,130 @@ TEST(LayoutNhwc, Int8MatMulRunsAsAOneByOneConvolutionOnTheInt8Kernel) {
       EXPECT_EQ(g.value(g.nodes[0].inputs[3]).shape, (Shape{48, 32}));
     }
   }
+}
+
+}  // namespace
+}  // namespace aotc
+
+namespace aotc {
+namespace {
+
+// The int8 tensor-core epilogue as templates/cutlass_conv2d_fprop_i8.cu.in computes it, on the
+// CPU: raw int32 sum of x * w (no zero point: the kernel has none), plus the bias word, times the
+// multiplier word (double product, rint), plus y's zero point, clamped. NHWC x [P, C], KRSC w [K, C].
+std::vector<int64_t> tensor_core_epilogue(const Tensor& x, const Tensor& w, const Tensor& words, int64_t yzp, int64_t lo,
+                                          int64_t hi) {
+  const int64_t k_out = w.shape()[0], c = w.shape().back(), pixels = x.numel() / c;
+  std::vector<int64_t> y;
+  for (int64_t p = 0; p < pixels; ++p)
+    for (int64_t k = 0; k < k_out; ++k) {
+      int32_t acc = 0;
+      for (int64_t i = 0; i < c; ++i) acc += static_cast<int32_t>(x.get_int(p * c + i) * w.get_int(k * c + i));
+      uint64_t word;
+      std::memcpy(&word, words.raw() + k * 8, 8);
+      const uint32_t m_bits = static_cast<uint32_t>(word & 0xffffffffu);
+      float m;
+      std::memcpy(&m, &m_bits, 4);
+      const int32_t b = static_cast<int32_t>(static_cast<uint32_t>(word >> 32));
+      double v = std::rint(static_cast<double>(acc + b) * static_cast<double>(m)) + static_cast<double>(yzp);
+      y.push_back(static_cast<int64_t>(std::min(static_cast<double>(hi), std::max(static_cast<double>(lo), v))));
+    }
+  return y;
+}
+
+// A 1x1 convolution with zero pads reads no padding, so a nonzero x zero point zx folds into the
+// bias word (bias - zx * sum_c w[k, c]) and the layer runs on the tensor-core kernel; the kernel's
+// arithmetic on the words reproduces the reference exactly. A 3x3 with pads keeps the direct kernel.
+TEST(LayoutNhwc, Int8PointwiseConvFoldsAnXZeroPointIntoTheBiasWord) {
+  AOTC_REQUIRE_OPS("aotc.QLinearConv");
+  AOTC_BUILD(g, R"(
+    input %x : uint8[2x32x5x3]
+    const %xs : float[scalar] = [0.04]
+    const %xz : uint8[scalar] = [131]
+    const %w : int8[48x32x1x1] = random(5, -127, 128)
+    const %ws : float[48] = random(6, 0.001, 0.01)
+    const %ys : float[scalar] = [0.3]
+    const %yz : int8[scalar] = [-3]
+    const %b : int32[48] = random(7, -5000, 5000)
+    %y : int8[?] = aotc.QLinearConv(%x, %xs, %xz, %w, %ws, _, %ys, %yz, %b) {qmin=-3, strides=[1,1]}  # pw
+    output %y
+  )");
+  Graph before = g;
+  auto changed = layout_nhwc(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  ASSERT_TRUE(verify(g).is_ok());
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 42, 0, 0));
+  EXPECT_EQ(op_list(g), "Transpose,aotc.QLinearConv,Transpose");
+  const Node& q = g.nodes[1];
+  ASSERT_TRUE(channels_last(q));
+  const Tensor& words = *g.value(q.inputs[9]).constant;
+  const Tensor& w = *before.value(before.find_value("w")).constant;
+  const Tensor& b = *before.value(before.find_value("b")).constant;
+  for (int64_t k : {0, 17, 47}) {
+    int64_t wsum = 0;
+    for (int64_t c = 0; c < 32; ++c) wsum += w.get_int(k * 32 + c);
+    uint64_t word;
+    std::memcpy(&word, words.raw() + k * 8, 8);
+    EXPECT_EQ(static_cast<int32_t>(static_cast<uint32_t>(word >> 32)), b.get_int(k) - 131 * wsum) << k;
+  }
+  // The kernel's arithmetic on NHWC input against the reference's NCHW result.
+  const Tensor x = seeded_random_tensor(DType::kUInt8, {2, 32, 5, 3}, 9, 0, 256);
+  auto want = evaluate_graph(before, {x});
+  ASSERT_TRUE(want.is_ok());
+  const Tensor y_nhwc = permute_channels((*want)[0], /*to_nchw=*/false);
+  const std::vector<int64_t> got = tensor_core_epilogue(permute_channels(x, false), *g.value(q.inputs[3]).constant, words, -3, -3, 127);
+  ASSERT_EQ(static_cast<int64_t>(got.size()), y_nhwc.numel());
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < y_nhwc.numel(); ++i) wrong += got[static_cast<size_t>(i)] != y_nhwc.get_int(i) ? 1 : 0;
+  EXPECT_EQ(wrong, 0);
+  // The same layer as a 3x3 with padding: the correction would be wrong at the borders, so no.
+  AOTC_BUILD(g3, R"(
+    input %x : uint8[2x32x5x3]
+    const %xs : float[scalar] = [0.04]
+    const %xz : uint8[scalar] = [131]
+    const %w : int8[48x32x3x3] = random(5, -127, 128)
+    const %ws : float[48] = random(6, 0.001, 0.01)
+    const %ys : float[scalar] = [0.3]
+    %y : float[?] = aotc.QLinearConv(%x, %xs, %xz, %w, %ws) {pads=[1,1,1,1]}  # c3
+    output %y
+  )");
+  ASSERT_TRUE(layout_nhwc(g3).is_ok());
+  EXPECT_FALSE(channels_last(g3.nodes.back()));
+}
+
+// MobileNetV2's inverted residual in int8: tensor-core expansion -> depthwise -> tensor-core
+// projection. The depthwise layer (group = C, zero points anywhere) stays in the NHWC chain on the
+// direct kernel (KRSC weights, no epilogue words) instead of a Transpose on each side.
+TEST(LayoutNhwc, Int8DepthwiseBetweenTensorCoreConvsStaysChannelsLast) {
+  AOTC_REQUIRE_OPS("aotc.QLinearConv");
+  AOTC_BUILD(g, R"(
+    input %x : int8[1x16x6x6]
+    const %s : float[scalar] = [0.05]
+    const %z : uint8[scalar] = [0]
+    const %zx : int8[scalar] = [5]
+    const %we : int8[32x16x1x1] = random(1, -127, 128)
+    const %wse : float[32] = random(2, 0.001, 0.01)
+    const %wd : int8[32x1x3x3] = random(3, -127, 128)
+    const %wsd : float[32] = random(4, 0.001, 0.01)
+    const %wp : int8[16x32x1x1] = random(5, -127, 128)
+    const %wsp : float[16] = random(6, 0.001, 0.01)
+    %e : uint8[?] = aotc.QLinearConv(%x, %s, %zx, %we, %wse, _, %s, %z)  # expand
+    %d : uint8[?] = aotc.QLinearConv(%e, %s, %z, %wd, %wsd, _, %s, %z) {group=32, pads=[1,1,1,1], strides=[2,2]}  # dw
+    %y : float[?] = aotc.QLinearConv(%d, %s, %z, %wp, %wsp)  # project
+    output %y
+  )");
+  Graph before = g;
+  auto changed = layout_nhwc(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  ASSERT_TRUE(verify(g).is_ok());
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 42, 0, 0));
+  EXPECT_EQ(op_list(g), "Transpose,aotc.QLinearConv,aotc.QLinearConv,aotc.QLinearConv,Transpose");
+  for (int i : {1, 2, 3}) EXPECT_TRUE(channels_last(g.nodes[static_cast<size_t>(i)])) << i;
+  const Node& dw = g.nodes[2];
+  EXPECT_EQ(dw.input(9), kNoValue);                                 // the direct kernel
+  EXPECT_EQ(g.value(dw.inputs[3]).shape, (Shape{32, 3, 3, 1}));     // KRSC
+  EXPECT_NE(g.nodes[1].input(9), kNoValue);                         // the tensor-core kernel
+  EXPECT_NE(g.nodes[3].input(9), kNoValue);
 }
 
 }  // namespace
