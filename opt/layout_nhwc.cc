@@ -188,8 +188,9 @@ class LayoutRewriter {
   // and the epilogue's per-channel words are built here, in the reference's float arithmetic:
   // m = x_scale * w_scale[k] (/ y_scale when requantizing) and the int32 bias.
   // The int8 kernel's common conditions on an aotc.QLinearConv / QLinearMatMul: int8 or uint8
-  // input with zero point 0 (absent or zeros; opt/reencode_uint8 makes ONNX Runtime's -128 that), a constant int8 weight of `weight_rank` dims with zero point 0,
-  // constant fp32 scales (one for x and y), constant y zero point and bias; not yet moved.
+  // input with zero point 0 (absent or zeros; opt/reencode_uint8 turns ONNX Runtime's -128 into
+  // that), a constant int8 weight of `weight_rank` dims with zero point 0, constant fp32 scales
+  // (one for x and y), constant y zero point and bias; not yet moved.
   struct Int8Operands {
     const Tensor *w = nullptr, *xs = nullptr, *ws = nullptr, *ys = nullptr, *bias = nullptr;
     bool requant = false;
@@ -238,7 +239,8 @@ class LayoutRewriter {
     const Value* wv = node.input(3) != kNoValue ? &g_.value(node.input(3)) : nullptr;
     bool pointwise = wv && wv->shape.size() == 4 && wv->shape[2] == 1 && wv->shape[3] == 1;
     for (int64_t p : node.attr_ints("pads", {0, 0, 0, 0})) pointwise = pointwise && p == 0;
-    pointwise = pointwise && node.attr_string("auto_pad", "NOTSET") != "SAME_UPPER" && node.attr_string("auto_pad", "NOTSET") != "SAME_LOWER";
+    const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+    pointwise = pointwise && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER";
     if (!int8_operands(node, 4, &o, pointwise)) return rewrite_qconv_direct(node);
     const Tensor* w = o.w;
     const Shape& wsh = w->shape();

@@ -83,7 +83,7 @@ class Reencoder {
     if (prod.outputs.size() != 1 && prod.op_type != "MaxPool") return false;
     bool ok = false;
     if (prod.op_type == "QuantizeLinear" && prod.domain.empty())
-      ok = zp_is_minus_128(prod, 2) && g_.value(prod.inputs[1]).numel() == 1;
+      ok = zp_is_minus_128(prod, 2) && g_.value(prod.inputs[1]).numel() == 1 && !prod.has_attr("output_dtype");
     else if ((qlinear_mm(prod) && prod.input(6) != kNoValue) || aotc_op(prod, "QLinearAdd"))
       ok = zp_is_minus_128(prod, 7);
     else if (prod.op_type == "MaxPool" && prod.domain.empty())
