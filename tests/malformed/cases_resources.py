@@ -205,12 +205,10 @@ def name_cases(c):
     m = model([n("Relu", [evil], [evil + "1"], name=evil), n("Sigmoid", [evil + "1"], ["y\"*/"], name=evil + "\r\n")],
               [vi(evil, [1, 4])], [vi("y\"*/", [1, 4])], name=evil)
     c.add("names", "compiled_injection", m, "ok", "names are reduced or escaped in generated source", mode="compile")
-    # The same graph with plain names: run_corpus.py compiles it first and gives every compile-mode
-    # case its time on top of the per-case limit (nvcc and the host compiler's share, which varies
-    # with the machine; the limit bounds what a hostile model adds).
+    # The same graph with plain names: what the injection case must compile like.
     plain = model([n("Relu", ["x"], ["x1"], name="relu"), n("Sigmoid", ["x1"], ["y"], name="sigmoid")],
                   [vi("x", [1, 4])], [vi("y", [1, 4])], name="plain")
-    c.add("baseline", "plain_names_compile", plain, "ok", "the benign twin of names.compiled_injection", mode="compile")
+    c.add("names", "compiled_plain", plain, "ok", "the benign twin of names.compiled_injection", mode="compile")
 
 
 def bomb_cases(c):
@@ -413,3 +411,101 @@ def mutated_cases(c):
             shape.dim[k].Clear()
             shape.dim[k].dim_value = d
         c.add("mutated", "input_" + "x".join(map(str, dims)), m, "ok_or_error", "the image input reshaped")
+
+
+def _qdq_block():
+    """An inverted residual in QDQ form as ONNX Runtime's quantize_static writes one (int8
+    activations with zero point -128 after a ReLU, 5 after the linear projection, per-channel int8
+    weights, int32 biases): Q -> pointwise conv + ReLU -> MaxPool -> depthwise conv + ReLU ->
+    pointwise projection -> residual Add -> DQ. It exercises fuse_qdq, reencode_uint8, the
+    zero-point fold into the tensor-core kernel's bias word and the NHWC depthwise path."""
+    import numpy as np
+    from onnx import numpy_helper
+    rng = np.random.default_rng(5)
+    inits, nodes = [], []
+
+    def const(name, array, dtype=None):
+        inits.append(numpy_helper.from_array(np.asarray(array, dtype=dtype), name))
+        return name
+
+    def q(x, s, z, name):
+        nodes.append(helper.make_node("QuantizeLinear", [x, s, z], [name], name=name))
+        return name
+
+    def dq(x, s, z, name, axis=None):
+        attrs = {} if axis is None else {"axis": axis}
+        nodes.append(helper.make_node("DequantizeLinear", [x, s] + ([z] if z else []), [name], name=name, **attrs))
+        return name
+
+    def conv(x, cin, cout, k, group, name, relu, s_in, z_out, s_out):
+        wq = const(name + "_w", rng.integers(-127, 128, (cout, cin // group, k, k)), np.int8)
+        w_scale = rng.uniform(0.002, 0.02, cout).astype(np.float32)
+        ws = const(name + "_ws", w_scale)
+        bs = const(name + "_bs", np.float32(0.05) * w_scale)  # x_scale * w_scale, as quantize_static writes it
+        bq = const(name + "_b", rng.integers(-500, 500, cout), np.int32)
+        w = dq(wq, ws, None, name + "_wd", axis=0)
+        b = dq(bq, bs, None, name + "_bd", axis=0)
+        nodes.append(helper.make_node("Conv", [x, w, b], [name + "_c"], name=name, group=group,
+                                      pads=[k // 2] * 4, kernel_shape=[k, k]))
+        y = name + "_c"
+        if relu:
+            nodes.append(helper.make_node("Relu", [y], [name + "_r"], name=name + "_relu"))
+            y = name + "_r"
+        return dq(q(y, s_out, z_out, name + "_q"), s_out, z_out, name + "_dq")
+
+    s = const("s", np.float32(0.05))
+    zm = const("zm", np.int8(-128))
+    z5 = const("z5", np.int8(5))
+    x = dq(q("x", s, z5, "xq"), s, z5, "xd")
+    e = conv(x, 16, 32, 1, 1, "expand", True, s, zm, s)
+    nodes.append(helper.make_node("MaxPool", [e], ["pool"], name="pool", kernel_shape=[2, 2], strides=[1, 1], pads=[0, 0, 1, 1]))
+    p = dq(q("pool", s, zm, "pool_q"), s, zm, "pool_dq")
+    d = conv(p, 32, 32, 3, 32, "dw", True, s, zm, s)
+    pr = conv(d, 32, 16, 1, 1, "project", False, s, z5, s)
+    nodes.append(helper.make_node("Add", [pr, x], ["sum"], name="residual"))
+    y = dq(q("sum", s, z5, "sum_q"), s, z5, "y")
+    return model(nodes, [vi("x", [1, 16, 8, 8])], [vi(y, [1, 16, 8, 8])], inits)
+
+
+def qdq_cases(c):
+    """The QDQ block above as written (must compile) and mutated in what the int8 passes key on:
+    zero points (value, type, per-axis shape), scales (zero, negative, NaN, infinite, tiny), the
+    depthwise group. The specification allows some of them (an int8 zero point of 127, a tiny
+    scale), so each accepts success or one line; what they test is no crash, no hang, no file."""
+    base = _qdq_block()
+    c.add("qdq", "inverted_residual", base, "ok", "a QDQ inverted residual as ONNX Runtime writes it")
+    # Compiled (the int8 passes run only there).
+    c.add("qdq", "inverted_residual_compile", base, "ok", "the QDQ block through codegen, nvcc and cc", mode="compile")
+
+    def variant():
+        m = onnx.ModelProto()
+        m.CopyFrom(base)
+        return m
+
+    def init(m, name):
+        return next(t for t in m.graph.initializer if t.name == name)
+
+    for zname in ("zm", "z5"):
+        for tag, dtype, value in [("0", TensorProto.INT8, 0), ("127", TensorProto.INT8, 127), ("m127", TensorProto.INT8, -127),
+                                  ("uint8_128", TensorProto.UINT8, 128), ("int32", TensorProto.INT32, -128)]:
+            m = variant()
+            t = init(m, zname)
+            t.CopyFrom(helper.make_tensor(zname, dtype, [], [value]))
+            c.add("qdq", f"{zname}_{tag}", m, "ok_or_error", "a shared zero point changed in value or type",
+                  mode="compile")
+        m = variant()
+        t = init(m, zname)
+        t.CopyFrom(helper.make_tensor(zname, TensorProto.INT8, [2], [-128, 3]))
+        c.add("qdq", f"{zname}_two_values", m, "ok_or_error", "a per-tensor zero point given two values",
+              mode="compile")
+    for tag, value in [("zero", 0.0), ("negative", -0.05), ("nan", float("nan")), ("inf", float("inf")), ("tiny", 1e-38)]:
+        m = variant()
+        init(m, "s").CopyFrom(helper.make_tensor("s", F, [], [value]))
+        c.add("qdq", f"scale_{tag}", m, "ok_or_error", "the shared activation scale made degenerate",
+              mode="compile")
+    for group in (1, 2, 31, 0, -1):
+        m = variant()
+        node = next(n for n in m.graph.node if n.name == "dw")
+        next(a for a in node.attribute if a.name == "group").i = group
+        c.add("qdq", f"dw_group_{group}".replace("-", "m"), m, "ok_or_error", "the depthwise layer's group changed",
+              mode="compile")

@@ -21,7 +21,7 @@ import onnx  # noqa: E402
 from cases_format import (attribute_cases, initializer_cases, protobuf_cases, shape_cases,  # noqa: E402
                           structure_cases, type_cases)
 from cases_resources import (bomb_cases, external_cases, mutated_cases, name_cases, nesting_cases,  # noqa: E402
-                             opset_cases)
+                             opset_cases, qdq_cases)
 from corpus_util import Corpus  # noqa: E402
 
 
@@ -32,7 +32,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     c = Corpus(out)
     for gen in [protobuf_cases, structure_cases, type_cases, shape_cases, attribute_cases, initializer_cases,
-                external_cases, opset_cases, name_cases, bomb_cases, nesting_cases, mutated_cases]:
+                external_cases, opset_cases, name_cases, bomb_cases, nesting_cases, mutated_cases, qdq_cases]:
         t0 = time.time()
         gen(c)
         if os.environ.get("GEN_CORPUS_VERBOSE"):
