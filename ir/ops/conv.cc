@@ -130,47 +130,15 @@ Status conv_reference_nchw(const Node& node, const ConvShape* csp, const Tensor&
   // channel, then kd, kh, kw; taps outside the input skipped), tap by tap over the whole plane so
   // the innermost loop runs along a row; planes are independent, so they run in parallel and the
   // result is the same as a serial loop's, bit for bit.
-  auto valid_range = [](int64_t out, int64_t in, int64_t stride, int64_t offset, int64_t* lo, int64_t* hi) {
-    // o in [lo, hi) <=> 0 <= o * stride + offset < in
-    *lo = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
-    *hi = in - offset <= 0 ? 0 : std::min<int64_t>(out, (in - offset + stride - 1) / stride);
-    if (*hi < *lo) *hi = *lo;
-  };
   parallel_for(cs->batch * cs->cout, cin_g * k_sp * out_sp, [&](int64_t begin, int64_t end) {
     std::vector<double> plane(static_cast<size_t>(out_sp));
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = item / cs->cout, oc = item % cs->cout;
       const int64_t ic0 = (oc / cout_g) * cin_g;
       std::fill(plane.begin(), plane.end(), 0.0);
-      for (int64_t ic = 0; ic < cin_g; ++ic) {
-        const double* xc = &xd[static_cast<size_t>((n * cs->cin + ic0 + ic) * in_sp)];
-        const double* wc = &wd[static_cast<size_t>((oc * cin_g + ic) * k_sp)];
-        for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-          int64_t od_lo, od_hi, oh_lo, oh_hi, ow_lo, ow_hi;
-          valid_range(g.out[0], g.in[0], g.strides[0], kd * g.dilations[0] - g.pad_begin[0], &od_lo, &od_hi);
-          for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-            valid_range(g.out[1], g.in[1], g.strides[1], kh * g.dilations[1] - g.pad_begin[1], &oh_lo, &oh_hi);
-            for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-              valid_range(g.out[2], g.in[2], g.strides[2], kw * g.dilations[2] - g.pad_begin[2], &ow_lo, &ow_hi);
-              const double wv = wc[(kd * g.kernel[1] + kh) * g.kernel[2] + kw];
-              const int64_t sw = g.strides[2], iw0 = kw * g.dilations[2] - g.pad_begin[2];
-              for (int64_t od = od_lo; od < od_hi; ++od) {
-                const int64_t id = od * g.strides[0] - g.pad_begin[0] + kd * g.dilations[0];
-                for (int64_t oh = oh_lo; oh < oh_hi; ++oh) {
-                  const int64_t ih = oh * g.strides[1] - g.pad_begin[1] + kh * g.dilations[1];
-                  const double* xrow = xc + (id * g.in[1] + ih) * g.in[2];
-                  double* prow = &plane[static_cast<size_t>((od * g.out[1] + oh) * g.out[2])];
-                  if (sw == 1) {
-                    for (int64_t ow = ow_lo; ow < ow_hi; ++ow) prow[ow] += xrow[ow + iw0] * wv;
-                  } else {
-                    for (int64_t ow = ow_lo; ow < ow_hi; ++ow) prow[ow] += xrow[ow * sw + iw0] * wv;
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
+      for (int64_t ic = 0; ic < cin_g; ++ic)
+        accumulate_conv_channel(g, &xd[static_cast<size_t>((n * cs->cin + ic0 + ic) * in_sp)],
+                                &wd[static_cast<size_t>((oc * cin_g + ic) * k_sp)], plane.data());
       const int64_t y0 = (n * cs->cout + oc) * out_sp;
       for (int64_t p = 0; p < out_sp; ++p) {
         double acc = plane[static_cast<size_t>(p)];

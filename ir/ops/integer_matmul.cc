@@ -25,6 +25,7 @@
 
 #include "ir/layout.h"
 #include "ir/op_registry.h"
+#include "ir/parallel.h"
 #include "ir/ops/conv_configs.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/window.h"
@@ -274,23 +275,35 @@ Status integer_reference(const Node& node, const std::vector<const Tensor*>& in,
   if (!is_conv(node)) {
     auto d = matmul_dims(node, a.shape(), b.shape());
     if (!d) return d.status();
-    const int64_t batches = shape_numel(d->batch);
-    for (int64_t bi = 0; bi < batches; ++bi) {
-      int64_t oa = 0, ob = 0, rest = bi;
-      for (size_t i = d->batch.size(); i-- > 0;) {
-        oa += (rest % d->batch[i]) * d->a_strides[i];
-        ob += (rest % d->batch[i]) * d->b_strides[i];
-        rest /= d->batch[i];
-      }
-      for (int64_t i = 0; i < d->m; ++i)
-        for (int64_t j = 0; j < d->n; ++j) {
-          int64_t acc = present(node, r.bias) ? in[static_cast<size_t>(r.bias)]->get_int(j) : 0;
-          for (int64_t p = 0; p < d->k; ++p)
-            acc += (a.get_int(oa + i * d->k + p) - static_cast<int64_t>(param(in, r.a_zp, i))) *
-                   (b.get_int(ob + p * d->n + j) - static_cast<int64_t>(param(in, r.b_zp, j)));
-          store_result(node, in, out[0], (bi * d->m + i) * d->n + j, acc, i, j);
+    // Zero-point-shifted copies of A (per row) and B (per column), then each row of the product
+    // with the innermost loop along B's row; integer sums are exact, so rows run in parallel.
+    const int64_t batches = shape_numel(d->batch), m = d->m, n = d->n, k = d->k;
+    std::vector<int32_t> as(static_cast<size_t>(a.numel())), bs(static_cast<size_t>(b.numel()));
+    for (int64_t i = 0; i < a.numel(); ++i)
+      as[static_cast<size_t>(i)] = static_cast<int32_t>(a.get_int(i) - static_cast<int64_t>(param(in, r.a_zp, (i / k) % m)));
+    for (int64_t i = 0; i < b.numel(); ++i)
+      bs[static_cast<size_t>(i)] = static_cast<int32_t>(b.get_int(i) - static_cast<int64_t>(param(in, r.b_zp, i % n)));
+    parallel_for(batches * m, k * n, [&](int64_t begin, int64_t end) {
+      std::vector<int64_t> acc(static_cast<size_t>(n));
+      for (int64_t row = begin; row < end; ++row) {
+        const int64_t bi = row / m, i = row % m;
+        int64_t oa = 0, ob = 0, rest = bi;
+        for (size_t ax = d->batch.size(); ax-- > 0;) {
+          oa += (rest % d->batch[ax]) * d->a_strides[ax];
+          ob += (rest % d->batch[ax]) * d->b_strides[ax];
+          rest /= d->batch[ax];
         }
-    }
+        for (int64_t j = 0; j < n; ++j)
+          acc[static_cast<size_t>(j)] = present(node, r.bias) ? in[static_cast<size_t>(r.bias)]->get_int(j) : 0;
+        const int32_t* arow = &as[static_cast<size_t>(oa + i * k)];
+        for (int64_t p = 0; p < k; ++p) {
+          const int64_t av = arow[p];
+          const int32_t* brow = &bs[static_cast<size_t>(ob + p * n)];
+          for (int64_t j = 0; j < n; ++j) acc[static_cast<size_t>(j)] += av * brow[j];
+        }
+        for (int64_t j = 0; j < n; ++j) store_result(node, in, out[0], row * n + j, acc[static_cast<size_t>(j)], i, j);
+      }
+    });
     return Status::ok();
   }
   if (channels_last(node)) {  // the NCHW computation on permuted copies
@@ -313,28 +326,30 @@ Status integer_reference(const Node& node, const std::vector<const Tensor*>& in,
   const int64_t cin_g = d->cin / d->group, cout_g = d->cout / d->group;
   const int64_t in_sp = g.in[0] * g.in[1] * g.in[2], k_sp = g.kernel[0] * g.kernel[1] * g.kernel[2];
   const int64_t out_sp = g.out[0] * g.out[1] * g.out[2];
+  // The zero-point-shifted operands once (padding then contributes 0: the spec pads the shifted
+  // input), then each output plane (n, oc) as the float reference accumulates it; integer sums are
+  // exact, so the order does not matter and the planes run in parallel.
   const int64_t xzp = static_cast<int64_t>(param(in, r.a_zp, 0));
-  for (int64_t n = 0; n < d->batch; ++n)
-    for (int64_t oc = 0; oc < d->cout; ++oc) {
-      const int64_t ic0 = (oc / cout_g) * cin_g, wzp = static_cast<int64_t>(param(in, r.b_zp, oc));
-      for (int64_t o = 0; o < out_sp; ++o) {
-        const int64_t od = o / (g.out[1] * g.out[2]), oh = (o / g.out[2]) % g.out[1], ow = o % g.out[2];
-        // Padding contributes 0: the spec pads the zero-point-shifted input.
-        int64_t acc = present(node, r.bias) ? in[static_cast<size_t>(r.bias)]->get_int(oc) : 0;
-        for (int64_t ic = 0; ic < cin_g; ++ic)
-          for (int64_t kk = 0; kk < k_sp; ++kk) {
-            const int64_t kd = kk / (g.kernel[1] * g.kernel[2]), kh = (kk / g.kernel[2]) % g.kernel[1], kw = kk % g.kernel[2];
-            const int64_t id = od * g.strides[0] - g.pad_begin[0] + kd * g.dilations[0];
-            const int64_t ih = oh * g.strides[1] - g.pad_begin[1] + kh * g.dilations[1];
-            const int64_t iw = ow * g.strides[2] - g.pad_begin[2] + kw * g.dilations[2];
-            if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || iw < 0 || iw >= g.in[2]) continue;
-            const int64_t xv = a.get_int((n * d->cin + ic0 + ic) * in_sp + (id * g.in[1] + ih) * g.in[2] + iw);
-            const int64_t wv = b.get_int((oc * cin_g + ic) * k_sp + kk);
-            acc += (xv - xzp) * (wv - wzp);
-          }
-        store_result(node, in, out[0], (n * d->cout + oc) * out_sp + o, acc, 0, oc);
-      }
+  std::vector<int32_t> xs(static_cast<size_t>(a.numel())), ws(static_cast<size_t>(b.numel()));
+  for (int64_t i = 0; i < a.numel(); ++i) xs[static_cast<size_t>(i)] = static_cast<int32_t>(a.get_int(i) - xzp);
+  for (int64_t oc = 0; oc < d->cout; ++oc) {
+    const int64_t wzp = static_cast<int64_t>(param(in, r.b_zp, oc));
+    for (int64_t i = oc * cin_g * k_sp; i < (oc + 1) * cin_g * k_sp; ++i)
+      ws[static_cast<size_t>(i)] = static_cast<int32_t>(b.get_int(i) - wzp);
+  }
+  parallel_for(d->batch * d->cout, cin_g * k_sp * out_sp, [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> plane(static_cast<size_t>(out_sp));
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t n = item / d->cout, oc = item % d->cout;
+      const int64_t ic0 = (oc / cout_g) * cin_g;
+      std::fill(plane.begin(), plane.end(), present(node, r.bias) ? in[static_cast<size_t>(r.bias)]->get_int(oc) : 0);
+      for (int64_t ic = 0; ic < cin_g; ++ic)
+        accumulate_conv_channel(g, &xs[static_cast<size_t>((n * d->cin + ic0 + ic) * in_sp)],
+                                &ws[static_cast<size_t>((oc * cin_g + ic) * k_sp)], plane.data());
+      for (int64_t o = 0; o < out_sp; ++o)
+        store_result(node, in, out[0], (n * d->cout + oc) * out_sp + o, plane[static_cast<size_t>(o)], 0, oc);
     }
+  });
   return Status::ok();
 }
 

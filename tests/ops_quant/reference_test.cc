@@ -2,6 +2,7 @@
 // formulas (rounding half to even, saturation, per-axis parameters, zero-point padding), and the
 // refusals of what aotc does not support (string pools, blocked scales, bad parameter shapes).
 #include <map>
+#include <random>
 #include "tests/ops_basic/ops_test_util.h"
 
 namespace aotc {
@@ -360,6 +361,104 @@ TEST(QuantReference, QLinearMatMulFloat16ScalesRoundInFloat16) {
   std::string why = refusal(mixed, {i8({1, 1}, {3}), h(0.1), i8({}, {0}), i8({1, 1}, {17}), f32({}, {0.3}), i8({}, {0}),
                                     h(0.0141), i8({}, {0})});
   EXPECT_TRUE(test::contains(why, "share one dtype")) << why;
+}
+
+}  // namespace
+}  // namespace aotc
+
+namespace aotc {
+namespace {
+
+// The references run their planes in parallel with the zero points subtracted once; these check
+// them against the spec's formula as a textbook loop (every output element, every input channel
+// of its group, every tap; taps outside the input skipped), on random operands and geometries
+// with groups, strides, dilations, asymmetric pads, per-channel zero points, and 1-D / 3-D.
+struct ConvCase {
+  Shape x, w;
+  int64_t group;
+  std::vector<int64_t> strides, dilations, pads;
+};
+
+Tensor random_tensor(DType t, Shape s, std::mt19937& rng) {
+  Tensor out(t, std::move(s));
+  std::uniform_int_distribution<int> u(t == DType::kUInt8 ? 0 : -128, t == DType::kUInt8 ? 255 : 127);
+  for (int64_t i = 0; i < out.numel(); ++i) out.set_int(i, u(rng));
+  return out;
+}
+
+TEST(QuantReference, ConvIntegerMatchesTheTextbookLoop) {
+  const std::vector<ConvCase> cases = {
+      {{2, 6, 7, 9}, {4, 3, 3, 2}, 2, {2, 1}, {1, 2}, {1, 0, 2, 1}},
+      {{1, 4, 5, 5}, {4, 1, 3, 3}, 4, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      {{1, 3, 11}, {5, 3, 4}, 1, {3}, {2}, {2, 3}},
+      {{1, 2, 3, 4, 5}, {2, 2, 2, 1, 3}, 1, {1, 2, 1}, {1, 1, 2}, {0, 1, 1, 1, 0, 2}},
+  };
+  std::mt19937 rng(7);
+  for (const ConvCase& c : cases) {
+    const Tensor x = random_tensor(DType::kUInt8, c.x, rng), w = random_tensor(DType::kInt8, c.w, rng);
+    const Tensor xzp = random_tensor(DType::kUInt8, {}, rng), wzp = random_tensor(DType::kInt8, {c.w[0]}, rng);
+    OneNode n("ConvInteger", 10);
+    n.attr("group", Attribute::of_int(c.group)).attr("strides", Attribute::of_ints(c.strides));
+    n.attr("dilations", Attribute::of_ints(c.dilations)).attr("pads", Attribute::of_ints(c.pads));
+    auto out = run(n, {x, w, xzp, wzp});
+    ASSERT_EQ(out.size(), 1u);
+    const size_t rank = c.x.size() - 2;
+    const Shape& ys = out[0].shape();
+    ASSERT_EQ(ys.size(), c.x.size());
+    const int64_t cin_g = c.x[1] / c.group, cout_g = c.w[0] / c.group;
+    int64_t out_sp = 1, k_sp = 1;
+    for (size_t d = 0; d < rank; ++d) out_sp *= ys[2 + d], k_sp *= c.w[2 + d];
+    std::vector<int64_t> in_strides(rank, 1), k_strides(rank, 1), o_strides(rank, 1);
+    for (size_t d = rank - 1; d-- > 0;) {
+      in_strides[d] = in_strides[d + 1] * c.x[3 + d];
+      k_strides[d] = k_strides[d + 1] * c.w[3 + d];
+      o_strides[d] = o_strides[d + 1] * ys[3 + d];
+    }
+    int64_t checked = 0;
+    for (int64_t b = 0; b < c.x[0]; ++b)
+      for (int64_t oc = 0; oc < c.w[0]; ++oc)
+        for (int64_t o = 0; o < out_sp; ++o) {
+          int64_t want = 0;
+          for (int64_t ic = 0; ic < cin_g; ++ic)
+            for (int64_t k = 0; k < k_sp; ++k) {
+              int64_t xi = 0;
+              bool inside = true;
+              for (size_t d = 0; d < rank; ++d) {
+                const int64_t od = (o / o_strides[d]) % ys[2 + d], kd = (k / k_strides[d]) % c.w[2 + d];
+                const int64_t id = od * c.strides[d] - c.pads[d] + kd * c.dilations[d];
+                inside = inside && id >= 0 && id < c.x[2 + d];
+                xi += id * in_strides[d];
+              }
+              if (!inside) continue;
+              const int64_t xc = (b * c.x[1] + (oc / cout_g) * cin_g + ic) * (in_strides[0] * c.x[2]);
+              want += (x.get_int(xc + xi) - xzp.get_int(0)) * (w.get_int((oc * cin_g + ic) * k_sp + k) - wzp.get_int(oc));
+            }
+          const int64_t got = out[0].get_int((b * c.w[0] + oc) * out_sp + o);
+          ASSERT_EQ(got, want) << "case x " << shape_str(c.x) << " element " << (b * c.w[0] + oc) * out_sp + o;
+          ++checked;
+        }
+    EXPECT_EQ(checked, out[0].numel());
+  }
+}
+
+TEST(QuantReference, MatMulIntegerMatchesTheTextbookLoopWithBroadcastBatches) {
+  std::mt19937 rng(11);
+  // A [2, 1, 3, 5] x B [4, 5, 6]: batch dims broadcast to [2, 4]; per-row and per-column zero points.
+  const Tensor a = random_tensor(DType::kInt8, {2, 1, 3, 5}, rng), b = random_tensor(DType::kUInt8, {4, 5, 6}, rng);
+  const Tensor azp = random_tensor(DType::kInt8, {3}, rng), bzp = random_tensor(DType::kUInt8, {6}, rng);
+  OneNode n("MatMulInteger", 10);
+  auto out = run(n, {a, b, azp, bzp});
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].shape(), (Shape{2, 4, 3, 6}));
+  for (int64_t i0 = 0; i0 < 2; ++i0)
+    for (int64_t i1 = 0; i1 < 4; ++i1)
+      for (int64_t r = 0; r < 3; ++r)
+        for (int64_t c = 0; c < 6; ++c) {
+          int64_t want = 0;
+          for (int64_t p = 0; p < 5; ++p)
+            want += (a.get_int((i0 * 3 + r) * 5 + p) - azp.get_int(r)) * (b.get_int((i1 * 5 + p) * 6 + c) - bzp.get_int(c));
+          ASSERT_EQ(out[0].get_int(((i0 * 4 + i1) * 3 + r) * 6 + c), want) << i0 << " " << i1 << " " << r << " " << c;
+        }
 }
 
 }  // namespace
