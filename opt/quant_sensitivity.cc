@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <numeric>
 
 #include "ir/evaluator.h"
@@ -127,6 +128,89 @@ Expected<std::vector<std::vector<Tensor>>> run_all(const Graph& g, const std::ve
   return out;
 }
 
+// The fp32 graph's values per batch, kept so that a quantized variant of it (quantize_to_qdq keeps
+// every original value's id and appends its own) is evaluated from its first changed node on: a
+// value is changed when it is new and not a constant, or when a node reading a changed value
+// produces it; the nodes producing changed values run, fed with the unchanged values they read
+// from the fp32 run. The reference functions are deterministic, so the outputs are those of a
+// whole evaluation, bit for bit (QuantSensitivity.SuffixEvaluationEqualsTheWholeGraph). Off when
+// the values of all batches would take more than kMaxCachedBytes.
+constexpr int64_t kMaxCachedBytes = int64_t{2} << 30;
+
+struct Fp32Values {
+  bool kept = false;
+  size_t original_values = 0;
+  std::vector<std::vector<std::shared_ptr<const Tensor>>> per_batch;  // [batch][value id]
+  std::vector<std::vector<Tensor>> outputs;                           // [batch][graph output]
+};
+
+Expected<Fp32Values> run_fp32(const Graph& graph, const std::vector<std::vector<Tensor>>& batches) {
+  Fp32Values f;
+  f.original_values = graph.values.size();
+  int64_t bytes = 0;
+  for (const Value& v : graph.values)
+    if (!v.constant && v.dtype != DType::kUndefined) {
+      const int64_t n = shape_numel(v.shape);
+      bytes += n < 0 ? kMaxCachedBytes : n * std::max<int64_t>(1, dtype_size(v.dtype));
+    }
+  f.kept = bytes * static_cast<int64_t>(batches.size()) <= kMaxCachedBytes;
+  for (const auto& b : batches) {
+    std::vector<std::shared_ptr<const Tensor>> values(graph.values.size());
+    ValueObserver keep;
+    if (f.kept) keep = [&](ValueId id, const Tensor& t) { values[static_cast<size_t>(id)] = std::make_shared<const Tensor>(t); };
+    auto r = evaluate_graph(graph, b, default_registry(), keep);
+    if (!r) return r.status();
+    f.outputs.push_back(std::move(*r));
+    if (f.kept) f.per_batch.push_back(std::move(values));
+  }
+  return f;
+}
+
+Expected<std::vector<std::vector<Tensor>>> run_changed_part(const Graph& g, const Fp32Values& fp32,
+                                                            const std::vector<std::vector<Tensor>>& batches) {
+  if (!fp32.kept) return run_all(g, batches);
+  auto original = [&](ValueId v) { return static_cast<size_t>(v) < fp32.original_values; };
+  std::vector<bool> changed(g.values.size(), false);
+  for (size_t v = 0; v < g.values.size(); ++v) changed[v] = !original(static_cast<ValueId>(v)) && !g.values[v].constant;
+  Graph part = g;
+  part.nodes.clear();
+  for (const Node& node : g.nodes) {
+    bool reads_changed = false;
+    for (ValueId in : node.inputs) reads_changed = reads_changed || (in != kNoValue && changed[static_cast<size_t>(in)]);
+    bool writes_changed = reads_changed;
+    for (ValueId out : node.outputs)
+      if (out != kNoValue) {
+        if (reads_changed) changed[static_cast<size_t>(out)] = true;
+        writes_changed = writes_changed || changed[static_cast<size_t>(out)];
+      }
+    if (writes_changed) part.nodes.push_back(node);
+  }
+  // The part's inputs: the unchanged, non-constant values its nodes read, and unchanged outputs.
+  std::vector<bool> is_input(g.values.size(), false);
+  part.inputs.clear();
+  auto add_input = [&](ValueId v) {
+    if (v == kNoValue || changed[static_cast<size_t>(v)] || g.value(v).constant || is_input[static_cast<size_t>(v)]) return;
+    is_input[static_cast<size_t>(v)] = true;
+    part.inputs.push_back(v);
+  };
+  for (const Node& node : part.nodes)
+    for (ValueId in : node.inputs) add_input(in);
+  for (ValueId out : g.outputs) add_input(out);
+  std::vector<std::vector<Tensor>> out;
+  for (size_t b = 0; b < batches.size(); ++b) {
+    std::vector<Tensor> feed;
+    for (ValueId v : part.inputs) {
+      if (!original(v) || !fp32.per_batch[b][static_cast<size_t>(v)])
+        return Status::error("sensitivity: value '" + escape_for_message(g.value(v).name) + "' has no fp32 value");
+      feed.push_back(*fp32.per_batch[b][static_cast<size_t>(v)]);
+    }
+    auto r = evaluate_graph(part, feed);
+    if (!r) return r.status();
+    out.push_back(std::move(*r));
+  }
+  return out;
+}
+
 }  // namespace
 
 Expected<Graph> quantize_to_qdq(const Graph& graph, const std::vector<QuantLayer>& layers,
@@ -209,16 +293,17 @@ Expected<SensitivityReport> quantization_sensitivity(const Graph& graph, const C
                                                      const std::function<void(const std::string&)>& progress) {
   std::vector<QuantLayer> layers = quantizable_layers(graph);
   if (layers.empty()) return Status::error("sensitivity: the model has no Conv, Gemm or MatMul with a constant weight");
-  auto ref = run_all(graph, batches);
-  if (!ref) return ref.status();
+  auto fp32 = run_fp32(graph, batches);
+  if (!fp32) return fp32.status();
+  const std::vector<std::vector<Tensor>>& ref = fp32->outputs;
   SensitivityReport r;
   r.budget = budget;
   auto error_of = [&](const std::vector<bool>& q) -> Expected<double> {
     auto g = quantize_to_qdq(graph, layers, q, calibration);
     if (!g) return g.status();
-    auto got = run_all(*g, batches);
+    auto got = run_changed_part(*g, *fp32, batches);
     if (!got) return got.status();
-    return rel_l2(*got, *ref);
+    return rel_l2(*got, ref);
   };
   for (size_t i = 0; i < layers.size(); ++i) {
     std::vector<bool> q(layers.size(), false);

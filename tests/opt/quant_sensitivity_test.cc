@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ir/evaluator.h"
 #include "opt_test_util.h"
 
 namespace aotc {
@@ -156,6 +157,60 @@ TEST(QuantSensitivity, BudgetMovesTheBreakingLayerToFp16) {
   EXPECT_EQ(tight->layers[0].precision, "fp16");
   EXPECT_EQ(tight->layers[1].precision, "fp16");
   EXPECT_EQ(tight->chosen_rel_l2, 0.0);
+}
+
+// The sensitivity runs each quantized variant from its first changed node on, fed with the fp32
+// run's values: every layer's error must equal that of a whole evaluation of the same variant,
+// here computed independently (quantize_to_qdq, evaluate_graph, the relative L2 over both
+// outputs), including an output the quantized layer does not reach.
+TEST(QuantSensitivity, SuffixEvaluationEqualsTheWholeGraph) {
+  AOTC_BUILD(g, R"(
+    input %x : float[4x8]
+    const %w1 : float[8x8] = random(5)
+    const %w2 : float[8x8] = random(6)
+    const %w3 : float[8x8] = random(7)
+    %h : float[?] = MatMul(%x, %w1)  # first
+    %r : float[?] = Relu(%h)  # relu
+    %y : float[?] = MatMul(%r, %w2)  # second
+    %s : float[?] = Add(%y, %r)  # residual
+    %z : float[?] = MatMul(%s, %w3)  # third
+    output %z
+    output %r
+  )");
+  std::vector<std::vector<Tensor>> batches = {testing_util::random_inputs(g, 3), testing_util::random_inputs(g, 4)};
+  CalibrationOptions o;
+  o.calibrator = Calibrator::kMinMax;
+  auto cal = calibrate_graph(g, batches, o);
+  ASSERT_TRUE(cal.is_ok()) << cal.status().message();
+  auto report = quantization_sensitivity(g, *cal, batches, 0);
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  const std::vector<QuantLayer> layers = quantizable_layers(g);
+  ASSERT_EQ(layers.size(), 3u);
+  ASSERT_EQ(report->layers.size(), 3u);
+  auto whole_error = [&](const std::vector<bool>& q) {
+    auto qg = quantize_to_qdq(g, layers, q, *cal);
+    EXPECT_TRUE(qg.is_ok());
+    double num = 0, den = 0;
+    for (const auto& b : batches) {
+      auto ref = evaluate_graph(g, b), got = evaluate_graph(*qg, b);
+      EXPECT_TRUE(ref.is_ok() && got.is_ok());
+      for (size_t k = 0; k < ref->size(); ++k)
+        for (int64_t i = 0; i < (*ref)[k].numel(); ++i) {
+          const double d = (*got)[k].get(i) - (*ref)[k].get(i);
+          num += d * d;
+          den += (*ref)[k].get(i) * (*ref)[k].get(i);
+        }
+    }
+    return std::sqrt(num / den);
+  };
+  for (size_t i = 0; i < layers.size(); ++i) {
+    std::vector<bool> q(layers.size(), false);
+    q[i] = true;
+    const double want = whole_error(q);
+    EXPECT_GT(want, 0.0) << report->layers[i].node;
+    EXPECT_EQ(report->layers[i].rel_l2, want) << report->layers[i].node;
+  }
+  EXPECT_EQ(report->all_int8_rel_l2, whole_error(std::vector<bool>(layers.size(), true)));
 }
 
 }  // namespace
