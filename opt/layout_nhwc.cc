@@ -11,6 +11,7 @@
 // C <= 4 instead reads a space-to-depth packing of its input (2x2 blocks -> 4*C channels) as a
 // stride-1 convolution. fp32 chains run on fp32 kernels (cuBLASLt SGEMM, CUTLASS SIMT; no TF32)
 // unless graph.target.conv_fp32_nhwc is off.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -18,6 +19,7 @@
 #include "ir/layout.h"
 #include "ir/op_registry.h"
 #include "ir/ops/conv_configs.h"
+#include "ir/ops/window.h"
 #include "opt/passes.h"
 
 namespace aotc {
@@ -237,10 +239,12 @@ class LayoutRewriter {
     const Value& x = g_.value(node.inputs[0]);
     if (x.shape.size() != 4) return false;
     const Value* wv = node.input(3) != kNoValue ? &g_.value(node.input(3)) : nullptr;
-    bool pointwise = wv && wv->shape.size() == 4 && wv->shape[2] == 1 && wv->shape[3] == 1;
-    for (int64_t p : node.attr_ints("pads", {0, 0, 0, 0})) pointwise = pointwise && p == 0;
-    const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
-    pointwise = pointwise && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER";
+    bool pointwise = false;
+    if (wv && wv->shape.size() == 4 && wv->shape[2] == 1 && wv->shape[3] == 1) {  // 1x1: pointwise when unpadded
+      auto geo = resolve_window(node, {x.shape[2], x.shape[3]}, {1, 1}, WindowOptions{});
+      auto zero = [](const std::vector<int64_t>& v) { return std::all_of(v.begin(), v.end(), [](int64_t p) { return p == 0; }); };
+      pointwise = geo.is_ok() && zero(geo->pad_begin) && zero(geo->pad_end);
+    }
     if (!int8_operands(node, 4, &o, pointwise)) return rewrite_qconv_direct(node);
     const Tensor* w = o.w;
     const Shape& wsh = w->shape();

@@ -138,9 +138,8 @@ Expected<std::vector<std::vector<Tensor>>> run_all(const Graph& g, const std::ve
 constexpr int64_t kMaxCachedBytes = int64_t{2} << 30;
 
 struct Fp32Values {
-  bool kept = false;
   size_t original_values = 0;
-  std::vector<std::vector<std::shared_ptr<const Tensor>>> per_batch;  // [batch][value id]
+  std::vector<std::vector<std::shared_ptr<const Tensor>>> per_batch;  // [batch][value id]; empty: not kept
   std::vector<std::vector<Tensor>> outputs;                           // [batch][graph output]
 };
 
@@ -153,22 +152,22 @@ Expected<Fp32Values> run_fp32(const Graph& graph, const std::vector<std::vector<
       const int64_t n = shape_numel(v.shape);
       bytes += n < 0 ? kMaxCachedBytes : n * std::max<int64_t>(1, dtype_size(v.dtype));
     }
-  f.kept = bytes * static_cast<int64_t>(batches.size()) <= kMaxCachedBytes;
+  const bool kept = bytes * static_cast<int64_t>(batches.size()) <= kMaxCachedBytes;
   for (const auto& b : batches) {
     std::vector<std::shared_ptr<const Tensor>> values(graph.values.size());
     ValueObserver keep;
-    if (f.kept) keep = [&](ValueId id, const Tensor& t) { values[static_cast<size_t>(id)] = std::make_shared<const Tensor>(t); };
+    if (kept) keep = [&](ValueId id, const Tensor& t) { values[static_cast<size_t>(id)] = std::make_shared<const Tensor>(t); };
     auto r = evaluate_graph(graph, b, default_registry(), keep);
     if (!r) return r.status();
     f.outputs.push_back(std::move(*r));
-    if (f.kept) f.per_batch.push_back(std::move(values));
+    if (kept) f.per_batch.push_back(std::move(values));
   }
   return f;
 }
 
 Expected<std::vector<std::vector<Tensor>>> run_changed_part(const Graph& g, const Fp32Values& fp32,
                                                             const std::vector<std::vector<Tensor>>& batches) {
-  if (!fp32.kept) return run_all(g, batches);
+  if (fp32.per_batch.empty()) return run_all(g, batches);  // not kept (or no batches)
   auto original = [&](ValueId v) { return static_cast<size_t>(v) < fp32.original_values; };
   std::vector<bool> changed(g.values.size(), false);
   for (size_t v = 0; v < g.values.size(); ++v) changed[v] = !original(static_cast<ValueId>(v)) && !g.values[v].constant;

@@ -283,8 +283,11 @@ Status integer_reference(const Node& node, const std::vector<const Tensor*>& in,
       as[static_cast<size_t>(i)] = static_cast<int32_t>(a.get_int(i) - static_cast<int64_t>(param(in, r.a_zp, (i / k) % m)));
     for (int64_t i = 0; i < b.numel(); ++i)
       bs[static_cast<size_t>(i)] = static_cast<int32_t>(b.get_int(i) - static_cast<int64_t>(param(in, r.b_zp, i % n)));
+    std::vector<int64_t> bias(static_cast<size_t>(n), 0);
+    if (present(node, r.bias))
+      for (int64_t j = 0; j < n; ++j) bias[static_cast<size_t>(j)] = in[static_cast<size_t>(r.bias)]->get_int(j);
     parallel_for(batches * m, k * n, [&](int64_t begin, int64_t end) {
-      std::vector<int64_t> acc(static_cast<size_t>(n));
+      std::vector<int64_t> acc;
       for (int64_t row = begin; row < end; ++row) {
         const int64_t bi = row / m, i = row % m;
         int64_t oa = 0, ob = 0, rest = bi;
@@ -293,8 +296,7 @@ Status integer_reference(const Node& node, const std::vector<const Tensor*>& in,
           ob += (rest % d->batch[ax]) * d->b_strides[ax];
           rest /= d->batch[ax];
         }
-        for (int64_t j = 0; j < n; ++j)
-          acc[static_cast<size_t>(j)] = present(node, r.bias) ? in[static_cast<size_t>(r.bias)]->get_int(j) : 0;
+        acc = bias;
         const int32_t* arow = &as[static_cast<size_t>(oa + i * k)];
         for (int64_t p = 0; p < k; ++p) {
           const int64_t av = arow[p];
