@@ -182,5 +182,6 @@ int aotc_rt_load_cublaslt(aotc_rt_handle* h) {
     if (!*syms[i].slot)
       return aotc_rt_set_error(h, AOTC_ERROR_NO_CUBLASLT, "libcublasLt lacks %s", syms[i].symbol);
   }
+  *(void**)&h->lt.algo_config_get_attribute = dlsym(h->liblt, "cublasLtMatmulAlgoConfigGetAttribute");
   return AOTC_OK;
 }

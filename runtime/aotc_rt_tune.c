@@ -152,8 +152,11 @@ int aotc_rt_tune_matmuls(aotc_rt_handle* h) {
   if (aotc_rt_env_flag(getenv("AOTC_MATMUL_TUNE_LOG")))
     for (int i = 0; i < d->num_matmuls; ++i) {
       const aotc_rt_matmul_state* st = &h->matmuls[i];
-      fprintf(stderr, "[aotc] matmul %s: %d candidates, heuristic's first %.4f ms, chosen #%d %.4f ms\n",
-              d->matmuls[i].label, st->num_candidates, st->first_ms, st->chosen, st->chosen_ms);
+      fprintf(stderr,
+              "[aotc] matmul %s: %d candidates, heuristic's first %.4f ms, chosen #%d %.4f ms "
+              "(cluster shape id %d)\n",
+              d->matmuls[i].label, st->num_candidates, st->first_ms, st->chosen, st->chosen_ms,
+              aotc_rt_lt_cluster_shape(h, &st->algo));
     }
   if (start) h->cu.event_destroy(start);
   if (stop) h->cu.event_destroy(stop);

@@ -5,6 +5,7 @@
 # and torch.compile, and print ONE table. Each step is timed; a failing step is reported and the
 # rest goes on. Usage (repo root):  OUT=/some/dir bash tools/device_run.sh
 # Env: MODELS="resnet50 mobilenet_v2"  BATCHES="1 32" (default: each model's own)  SKIP_BUILD=1
+#      BUILD_TARGETS="aotc aotc-run gpu_tests" (build only these)
 #      SKIP_CTEST=1  SKIP_EXPORT=1 (reuse $WORK/models)  SKIP_AOTC=1 (no compile / check / bench)  SKIP_PEERS=1  AOTC_PARALLEL=0 (compile
 #      the cases one after another: clean per-model compile times)  PEER_MODES="eager
 #      reduce-overhead max-autotune"  PEER_ATTENTION=sdpa|eager (transformers peers; default sdpa)
@@ -126,7 +127,11 @@ step_build() {
   cmake "${gen[@]}" -S "$repo" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_PREFIX_PATH="${AOTC_PREFIX_PATH:-}" -DAOTC_BUILD_TESTS="${AOTC_BUILD_TESTS:-OFF}" \
     ${AOTC_NODE_TEST_DATA:+-DAOTC_NODE_TEST_DATA="$AOTC_NODE_TEST_DATA"} &&
-  timeout "$(cap 300)" cmake --build "$BUILD_DIR" -j "$jobs" -- "${keep[@]}"
+  # BUILD_TARGETS="aotc aotc-run gpu_tests": only those (a 16-core machine builds the whole
+  # tree, tests included, in minutes of the call)
+  local targets=()
+  for t in ${BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+  timeout "$(cap 300)" cmake --build "$BUILD_DIR" -j "$jobs" ${targets[@]+"${targets[@]}"} -- "${keep[@]}"
 }
 # ---- (c) test suites -----------------------------------------------------------------------------
 step_ctest() {
