@@ -245,13 +245,13 @@ class LayoutRewriter {
       auto zero = [](const std::vector<int64_t>& v) { return std::all_of(v.begin(), v.end(), [](int64_t p) { return p == 0; }); };
       pointwise = geo.is_ok() && zero(geo->pad_begin) && zero(geo->pad_end);
     }
-    if (!int8_operands(node, 4, &o, pointwise)) return rewrite_qconv_direct(node);
+    if (!int8_operands(node, 4, &o, pointwise)) return rewrite_qconv_padded(node);
     const Tensor* w = o.w;
     const Shape& wsh = w->shape();
     const int64_t cin = x.shape[1], cout = wsh[0], group = node.attr_int("group", 1);
     if (!conv_implicit_gemm_applies(g_.target, DType::kInt8, group, cin, cout) || wsh[2] > kImplicitGemmMaxWindow ||
         wsh[3] > kImplicitGemmMaxWindow)
-      return rewrite_qconv_direct(node);
+      return rewrite_qconv_padded(node);
     bool fits = true;
     Tensor words = epilogue_words(*o.xs, *o.ws, o.requant ? o.ys : nullptr, o.bias, cout, o.xzp, *w, /*k_major=*/true, &fits);
     if (!fits) return rewrite_qconv_direct(node);
@@ -262,6 +262,48 @@ class LayoutRewriter {
     inputs[3] = g_.add_constant(g_.unique_name(g_.value(node.inputs[3]).name + "_krsc"), permute_channels(*w, false));
     inputs[9] = g_.add_constant(g_.unique_name(node.name + "_epilogue_words"), std::move(words));
     return emit_nhwc(node, inputs, /*set_channels_last=*/true);
+  }
+
+  // An aotc.QLinearConv (one group, 2-D) that the tensor-core kernel cannot take as it is because
+  // it reads padding with a nonzero x zero point (the spec pads x - zx with zeros, where the
+  // kernel's zero fill would give -zx), or because its input channels are not a multiple of 16 (the
+  // RGB stem of ONNX Runtime's QDQ CNNs): one Pad node writes the NHWC input with the spatial
+  // padding and the added channels filled with zx; the convolution then reads no padding (pads 0)
+  // and its zero point folds into the bias word as a pointwise one's does (every window position
+  // holds x or zx, so sum((x - zx) w) = sum(x w) - zx sum(w) exactly), over weights zero-padded
+  // to the new channels. Anything else goes to rewrite_qconv_direct.
+  Expected<bool> rewrite_qconv_padded(const Node& node) {
+    const Value x = g_.value(node.inputs[0]);
+    Int8Operands o;
+    if (x.shape.size() != 4 || node.attr_int("group", 1) != 1 || !int8_operands(node, 4, &o, /*pointwise=*/true))
+      return rewrite_qconv_direct(node);
+    const Shape wsh = o.w->shape();
+    const int64_t cin = x.shape[1], cout = wsh[0];
+    const int64_t align = conv_channel_align(DType::kInt8);
+    const int64_t cpad = (cin + align - 1) / align * align;
+    auto geo = resolve_window(node, {x.shape[2], x.shape[3]}, {wsh[2], wsh[3]}, WindowOptions{});
+    if (!geo || wsh[1] != cin || !conv_implicit_gemm_applies(g_.target, DType::kInt8, 1, cpad, cout) ||
+        wsh[2] > kImplicitGemmMaxWindow || wsh[3] > kImplicitGemmMaxWindow)
+      return rewrite_qconv_direct(node);
+    Tensor wp(DType::kInt8, {cout, cpad, wsh[2], wsh[3]});  // zeros in the added channels
+    const int64_t plane = wsh[2] * wsh[3];
+    for (int64_t k = 0; k < cout; ++k)
+      std::memcpy(wp.raw() + k * cpad * plane, o.w->raw() + k * cin * plane, static_cast<size_t>(cin * plane));
+    bool fits = true;
+    Tensor words = epilogue_words(*o.xs, *o.ws, o.requant ? o.ys : nullptr, o.bias, cout, o.xzp, wp, /*k_major=*/true, &fits);
+    if (!fits) return rewrite_qconv_direct(node);
+    AOTC_RETURN_IF_ERROR(ensure_nhwc(node.inputs[0]));
+    const std::vector<int64_t> pads = {0, geo->pad_begin[0], geo->pad_begin[1], 0, 0, geo->pad_end[0], geo->pad_end[1], cpad - cin};
+    const ValueId padded = pad_nhwc(nhwc_.at(node.inputs[0]), pads, o.xzp != 0 ? node.input(2) : kNoValue);
+    Node n = node;
+    n.attrs.erase("auto_pad");
+    n.attrs["pads"] = Attribute::of_ints({0, 0, 0, 0});
+    std::vector<ValueId> inputs = node.inputs;
+    inputs.resize(10, kNoValue);
+    inputs[0] = padded;
+    inputs[3] = g_.add_constant(g_.unique_name(g_.value(node.inputs[3]).name + "_krsc_padded"), permute_channels(wp, false));
+    inputs[9] = g_.add_constant(g_.unique_name(node.name + "_epilogue_words"), std::move(words));
+    return emit_nhwc(n, inputs, /*set_channels_last=*/true);
   }
 
   // A grouped or depthwise aotc.QLinearConv whose input is already channels_last (MobileNet's
@@ -499,19 +541,25 @@ class LayoutRewriter {
 
   // Zero-pads the channel axis of an NHWC value to `channels` (one Pad node).
   ValueId pad_channels(ValueId v, int64_t channels) {
+    return pad_nhwc(v, {0, 0, 0, 0, 0, 0, 0, channels - g_.value(v).shape[3]}, kNoValue);
+  }
+
+  // Pads a 4-D value by ONNX Pad's `pads` (begins, then ends) with `fill` (a constant scalar of
+  // the value's dtype; kNoValue: zeros): one Pad node.
+  ValueId pad_nhwc(ValueId v, const std::vector<int64_t>& pads, ValueId fill) {
     const Value src = g_.value(v);
     Shape s = src.shape;
-    const int64_t extra = channels - s[3];
-    s[3] = channels;
-    const ValueId out = g_.add_value(g_.unique_name(src.name + "_padc"), src.dtype, s, true);
+    for (size_t d = 0; d < 4; ++d) s[d] += pads[d] + pads[d + 4];
+    const ValueId out = g_.add_value(g_.unique_name(src.name + "_padded"), src.dtype, s, true);
     Node p;
-    p.name = g_.unique_name(src.name + "_pad_channels");
+    p.name = g_.unique_name(src.name + "_pad");
     p.op_type = "Pad";
-    p.inputs = {v, g_.add_constant(g_.unique_name(src.name + "_pads"), Tensor::from_int64s({8}, {0, 0, 0, 0, 0, 0, 0, extra}))};
+    p.inputs = {v, g_.add_constant(g_.unique_name(src.name + "_pads"), Tensor::from_int64s({8}, pads))};
+    if (fill != kNoValue) p.inputs.push_back(fill);
     p.outputs = {out};
     p.attrs["mode"] = Attribute::of_string("constant");
     Status st = registry_.find("Pad")->infer(p, g_);
-    (void)st;  // constant pads of a known shape: cannot fail
+    (void)st;  // constant pads of a known shape and a scalar fill of the value's dtype: cannot fail
     g_.nodes.push_back(std::move(p));
     return out;
   }

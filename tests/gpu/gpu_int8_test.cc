@@ -152,3 +152,37 @@ TEST(GpuQuantizedConv, InvertedResidualPointwiseZeroPointAndNhwcDepthwise) {
 
 }  // namespace
 }  // namespace aotc::gpu_test
+
+namespace aotc::gpu_test {
+namespace {
+
+// ONNX Runtime's QDQ RGB stem: a 7x7 stride-2 convolution with pads 3 over 3 input channels
+// quantized at zero point 7. opt/layout_nhwc writes the input padded with the zero point (and 13
+// more channels of it), so the layer runs on the int8 tensor-core kernel with the zero point
+// folded into its bias words; the requantized output (ReLU clamp at zero point -128) feeds a
+// dequantizing 1x1 convolution. The Pad in the pipeline's graph proves the path.
+TEST(GpuQuantizedConv, PaddedStemWithAZeroPointRunsOnTheTensorCoreKernel) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b(17);
+  ValueId x = b.input("x", {2, 3, 23, 19});
+  ValueId xs = scalar(b, "xs", 0.03);
+  ValueId z7 = scalar(b, "z7", 7, DType::kInt8);
+  ValueId zm = scalar(b, "zm", -128, DType::kInt8);
+  ValueId xq = b.node("QuantizeLinear", {x, xs, z7});
+  ValueId w1 = b.weight("w1", {32, 3, 7, 7}, -127, 128, DType::kInt8);
+  ValueId ws1 = b.weight("ws1", {32}, 0.001, 0.01);
+  ValueId ys = scalar(b, "ys", 0.05);
+  ValueId b1 = b.weight("b1", {32}, -2000, 2000, DType::kInt32);
+  Attributes a1{{"pads", i64s({3, 3, 3, 3})}, {"strides", i64s({2, 2})}, {"qmin", Attribute::of_int(-128)}};
+  ValueId y = b.node("QLinearConv", {xq, xs, z7, w1, ws1, kNoValue, ys, zm, b1}, a1, "aotc");
+  ValueId w2 = b.weight("w2", {16, 32, 1, 1}, -127, 128, DType::kInt8);
+  ValueId ws2 = b.weight("ws2", {16}, 0.001, 0.01);
+  b.output(y);
+  b.output(b.node("QLinearConv", {y, ys, zm, w2, ws2}, {}, "aotc"));
+  CaseOptions o;
+  o.expect_ops_after_pipeline = {"Pad"};
+  run_case(b.graph(), "qconv_padded_stem", o);
+}
+
+}  // namespace
+}  // namespace aotc::gpu_test

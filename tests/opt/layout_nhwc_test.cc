@@ -532,7 +532,8 @@ namespace {
 // aotc.QLinearConv with int8 activations of zero point 0 and symmetric weights: channels_last on
 // the int8 tensor-core kernel, KRSC weights, one epilogue word per output channel (the float
 // multiplier in the low half, the int32 bias in the high half), results bit-identical to the NCHW
-// reference; a nonzero activation zero point keeps it NCHW (the kernel has no zero-point term).
+// reference; with a nonzero activation zero point a Pad filled with it comes first (the kernel
+// has no zero-point term; Int8PaddedConvReadsAPadFilledWithTheZeroPoint checks its arithmetic).
 TEST(LayoutNhwc, Int8ConvRunsOnTheInt8KernelWithItsEpilogueWords) {
   AOTC_REQUIRE_OPS("aotc.QLinearConv");
   const char* text = R"(
@@ -561,9 +562,10 @@ TEST(LayoutNhwc, Int8ConvRunsOnTheInt8KernelWithItsEpilogueWords) {
     ASSERT_TRUE(verify(g).is_ok());
     EXPECT_TRUE(testing_util::same_outputs(before, g, 42, 0, 0));
     if (std::string(xz) != "0") {
-      // The first conv stays NCHW; the second (zero point absent) still moves.
-      EXPECT_EQ(op_list(g), "aotc.QLinearConv,Transpose,aotc.QLinearConv,Transpose");
-      EXPECT_FALSE(channels_last(g.nodes[0]));
+      // Both convolutions move; the first reads the input padded with its zero point.
+      EXPECT_EQ(op_list(g), "Transpose,Pad,aotc.QLinearConv,aotc.QLinearConv,Transpose");
+      EXPECT_TRUE(channels_last(g.nodes[2]));
+      EXPECT_EQ(g.value(g.nodes[2].inputs[0]).shape, (Shape{2, 9, 11, 16}));
       continue;
     }
     EXPECT_EQ(op_list(g), "Transpose,aotc.QLinearConv,aotc.QLinearConv,Transpose");
@@ -702,19 +704,89 @@ TEST(LayoutNhwc, Int8PointwiseConvFoldsAnXZeroPointIntoTheBiasWord) {
   int64_t wrong = 0;
   for (int64_t i = 0; i < y_nhwc.numel(); ++i) wrong += got[static_cast<size_t>(i)] != y_nhwc.get_int(i) ? 1 : 0;
   EXPECT_EQ(wrong, 0);
-  // The same layer as a 3x3 with padding: the correction would be wrong at the borders, so no.
-  AOTC_BUILD(g3, R"(
-    input %x : uint8[2x32x5x3]
+}
+
+// A padded convolution with a nonzero x zero point, on 3 input channels (ONNX Runtime's QDQ RGB
+// stem): the kernel's zero fill would read -zx where the spec reads 0, and 3 channels are not a
+// 16-byte vector. A Pad node writes the input with the spatial padding and 13 more channels all
+// filled with zx; the convolution reads no padding, so zx folds into the bias word exactly, and
+// the tensor-core arithmetic over the padded input reproduces the reference. Weights with a zero
+// point, or a grouped layer, keep the direct kernel.
+TEST(LayoutNhwc, Int8PaddedConvReadsAPadFilledWithTheZeroPoint) {
+  AOTC_REQUIRE_OPS("aotc.QLinearConv", "Pad");
+  const char* text = R"(
+    input %x : uint8[2x3x7x6]
     const %xs : float[scalar] = [0.04]
     const %xz : uint8[scalar] = [131]
-    const %w : int8[48x32x3x3] = random(5, -127, 128)
-    const %ws : float[48] = random(6, 0.001, 0.01)
+    const %w : int8[32x3x3x3] = random(5, -127, 128)
+    const %ws : float[32] = random(6, 0.001, 0.01)
+    const %wz : int8[32] = WZ
     const %ys : float[scalar] = [0.3]
-    %y : float[?] = aotc.QLinearConv(%x, %xs, %xz, %w, %ws) {pads=[1,1,1,1]}  # c3
+    const %yz : int8[scalar] = [-3]
+    const %b : int32[32] = random(7, -5000, 5000)
+    %y : int8[?] = aotc.QLinearConv(%x, %xs, %xz, %w, %ws, %wz, %ys, %yz, %b) {pads=[1,2,1,0], strides=[2,1]}  # c3
     output %y
-  )");
-  ASSERT_TRUE(layout_nhwc(g3).is_ok());
-  EXPECT_FALSE(channels_last(g3.nodes.back()));
+  )";
+  auto build = [&](std::string wz) {
+    if (wz == "zeros") {
+      wz = "[0";
+      for (int k = 1; k < 32; ++k) wz += ", 0";
+      wz += "]";
+    }
+    std::string t = text;
+    t.replace(t.find("WZ"), 2, wz);
+    return t;
+  };
+  AOTC_BUILD(g, build("zeros"));
+  Graph before = g;
+  auto changed = layout_nhwc(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  ASSERT_TRUE(verify(g).is_ok());
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 42, 0, 0));
+  ASSERT_EQ(op_list(g), "Transpose,Pad,aotc.QLinearConv,Transpose");
+  const Node& q = g.nodes[2];
+  ASSERT_TRUE(channels_last(q));
+  ASSERT_NE(q.input(9), kNoValue);  // the tensor-core kernel's words
+  EXPECT_EQ(g.value(q.inputs[0]).shape, (Shape{2, 9, 8, 16}));  // H 1 + 7 + 1, W 2 + 6 + 0
+  EXPECT_EQ(g.value(q.inputs[3]).shape, (Shape{32, 3, 3, 16}));  // KRSC, zero channels added
+  // The kernel's arithmetic: the padded NHWC input (zx outside the image and in channels 3..15),
+  // each output's 3x3x16 window against the KRSC filter, then the epilogue words.
+  const Tensor x = seeded_random_tensor(DType::kUInt8, {2, 3, 7, 6}, 9, 0, 256);
+  auto want = evaluate_graph(before, {x});
+  ASSERT_TRUE(want.is_ok());
+  const Tensor y_nhwc = permute_channels((*want)[0], /*to_nchw=*/false);  // [2, 4, 6, 32]
+  const int64_t oh = 4, ow = 6, taps = 9 * 16;
+  Tensor rows(DType::kInt64, {2 * oh * ow, taps});
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t p = 0; p < oh; ++p)
+      for (int64_t qq = 0; qq < ow; ++qq)
+        for (int64_t r = 0; r < 3; ++r)
+          for (int64_t s = 0; s < 3; ++s)
+            for (int64_t c = 0; c < 16; ++c) {
+              const int64_t ih = p * 2 - 1 + r, iw = qq - 2 + s;
+              const bool inside = c < 3 && ih >= 0 && ih < 7 && iw >= 0 && iw < 6;
+              const int64_t v = inside ? x.get_int(((n * 3 + c) * 7 + ih) * 6 + iw) : 131;
+              rows.set_int(((n * oh + p) * ow + qq) * taps + (r * 3 + s) * 16 + c, v);
+            }
+  const Tensor& wk = *g.value(q.inputs[3]).constant;
+  Tensor wflat(DType::kInt8, {32, taps});
+  std::memcpy(wflat.raw(), wk.raw(), static_cast<size_t>(32 * taps));
+  const std::vector<int64_t> got = tensor_core_epilogue(rows, wflat, *g.value(q.inputs[9]).constant, -3, -128, 127);
+  ASSERT_EQ(static_cast<int64_t>(got.size()), y_nhwc.numel());
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < y_nhwc.numel(); ++i) wrong += got[static_cast<size_t>(i)] != y_nhwc.get_int(i) ? 1 : 0;
+  EXPECT_EQ(wrong, 0);
+  // Must not fire: a weight zero point (the fold has no term for it), or two groups.
+  AOTC_BUILD(gz, build("random(8, -3, 4)"));
+  ASSERT_TRUE(layout_nhwc(gz).is_ok());
+  EXPECT_FALSE(channels_last(gz.nodes.back()));
+  std::string grouped = build("zeros");
+  grouped.replace(grouped.find("int8[32x3x3x3]"), 14, "int8[32x1x3x3]");
+  grouped.replace(grouped.find("uint8[2x3x7x6]"), 14, "uint8[2x2x7x6]");
+  grouped.replace(grouped.find("strides=[2,1]"), 13, "strides=[2,1], group=2");
+  AOTC_BUILD(gg, grouped);
+  ASSERT_TRUE(layout_nhwc(gg).is_ok());
+  for (const Node& n : gg.nodes) EXPECT_NE(n.op_type, "Pad");
 }
 
 // MobileNetV2's inverted residual in int8: tensor-core expansion -> depthwise -> tensor-core
