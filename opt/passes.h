@@ -52,6 +52,10 @@ Expected<bool> convert_precision(Graph& graph);
 // Casts that cannot change a value (to the same dtype; a round trip through a wider float type)
 // are removed; their readers read the source.
 Expected<bool> drop_exact_casts(Graph& graph);
+// Cast(fp16/bf16 -> float32) read only by QuantizeLinear's x: the quantize reads the 16-bit value;
+// DequantizeLinear -> float32 read only by Casts to one 16-bit type: it writes that type
+// (output_dtype). Exact (opt/fold_quantize_casts.cc).
+Expected<bool> fold_quantize_casts(Graph& graph);
 // The written-out attention (MatMul, scalar scale, additive mask, Softmax, MatMul, with the head
 // split/merge Reshape+Transposes) -> one Attention node over the 3-D projections, where the
 // Attention lowering runs it as the fused tensor-core kernel.

@@ -37,6 +37,7 @@ const std::vector<Pass>& default_pipeline() {
       {"fuse_epilogue", fuse_epilogue},
       {"precision", convert_precision},
       {"drop_exact_casts", drop_exact_casts},
+      {"fold_quantize_casts", fold_quantize_casts},  // the int8 regions' edge Casts, after precision
       {"fuse_attention", fuse_attention},
       {"merge_qkv_projections", merge_qkv_projections},
       {"layout_nhwc", layout_nhwc},
