@@ -778,3 +778,52 @@ class PrebuiltTest(unittest.TestCase):
             self.assertEqual(args[-2:], ["--disable-pass", "x"])
             self.assertTrue(os.path.isfile(os.path.join(out, "p", "data", "output_0.pb")))
             self.assertEqual(m["cases"][0]["aotc_version"], "aotc fake")
+
+
+class TraceReplayTest(unittest.TestCase):
+    """tools/device/trace_replay.py: replays are split at the gaps between them (not inside one),
+    and a replay's span, busy time and gaps are what its kernels say."""
+
+    def test_split_and_analyse(self):
+        from tools.device import trace_replay
+        events = []
+        for r in range(3):  # three replays 2000 us apart, 4 kernels each with 1-3 us gaps
+            t = r * 2000.0
+            for k in range(4):
+                events.append((t, t + 5.0, f"k{k}"))
+                t += 5.0 + 1.0 + k
+        shuffled = events[::-1]
+        reps = trace_replay.replays(list(shuffled), 3)
+        self.assertEqual([len(r) for r in reps], [4, 4, 4])
+        self.assertEqual([e[2] for e in reps[1]], ["k0", "k1", "k2", "k3"])
+        st = trace_replay.analyse(reps[0])
+        self.assertEqual(st["kernels"], 4)
+        self.assertAlmostEqual(st["busy_us"], 20.0)
+        self.assertAlmostEqual(st["gaps_us"], 1.0 + 2.0 + 3.0)
+        self.assertAlmostEqual(st["span_us"], 26.0)
+        self.assertEqual(len(trace_replay.replays(events[:3], 5)), 1)  # fewer kernels than replays
+
+
+class DigitsCnnTest(unittest.TestCase):
+    """models/digits_cnn.py's helpers: the test split padded to whole batches, and the layer
+    precisions read from aotc's report (the int8 section when there is one)."""
+
+    def test_batches_pad_the_last(self):
+        from models import digits_cnn
+        x = np.arange(130 * 64, dtype=np.float32).reshape(130, 1, 8, 8)
+        b = digits_cnn.batches(x)
+        self.assertEqual([t.shape[0] for t in b], [64, 64, 64])
+        self.assertTrue(np.array_equal(np.concatenate(b)[:130], x))
+        self.assertFalse(np.any(b[-1][2:]))
+
+    def test_layer_precisions(self):
+        from models import digits_cnn
+        with tempfile.TemporaryDirectory() as tmp:
+            p = os.path.join(tmp, "r.json")
+            write_json(p, {"int8": {"layers": [{"precision": "int8"}, {"precision": "fp16"}, {"precision": "int8"}]},
+                           "node_precision": [{"op": "aotc.FusedConv", "dtype": "float16"}]})
+            self.assertEqual(digits_cnn.layer_precisions(p), {"int8": 2, "fp16": 1})
+            write_json(p, {"node_precision": [{"op": "aotc.FusedConv", "dtype": "float"},
+                                              {"op": "Gemm", "dtype": "float"}, {"op": "Relu", "dtype": "float"}]})
+            self.assertEqual(digits_cnn.layer_precisions(p), {"fp32": 2})
+            self.assertEqual(digits_cnn.layer_precisions(os.path.join(tmp, "missing.json")), {})
