@@ -32,6 +32,10 @@ struct Target {
   // Force one tensor-core convolution configuration by name (--conv-config; for measuring the
   // table in ir/ops/conv_configs.h). Empty: the pick rule.
   std::string conv_config;
+  // The int8 tensor-core epilogue rounds its requantization in fp32 arithmetic where that equals
+  // the reference's double rounding (templates/int8_requant.cuh; --int8-requant fp32), else in
+  // double (default: the fp32 route is not measured yet, docs/perf_notes.md v24). Same results.
+  bool int8_requant_fp32 = false;
   // Pointwise NHWC convolutions (1x1, stride 1, no padding) run as cuBLASLt GEMMs with the bias /
   // ReLU / residual epilogue (ir/ops/conv_configs.h: conv_pointwise_gemm_applies). Off: they take
   // the CUTLASS implicit GEMM like the others (--conv-pointwise cutlass; forced by --conv-config).

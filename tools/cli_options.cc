@@ -301,6 +301,10 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       std::string text;
       AOTC_CHOOSE(text, {"cublaslt", "cutlass"});
       o.conv_pointwise_gemm = text == "cublaslt";
+    } else if (opt == "--int8-requant") {
+      std::string text;
+      AOTC_CHOOSE(text, {"double", "fp32"});
+      o.int8_requant_fp32 = text == "fp32";
     } else if (opt == "--conv-im2col") {
       std::string text;
       AOTC_CHOOSE(text, {"on", "off"});

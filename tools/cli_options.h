@@ -31,6 +31,7 @@ struct AotcOptions {
   std::string conv_config;             // --conv-config NAME (force one CUTLASS conv configuration)
   bool conv_pointwise_gemm = true;     // --conv-pointwise cublaslt|cutlass (1x1 convs as cuBLASLt GEMMs)
   bool conv_im2col_gemm = true;        // --conv-im2col on|off (underfilled convs as im2col + cuBLASLt)
+  bool int8_requant_fp32 = false;      // --int8-requant double|fp32 (the int8 epilogue's rounding)
   bool conv_strided_pointwise_gemm = true;  // --conv-strided-pointwise gemm|im2col
   bool matmul_reference = false;            // --matmul-impl cublaslt|reference
   int aux_streams = 0;                      // --aux-streams 0|1 (side branches beside the main lane)

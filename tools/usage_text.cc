@@ -46,6 +46,10 @@ options:
                            activation run as cuBLASLt GEMMs; cutlass: as CUTLASS implicit GEMMs
   --conv-im2col on|off     on (default): NHWC convolutions too small to fill the GPU (batch 1)
                            run as im2col + a cuBLASLt GEMM; off: CUTLASS implicit GEMM
+  --int8-requant double|fp32
+                           how the int8 tensor-core epilogue rounds its requantization: double
+                           (default) or fp32 arithmetic where that gives the same result (for
+                           measuring; identical outputs either way)
   --matmul-impl cublaslt|reference
                            cublaslt (default): GEMMs run on cuBLASLt; reference: on a plain aotc
                            kernel each (slow; a library with no cuBLASLt kernel, for

@@ -428,6 +428,7 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
              {"ELEMENT_A", x.dtype == DType::kUInt8 ? "uint8_t" : "int8_t"},
              {"ELEMENT_OUT", requant ? (y.dtype == DType::kUInt8 ? "uint8_t" : "int8_t") : "float"},
              {"REQUANTIZE", requant ? "true" : "false"},
+             {"REQUANT_FP32", graph.target.int8_requant_fp32 ? "true" : "false"},
              {"ALIGN_C", requant ? "8" : "4"},
              {"TB_M", int_literal(cfg.tb_m)}, {"TB_N", int_literal(cfg.tb_n)}, {"TB_K", int_literal(cfg.tb_k)},
              {"WARP_M", int_literal(cfg.warp_m)}, {"WARP_N", int_literal(cfg.warp_n)}, {"WARP_K", int_literal(cfg.warp_k)},

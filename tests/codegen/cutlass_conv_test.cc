@@ -527,6 +527,46 @@ TEST(CutlassConv, Int8LibraryCompilesForJetsonAndHopper) {
   EXPECT_NE(sources.find("using ElementOut = int8_t;"), std::string::npos);
 }
 
+// --int8-requant fp32: the same int8 layer renders the epilogue's fp32 rounding route
+// (templates/int8_requant.cuh, checked bit for bit against the double path by Int8Requant.*) and
+// nvcc compiles it for Jetson's sm_87; the default keeps the double path.
+TEST(CutlassConv, Int8RequantFp32RouteRendersAndCompiles) {
+  AOTC_REQUIRE_CUTLASS_BUILD(include);
+  auto g = parse_text_ir(R"(
+    input %x : int8[1x16x6x6]
+    const %xs : float[scalar] = [0.05]
+    const %w : int8[32x16x3x3] = random(5, -127, 128)
+    const %ws : float[32] = random(6, 0.001, 0.01)
+    const %ys : float[scalar] = [0.2]
+    const %yz : int8[scalar] = [0]
+    %y : int8[?] = aotc.QLinearConv(%x, %xs, _, %w, %ws, _, %ys, %yz) {pads=[1,1,1,1], qmin=0}  # qconv
+    output %y
+  )");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  g->opset = 17;
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  g->target = target_from_archs({"sm_87"});
+  ASSERT_TRUE(layout_nhwc(*g).is_ok());
+  const Node* q = nullptr;
+  for (const Node& n : g->nodes)
+    if (n.op_type == "QLinearConv" && channels_last(n)) q = &n;
+  ASSERT_NE(q, nullptr);
+  auto hole = [&](const Graph& graph) {
+    auto lowered = default_registry().find("QLinearConv", "aotc")->lower(*q, graph);
+    EXPECT_TRUE(lowered.is_ok());
+    for (const auto& [name, value] : lowered->steps[0].kernel.holes)
+      if (name == "REQUANT_FP32") return value;
+    return std::string("(none)");
+  };
+  EXPECT_EQ(hole(*g), "false");
+  g->target.int8_requant_fp32 = true;
+  EXPECT_EQ(hole(*g), "true");
+  const std::string sources = test::compile_block_sources(*g, test::linear_plan(*g), {"sm_87"}, include, "cutlass-int8-fp32");
+  ASSERT_FALSE(sources.empty());
+  EXPECT_NE(sources.find("constexpr bool kRequantFp32 = true;"), std::string::npos);
+  EXPECT_NE(sources.find("#include \"int8_requant.cuh\""), std::string::npos);
+}
+
 // ONNX Runtime's zero point -128 activations: reencode_uint8 makes them uint8 at zero point 0 and
 // layout_nhwc puts both convolutions (requantizing, dequantizing) on the u8 x s8 instantiation,
 // which nvcc compiles for sm_87 and sm_90 (run on a GPU by

@@ -1,0 +1,81 @@
+// int8 requantization in fp32 arithmetic, bit-identical to the CPU reference's double rounding,
+// for the int8 tensor-core kernels' epilogue (templates/cutlass_conv2d_fprop_i8.cu.in, with
+// aotc --int8-requant fp32) and its host test (tests/ops_quant/requant_test.cc).
+//
+// The reference computes rint(double(p) * double(m)) for an int32 sum p and a float multiplier m
+// (ir/ops/integer_matmul.cc): on the GPU four double conversions / roundings per output, which
+// bound ResNet-50's int8 1x1 convolutions (ncu, docs/perf_notes.md v24). Here, for |p| <= 2^24
+// (p exact in float): hi = fp32(p * m) and lo = fma(p, m, -hi) = the exact rounding error, so
+// p * m = hi + lo exactly. rint(hi) is the answer unless hi is exactly k + 1/2, where the sign
+// of lo decides (above: k + 1, below: k, zero: a true tie, to even). Rounding is monotonic, so
+// when hi is not a half-integer, p * m lies strictly between the same half-integers as hi. The
+// integer comes from adding 1.5 * 2^23 (exact round-to-nearest-even for |hi| < 2^22); beyond that
+// the result saturates at any int8 zero point and clamp. The double product is exact for
+// |p| < 2^29, so both round the same exact value. Other inputs (|p| > 2^24, m infinite or NaN)
+// return false and the caller keeps the double path.
+#pragma once
+
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__CUDACC__)
+#define AOTC_REQUANT_FN __host__ __device__ __forceinline__
+#else
+#define AOTC_REQUANT_FN inline
+#endif
+
+// IEEE single operations that the compiler may not contract (an FMA in place of hi's product
+// would change hi).
+AOTC_REQUANT_FN float aotc_rq_mul(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  volatile float r = a * b;
+  return r;
+#endif
+}
+AOTC_REQUANT_FN float aotc_rq_add(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  volatile float r = a + b;
+  return r;
+#endif
+}
+AOTC_REQUANT_FN float aotc_rq_fma(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return __fmaf_rn(a, b, c);
+#else
+  return fmaf(a, b, c);
+#endif
+}
+AOTC_REQUANT_FN int32_t aotc_rq_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_int(f);
+#else
+  int32_t b;
+  memcpy(&b, &f, sizeof b);
+  return b;
+#endif
+}
+
+// *out = rint(double(p) * double(m)), saturated to +-2^30 (beyond any int8 result after its zero
+// point and clamp); false when the fp32 route does not apply.
+AOTC_REQUANT_FN bool aotc_requant_rint_fp32(int32_t p, float m, int32_t* out) {
+  if (p > (1 << 24) || p < -(1 << 24) || !(m - m == 0.0f)) return false;  // m - m: NaN for inf / NaN
+  const float f = static_cast<float>(p);
+  const float hi = aotc_rq_mul(f, m);
+  if (!(hi < 4194304.0f && hi > -4194304.0f)) {  // |p * m| >= 2^22 (to within an ulp): saturated
+    *out = hi > 0.0f ? (1 << 30) : -(1 << 30);
+    return true;
+  }
+  const float t = aotc_rq_add(hi, 12582912.0f);  // 1.5 * 2^23: rounds hi to an integer, ties to even
+  int32_t r = aotc_rq_bits(t) - 0x4B400000;
+  const float frac = aotc_rq_add(hi, -aotc_rq_add(t, -12582912.0f));  // hi - rint(hi), exact
+  if (frac == 0.5f || frac == -0.5f) {  // hi = k + 1/2: the exact product's side of it decides
+    const float lo = aotc_rq_fma(f, m, -hi);
+    if (lo != 0.0f) r = (lo > 0.0f) == (frac > 0.0f) ? r + (frac > 0.0f ? 1 : -1) : r;
+  }
+  *out = r;
+  return true;
+}

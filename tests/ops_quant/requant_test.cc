@@ -1,0 +1,86 @@
+// templates/int8_requant.cuh (aotc --int8-requant fp32): the int8 epilogue's fp32 route must give
+// the CPU reference's result, clamp(rint(double(p) * double(m)) + zero_point, qmin, qmax), bit
+// for bit wherever it claims to apply, and decline where p is not exact in float or m is not
+// finite. Checked on the rounding corners (products exactly on k + 1/2 and one ulp either side,
+// both signs, both parities), saturation, subnormal and huge multipliers, and millions of random
+// pairs of realistic and arbitrary magnitude.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "templates/int8_requant.cuh"
+
+namespace aotc {
+namespace {
+
+float float_of(uint32_t b) {
+  float m;
+  std::memcpy(&m, &b, sizeof m);
+  return m;
+}
+
+int64_t clamp_to(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+// The reference's arithmetic (ir/ops/integer_matmul.cc; the template's double path).
+int64_t reference(int32_t p, float m, int64_t zp, int64_t lo, int64_t hi) {
+  const double v = std::rint(static_cast<double>(p) * static_cast<double>(m)) + static_cast<double>(zp);
+  return static_cast<int64_t>(std::fmin(static_cast<double>(hi), std::fmax(static_cast<double>(lo), v)));
+}
+
+void expect_same(int32_t p, float m) {
+  int32_t r = 0;
+  const bool applies = aotc_requant_rint_fp32(p, m, &r);
+  ASSERT_EQ(applies, std::isfinite(m) && p <= (1 << 24) && p >= -(1 << 24)) << "p " << p << " m " << m;
+  if (!applies) return;
+  for (int64_t zp : {-128, -3, 0, 5, 127, 255})
+    for (auto [lo, hi] : {std::pair<int64_t, int64_t>{-128, 127}, {0, 255}, {zp, 127}}) {
+      if (lo > hi) continue;
+      ASSERT_EQ(clamp_to(int64_t{r} + zp, lo, hi), reference(p, m, zp, lo, hi)) << "p " << p << " m " << m << " zp " << zp;
+    }
+}
+
+TEST(Int8Requant, HalfwayProductsAndTheirNeighboursRoundLikeTheDoublePath) {
+  // p * m = k + 1/2 exactly (m = (2k + 1) / (2p) where representable), and m one ulp either side.
+  for (int32_t p : {1, 2, 3, 5, 7, 8, 96, 1000, 65535, (1 << 24) - 1, 1 << 24}) {
+    for (int32_t k : {0, 1, 2, 3, 10, 11, 126, 127, 1000}) {
+      for (int sign : {1, -1}) {
+        const float m = static_cast<float>((2.0 * k + 1.0) / (2.0 * p));
+        for (float mm : {m, std::nextafter(m, 0.0f), std::nextafter(m, 1.0f)}) {
+          expect_same(sign * p, mm);
+          expect_same(p, sign * mm);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+TEST(Int8Requant, EdgesSaturationAndUnsupportedInputs) {
+  for (int32_t p : {0, 1, -1, 77, -77, (1 << 24) - 1, 1 << 24, -(1 << 24), (1 << 24) + 1, -(1 << 24) - 1, INT32_MAX,
+                    INT32_MIN}) {
+    for (float m : {0.0f, -0.0f, 1e-45f, 3e-39f, 1.1754942e-38f, 1e-10f, 3.7e-4f, 0.0031f, 0.5f, 1.0f, 255.0f,
+                    8388608.0f, 3e38f, -0.0031f, INFINITY, -INFINITY, NAN}) {
+      expect_same(p, m);
+    }
+  }
+}
+
+TEST(Int8Requant, RandomPairsRoundLikeTheDoublePath) {
+  std::mt19937_64 rng(20261128);
+  std::uniform_int_distribution<int32_t> conv_p(-(1 << 24), 1 << 24);
+  std::uniform_int_distribution<int32_t> small_p(-4096, 4096);
+  std::uniform_int_distribution<uint32_t> any_bits(0, 0xffffffffu);
+  std::uniform_real_distribution<float> scale(1e-6f, 2e-2f);
+  for (int i = 0; i < 2000000; ++i) {
+    expect_same(conv_p(rng), scale(rng));
+    expect_same(small_p(rng), scale(rng) * 64.0f);
+    expect_same(conv_p(rng) >> (i % 24), float_of(any_bits(rng)));
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+}  // namespace
+}  // namespace aotc
