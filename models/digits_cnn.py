@@ -79,11 +79,10 @@ def run_library(lib_path, name, x):
     from prebuilt import Library
 
     lib = Library(lib_path, name)
-    model = ctypes.c_void_p()
-    create = lib.fn("create", ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p])
-    if create(ctypes.byref(model), 0, None, None) != 0:
-        raise RuntimeError(f"{name}: create failed")
-    run = lib.fn("run", ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p])
+    st, model, message = lib.create()
+    if st != 0:
+        raise RuntimeError(f"{name}: create failed: status {st}: {message}")
+    run = lib.run_fn()
     stream = torch.cuda.current_stream()
     out = torch.empty(kBatch, 10, dtype=torch.float32, device="cuda")
     logits = []
@@ -95,7 +94,7 @@ def run_library(lib_path, name, x):
             raise RuntimeError(f"{name}: run failed")
         torch.cuda.synchronize()
         logits.append(out.cpu().numpy().copy())
-    lib.fn("destroy", None, [ctypes.c_void_p])(model)
+    lib.destroy(model)
     return np.concatenate(logits)[:len(x)]
 
 

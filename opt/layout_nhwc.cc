@@ -184,25 +184,20 @@ class LayoutRewriter {
     return emit_nhwc(node, inputs, /*set_channels_last=*/true);
   }
 
-  // aotc.QLinearConv (opt/fuse_qdq) on the int8 tensor-core kernel: int8 activations with zero
-  // point 0 (the kernel has no zero-point correction, which padding would break), symmetric int8
-  // weights, one group, 16-channel alignment, constant per-tensor scales. The weights go to KRSC
-  // and the epilogue's per-channel words are built here, in the reference's float arithmetic:
-  // m = x_scale * w_scale[k] (/ y_scale when requantizing) and the int32 bias.
   // The int8 kernel's common conditions on an aotc.QLinearConv / QLinearMatMul: int8 or uint8
-  // input with zero point 0 (absent or zeros; opt/reencode_uint8 turns ONNX Runtime's -128 into
-  // that), a constant int8 weight of `weight_rank` dims with zero point 0, constant fp32 scales
-  // (one for x and y), constant y zero point and bias; not yet moved.
+  // input with zero point 0 or one per-tensor zero point zx (opt/reencode_uint8 turns ONNX
+  // Runtime's -128 into 0), a constant int8 weight of `weight_rank` dims with zero point 0,
+  // constant fp32 scales (one for x and y), constant y zero point and bias; not yet moved. The
+  // kernel has no zero-point term: where every output reads only real inputs (no padding),
+  // sum((x - zx) w) = sum(x w) - zx sum(w) with a per-output-channel constant, which
+  // epilogue_words folds into the int32 bias (MobileNetV2's expansions read a linear bottleneck at
+  // zero point != 0); rewrite_qconv makes that hold for padded convolutions too.
   struct Int8Operands {
     const Tensor *w = nullptr, *xs = nullptr, *ws = nullptr, *ys = nullptr, *bias = nullptr;
     bool requant = false;
-    int64_t xzp = 0;  // a nonzero x zero point: only where no padding is read (see below)
+    int64_t xzp = 0;
   };
-  // `pointwise`: every output reads exactly C input values and no padding (a 1x1 convolution with
-  // zero pads, or a matrix product), so sum((x - zx) w) = sum(x w) - zx sum(w) with a per-output-
-  // channel constant, which epilogue_words folds into the int32 bias: there any per-tensor x zero
-  // point runs on the kernel (MobileNetV2's expansions read a linear bottleneck at zero point != 0).
-  bool int8_operands(const Node& node, size_t weight_rank, Int8Operands* o, bool pointwise) const {
+  bool int8_operands(const Node& node, size_t weight_rank, Int8Operands* o) const {
     auto constant = [&](size_t i) -> const Tensor* {
       const ValueId v = node.input(i);
       return v != kNoValue && g_.value(v).is_constant() ? g_.value(v).constant.get() : nullptr;
@@ -223,7 +218,7 @@ class LayoutRewriter {
     o->ys = o->requant ? constant(6) : nullptr;
     o->bias = constant(8);
     const Tensor* xz = constant(2);
-    const bool x_zp_ok = all_zero(2) || (pointwise && xz && xz->numel() == 1 && xz->dtype() == x.dtype);
+    const bool x_zp_ok = all_zero(2) || (xz && xz->numel() == 1 && xz->dtype() == x.dtype);
     o->xzp = x_zp_ok && xz ? xz->get_int(0) : 0;
     return (x.dtype == DType::kInt8 || x.dtype == DType::kUInt8) && !x.shape.empty() && o->w && o->w->dtype() == DType::kInt8 &&
            o->w->shape().size() == weight_rank && o->xs && o->xs->numel() == 1 && o->xs->dtype() == DType::kFloat32 &&
@@ -234,74 +229,50 @@ class LayoutRewriter {
            (o->requant || g_.value(node.outputs[0]).dtype == DType::kFloat32);
   }
 
+  // aotc.QLinearConv (opt/fuse_qdq) on the int8 tensor-core kernel: one group, 2-D, symmetric
+  // int8 weights, constant per-tensor scales. The weights go to KRSC and the epilogue's
+  // per-channel words are built here, in the reference's float arithmetic: m = x_scale *
+  // w_scale[k] (/ y_scale when requantizing) and the int32 bias (minus zx sum(w)). A layer that
+  // reads padding at a nonzero zx (the spec pads x - zx with zeros; the kernel's zero fill would
+  // give -zx), or whose input channels are not a multiple of 16 (ONNX Runtime's QDQ RGB stem),
+  // reads its NHWC input through one Pad node instead: the spatial padding and the channels up to
+  // 16 filled with zx, the convolution itself unpadded over weights zero-padded to the new
+  // channels, so the zero point folds exactly. Anything else goes to rewrite_qconv_direct.
   Expected<bool> rewrite_qconv(const Node& node) {
     Int8Operands o;
-    const Value& x = g_.value(node.inputs[0]);
-    if (x.shape.size() != 4) return false;
-    const Value* wv = node.input(3) != kNoValue ? &g_.value(node.input(3)) : nullptr;
-    bool pointwise = false;
-    if (wv && wv->shape.size() == 4 && wv->shape[2] == 1 && wv->shape[3] == 1) {  // 1x1: pointwise when unpadded
-      auto geo = resolve_window(node, {x.shape[2], x.shape[3]}, {1, 1}, WindowOptions{});
-      auto zero = [](const std::vector<int64_t>& v) { return std::all_of(v.begin(), v.end(), [](int64_t p) { return p == 0; }); };
-      pointwise = geo.is_ok() && zero(geo->pad_begin) && zero(geo->pad_end);
-    }
-    if (!int8_operands(node, 4, &o, pointwise)) return rewrite_qconv_padded(node);
-    const Tensor* w = o.w;
-    const Shape& wsh = w->shape();
-    const int64_t cin = x.shape[1], cout = wsh[0], group = node.attr_int("group", 1);
-    if (!conv_implicit_gemm_applies(g_.target, DType::kInt8, group, cin, cout) || wsh[2] > kImplicitGemmMaxWindow ||
-        wsh[3] > kImplicitGemmMaxWindow)
-      return rewrite_qconv_padded(node);
-    bool fits = true;
-    Tensor words = epilogue_words(*o.xs, *o.ws, o.requant ? o.ys : nullptr, o.bias, cout, o.xzp, *w, /*k_major=*/true, &fits);
-    if (!fits) return rewrite_qconv_direct(node);
-    AOTC_RETURN_IF_ERROR(ensure_nhwc(node.inputs[0]));
-    std::vector<ValueId> inputs = node.inputs;
-    inputs.resize(10, kNoValue);
-    inputs[0] = nhwc_.at(node.inputs[0]);
-    inputs[3] = g_.add_constant(g_.unique_name(g_.value(node.inputs[3]).name + "_krsc"), permute_channels(*w, false));
-    inputs[9] = g_.add_constant(g_.unique_name(node.name + "_epilogue_words"), std::move(words));
-    return emit_nhwc(node, inputs, /*set_channels_last=*/true);
-  }
-
-  // An aotc.QLinearConv (one group, 2-D) that the tensor-core kernel cannot take as it is because
-  // it reads padding with a nonzero x zero point (the spec pads x - zx with zeros, where the
-  // kernel's zero fill would give -zx), or because its input channels are not a multiple of 16 (the
-  // RGB stem of ONNX Runtime's QDQ CNNs): one Pad node writes the NHWC input with the spatial
-  // padding and the added channels filled with zx; the convolution then reads no padding (pads 0)
-  // and its zero point folds into the bias word as a pointwise one's does (every window position
-  // holds x or zx, so sum((x - zx) w) = sum(x w) - zx sum(w) exactly), over weights zero-padded
-  // to the new channels. Anything else goes to rewrite_qconv_direct.
-  Expected<bool> rewrite_qconv_padded(const Node& node) {
     const Value x = g_.value(node.inputs[0]);
-    Int8Operands o;
-    if (x.shape.size() != 4 || node.attr_int("group", 1) != 1 || !int8_operands(node, 4, &o, /*pointwise=*/true))
-      return rewrite_qconv_direct(node);
+    if (x.shape.size() != 4) return false;
+    if (!int8_operands(node, 4, &o)) return rewrite_qconv_direct(node);
     const Shape wsh = o.w->shape();
-    const int64_t cin = x.shape[1], cout = wsh[0];
+    const int64_t cin = x.shape[1], cout = wsh[0], group = node.attr_int("group", 1);
     const int64_t align = conv_channel_align(DType::kInt8);
     const int64_t cpad = (cin + align - 1) / align * align;
     auto geo = resolve_window(node, {x.shape[2], x.shape[3]}, {wsh[2], wsh[3]}, WindowOptions{});
-    if (!geo || wsh[1] != cin || !conv_implicit_gemm_applies(g_.target, DType::kInt8, 1, cpad, cout) ||
+    if (!geo || wsh[1] * group != cin || !conv_implicit_gemm_applies(g_.target, DType::kInt8, group, cpad, cout) ||
         wsh[2] > kImplicitGemmMaxWindow || wsh[3] > kImplicitGemmMaxWindow)
       return rewrite_qconv_direct(node);
-    Tensor wp(DType::kInt8, {cout, cpad, wsh[2], wsh[3]});  // zeros in the added channels
+    auto nonzero = [](const std::vector<int64_t>& v) { return std::any_of(v.begin(), v.end(), [](int64_t p) { return p != 0; }); };
+    const bool pad_input = cpad != cin || (o.xzp != 0 && (nonzero(geo->pad_begin) || nonzero(geo->pad_end)));
+    Tensor w(DType::kInt8, {cout, cpad, wsh[2], wsh[3]});  // zeros in any added channels
     const int64_t plane = wsh[2] * wsh[3];
     for (int64_t k = 0; k < cout; ++k)
-      std::memcpy(wp.raw() + k * cpad * plane, o.w->raw() + k * cin * plane, static_cast<size_t>(cin * plane));
+      std::memcpy(w.raw() + k * cpad * plane, o.w->raw() + k * cin * plane, static_cast<size_t>(cin * plane));
     bool fits = true;
-    Tensor words = epilogue_words(*o.xs, *o.ws, o.requant ? o.ys : nullptr, o.bias, cout, o.xzp, wp, /*k_major=*/true, &fits);
+    Tensor words = epilogue_words(*o.xs, *o.ws, o.requant ? o.ys : nullptr, o.bias, cout, o.xzp, w, /*k_major=*/true, &fits);
     if (!fits) return rewrite_qconv_direct(node);
     AOTC_RETURN_IF_ERROR(ensure_nhwc(node.inputs[0]));
-    const std::vector<int64_t> pads = {0, geo->pad_begin[0], geo->pad_begin[1], 0, 0, geo->pad_end[0], geo->pad_end[1], cpad - cin};
-    const ValueId padded = pad_nhwc(nhwc_.at(node.inputs[0]), pads, o.xzp != 0 ? node.input(2) : kNoValue);
     Node n = node;
-    n.attrs.erase("auto_pad");
-    n.attrs["pads"] = Attribute::of_ints({0, 0, 0, 0});
     std::vector<ValueId> inputs = node.inputs;
     inputs.resize(10, kNoValue);
-    inputs[0] = padded;
-    inputs[3] = g_.add_constant(g_.unique_name(g_.value(node.inputs[3]).name + "_krsc_padded"), permute_channels(wp, false));
+    inputs[0] = nhwc_.at(node.inputs[0]);
+    if (pad_input) {
+      const std::vector<int64_t> pads = {0, geo->pad_begin[0], geo->pad_begin[1], 0,
+                                         0, geo->pad_end[0],   geo->pad_end[1],   cpad - cin};
+      inputs[0] = pad_nhwc(inputs[0], pads, o.xzp != 0 ? node.input(2) : kNoValue);
+      n.attrs.erase("auto_pad");
+      n.attrs["pads"] = Attribute::of_ints({0, 0, 0, 0});
+    }
+    inputs[3] = g_.add_constant(g_.unique_name(g_.value(node.inputs[3]).name + "_krsc"), permute_channels(w, false));
     inputs[9] = g_.add_constant(g_.unique_name(node.name + "_epilogue_words"), std::move(words));
     return emit_nhwc(n, inputs, /*set_channels_last=*/true);
   }
@@ -353,7 +324,7 @@ class LayoutRewriter {
   // 4 float). The output keeps its layout, so nothing else changes.
   Expected<bool> rewrite_qmatmul(const Node& node) {
     Int8Operands o;
-    if (!int8_operands(node, 2, &o, /*pointwise=*/true)) return false;
+    if (!int8_operands(node, 2, &o)) return false;
     const Value& a = g_.value(node.inputs[0]);
     const Tensor* b = o.w;
     const int64_t k = b->shape()[0], n = b->shape()[1];

@@ -178,8 +178,8 @@ typedef struct aotc_cublaslt_api {
                            const cublasLtMatmulAlgo_t* algo, void* workspace, size_t workspace_bytes,
                            CUstream stream);
   const char* (*get_status_name)(cublasStatus_t status);
-  /* Optional (NULL when the library lacks it): reads an algorithm's configuration, e.g. its
-     cluster shape, for AOTC_MATMUL_PREFER. */
+  /* Optional (NULL when the library lacks it): reads an algorithm's configuration (its cluster
+     shape, for AOTC_MATMUL_TUNE_LOG). */
   cublasStatus_t (*algo_config_get_attribute)(const cublasLtMatmulAlgo_t* algo, int attr, void* buf,
                                               size_t size, size_t* written);
 } aotc_cublaslt_api;

@@ -16,17 +16,7 @@ static int lt_type(int dtype) {
                               : dtype == AOTC_MM_BF16 ? AOTC_CUDA_R_16BF : AOTC_CUDA_R_32F;
 }
 
-/* Experiment switch for device A/Bs (read at create): AOTC_MATMUL_PREFER holding "noworkspace"
-   gives cuBLASLt no workspace (no split-K reduction through it); "nocluster" keeps, of the
-   heuristic's first kAotcMatmulCandidates algorithms, those configured without thread-block
-   clusters (cluster shape 1x1x1), in the heuristic's order, when there is one. */
-static int prefer(const aotc_rt_handle* h, const char* what) {
-  (void)h;
-  const char* e = getenv("AOTC_MATMUL_PREFER");
-  return e && strstr(e, what) != NULL;
-}
-
-enum { kLtAlgoConfigClusterShapeId = 8, kLtClusterShape1x1x1 = 2 };
+enum { kLtAlgoConfigClusterShapeId = 8 }; /* CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID */
 
 AOTC_RT_HIDDEN int aotc_rt_lt_cluster_shape(const aotc_rt_handle* h, const cublasLtMatmulAlgo_t* algo) {
   uint16_t id = 0;
@@ -35,27 +25,6 @@ AOTC_RT_HIDDEN int aotc_rt_lt_cluster_shape(const aotc_rt_handle* h, const cubla
       h->lt.algo_config_get_attribute(algo, kLtAlgoConfigClusterShapeId, &id, sizeof id, &written) != 0)
     return -1;
   return id;
-}
-
-static cublasStatus_t keep_unclustered(aotc_rt_handle* h, aotc_rt_matmul_state* st,
-                                       cublasLtMatmulPreference_t pref) {
-  cublasLtMatmulHeuristicResult_t results[kAotcMatmulCandidates];
-  memset(results, 0, sizeof results);
-  int returned = 0;
-  cublasStatus_t s = h->lt.algo_get_heuristic(h->lt_handle, st->desc, st->layout_a, st->layout_b,
-                                              st->layout_c, st->layout_d, pref,
-                                              kAotcMatmulCandidates, results, &returned);
-  if (s != 0) return s;
-  int kept = 0;
-  cublasLtMatmulAlgo_t chosen[kAotcMatmulCandidates];
-  for (int i = 0; i < returned && i < kAotcMatmulCandidates; ++i)
-    if (results[i].state == 0 && aotc_rt_lt_cluster_shape(h, &results[i].algo) == kLtClusterShape1x1x1)
-      chosen[kept++] = results[i].algo;
-  if (kept == 0) return 0; /* none without clusters: the heuristic's choice stands */
-  if (!h->tune_matmuls) kept = 1;
-  for (int i = 0; i < kept; ++i) st->candidates[i] = chosen[i];
-  st->num_candidates = kept;
-  return 0;
 }
 
 static cublasStatus_t make_layout(aotc_rt_handle* h, cublasLtMatrixLayout_t* layout, int type,
@@ -106,7 +75,7 @@ static int prepare_matmul(aotc_rt_handle* h, const aotc_rt_matmul* mm, aotc_rt_m
   cublasLtMatmulPreference_t pref = NULL;
   if ((s = h->lt.preference_create(&pref)) != 0)
     return aotc_rt_lt_fail(h, s, "cublasLtMatmulPreferenceCreate", mm->label);
-  uint64_t max_ws = prefer(h, "noworkspace") ? 0 : h->desc->lt_workspace_bytes;
+  uint64_t max_ws = h->desc->lt_workspace_bytes;
   s = h->lt.preference_set_attribute(pref, AOTC_CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws,
                                      sizeof max_ws);
   /* Candidate 0 is what a one-result query gives (the algorithm used without timing), then the
@@ -133,7 +102,6 @@ static int prepare_matmul(aotc_rt_handle* h, const aotc_rt_matmul* mm, aotc_rt_m
           memcmp(&results[i].algo, &st->candidates[0], sizeof results[i].algo) != 0)
         st->candidates[st->num_candidates++] = results[i].algo;
   }
-  if (s == 0 && prefer(h, "nocluster")) s = keep_unclustered(h, st, pref);
   h->lt.preference_destroy(pref);
   if (s != 0) return aotc_rt_lt_fail(h, s, "cublasLtMatmulAlgoGetHeuristic", mm->label);
   if (st->num_candidates < 1)

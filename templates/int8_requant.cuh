@@ -1,10 +1,12 @@
 // int8 requantization in fp32 arithmetic, bit-identical to the CPU reference's double rounding,
 // for the int8 tensor-core kernels' epilogue (templates/cutlass_conv2d_fprop_i8.cu.in, with
-// aotc --int8-requant fp32) and its host test (tests/ops_quant/requant_test.cc).
+// aotc --int8-requant fp32), the exact conversions templates/qlinear_add.cu.in uses, and their
+// host test (tests/ops_quant/requant_test.cc).
 //
 // The reference computes rint(double(p) * double(m)) for an int32 sum p and a float multiplier m
-// (ir/ops/integer_matmul.cc): on the GPU four double conversions / roundings per output, which
-// bound ResNet-50's int8 1x1 convolutions (ncu, docs/perf_notes.md v24). Here, for |p| <= 2^24
+// (ir/ops/integer_matmul.cc): on the GPU four double conversions / roundings per output, in an
+// epilogue that bounds ResNet-50's int8 1x1 convolutions (ncu: 61 us at 3% of DRAM bandwidth,
+// docs/perf_notes.md v24; whether this route is faster is not measured yet). Here, for |p| <= 2^24
 // (p exact in float): hi = fp32(p * m) and lo = fma(p, m, -hi) = the exact rounding error, so
 // p * m = hi + lo exactly. rint(hi) is the answer unless hi is exactly k + 1/2, where the sign
 // of lo decides (above: k + 1, below: k, zero: a true tie, to even). Rounding is monotonic, so
@@ -59,6 +61,26 @@ AOTC_REQUANT_FN int32_t aotc_rq_bits(float f) {
 #endif
 }
 
+AOTC_REQUANT_FN float aotc_rq_from_bits(int32_t b) {
+#if defined(__CUDA_ARCH__)
+  return __int_as_float(b);
+#else
+  float f;
+  memcpy(&f, &b, sizeof f);
+  return f;
+#endif
+}
+
+// Integer <-> float conversions on the full-rate float and integer pipes instead of the converter
+// (I2F / F2I run at a quarter of the FP32 rate on sm_80-sm_90).
+// rint(q) as an integer for |q| < 2^22: adding 1.5 * 2^23 rounds to the nearest integer, ties to
+// even, in the mantissa's low bits.
+constexpr float kAotcRoundMagic = 12582912.0f;  // 1.5 * 2^23
+constexpr int32_t kAotcRoundMagicBits = 0x4B400000;
+AOTC_REQUANT_FN int32_t aotc_rint_small(float q) { return aotc_rq_bits(aotc_rq_add(q, kAotcRoundMagic)) - kAotcRoundMagicBits; }
+// An 8-bit integer v (int8 or uint8) as a float, exactly: 2^23 + (v + 128) - (2^23 + 128).
+AOTC_REQUANT_FN float aotc_int8_to_float(int v) { return aotc_rq_add(aotc_rq_from_bits(0x4B000000 | (v + 128)), -8388736.0f); }
+
 // *out = rint(double(p) * double(m)), saturated to +-2^30 (beyond any int8 result after its zero
 // point and clamp); false when the fp32 route does not apply.
 AOTC_REQUANT_FN bool aotc_requant_rint_fp32(int32_t p, float m, int32_t* out) {
@@ -69,9 +91,9 @@ AOTC_REQUANT_FN bool aotc_requant_rint_fp32(int32_t p, float m, int32_t* out) {
     *out = hi > 0.0f ? (1 << 30) : -(1 << 30);
     return true;
   }
-  const float t = aotc_rq_add(hi, 12582912.0f);  // 1.5 * 2^23: rounds hi to an integer, ties to even
-  int32_t r = aotc_rq_bits(t) - 0x4B400000;
-  const float frac = aotc_rq_add(hi, -aotc_rq_add(t, -12582912.0f));  // hi - rint(hi), exact
+  const float t = aotc_rq_add(hi, kAotcRoundMagic);  // as aotc_rint_small; t is kept for frac
+  int32_t r = aotc_rq_bits(t) - kAotcRoundMagicBits;
+  const float frac = aotc_rq_add(hi, -aotc_rq_add(t, -kAotcRoundMagic));  // hi - rint(hi), exact
   if (frac == 0.5f || frac == -0.5f) {  // hi = k + 1/2: the exact product's side of it decides
     const float lo = aotc_rq_fma(f, m, -hi);
     if (lo != 0.0f) r = (lo > 0.0f) == (frac > 0.0f) ? r + (frac > 0.0f ? 1 : -1) : r;

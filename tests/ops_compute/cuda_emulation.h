@@ -64,11 +64,6 @@ inline float __int_as_float(unsigned int bits) {
   memcpy(&f, &bits, sizeof f);
   return f;
 }
-inline int __float_as_int(float f) {
-  int bits;
-  memcpy(&bits, &f, sizeof bits);
-  return bits;
-}
 
 // Calls a kernel whose parameters are N pointers with args[0..N).
 template <size_t... I>

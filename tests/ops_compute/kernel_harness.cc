@@ -59,8 +59,9 @@ Status nvcc_compile(const std::string& source, const std::string& arch, bool cub
     (void)log;
     dup2(fileno(stderr), fileno(stdout));
     std::string arch_flag = "-arch=" + arch;
-    execl(nvcc.c_str(), nvcc.c_str(), arch_flag.c_str(), cubin ? "-cubin" : "-c", "-o", out_path.c_str(),
-          src_path.c_str(), static_cast<char*>(nullptr));
+    const std::string templates = std::string("-I") + AOTC_SOURCE_DIR + "/templates";  // the device headers
+    execl(nvcc.c_str(), nvcc.c_str(), arch_flag.c_str(), templates.c_str(), cubin ? "-cubin" : "-c", "-o",
+          out_path.c_str(), src_path.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   int status = 0;
@@ -109,8 +110,9 @@ Expected<void*> compile_for_cpu(const std::string& source) {
   if (pid == 0) {
     FILE* l = std::freopen(log.c_str(), "w", stderr);
     (void)l;
-    execlp("g++", "g++", "-std=c++20", "-O1", "-w", "-shared", "-fPIC", "-pthread", "-o", so.c_str(), src.c_str(),
-           static_cast<char*>(nullptr));
+    const std::string templates = std::string("-I") + AOTC_SOURCE_DIR + "/templates";  // the device headers
+    execlp("g++", "g++", "-std=c++20", "-O1", "-w", "-shared", "-fPIC", "-pthread", templates.c_str(), "-o", so.c_str(),
+           src.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   int status = 0;

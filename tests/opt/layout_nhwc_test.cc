@@ -787,6 +787,18 @@ TEST(LayoutNhwc, Int8PaddedConvReadsAPadFilledWithTheZeroPoint) {
   AOTC_BUILD(gg, grouped);
   ASSERT_TRUE(layout_nhwc(gg).is_ok());
   for (const Node& n : gg.nodes) EXPECT_NE(n.op_type, "Pad");
+  // No Pad where none is needed: the same 3x3 unpadded over 16 channels reads only real inputs,
+  // so the zero point folds as it is (a Pad would only copy the input).
+  std::string unpadded = build("zeros");
+  unpadded.replace(unpadded.find("int8[32x3x3x3]"), 14, "int8[32x16x3x3]");
+  unpadded.replace(unpadded.find("uint8[2x3x7x6]"), 14, "uint8[2x16x7x6]");
+  unpadded.replace(unpadded.find("pads=[1,2,1,0], "), 16, "");
+  AOTC_BUILD(gu, unpadded);
+  Graph gu_before = gu;
+  ASSERT_TRUE(layout_nhwc(gu).is_ok());
+  EXPECT_EQ(op_list(gu), "Transpose,aotc.QLinearConv,Transpose");
+  EXPECT_TRUE(channels_last(gu.nodes[1]));
+  EXPECT_TRUE(testing_util::same_outputs(gu_before, gu, 42, 0, 0));
 }
 
 // MobileNetV2's inverted residual in int8: tensor-core expansion -> depthwise -> tensor-core

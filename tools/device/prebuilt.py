@@ -103,6 +103,37 @@ class Library:
         label = self.fn("profile_step_label", ctypes.c_char_p, [ctypes.c_int])
         return [(kind(i).decode(), label(i).decode()) for i in range(n)]
 
+    def create(self):
+        """(status, handle, message): NAME_create on device 0 with the default options."""
+        model = ctypes.c_void_p()
+        create = self.fn("create", ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p])
+        st = create(ctypes.byref(model), 0, None, None)
+        return st, model, self.last_error(model) if st != 0 else ""
+
+    def last_error(self, model):
+        return (self.fn("last_error", ctypes.c_char_p, [ctypes.c_void_p])(model) or b"").decode()
+
+    def run_fn(self):
+        """NAME_run(handle, input pointers, output pointers, stream) -> status."""
+        return self.fn("run", ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p])
+
+    def destroy(self, model):
+        self.fn("destroy", None, [ctypes.c_void_p])(model)
+
+    def load_inputs(self, data_dir):
+        """The numpy arrays of data_dir/input_K.pb for the library's inputs; ValueError when a
+        file's dtype or shape differs from the library's."""
+        import numpy as np
+        import onnx
+        from onnx import numpy_helper
+        arrays = []
+        for k, (dtype, shape) in enumerate(self.io("input")):
+            arr = numpy_helper.to_array(onnx.load_tensor(os.path.join(data_dir, f"input_{k}.pb")))
+            if str(arr.dtype) != dtype or tuple(arr.shape) != shape:
+                raise ValueError(f"input {k}: file {arr.dtype}{arr.shape}, library {dtype}{shape}")
+            arrays.append(np.ascontiguousarray(arr))
+        return arrays
+
     def io(self, which):
         count = self.fn(f"num_{which}s")()
         dtype = self.fn(f"{which}_dtype", ctypes.c_int, [ctypes.c_int])
@@ -131,8 +162,6 @@ def cmd_count(a):
 
 
 def cmd_run(a):
-    import numpy as np
-    import onnx
     import torch
     from onnx import numpy_helper
 
@@ -147,32 +176,26 @@ def cmd_run(a):
     for c in m["cases"]:
         r = results[c["name"]] = {"group": c["group"], "name": c["name"]}
         lib = Library(os.path.join(a.out, c["lib"]), c["name"])
-        model = ctypes.c_void_p()
-        create = lib.fn("create", ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p])
-        last_error = lib.fn("last_error", ctypes.c_char_p, [ctypes.c_void_p])
-        st = create(ctypes.byref(model), 0, None, None)
+        st, model, message = lib.create()
         if st != 0:
-            r["error"] = f"create: status {st}: {(last_error(model) or b'').decode()}"
+            r["error"] = f"create: status {st}: {message}"
             continue
         data = os.path.join(a.out, c["data"])
-        ins = []
-        for k, (dtype, shape) in enumerate(lib.io("input")):
-            arr = numpy_helper.to_array(onnx.load_tensor(os.path.join(data, f"input_{k}.pb")))
-            if str(arr.dtype) != dtype or tuple(arr.shape) != shape:
-                r["error"] = f"input {k}: file {arr.dtype}{arr.shape}, library {dtype}{shape}"
-            ins.append(torch.from_numpy(np.ascontiguousarray(arr)).to(dev))
-        if "error" in r:
+        try:
+            ins = [torch.from_numpy(arr).to(dev) for arr in lib.load_inputs(data)]
+        except ValueError as e:
+            r["error"] = str(e)
             continue
         outs = [torch.empty(shape, dtype=getattr(torch, dtype), device=dev) for dtype, shape in lib.io("output")]
         in_ptrs = (ctypes.c_void_p * len(ins))(*[t.data_ptr() for t in ins])
         out_ptrs = (ctypes.c_void_p * len(outs))(*[t.data_ptr() for t in outs])
-        run = lib.fn("run", ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p])
+        run = lib.run_fn()
         for t in outs:
             t.view(torch.uint8).fill_(0xFF)  # unwritten elements show up as NaN
         st = run(model, in_ptrs, out_ptrs, ctypes.c_void_p(stream.cuda_stream))
         torch.cuda.synchronize()
         if st != 0:
-            r["error"] = f"run: status {st}: {(last_error(model) or b'').decode()}"
+            r["error"] = f"run: status {st}: {lib.last_error(model)}"
             continue
         got = os.path.join(a.out, c["name"], "outputs")
         os.makedirs(got, exist_ok=True)
@@ -219,7 +242,7 @@ def cmd_run(a):
             results[name]["profile"] = {"steps": len(steps), "ms_by_kind": dict(by_kind),
                                         "top": sorted(((statistics.median(t), lab) for (_, lab), t in zip(steps, per)), reverse=True)[:8]}
     for name, (lib, model, *_rest) in handles.items():
-        lib.fn("destroy", None, [ctypes.c_void_p])(model)
+        lib.destroy(model)
     print(f"\n| case | group | check (rel L2) | median ms, turn by turn (iters {a.iters}) |\n|---|---|---|---|")
     for c in m["cases"]:
         r = results[c["name"]]

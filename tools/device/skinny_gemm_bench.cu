@@ -127,7 +127,7 @@ void fill(__half* p, size_t count, float scale, unsigned seed) {
   CK(cudaMemcpy(p, h.data(), count * sizeof(__half), cudaMemcpyHostToDevice));
 }
 
-void setup(Problem& p, cublasLtHandle_t lt, void* lt_ws, size_t lt_ws_bytes, int sms) {
+void setup(Problem& p, cublasLtHandle_t lt, size_t lt_ws_bytes, int sms) {
   const Shape& s = p.s;
   const size_t m_pad = (size_t)(s.m + kTile - 1) / kTile * kTile;
   CK(cudaMalloc(&p.a, m_pad * s.k * 2));
@@ -172,7 +172,6 @@ void setup(Problem& p, cublasLtHandle_t lt, void* lt_ws, size_t lt_ws_bytes, int
   }
   p.algo = r.algo;
   CL(cublasLtMatmulPreferenceDestroy(pref));
-  (void)lt_ws;
 }
 
 void run_lt(const Problem& p, cublasLtHandle_t lt, void* lt_ws, size_t lt_ws_bytes, cudaStream_t st) {
@@ -246,7 +245,7 @@ int main() {
   for (const Shape& s : kShapes) {
     Problem p{};
     p.s = s;
-    setup(p, lt, lt_ws, lt_ws_bytes, sms);
+    setup(p, lt, lt_ws_bytes, sms);
     ps.push_back(p);
   }
   std::printf("| GEMM | M | N | K | splits | cuBLASLt us | split-K us | ratio | rel L2 vs cuBLASLt |\n|---|---|---|---|---|---|---|---|---|\n");

@@ -41,10 +41,7 @@ def analyse(replay):
 
 
 def main(argv=None):
-    import numpy as np
-    import onnx
     import torch
-    from onnx import numpy_helper
     from torch.profiler import ProfilerActivity, profile
 
     from prebuilt import Library
@@ -63,19 +60,15 @@ def main(argv=None):
     torch.cuda.set_device(dev)
     stream = torch.cuda.current_stream()
     lib = Library(a.lib, a.name)
-    model = ctypes.c_void_p()
-    create = lib.fn("create", ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p])
-    if create(ctypes.byref(model), 0, None, None) != 0:
-        print(f"{a.name}: create failed")
+    st, model, message = lib.create()
+    if st != 0:
+        print(f"{a.name}: create failed: status {st}: {message}")
         return 1
-    ins = []
-    for k, (dtype, shape) in enumerate(lib.io("input")):
-        arr = numpy_helper.to_array(onnx.load_tensor(os.path.join(a.data, f"input_{k}.pb")))
-        ins.append(torch.from_numpy(np.ascontiguousarray(arr)).to(dev))
+    ins = [torch.from_numpy(arr).to(dev) for arr in lib.load_inputs(a.data)]
     outs = [torch.empty(shape, dtype=getattr(torch, dtype), device=dev) for dtype, shape in lib.io("output")]
     in_ptrs = (ctypes.c_void_p * len(ins))(*[t.data_ptr() for t in ins])
     out_ptrs = (ctypes.c_void_p * len(outs))(*[t.data_ptr() for t in outs])
-    run = lib.fn("run", ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p])
+    run = lib.run_fn()
     s = ctypes.c_void_p(stream.cuda_stream)
     for _ in range(20):
         if run(model, in_ptrs, out_ptrs, s) != 0:
@@ -87,7 +80,7 @@ def main(argv=None):
             run(model, in_ptrs, out_ptrs, s)
             torch.cuda.synchronize()
             time.sleep(0.002)  # a 2 ms gap between replays: the split below cannot cut inside one
-    lib.fn("destroy", None, [ctypes.c_void_p])(model)
+    lib.destroy(model)
     events = []
     for e in prof.events():
         # memset / memcpy nodes too (cuBLASLt may add them): they are part of the replay

@@ -827,3 +827,55 @@ class DigitsCnnTest(unittest.TestCase):
                                               {"op": "Gemm", "dtype": "float"}, {"op": "Relu", "dtype": "float"}]})
             self.assertEqual(digits_cnn.layer_precisions(p), {"fp32": 2})
             self.assertEqual(digits_cnn.layer_precisions(os.path.join(tmp, "missing.json")), {})
+
+
+class LibraryAbiTest(unittest.TestCase):
+    """prebuilt.Library's C ABI helpers (create, last_error, run, destroy, load_inputs), which
+    prebuilt.py run, trace_replay.py and models/digits_cnn.py share, on a stand-in library
+    compiled here with cc: create fails when asked, one float input [2, 3]."""
+
+    kSource = textwrap.dedent("""
+        static int destroyed = 0;
+        int fake_create(void** h, int device, void* a, void* b) { (void)a; (void)b; *h = (void*)0x10; return device == 0 ? 0 : 2; }
+        const char* fake_last_error(void* h) { (void)h; return "stand-in error"; }
+        int fake_run(void* h, void* in, void* out, void* s) { (void)h; (void)in; (void)out; (void)s; return 7; }
+        void fake_destroy(void* h) { (void)h; destroyed = 1; }
+        int fake_destroyed(void) { return destroyed; }
+        int fake_num_inputs(void) { return 1; }
+        int fake_input_dtype(int i) { (void)i; return 1; }
+        int fake_input_rank(int i) { (void)i; return 2; }
+        static long long shape[2] = {2, 3};
+        long long* fake_input_shape(int i) { (void)i; return shape; }
+    """)
+
+    def test_helpers(self):
+        import shutil
+        from onnx import numpy_helper
+        from tools.device import prebuilt
+        if not shutil.which("cc"):
+            self.skipTest("no C compiler")
+        with tempfile.TemporaryDirectory() as tmp:
+            src, so = os.path.join(tmp, "fake.c"), os.path.join(tmp, "libfake.so")
+            with open(src, "w") as f:
+                f.write(self.kSource)
+            subprocess.run(["cc", "-shared", "-fPIC", "-o", so, src], check=True)
+            lib = prebuilt.Library(so, "fake")
+            st, model, message = lib.create()
+            self.assertEqual((st, message), (0, ""))
+            self.assertEqual(lib.run_fn()(model, None, None, None), 7)
+            self.assertEqual(lib.last_error(model), "stand-in error")
+            lib.destroy(model)
+            self.assertEqual(lib.fn("destroyed")(), 1)
+            for name, arr in (("ok", np.arange(6, dtype=np.float32).reshape(2, 3)),
+                              ("shape", np.zeros((3, 2), np.float32)), ("dtype", np.zeros((2, 3), np.float64))):
+                d = os.path.join(tmp, name)
+                os.makedirs(d)
+                with open(os.path.join(d, "input_0.pb"), "wb") as f:
+                    f.write(numpy_helper.from_array(arr, "x").SerializeToString())
+                if name == "ok":
+                    got = lib.load_inputs(d)
+                    self.assertEqual(len(got), 1)
+                    self.assertTrue(np.array_equal(got[0], arr))
+                else:
+                    with self.assertRaises(ValueError):
+                        lib.load_inputs(d)
