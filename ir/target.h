@@ -43,6 +43,10 @@ struct Target {
   // Tensor-core convolutions whose implicit-GEMM tiles would not fill one wave (batch 1) run as
   // an im2col kernel + a cuBLASLt GEMM (conv_im2col_gemm_applies). Off: CUTLASS (--conv-im2col off).
   bool conv_im2col_gemm = true;
+  // Of those, 16-bit ones run as one cluster split-K implicit-GEMM kernel instead when every target
+  // is sm_90+ (conv_cluster_splitk_applies; templates/conv_cluster_splitk.cuh). Off: im2col + GEMM
+  // (--conv-cluster off).
+  bool conv_cluster_splitk = true;
   // Of those, a strided 1x1 convolution without padding (ResNet's downsample at batch 1) reads its
   // input in place as a strided batched cuBLASLt GEMM, one batch per output row, no im2col
   // (conv_strided_pointwise_gemm_applies). Off: im2col + GEMM like the others

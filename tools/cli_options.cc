@@ -321,6 +321,10 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       std::string text;
       AOTC_CHOOSE(text, {"gemm", "im2col"});
       o.conv_strided_pointwise_gemm = text == "gemm";
+    } else if (opt == "--conv-cluster") {
+      std::string text;
+      AOTC_CHOOSE(text, {"on", "off"});
+      o.conv_cluster_splitk = text == "on";
     } else if (opt == "--conv-stem") {
       std::string text;
       AOTC_CHOOSE(text, {"direct", "cutlass"});

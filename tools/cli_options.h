@@ -33,6 +33,7 @@ struct AotcOptions {
   bool conv_im2col_gemm = true;        // --conv-im2col on|off (underfilled convs as im2col + cuBLASLt)
   bool int8_requant_fp32 = false;      // --int8-requant double|fp32 (the int8 epilogue's rounding)
   bool conv_strided_pointwise_gemm = true;  // --conv-strided-pointwise gemm|im2col
+  bool conv_cluster_splitk = true;          // --conv-cluster on|off
   bool matmul_reference = false;            // --matmul-impl cublaslt|reference
   int aux_streams = 0;                      // --aux-streams 0|1 (side branches beside the main lane)
   bool conv_stem_kernel = true;       // --conv-stem direct|cutlass (16-bit RGB stems on the direct kernel)

@@ -311,6 +311,9 @@ step_aotc() {
       # One library per ';'-separated variant (CASE/ab, CASE/ab2, ...), all timed in the same turns.
       local variants=() v vdirs=() vnames=() ok_variants=()
       IFS=';' read -r -a variants <<<"$AB_AOTC_ARGS"
+      if [ "$precision" = int8 ]; then  # the variants reuse the model's calibration cache
+        args="$args --calib-cache $WORK/calib/$(basename "$(dirname "$model")").json"
+      fi
       for v in "${!variants[@]}"; do
         local vd="$c/ab$([ "$v" -gt 0 ] && echo $((v + 1)))" vn="${lib}_ab$([ "$v" -gt 0 ] && echo $((v + 1)))"
         mkdir -p "$vd"

@@ -48,8 +48,8 @@ options:
                            run as im2col + a cuBLASLt GEMM; off: CUTLASS implicit GEMM
   --int8-requant double|fp32
                            how the int8 tensor-core epilogue rounds its requantization: double
-                           (default) or fp32 arithmetic where that gives the same result (for
-                           measuring; identical outputs either way)
+                           (default) or fp32 arithmetic where that gives the same result
+                           (identical outputs; fp32 measured slower, docs/perf_notes.md v24)
   --matmul-impl cublaslt|reference
                            cublaslt (default): GEMMs run on cuBLASLt; reference: on a plain aotc
                            kernel each (slow; a library with no cuBLASLt kernel, for
@@ -63,6 +63,10 @@ options:
                            gemm (default): of those, strided 1x1 convolutions without padding
                            read their input in place (a strided batched cuBLASLt GEMM, one batch
                            per output row); im2col: im2col + GEMM like the others
+  --conv-cluster on|off    on (default): of those, 16-bit ones whose channels are a multiple of
+                           64 run as one kernel that splits the K loop across a thread-block
+                           cluster when every --arch is sm_90 or newer (no im2col matrix); off:
+                           im2col + GEMM
   --conv-stem direct|cutlass
                            direct (default): 16-bit convolutions of at most 4 input channels (the
                            RGB stem) run on the direct tensor-core stem kernel; cutlass: space-to-

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -315,6 +316,71 @@ inline bool conv_im2col_gemm_applies(const Target& target, DType dtype, int64_t 
   const ConvKernelConfig& c = pick_conv_config(target, math, gemm_m, cout);
   const int64_t idle_below = math == ConvMath::kSimt ? target.sm_count / 2 : target.sm_count;
   return conv_config_tiles(c, gemm_m, cout) < idle_below && gemm_m * gemm_k * dtype_size(dtype) <= kIm2colMaxBytes;
+}
+
+// A 16-bit convolution that leaves SMs idle (the im2col criterion above, without its activation
+// and size limits) as ONE kernel on sm_90+: an implicit GEMM whose K loop is split across the
+// CTAs of a thread-block cluster, the partial tiles summed through distributed shared memory
+// (templates/conv_cluster_splitk.cuh). Measured on an H200 against im2col + cuBLASLt (tuned) on
+// ResNet-50's batch-1 3x3 layers (tools/device/cluster_conv_bench.cu, docs/perf_notes.md v25):
+// 1.05-1.24x per layer, the 16 layers 117.9 -> 100.8 us as one graph. Every configuration takes a
+// 64-row M tile, 64-wide K steps (C % 64 == 0: a step lies in one tap), a 3-stage pipeline and two
+// warp groups (the best of each layer's measured list); the rule picks the column tile BN (32 or
+// 64) and the cluster size SPLIT (a divisor of the K steps, at most kClusterConvMaxSplit: 8
+// measured slower than 6 on every layer) with at most one CTA per SM of the smallest target, the
+// fewest K steps per CTA, then the most CTAs. On the H200's 132 SMs that gives each layer's
+// fastest measured configuration or one within 4% of it (layer 2: 64 x 3 at 6.42 us, best 6.15).
+struct ClusterConvConfig {
+  int64_t bn = 0, bk = 64, stages = 3, kg = 2, split = 1;
+};
+constexpr int64_t kClusterConvBm = 64;
+constexpr int64_t kClusterConvMaxSplit = 6;
+
+// Mirrors templates/conv_cluster_splitk.cuh's threads() / smem_bytes() (the template asserts it).
+inline int64_t cluster_conv_threads(const ClusterConvConfig& c) { return 128 * c.kg; }
+inline int64_t cluster_conv_smem_bytes(const ClusterConvConfig& c) {
+  const int64_t pipe = c.stages * (kClusterConvBm + c.bn) * (c.bk + 8) * 2;
+  const int64_t tiles = c.kg * kClusterConvBm * (c.bn + 4) * 4;
+  return std::max(pipe, tiles);
+}
+
+inline std::optional<ClusterConvConfig> pick_cluster_conv_config(const Target& target, int64_t gemm_m, int64_t cout,
+                                                                 int64_t gemm_k) {
+  ClusterConvConfig base;
+  if (gemm_k % base.bk != 0) return std::nullopt;
+  const int64_t ksteps = gemm_k / base.bk, m_tiles = (gemm_m + kClusterConvBm - 1) / kClusterConvBm;
+  std::optional<ClusterConvConfig> best;
+  int64_t best_steps = 0, best_ctas = 0;
+  for (int64_t bn : {32, 64}) {
+    if (cout % bn != 0) continue;
+    for (int64_t split = 1; split <= kClusterConvMaxSplit; ++split) {
+      if (ksteps % split != 0) continue;
+      const int64_t ctas = m_tiles * (cout / bn) * split, steps = ksteps / split;
+      if (ctas > target.sm_count) continue;
+      if (!best || steps < best_steps || (steps == best_steps && ctas > best_ctas)) {
+        best = base;
+        best->bn = bn;
+        best->split = split;
+        best_steps = steps;
+        best_ctas = ctas;
+      }
+    }
+  }
+  return best;
+}
+
+// `largest_numel`: the most elements of the input, output or residual (the kernel indexes them
+// with int). kernel: the 2-D window.
+inline bool conv_cluster_splitk_applies(const Target& target, DType dtype, int64_t group, int64_t cin, int64_t cout,
+                                        int64_t gemm_m, int64_t gemm_k, int64_t largest_numel) {
+  ConvMath math;
+  if (!target.conv_cluster_splitk || !target.conv_im2col_gemm || target.min_sm() < 90) return false;
+  if (!conv_math_for(dtype, &math) || math != ConvMath::kTensorOp || forced_conv_config(target, math)) return false;
+  if (!conv_implicit_gemm_applies(target, dtype, group, cin, cout)) return false;
+  if (cin % ClusterConvConfig{}.bk != 0 || largest_numel >= (int64_t{1} << 31) - (int64_t{1} << 20)) return false;
+  const ConvKernelConfig& c = pick_conv_config(target, math, gemm_m, cout);
+  if (conv_config_tiles(c, gemm_m, cout) >= target.sm_count) return false;  // fills the GPU: CUTLASS
+  return pick_cluster_conv_config(target, gemm_m, cout, gemm_k).has_value();
 }
 
 // A convolution that would take im2col + GEMM (above) and is a strided pointwise one - 1x1

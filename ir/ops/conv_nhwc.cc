@@ -109,6 +109,42 @@ Lowering lower_im2col_gemm(const NhwcConv& c) {
   return l;
 }
 
+// One cluster split-K implicit-GEMM kernel (templates/conv_cluster_splitk_nhwc.cu.in; sm_90+, 16-bit;
+// see conv_cluster_splitk_applies): no im2col matrix, no scratch, any fused activation.
+Lowering lower_cluster_splitk(const NhwcConv& c, const ClusterConvConfig& cfg) {
+  const Node& node = c.node;
+  const ConvShape& cs = c.cs;
+  KernelStep k;
+  k.template_name = "conv_cluster_splitk_nhwc";
+  k.holes = {{"comment", c.comment + " cluster split-K bn" + std::to_string(cfg.bn) + " bk" + std::to_string(cfg.bk) +
+                             " stages" + std::to_string(cfg.stages) + " kg" + std::to_string(cfg.kg) + " split" +
+                             std::to_string(cfg.split)},
+             {"T", dtype_c_type(c.x.dtype)},
+             {"K", int_literal(cs.cout)},
+             {"BN", int_literal(cfg.bn)},
+             {"BK", int_literal(cfg.bk)},
+             {"STAGES", int_literal(cfg.stages)},
+             {"KG", int_literal(cfg.kg)},
+             {"SPLIT", int_literal(cfg.split)},
+             {"THREADS", int_literal(cluster_conv_threads(cfg))},
+             {"SMEM_BYTES", int_literal(cluster_conv_smem_bytes(cfg))},
+             {"HAS_BIAS", c.has_bias ? "true" : "false"},
+             {"HAS_RES", c.has_res ? "true" : "false"},
+             {"act_expr", activation_expr(node, c.graph, "v")}};
+  const auto window = window_2d_holes(cs);
+  k.holes.insert(k.holes.end(), window.begin(), window.end());
+  k.args = {node.inputs[0], node.inputs[1], c.has_bias ? node.inputs[2] : kNullArg,
+            c.has_res ? node.inputs[kConvResidualInput] : kNullArg, node.outputs[0]};
+  const int64_t m_tiles = (c.gemm_m + kClusterConvBm - 1) / kClusterConvBm;
+  // The pick rule keeps the grid's CTAs within the target's SM count: no dimension limit is near.
+  k.grid = Dim3{cfg.split, cs.cout / cfg.bn, m_tiles};
+  k.block = Dim3{cluster_conv_threads(cfg), 1, 1};
+  k.shared_bytes = cluster_conv_smem_bytes(cfg);
+  Lowering l;
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  return l;
+}
+
 // A strided 1x1 convolution as one strided batched GEMM over its input in place (see
 // conv_strided_pointwise_gemm_applies): batch b = n*P + p, its Q rows the pixels (n, p*SH, q*SW).
 Lowering lower_strided_pointwise_gemm(const NhwcConv& c) {
@@ -505,6 +541,9 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
   if (conv_strided_pointwise_gemm_applies(t, xv.dtype, cs.group, cs.cin, cs.cout, g.kernel, g.strides, pads, cs.batch,
                                           g.in[0], g.out[0], c.gemm_m, c.relu_or_none))
     return lower_strided_pointwise_gemm(c);
+  const int64_t largest = std::max({xv.numel(), shape_numel(nchw_to_nhwc(cs.out))});
+  if (conv_cluster_splitk_applies(t, xv.dtype, cs.group, cs.cin, cs.cout, c.gemm_m, c.gemm_k, largest))
+    return lower_cluster_splitk(c, *pick_cluster_conv_config(t, c.gemm_m, cs.cout, c.gemm_k));
   if (conv_im2col_gemm_applies(t, xv.dtype, cs.group, cs.cin, cs.cout, c.gemm_m, c.gemm_k, c.relu_or_none))
     return lower_im2col_gemm(c);
   ConvMath math;

@@ -140,6 +140,7 @@ TEST(GpuConvFp16, StridedPointwiseAsBatchedGemm) {
   Graph odd = conv_fp16_graph({1, 256, 13, 13}, {512, 256, 1, 1}, {{"strides", ints({2, 2})}}, true, false);
   run_case(odd, "conv16_pw_s2_batched_odd");
   odd.target.conv_strided_pointwise_gemm = false;
+  odd.target.conv_cluster_splitk = false;  // else the cluster split-K kernel takes it (C 256)
   run_case(odd, "conv16_pw_s2_im2col");
 }
 
@@ -148,6 +149,65 @@ TEST(GpuConvFp16, ThreeByThreeResidualRelu) {
   Graph g = conv_fp16_graph({3, 16, 11, 13}, {40, 16, 3, 3}, {{"pads", ints({1, 1, 1, 1})}}, true, true);
   run_case(g, "conv16_3x3_res");
   run_case(cutlass_only(g), "conv16_3x3_res_cutlass");
+}
+
+// 16-bit convolutions that leave SMs idle, with channels a multiple of 64, run on sm_90 as one
+// cluster split-K kernel (templates/conv_cluster_splitk_nhwc.cu.in); each case also runs as
+// im2col + GEMM (--conv-cluster off). The configurations (ir/ops/conv_configs.h's rule, checked
+// by ConvClusterSplitK.* on the CPU): 14x14 C64 -> K64: BN 32, split 3 (tile rows 22 / 22 / 20
+// per CTA); the dilated strided one: BN 32, split 6, M = 42 (a partial 64-row tile); batch 2:
+// M tiles across the image boundary.
+Graph cluster_off(Graph g) {
+  g.target.conv_cluster_splitk = false;
+  return g;
+}
+
+Graph conv16_act_graph(DType t, Shape x, Shape w, Attributes attrs, bool bias, bool residual, const std::string& act) {
+  GraphBuilder b;
+  ValueId xi = b.input("x", x, t);
+  std::vector<ValueId> ins = {xi, b.weight("w", w, -0.3, 0.3, t)};
+  if (bias) ins.push_back(b.weight("b", {w[0]}, -1, 1, t));
+  ValueId c = b.node("Conv", ins, attrs);
+  if (residual) {
+    Graph probe = b.graph();
+    probe.outputs = {c};
+    EXPECT_TRUE(infer_shapes(probe).is_ok());
+    c = b.node("Add", {c, b.input("residual", probe.value(c).shape, t)});
+  }
+  if (act == "Relu") c = b.node("Relu", {c});
+  if (act == "Clip") c = b.node("Clip", {c}, {{"min", f32(0.f)}, {"max", f32(1.5f)}});
+  b.output(c);
+  return b.graph();
+}
+
+TEST(GpuConvFp16, ClusterSplitKResidualRelu) {
+  AOTC_REQUIRE_GPU();
+  Graph g = conv16_act_graph(DType::kFloat16, {1, 64, 14, 14}, {64, 64, 3, 3}, {{"pads", ints({1, 1, 1, 1})}}, true,
+                             true, "Relu");
+  CaseOptions options;
+  options.expect_ops_after_pipeline = {"FusedConv"};
+  run_case(g, "conv16_cluster_res", options);
+  run_case(cluster_off(g), "conv16_cluster_res_off", options);
+}
+
+TEST(GpuConvFp16, ClusterSplitKStride2DilatedClipNoBias) {
+  AOTC_REQUIRE_GPU();
+  Graph g = conv16_act_graph(DType::kFloat16, {1, 128, 15, 13}, {96, 128, 3, 3},
+                             {{"strides", ints({2, 2})}, {"dilations", ints({1, 2})}, {"pads", ints({1, 2, 0, 1})}},
+                             false, false, "Clip");
+  run_case(g, "conv16_cluster_s2_clip");
+  run_case(cluster_off(g), "conv16_cluster_s2_clip_off");
+}
+
+TEST(GpuConvFp16, ClusterSplitKBatchTwoAndBf16) {
+  AOTC_REQUIRE_GPU();
+  Graph g = conv16_act_graph(DType::kFloat16, {2, 64, 7, 7}, {128, 64, 3, 3}, {{"pads", ints({1, 1, 1, 1})}}, true,
+                             false, "");
+  run_case(g, "conv16_cluster_n2");
+  Graph bf = conv16_act_graph(DType::kBFloat16, {1, 128, 9, 9}, {64, 128, 3, 3}, {{"pads", ints({1, 1, 1, 1})}}, true,
+                              false, "Relu");
+  run_case(bf, "convbf16_cluster");
+  run_case(cluster_off(bf), "convbf16_cluster_off");
 }
 
 TEST(GpuConvFp16, ThreeByThreeStride2DilatedNoBiasLargeK) {

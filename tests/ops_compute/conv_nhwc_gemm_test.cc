@@ -203,6 +203,108 @@ TEST(ConvNhwcGemm, Fp32FullGridConvolutionLowersToCutlassSimt) {
   }
 }
 
+// ---- The cluster split-K kernel (templates/conv_cluster_splitk_nhwc.cu.in; its numbers are
+// checked on the GPU by GpuConvFp16.ClusterSplitK*, the rule is ir/ops/conv_configs.h's).
+
+std::map<std::string, std::string> holes_of(const KernelStep& k) { return {k.holes.begin(), k.holes.end()}; }
+
+// ResNet-50's batch-1 3x3 layers on the default target (sm_90, 132 SMs): the configuration of
+// each is the fastest measured on the H200 or within 4% of it (docs/perf_notes.md v25).
+TEST(ConvClusterSplitK, PicksTheMeasuredConfigurationsForResNet50Batch1) {
+  const DType f16 = DType::kFloat16;
+  struct Case {
+    std::string label;
+    OneNode g;
+    int64_t bn, split;
+    Dim3 grid;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"layer1 56x56x64", nhwc_conv(f16, 1, 64, 56, 56, 64, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu"), 32, 1, {1, 2, 49}});
+  cases.push_back({"layer2.0 56->28 x128 s2", nhwc_conv(f16, 1, 128, 56, 56, 128, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu"), 64, 3, {3, 2, 13}});
+  cases.push_back({"layer2 28x28x128", nhwc_conv(f16, 1, 128, 28, 28, 128, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu"), 64, 3, {3, 2, 13}});
+  cases.push_back({"layer3 14x14x256", nhwc_conv(f16, 1, 256, 14, 14, 256, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu"), 64, 6, {6, 4, 4}});
+  cases.push_back({"layer4 7x7x512", nhwc_conv(f16, 1, 512, 7, 7, 512, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu"), 32, 6, {6, 16, 1}});
+  for (Case& c : cases) {
+    SCOPED_TRACE(c.label);
+    auto l = lower(c.g);
+    ASSERT_TRUE(l.is_ok()) << l.status().message();
+    ASSERT_EQ(l->steps.size(), 1u);
+    ASSERT_EQ(l->steps[0].kind, LoweredStep::Kind::kKernel);
+    const KernelStep& k = l->steps[0].kernel;
+    EXPECT_EQ(k.template_name, "conv_cluster_splitk_nhwc");
+    EXPECT_EQ(l->scratch_bytes, 0);
+    auto h = holes_of(k);
+    EXPECT_EQ(h["BN"], int_literal(c.bn));
+    EXPECT_EQ(h["SPLIT"], int_literal(c.split));
+    EXPECT_EQ(h["BK"], int_literal(64));
+    EXPECT_EQ(h["STAGES"], int_literal(3));
+    EXPECT_EQ(h["KG"], int_literal(2));
+    EXPECT_EQ(k.grid.x, c.grid.x);
+    EXPECT_EQ(k.grid.y, c.grid.y);
+    EXPECT_EQ(k.grid.z, c.grid.z);
+    EXPECT_EQ(k.block.x, 256);
+    // 3 stages of (64 + BN) rows x 72 halves; larger than the two fp32 tiles.
+    EXPECT_EQ(k.shared_bytes, 3 * (64 + c.bn) * 72 * 2);
+    EXPECT_EQ(h["SMEM_BYTES"], int_literal(k.shared_bytes));
+    EXPECT_EQ(k.args.size(), 5u);
+  }
+}
+
+// Where it must not fire: a target list with Jetson's sm_87 (no clusters), a batch that fills the
+// GPU (CUTLASS), channels not a multiple of 64, output channels not a multiple of 32, fp32,
+// --conv-cluster off, and a 3x3 whose every configuration would need more CTAs than SMs.
+TEST(ConvClusterSplitK, MustNotFire) {
+  const DType f16 = DType::kFloat16, f32 = DType::kFloat32;
+  auto path = [&](OneNode g) -> std::string {
+    auto l = lower(g);
+    if (!l.is_ok()) return "error: " + l.status().message();
+    return l->steps.size() == 2 ? "im2col" : l->steps[0].kind == LoweredStep::Kind::kMatmul ? "matmul" : l->steps[0].kernel.template_name;
+  };
+  auto layer3 = [&](DType t) { return nhwc_conv(t, 1, 256, 14, 14, 256, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu"); };
+  OneNode jetson = layer3(f16);
+  jetson.graph.target.sms = {90, 87};
+  EXPECT_EQ(path(jetson), "im2col");
+  OneNode off = layer3(f16);
+  off.graph.target.conv_cluster_splitk = false;
+  EXPECT_EQ(path(off), "im2col");
+  EXPECT_EQ(path(layer3(f32)), "im2col");
+  EXPECT_EQ(path(nhwc_conv(f16, 32, 64, 56, 56, 64, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu")),
+            "cutlass_conv2d_fprop");
+  EXPECT_EQ(path(nhwc_conv(f16, 1, 32, 14, 14, 64, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu")), "im2col");
+  EXPECT_EQ(path(nhwc_conv(f16, 1, 64, 14, 14, 48, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu")), "im2col");
+  // M = 4480 (70 row tiles) x 128 channels: 140 CTAs at BN 64, 280 at BN 32, more than 132 SMs
+  // even without a split, while CUTLASS's own tiles (35 of 128 x 128) leave SMs idle: im2col.
+  OneNode wide = nhwc_conv(f16, 1, 64, 70, 64, 128, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu");
+  EXPECT_EQ(path(wide), "im2col");
+  // The positive control: the same layer on the default target takes it.
+  EXPECT_EQ(path(layer3(f16)), "conv_cluster_splitk_nhwc");
+}
+
+// Renders and compiles for sm_90 (the only architecture it is picked for): fp16 with residual,
+// Clip, no bias, BN 32 / 64, and bf16.
+TEST(ConvClusterSplitK, KernelsCompileWithNvcc) {
+  std::vector<OneNode> graphs;
+  graphs.push_back(nhwc_conv(DType::kFloat16, 1, 256, 14, 14, 256, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, true, "Relu"));
+  graphs.push_back(nhwc_conv(DType::kFloat16, 1, 128, 15, 13, 96, 3, 3, {2, 2}, {1, 2, 0, 1}, {1, 2}, false, false, "Clip"));
+  graphs.push_back(nhwc_conv(DType::kBFloat16, 1, 512, 7, 7, 512, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu"));
+  std::string source;
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    auto l = lower(graphs[i]);
+    ASSERT_TRUE(l.is_ok()) << l.status().message();
+    ASSERT_EQ(l->steps[0].kernel.template_name, "conv_cluster_splitk_nhwc") << i;
+    auto text = testing_util::render_kernel(l->steps[0].kernel, "cluster_" + std::to_string(i));
+    ASSERT_TRUE(text.is_ok()) << text.status().message();
+    EXPECT_NE(text->find("__cluster_dims__("), std::string::npos);
+    source += *text + "\n";
+  }
+  if (testing_util::find_nvcc().empty()) GTEST_SKIP() << "no nvcc: cluster kernels rendered, not compiled";
+  char dir[] = "/tmp/aotc_cluster_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  Status s = testing_util::nvcc_compile(source, "sm_90", false, std::string(dir) + "/cluster.o");
+  EXPECT_TRUE(s.is_ok()) << s.message();
+  if (s.is_ok()) std::filesystem::remove_all(dir);
+}
+
 // Every im2col variant compiles (sm_90 and Jetson's sm_87): fp32, fp16, bf16, 32- and 64-bit indices.
 TEST(ConvNhwcGemm, Im2colKernelsCompileWithNvcc) {
   std::string source;

@@ -128,6 +128,7 @@ TEST(AotcArgs, ChoiceOptionsAcceptTheirValuesAndListThemOnRefusal) {
       {"--aux-streams", {"0", "1"}, "0 or 1"},
       {"--conv-strided-pointwise", {"gemm", "im2col"}, "gemm or im2col"},
       {"--conv-stem", {"direct", "cutlass"}, "direct or cutlass"},
+      {"--conv-cluster", {"on", "off"}, "on or off"},
       {"--tune-matmuls", {"auto", "on", "off"}, "auto, on or off"},
       {"--pdl", {"off", "wait", "early"}, "off, wait or early"},
       {"--attention", {"fused", "rows"}, "fused or rows"},
@@ -193,6 +194,8 @@ TEST(AotcArgs, ConvStrategySwitches) {
   EXPECT_TRUE(d->conv_pointwise_gemm);
   EXPECT_TRUE(d->conv_im2col_gemm);
   EXPECT_TRUE(d->conv_strided_pointwise_gemm);
+  EXPECT_TRUE(d->conv_cluster_splitk);
+  EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--conv-cluster", "off"})->conv_cluster_splitk);
   EXPECT_FALSE(d->matmul_reference);
   EXPECT_TRUE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--matmul-impl", "reference"})->matmul_reference);
   EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--matmul-impl", "cutlass"}).find("--matmul-impl"), std::string::npos);

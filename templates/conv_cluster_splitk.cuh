@@ -1,0 +1,241 @@
+// templates/conv_cluster_splitk.cuh: a 16-bit NHWC convolution as an implicit GEMM whose K loop is
+// split over the CTAs of one thread-block cluster (sm_90+), for the convolutions that leave most
+// SMs idle at batch 1 (docs/perf_notes.md v25; rendered by templates/conv_cluster_splitk_nhwc.cu.in,
+// configuration from ir/ops/conv_configs.h). One kernel replaces im2col + cuBLASLt GEMM (+ its
+// split-K reduction kernel): no im2col matrix, no workspace, no counters.
+//
+// GEMM view: D[M, K] = A[M, KK] x W[K, KK]^T with M = N*OH*OW output pixels, KK = KH*KW*C (KRSC
+// filter rows), K output channels. A row m gathers its taps straight from the NHWC input (16-byte
+// cp.async, zero-filled outside the image). Grid (SPLIT, K / BN, ceil(M / 64)), cluster (SPLIT, 1,
+// 1): the SPLIT CTAs of a cluster compute the same 64 x BN output tile over SPLIT consecutive K
+// ranges. Each CTA: KG groups of 4 warps (2 x 2 over the tile; the groups take alternate 16-wide
+// slices of every K step), WMMA 16x16x16 with fp32 accumulators, 64 x BK and BN x BK tiles in a
+// STAGES-deep cp.async pipeline. The partial tiles stay in shared memory;
+// after a cluster barrier each CTA sums its share of the tile's rows over all SPLIT partials
+// (distributed shared memory, rank order: deterministic), adds bias and residual, applies the
+// activation and stores 16-bit outputs.
+// Threads: threads(KG); dynamic shared memory: smem_bytes(BN, BK, STAGES, KG). Requirements (the
+// lowering's applicability check, ir/ops/conv_configs.h): C % BK == 0 (a K step lies in one tap),
+// K % BN == 0, (KH*KW*C / BK) % SPLIT == 0, SPLIT <= 8, every target sm_90 or newer, every
+// tensor under 2^31 elements (int offsets).
+#pragma once
+
+#include <cooperative_groups.h>
+#include <mma.h>
+
+namespace aotc_ccs {
+
+constexpr int kBM = 64;
+// Threads of a configuration with KG warp groups: 4 warps (2 x 2 over the 64 x BN tile) per group,
+// the groups taking alternate 16-wide slices of each K step (more warps per SM: one warp per
+// scheduler ran latency-bound, ncu in docs/perf_notes.md v25).
+__host__ __device__ constexpr int threads(int kg) { return 128 * kg; }
+
+// Shared memory of one configuration: the pipeline's A and B stages (rows padded by 8 halves),
+// reused after the main loop for KG fp32 64 x (BN + 4) tiles.
+__host__ __device__ constexpr int smem_bytes(int bn, int bk, int stages, int kg) {
+  return stages * (kBM + bn) * (bk + 8) * 2 > kg * kBM * (bn + 4) * 4 ? stages * (kBM + bn) * (bk + 8) * 2
+                                                                      : kg * kBM * (bn + 4) * 4;
+}
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  const int bytes = valid ? 16 : 0;  // 0: the 16 bytes are zero-filled, nothing is read
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+template <class T>
+struct Vec4 {  // four 16-bit outputs: one 8-byte store
+  T v[4];
+};
+
+// T: __half or __nv_bfloat16. Act: float -> float (the fused activation).
+template <class T, int N_, int H_, int W_, int C_, int KH, int KW, int OH, int OW, int SH, int SW, int PH,
+          int PW, int DH, int DW, int K_, int BN, int BK, int STAGES, int KG, int SPLIT, bool HAS_BIAS, bool HAS_RES,
+          class Act>
+__device__ __forceinline__ void conv(const T* __restrict__ x, const T* __restrict__ w,
+                                     const T* __restrict__ bias, const T* __restrict__ res,
+                                     T* __restrict__ y, Act act) {
+  using namespace nvcuda;
+  constexpr int M = N_ * OH * OW, KK = KH * KW * C_, KSTEPS = KK / BK, STEPS = KSTEPS / SPLIT;
+  static_assert(C_ % BK == 0 && (BK == 32 || BK == 64), "a K step lies in one tap");
+  static_assert(K_ % BN == 0 && (BN == 32 || BN == 64), "whole BN-wide column tiles");
+  static_assert(KSTEPS % SPLIT == 0 && SPLIT >= 1 && SPLIT <= 8, "equal K ranges, a portable cluster");
+  static_assert(STAGES >= 2, "a pipeline");
+  static_assert((KG == 1 || KG == 2) && BK % (16 * KG) == 0, "each warp group takes whole 16-wide slices");
+  constexpr int kThreads = threads(KG);
+  constexpr int kLd = BK + 8;                 // A / B stage row stride (halves)
+  constexpr int kCpr = BK / 8;                // 16-byte chunks per stage row
+  constexpr int kRowsPerPass = kThreads / kCpr;
+  constexpr int kAPasses = kBM / kRowsPerPass, kBPasses = BN / kRowsPerPass;
+  constexpr int WN = BN / 2;                  // a warp's columns (2 x 2 warps)
+  constexpr int FN = WN / 16;                 // its 16-wide fragments along N
+  constexpr int kCLd = BN + 4;                // fp32 tile row stride
+  extern __shared__ __align__(128) unsigned char aotc_ccs_smem[];
+  T* as = reinterpret_cast<T*>(aotc_ccs_smem);         // [STAGES][kBM][kLd]
+  T* bs = as + STAGES * kBM * kLd;                     // [STAGES][BN][kLd]
+  float* cs = reinterpret_cast<float*>(aotc_ccs_smem);  // [kBM][kCLd], after the main loop
+
+  const int tid = threadIdx.x, warp = (tid / 32) % 4, kgroup = tid / 128;
+  const int rank = blockIdx.x;                          // the CTA's K range = its cluster rank
+  const int n0 = blockIdx.y * BN, m0 = blockIdx.z * kBM;
+  const int kstep0 = rank * STEPS;
+  const int col8 = (tid % kCpr) * 8, row0 = tid / kCpr;
+
+  auto load_b = [&](int stage, int kstep) {
+    const int k0 = kstep * BK;
+    T* bs_s = bs + stage * BN * kLd;
+#pragma unroll
+    for (int j = 0; j < kBPasses; ++j) {
+      const int row = row0 + kRowsPerPass * j;
+      cp_async16(bs_s + row * kLd + col8, w + (size_t)(n0 + row) * KK + k0 + col8, true);
+    }
+  };
+  // The filter's first stages first (one group), then the input's.
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s)
+    if (s < STEPS) load_b(s, kstep0 + s);
+  cp_async_commit();
+
+  // This thread's A rows (row0 + kRowsPerPass * j of the tile): image, top-left input pixel.
+  int a_base[kAPasses], a_ih[kAPasses], a_iw[kAPasses];
+  bool a_valid[kAPasses];
+#pragma unroll
+  for (int j = 0; j < kAPasses; ++j) {
+    const int m = m0 + row0 + kRowsPerPass * j;
+    a_valid[j] = m < M;
+    const int mm = a_valid[j] ? m : 0;
+    const int ow = mm % OW, oh = (mm / OW) % OH, n = mm / (OW * OH);
+    a_base[j] = n * H_ * W_ * C_;
+    a_ih[j] = oh * SH - PH;
+    a_iw[j] = ow * SW - PW;
+  }
+  auto load_a = [&](int stage, int kstep) {
+    const int k0 = kstep * BK, tap = k0 / C_, c0 = k0 % C_;
+    const int r = tap / KW, s = tap % KW;
+    T* as_s = as + stage * kBM * kLd;
+#pragma unroll
+    for (int j = 0; j < kAPasses; ++j) {
+      const int ih = a_ih[j] + r * DH, iw = a_iw[j] + s * DW;
+      const bool valid = a_valid[j] && ih >= 0 && ih < H_ && iw >= 0 && iw < W_;
+      const T* src = valid ? x + a_base[j] + (ih * W_ + iw) * C_ + c0 + col8 : x;
+      cp_async16(as_s + (row0 + kRowsPerPass * j) * kLd + col8, src, valid);
+    }
+  };
+
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][FN];
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < FN; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+
+  const int wm = (warp / 2) * 32, wn = (warp % 2) * WN;
+  // Groups: [B of stages 0..STAGES-2], [A of stage 0], ..., [A of stage STAGES-2], then one
+  // [A + B] group per later stage: waiting for all but the newest STAGES-2 groups before step i
+  // always covers step i's A and B.
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < STEPS) load_a(s, kstep0 + s);
+    cp_async_commit();
+  }
+  for (int i = 0; i < STEPS; ++i) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    if (i + STAGES - 1 < STEPS) {
+      load_a((i + STAGES - 1) % STAGES, kstep0 + i + STAGES - 1);
+      load_b((i + STAGES - 1) % STAGES, kstep0 + i + STAGES - 1);
+    }
+    cp_async_commit();
+    const T* as_s = as + (i % STAGES) * kBM * kLd;
+    const T* bs_s = bs + (i % STAGES) * BN * kLd;
+#pragma unroll
+    for (int slice = 0; slice < BK / (16 * KG); ++slice) {  // a constant trip count: unrolled
+      const int kk = 16 * (slice * KG + kgroup);
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa[2];
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fb[FN];
+#pragma unroll
+      for (int a = 0; a < 2; ++a) wmma::load_matrix_sync(fa[a], as_s + (wm + 16 * a) * kLd + kk, kLd);
+#pragma unroll
+      for (int b = 0; b < FN; ++b) wmma::load_matrix_sync(fb[b], bs_s + (wn + 16 * b) * kLd + kk, kLd);
+#pragma unroll
+      for (int a = 0; a < 2; ++a)
+#pragma unroll
+        for (int b = 0; b < FN; ++b) wmma::mma_sync(acc[a][b], fa[a], fb[b], acc[a][b]);
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // the pipeline's shared memory becomes the fp32 tile
+  // Group g's partial sums into tile g; group 0 then adds the others' into tile 0.
+#pragma unroll
+  for (int a = 0; a < 2; ++a)
+#pragma unroll
+    for (int b = 0; b < FN; ++b)
+      wmma::store_matrix_sync(cs + kgroup * kBM * kCLd + (wm + 16 * a) * kCLd + wn + 16 * b, acc[a][b], kCLd,
+                              wmma::mem_row_major);
+  if (KG > 1) {
+    __syncthreads();
+    if (kgroup == 0) {
+#pragma unroll
+      for (int a = 0; a < 2; ++a)
+#pragma unroll
+        for (int b = 0; b < FN; ++b) {
+          float* t = cs + (wm + 16 * a) * kCLd + wn + 16 * b;
+          wmma::fragment<wmma::accumulator, 16, 16, 16, float> other;
+#pragma unroll
+          for (int g = 1; g < KG; ++g) {
+            wmma::load_matrix_sync(other, t + g * kBM * kCLd, kCLd, wmma::mem_row_major);
+#pragma unroll
+            for (int e = 0; e < other.num_elements; ++e) acc[a][b].x[e] += other.x[e];
+          }
+          wmma::store_matrix_sync(t, acc[a][b], kCLd, wmma::mem_row_major);
+        }
+    }
+  }
+
+  // Rows [r0, r1) of the tile are this CTA's to finish: all of them without a split.
+  constexpr int kRowsPer = (kBM + SPLIT - 1) / SPLIT;
+  const int r0 = rank * kRowsPer, r1 = r0 + kRowsPer < kBM ? r0 + kRowsPer : kBM;
+  namespace cg = cooperative_groups;
+  if (SPLIT > 1) {
+    cg::this_cluster().sync();  // every partial tile is in its CTA's shared memory
+  } else {
+    __syncthreads();
+  }
+  constexpr int kQuads = BN / 4;
+  for (int e = tid; e < (r1 - r0) * kQuads; e += kThreads) {
+    const int row = r0 + e / kQuads, col = (e % kQuads) * 4;
+    const int m = m0 + row;
+    if (m >= M) continue;
+    float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (SPLIT > 1) {
+      cg::cluster_group cluster = cg::this_cluster();
+#pragma unroll
+      for (int q = 0; q < SPLIT; ++q) {  // rank order: the same sum on every run
+        const float* remote = cluster.map_shared_rank(cs, q);
+        const float4 v = *reinterpret_cast<const float4*>(remote + row * kCLd + col);
+        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+      }
+    } else {
+      sum = *reinterpret_cast<const float4*>(cs + row * kCLd + col);
+    }
+    float v4[4] = {sum.x, sum.y, sum.z, sum.w};
+    const size_t o = (size_t)m * K_ + n0 + col;
+    Vec4<T> out;
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      float v = v4[t];
+      if (HAS_BIAS) v += aotc_cast<float>(bias[n0 + col + t]);
+      if (HAS_RES) v += aotc_cast<float>(res[o + t]);
+      out.v[t] = aotc_cast<T>(act(v));
+    }
+    *reinterpret_cast<Vec4<T>*>(y + o) = out;
+  }
+  if (SPLIT > 1) cg::this_cluster().sync();  // no CTA leaves while another reads its tile
+}
+
+}  // namespace aotc_ccs
