@@ -210,6 +210,15 @@ TEST(GpuConvFp16, ClusterSplitKBatchTwoAndBf16) {
   run_case(cluster_off(bf), "convbf16_cluster_off");
 }
 
+// A 1x7 window (Inception's factorised convolutions): 7 taps of 64 channels, one K step each.
+TEST(GpuConvFp16, ClusterSplitKOneBySevenWindow) {
+  AOTC_REQUIRE_GPU();
+  Graph g = conv16_act_graph(DType::kFloat16, {1, 64, 9, 11}, {64, 64, 1, 7}, {{"pads", ints({0, 3, 0, 3})}}, true,
+                             false, "Relu");
+  run_case(g, "conv16_cluster_1x7");
+  run_case(cluster_off(g), "conv16_cluster_1x7_off");
+}
+
 TEST(GpuConvFp16, ThreeByThreeStride2DilatedNoBiasLargeK) {
   AOTC_REQUIRE_GPU();
   GraphBuilder b;

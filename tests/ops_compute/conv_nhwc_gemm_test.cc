@@ -281,12 +281,13 @@ TEST(ConvClusterSplitK, MustNotFire) {
 }
 
 // Renders and compiles for sm_90 (the only architecture it is picked for): fp16 with residual,
-// Clip, no bias, BN 32 / 64, and bf16.
+// Clip, no bias, BN 32 / 64, bf16, and a 1x7 window.
 TEST(ConvClusterSplitK, KernelsCompileWithNvcc) {
   std::vector<OneNode> graphs;
   graphs.push_back(nhwc_conv(DType::kFloat16, 1, 256, 14, 14, 256, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, true, "Relu"));
   graphs.push_back(nhwc_conv(DType::kFloat16, 1, 128, 15, 13, 96, 3, 3, {2, 2}, {1, 2, 0, 1}, {1, 2}, false, false, "Clip"));
   graphs.push_back(nhwc_conv(DType::kBFloat16, 1, 512, 7, 7, 512, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu"));
+  graphs.push_back(nhwc_conv(DType::kFloat16, 1, 64, 9, 11, 64, 1, 7, {1, 1}, {0, 3, 0, 3}, {1, 1}, true, false, "Relu"));
   std::string source;
   for (size_t i = 0; i < graphs.size(); ++i) {
     auto l = lower(graphs[i]);
