@@ -1,8 +1,9 @@
 // Micro-benchmark for docs/perf_notes.md v25: ResNet-50's batch-1 3x3 convolutions (fp16, NHWC,
 // bias + ReLU) as templates/conv_cluster_splitk.cuh's one-kernel cluster split-K implicit GEMM,
-// against what aotc runs today (the im2col kernel + cuBLASLt's GEMM with the bias-ReLU epilogue,
-// cuBLASLt's algorithm the fastest of its heuristic's first 8, as the library's create-time tuning
-// picks). Per shape: every (BN, SPLIT) configuration the kernel allows, each timed per call as a
+// against im2col + GEMM, what aotc ran before it (the im2col kernel + cuBLASLt's GEMM with the
+// bias-ReLU epilogue, cuBLASLt's algorithm the fastest of its heuristic's first 8, as the
+// library's create-time tuning picks). Per shape: every configuration of configs() (BN / BK /
+// STAGES / KG) with every cluster size SPLIT the shape allows, each timed per call as a
 // CUDA graph of 20 calls; then ResNet-50's 16 3x3 convolutions in model order as one graph, each
 // side with its best configuration. Outputs are compared with the baseline's.
 //
