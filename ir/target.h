@@ -44,7 +44,7 @@ struct Target {
   // an im2col kernel + a cuBLASLt GEMM (conv_im2col_gemm_applies). Off: CUTLASS (--conv-im2col off).
   bool conv_im2col_gemm = true;
   // Of those, 16-bit ones run as one cluster split-K implicit-GEMM kernel instead when every target
-  // is sm_90+ (conv_cluster_splitk_applies; templates/conv_cluster_splitk.cuh). Off: im2col + GEMM
+  // is sm_90+ (conv_cluster_splitk_config; templates/conv_cluster_splitk.cuh). Off: im2col + GEMM
   // (--conv-cluster off).
   bool conv_cluster_splitk = true;
   // Of those, a strided 1x1 convolution without padding (ResNet's downsample at batch 1) reads its

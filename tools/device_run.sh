@@ -222,6 +222,9 @@ json_field() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys
 plan_args=()
 if [ "$ABLATION" != 0 ]; then plan_args+=(--ablation); fi
 if [ "$JETSON_PTX" != 0 ]; then plan_args+=(--ptx); fi
+# The calibration cache of a model file (one per model folder; every batch size's compile uses it).
+calib_cache() { echo "$WORK/calib/$(basename "$(dirname "$1")").json"; }
+
 step_aotc() {
   local aotc_run="$BUILD_DIR/bin/aotc-run" failures=0 plan pids=() profile_ok=0
   local name _label batch precision model data lib graphs role _variant args
@@ -246,7 +249,7 @@ step_aotc() {
       # reference), cached; every batch size's compile reuses the cache (same model file).
       local ckey cache
       ckey="$(basename "$(dirname "$model")")"
-      cache="$WORK/calib/$ckey.json"
+      cache="$(calib_cache "$model")"
       if [ ! -f "$cache" ] && [ ! -f "$WORK/calib/$ckey.failed" ]; then  # one attempt per model
         mkdir -p "$WORK/calib"
         "$PY" tools/device/device_steps.py calib "$data" "$WORK/calib/$ckey" --batch 1 </dev/null >/dev/null 2>&1 || true
@@ -312,7 +315,7 @@ step_aotc() {
       local variants=() v vdirs=() vnames=() ok_variants=()
       IFS=';' read -r -a variants <<<"$AB_AOTC_ARGS"
       if [ "$precision" = int8 ]; then  # the variants reuse the model's calibration cache
-        args="$args --calib-cache $WORK/calib/$(basename "$(dirname "$model")").json"
+        args="$args --calib-cache $(calib_cache "$model")"
       fi
       for v in "${!variants[@]}"; do
         local vd="$c/ab$([ "$v" -gt 0 ] && echo $((v + 1)))" vn="${lib}_ab$([ "$v" -gt 0 ] && echo $((v + 1)))"

@@ -369,18 +369,20 @@ inline std::optional<ClusterConvConfig> pick_cluster_conv_config(const Target& t
   return best;
 }
 
-// `largest_numel`: the most elements of the input, output or residual (the kernel indexes them
-// with int). kernel: the 2-D window.
-inline bool conv_cluster_splitk_applies(const Target& target, DType dtype, int64_t group, int64_t cin, int64_t cout,
-                                        int64_t gemm_m, int64_t gemm_k, int64_t largest_numel) {
+// The configuration when the strategy applies, else nullopt. `largest_numel`: the most elements of
+// the input, output or residual (the kernel indexes them with int).
+inline std::optional<ClusterConvConfig> conv_cluster_splitk_config(const Target& target, DType dtype, int64_t group,
+                                                                   int64_t cin, int64_t cout, int64_t gemm_m,
+                                                                   int64_t gemm_k, int64_t largest_numel) {
   ConvMath math;
-  if (!target.conv_cluster_splitk || !target.conv_im2col_gemm || target.min_sm() < 90) return false;
-  if (!conv_math_for(dtype, &math) || math != ConvMath::kTensorOp || forced_conv_config(target, math)) return false;
-  if (!conv_implicit_gemm_applies(target, dtype, group, cin, cout)) return false;
-  if (cin % ClusterConvConfig{}.bk != 0 || largest_numel >= (int64_t{1} << 31) - (int64_t{1} << 20)) return false;
+  if (!target.conv_cluster_splitk || !target.conv_im2col_gemm || target.min_sm() < 90) return std::nullopt;
+  if (!conv_math_for(dtype, &math) || math != ConvMath::kTensorOp || forced_conv_config(target, math))
+    return std::nullopt;
+  if (!conv_implicit_gemm_applies(target, dtype, group, cin, cout)) return std::nullopt;
+  if (cin % ClusterConvConfig{}.bk != 0 || largest_numel >= (int64_t{1} << 31) - (int64_t{1} << 20)) return std::nullopt;
   const ConvKernelConfig& c = pick_conv_config(target, math, gemm_m, cout);
-  if (conv_config_tiles(c, gemm_m, cout) >= target.sm_count) return false;  // fills the GPU: CUTLASS
-  return pick_cluster_conv_config(target, gemm_m, cout, gemm_k).has_value();
+  if (conv_config_tiles(c, gemm_m, cout) >= target.sm_count) return std::nullopt;  // fills the GPU: CUTLASS
+  return pick_cluster_conv_config(target, gemm_m, cout, gemm_k);
 }
 
 // A convolution that would take im2col + GEMM (above) and is a strided pointwise one - 1x1

@@ -110,7 +110,7 @@ Lowering lower_im2col_gemm(const NhwcConv& c) {
 }
 
 // One cluster split-K implicit-GEMM kernel (templates/conv_cluster_splitk_nhwc.cu.in; sm_90+, 16-bit;
-// see conv_cluster_splitk_applies): no im2col matrix, no scratch, any fused activation.
+// see conv_cluster_splitk_config): no im2col matrix, no scratch, any fused activation.
 Lowering lower_cluster_splitk(const NhwcConv& c, const ClusterConvConfig& cfg) {
   const Node& node = c.node;
   const ConvShape& cs = c.cs;
@@ -541,9 +541,9 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
   if (conv_strided_pointwise_gemm_applies(t, xv.dtype, cs.group, cs.cin, cs.cout, g.kernel, g.strides, pads, cs.batch,
                                           g.in[0], g.out[0], c.gemm_m, c.relu_or_none))
     return lower_strided_pointwise_gemm(c);
-  const int64_t largest = std::max({xv.numel(), shape_numel(nchw_to_nhwc(cs.out))});
-  if (conv_cluster_splitk_applies(t, xv.dtype, cs.group, cs.cin, cs.cout, c.gemm_m, c.gemm_k, largest))
-    return lower_cluster_splitk(c, *pick_cluster_conv_config(t, c.gemm_m, cs.cout, c.gemm_k));
+  if (auto cfg = conv_cluster_splitk_config(t, xv.dtype, cs.group, cs.cin, cs.cout, c.gemm_m, c.gemm_k,
+                                            std::max(xv.numel(), shape_numel(cs.out))))
+    return lower_cluster_splitk(c, *cfg);
   if (conv_im2col_gemm_applies(t, xv.dtype, cs.group, cs.cin, cs.cout, c.gemm_m, c.gemm_k, c.relu_or_none))
     return lower_im2col_gemm(c);
   ConvMath math;

@@ -11,7 +11,8 @@ status=0
 for name in "$@"; do
   c="$WORK/cases/$name"
   label="${name%%_bs*}"; rest="${name#*_bs}"; batch="${rest%%_*}"; precision="${rest#*_}"
-  data="$("$PY" -c "import json,os,sys; m=json.load(open(sys.argv[1])); print(next(os.path.join(os.path.dirname(sys.argv[1]), k['data_dir']) for k in m['cases'] if int(k['batch'])==int(sys.argv[2])))" "$WORK/models/$label/meta.json" "$batch")"
+  # device_steps.py cases: LABEL BATCH MODEL DATA per exported batch size.
+  data="$("$PY" tools/device/device_steps.py cases "$WORK/models" "$label" | awk -v b="$batch" '$2 == b {print $4}')"
   for vd in "$c"/ab*; do
     [ -d "$vd" ] || continue
     lib="$(ls "$vd"/lib*.so 2>/dev/null | head -1)"
@@ -23,8 +24,9 @@ for name in "$@"; do
       cmp -s "$f" "$vd/outputs/$(basename "$f")" || same=no
     done
     [ -e "$(ls "$c"/outputs/output_* 2>/dev/null | head -1)" ] || same="no main outputs"
-    metric="$("$PY" tools/device/device_steps.py compare --expected "$data" --actual "$vd/outputs" --precision "$precision" --json "$vd/metric.json" >/dev/null 2>&1; "$PY" -c "import json,sys; m=json.load(open(sys.argv[1])); print('rel L2 %.3e vs the expected outputs' % m['rel_l2'])" "$vd/metric.json" 2>&1 | tail -n 1)"
-    echo "$name/$(basename "$vd"): outputs identical to the main library: $same; $metric"
+    metric="$("$PY" tools/device/device_steps.py compare --expected "$data" --actual "$vd/outputs" \
+                --precision "$precision" --json "$vd/metric.json" 2>&1 | tail -n 1)"
+    echo "$name/$(basename "$vd"): outputs identical to the main library: $same; against the expected: $metric"
     [ "$same" = yes ] || status=1
   done
 done
