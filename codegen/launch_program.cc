@@ -327,6 +327,12 @@ class ProgramBuilder {
     auto lowered = def->lower(node, graph_);
     if (!lowered) return lowered.status();
     const Lowering& l = *lowered;
+    // Rows of another stride than packed (opt/concat_in_place.cc) only where the lowering writes
+    // them so, and only in output 0.
+    for (size_t o = 0; o < node.outputs.size(); ++o)
+      if (node.outputs[o] != kNoValue && graph_.value(node.outputs[o]).row_stride != 0 &&
+          (o != 0 || l.is_view || !l.strided_output))
+        return node_error(node, "output " + std::to_string(o) + " has a row stride, which this lowering does not write");
     if (l.is_view) {
       // The plan normally aliases the output; when it did not (e.g. the view is a graph output),
       // the bytes are copied.

@@ -26,6 +26,15 @@ struct Value {
   bool shape_known = false;
   std::shared_ptr<const Tensor> constant;  // non-null for initializers and folded constants
 
+  // Physical layout, when not packed row-major. row_stride: elements from the start of one row
+  // (the vector of the last dim) to the next; 0 = packed (the last dim). stored_in / stored_at:
+  // the value has no buffer of its own, its rows lie inside `stored_in`'s rows from element
+  // stored_at on (a Concat input written in place by its producer: opt/concat_in_place.cc; its
+  // producer's lowering must write rows of row_stride, Lowering::strided_output).
+  int64_t row_stride = 0;
+  ValueId stored_in = kNoValue;
+  int64_t stored_at = 0;
+
   // Set by the memory plan (opt/memory_plan): where the bytes live at run time.
   int64_t arena_offset = -1;      // byte offset in the arena; -1 when not in the arena
   ValueId alias_of = kNoValue;    // a view: same bytes as this other value (reshape-like ops)

@@ -279,6 +279,32 @@ Expected<MemoryPlan> plan_memory(Graph& graph) {
     if (root != kNoValue)
       last_use[static_cast<size_t>(root)] = std::max(last_use[static_cast<size_t>(root)], last_use[id]);
   }
+  // A value stored in another's rows (Value::stored_in, opt/concat_in_place.cc) has no buffer:
+  // its host, an arena value, is live from the earliest of their producers to the later of their
+  // last uses. `storage_root` follows views and hosts to the value that owns the bytes.
+  auto storage_root = [&graph](ValueId id) {
+    for (size_t hops = 0; hops <= graph.values.size(); ++hops) {
+      const Value& v = graph.value(id);
+      if (v.alias_of != kNoValue) id = v.alias_of;
+      else if (v.stored_in != kNoValue) id = v.stored_in;
+      else break;
+    }
+    return id;
+  };
+  std::vector<int> first_use(producers.begin(), producers.end());
+  for (size_t id = 0; id < graph.values.size(); ++id) {
+    const Value& v = graph.values[id];
+    if (v.stored_in == kNoValue) continue;
+    const ValueId host = storage_root(static_cast<ValueId>(id));
+    if (v.alias_of != kNoValue || host == static_cast<ValueId>(id) || producers[id] < 0 ||
+        producers[static_cast<size_t>(host)] < 0 || graph.is_graph_output(host) || graph.is_graph_input(host) ||
+        graph.value(host).is_constant() || graph.is_graph_output(static_cast<ValueId>(id)))
+      return Status::error("memory plan: value '" + escape_for_message(v.name) +
+                           "' is stored in another value's rows, which must be an arena value written by a node");
+    const size_t h = static_cast<size_t>(host);
+    first_use[h] = std::min(first_use[h], producers[id]);
+    last_use[h] = std::max(last_use[h], last_use[id]);
+  }
 
   // A side-lane node (Graph::side_join) runs beside the main-lane nodes up to its join: what it
   // reads and writes stays allocated until the join, so no main-lane value there shares its bytes.
@@ -293,8 +319,7 @@ Expected<MemoryPlan> plan_memory(Graph& graph) {
     for (const std::vector<ValueId>* ids : {&node.inputs, &node.outputs})
       for (ValueId id : *ids) {
         if (id == kNoValue) continue;
-        ValueId root = id;
-        while (graph.value(root).alias_of != kNoValue) root = graph.value(root).alias_of;
+        const ValueId root = storage_root(id);
         last_use[static_cast<size_t>(root)] = std::max(last_use[static_cast<size_t>(root)], join);
       }
   }
@@ -305,11 +330,12 @@ Expected<MemoryPlan> plan_memory(Graph& graph) {
     const Value& v = graph.values[id];
     const ValueId vid = static_cast<ValueId>(id);
     int producer = producers[id];
-    if (producer < 0 || v.is_constant() || v.alias_of != kNoValue || graph.is_graph_input(vid) ||
-        graph.is_graph_output(vid))
+    if (producer < 0 || v.is_constant() || v.alias_of != kNoValue || v.stored_in != kNoValue ||
+        graph.is_graph_input(vid) || graph.is_graph_output(vid))
       continue;
+    const int first = first_use[id];
     int last = std::max(producer, last_use[id]);  // an unread output still gets written
-    value_buffers.push_back({vid, planner.add_buffer(v.byte_size(), producer, last, "%" + v.name)});
+    value_buffers.push_back({vid, planner.add_buffer(v.byte_size(), first, last, "%" + v.name)});
   }
   std::vector<std::pair<int, int>> scratch_buffers;
   for (int n = 0; n < num_nodes; ++n)
@@ -327,7 +353,18 @@ Expected<MemoryPlan> plan_memory(Graph& graph) {
   plan.arena_bytes = planner.arena_bytes();
   plan.lower_bound = planner.lower_bound();
   for (const auto& vb : value_buffers) graph.value(vb.first).arena_offset = planner.offset(vb.second);
-  // Views inside the arena share their root's offset; views of inputs/constants keep -1.
+  // Values stored in a host's rows sit at the host's offset plus their column's bytes (the hosts
+  // are planned values, placed above); views inside the arena share their root's offset; views of
+  // inputs/constants keep -1.
+  for (size_t id = 0; id < graph.values.size(); ++id) {
+    Value& v = graph.values[id];
+    if (v.stored_in == kNoValue) continue;
+    const Value& host = graph.value(v.stored_in);
+    if (host.arena_offset < 0 || host.alias_of != kNoValue || host.stored_in != kNoValue)
+      return Status::error("memory plan: value '" + escape_for_message(v.name) + "' is stored in '" +
+                           escape_for_message(host.name) + "', which has no buffer of its own");
+    v.arena_offset = host.arena_offset + v.stored_at * dtype_size(v.dtype);
+  }
   for (Value& v : graph.values)
     if (v.alias_of != kNoValue) v.arena_offset = graph.value(v.alias_of).arena_offset;
   plan.scratch_offset.assign(static_cast<size_t>(num_nodes), -1);
@@ -338,6 +375,10 @@ Expected<MemoryPlan> plan_memory(Graph& graph) {
      << plan.linear_bytes << "), " << value_buffers.size() << " tensors, " << scratch_buffers.size()
      << " scratch buffers\n"
      << planner.to_string();
+  for (const Value& v : graph.values)
+    if (v.stored_in != kNoValue)
+      os << "  %" << escape_for_message(v.name, 80) << " in the rows of %" << escape_for_message(graph.value(v.stored_in).name, 80)
+         << " from column " << v.stored_at << " (row stride " << v.row_stride << ")\n";
   for (const Value& v : graph.values)
     if (v.alias_of != kNoValue)
       os << "  view %" << escape_for_message(v.name, 80) << " = %" << escape_for_message(graph.value(v.alias_of).name, 80)

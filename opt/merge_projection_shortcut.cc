@@ -9,8 +9,14 @@
 // the pass fires only where K > Ch + Cx (ResNet-50 layer 1: 256 > 64 + 64, 896 -> 640 bytes x2 a
 // pixel). The residual no longer passes through the storage type (the projection's output was
 // rounded before the add; now both products accumulate in fp32), and b3 + bd is rounded once.
-// Must not fire: a projection with an activation, a pool or any other attribute, a stride, pad,
-// dilation, group or window other than 1, a second reader or a graph output, different pixel
+// merge_strided_projection does the same for a stride-s projection (ResNet's downsample in layers
+// 2-4, x on the 2x finer grid): the conv reads aotc.SubsampleConcat(h, x at step s), which copies
+// only the pixels the projection reads. Bytes per output pixel: Ch + Cx + 3K before, 3 (Ch + Cx) +
+// K after, as above (ResNet-50 layer 2: 1920 -> 1664), and one GEMM instead of a CUTLASS
+// implicit GEMM (the strided projection) plus a GEMM; it fires only where the merged GEMM has at
+// least one 128 x 128 tile per SM (batch 32 here, not batch 1, where launches dominate).
+// Must not fire: a projection with an activation, a pool or any other attribute, unequal strides
+// (or any stride in merge_projection_shortcut), a pad, dilation, group or window other than 1, a second reader or a graph output, different pixel
 // grids or dtypes, non-constant filters or biases, 8-bit types, or K <= Ch + Cx; nor where
 // auxiliary streams are on and the projection's output is small enough for side_branches to run
 // it beside conv1 / conv2 (batch 1), which takes it off the critical path altogether.
@@ -30,9 +36,10 @@ bool is_conv(const Node& n) {
   return (n.op_type == "Conv" && n.domain.empty()) || (n.op_type == "FusedConv" && n.domain == "aotc");
 }
 
-// A channels_last 1x1 / stride 1 / unpadded / group 1 convolution whose attributes are only the
-// window's and (when `activation_ok`) an absorbed activation.
-bool plain_pointwise(const Node& n, bool activation_ok) {
+// A channels_last 1x1 / unpadded / group 1 convolution whose attributes are only the window's and
+// (when `activation_ok`) an absorbed activation, with stride 1 or (`strided`) any equal stride in
+// both directions, returned in *stride.
+bool plain_pointwise(const Node& n, bool activation_ok, bool strided = false, int64_t* stride = nullptr) {
   if (!is_conv(n) || !channels_last(n) || n.outputs.size() != 1 || n.inputs.size() < 2) return false;
   static const std::set<std::string> kWindow = {"channels_last", "dilations", "group", "kernel_shape", "pads", "strides"};
   for (const auto& kv : n.attrs) {
@@ -40,8 +47,9 @@ bool plain_pointwise(const Node& n, bool activation_ok) {
     if (activation_ok && (kv.first == "activation" || kv.first.rfind("act.", 0) == 0)) continue;
     return false;
   }
-  for (int64_t v : n.attr_ints("strides", {1, 1}))
-    if (v != 1) return false;
+  const std::vector<int64_t> strides = n.attr_ints("strides", {1, 1});
+  if (strides.size() != 2 || strides[0] != strides[1] || strides[0] < 1 || (!strided && strides[0] != 1)) return false;
+  if (stride) *stride = strides[0];
   for (int64_t v : n.attr_ints("dilations", {1, 1}))
     if (v != 1) return false;
   for (int64_t v : n.attr_ints("pads", {0, 0, 0, 0}))
@@ -68,9 +76,8 @@ bool bias_of(const Graph& g, const Node& n, int64_t k, DType dtype, const Value*
   return true;
 }
 
-}  // namespace
-
-Expected<bool> merge_projection_shortcut(Graph& graph) {
+// `strided`: merge only stride > 1 projections (merge_strided_projection), else only stride 1.
+Expected<bool> merge_shortcuts(Graph& graph, bool strided) {
   const std::vector<std::vector<int>> consumers = graph.consumers();
   const std::vector<int> producers = graph.producers();
   std::vector<bool> drop(graph.nodes.size(), false);
@@ -83,13 +90,18 @@ Expected<bool> merge_projection_shortcut(Graph& graph) {
     const int pi = producers[static_cast<size_t>(r)];
     if (pi < 0 || drop[static_cast<size_t>(pi)]) continue;
     const Node& p = graph.nodes[static_cast<size_t>(pi)];
-    if (!plain_pointwise(p, false) || (p.inputs.size() > kConvResidualInput && p.input(kConvResidualInput) != kNoValue))
+    int64_t step = 1;
+    if (!plain_pointwise(p, false, strided, &step) || (step > 1) != strided ||
+        (p.inputs.size() > kConvResidualInput && p.input(kConvResidualInput) != kNoValue))
       continue;
     const Value& h = graph.value(c.input(0));
     const Value& x = graph.value(p.input(0));
     const DType dt = h.dtype;
     if (!float_type(dt) || x.dtype != dt || graph.value(r).dtype != dt || h.shape.size() != 4 || x.shape.size() != 4) continue;
-    if (h.shape[0] != x.shape[0] || h.shape[1] != x.shape[1] || h.shape[2] != x.shape[2]) continue;  // one pixel grid
+    // One pixel grid: the projection's output pixels are x's at (p * step, q * step).
+    if (h.shape[0] != x.shape[0] || h.shape[1] != (x.shape[1] + step - 1) / step ||
+        h.shape[2] != (x.shape[2] + step - 1) / step)
+      continue;
     const Value* w3 = pointwise_filter(graph, c, dt);
     const Value* wd = pointwise_filter(graph, p, dt);
     if (!w3 || !wd || w3->shape[0] != wd->shape[0]) continue;
@@ -100,6 +112,10 @@ Expected<bool> merge_projection_shortcut(Graph& graph) {
     // With auxiliary streams a small projection runs beside conv1 / conv2 instead
     // (opt/side_branches.cc, the same size rule): merged, its Concat would sit on the critical path.
     if (graph.target.aux_streams > 0 && graph.value(r).byte_size() <= graph.target.aux_stream_max_bytes) continue;
+    // A strided projection's input is not read whole: only where the merged GEMM fills the GPU
+    // (output pixels x channels >= one 128 x 128 tile per SM) do the bytes saved pay for the
+    // extra copy kernel; a smaller one (batch 1) keeps its own launch-bound convolution.
+    if (step > 1 && h.shape[0] * h.shape[1] * h.shape[2] * k < int64_t{graph.target.sm_count} * 128 * 128) continue;
     // Copied now: the graph.add_* calls below may move graph.values under h, x, w3, wd, b3, bd.
     const Shape h_shape = h.shape;
 
@@ -122,12 +138,18 @@ Expected<bool> merge_projection_shortcut(Graph& graph) {
 
     Node cat;
     cat.name = graph.unique_name(c.name + "_shortcut_concat");
-    cat.op_type = "Concat";
     cat.inputs = {c.input(0), p.input(0)};
-    cat.attrs["axis"] = Attribute::of_int(3);  // NHWC channels
+    if (step == 1) {
+      cat.op_type = "Concat";
+      cat.attrs["axis"] = Attribute::of_int(3);  // NHWC channels
+    } else {
+      cat.op_type = "SubsampleConcat";  // x read at the projection's stride (ir/ops/concat.cc)
+      cat.domain = "aotc";
+      cat.attrs["steps"] = Attribute::of_ints({1, step});
+    }
     cat.outputs = {graph.add_value(graph.unique_name(cat.name), dt, {h_shape[0], h_shape[1], h_shape[2], ch + cx}, true)};
     const ValueId hx = cat.outputs[0];
-    AOTC_RETURN_IF_ERROR(default_registry().find("Concat", "")->infer(cat, graph));
+    AOTC_RETURN_IF_ERROR(default_registry().find(cat.op_type, cat.domain)->infer(cat, graph));
 
     Node& conv = graph.nodes[i];  // (graph.add_* above did not touch the node list)
     conv.inputs[0] = hx;
@@ -152,5 +174,11 @@ Expected<bool> merge_projection_shortcut(Graph& graph) {
   graph.nodes = std::move(nodes);
   return true;
 }
+
+}  // namespace
+
+Expected<bool> merge_projection_shortcut(Graph& graph) { return merge_shortcuts(graph, false); }
+
+Expected<bool> merge_strided_projection(Graph& graph) { return merge_shortcuts(graph, true); }
 
 }  // namespace aotc

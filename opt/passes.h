@@ -90,6 +90,12 @@ Expected<bool> fuse_stem_pool(Graph& graph);
 // downsample) becomes one conv over Concat(h, x) where that moves fewer bytes
 // (merge_projection_shortcut.cc).
 Expected<bool> merge_projection_shortcut(Graph& graph);
+// The same for a strided projection (ResNet's downsample in layers 2-4): the conv reads
+// aotc.SubsampleConcat(h, x at the stride), only where the merged GEMM fills the GPU.
+Expected<bool> merge_strided_projection(Graph& graph);
+// A Concat input read by nothing else is written into the Concat's rows by its producer, where
+// the producer's lowering can write strided rows (concat_in_place.cc).
+Expected<bool> concat_in_place(Graph& graph);
 // A 16-bit Gemm whose result is only converted to float32 (through views) writes float32 itself
 // (aotc.FusedGemm output_dtype), the Cast's output value in place.
 Expected<bool> fuse_output_cast(Graph& graph);

@@ -45,6 +45,7 @@ const std::vector<Pass>& default_pipeline() {
       {"clip_into_pool", clip_into_pool},
       {"fuse_stem_pool", fuse_stem_pool},
       {"merge_projection_shortcut", merge_projection_shortcut},
+      {"merge_strided_projection", merge_strided_projection},
       {"fuse_output_cast", fuse_output_cast},
       {"pad_gemm_n", pad_gemm_n},
       {"fuse_matmul_transpose", fuse_matmul_transpose},
@@ -52,6 +53,8 @@ const std::vector<Pass>& default_pipeline() {
       {"fuse_attention_operands", fuse_attention_operands},
       {"cancel_row_permutations", cancel_row_permutations},
       {"merge_strided_qkv_projections", merge_strided_qkv_projections},
+      // After every pass that rewrites nodes: it asks the producers' final lowerings.
+      {"concat_in_place", concat_in_place},
       {"side_branches", side_branches},  // last: it records node positions (Graph::side_join)
   };
   return kPasses;

@@ -57,7 +57,7 @@ struct Vec4 {  // four 16-bit outputs: one 8-byte store
 // T: __half or __nv_bfloat16. Act: float -> float (the fused activation).
 template <class T, int N_, int H_, int W_, int C_, int KH, int KW, int OH, int OW, int SH, int SW, int PH,
           int PW, int DH, int DW, int K_, int BN, int BK, int STAGES, int KG, int SPLIT, bool HAS_BIAS, bool HAS_RES,
-          class Act>
+          int YLD = K_, class Act>
 __device__ __forceinline__ void conv(const T* __restrict__ x, const T* __restrict__ w,
                                      const T* __restrict__ bias, const T* __restrict__ res,
                                      T* __restrict__ y, Act act) {
@@ -67,6 +67,7 @@ __device__ __forceinline__ void conv(const T* __restrict__ x, const T* __restric
   static_assert(K_ % BN == 0 && (BN == 32 || BN == 64), "whole BN-wide column tiles");
   static_assert(KSTEPS % SPLIT == 0 && SPLIT >= 1 && SPLIT <= 8, "equal K ranges, a portable cluster");
   static_assert(STAGES >= 2, "a pipeline");
+  static_assert(YLD >= K_ && YLD % 4 == 0, "output pixels at least K apart, 8-byte aligned stores");
   static_assert((KG == 1 || KG == 2) && BK % (16 * KG) == 0, "each warp group takes whole 16-wide slices");
   constexpr int kThreads = threads(KG);
   constexpr int kLd = BK + 8;                 // A / B stage row stride (halves)
@@ -224,7 +225,7 @@ __device__ __forceinline__ void conv(const T* __restrict__ x, const T* __restric
       sum = *reinterpret_cast<const float4*>(cs + row * kCLd + col);
     }
     float v4[4] = {sum.x, sum.y, sum.z, sum.w};
-    const size_t o = (size_t)m * K_ + n0 + col;
+    const size_t o = (size_t)m * K_ + n0 + col;  // the residual's (packed); y's: yo
     Vec4<T> out;
 #pragma unroll
     for (int t = 0; t < 4; ++t) {
@@ -233,7 +234,7 @@ __device__ __forceinline__ void conv(const T* __restrict__ x, const T* __restric
       if (HAS_RES) v += aotc_cast<float>(res[o + t]);
       out.v[t] = aotc_cast<T>(act(v));
     }
-    *reinterpret_cast<Vec4<T>*>(y + o) = out;
+    *reinterpret_cast<Vec4<T>*>(y + (size_t)m * YLD + n0 + col) = out;
   }
   if (SPLIT > 1) cg::this_cluster().sync();  // no CTA leaves while another reads its tile
 }

@@ -40,6 +40,7 @@ struct NhwcConv {
   bool has_bias, has_res, relu_or_none;
   std::string comment;
   int64_t gemm_m, gemm_k;  // implicit GEMM: M = N*P*Q, K = R*S*C (N = output channels)
+  int64_t y_ld = 0;        // elements between output pixels: the output's row_stride, else K
 };
 
 // A convolution as one cuBLASLt GEMM over NHWC rows: D[M, K] = A[M, KK] x W[K, KK]^T, W the KRSC
@@ -59,8 +60,8 @@ LoweredStep conv_gemm_step(const NhwcConv& c, ValueId a, int64_t m, int64_t kk) 
   mm.trans_b = true;
   mm.lda = kk;
   mm.ldb = kk;
-  mm.ldc = k;
-  mm.ldd = k;
+  mm.ldc = k;  // the residual: packed
+  mm.ldd = c.y_ld;
   if (c.has_res) {
     mm.c = node.inputs[kConvResidualInput];
     mm.beta = 1.0f;
@@ -87,6 +88,9 @@ std::vector<std::pair<std::string, std::string>> window_2d_holes(const ConvShape
           {"DH", int_literal(g.dilations[0])}, {"DW", int_literal(g.dilations[1])}};
 }
 
+// 16-byte vectors an im2col thread moves per iteration (loads first, then stores).
+constexpr int64_t kIm2colUnroll = 4;
+
 // im2col into this node's scratch, then Y[M, K] = A[M, R*S*C] x W[K, R*S*C]^T (conv_gemm_step).
 // One thread copies LANES channels (16 bytes: 8 16-bit or 4 fp32 values).
 Lowering lower_im2col_gemm(const NhwcConv& c) {
@@ -98,12 +102,13 @@ Lowering lower_im2col_gemm(const NhwcConv& c) {
   im.holes = {{"comment", "im2col for " + c.comment},
               {"T", dtype_c_type(c.x.dtype)},
               {"LANES", int_literal(lanes)},
-              {"IDX", index_type(std::max(c.gemm_m * c.gemm_k, c.x.numel()))}};
+              {"IDX", index_type(std::max(c.gemm_m * c.gemm_k, c.x.numel()))},
+              {"UNROLL", int_literal(kIm2colUnroll)}};
   const auto window = window_2d_holes(c.cs);
   im.holes.insert(im.holes.end(), window.begin(), window.end());
   im.args = {c.node.inputs[0], kScratchArg};
   im.block = Dim3{256, 1, 1};
-  im.grid = grid_for(c.gemm_m * c.gemm_k / lanes, 256);
+  im.grid = grid_for((c.gemm_m * c.gemm_k / lanes + kIm2colUnroll - 1) / kIm2colUnroll, 256);
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, im, {}});
   l.steps.push_back(conv_gemm_step(c, kScratchArg, c.gemm_m, c.gemm_k));
   return l;
@@ -121,6 +126,7 @@ Lowering lower_cluster_splitk(const NhwcConv& c, const ClusterConvConfig& cfg) {
                              std::to_string(cfg.split)},
              {"T", dtype_c_type(c.x.dtype)},
              {"K", int_literal(cs.cout)},
+             {"YLD", int_literal(c.y_ld)},
              {"BN", int_literal(cfg.bn)},
              {"BK", int_literal(cfg.bk)},
              {"STAGES", int_literal(cfg.stages)},
@@ -156,7 +162,7 @@ Lowering lower_strided_pointwise_gemm(const NhwcConv& c) {
   mm.lda = g.strides[1] * cin;                // next output column: SW pixels on
   mm.stride_a = g.strides[0] * g.in[1] * cin;  // next output row: SH input rows on
   mm.stride_b = 0;                             // the filter, shared
-  mm.stride_d = q * k;
+  mm.stride_d = q * c.y_ld;
   if (mm.c != kNullArg) mm.stride_c = q * k;
   Lowering l;
   l.steps.push_back(s);
@@ -194,7 +200,7 @@ Lowering lower_cutlass(const NhwcConv& c, ConvMath math) {
   k.library_params = true;
   k.builder_args = {cs.batch, g.in[0], g.in[1], cs.cin, cs.cout, g.kernel[0], g.kernel[1], g.out[0], g.out[1],
                     g.pad_begin[0], g.pad_begin[1], g.strides[0], g.strides[1], g.dilations[0], g.dilations[1],
-                    split_k, c.has_res ? 1 : 0};
+                    split_k, c.has_res ? 1 : 0, c.y_ld};
   // Only the begin pads reach CUTLASS: the output size is passed explicitly, so a larger end
   // pad only means reads past the input, which the iterators mask.
   k.args = {node.inputs[0], node.inputs[1], c.has_bias ? node.inputs[2] : kNullArg,
@@ -520,6 +526,8 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
   NhwcConv c{node, graph, cs, xv, node.input(2) != kNoValue, node.input(kConvResidualInput) != kNoValue,
              !has_activation(node) || (load_activation(node).op_type == "Relu" && load_activation(node).attrs.empty()),
              "", cs.batch * g.out[0] * g.out[1], g.kernel[0] * g.kernel[1] * cs.cin};
+  const Value& yv = output_value(graph, node, 0);
+  c.y_ld = yv.row_stride != 0 ? yv.row_stride : cs.cout;
   c.comment = node.op_type + " NHWC X " + shape_str(xv.shape) + " W(KRSC) " + shape_str(input_value(graph, node, 1).shape) +
               " -> " + shape_str(nchw_to_nhwc(cs.out)) + " group " + std::to_string(cs.group) +
               (has_activation(node) ? " act " + load_activation(node).op_type : "");
@@ -532,26 +540,32 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
     return lower_stem_pool(c);
   }
   if (stem) return lower_stem(c);
+  // The strategies below write the output through c.y_ld (its row_stride when set: a Concat's
+  // slab, opt/concat_in_place.cc); the stem and depthwise kernels above and below write packed.
+  auto strided = [&yv](Lowering l) {
+    l.strided_output = yv.row_stride != 0;
+    return l;
+  };
   if (conv_pointwise_gemm_applies(t, xv.dtype, cs.group, cs.cin, cs.cout, g.kernel, g.strides, pads, c.relu_or_none)) {
     // Y[N*H*W, K] = X[N*H*W, C] x W[K, C]^T (+ bias) (+ residual as C, beta 1) (then ReLU).
     Lowering l;
     l.steps.push_back(conv_gemm_step(c, node.inputs[0], c.gemm_m, cs.cin));
-    return l;
+    return strided(std::move(l));
   }
   if (conv_strided_pointwise_gemm_applies(t, xv.dtype, cs.group, cs.cin, cs.cout, g.kernel, g.strides, pads, cs.batch,
                                           g.in[0], g.out[0], c.gemm_m, c.relu_or_none))
-    return lower_strided_pointwise_gemm(c);
+    return strided(lower_strided_pointwise_gemm(c));
   if (auto cfg = conv_cluster_splitk_config(t, xv.dtype, cs.group, cs.cin, cs.cout, c.gemm_m, c.gemm_k,
                                             std::max(xv.numel(), shape_numel(cs.out))))
-    return lower_cluster_splitk(c, *cfg);
+    return strided(lower_cluster_splitk(c, *cfg));
   if (conv_im2col_gemm_applies(t, xv.dtype, cs.group, cs.cin, cs.cout, c.gemm_m, c.gemm_k, c.relu_or_none))
-    return lower_im2col_gemm(c);
+    return strided(lower_im2col_gemm(c));
   ConvMath math;
   if (conv_implicit_gemm_applies(t, xv.dtype, cs.group, cs.cin, cs.cout) && conv_math_for(xv.dtype, &math)) {
     if (g.kernel[0] > kImplicitGemmMaxWindow || g.kernel[1] > kImplicitGemmMaxWindow)
       return node_error(node, "window " + shape_str(g.kernel) + " is past the CUTLASS implicit GEMM's " +
                                   std::to_string(kImplicitGemmMaxWindow) + "x" + std::to_string(kImplicitGemmMaxWindow));
-    return lower_cutlass(c, math);
+    return strided(lower_cutlass(c, math));
   }
   if (depthwise) return lower_depthwise(c);
   return node_error(node, "no NHWC implementation for this convolution on the target (dtype " + dtype_name(xv.dtype) +

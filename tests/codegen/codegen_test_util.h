@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include "codegen/cutlass_dir.h"
 #include "codegen/process.h"
@@ -84,6 +86,23 @@ inline Expected<Graph> one_test_op_graph(OpRegistry& reg, const std::string& op_
   g.nodes.push_back(Node{node_name, op_type, "test", {x}, {y}, {}});
   AOTC_RETURN_IF_ERROR(infer_shapes(g, reg));
   return g;
+}
+
+// Removes `dir` when the test process exits normally: for a directory that a function-local
+// static builds once and every test of the process reads (each CTest test is its own process, so
+// without this every test left one directory behind in /tmp).
+inline void remove_at_exit(const std::filesystem::path& dir) {
+  struct Cleanup {
+    std::vector<std::filesystem::path> dirs;
+    ~Cleanup() {
+      for (const std::filesystem::path& d : dirs) {
+        std::error_code ec;
+        std::filesystem::remove_all(d, ec);
+      }
+    }
+  };
+  static Cleanup cleanup;
+  cleanup.dirs.push_back(dir);
 }
 
 inline std::string read_file(const std::filesystem::path& p) {

@@ -214,6 +214,7 @@ BuiltScale& built_scale() {
     r.dir = fs::temp_directory_path() / ("aotc-libkernel-" + std::to_string(getpid()));
     fs::remove_all(r.dir);
     fs::create_directories(r.dir);
+    test::remove_at_exit(r.dir);
     r.lib = r.dir / "libscale.so";
     r.emit = r.dir / "src";
     Graph g = scale_graph();

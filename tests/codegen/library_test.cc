@@ -33,6 +33,7 @@ Built& built() {
     r.dir = fs::temp_directory_path() / ("aotc-codegen-test-" + std::to_string(getpid()));
     fs::remove_all(r.dir);
     fs::create_directories(r.dir);
+    test::remove_at_exit(r.dir);
     r.lib = r.dir / "libtiny.so";
     r.header = r.dir / "tiny.h";
     r.emit = r.dir / "src";

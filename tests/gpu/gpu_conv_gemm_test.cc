@@ -337,6 +337,57 @@ TEST(GpuConvFp16, MergedProjectionShortcut) {
   run_case(aux, "conv16_projection_beside", beside);
 }
 
+// ResNet's downsampling bottleneck (layers 2-4; opt/merge_strided_projection): conv1 and the
+// projection stride 2 over x [8, 32, 55, 57] (ceil: a 28 x 29 grid), merged into one GEMM over
+// aotc.SubsampleConcat(h, x at step 2): 6496 x 512 outputs, enough tiles for 132 SMs. Against the
+// reference of the unmerged graph.
+TEST(GpuConvFp16, MergedStridedProjectionShortcut) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  ValueId x = b.input("x", {8, 32, 55, 57}, DType::kFloat16);
+  ValueId h = b.node("Relu", {b.node("Conv", {x, b.weight("w1", {16, 32, 1, 1}, -0.3, 0.3, DType::kFloat16),
+                                              b.weight("b1", {16}, -0.5, 0.5, DType::kFloat16)},
+                                     {{"strides", ints({2, 2})}})});
+  ValueId c3 = b.node("Conv", {h, b.weight("w3", {512, 16, 1, 1}, -0.3, 0.3, DType::kFloat16),
+                               b.weight("b3", {512}, -0.5, 0.5, DType::kFloat16)});
+  ValueId d = b.node("Conv", {x, b.weight("wd", {512, 32, 1, 1}, -0.3, 0.3, DType::kFloat16),
+                              b.weight("bd", {512}, -0.5, 0.5, DType::kFloat16)},
+                     {{"strides", ints({2, 2})}});
+  b.output(b.node("Relu", {b.node("Add", {c3, d})}));
+  CaseOptions merged;
+  merged.expect_ops_after_pipeline = {"SubsampleConcat"};
+  run_case(b.graph(), "conv16_merged_strided_shortcut", merged);
+}
+
+// opt/concat_in_place: in ResNet's merged projection, h (the block's 3x3 convolution output) is
+// written by that convolution straight into the Concat's rows (row stride 128), by each
+// convolution strategy that can: the cluster split-K kernel (batch 1 on sm_90), im2col + cuBLASLt
+// (--conv-cluster off), the CUTLASS implicit GEMM (--conv-im2col off too), in fp16 and fp32
+// (SIMT CUTLASS / im2col). Against the reference of the unmerged graph.
+TEST(GpuConvFp16, ConcatInPlaceEveryConvStrategy) {
+  AOTC_REQUIRE_GPU();
+  for (DType t : {DType::kFloat16, DType::kFloat32}) {
+    GraphBuilder b;
+    ValueId x = b.input("x", {1, 64, 14, 13}, t);
+    ValueId h = b.node("Relu", {b.node("Conv", {x, b.weight("w1", {64, 64, 3, 3}, -0.1, 0.1, t),
+                                                b.weight("b1", {64}, -0.5, 0.5, t)},
+                                       {{"pads", ints({1, 1, 1, 1})}})});
+    ValueId c3 = b.node("Conv", {h, b.weight("w3", {256, 64, 1, 1}, -0.2, 0.2, t), b.weight("b3", {256}, -0.5, 0.5, t)});
+    ValueId d = b.node("Conv", {x, b.weight("wd", {256, 64, 1, 1}, -0.2, 0.2, t), b.weight("bd", {256}, -0.5, 0.5, t)});
+    b.output(b.node("Relu", {b.node("Add", {c3, d})}));
+    const std::string name = t == DType::kFloat16 ? "conv16" : "conv32";
+    for (int variant = t == DType::kFloat16 ? 0 : 2; variant < 3; ++variant) {  // fp32: CUTLASS SIMT in each
+      Graph g = b.graph();
+      g.target.conv_cluster_splitk = variant == 0;
+      g.target.conv_im2col_gemm = variant < 2;
+      CaseOptions options;
+      options.expect_ops_after_pipeline = {"Concat"};
+      options.expect_stored_values = 1;
+      run_case(g, name + "_concat_in_place_" + std::to_string(variant), options);
+    }
+  }
+}
+
 // MobileNetV2's head: the last 1x1 conv with ReLU6 read only by the global average pool. The
 // conv runs on cuBLASLt with a ReLU epilogue and the pool clamps what it reads
 // (opt/clip_into_depthwise, input_max); biases up to 8 so that many values pass the bound of 6.

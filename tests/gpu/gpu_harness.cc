@@ -124,6 +124,11 @@ void run_case(Graph graph, const std::string& label, const CaseOptions& options)
   for (const std::string& op : options.absent_ops_after_pipeline)
     for (const Node& n : compiled.nodes)
       EXPECT_NE(n.op_type, op) << label << ": the pipeline left " << n.name << " (" << op << ")";
+  if (options.expect_stored_values >= 0) {
+    int stored = 0;
+    for (const Value& v : compiled.values) stored += v.stored_in != kNoValue ? 1 : 0;
+    EXPECT_EQ(stored, options.expect_stored_values) << label << ": values written into a Concat's rows";
+  }
   if (options.expect_side_nodes >= 0) {
     int side = 0;
     for (int j : compiled.side_join) side += j >= 0 ? 1 : 0;

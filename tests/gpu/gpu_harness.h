@@ -64,6 +64,8 @@ struct CaseOptions {
   DType tolerance_of = DType::kUndefined;
   // How many nodes side_branches must have put on the auxiliary stream (-1: not checked).
   int expect_side_nodes = -1;
+  // How many values opt/concat_in_place must have stored in a Concat's rows (-1: not checked).
+  int expect_stored_values = -1;
 };
 
 // Infers shapes, evaluates the reference, compiles, runs twice (two input sets, host outputs

@@ -60,6 +60,10 @@ std::vector<Case> cases() {
   add("concat channels last (NHWC slabs, 16-byte accesses; 2-byte variant)", [] {
     return one_node("Concat", {{"a", {2, 3, 5, 16}}, {"b", {2, 3, 5, 8}}}, {{"axis", Attribute::of_int(3)}}, 1, DType::kFloat16);
   });
+  add("subsample concat (NHWC, the second input at step 2 and 3 with ragged edges; 2-byte variant)", [] {
+    return one_node("SubsampleConcat", {{"a", {2, 4, 3, 16}}, {"b", {2, 7, 5, 8}}, {"c", {2, 10, 9, 24}}},
+                    {{"steps", Attribute::of_ints({1, 2, 3})}}, 1, DType::kFloat16, "aotc");
+  });
   add("conv deep K 37 channels", [] {
     return one_node("Conv", {{"x", {1, 37, 5, 3}}, {"w", {67, 37, 3, 3}}, {"b", {67}}}, conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1));
   });
