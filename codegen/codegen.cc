@@ -224,15 +224,22 @@ Status install_pair(const fs::path& lib_from, const fs::path& lib_to, const fs::
   return Status::ok();
 }
 
-// --tune-matmuls auto: a convolution network (more Conv than Gemm / MatMul nodes) tunes.
+// --tune-matmuls auto: a convolution network (more Conv than Gemm / MatMul nodes) tunes, and so
+// does a model whose Gemm / MatMul nodes are mostly float32 (fp32 transformers: -6 to -25% at
+// batch 1, docs/perf_notes.md v30); 16-bit transformers do not (1-7% slower with the timing on,
+// v8, not explained).
 bool tune_matmuls_for(CodegenOptions::TuneMatmuls mode, const Graph& graph) {
   if (mode != CodegenOptions::TuneMatmuls::kAuto) return mode == CodegenOptions::TuneMatmuls::kOn;
-  int64_t convs = 0, matmuls = 0;
+  int64_t convs = 0, matmuls = 0, fp32_matmuls = 0;
   for (const Node& n : graph.nodes) {
     if (n.op_type == "Conv" || n.op_type == "FusedConv") ++convs;
-    if (n.op_type == "Gemm" || n.op_type == "FusedGemm" || n.op_type == "MatMul" || n.op_type == "MatMulT") ++matmuls;
+    if (n.op_type == "Gemm" || n.op_type == "FusedGemm" || n.op_type == "MatMul" || n.op_type == "MatMulT") {
+      ++matmuls;
+      if (!n.outputs.empty() && n.outputs[0] != kNoValue && graph.value(n.outputs[0]).dtype == DType::kFloat32)
+        ++fp32_matmuls;
+    }
   }
-  return convs > matmuls;
+  return convs > matmuls || 2 * fp32_matmuls > matmuls;
 }
 
 }  // namespace

@@ -85,6 +85,12 @@ typedef struct {
 #define AOTC_CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT 5          /* int32_t */
 #define AOTC_CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET 6 /* int64_t */
 #define AOTC_CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES 1    /* uint64_t */
+#define AOTC_CUBLASLT_ALGO_CAP_SPLITK_SUPPORT 0          /* int32_t */
+#define AOTC_CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK 1    /* uint32_t */
+#define AOTC_CUBLASLT_ALGO_CONFIG_SPLITK_NUM 2            /* uint32_t */
+#define AOTC_CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME 3      /* uint32_t */
+#define AOTC_CUBLASLT_REDUCTION_SCHEME_INPLACE 1
+#define AOTC_CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE 2
 #define AOTC_CUBLASLT_EPILOGUE_DEFAULT 1
 #define AOTC_CUBLASLT_EPILOGUE_RELU 2
 #define AOTC_CUBLASLT_EPILOGUE_BIAS 4
@@ -182,6 +188,15 @@ typedef struct aotc_cublaslt_api {
      shape, for AOTC_MATMUL_TUNE_LOG). */
   cublasStatus_t (*algo_config_get_attribute)(const cublasLtMatmulAlgo_t* algo, int attr, void* buf,
                                               size_t size, size_t* written);
+  /* Optional: split-K variants of the heuristic's algorithms for --tune-matmuls (aotc_rt_create.c). */
+  cublasStatus_t (*algo_config_set_attribute)(cublasLtMatmulAlgo_t* algo, int attr, const void* buf,
+                                              size_t size); /* cublasLtMatmulAlgoConfigSetAttribute */
+  cublasStatus_t (*algo_cap_get_attribute)(const cublasLtMatmulAlgo_t* algo, int attr, void* buf,
+                                           size_t size, size_t* written); /* cublasLtMatmulAlgoCapGetAttribute */
+  cublasStatus_t (*algo_check)(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
+                               cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
+                               const cublasLtMatmulAlgo_t* algo,
+                               cublasLtMatmulHeuristicResult_t* result); /* cublasLtMatmulAlgoCheck */
 } aotc_cublaslt_api;
 
 #endif /* AOTC_CUDA_API_H */

@@ -41,6 +41,46 @@ static cublasStatus_t make_layout(aotc_rt_handle* h, cublasLtMatrixLayout_t* lay
                                            &offset, sizeof offset);
 }
 
+/* Split-K variants of the heuristic's first algorithm, for the create-time timing: 2, 4, 8 and 16
+   slices of K where the algorithm supports split-K, reduced in place (the output buffer and a few
+   counters; deterministic) or, where it does not offer that, in fp32 in the workspace, and where
+   cublasLtMatmulAlgoCheck accepts the variant within the library's workspace. The heuristic rarely
+   ranks them first, yet a GEMM of few rows and a long K (fp32 transformers at batch 1: M = 128,
+   K = 3072, N = 768 fills 6 of 132 SMs with 128 x 128 tiles) needs them. Without the optional
+   entry points (an older cuBLASLt, a test's fake library) nothing is added. */
+static void add_split_k_candidates(aotc_rt_handle* h, aotc_rt_matmul_state* st) {
+  if (!h->lt.algo_config_set_attribute || !h->lt.algo_cap_get_attribute || !h->lt.algo_check ||
+      st->num_candidates < 1)
+    return;
+  const cublasLtMatmulAlgo_t base = st->candidates[0];
+  int32_t split_support = 0;
+  uint32_t schemes = 0;
+  size_t written = 0;
+  if (h->lt.algo_cap_get_attribute(&base, AOTC_CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &split_support,
+                                   sizeof split_support, &written) != 0 || !split_support)
+    return;
+  if (h->lt.algo_cap_get_attribute(&base, AOTC_CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, &schemes,
+                                   sizeof schemes, &written) != 0)
+    return;
+  const uint32_t scheme = (schemes & AOTC_CUBLASLT_REDUCTION_SCHEME_INPLACE)        ? AOTC_CUBLASLT_REDUCTION_SCHEME_INPLACE
+                          : (schemes & AOTC_CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE) ? AOTC_CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE
+                                                                                    : 0u;
+  if (!scheme) return;
+  static const uint32_t kSplits[] = {2, 4, 8, 16};
+  for (size_t i = 0; i < sizeof kSplits / sizeof kSplits[0] && st->num_candidates < kAotcMatmulCandidates; ++i) {
+    cublasLtMatmulAlgo_t algo = base;
+    cublasLtMatmulHeuristicResult_t check;
+    memset(&check, 0, sizeof check);
+    if (h->lt.algo_config_set_attribute(&algo, AOTC_CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &kSplits[i], sizeof kSplits[i]) != 0 ||
+        h->lt.algo_config_set_attribute(&algo, AOTC_CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme, sizeof scheme) != 0 ||
+        h->lt.algo_check(h->lt_handle, st->desc, st->layout_a, st->layout_b, st->layout_c, st->layout_d, &algo,
+                         &check) != 0 ||
+        check.state != 0 || check.workspaceSize > h->desc->lt_workspace_bytes)
+      continue;
+    st->candidates[st->num_candidates++] = algo;
+  }
+}
+
 /* Row-major D = op(A) op(B) is column-major D^T = op(B)^T op(A)^T: cuBLASLt's A is our B and
    cuBLASLt's B is our A, each read column-major with the same leading dimension. */
 static int prepare_matmul(aotc_rt_handle* h, const aotc_rt_matmul* mm, aotc_rt_matmul_state* st) {
@@ -82,7 +122,7 @@ static int prepare_matmul(aotc_rt_handle* h, const aotc_rt_matmul* mm, aotc_rt_m
      others of an 8-result query: whether a query for several ranks its first the same is not
      documented, and a tuned build that kept the 8-query's first measured slower than the
      untuned one on transformers (device call 4, docs/perf_notes.md v8). */
-  cublasLtMatmulHeuristicResult_t results[kAotcMatmulCandidates];
+  cublasLtMatmulHeuristicResult_t results[kAotcMatmulHeuristicCandidates];
   memset(results, 0, sizeof results);
   int returned = 0;
   st->num_candidates = 0;
@@ -94,13 +134,14 @@ static int prepare_matmul(aotc_rt_handle* h, const aotc_rt_matmul* mm, aotc_rt_m
     memset(results, 0, sizeof results);
     returned = 0;
     s = h->lt.algo_get_heuristic(h->lt_handle, st->desc, st->layout_a, st->layout_b, st->layout_c,
-                                 st->layout_d, pref, kAotcMatmulCandidates, results, &returned);
-    for (int i = 0; s == 0 && i < returned && i < kAotcMatmulCandidates &&
-                    st->num_candidates < kAotcMatmulCandidates;
+                                 st->layout_d, pref, kAotcMatmulHeuristicCandidates, results, &returned);
+    for (int i = 0; s == 0 && i < returned && i < kAotcMatmulHeuristicCandidates &&
+                    st->num_candidates < kAotcMatmulHeuristicCandidates;
          ++i)
       if (results[i].state == 0 &&
           memcmp(&results[i].algo, &st->candidates[0], sizeof results[i].algo) != 0)
         st->candidates[st->num_candidates++] = results[i].algo;
+    if (s == 0) add_split_k_candidates(h, st);
   }
   h->lt.preference_destroy(pref);
   if (s != 0) return aotc_rt_lt_fail(h, s, "cublasLtMatmulAlgoGetHeuristic", mm->label);

@@ -183,5 +183,8 @@ int aotc_rt_load_cublaslt(aotc_rt_handle* h) {
       return aotc_rt_set_error(h, AOTC_ERROR_NO_CUBLASLT, "libcublasLt lacks %s", syms[i].symbol);
   }
   *(void**)&h->lt.algo_config_get_attribute = dlsym(h->liblt, "cublasLtMatmulAlgoConfigGetAttribute");
+  *(void**)&h->lt.algo_config_set_attribute = dlsym(h->liblt, "cublasLtMatmulAlgoConfigSetAttribute");
+  *(void**)&h->lt.algo_cap_get_attribute = dlsym(h->liblt, "cublasLtMatmulAlgoCapGetAttribute");
+  *(void**)&h->lt.algo_check = dlsym(h->liblt, "cublasLtMatmulAlgoCheck");
   return AOTC_OK;
 }

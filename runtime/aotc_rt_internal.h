@@ -36,8 +36,9 @@ typedef struct aotc_rt_params_header {
 enum { kAotcMessageBytes = 1024, kAotcMaxStaticShared = 48 * 1024, kAotcGraphCacheEntries = 4 };
 /* Pointer sets (inputs + outputs) a handle remembers as checked (aotc_rt_check.c). */
 enum { kAotcCheckedSets = 8 };
-/* cuBLASLt algorithms create() times per matmul (the heuristic's first ones); 1 = no timing. */
-enum { kAotcMatmulCandidates = 8, kAotcMatmulTuneReps = 10 };
+/* cuBLASLt algorithms create() times per matmul: the heuristic's first 8, then split-K variants
+   of its first (aotc_rt_create.c); 1 = no timing. */
+enum { kAotcMatmulHeuristicCandidates = 8, kAotcMatmulCandidates = 12, kAotcMatmulTuneReps = 10 };
 /* A candidate replaces the heuristic's first only when at least this much faster (timing noise). */
 #define AOTC_MATMUL_TUNE_MARGIN 0.97f
 

@@ -396,7 +396,7 @@ TEST(CutlassConv, RgbStemWithMaxPoolIsOneKernel) {
 // --tune-matmuls auto (the default) times cuBLASLt's candidates at create for a convolution
 // network (the block: 3 convolutions, no Gemm/MatMul) and not for a network of matmuls (must not
 // fire: one MatMul); on / off force it either way.
-TEST(CutlassConv, MatmulTuningAutoOnlyForConvolutionNetworks) {
+TEST(CutlassConv, MatmulTuningAutoForConvolutionNetworksAndFp32Matmuls) {
   auto tuned = [](Graph& g, CodegenOptions::TuneMatmuls mode) {
     CodegenOptions o;
     o.name = "m";
@@ -426,6 +426,19 @@ TEST(CutlassConv, MatmulTuningAutoOnlyForConvolutionNetworks) {
   mm->target = target_from_archs({"sm_90"});
   EXPECT_EQ(tuned(*mm, CodegenOptions::TuneMatmuls::kAuto), "0");
   EXPECT_EQ(tuned(*mm, CodegenOptions::TuneMatmuls::kOn), "1");
+  // The same MatMul in float32 (an fp32 transformer's GEMMs): auto tunes.
+  auto mm32 = parse_text_ir(R"(
+    input %x : float[8x64]
+    const %w : float[64x32] = random(1)
+    %y : float[?] = MatMul(%x, %w)  # mm
+    output %y
+  )");
+  ASSERT_TRUE(mm32.is_ok()) << mm32.status().message();
+  mm32->opset = 17;
+  ASSERT_TRUE(infer_shapes(*mm32).is_ok());
+  mm32->target = target_from_archs({"sm_90"});
+  EXPECT_EQ(tuned(*mm32, CodegenOptions::TuneMatmuls::kAuto), "1");
+  EXPECT_EQ(tuned(*mm32, CodegenOptions::TuneMatmuls::kOff), "0");
 }
 
 // fp32: the block runs NHWC with the 1x1 convolutions on cuBLASLt fp32 GEMMs and the 3x3 on the
