@@ -3,7 +3,8 @@
 // channels_last node with KRSC weights converted at compile time; the ops between such convs
 // follow when they can run on NHWC data unchanged (elementwise ops on same-shaped activations,
 // also with per-channel broadcast operands such as a squeeze-excitation scale; max/average/global
-// pooling, which have channels_last kernels). A value goes back to NCHW only
+// pooling, which have channels_last kernels; a Concat along C of NHWC values, as a Concat along
+// NHWC's last axis). A value goes back to NCHW only
 // where a consumer needs it (one Transpose per value, or a view when H = W = 1), and a graph
 // input enters NHWC through one Transpose (or one aotc.PackNhwc that also converts and pads).
 // Input channels below the 16-byte alignment (the first conv's C = 3) are zero-padded, in the
@@ -15,6 +16,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "ir/layout.h"
 #include "ir/op_registry.h"
@@ -37,7 +39,10 @@ class LayoutRewriter {
   Expected<bool> run() {
     for (const Node& n : g_.nodes)
       for (ValueId v : n.inputs)
-        if (v != kNoValue) ++readers_[v];
+        if (v != kNoValue) {
+          ++readers_[v];
+          reader_ops_[v].push_back(n.domain.empty() ? n.op_type : n.domain + "." + n.op_type);
+        }
     std::vector<Node> nodes = std::move(g_.nodes);
     g_.nodes.clear();
     bool changed = false;
@@ -72,6 +77,7 @@ class LayoutRewriter {
       if (g_.value(node.inputs[0]).shape.size() != 4) return false;
       return emit_nhwc(node, {nhwc_.at(node.inputs[0])}, /*set_channels_last=*/true);
     }
+    if (node.op_type == "Concat" && node.domain.empty()) return rewrite_channel_concat(node);
     if (def->traits.elementwise && node.outputs.size() == 1) {
       // Every non-scalar input must be an NHWC activation of the output's (logical) shape, or a
       // per-channel broadcast ([N or 1, C or 1, 1, 1], e.g. a squeeze-excitation scale or a
@@ -105,6 +111,37 @@ class LayoutRewriter {
       return emit_nhwc(node, inputs, /*set_channels_last=*/false);
     }
     return false;
+  }
+
+  // A Concat along the channels of 4-D values that all have NHWC forms (Inception / GoogLeNet
+  // branches, SqueezeNet's fire modules) becomes a Concat along NHWC's last axis: the chain stays
+  // channels-last (no Transpose back and forth around it), each input one slab of the output's
+  // rows (which opt/concat_in_place may let its producer write). Only when every reader of the
+  // Concat is a convolution, a pool or another Concat: where an NCHW op reads it (DenseNet's
+  // BatchNormalization), an NHWC Concat would be transposed back whole, each time, where the NCHW
+  // Concat's inputs are transposed once each (DenseNet re-concatenates every feature map in every
+  // later layer). Not for another axis, or when an input has no NHWC form (a value an NCHW op
+  // wrote): a Transpose of that input would cost what the NCHW Concat's Transposes do.
+  Expected<bool> rewrite_channel_concat(const Node& node) {
+    if (node.outputs.size() != 1 || node.outputs[0] == kNoValue || node.inputs.empty()) return false;
+    if (g_.value(node.outputs[0]).shape.size() != 4 || g_.is_graph_output(node.outputs[0])) return false;
+    static const std::set<std::string> kNhwcReaders = {"Conv", "aotc.FusedConv", "MaxPool", "AveragePool",
+                                                       "GlobalAveragePool", "GlobalMaxPool", "Concat"};
+    auto readers = reader_ops_.find(node.outputs[0]);
+    if (readers == reader_ops_.end()) return false;
+    for (const std::string& op : readers->second)
+      if (!kNhwcReaders.count(op)) return false;
+    int64_t axis = node.attr_int("axis", 0);
+    if (axis < 0) axis += 4;
+    if (axis != 1) return false;
+    std::vector<ValueId> inputs;
+    for (ValueId v : node.inputs) {
+      if (v == kNoValue || !nhwc_.count(v) || g_.value(v).shape.size() != 4) return false;
+      inputs.push_back(nhwc_.at(v));
+    }
+    Node c = node;
+    c.attrs["axis"] = Attribute::of_int(3);
+    return emit_nhwc(c, inputs, /*set_channels_last=*/false);
   }
 
   // `s` broadcasts against the 4-D `out` along H and W only (numpy rules, right-aligned): its
@@ -540,6 +577,7 @@ class LayoutRewriter {
   std::map<ValueId, ValueId> nhwc_;  // NCHW value -> the value holding the same data in NHWC
   std::map<ValueId, bool> moved_;    // values whose producer now writes NHWC -> restored yet?
   std::map<ValueId, int> readers_;   // node inputs reading each value in the original graph
+  std::map<ValueId, std::vector<std::string>> reader_ops_;  // their op types ("aotc.X" for internal ops)
 };
 
 }  // namespace

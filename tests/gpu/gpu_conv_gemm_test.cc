@@ -388,6 +388,26 @@ TEST(GpuConvFp16, ConcatInPlaceEveryConvStrategy) {
   }
 }
 
+// An Inception-style block (layout_nhwc keeps the channel Concat NHWC; opt/concat_in_place): branch
+// a (1x1, 128 channels) and branch b (3x3, 64 channels) write their slabs of the Concat's rows
+// themselves, branch c (pool + 1x1, at a column of 384 bytes) is copied. Against the reference.
+TEST(GpuConvFp16, InceptionConcatWrittenInPlace) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  const DType t = DType::kFloat16;
+  ValueId x = b.input("x", {2, 32, 14, 14}, t);
+  ValueId a = b.node("Conv", {x, b.weight("wa", {128, 32, 1, 1}, -0.2, 0.2, t)});
+  ValueId c3 = b.node("Conv", {x, b.weight("wb", {64, 32, 3, 3}, -0.1, 0.1, t)}, {{"pads", ints({1, 1, 1, 1})}});
+  ValueId p = b.node("MaxPool", {x}, {{"kernel_shape", ints({3, 3})}, {"pads", ints({1, 1, 1, 1})}, {"strides", ints({1, 1})}});
+  ValueId c = b.node("Conv", {p, b.weight("wc", {32, 32, 1, 1}, -0.2, 0.2, t)});
+  ValueId cat = b.node("Concat", {a, c3, c}, {{"axis", i64(1)}});
+  b.output(b.node("Conv", {cat, b.weight("wn", {32, 224, 1, 1}, -0.1, 0.1, t)}));
+  CaseOptions options;
+  options.expect_ops_after_pipeline = {"Concat"};
+  options.expect_stored_values = 2;
+  run_case(b.graph(), "conv16_inception_concat_in_place", options);
+}
+
 // MobileNetV2's head: the last 1x1 conv with ReLU6 read only by the global average pool. The
 // conv runs on cuBLASLt with a ReLU epilogue and the pool clamps what it reads
 // (opt/clip_into_depthwise, input_max); biases up to 8 so that many values pass the bound of 6.

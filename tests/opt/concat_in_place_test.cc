@@ -9,6 +9,7 @@
 // GpuConvFp16.ConcatInPlace*.
 #include "ir/op_registry.h"
 #include "opt/memory_plan.h"
+#include "opt/pipeline.h"
 #include "opt/passes.h"
 #include "opt_test_util.h"
 
@@ -158,6 +159,50 @@ TEST(ConcatInPlace, MustNotFire) {
       EXPECT_EQ(v.stored_in, kNoValue) << v.name;
     }
   }
+}
+
+// The whole pipeline on an Inception-style block (layout_nhwc keeps the channel Concat NHWC):
+// branch a (1x1, 128 channels, column 0) and branch b (3x3, 64 channels, column 128 = 256 bytes)
+// are written in place by their convolutions; branch c (pool + 1x1, column 192 = 384 bytes, not a
+// whole 256) is copied by the one slab kernel left. The plan places a and b in the Concat's
+// buffer; outputs equal the unoptimized graph's within fp16 rounding (GPU: GpuConvFp16.
+// InceptionConcatWrittenInPlace).
+TEST(ConcatInPlace, InceptionBranchesAtWhole256ByteColumns) {
+  AOTC_BUILD(g, R"(
+    input %x : float16[2x32x14x14]
+    const %wa : float16[128x32x1x1] = random(1)
+    const %wb : float16[64x32x3x3] = random(2)
+    const %wc : float16[32x32x1x1] = random(3)
+    const %wn : float16[32x224x1x1] = random(4)
+    %a : float16[?] = Conv(%x, %wa)  # branch_a
+    %b : float16[?] = Conv(%x, %wb) {pads=[1,1,1,1]}  # branch_b
+    %p : float16[?] = MaxPool(%x) {kernel_shape=[3,3], pads=[1,1,1,1], strides=[1,1]}  # pool
+    %c : float16[?] = Conv(%p, %wc)  # branch_c
+    %cat : float16[?] = Concat(%a, %b, %c) {axis=1}  # concat
+    %y : float16[?] = Conv(%cat, %wn)  # next
+    output %y
+  )");
+  Graph before = g;
+  auto stats = run_pipeline(g, PipelineOptions{});
+  ASSERT_TRUE(stats.is_ok()) << stats.status().message();
+  const Node* cat = find_op(g, "Concat");
+  ASSERT_NE(cat, nullptr) << op_list(g);
+  EXPECT_EQ(cat->attr_int("axis", 0), 3);
+  ASSERT_EQ(cat->inputs.size(), 3u);
+  EXPECT_EQ(g.value(cat->inputs[0]).stored_at, 0);
+  EXPECT_EQ(g.value(cat->inputs[0]).stored_in, cat->outputs[0]);
+  EXPECT_EQ(g.value(cat->inputs[1]).stored_at, 128);
+  EXPECT_EQ(g.value(cat->inputs[1]).stored_in, cat->outputs[0]);
+  EXPECT_EQ(g.value(cat->inputs[2]).stored_in, kNoValue);
+  auto l = default_registry().find("Concat", "")->lower(*cat, g);
+  ASSERT_TRUE(l.is_ok()) << l.status().message();
+  EXPECT_EQ(l->steps.size(), 1u);
+  auto plan = plan_memory(g);
+  ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+  const int64_t base = g.value(cat->outputs[0]).arena_offset;
+  EXPECT_EQ(g.value(cat->inputs[0]).arena_offset, base);
+  EXPECT_EQ(g.value(cat->inputs[1]).arena_offset, base + 256);
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 7, 1e-2, 1e-2));
 }
 
 }  // namespace

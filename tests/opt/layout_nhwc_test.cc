@@ -375,6 +375,120 @@ TEST(LayoutNhwc, SqueezeExcitationScaleKeepsTheChainChannelsLast) {
   EXPECT_TRUE(testing_util::same_outputs(before, g, 7, 2.5e-3, 1e-3));
 }
 
+// An Inception-style block: three branches (1x1, 3x3, a max pool then 1x1) joined by a Concat along
+// C, read by the next conv: the Concat runs along NHWC's last axis (axis 3), no Transpose around
+// it. Must not fire: a Concat along H (its inputs go back to NCHW), one read by an NCHW op
+// (DenseNet's BatchNormalization), or one with an input that has no NHWC form (a grouped
+// convolution's output: NCHW).
+TEST(LayoutNhwc, ChannelConcatOfBranchesStaysChannelsLast) {
+  const std::string block = R"(
+    input %x : float16[2x16x7x9]
+    const %wa : float16[16x16x1x1] = random(1)
+    const %wb : float16[8x16x3x3] = random(2)
+    const %wc : float16[24x16x1x1] = random(3)
+    const %wn : float16[16x48x1x1] = random(4)
+    const %w0 : float16[16x16x1x1] = random(5)
+    %x0 : float16[?] = Conv(%x, %w0)  # stem
+    %a : float16[?] = Conv(%x0, %wa)  # branch_a
+    %b : float16[?] = Conv(%x0, %wb) {pads=[1,1,1,1]}  # branch_b
+    %p : float16[?] = MaxPool(%x0) {kernel_shape=[3,3], pads=[1,1,1,1], strides=[1,1]}  # pool
+    %c : float16[?] = Conv(%p, %wc)  # branch_c
+    %cat : float16[?] = Concat(%a, %b, %c) {axis=AXIS}  # concat
+    %y : float16[?] = Conv(%cat, %wn)  # next
+    output %y
+  )";
+  auto with_axis = [&](const std::string& axis) {
+    std::string t = block;
+    t.replace(t.find("AXIS"), 4, axis);
+    return t;
+  };
+  for (const char* axis : {"1", "-3"}) {
+    SCOPED_TRACE(std::string("axis ") + axis);
+    AOTC_BUILD(g, with_axis(axis));
+    Graph before = g;
+    auto changed = layout_nhwc(g);
+    ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+    ASSERT_TRUE(verify(g).is_ok());
+    EXPECT_EQ(op_list(g), "Transpose,Conv,Conv,Conv,MaxPool,Conv,Concat,Conv,Transpose");
+    for (const Node& n : g.nodes) {
+      if (n.op_type != "Concat") continue;
+      EXPECT_EQ(n.attr_int("axis", 0), 3);
+      EXPECT_EQ(g.value(n.outputs[0]).shape, (Shape{2, 7, 9, 48}));
+    }
+    EXPECT_TRUE(testing_util::same_outputs(before, g, 7, 2.5e-3, 1e-3));
+  }
+  {
+    SCOPED_TRACE("along H");
+    AOTC_BUILD(g, R"(
+      input %x : float16[2x16x7x9]
+      const %wa : float16[16x16x1x1] = random(1)
+      const %wb : float16[16x16x3x3] = random(2)
+      const %wn : float16[16x16x1x1] = random(4)
+      %a : float16[?] = Conv(%x, %wa)  # branch_a
+      %b : float16[?] = Conv(%x, %wb) {pads=[1,1,1,1]}  # branch_b
+      %cat : float16[?] = Concat(%a, %b) {axis=2}  # concat
+      %y : float16[?] = Conv(%cat, %wn)  # next
+      output %y
+    )");
+    Graph before = g;
+    ASSERT_TRUE(layout_nhwc(g).is_ok());
+    for (const Node& n : g.nodes) {
+      if (n.op_type == "Concat") {
+        EXPECT_EQ(n.attr_int("axis", 0), 2) << op_list(g);
+      }
+    }
+    EXPECT_NE(op_list(g).find("Transpose,Concat"), std::string::npos) << op_list(g);
+    EXPECT_TRUE(testing_util::same_outputs(before, g, 7, 2.5e-3, 1e-3));
+  }
+  {
+    SCOPED_TRACE("read by an NCHW op (DenseNet's BatchNormalization after its Concat)");
+    AOTC_BUILD(g, R"(
+      input %x : float16[2x16x7x9]
+      const %wa : float16[16x16x1x1] = random(1)
+      const %wb : float16[16x16x3x3] = random(2)
+      const %s : float16[32] = random(3)
+      const %bb : float16[32] = random(4)
+      const %m : float16[32] = random(5)
+      const %v : float16[32] = [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]
+      %a : float16[?] = Conv(%x, %wa)  # branch_a
+      %b : float16[?] = Conv(%x, %wb) {pads=[1,1,1,1]}  # branch_b
+      %cat : float16[?] = Concat(%a, %b) {axis=1}  # concat
+      %y : float16[?] = BatchNormalization(%cat, %s, %bb, %m, %v)  # norm
+      output %y
+    )");
+    Graph before = g;
+    ASSERT_TRUE(layout_nhwc(g).is_ok());
+    for (const Node& n : g.nodes) {
+      if (n.op_type == "Concat") {
+        EXPECT_EQ(n.attr_int("axis", 0), 1) << op_list(g);
+      }
+    }
+    EXPECT_TRUE(testing_util::same_outputs(before, g, 7, 2.5e-3, 1e-3));
+  }
+  {
+    SCOPED_TRACE("an input without an NHWC form (a grouped conv stays NCHW)");
+    AOTC_BUILD(g, R"(
+      input %x : float16[2x16x7x9]
+      const %wa : float16[16x16x1x1] = random(1)
+      const %wg : float16[16x8x3x3] = random(2)
+      const %wn : float16[16x32x1x1] = random(4)
+      %a : float16[?] = Conv(%x, %wa)  # branch_a
+      %gc : float16[?] = Conv(%x, %wg) {group=2, pads=[1,1,1,1]}  # grouped
+      %cat : float16[?] = Concat(%a, %gc) {axis=1}  # concat
+      %y : float16[?] = Conv(%cat, %wn)  # next
+      output %y
+    )");
+    Graph before = g;
+    ASSERT_TRUE(layout_nhwc(g).is_ok());
+    for (const Node& n : g.nodes) {
+      if (n.op_type == "Concat") {
+        EXPECT_EQ(n.attr_int("axis", 0), 1) << op_list(g);
+      }
+    }
+    EXPECT_TRUE(testing_util::same_outputs(before, g, 7, 2.5e-3, 1e-3));
+  }
+}
+
 // Per-channel operands that no NHWC node wrote: constants of rank 3 and 4 are reshaped at compile
 // time, an NCHW activation [N, C, 1, 1] is read through a Reshape view; a broadcast along H or W
 // ([1, C, 6, 1]) has other bytes in NHWC order, so that Mul stays NCHW between transposes.
