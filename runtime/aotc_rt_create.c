@@ -27,6 +27,16 @@ AOTC_RT_HIDDEN int aotc_rt_lt_cluster_shape(const aotc_rt_handle* h, const cubla
   return id;
 }
 
+/* The algorithm's split-K slices (1: none; -1 when the library cannot say), for AOTC_MATMUL_TUNE_LOG. */
+AOTC_RT_HIDDEN int aotc_rt_lt_split_k(const aotc_rt_handle* h, const cublasLtMatmulAlgo_t* algo) {
+  uint32_t n = 0;
+  size_t written = 0;
+  if (!h->lt.algo_config_get_attribute ||
+      h->lt.algo_config_get_attribute(algo, AOTC_CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &n, sizeof n, &written) != 0)
+    return -1;
+  return n == 0 ? 1 : (int)n;
+}
+
 static cublasStatus_t make_layout(aotc_rt_handle* h, cublasLtMatrixLayout_t* layout, int type,
                                   long long rows, long long cols, long long ld, long long batch,
                                   long long stride) {

@@ -143,6 +143,7 @@ AOTC_RT_HIDDEN int aotc_rt_set_error(aotc_rt_handle* h, int code, const char* fm
 AOTC_RT_HIDDEN char* aotc_rt_thread_error(void);
 /* An algorithm's thread-block cluster shape (cublasLtClusterShape_t), -1 when unknown. */
 AOTC_RT_HIDDEN int aotc_rt_lt_cluster_shape(const aotc_rt_handle* h, const cublasLtMatmulAlgo_t* algo);
+AOTC_RT_HIDDEN int aotc_rt_lt_split_k(const aotc_rt_handle* h, const cublasLtMatmulAlgo_t* algo);
 AOTC_RT_HIDDEN const char* aotc_rt_cu_error_name(const aotc_rt_handle* h, CUresult r);
 AOTC_RT_HIDDEN int aotc_rt_cu_fail(aotc_rt_handle* h, CUresult r, const char* what);
 AOTC_RT_HIDDEN int aotc_rt_cu_error_is_sticky(CUresult r);

@@ -154,9 +154,9 @@ int aotc_rt_tune_matmuls(aotc_rt_handle* h) {
       const aotc_rt_matmul_state* st = &h->matmuls[i];
       fprintf(stderr,
               "[aotc] matmul %s: %d candidates, heuristic's first %.4f ms, chosen #%d %.4f ms "
-              "(cluster shape id %d)\n",
+              "(cluster shape id %d, split-K %d)\n",
               d->matmuls[i].label, st->num_candidates, st->first_ms, st->chosen, st->chosen_ms,
-              aotc_rt_lt_cluster_shape(h, &st->algo));
+              aotc_rt_lt_cluster_shape(h, &st->algo), aotc_rt_lt_split_k(h, &st->algo));
     }
   if (start) h->cu.event_destroy(start);
   if (stop) h->cu.event_destroy(stop);

@@ -300,8 +300,10 @@ step_aotc() {
     timeout "$(cap 120)" env ${envs[@]+"${envs[@]}"} "$aotc_run" "$lc/lib$lib.so" "${inputs[@]}" \
       --bench "$BENCH_ITERS" --json "$c/bench.json" </dev/null >"$c/bench.log" 2>&1 || bad=1
     if [ "$profile_ok" = 1 ] && [ "$role" = main ] && [[ " $PROFILE_CASES " == *" $name "* ]]; then
-      timeout "$(cap 60)" "$aotc_run" "$lc/lib$lib.so" "${inputs[@]}" --profile --profile-json "$c/profile.json" \
-        </dev/null >"$c/profile.log" 2>&1 || true
+      # AOTC_MATMUL_TUNE_LOG: each tuned matmul's candidates and choice (split-K slices among them)
+      # land in profile.log too.
+      timeout "$(cap 60)" env AOTC_MATMUL_TUNE_LOG=1 "$aotc_run" "$lc/lib$lib.so" "${inputs[@]}" --profile \
+        --profile-json "$c/profile.json" </dev/null >"$c/profile.log" 2>&1 || true
     fi
     local ab=""
     if [ -n "${AB_ENV:-}" ] && [ "$role" = main ]; then
