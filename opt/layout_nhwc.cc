@@ -4,7 +4,7 @@
 // follow when they can run on NHWC data unchanged (elementwise ops on same-shaped activations,
 // also with per-channel broadcast operands such as a squeeze-excitation scale; max/average/global
 // pooling, which have channels_last kernels; a Concat along C of NHWC values, as a Concat along
-// NHWC's last axis). A value goes back to NCHW only
+// NHWC's last axis; a BatchNormalization no conv absorbed). A value goes back to NCHW only
 // where a consumer needs it (one Transpose per value, or a view when H = W = 1), and a graph
 // input enters NHWC through one Transpose (or one aotc.PackNhwc that also converts and pads).
 // Input channels below the 16-byte alignment (the first conv's C = 3) are zero-padded, in the
@@ -78,6 +78,15 @@ class LayoutRewriter {
       return emit_nhwc(node, {nhwc_.at(node.inputs[0])}, /*set_channels_last=*/true);
     }
     if (node.op_type == "Concat" && node.domain.empty()) return rewrite_channel_concat(node);
+    if (node.op_type == "BatchNormalization" && node.domain.empty()) {
+      // Per-channel scale and shift: the same parameters index NHWC's last dim (channels_last).
+      if (node.inputs.size() != 5 || node.outputs.size() != 1 || !nhwc_.count(node.inputs[0]) ||
+          g_.value(node.inputs[0]).shape.size() != 4 || node.attr_int("spatial", 1) == 0)
+        return false;
+      std::vector<ValueId> inputs = node.inputs;
+      inputs[0] = nhwc_.at(node.inputs[0]);
+      return emit_nhwc(node, inputs, /*set_channels_last=*/true);
+    }
     if (def->traits.elementwise && node.outputs.size() == 1) {
       // Every non-scalar input must be an NHWC activation of the output's (logical) shape, or a
       // per-channel broadcast ([N or 1, C or 1, 1, 1], e.g. a squeeze-excitation scale or a
@@ -117,16 +126,18 @@ class LayoutRewriter {
   // branches, SqueezeNet's fire modules) becomes a Concat along NHWC's last axis: the chain stays
   // channels-last (no Transpose back and forth around it), each input one slab of the output's
   // rows (which opt/concat_in_place may let its producer write). Only when every reader of the
-  // Concat is a convolution, a pool or another Concat: where an NCHW op reads it (DenseNet's
-  // BatchNormalization), an NHWC Concat would be transposed back whole, each time, where the NCHW
-  // Concat's inputs are transposed once each (DenseNet re-concatenates every feature map in every
-  // later layer). Not for another axis, or when an input has no NHWC form (a value an NCHW op
-  // wrote): a Transpose of that input would cost what the NCHW Concat's Transposes do.
+  // Concat is a convolution, a pool, a BatchNormalization (which follows, channels_last: DenseNet)
+  // or another Concat: where an NCHW op reads it, an NHWC Concat would be transposed back whole,
+  // each time, where the NCHW Concat's inputs are transposed once each (DenseNet re-concatenates
+  // every feature map in every later layer). Not for another axis, or when an input has no NHWC
+  // form (a value an NCHW op wrote): a Transpose of that input would cost what the NCHW Concat's
+  // Transposes do.
   Expected<bool> rewrite_channel_concat(const Node& node) {
     if (node.outputs.size() != 1 || node.outputs[0] == kNoValue || node.inputs.empty()) return false;
     if (g_.value(node.outputs[0]).shape.size() != 4 || g_.is_graph_output(node.outputs[0])) return false;
-    static const std::set<std::string> kNhwcReaders = {"Conv", "aotc.FusedConv", "MaxPool", "AveragePool",
-                                                       "GlobalAveragePool", "GlobalMaxPool", "Concat"};
+    static const std::set<std::string> kNhwcReaders = {"Conv",          "aotc.FusedConv",    "MaxPool",
+                                                       "AveragePool",   "GlobalAveragePool", "GlobalMaxPool",
+                                                       "Concat",        "BatchNormalization"};
     auto readers = reader_ops_.find(node.outputs[0]);
     if (readers == reader_ops_.end()) return false;
     for (const std::string& op : readers->second)

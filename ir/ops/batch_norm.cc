@@ -2,8 +2,11 @@
 // channel (axis 1) for any input rank >= 2; opset < 9 models with spatial = 0 normalise per
 // activation (parameters shaped like X without its batch dim). Training mode and the extra
 // statistics outputs are refused. GPU: templates/batch_norm.cu.in; most BNs are folded into Conv.
+// Attribute channels_last=1 (opt/layout_nhwc: a BN that no conv absorbs, e.g. DenseNet's after its
+// Concat): X is stored [N, H, W, C] and the parameter index is the last dim.
 #include <cmath>
 
+#include "ir/layout.h"
 #include "ir/op_registry.h"
 #include "ir/ops/op_helpers.h"
 
@@ -21,6 +24,10 @@ struct BnLayout {
 
 BnLayout bn_layout(const Node& node, const Shape& x) {
   BnLayout l;
+  if (channels_last(node)) {  // NHWC storage (opt/layout_nhwc): the channel is the last dim
+    l.channels = x.back();
+    return l;
+  }
   int64_t spatial = 1;
   for (size_t i = 2; i < x.size(); ++i) spatial *= x[i];
   if (node.attr_int("spatial", 1) != 0) {
@@ -54,8 +61,12 @@ Status bn_infer(Node& node, Graph& graph) {
   for (size_t i = 0; i < 5; ++i) AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, i, kFloatTypes));
   const Value& x = input_value(graph, node, 0);
   if (x.shape.size() < 2) return node_error(node, "input 0 (X) has rank " + std::to_string(x.shape.size()) + ", expected >= 2");
+  if (channels_last(node) && (x.shape.size() != 4 || node.attr_int("spatial", 1) == 0))
+    return node_error(node, "channels_last needs a 4-D input and per-channel (spatial) parameters");
   BnLayout l = bn_layout(node, x.shape);
-  Shape expected = node.attr_int("spatial", 1) != 0 ? Shape{x.shape[1]} : Shape(x.shape.begin() + 1, x.shape.end());
+  Shape expected = channels_last(node)                  ? Shape{x.shape[3]}
+                   : node.attr_int("spatial", 1) != 0 ? Shape{x.shape[1]}
+                                                      : Shape(x.shape.begin() + 1, x.shape.end());
   for (size_t i = 1; i < 5; ++i) {
     const Shape& s = input_value(graph, node, i).shape;
     if (shape_numel(s) != l.channels || (s != expected && s.size() != 1))

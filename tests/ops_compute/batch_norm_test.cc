@@ -1,5 +1,6 @@
 // BatchNormalization (inference): per-channel values against the formula evaluated here, rank 2
-// and rank 5 inputs, the legacy spatial = 0 form, and the refusals (training mode, extra outputs).
+// and rank 5 inputs, the legacy spatial = 0 form, channels_last storage, and the refusals
+// (training mode, extra outputs).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -35,6 +36,18 @@ TEST(BatchNorm, PerChannelAnyRank) {
   check_bn({4, 5}, {5}, 5, 1, {{"epsilon", Attribute::of_float(0.25f)}}, DType::kFloat32);
   check_bn({1, 2, 3, 2, 3}, {2}, 2, 18, {}, DType::kFloat16);
   check_bn({2, 3, 4}, {3}, 3, 4, {}, DType::kFloat64);
+}
+
+// channels_last (opt/layout_nhwc: a BN after DenseNet's Concat): X stored [N, H, W, C], the
+// parameter index is the last dim; refused on other ranks.
+TEST(BatchNorm, ChannelsLastIndexesTheLastDim) {
+  check_bn({2, 5, 7, 3}, {3}, 3, 1, {{"channels_last", Attribute::of_int(1)}}, DType::kFloat16);
+  check_bn({1, 2, 3, 40}, {40}, 40, 1, {{"channels_last", Attribute::of_int(1)}}, DType::kFloat32);
+  auto g = one_node("BatchNormalization", {{"x", {2, 3, 4}}, {"s", {4}}, {"b", {4}}, {"m", {4}}, {"v", {4}}},
+                    {{"channels_last", Attribute::of_int(1)}});
+  Status st = infer_shapes(g.graph);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("channels_last needs a 4-D input"), std::string::npos) << st.message();
 }
 
 TEST(BatchNorm, LegacySpatialZeroIsPerActivation) {

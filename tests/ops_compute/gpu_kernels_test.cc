@@ -64,6 +64,10 @@ std::vector<Case> cases() {
     return one_node("SubsampleConcat", {{"a", {2, 4, 3, 16}}, {"b", {2, 7, 5, 8}}, {"c", {2, 10, 9, 24}}},
                     {{"steps", Attribute::of_ints({1, 2, 3})}}, 1, DType::kFloat16, "aotc");
   });
+  add("batch norm channels last (NHWC, the parameter index is the last dim)", [] {
+    return one_node("BatchNormalization", {{"x", {2, 5, 3, 24}}, {"s", {24}}, {"b", {24}}, {"m", {24}}, {"v", {24}}},
+                    {{"channels_last", Attribute::of_int(1)}}, 1, DType::kFloat16);
+  });
   add("conv deep K 37 channels", [] {
     return one_node("Conv", {{"x", {1, 37, 5, 3}}, {"w", {67, 37, 3, 3}}, {"b", {67}}}, conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1));
   });

@@ -377,9 +377,9 @@ TEST(LayoutNhwc, SqueezeExcitationScaleKeepsTheChainChannelsLast) {
 
 // An Inception-style block: three branches (1x1, 3x3, a max pool then 1x1) joined by a Concat along
 // C, read by the next conv: the Concat runs along NHWC's last axis (axis 3), no Transpose around
-// it. Must not fire: a Concat along H (its inputs go back to NCHW), one read by an NCHW op
-// (DenseNet's BatchNormalization), or one with an input that has no NHWC form (a grouped
-// convolution's output: NCHW).
+// it; DenseNet's BatchNormalization and Relu after its Concat follow channels-last. Must not fire:
+// a Concat along H (its inputs go back to NCHW), one read by an NCHW op (a Softmax over C), or one
+// with an input that has no NHWC form (a grouped convolution's output: NCHW).
 TEST(LayoutNhwc, ChannelConcatOfBranchesStaysChannelsLast) {
   const std::string block = R"(
     input %x : float16[2x16x7x9]
@@ -441,7 +441,7 @@ TEST(LayoutNhwc, ChannelConcatOfBranchesStaysChannelsLast) {
     EXPECT_TRUE(testing_util::same_outputs(before, g, 7, 2.5e-3, 1e-3));
   }
   {
-    SCOPED_TRACE("read by an NCHW op (DenseNet's BatchNormalization after its Concat)");
+    SCOPED_TRACE("DenseNet: BatchNormalization and Relu after the Concat follow it channels-last");
     AOTC_BUILD(g, R"(
       input %x : float16[2x16x7x9]
       const %wa : float16[16x16x1x1] = random(1)
@@ -449,11 +449,40 @@ TEST(LayoutNhwc, ChannelConcatOfBranchesStaysChannelsLast) {
       const %s : float16[32] = random(3)
       const %bb : float16[32] = random(4)
       const %m : float16[32] = random(5)
-      const %v : float16[32] = [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]
+      const %v : float16[32] = [1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 3]
+      const %wn : float16[16x32x1x1] = random(6)
       %a : float16[?] = Conv(%x, %wa)  # branch_a
       %b : float16[?] = Conv(%x, %wb) {pads=[1,1,1,1]}  # branch_b
       %cat : float16[?] = Concat(%a, %b) {axis=1}  # concat
-      %y : float16[?] = BatchNormalization(%cat, %s, %bb, %m, %v)  # norm
+      %n : float16[?] = BatchNormalization(%cat, %s, %bb, %m, %v)  # norm
+      %r : float16[?] = Relu(%n)  # relu
+      %y : float16[?] = Conv(%r, %wn)  # next
+      output %y
+    )");
+    Graph before = g;
+    ASSERT_TRUE(layout_nhwc(g).is_ok());
+    EXPECT_EQ(op_list(g), "Transpose,Conv,Conv,Concat,BatchNormalization,Relu,Conv,Transpose");
+    for (const Node& n : g.nodes) {
+      if (n.op_type == "Concat") {
+        EXPECT_EQ(n.attr_int("axis", 0), 3);
+      }
+      if (n.op_type == "BatchNormalization") {
+        EXPECT_TRUE(channels_last(n));
+        EXPECT_EQ(g.value(n.outputs[0]).shape, (Shape{2, 7, 9, 32}));
+      }
+    }
+    EXPECT_TRUE(testing_util::same_outputs(before, g, 7, 2.5e-3, 1e-3));
+  }
+  {
+    SCOPED_TRACE("read by an NCHW op (a Softmax over the channels)");
+    AOTC_BUILD(g, R"(
+      input %x : float16[2x16x7x9]
+      const %wa : float16[16x16x1x1] = random(1)
+      const %wb : float16[16x16x3x3] = random(2)
+      %a : float16[?] = Conv(%x, %wa)  # branch_a
+      %b : float16[?] = Conv(%x, %wb) {pads=[1,1,1,1]}  # branch_b
+      %cat : float16[?] = Concat(%a, %b) {axis=1}  # concat
+      %y : float16[?] = Softmax(%cat) {axis=1}  # softmax
       output %y
     )");
     Graph before = g;
