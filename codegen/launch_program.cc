@@ -330,7 +330,7 @@ class ProgramBuilder {
     // Rows of another stride than packed (opt/concat_in_place.cc) only where the lowering writes
     // them so, and only in output 0.
     for (size_t o = 0; o < node.outputs.size(); ++o)
-      if (node.outputs[o] != kNoValue && graph_.value(node.outputs[o]).row_stride != 0 &&
+      if (node.outputs[o] != kNoValue && graph_.row_stride(node.outputs[o]) != 0 &&
           (o != 0 || l.is_view || !l.strided_output))
         return node_error(node, "output " + std::to_string(o) + " has a row stride, which this lowering does not write");
     if (l.is_view) {

@@ -118,6 +118,11 @@ void Graph::remove_nodes(const std::vector<bool>& drop) {
   nodes = std::move(kept);
 }
 
+int64_t Graph::row_stride(ValueId id) const {
+  const ValueId host = value(id).stored_in;
+  return host == kNoValue || value(host).shape.empty() ? 0 : value(host).shape.back();
+}
+
 bool Graph::is_graph_output(ValueId id) const {
   for (ValueId o : outputs)
     if (o == id) return true;

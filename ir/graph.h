@@ -26,12 +26,10 @@ struct Value {
   bool shape_known = false;
   std::shared_ptr<const Tensor> constant;  // non-null for initializers and folded constants
 
-  // Physical layout, when not packed row-major. row_stride: elements from the start of one row
-  // (the vector of the last dim) to the next; 0 = packed (the last dim). stored_in / stored_at:
-  // the value has no buffer of its own, its rows lie inside `stored_in`'s rows from element
-  // stored_at on (a Concat input written in place by its producer: opt/concat_in_place.cc; its
-  // producer's lowering must write rows of row_stride, Lowering::strided_output).
-  int64_t row_stride = 0;
+  // Physical layout, when not packed row-major: the value has no buffer of its own, its rows (the
+  // vectors of its last dim) lie inside `stored_in`'s rows from element stored_at on (a Concat
+  // input written in place by its producer: opt/concat_in_place.cc; the producer's lowering must
+  // write rows Graph::row_stride apart, Lowering::strided_output).
   ValueId stored_in = kNoValue;
   int64_t stored_at = 0;
 
@@ -110,6 +108,9 @@ class Graph {
   void remove_nodes(const std::vector<bool>& drop);
   bool is_graph_output(ValueId id) const;
   bool is_graph_input(ValueId id) const;
+  // Elements from the start of one row of `id` (the vector of its last dim) to the next when it
+  // is stored in another value's rows (Value::stored_in): that value's last dim; 0 = packed.
+  int64_t row_stride(ValueId id) const;
 };
 
 // Builds the one-line error for a problem with a node:

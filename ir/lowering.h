@@ -77,7 +77,7 @@ struct Lowering {
   bool is_view = false;
   std::vector<LoweredStep> steps;  // run in order
   int64_t scratch_bytes = 0;       // a scratch buffer live only while this node runs
-  // The steps write output 0's rows Value::row_stride elements apart (set only by lowerings that
+  // The steps write output 0's rows Graph::row_stride elements apart (set only by lowerings that
   // do, when that stride is nonzero); codegen refuses a strided output whose lowering does not.
   bool strided_output = false;
 };

@@ -39,10 +39,7 @@ class LayoutRewriter {
   Expected<bool> run() {
     for (const Node& n : g_.nodes)
       for (ValueId v : n.inputs)
-        if (v != kNoValue) {
-          ++readers_[v];
-          reader_ops_[v].push_back(n.domain.empty() ? n.op_type : n.domain + "." + n.op_type);
-        }
+        if (v != kNoValue) readers_[v].push_back(n.domain.empty() ? n.op_type : n.domain + "." + n.op_type);
     std::vector<Node> nodes = std::move(g_.nodes);
     g_.nodes.clear();
     bool changed = false;
@@ -138,8 +135,8 @@ class LayoutRewriter {
     static const std::set<std::string> kNhwcReaders = {"Conv",          "aotc.FusedConv",    "MaxPool",
                                                        "AveragePool",   "GlobalAveragePool", "GlobalMaxPool",
                                                        "Concat",        "BatchNormalization"};
-    auto readers = reader_ops_.find(node.outputs[0]);
-    if (readers == reader_ops_.end()) return false;
+    auto readers = readers_.find(node.outputs[0]);
+    if (readers == readers_.end()) return false;
     for (const std::string& op : readers->second)
       if (!kNhwcReaders.count(op)) return false;
     int64_t axis = node.attr_int("axis", 0);
@@ -528,7 +525,7 @@ class LayoutRewriter {
       const Node& p = g_.nodes[static_cast<size_t>(i)];
       if (p.outputs.size() != 1 || p.outputs[0] != v) continue;
       const DType in = p.inputs.empty() ? DType::kUndefined : g_.value(p.inputs[0]).dtype;
-      if (p.op_type == "Cast" && p.domain.empty() && readers_[v] == 1 && !g_.is_graph_output(v) &&
+      if (p.op_type == "Cast" && p.domain.empty() && readers_[v].size() == 1 && !g_.is_graph_output(v) &&
           (in == DType::kFloat32 || in == DType::kFloat16 || in == DType::kBFloat16)) {
         from = p.inputs[0];
         cast_at = i;
@@ -587,8 +584,8 @@ class LayoutRewriter {
   const OpRegistry& registry_;
   std::map<ValueId, ValueId> nhwc_;  // NCHW value -> the value holding the same data in NHWC
   std::map<ValueId, bool> moved_;    // values whose producer now writes NHWC -> restored yet?
-  std::map<ValueId, int> readers_;   // node inputs reading each value in the original graph
-  std::map<ValueId, std::vector<std::string>> reader_ops_;  // their op types ("aotc.X" for internal ops)
+  // The op type of each node input reading a value in the original graph ("aotc.X" for internal ops).
+  std::map<ValueId, std::vector<std::string>> readers_;
 };
 
 }  // namespace

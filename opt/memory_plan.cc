@@ -375,10 +375,12 @@ Expected<MemoryPlan> plan_memory(Graph& graph) {
      << plan.linear_bytes << "), " << value_buffers.size() << " tensors, " << scratch_buffers.size()
      << " scratch buffers\n"
      << planner.to_string();
-  for (const Value& v : graph.values)
+  for (size_t id = 0; id < graph.values.size(); ++id) {
+    const Value& v = graph.values[id];
     if (v.stored_in != kNoValue)
       os << "  %" << escape_for_message(v.name, 80) << " in the rows of %" << escape_for_message(graph.value(v.stored_in).name, 80)
-         << " from column " << v.stored_at << " (row stride " << v.row_stride << ")\n";
+         << " from column " << v.stored_at << " (row stride " << graph.row_stride(static_cast<ValueId>(id)) << ")\n";
+  }
   for (const Value& v : graph.values)
     if (v.alias_of != kNoValue)
       os << "  view %" << escape_for_message(v.name, 80) << " = %" << escape_for_message(graph.value(v.alias_of).name, 80)

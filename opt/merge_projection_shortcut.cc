@@ -16,10 +16,11 @@
 // implicit GEMM (the strided projection) plus a GEMM; it fires only where the merged GEMM has at
 // least one 128 x 128 tile per SM (batch 32 here, not batch 1, where launches dominate).
 // Must not fire: a projection with an activation, a pool or any other attribute, unequal strides
-// (or any stride in merge_projection_shortcut), a pad, dilation, group or window other than 1, a second reader or a graph output, different pixel
-// grids or dtypes, non-constant filters or biases, 8-bit types, or K <= Ch + Cx; nor where
-// auxiliary streams are on and the projection's output is small enough for side_branches to run
-// it beside conv1 / conv2 (batch 1), which takes it off the critical path altogether.
+// (or any stride in merge_projection_shortcut), a pad, dilation, group or window other than 1, a
+// second reader or a graph output, different pixel grids or dtypes, non-constant filters or
+// biases, 8-bit types, or K <= Ch + Cx; nor where auxiliary streams are on and the projection's
+// output is small enough for side_branches to run it beside conv1 / conv2 (batch 1), which takes
+// it off the critical path altogether.
 #include <cstring>
 #include <set>
 

@@ -18,22 +18,23 @@ static int lt_type(int dtype) {
 
 enum { kLtAlgoConfigClusterShapeId = 8 }; /* CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID */
 
-AOTC_RT_HIDDEN int aotc_rt_lt_cluster_shape(const aotc_rt_handle* h, const cublasLtMatmulAlgo_t* algo) {
-  uint16_t id = 0;
+/* One of an algorithm's configuration attributes, widened; -1 when the library cannot say. */
+static long long lt_algo_config(const aotc_rt_handle* h, const cublasLtMatmulAlgo_t* algo, int attr, size_t size) {
+  uint32_t v = 0; /* the attributes read here are uint16_t or uint32_t: little-endian, zero-extended */
   size_t written = 0;
-  if (!h->lt.algo_config_get_attribute ||
-      h->lt.algo_config_get_attribute(algo, kLtAlgoConfigClusterShapeId, &id, sizeof id, &written) != 0)
+  if (!h->lt.algo_config_get_attribute || size > sizeof v ||
+      h->lt.algo_config_get_attribute(algo, attr, &v, size, &written) != 0)
     return -1;
-  return id;
+  return (long long)v;
+}
+
+AOTC_RT_HIDDEN int aotc_rt_lt_cluster_shape(const aotc_rt_handle* h, const cublasLtMatmulAlgo_t* algo) {
+  return (int)lt_algo_config(h, algo, kLtAlgoConfigClusterShapeId, sizeof(uint16_t));
 }
 
 /* The algorithm's split-K slices (1: none; -1 when the library cannot say), for AOTC_MATMUL_TUNE_LOG. */
 AOTC_RT_HIDDEN int aotc_rt_lt_split_k(const aotc_rt_handle* h, const cublasLtMatmulAlgo_t* algo) {
-  uint32_t n = 0;
-  size_t written = 0;
-  if (!h->lt.algo_config_get_attribute ||
-      h->lt.algo_config_get_attribute(algo, AOTC_CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &n, sizeof n, &written) != 0)
-    return -1;
+  const long long n = lt_algo_config(h, algo, AOTC_CUBLASLT_ALGO_CONFIG_SPLITK_NUM, sizeof(uint32_t));
   return n == 0 ? 1 : (int)n;
 }
 

@@ -83,9 +83,6 @@ Status concat_reference(const Node& node, const std::vector<const Tensor*>& inpu
   return Status::ok();
 }
 
-// One input's slab: `in_inner` elements a row written at column `offset` of the output's rows of
-// `out_inner`. `sub` (aotc.SubsampleConcat): the input is [N, in_h, in_w, in_inner] read at
-// pixels (n, p*step, q*step) of the output's [N, out_h, out_w] grid; step 1 reads it in order.
 // Vectors a thread of the slab kernel moves per iteration (loads first, then stores).
 constexpr int64_t kSlabUnroll = 4;
 
@@ -93,6 +90,9 @@ struct Subsample {
   int64_t step = 1, in_h = 1, in_w = 1, out_h = 1, out_w = 1;
 };
 
+// One input's slab: `inner` elements a row written at column `offset` of the output's rows of
+// `out_inner`. `sub` (aotc.SubsampleConcat): the input is [N, in_h, in_w, inner] read at pixels
+// (n, p*step, q*step) of the output's [N, out_h, out_w] grid; step 1 reads it in order.
 KernelStep slab_step(const Node& node, size_t i, const Value& x, const Value& y, int64_t slab_numel, int64_t inner,
                      int64_t out_inner, int64_t offset, const Subsample& sub, const std::string& comment) {
   // 16-byte accesses where the slab's rows, the output's rows and the offset are whole vectors:
@@ -161,14 +161,15 @@ Status subsample_concat_infer(Node& node, Graph& graph) {
   if (steps.size() != node.inputs.size())
     return node_error(node, "attribute 'steps' has " + std::to_string(steps.size()) + " entries for " +
                                 std::to_string(node.inputs.size()) + " inputs");
+  for (size_t i = 0; i < node.inputs.size(); ++i)
+    if (node.inputs[i] == kNoValue) return node_error(node, "input " + std::to_string(i) + " is missing");
+  const DType dtype = input_value(graph, node, 0).dtype;
   Shape out;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
-    if (node.inputs[i] == kNoValue) return node_error(node, "input " + std::to_string(i) + " is missing");
     const Value& v = input_value(graph, node, i);
-    const Value& first = input_value(graph, node, 0);
-    if (v.dtype == DType::kString || v.dtype == DType::kUndefined || v.dtype != first.dtype)
+    if (v.dtype == DType::kString || v.dtype == DType::kUndefined || v.dtype != dtype)
       return node_error(node, "input " + std::to_string(i) + " has dtype " + dtype_name(v.dtype) +
-                                  ", input 0 has " + dtype_name(first.dtype));
+                                  ", input 0 has " + dtype_name(dtype));
     if (v.shape.size() != 4)
       return node_error(node, "input " + std::to_string(i) + " has rank " + std::to_string(v.shape.size()) +
                                   ", expected 4 ([N, H, W, C])");
@@ -183,7 +184,7 @@ Status subsample_concat_infer(Node& node, Graph& graph) {
     }
     out[3] += v.shape[3];
   }
-  set_output(graph, node, 0, input_value(graph, node, 0).dtype, out);
+  set_output(graph, node, 0, dtype, out);
   return Status::ok();
 }
 

@@ -40,7 +40,7 @@ struct NhwcConv {
   bool has_bias, has_res, relu_or_none;
   std::string comment;
   int64_t gemm_m, gemm_k;  // implicit GEMM: M = N*P*Q, K = R*S*C (N = output channels)
-  int64_t y_ld = 0;        // elements between output pixels: the output's row_stride, else K
+  int64_t y_ld = 0;        // elements between output pixels: the output's Graph::row_stride, else K
 };
 
 // A convolution as one cuBLASLt GEMM over NHWC rows: D[M, K] = A[M, KK] x W[K, KK]^T, W the KRSC
@@ -526,8 +526,8 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
   NhwcConv c{node, graph, cs, xv, node.input(2) != kNoValue, node.input(kConvResidualInput) != kNoValue,
              !has_activation(node) || (load_activation(node).op_type == "Relu" && load_activation(node).attrs.empty()),
              "", cs.batch * g.out[0] * g.out[1], g.kernel[0] * g.kernel[1] * cs.cin};
-  const Value& yv = output_value(graph, node, 0);
-  c.y_ld = yv.row_stride != 0 ? yv.row_stride : cs.cout;
+  const int64_t y_stride = graph.row_stride(node.outputs[0]);
+  c.y_ld = y_stride != 0 ? y_stride : cs.cout;
   c.comment = node.op_type + " NHWC X " + shape_str(xv.shape) + " W(KRSC) " + shape_str(input_value(graph, node, 1).shape) +
               " -> " + shape_str(nchw_to_nhwc(cs.out)) + " group " + std::to_string(cs.group) +
               (has_activation(node) ? " act " + load_activation(node).op_type : "");
@@ -542,8 +542,8 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
   if (stem) return lower_stem(c);
   // The strategies below write the output through c.y_ld (its row_stride when set: a Concat's
   // slab, opt/concat_in_place.cc); the stem and depthwise kernels above and below write packed.
-  auto strided = [&yv](Lowering l) {
-    l.strided_output = yv.row_stride != 0;
+  auto strided = [y_stride](Lowering l) {
+    l.strided_output = y_stride != 0;
     return l;
   };
   if (conv_pointwise_gemm_applies(t, xv.dtype, cs.group, cs.cin, cs.cout, g.kernel, g.strides, pads, c.relu_or_none)) {

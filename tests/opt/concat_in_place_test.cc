@@ -68,9 +68,9 @@ TEST(ConcatInPlace, TheBlocksConvolutionWritesItsSlabOfTheMergedConcat) {
     ASSERT_TRUE(verify(g).is_ok());
     EXPECT_EQ(g.value(h).stored_in, out);
     EXPECT_EQ(g.value(h).stored_at, 0);
-    EXPECT_EQ(g.value(h).row_stride, 128);
+    EXPECT_EQ(g.row_stride(h), 128);
     EXPECT_EQ(g.value(x).stored_in, kNoValue) << "a graph input stays where the caller put it";
-    EXPECT_EQ(g.value(x).row_stride, 0);
+    EXPECT_EQ(g.row_stride(x), 0);
     // The Concat copies x only; h's producer (the 3x3 convolution) writes strided rows.
     auto l = default_registry().find("Concat", "")->lower(*cat, g);
     ASSERT_TRUE(l.is_ok()) << l.status().message();
@@ -154,8 +154,9 @@ TEST(ConcatInPlace, MustNotFire) {
     auto c = concat_in_place(g);
     ASSERT_TRUE(c.is_ok());
     EXPECT_FALSE(*c) << op_list(g);
-    for (const Value& v : g.values) {
-      EXPECT_EQ(v.row_stride, 0) << v.name << ": a refused trial leaves no stride behind";
+    for (size_t id = 0; id < g.values.size(); ++id) {
+      const Value& v = g.values[id];
+      EXPECT_EQ(g.row_stride(static_cast<ValueId>(id)), 0) << v.name << ": a refused trial leaves no stride behind";
       EXPECT_EQ(v.stored_in, kNoValue) << v.name;
     }
   }
