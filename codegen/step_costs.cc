@@ -54,6 +54,9 @@ int64_t kernel_step_bytes(const Graph& graph, const KernelStep& k, int64_t scrat
 }
 
 int64_t kernel_step_flops(const Node& node, const Graph& graph, const KernelStep& k) {
+  // The CUTLASS GEMM (templates/cutlass_gemm.cu.in): builder args M, N, K, ... (ir/ops/gemm.cc).
+  if (k.library_params && k.template_name == "cutlass_gemm")
+    return k.builder_args.size() >= 3 ? 2 * k.builder_args[0] * k.builder_args[1] * k.builder_args[2] : 0;
   if (!is_conv(node) || node.inputs.size() < 2 || node.outputs.empty()) return 0;
   if (k.library_params) {
     if (k.builder_args.size() < kConvBuilderArgs) return 0;

@@ -78,6 +78,12 @@ struct Target {
   // for the rest, the NHWC depthwise and pooling kernels. Off: fp32 graphs keep the NCHW kernels
   // (--conv-fp32 nchw).
   bool conv_fp32_nhwc = true;
+  // float GEMMs whose cuBLASLt tiles would not fill one wave (transformers at batch 1) run on the
+  // CUTLASS SIMT GEMM with parallel split-K (ir/ops/conv_configs.h: simt_gemm_plan). Off: cuBLASLt
+  // (--fp32-gemm cublaslt).
+  bool gemm_fp32_simt = true;
+  // Their split-K aims at this many thread blocks per SM (--fp32-gemm-blocks-per-sm; for measuring).
+  int simt_gemm_blocks_per_sm = 2;
 
   int min_sm() const {
     int m = sms.empty() ? 0 : sms[0];

@@ -9,8 +9,8 @@
 //   O -Transpose(0,2,1,3)-> [B,Sq,H,Dv]
 // -> Attention(q3, k3, v3, mask) {q_num_heads = kv_num_heads = H, scale = product of the scalars}
 //    -> [B,Sq,H*Dv] -Reshape-> [B,Sq,H,Dv] (a view). The score-path intermediates must have no
-// other reader. It fires only where the Attention lowering picks the fused kernel (16-bit, tensor
-// cores, exact cases; ir/ops/attention.cc), so fp32 keeps cuBLASLt + Softmax. Runs after the
+// other reader. It fires only where the Attention lowering picks the fused kernel (Sm80+: 16-bit on
+// tensor cores, fp32 on FFMA; exact cases; ir/ops/attention.cc). Runs after the
 // precision pass (dtypes final) and drop_exact_casts. Semantics: identical except rows whose mask
 // is -inf for every key, where Softmax gives NaN and the Attention op defines zeros.
 // Second form, when the operands are not head splits of 3-D projections (torch's

@@ -387,6 +387,8 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   graph.target.int8_requant_fp32 = o.int8_requant_fp32;
   graph.target.conv_strided_pointwise_gemm = o.conv_strided_pointwise_gemm;
   graph.target.conv_cluster_splitk = o.conv_cluster_splitk;
+  graph.target.gemm_fp32_simt = o.gemm_fp32_simt;
+  graph.target.simt_gemm_blocks_per_sm = o.simt_gemm_blocks_per_sm;
   graph.target.matmul_reference = o.matmul_reference;
   graph.target.aux_streams = o.aux_streams;
   graph.target.conv_stem_kernel = o.conv_stem_kernel;

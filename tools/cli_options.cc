@@ -291,9 +291,9 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       }
     } else if (opt == "--conv-config") {
       AOTC_TAKE(o.conv_config);
-      if (!find_conv_config(o.conv_config)) {
+      if (!find_conv_config(o.conv_config) && !find_simt_gemm_config(o.conv_config)) {
         std::string names;
-        for (const auto* list : {&conv_kernel_configs(), &conv_candidate_configs()})
+        for (const auto* list : {&conv_kernel_configs(), &conv_candidate_configs(), &simt_gemm_configs()})
           for (const ConvKernelConfig& c : *list) names += std::string(names.empty() ? "" : ", ") + c.name;
         return cur.usage("unknown --conv-config '" + escape_for_message(o.conv_config) + "'; known: " + names);
       }
@@ -321,6 +321,17 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       std::string text;
       AOTC_CHOOSE(text, {"gemm", "im2col"});
       o.conv_strided_pointwise_gemm = text == "gemm";
+    } else if (opt == "--fp32-gemm") {
+      std::string text;
+      AOTC_CHOOSE(text, {"auto", "cublaslt"});
+      o.gemm_fp32_simt = text == "auto";
+    } else if (opt == "--fp32-gemm-blocks-per-sm") {
+      std::string text;
+      AOTC_TAKE(text);
+      int64_t n = 0;
+      if (!parse_int(text, 1, 8, &n))
+        return cur.usage("bad --fp32-gemm-blocks-per-sm '" + escape_for_message(text) + "': expected 1 to 8");
+      o.simt_gemm_blocks_per_sm = static_cast<int>(n);
     } else if (opt == "--conv-cluster") {
       std::string text;
       AOTC_CHOOSE(text, {"on", "off"});

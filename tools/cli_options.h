@@ -34,6 +34,8 @@ struct AotcOptions {
   bool int8_requant_fp32 = false;      // --int8-requant double|fp32 (the int8 epilogue's rounding)
   bool conv_strided_pointwise_gemm = true;  // --conv-strided-pointwise gemm|im2col
   bool conv_cluster_splitk = true;          // --conv-cluster on|off
+  bool gemm_fp32_simt = true;               // --fp32-gemm auto|cublaslt (few-row fp32 GEMMs on CUTLASS SIMT)
+  int simt_gemm_blocks_per_sm = 2;          // --fp32-gemm-blocks-per-sm N (their split-K's target)
   bool matmul_reference = false;            // --matmul-impl cublaslt|reference
   int aux_streams = 0;                      // --aux-streams 0|1 (side branches beside the main lane)
   bool conv_stem_kernel = true;       // --conv-stem direct|cutlass (16-bit RGB stems on the direct kernel)

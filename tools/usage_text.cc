@@ -40,8 +40,9 @@ options:
                            header states each dtype): no conversion kernels, half the I/O bytes
   --keep-fp32 NODE|OP      keep these nodes (by name) or op types in fp32 (comma list, repeatable)
   --conv-config NAME       force one CUTLASS convolution configuration for the convolutions of its
-                           kind (tc*: fp16/bf16 tensor cores, simt*: fp32; for measuring; the
-                           names are in ir/ops/conv_configs.h)
+                           kind (tc*: fp16/bf16 tensor cores, simt*: fp32; sgemm*: the fp32
+                           SIMT GEMM, forced for every single-matrix float GEMM; for measuring;
+                           the names are in ir/ops/conv_configs.h)
   --conv-pointwise IMPL    cublaslt (default): 1x1 stride-1 NHWC convolutions with no or ReLU
                            activation run as cuBLASLt GEMMs; cutlass: as CUTLASS implicit GEMMs
   --conv-im2col on|off     on (default): NHWC convolutions too small to fill the GPU (batch 1)
@@ -67,6 +68,14 @@ options:
                            64 run as one kernel that splits the K loop across a thread-block
                            cluster when every --arch is sm_90 or newer (no im2col matrix); off:
                            im2col + GEMM
+  --fp32-gemm auto|cublaslt
+                           auto (default): float GEMMs too small for cuBLASLt's 128x128 tiles to
+                           fill the GPU (transformers at batch 1) run on a CUTLASS SIMT GEMM (fp32
+                           FFMA, no TF32) with parallel split-K and every activation in its
+                           epilogue; cublaslt: all on cuBLASLt
+  --fp32-gemm-blocks-per-sm N
+                           their split-K gives N thread blocks per SM (1-8, default 2; for
+                           measuring)
   --conv-stem direct|cutlass
                            direct (default): 16-bit convolutions of at most 4 input channels (the
                            RGB stem) run on the direct tensor-core stem kernel; cutlass: space-to-

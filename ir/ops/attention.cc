@@ -350,7 +350,8 @@ std::string layout_comment(const AttnDims& a) {
 }
 
 // ---- the fused tensor-core strategy (templates/cutlass_fmha_forward.cu.in) ----
-// It computes exactly what the op asks when: Q/K/V are 16-bit on Sm80+ tensor cores, the query
+// It computes exactly what the op asks when: Q/K/V are 16-bit on Sm80+ tensor cores (or fp32 on
+// FFMA, the kernel's SIMT configuration: IEEE fp32 products, no TF32), the query
 // heads are a multiple of the K/V heads (a group of G query heads reads one K/V head in place:
 // the kernel adds that head's offset itself), there is no past / nonpad / window / softcap / qk output, the mask
 // (if any) is additive in the same dtype and covers every key, head dims are multiples of 8 up to
@@ -369,7 +370,8 @@ const FmhaConfig* fmha_config(const AttnDims& a) {
 
 bool fmha_applies(const Node& node, const Graph& graph, const AttnDims& a) {
   const DType t = input_value(graph, node, kQ).dtype;
-  if (!graph.target.has_sm80_tensor_cores() || (t != DType::kFloat16 && t != DType::kBFloat16)) return false;
+  if (!graph.target.has_sm80_tensor_cores() || (t != DType::kFloat16 && t != DType::kBFloat16 && t != DType::kFloat32))
+    return false;
   if (a.kv_heads <= 0 || a.q_heads % a.kv_heads != 0 || a.has_past || a.has_nonpad || a.left != -1 || a.right != -1 || a.softcap > 0 ||
       has_output(node, kQk) || has_output(node, kPresentKey) || has_output(node, kPresentValue))
     return false;
@@ -415,7 +417,12 @@ Lowering fmha_lowering(const Node& node, const Graph& graph, const AttnDims& a) 
   KernelStep k;
   k.template_name = "cutlass_fmha_forward";
   k.holes = {{"comment", "fused attention " + layout_comment(a) + " " + dtype_name(t)},
-             {"ELEMENT", t == DType::kBFloat16 ? "cutlass::bfloat16_t" : "cutlass::half_t"},
+             {"ELEMENT", t == DType::kFloat32    ? "float"
+                         : t == DType::kBFloat16 ? "cutlass::bfloat16_t"
+                                                 : "cutlass::half_t"},
+             // fp32: the kernel's Sm75 configuration, FFMA (SIMT) with IEEE fp32 products and sums;
+             // its Sm80 one would run float on tensor cores as 3xTF32 (OpMultiplyAddFastF32).
+             {"ARCH", t == DType::kFloat32 ? "cutlass::arch::Sm75" : "cutlass::arch::Sm80"},
              {"QPB", int_literal(c.queries)},
              {"KPB", int_literal(c.keys)},
              {"MAX_K", int_literal(c.max_k)},

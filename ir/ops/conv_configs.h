@@ -404,4 +404,69 @@ inline bool conv_strided_pointwise_gemm_applies(const Target& target, DType dtyp
   return conv_im2col_gemm_applies(target, dtype, group, cin, cout, gemm_m, cin, relu_or_none);
 }
 
+// ---- fp32 GEMMs of few rows: the CUTLASS SIMT GEMM (templates/cutlass_gemm.cu.in) ----
+// cuBLASLt's fp32 kernels (FFMA, no TF32) tile by 128 rows: a transformer at batch 1 (M = 128-197
+// token rows) fills 6-18 of 132 SMs and runs its GEMMs at 6-14 TFLOP/s even with split-K
+// candidates timed at create (docs/perf_notes.md v30; the H200's FFMA rate is ~67 TFLOP/s). A
+// float GEMM whose 128x128 tiles would not fill one wave runs on CUTLASS's Sm80 SIMT GEMM instead:
+// 64-row tiles, and parallel split-K until there are Target::simt_gemm_blocks_per_sm thread blocks
+// per SM (each slice writes its fp32 partial product to a workspace slab;
+// templates/gemm_splitk_reduce.cu.in sums them in slice order and applies the epilogue, so the
+// result does not depend on timing). One block of 4 warps per SM measured at ~44% of the SM's
+// FFMA rate (H200, ViT-B/16's 197-row GEMMs, docs/perf_notes.md v32): the warps need company to
+// hide their shared-memory latency. Tile shapes of CUTLASS's own Sm80 SIMT sgemm library kernels;
+// the first row is the rule's, the others are for --conv-config.
+inline const std::vector<ConvKernelConfig>& simt_gemm_configs() {
+  static const std::vector<ConvKernelConfig> kConfigs = {
+      {"sgemm64x128x8_w32x64_s4", ConvMath::kSimt, 64, 128, 8, 32, 64, 8, 4, 80},
+      {"sgemm128x64x8_w64x32_s4", ConvMath::kSimt, 128, 64, 8, 64, 32, 8, 4, 80},
+      {"sgemm128x128x8_w32x64_s4", ConvMath::kSimt, 128, 128, 8, 32, 64, 8, 4, 80},
+      {"sgemm64x64x8_w32x64_s5", ConvMath::kSimt, 64, 64, 8, 32, 64, 8, 5, 80},
+  };
+  return kConfigs;
+}
+constexpr int64_t kSimtGemmMinSliceKTiles = 8;  // K tiles (8 deep) per split-K slice, at least
+constexpr int64_t kSimtGemmMaxSplit = 16;
+constexpr int64_t kCublasLtFp32Tile = 128;
+
+struct SimtGemmPlan {
+  const ConvKernelConfig* config = nullptr;
+  int64_t split = 1;  // K slices; every slice non-empty
+};
+
+// A SIMT GEMM configuration by name (--conv-config forces it for every GEMM it applies to, filling
+// the GPU or not); nullptr if unknown.
+inline const ConvKernelConfig* find_simt_gemm_config(const std::string& name) {
+  for (const ConvKernelConfig& c : simt_gemm_configs())
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+// The K slices for a tile count: enough for simt_gemm_blocks_per_sm blocks per SM, at least
+// kSimtGemmMinSliceKTiles K tiles each, then evened out so that no slice is empty (the params
+// builder cuts K into slices of ceil(k_tiles / split) tiles).
+inline int64_t simt_gemm_split(const Target& target, const ConvKernelConfig& c, int64_t m, int64_t n, int64_t k) {
+  const int64_t tiles = conv_config_tiles(c, m, n);
+  const int64_t k_tiles = (k + c.tb_k - 1) / c.tb_k;
+  const int64_t blocks = std::max<int64_t>(1, target.simt_gemm_blocks_per_sm) * target.sm_count;
+  int64_t split = (blocks + tiles - 1) / tiles;
+  split = std::max<int64_t>(1, std::min({split, k_tiles / kSimtGemmMinSliceKTiles, kSimtGemmMaxSplit}));
+  const int64_t slice = (k_tiles + split - 1) / split;
+  return (k_tiles + slice - 1) / slice;
+}
+
+// Whether a GEMM (one matrix, row-major A, float) runs on the SIMT GEMM, and how. nullopt: cuBLASLt.
+inline std::optional<SimtGemmPlan> simt_gemm_plan(const Target& target, DType dtype, int64_t m, int64_t n, int64_t k) {
+  if (!target.gemm_fp32_simt || target.matmul_reference || !target.has_sm80_tensor_cores()) return std::nullopt;
+  if (dtype != DType::kFloat32 || m <= 0 || n <= 0 || k <= 0) return std::nullopt;
+  if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || m * n > INT32_MAX) return std::nullopt;
+  const int64_t lt_tiles = ((m + kCublasLtFp32Tile - 1) / kCublasLtFp32Tile) * ((n + kCublasLtFp32Tile - 1) / kCublasLtFp32Tile);
+  const ConvKernelConfig* forced = find_simt_gemm_config(target.conv_config);
+  if (!forced && lt_tiles >= target.sm_count) return std::nullopt;
+  SimtGemmPlan p;
+  p.config = forced ? forced : &simt_gemm_configs().front();
+  p.split = simt_gemm_split(target, *p.config, m, n, k);
+  return p;
+}
+
 }  // namespace aotc

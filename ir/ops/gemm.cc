@@ -5,10 +5,15 @@
 // no TF32) using its C / bias / ReLU epilogue where that is exact; what it cannot express (a
 // broadcast C with beta != 1, a broadcast residual, other activations) runs in a small epilogue
 // kernel (templates/gemm_epilogue.cu.in) over Y in place. Batched MatMul whose batch broadcast
-// strides cannot express runs in one kernel (templates/gemm_batched_broadcast.cu.in) instead.
+// strides cannot express runs in one kernel (templates/gemm_batched_broadcast.cu.in) instead. A
+// float GEMM of few rows (cuBLASLt's tiles would not fill the GPU; ir/ops/conv_configs.h
+// simt_gemm_plan) runs on CUTLASS's SIMT GEMM with the whole epilogue (any activation) fused, split-K
+// slices summed by templates/gemm_splitk_reduce.cu.in (simt_gemm_lowering).
 #include <algorithm>
+#include <cstring>
 
 #include "ir/op_registry.h"
+#include "ir/ops/conv_configs.h"
 #include "ir/ops/epilogue.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/parallel.h"
@@ -192,6 +197,65 @@ LoweredStep matmul_step(MatmulStep m) {
   return s;
 }
 
+// The float GEMM `m` (one matrix, row-major A) on CUTLASS's SIMT GEMM (simt_gemm_plan): one
+// library kernel whose epilogue computes act(alpha * AB + bias + beta * C) with `act` (a CUDA
+// expression of v) - or, when K is split, the kernel writing one fp32 partial product per slice to
+// the node's scratch and the reduction kernel summing them and applying that epilogue.
+Lowering simt_gemm_lowering(const MatmulStep& m, const SimtGemmPlan& plan, const std::string& act,
+                            const std::string& comment) {
+  const ConvKernelConfig& cfg = *plan.config;
+  const bool split = plan.split > 1;
+  const bool has_bias = MatmulStep::has_bias(m.epilogue) && m.bias != kNullArg;
+  const bool has_c = m.c != kNullArg && m.beta != 0.0f;
+  auto bits = [](float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, sizeof u);
+    return static_cast<int64_t>(u);
+  };
+  KernelStep k;
+  k.template_name = "cutlass_gemm";
+  k.holes = {{"comment", comment + " config " + cfg.name + (split ? " split-K " + std::to_string(plan.split) : "")},
+             {"ELEMENT", "float"},
+             {"LAYOUT_B", m.trans_b ? "ColumnMajor" : "RowMajor"},
+             {"OP_CLASS", "cutlass::arch::OpClassSimt"},
+             {"INSTRUCTION", "1, 1, 1"},
+             {"TB_M", int_literal(cfg.tb_m)}, {"TB_N", int_literal(cfg.tb_n)}, {"TB_K", int_literal(cfg.tb_k)},
+             {"WARP_M", int_literal(cfg.warp_m)}, {"WARP_N", int_literal(cfg.warp_n)}, {"WARP_K", int_literal(cfg.warp_k)},
+             {"STAGES", int_literal(cfg.stages)},
+             {"ALIGN_A", "1"},
+             {"ALIGN_B", "1"},
+             // The slices write the bare product: one instantiation serves every activation.
+             {"act_expr", split ? "v" : act}};
+  k.library_params = true;
+  k.builder_args = {m.m, m.n, m.k, m.lda, m.ldb, has_c ? m.ldc : 0, m.ldd, plan.split,
+                    bits(split ? 1.0f : m.alpha), bits(split || !has_c ? 0.0f : m.beta)};
+  k.args = {m.a, m.b, has_bias && !split ? m.bias : kNullArg, has_c && !split ? m.c : kNullArg,
+            split ? kScratchArg : m.d};
+  // Informative only: the builder reports the real launch shape.
+  k.grid = Dim3{(m.m + cfg.tb_m - 1) / cfg.tb_m, (m.n + cfg.tb_n - 1) / cfg.tb_n, plan.split};
+  k.block = Dim3{32 * (cfg.tb_m / cfg.warp_m) * (cfg.tb_n / cfg.warp_n), 1, 1};
+  Lowering l;
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  if (!split) return l;
+  l.scratch_bytes = plan.split * m.m * m.n * static_cast<int64_t>(sizeof(float));
+  const int64_t vec = m.n % 4 == 0 ? 4 : 1;
+  KernelStep r;
+  r.template_name = "gemm_splitk_reduce";
+  r.holes = {{"comment", comment + ": sum of the " + std::to_string(plan.split) + " split-K slices, epilogue"},
+             {"T", "float"},
+             {"M", int_literal(m.m)}, {"N", int_literal(m.n)},
+             {"LDC", int_literal(has_c ? m.ldc : 0)}, {"LDD", int_literal(m.ldd)},
+             {"SPLIT", int_literal(plan.split)}, {"VEC", int_literal(vec)},
+             {"HAS_BIAS", has_bias ? "true" : "false"}, {"HAS_C", has_c ? "true" : "false"},
+             {"ALPHA", float_literal(m.alpha)}, {"BETA", float_literal(has_c ? m.beta : 0.0f)},
+             {"act_expr", act}};
+  r.args = {kScratchArg, has_bias ? m.bias : kNullArg, has_c ? m.c : kNullArg, m.d};
+  r.block = Dim3{256, 1, 1};
+  r.grid = grid_for(m.m * m.n / vec, 256);
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, r, {}});
+  return l;
+}
+
 Expected<Lowering> gemm_lower(const Node& node, const Graph& graph) {
   if (has_activation(node)) {
     const OpDef* def = default_registry().find(load_activation(node).op_type);
@@ -254,6 +318,14 @@ Expected<Lowering> gemm_lower(const Node& node, const Graph& graph) {
   const bool kernel_act = has_activation(node) && (kernel_c || kernel_r || !(is_plain_relu(node) || gelu));
   const bool act_in_matmul = has_activation(node) && !kernel_act;
   using E = MatmulStep::Epilogue;
+  if (!kernel_c && !kernel_r && !mm.trans_a && out_t == av.dtype) {
+    // Few rows of float: the SIMT GEMM, every activation in its epilogue.
+    if (auto plan = simt_gemm_plan(graph.target, av.dtype, d.m, d.n, d.k)) {
+      mm.epilogue = bias ? E::kBias : E::kNone;
+      return simt_gemm_lowering(mm, *plan, activation_expr(node, graph, "v"),
+                                node.op_type + " " + shape_str(full) + " K " + std::to_string(d.k));
+    }
+  }
   mm.epilogue = !act_in_matmul ? (bias ? E::kBias : E::kNone)
                 : gelu         ? (bias ? E::kBiasGelu : E::kGelu)
                                : (bias ? E::kBiasRelu : E::kRelu);
@@ -429,6 +501,10 @@ Expected<Lowering> matmul_lower(const Node& node, const Graph& graph) {
       mm.stride_b = b_one ? 0 : d.k * d.n;
       mm.stride_c = mm.stride_d = d.m * d.n;
     }
+    if (mm.batch == 1 && !ta)
+      if (auto plan = simt_gemm_plan(graph.target, av.dtype, mm.m, mm.n, mm.k))
+        return simt_gemm_lowering(mm, *plan, "v", node.op_type + " [" + std::to_string(mm.m) + "x" +
+                                                      std::to_string(mm.n) + "] K " + std::to_string(mm.k));
     l.steps.push_back(matmul_step(mm));
     return l;
   }

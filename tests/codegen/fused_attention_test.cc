@@ -144,6 +144,28 @@ TEST(FusedAttention, GroupedKvHeadsAreReadInPlace) {
   }
 }
 
+// fp32 takes the fused kernel's FFMA configuration (Sm75 arch tag: SIMT, IEEE fp32 products), not
+// its Sm80 one (3xTF32 on tensor cores).
+TEST(FusedAttention, Fp32TakesTheFfmaConfiguration) {
+  auto g = attention_graph(R"(
+    input %q : float[1x2x8x64]
+    input %k : float[1x2x8x64]
+    input %v : float[1x2x8x64]
+    %y : float[?] = Attention(%q, %k, %v)
+    output %y)");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  auto ks = kernels_of(*g);
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(ks[0].template_name, "cutlass_fmha_forward");
+  std::string element, arch;
+  for (const auto& [k, v] : ks[0].holes) {
+    if (k == "ELEMENT") element = v;
+    if (k == "ARCH") arch = v;
+  }
+  EXPECT_EQ(element, "float");
+  EXPECT_EQ(arch, "cutlass::arch::Sm75");
+}
+
 class FusedAttentionMustNotFire : public ::testing::TestWithParam<std::pair<const char*, std::string>> {};
 
 TEST_P(FusedAttentionMustNotFire, KeepsTheRowKernel) {
@@ -159,12 +181,6 @@ TEST_P(FusedAttentionMustNotFire, KeepsTheRowKernel) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, FusedAttentionMustNotFire,
     ::testing::Values(
-        std::make_pair("fp32 (the kernel would use TF32-class arithmetic)", std::string(R"(
-    input %q : float[1x2x8x64]
-    input %k : float[1x2x8x64]
-    input %v : float[1x2x8x64]
-    %y : float[?] = Attention(%q, %k, %v)
-    output %y)")),
         std::make_pair("bool mask", std::string(R"(
     input %q : float16[1x2x8x64]
     input %k : float16[1x2x8x64]

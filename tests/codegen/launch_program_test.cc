@@ -227,6 +227,7 @@ TEST(LaunchProgram, ReferenceMatmulImplLeavesNoCublasLtCall) {
     g.outputs = {y};
     g.nodes.push_back(Node{"fc", "Gemm", "", {x, w, bias}, {y}, {}});
     g.target.matmul_reference = reference;
+    g.target.gemm_fp32_simt = false;  // else this few-row fp32 GEMM takes the CUTLASS SIMT GEMM
     ASSERT_TRUE(infer_shapes(g).is_ok());
     auto p = build_launch_program(g, linear_plan(g));
     ASSERT_TRUE(p.is_ok()) << p.status().message();

@@ -34,6 +34,7 @@ output %o
 )");
   EXPECT_TRUE(g.is_ok()) << g.status().message();
   Graph graph = std::move(*g);
+  graph.target.gemm_fp32_simt = false;  // the fc as a cuBLASLt call (the SIMT GEMM: cutlass_gemm_test.cc)
   Status s = infer_shapes(graph);
   EXPECT_TRUE(s.is_ok()) << s.message();
   return graph;

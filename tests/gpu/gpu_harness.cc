@@ -9,6 +9,7 @@
 #include <map>
 
 #include "ir/evaluator.h"
+#include "ir/op_registry.h"
 #include "ir/shape_inference.h"
 #include "ir/verifier.h"
 #include "tools/conformance/compare.h"
@@ -128,6 +129,16 @@ void run_case(Graph graph, const std::string& label, const CaseOptions& options)
     int stored = 0;
     for (const Value& v : compiled.values) stored += v.stored_in != kNoValue ? 1 : 0;
     EXPECT_EQ(stored, options.expect_stored_values) << label << ": values written into a Concat's rows";
+  }
+  for (const std::string& name : options.expect_templates) {
+    bool found = false;
+    for (const Node& n : compiled.nodes) {
+      const OpDef* def = default_registry().find(n.op_type, n.domain);
+      Expected<Lowering> low = def && def->lower ? def->lower(n, compiled) : Expected<Lowering>(Lowering{});
+      if (!low) continue;
+      for (const LoweredStep& s : low->steps) found = found || (s.kind == LoweredStep::Kind::kKernel && s.kernel.template_name == name);
+    }
+    EXPECT_TRUE(found) << label << ": no step of the compiled graph runs template " << name;
   }
   if (options.expect_side_nodes >= 0) {
     int side = 0;

@@ -66,6 +66,9 @@ struct CaseOptions {
   int expect_side_nodes = -1;
   // How many values opt/concat_in_place must have stored in a Concat's rows (-1: not checked).
   int expect_stored_values = -1;
+  // Kernel templates (templates/<name>.cu.in) some node of the compiled graph must lower to: proves
+  // which implementation ran (e.g. "cutlass_gemm", not a cuBLASLt call).
+  std::vector<std::string> expect_templates;
 };
 
 // Infers shapes, evaluates the reference, compiles, runs twice (two input sets, host outputs

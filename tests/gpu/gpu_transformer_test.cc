@@ -131,28 +131,31 @@ TEST(GpuAttention, FusedThreeDInputsAdditiveMaskFullyMaskedRows) {
 // a runtime additive mask [B, 1, 1, S]) becomes one fused Attention node (fuse_attention).
 TEST(GpuAttention, WrittenOutAttentionIsFused) {
   AOTC_REQUIRE_GPU();
-  GraphBuilder b;
-  Graph& g = b.graph();
-  g.opset = 17;
-  const int64_t batch = 2, seq = 128, heads = 12, d = 64, e = heads * d;
-  const DType t = DType::kFloat16;
-  ValueId q3 = b.input("q3", {batch, seq, e}, t), k3 = b.input("k3", {batch, seq, e}, t),
-          v3 = b.input("v3", {batch, seq, e}, t), mask = b.input("mask", {batch, 1, 1, seq}, t);
-  ValueId hs = g.add_constant("hs", Tensor::from_int64s({4}, {batch, seq, heads, d}));
-  ValueId es = g.add_constant("es", Tensor::from_int64s({3}, {batch, seq, e}));
-  Tensor c(t, {});
-  c.set(0, 0.125);
-  ValueId scale = g.add_constant("scale", c);
-  auto heads_of = [&](ValueId x, std::vector<int64_t> perm) {
-    return b.node("Transpose", {b.node("Reshape", {x, hs})}, {{"perm", ints(std::move(perm))}});
-  };
-  ValueId s = b.node("Mul", {b.node("MatMul", {heads_of(q3, {0, 2, 1, 3}), heads_of(k3, {0, 2, 3, 1})}), scale});
-  ValueId p = b.node("Softmax", {b.node("Add", {s, mask})}, {{"axis", i64(-1)}});
-  ValueId o = b.node("MatMul", {p, heads_of(v3, {0, 2, 1, 3})});
-  b.output(b.node("Reshape", {b.node("Transpose", {o}, {{"perm", ints({0, 2, 1, 3})}}), es}));
-  CaseOptions opt;
-  opt.expect_ops_after_pipeline = {"Attention"};
-  run_case(g, "attn_f16_written_out_bert", opt);
+  // fp32 too: the fused kernel's FFMA configuration (IEEE fp32 products, no TF32).
+  for (const DType t : {DType::kFloat16, DType::kFloat32}) {
+    GraphBuilder b;
+    Graph& g = b.graph();
+    g.opset = 17;
+    const int64_t batch = 2, seq = 128, heads = 12, d = 64, e = heads * d;
+    ValueId q3 = b.input("q3", {batch, seq, e}, t), k3 = b.input("k3", {batch, seq, e}, t),
+            v3 = b.input("v3", {batch, seq, e}, t), mask = b.input("mask", {batch, 1, 1, seq}, t);
+    ValueId hs = g.add_constant("hs", Tensor::from_int64s({4}, {batch, seq, heads, d}));
+    ValueId es = g.add_constant("es", Tensor::from_int64s({3}, {batch, seq, e}));
+    Tensor c(t, {});
+    c.set(0, 0.125);
+    ValueId scale = g.add_constant("scale", c);
+    auto heads_of = [&](ValueId x, std::vector<int64_t> perm) {
+      return b.node("Transpose", {b.node("Reshape", {x, hs})}, {{"perm", ints(std::move(perm))}});
+    };
+    ValueId s = b.node("Mul", {b.node("MatMul", {heads_of(q3, {0, 2, 1, 3}), heads_of(k3, {0, 2, 3, 1})}), scale});
+    ValueId p = b.node("Softmax", {b.node("Add", {s, mask})}, {{"axis", i64(-1)}});
+    ValueId o = b.node("MatMul", {p, heads_of(v3, {0, 2, 1, 3})});
+    b.output(b.node("Reshape", {b.node("Transpose", {o}, {{"perm", ints({0, 2, 1, 3})}}), es}));
+    CaseOptions opt;
+    opt.expect_ops_after_pipeline = {"Attention"};
+    opt.expect_templates = {"cutlass_fmha_forward"};
+    run_case(g, t == DType::kFloat16 ? "attn_f16_written_out_bert" : "attn_f32_written_out_bert", opt);
+  }
 }
 
 // GPT-2's attention: the packed QKV projection [B, S, 3E] split into q/k/v and a constant causal
@@ -405,6 +408,57 @@ TEST(GpuMatmul, ReferenceImplMatchesTheReference) {
     b.graph().target.matmul_reference = true;
     run_case(b.graph(), t == DType::kFloat16 ? "mlp_reference_gemm_fp16" : "mlp_reference_gemm_fp32");
   }
+}
+
+// Float GEMMs of few rows on the CUTLASS SIMT GEMM (ir/ops/conv_configs.h simt_gemm_plan), against
+// the CPU reference: GPT-2's batch-1 MLP (c_fc 128x768x3072: 6 K slices on an H200, the erf GELU
+// in the reduction; c_proj 128x3072x768: 16 slices, bias + residual), a Gemm with transB, alpha, beta and
+// a full C (4 slices), 125 K tiles in 14 uneven slices over 13 columns (the reduction's scalar
+// path), and prime sizes without a split (ReLU in the kernel's own epilogue).
+TEST(GpuMatmul, Fp32FewRowsOnTheSimtGemm) {
+  AOTC_REQUIRE_GPU();
+  {
+    GraphBuilder b;
+    b.graph().opset = 20;
+    ValueId x = b.input("x", {1, 128, 768});
+    ValueId w1 = b.weight("w1", {768, 3072}, -0.05, 0.05);
+    ValueId b1 = b.weight("b1", {3072}, -0.5, 0.5);
+    ValueId w2 = b.weight("w2", {3072, 768}, -0.03, 0.03);
+    ValueId b2 = b.weight("b2", {768}, -0.5, 0.5);
+    ValueId h = b.node("Gelu", {b.node("Add", {b.node("MatMul", {x, w1}), b1})});
+    b.output(b.node("Add", {b.node("Add", {b.node("MatMul", {h, w2}), b2}), x}));
+    CaseOptions options;
+    options.expect_ops_after_pipeline = {"FusedGemm"};
+    options.expect_templates = {"cutlass_gemm", "gemm_splitk_reduce"};
+    run_case(b.graph(), "simt_gemm_mlp", options);
+  }
+  {
+    GraphBuilder b;
+    b.graph().opset = 17;
+    ValueId x = b.input("x", {197, 256});
+    ValueId c = b.input("c", {197, 384});
+    ValueId w = b.weight("w", {384, 256}, -0.1, 0.1);
+    b.output(b.node("Gemm", {x, w, c}, {{"transB", i64(1)}, {"alpha", f32(0.5f)}, {"beta", f32(2.0f)}}));
+    CaseOptions options;
+    options.expect_templates = {"cutlass_gemm", "gemm_splitk_reduce"};
+    run_case(b.graph(), "simt_gemm_transb_alpha_beta", options);
+  }
+  // x [m, k] . w [k, n] + bias (then Relu): the last two cases.
+  auto bias_case = [](int64_t m, int64_t k, int64_t n, double w_range, bool relu, std::vector<std::string> templates,
+                      const std::string& label) {
+    GraphBuilder b;
+    b.graph().opset = 17;
+    ValueId x = b.input("x", {m, k});
+    ValueId w = b.weight("w", {k, n}, -w_range, w_range);
+    ValueId bias = b.weight("bias", {n}, -1, 1);
+    ValueId y = b.node("Add", {b.node("MatMul", {x, w}), bias});
+    b.output(relu ? b.node("Relu", {y}) : y);
+    CaseOptions options;
+    options.expect_templates = std::move(templates);
+    run_case(b.graph(), label, options);
+  };
+  bias_case(5, 1000, 13, 0.05, false, {"cutlass_gemm", "gemm_splitk_reduce"}, "simt_gemm_uneven_slices");
+  bias_case(7, 29, 13, 0.3, true, {"cutlass_gemm"}, "simt_gemm_primes_relu");
 }
 
 TEST(GpuGelu, TanhApproximation) {

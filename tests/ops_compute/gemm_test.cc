@@ -169,7 +169,10 @@ TEST(MatMul, NumpySemantics) {
   }
 }
 
+// The cuBLASLt lowering (MatmulSteps): few-row fp32 GEMMs take the CUTLASS SIMT GEMM by default
+// (Target::gemm_fp32_simt), which tests/codegen/cutlass_gemm_test.cc and the GPU tests check.
 Expected<Lowering> lower(testing_util::OneNode& g) {
+  g.graph.target.gemm_fp32_simt = false;
   Status s = infer_shapes(g.graph);
   if (!s.is_ok()) return s;
   return default_registry().find(g.node().op_type, g.node().domain)->lower(g.node(), g.graph);

@@ -60,6 +60,29 @@ TEST(MergeQkvProjections, ThreeProjectionsBecomeOneGemmReadInPlace) {
   EXPECT_TRUE(testing_util::same_outputs(before, g, 4, 2.5e-3, 1e-3));
 }
 
+// fp32 merges too: its attention runs on the fused kernel (FFMA configuration), which reads the
+// Split's parts in place.
+TEST(MergeQkvProjections, Fp32ProjectionsBecomeOneGemm) {
+  AOTC_REQUIRE_OPS("Attention", "aotc.FusedGemm", "Split");
+  std::string fp32 = bert_attention();
+  for (size_t at = fp32.find("float16"); at != std::string::npos; at = fp32.find("float16", at)) fp32.replace(at, 7, "float");
+  AOTC_BUILD(g, fp32);
+  g.target = target_from_archs({"sm_90"});
+  Graph before = g;
+  auto changed = merge_qkv_projections(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_TRUE(*changed);
+  EXPECT_EQ(op_list(g), "Reshape,aotc.FusedGemm,Split,Reshape,Reshape,Reshape,Attention");
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 3));
+  // Without Sm80 (no fused kernel: the row kernel reads its own buffers, the Split would run) it
+  // must not fire.
+  AOTC_BUILD(old, fp32);
+  old.target = target_from_archs({"sm_75"});
+  auto unchanged = merge_qkv_projections(old);
+  ASSERT_TRUE(unchanged.is_ok());
+  EXPECT_FALSE(*unchanged) << op_list(old);
+}
+
 TEST(MergeQkvProjections, MustNotFire) {
   AOTC_REQUIRE_OPS("Attention", "aotc.FusedGemm", "Split", "Relu");
   const std::vector<std::pair<const char*, std::string>> cases = {
@@ -67,10 +90,7 @@ TEST(MergeQkvProjections, MustNotFire) {
       {"a projection also read elsewhere", bert_attention("{beta=1.0}", "    %z : float16[?] = Relu(%k2)\n    output %z\n")},
       {"projections of different inputs (V of Relu(h))", bert_attention("{beta=1.0}", "", "%hr3x")},
   };
-  std::string fp32 = bert_attention();
-  for (size_t at = fp32.find("float16"); at != std::string::npos; at = fp32.find("float16", at)) fp32.replace(at, 7, "float");
   std::vector<std::pair<const char*, std::string>> all = cases;
-  all.push_back({"fp32: the row kernel reads its own buffers (the Split would run)", fp32});
   for (const auto& c : all) {
     AOTC_BUILD(g, c.second);
     g.target = target_from_archs({"sm_90"});

@@ -129,6 +129,7 @@ TEST(AotcArgs, ChoiceOptionsAcceptTheirValuesAndListThemOnRefusal) {
       {"--conv-strided-pointwise", {"gemm", "im2col"}, "gemm or im2col"},
       {"--conv-stem", {"direct", "cutlass"}, "direct or cutlass"},
       {"--conv-cluster", {"on", "off"}, "on or off"},
+      {"--fp32-gemm", {"auto", "cublaslt"}, "auto or cublaslt"},
       {"--tune-matmuls", {"auto", "on", "off"}, "auto, on or off"},
       {"--pdl", {"off", "wait", "early"}, "off, wait or early"},
       {"--attention", {"fused", "rows"}, "fused or rows"},
@@ -196,6 +197,13 @@ TEST(AotcArgs, ConvStrategySwitches) {
   EXPECT_TRUE(d->conv_strided_pointwise_gemm);
   EXPECT_TRUE(d->conv_cluster_splitk);
   EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--conv-cluster", "off"})->conv_cluster_splitk);
+  EXPECT_TRUE(d->gemm_fp32_simt);
+  EXPECT_EQ(d->simt_gemm_blocks_per_sm, 2);
+  EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--fp32-gemm", "cublaslt"})->gemm_fp32_simt);
+  EXPECT_EQ(parse_aotc_args({"m.onnx", "-o", "libm.so", "--fp32-gemm-blocks-per-sm", "4"})->simt_gemm_blocks_per_sm, 4);
+  EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--fp32-gemm-blocks-per-sm", "9"}).find("--fp32-gemm-blocks-per-sm"),
+            std::string::npos);
+  EXPECT_TRUE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--conv-config", "sgemm128x64x8_w64x32_s4"}).is_ok());
   EXPECT_FALSE(d->matmul_reference);
   EXPECT_TRUE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--matmul-impl", "reference"})->matmul_reference);
   EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--matmul-impl", "cutlass"}).find("--matmul-impl"), std::string::npos);

@@ -1,0 +1,239 @@
+// The CUTLASS SIMT GEMM (templates/cutlass_gemm.cu.in + gemm_splitk_reduce.cu.in) for float GEMMs
+// of few rows: which GEMMs take it (ir/ops/conv_configs.h simt_gemm_plan), the split-K it picks,
+// the steps and builder args the lowering emits, where it must not fire, and that nvcc compiles
+// the library for Jetson's sm_87 and sm_90 (skipped with a message without nvcc or the CUTLASS
+// headers). Results on a GPU: tests/gpu/gpu_transformer_test.cc GpuMatmul.Fp32FewRowsOnTheSimtGemm.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+
+#include "codegen/step_costs.h"
+#include "codegen_test_util.h"
+#include "library_build.h"
+#include "ir/op_registry.h"
+#include "ir/ops/conv_configs.h"
+#include "ir/shape_inference.h"
+#include "ir/text_ir.h"
+#include "opt/memory_plan.h"
+#include "opt/passes.h"
+
+namespace aotc {
+namespace {
+
+// y = act(x . w + bias) + r as the passes leave it: one aotc.FusedGemm (bias row as C, the
+// residual as input 3), `dtype` everywhere.
+Expected<Graph> mlp_projection(int64_t m, int64_t k, int64_t n, const std::string& dtype, const std::string& act,
+                               bool residual, const std::vector<std::string>& archs = {"sm_90"}) {
+  const std::string t = dtype;
+  std::string text = "input %x : " + t + "[" + std::to_string(m) + "x" + std::to_string(k) + "]\n";
+  if (residual) text += "input %r : " + t + "[" + std::to_string(m) + "x" + std::to_string(n) + "]\n";
+  text += "const %w : " + t + "[" + std::to_string(k) + "x" + std::to_string(n) + "] = random(1)\n";
+  text += "const %b : " + t + "[" + std::to_string(n) + "] = random(2)\n";
+  text += "%p : " + t + "[?] = MatMul(%x, %w)  # mm\n";
+  text += "%q : " + t + "[?] = Add(%p, %b)  # bias\n";
+  std::string last = "%q";
+  if (!act.empty()) {
+    text += "%a : " + t + "[?] = " + act + "(%q)  # act\n";
+    last = "%a";
+  }
+  if (residual) {
+    text += "%y : " + t + "[?] = Add(" + last + ", %r)  # residual\n";
+    last = "%y";
+  }
+  text += "output " + last + "\n";
+  auto g = parse_text_ir(text);
+  if (!g) return g;
+  g->opset = 20;
+  AOTC_RETURN_IF_ERROR(infer_shapes(*g));
+  g->target = target_from_archs(archs);
+  for (auto pass : {matmul_to_gemm, fuse_epilogue}) {
+    auto changed = pass(*g);
+    if (!changed) return changed.status();
+  }
+  return g;
+}
+
+std::vector<LoweredStep> lowered_steps(const Graph& g, int64_t* scratch = nullptr) {
+  std::vector<LoweredStep> steps;
+  for (const Node& n : g.nodes) {
+    const OpDef* def = default_registry().find(n.op_type, n.domain);
+    if (!def || !def->lower) continue;
+    auto low = def->lower(n, g);
+    EXPECT_TRUE(low.is_ok()) << n.name << ": " << low.status().message();
+    if (!low) continue;
+    if (scratch && low->scratch_bytes) *scratch = low->scratch_bytes;
+    for (const LoweredStep& s : low->steps) steps.push_back(s);
+  }
+  return steps;
+}
+
+std::string hole(const KernelStep& k, const std::string& name) {
+  for (const auto& h : k.holes)
+    if (h.first == name) return h.second;
+  return "<none>";
+}
+
+int64_t float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+// GPT-2's MLP output projection at batch 1 (M 128, K 3072, N 768): 12 tiles of 64x128 for 264
+// blocks (two per SM of 132), so 16 K slices (the most) of 24 K tiles; the kernel writes raw
+// slices to the scratch, the reduction adds the bias and the residual.
+TEST(CutlassGemm, Fp32FewRowsSplitKWithBiasAndResidual) {
+  auto g = mlp_projection(128, 3072, 768, "float", "", /*residual=*/true);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  int64_t scratch = 0;
+  std::vector<LoweredStep> steps = lowered_steps(*g, &scratch);
+  ASSERT_EQ(steps.size(), 2u);
+  ASSERT_EQ(steps[0].kind, LoweredStep::Kind::kKernel);
+  const KernelStep& k = steps[0].kernel;
+  EXPECT_EQ(k.template_name, "cutlass_gemm");
+  EXPECT_TRUE(k.library_params);
+  EXPECT_EQ(hole(k, "LAYOUT_B"), "RowMajor");
+  EXPECT_EQ(hole(k, "TB_M"), "64LL");
+  EXPECT_EQ(hole(k, "act_expr"), "v");  // the slices: one instantiation for every epilogue
+  // M N K lda ldb ldc ldd split alpha beta: the slices are raw (alpha 1, beta 0: C not read).
+  EXPECT_EQ(k.builder_args, (std::vector<int64_t>{128, 768, 3072, 3072, 768, 768, 768, 16, float_bits(1.0f), 0}));
+  EXPECT_EQ(k.args.back(), kScratchArg);  // D = the workspace
+  EXPECT_EQ(k.args[2], kNullArg);         // no bias in the slices
+  EXPECT_EQ(k.args[3], kNullArg);         // no C in the slices
+  EXPECT_EQ(scratch, 16 * 128 * 768 * 4);
+  // The profile's FLOPs: the GEMM's 2*M*N*K on the kernel, none on the reduction.
+  EXPECT_EQ(kernel_step_flops(g->nodes.back(), *g, k), 2LL * 128 * 768 * 3072);
+  EXPECT_EQ(kernel_step_flops(g->nodes.back(), *g, steps[1].kernel), 0);
+  const KernelStep& r = steps[1].kernel;
+  EXPECT_EQ(r.template_name, "gemm_splitk_reduce");
+  EXPECT_EQ(hole(r, "SPLIT"), "16LL");
+  EXPECT_EQ(hole(r, "VEC"), "4LL");
+  EXPECT_EQ(hole(r, "HAS_BIAS"), "true");
+  EXPECT_EQ(hole(r, "HAS_C"), "true");
+  EXPECT_EQ(r.args[0], kScratchArg);
+  EXPECT_EQ(r.args[3], g->nodes.back().outputs[0]);
+}
+
+// The erf GELU (no cuBLASLt epilogue for it: an extra kernel on cuBLASLt) goes into the SIMT
+// GEMM's own epilogue when K is not split (M 16: 1 x 24 tiles, K 64 too short to split).
+TEST(CutlassGemm, Fp32ErfGeluInTheEpilogueWithoutSplit) {
+  auto g = mlp_projection(16, 64, 3072, "float", "Gelu", /*residual=*/false);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  std::vector<LoweredStep> steps = lowered_steps(*g);
+  ASSERT_EQ(steps.size(), 1u);
+  const KernelStep& k = steps[0].kernel;
+  EXPECT_EQ(k.template_name, "cutlass_gemm");
+  EXPECT_NE(hole(k, "act_expr"), "v");
+  EXPECT_NE(hole(k, "act_expr").find("erf"), std::string::npos);
+  EXPECT_EQ(k.builder_args[7], 1);  // split
+  EXPECT_EQ(k.args.back(), g->nodes.back().outputs[0]);
+}
+
+// Split counts: never an empty slice, at most kSimtGemmMaxSplit, at least
+// kSimtGemmMinSliceKTiles K tiles a slice, about one wave of the target's SMs.
+TEST(CutlassGemm, SplitRuleFillsOneWaveWithoutEmptySlices) {
+  const Target h200 = target_from_archs({"sm_90"});
+  const Target orin = target_from_archs({"sm_87"});
+  const ConvKernelConfig& c = simt_gemm_configs().front();
+  // Two blocks per SM (Target's default): 264 on the H200, 32 on Orin.
+  EXPECT_EQ(simt_gemm_split(h200, c, 128, 768, 3072), 16);   // 12 tiles: 22 wanted, 16 at most
+  EXPECT_EQ(simt_gemm_split(h200, c, 128, 2304, 768), 8);    // 36 tiles
+  EXPECT_EQ(simt_gemm_split(h200, c, 128, 3072, 768), 6);    // 48 tiles
+  EXPECT_EQ(simt_gemm_split(h200, c, 197, 3072, 768), 3);    // 96 tiles
+  EXPECT_EQ(simt_gemm_split(h200, c, 5, 13, 1000), 14);      // 125 K tiles: 14 slices of 9
+  EXPECT_EQ(simt_gemm_split(orin, c, 128, 768, 3072), 3);    // 12 tiles on 16 SMs
+  EXPECT_EQ(simt_gemm_split(h200, c, 4, 4, 8), 1);
+  Target one = h200;
+  one.simt_gemm_blocks_per_sm = 1;
+  EXPECT_EQ(simt_gemm_split(one, c, 128, 768, 3072), 11);
+  for (int64_t k : {8, 63, 64, 129, 1000, 3072, 4097})
+    for (int64_t n : {1, 13, 128, 768}) {
+      const int64_t s = simt_gemm_split(h200, c, 4, n, k);
+      const int64_t k_tiles = (k + 7) / 8, slice = (k_tiles + s - 1) / s;
+      EXPECT_GE(s, 1);
+      EXPECT_LE(s, kSimtGemmMaxSplit);
+      EXPECT_EQ((k_tiles + slice - 1) / slice, s) << "k " << k << " n " << n;  // no empty slice
+      if (s > 1) {
+        EXPECT_GE(slice, kSimtGemmMinSliceKTiles) << "k " << k;
+      }
+    }
+}
+
+// Where it must not fire: fp16 (tensor cores via cuBLASLt), batch-32 rows (cuBLASLt's tiles fill
+// the GPU), --fp32-gemm cublaslt, --matmul-impl reference, and an architecture before sm_80.
+TEST(CutlassGemm, MustNotFire) {
+  struct Case {
+    const char* why;
+    int64_t m;
+    const char* dtype;
+    std::function<void(Target&)> tweak;
+  };
+  const std::vector<Case> cases = {
+      {"fp16", 128, "float16", {}},
+      {"batch 32 x 128 rows", 4096, "float", {}},
+      {"--fp32-gemm cublaslt", 128, "float", [](Target& t) { t.gemm_fp32_simt = false; }},
+      {"--matmul-impl reference", 128, "float", [](Target& t) { t.matmul_reference = true; }},
+      {"sm_75", 128, "float", [](Target& t) { t.sms = {75}; }},
+  };
+  for (const Case& c : cases) {
+    auto g = mlp_projection(c.m, 768, 768, c.dtype, "", /*residual=*/true);
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    if (c.tweak) c.tweak(g->target);
+    for (const LoweredStep& s : lowered_steps(*g))
+      EXPECT_FALSE(s.kind == LoweredStep::Kind::kKernel &&
+                   (s.kernel.template_name == "cutlass_gemm" || s.kernel.template_name == "gemm_splitk_reduce"))
+          << c.why;
+  }
+  // The same 128-row GEMM does take it by default (the cases above are not vacuous).
+  auto g = mlp_projection(128, 768, 768, "float", "", true);
+  ASSERT_TRUE(g.is_ok());
+  EXPECT_EQ(lowered_steps(*g).front().kernel.template_name, "cutlass_gemm");
+  // --conv-config forces a SIMT GEMM configuration even where cuBLASLt's tiles fill the GPU.
+  auto big = mlp_projection(4096, 768, 768, "float", "", true);
+  ASSERT_TRUE(big.is_ok());
+  big->target.conv_config = "sgemm128x128x8_w32x64_s4";
+  const std::vector<LoweredStep> forced = lowered_steps(*big);
+  ASSERT_FALSE(forced.empty());
+  EXPECT_EQ(forced.front().kernel.template_name, "cutlass_gemm");
+  EXPECT_EQ(hole(forced.front().kernel, "TB_M"), "128LL");
+}
+
+// Gemm(transB=1, alpha, beta, full C): B read column-major, alpha and beta reach the epilogue.
+TEST(CutlassGemm, TransposedBAlphaBetaAndFullC) {
+  auto g = parse_text_ir(R"(
+    input %x : float[7x29]
+    input %c : float[7x13]
+    const %w : float[13x29] = random(1)
+    %y : float[?] = Gemm(%x, %w, %c) {transB=1, alpha=0.5, beta=2.0}  # g
+    output %y
+  )");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  g->opset = 17;
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  g->target = target_from_archs({"sm_90"});
+  std::vector<LoweredStep> steps = lowered_steps(*g);
+  ASSERT_EQ(steps.size(), 1u);
+  const KernelStep& k = steps[0].kernel;
+  EXPECT_EQ(k.template_name, "cutlass_gemm");
+  EXPECT_EQ(hole(k, "LAYOUT_B"), "ColumnMajor");
+  EXPECT_EQ(k.builder_args, (std::vector<int64_t>{7, 13, 29, 29, 29, 13, 13, 1, float_bits(0.5f), float_bits(2.0f)}));
+  EXPECT_EQ(k.args[3], g->nodes[0].inputs[2]);  // C
+}
+
+// nvcc compiles both templates (split and unsplit, row- and column-major B) for sm_87 and sm_90.
+TEST(CutlassGemm, LibraryCompilesForJetsonAndHopper) {
+  AOTC_REQUIRE_CUTLASS_BUILD(include);
+  auto g = mlp_projection(128, 3072, 768, "float", "Gelu", /*residual=*/true, {"sm_87", "sm_90"});
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  auto plan = plan_memory(*g);  // the real plan: it places the split-K workspace
+  ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+  const std::string sources = test::compile_block_sources(*g, *plan, {"sm_87", "sm_90"}, include, "cutlass-gemm");
+  ASSERT_FALSE(sources.empty());
+  EXPECT_NE(sources.find("GemmWithFusedEpilogue"), std::string::npos);
+  EXPECT_NE(sources.find("cutlass::arch::OpClassSimt"), std::string::npos);
+  EXPECT_NE(sources.find("split-K slices"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace aotc
