@@ -191,6 +191,7 @@ TEST(Matmul, CompilesAndMatchesDoubleReferenceOnGpu) {
   MemoryPlan plan = test::linear_plan(g);
   fs::path dir = fs::temp_directory_path() / ("aotc-matmul-test-" + std::to_string(getpid()));
   fs::create_directories(dir);
+  test::remove_at_exit(dir);
   CodegenOptions o;
   o.output_path = (dir / "libmm.so").string();
   o.nvcc = test::find_nvcc();

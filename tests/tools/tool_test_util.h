@@ -58,10 +58,18 @@ inline int count_lines(const std::string& text) {
   return n;
 }
 
-// A fresh empty directory under the test temp dir.
+// A fresh empty directory under the test temp dir, removed when the test process exits.
 inline std::string fresh_dir(const std::string& name) {
   std::string dir = ::testing::TempDir() + "/aotc_tools_" + name + "_" + std::to_string(::getpid());
   std::system(("rm -rf " + shell_quote(dir) + " && mkdir -p " + shell_quote(dir)).c_str());
+  struct Cleanup {
+    std::vector<std::string> dirs;
+    ~Cleanup() {
+      for (const std::string& d : dirs) std::system(("rm -rf " + shell_quote(d)).c_str());
+    }
+  };
+  static Cleanup cleanup;
+  cleanup.dirs.push_back(dir);
   return dir;
 }
 
