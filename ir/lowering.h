@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,6 +44,14 @@ struct KernelStep {
   bool library_params = false;
   std::vector<int64_t> builder_args;
 };
+
+// A float in KernelStep::builder_args: its IEEE bits (the builder reads them back with
+// __uint_as_float).
+inline int64_t float_builder_arg(float f) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &f, sizeof bits);
+  return static_cast<int64_t>(bits);
+}
 
 // D[b] = alpha * op(A[b]) x op(B[b]) + beta * C[b] (+ bias broadcast over rows) (then ReLU),
 // described in ROW-MAJOR terms: A is m x k (k x m if trans_a), B is k x n (n x k if trans_b),

@@ -11,7 +11,6 @@
 // (past + new -> present) and attention_rows.cu.in (online softmax, no score matrix).
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <initializer_list>
 #include <limits>
 
@@ -405,9 +404,6 @@ Lowering fmha_lowering(const Node& node, const Graph& graph, const AttnDims& a) 
   auto batch_stride = [&](const Layout& l) {
     return collapse ? (a.q_heads == 1 ? l.b : l.h) : l.b;
   };
-  const float scale = static_cast<float>(a.scale);
-  uint32_t scale_bits = 0;
-  std::memcpy(&scale_bits, &scale, sizeof scale_bits);
   // Grouped-query heads: the params get K/V batch and head strides of 0 and the kernel adds the
   // offset of (batch, query head / group) itself; its blockIdx is (query block, head, batch), or
   // (query block, 0, batch * H + head) when 4-D inputs run as B*H batches.
@@ -444,7 +440,7 @@ Lowering fmha_lowering(const Node& node, const Graph& graph, const AttnDims& a) 
                     grouped ? 0 : batch_stride(a.v), grouped || collapse ? 0 : a.v.h, a.v.s,
                     a.y.s, a.has_mask ? 1 : 0,
                     a.has_mask ? (collapse ? (a.q_heads == 1 ? m.b : m.h) : m.b) : 0, collapse ? 0 : m.h, m.s,
-                    static_cast<int64_t>(scale_bits), a.causal ? 1 : 0};
+                    float_builder_arg(static_cast<float>(a.scale)), a.causal ? 1 : 0};
   k.args = {node.inputs[kQ], node.inputs[kK], node.inputs[kV], a.has_mask ? node.inputs[kMask] : kNullArg,
             node.outputs[kY]};
   k.grid = Dim3{(a.q_len + c.queries - 1) / c.queries, heads, batches};  // informative

@@ -10,7 +10,6 @@
 // simt_gemm_plan) runs on CUTLASS's SIMT GEMM with the whole epilogue (any activation) fused, split-K
 // slices summed by templates/gemm_splitk_reduce.cu.in (simt_gemm_lowering).
 #include <algorithm>
-#include <cstring>
 
 #include "ir/op_registry.h"
 #include "ir/ops/conv_configs.h"
@@ -197,21 +196,17 @@ LoweredStep matmul_step(MatmulStep m) {
   return s;
 }
 
-// The float GEMM `m` (one matrix, row-major A) on CUTLASS's SIMT GEMM (simt_gemm_plan): one
-// library kernel whose epilogue computes act(alpha * AB + bias + beta * C) with `act` (a CUDA
-// expression of v) - or, when K is split, the kernel writing one fp32 partial product per slice to
-// the node's scratch and the reduction kernel summing them and applying that epilogue.
+// The float GEMM `m` (one matrix, row-major A; its epilogue field is not read: bias is m.bias) on
+// CUTLASS's SIMT GEMM (simt_gemm_plan): one library kernel whose epilogue computes
+// act(alpha * AB + bias + beta * C) with `act` (a CUDA expression of v) - or, when K is split, the
+// kernel writing one fp32 partial product per slice to the node's scratch and the reduction
+// kernel summing them and applying that epilogue.
 Lowering simt_gemm_lowering(const MatmulStep& m, const SimtGemmPlan& plan, const std::string& act,
                             const std::string& comment) {
   const ConvKernelConfig& cfg = *plan.config;
   const bool split = plan.split > 1;
-  const bool has_bias = MatmulStep::has_bias(m.epilogue) && m.bias != kNullArg;
+  const bool has_bias = m.bias != kNullArg;
   const bool has_c = m.c != kNullArg && m.beta != 0.0f;
-  auto bits = [](float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, sizeof u);
-    return static_cast<int64_t>(u);
-  };
   KernelStep k;
   k.template_name = "cutlass_gemm";
   k.holes = {{"comment", comment + " config " + cfg.name + (split ? " split-K " + std::to_string(plan.split) : "")},
@@ -228,7 +223,7 @@ Lowering simt_gemm_lowering(const MatmulStep& m, const SimtGemmPlan& plan, const
              {"act_expr", split ? "v" : act}};
   k.library_params = true;
   k.builder_args = {m.m, m.n, m.k, m.lda, m.ldb, has_c ? m.ldc : 0, m.ldd, plan.split,
-                    bits(split ? 1.0f : m.alpha), bits(split || !has_c ? 0.0f : m.beta)};
+                    float_builder_arg(split ? 1.0f : m.alpha), float_builder_arg(split || !has_c ? 0.0f : m.beta)};
   k.args = {m.a, m.b, has_bias && !split ? m.bias : kNullArg, has_c && !split ? m.c : kNullArg,
             split ? kScratchArg : m.d};
   // Informative only: the builder reports the real launch shape.
@@ -320,11 +315,9 @@ Expected<Lowering> gemm_lower(const Node& node, const Graph& graph) {
   using E = MatmulStep::Epilogue;
   if (!kernel_c && !kernel_r && !mm.trans_a && out_t == av.dtype) {
     // Few rows of float: the SIMT GEMM, every activation in its epilogue.
-    if (auto plan = simt_gemm_plan(graph.target, av.dtype, d.m, d.n, d.k)) {
-      mm.epilogue = bias ? E::kBias : E::kNone;
+    if (auto plan = simt_gemm_plan(graph.target, av.dtype, d.m, d.n, d.k))
       return simt_gemm_lowering(mm, *plan, activation_expr(node, graph, "v"),
                                 node.op_type + " " + shape_str(full) + " K " + std::to_string(d.k));
-    }
   }
   mm.epilogue = !act_in_matmul ? (bias ? E::kBias : E::kNone)
                 : gelu         ? (bias ? E::kBiasGelu : E::kGelu)

@@ -5,7 +5,6 @@
 // headers). Results on a GPU: tests/gpu/gpu_transformer_test.cc GpuMatmul.Fp32FewRowsOnTheSimtGemm.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <functional>
 
 #include "codegen/step_costs.h"
@@ -74,12 +73,6 @@ std::string hole(const KernelStep& k, const std::string& name) {
   return "<none>";
 }
 
-int64_t float_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-
 // GPT-2's MLP output projection at batch 1 (M 128, K 3072, N 768): 12 tiles of 64x128 for 264
 // blocks (two per SM of 132), so 16 K slices (the most) of 24 K tiles; the kernel writes raw
 // slices to the scratch, the reduction adds the bias and the residual.
@@ -97,7 +90,7 @@ TEST(CutlassGemm, Fp32FewRowsSplitKWithBiasAndResidual) {
   EXPECT_EQ(hole(k, "TB_M"), "64LL");
   EXPECT_EQ(hole(k, "act_expr"), "v");  // the slices: one instantiation for every epilogue
   // M N K lda ldb ldc ldd split alpha beta: the slices are raw (alpha 1, beta 0: C not read).
-  EXPECT_EQ(k.builder_args, (std::vector<int64_t>{128, 768, 3072, 3072, 768, 768, 768, 16, float_bits(1.0f), 0}));
+  EXPECT_EQ(k.builder_args, (std::vector<int64_t>{128, 768, 3072, 3072, 768, 768, 768, 16, float_builder_arg(1.0f), 0}));
   EXPECT_EQ(k.args.back(), kScratchArg);  // D = the workspace
   EXPECT_EQ(k.args[2], kNullArg);         // no bias in the slices
   EXPECT_EQ(k.args[3], kNullArg);         // no C in the slices
@@ -217,7 +210,7 @@ TEST(CutlassGemm, TransposedBAlphaBetaAndFullC) {
   const KernelStep& k = steps[0].kernel;
   EXPECT_EQ(k.template_name, "cutlass_gemm");
   EXPECT_EQ(hole(k, "LAYOUT_B"), "ColumnMajor");
-  EXPECT_EQ(k.builder_args, (std::vector<int64_t>{7, 13, 29, 29, 29, 13, 13, 1, float_bits(0.5f), float_bits(2.0f)}));
+  EXPECT_EQ(k.builder_args, (std::vector<int64_t>{7, 13, 29, 29, 29, 13, 13, 1, float_builder_arg(0.5f), float_builder_arg(2.0f)}));
   EXPECT_EQ(k.args[3], g->nodes[0].inputs[2]);  // C
 }
 

@@ -375,6 +375,29 @@ TEST(LayoutNhwc, SqueezeExcitationScaleKeepsTheChainChannelsLast) {
   EXPECT_TRUE(testing_util::same_outputs(before, g, 7, 2.5e-3, 1e-3));
 }
 
+// Every Concat of `g` runs along `axis`.
+void expect_concat_axis(const Graph& g, int64_t axis) {
+  for (const Node& n : g.nodes) {
+    if (n.op_type == "Concat") {
+      EXPECT_EQ(n.attr_int("axis", 0), axis) << op_list(g);
+    }
+  }
+}
+
+// layout_nhwc on `text`: its Concat keeps `axis` (it did not move to NHWC; along another axis than
+// C its inputs go back to NCHW, a Transpose right before it) and the outputs are the original
+// graph's.
+void expect_concat_stays(const std::string& text, int64_t axis) {
+  AOTC_BUILD(g, text);
+  Graph before = g;
+  ASSERT_TRUE(layout_nhwc(g).is_ok());
+  expect_concat_axis(g, axis);
+  if (axis != 1) {
+    EXPECT_NE(op_list(g).find("Transpose,Concat"), std::string::npos) << op_list(g);
+  }
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 7, 2.5e-3, 1e-3));
+}
+
 // An Inception-style block: three branches (1x1, 3x3, a max pool then 1x1) joined by a Concat along
 // C, read by the next conv: the Concat runs along NHWC's last axis (axis 3), no Transpose around
 // it; DenseNet's BatchNormalization and Relu after its Concat follow channels-last. Must not fire:
@@ -419,7 +442,7 @@ TEST(LayoutNhwc, ChannelConcatOfBranchesStaysChannelsLast) {
   }
   {
     SCOPED_TRACE("along H");
-    AOTC_BUILD(g, R"(
+    expect_concat_stays(R"(
       input %x : float16[2x16x7x9]
       const %wa : float16[16x16x1x1] = random(1)
       const %wb : float16[16x16x3x3] = random(2)
@@ -429,16 +452,7 @@ TEST(LayoutNhwc, ChannelConcatOfBranchesStaysChannelsLast) {
       %cat : float16[?] = Concat(%a, %b) {axis=2}  # concat
       %y : float16[?] = Conv(%cat, %wn)  # next
       output %y
-    )");
-    Graph before = g;
-    ASSERT_TRUE(layout_nhwc(g).is_ok());
-    for (const Node& n : g.nodes) {
-      if (n.op_type == "Concat") {
-        EXPECT_EQ(n.attr_int("axis", 0), 2) << op_list(g);
-      }
-    }
-    EXPECT_NE(op_list(g).find("Transpose,Concat"), std::string::npos) << op_list(g);
-    EXPECT_TRUE(testing_util::same_outputs(before, g, 7, 2.5e-3, 1e-3));
+    )", 2);
   }
   {
     SCOPED_TRACE("DenseNet: BatchNormalization and Relu after the Concat follow it channels-last");
@@ -462,10 +476,8 @@ TEST(LayoutNhwc, ChannelConcatOfBranchesStaysChannelsLast) {
     Graph before = g;
     ASSERT_TRUE(layout_nhwc(g).is_ok());
     EXPECT_EQ(op_list(g), "Transpose,Conv,Conv,Concat,BatchNormalization,Relu,Conv,Transpose");
+    expect_concat_axis(g, 3);
     for (const Node& n : g.nodes) {
-      if (n.op_type == "Concat") {
-        EXPECT_EQ(n.attr_int("axis", 0), 3);
-      }
       if (n.op_type == "BatchNormalization") {
         EXPECT_TRUE(channels_last(n));
         EXPECT_EQ(g.value(n.outputs[0]).shape, (Shape{2, 7, 9, 32}));
@@ -475,7 +487,7 @@ TEST(LayoutNhwc, ChannelConcatOfBranchesStaysChannelsLast) {
   }
   {
     SCOPED_TRACE("read by an NCHW op (a Softmax over the channels)");
-    AOTC_BUILD(g, R"(
+    expect_concat_stays(R"(
       input %x : float16[2x16x7x9]
       const %wa : float16[16x16x1x1] = random(1)
       const %wb : float16[16x16x3x3] = random(2)
@@ -484,19 +496,11 @@ TEST(LayoutNhwc, ChannelConcatOfBranchesStaysChannelsLast) {
       %cat : float16[?] = Concat(%a, %b) {axis=1}  # concat
       %y : float16[?] = Softmax(%cat) {axis=1}  # softmax
       output %y
-    )");
-    Graph before = g;
-    ASSERT_TRUE(layout_nhwc(g).is_ok());
-    for (const Node& n : g.nodes) {
-      if (n.op_type == "Concat") {
-        EXPECT_EQ(n.attr_int("axis", 0), 1) << op_list(g);
-      }
-    }
-    EXPECT_TRUE(testing_util::same_outputs(before, g, 7, 2.5e-3, 1e-3));
+    )", 1);
   }
   {
     SCOPED_TRACE("an input without an NHWC form (a grouped conv stays NCHW)");
-    AOTC_BUILD(g, R"(
+    expect_concat_stays(R"(
       input %x : float16[2x16x7x9]
       const %wa : float16[16x16x1x1] = random(1)
       const %wg : float16[16x8x3x3] = random(2)
@@ -506,15 +510,7 @@ TEST(LayoutNhwc, ChannelConcatOfBranchesStaysChannelsLast) {
       %cat : float16[?] = Concat(%a, %gc) {axis=1}  # concat
       %y : float16[?] = Conv(%cat, %wn)  # next
       output %y
-    )");
-    Graph before = g;
-    ASSERT_TRUE(layout_nhwc(g).is_ok());
-    for (const Node& n : g.nodes) {
-      if (n.op_type == "Concat") {
-        EXPECT_EQ(n.attr_int("axis", 0), 1) << op_list(g);
-      }
-    }
-    EXPECT_TRUE(testing_util::same_outputs(before, g, 7, 2.5e-3, 1e-3));
+    )", 1);
   }
 }
 
