@@ -73,6 +73,10 @@ struct Target {
   // exactly what the op asks (ir/ops/attention.cc: fmha_applies). Off: the row-tile kernel
   // (templates/attention_rows.cu.in) everywhere (--attention rows).
   bool attention_fused = true;
+  // Its 32-query configuration (32 queries x 128 keys a block) where 64-query blocks would not
+  // fill one wave of SMs (batch-1 transformers: 24-48 blocks on 132 SMs); off: 64 queries
+  // whenever the head dim allows (--attention fused64).
+  bool attention_fill_sms = true;
   // fp32 convolution chains move to NHWC like 16-bit ones (opt/layout_nhwc), with fp32 kernels:
   // cuBLASLt SGEMM (no TF32) for 1x1 and under-filled convolutions, the CUTLASS SIMT implicit GEMM
   // for the rest, the NHWC depthwise and pooling kernels. Off: fp32 graphs keep the NCHW kernels
@@ -82,8 +86,17 @@ struct Target {
   // CUTLASS SIMT GEMM with parallel split-K (ir/ops/conv_configs.h: simt_gemm_plan). Off: cuBLASLt
   // (--fp32-gemm cublaslt).
   bool gemm_fp32_simt = true;
-  // Their split-K aims at this many thread blocks per SM (--fp32-gemm-blocks-per-sm; for measuring).
-  int simt_gemm_blocks_per_sm = 2;
+  // Their split-K slices reduce through distributed shared memory inside one kernel (a thread-block
+  // cluster per output tile) when every target is sm_90+. Off: a reduction kernel after the GEMM
+  // sums the slices' fp32 partials from the node's scratch (--fp32-gemm simt-reduce; the only way
+  // before sm_90).
+  bool gemm_fp32_cluster = true;
+  // The most CTAs (K slices) in such a cluster (--fp32-gemm-max-cluster 8|16): 8, the portable
+  // size, measured faster than 16 on GPT-2 / BERT / ViT at batch 1 (docs/perf_notes.md v36).
+  int simt_gemm_max_cluster = 8;
+  // Their split-K aims at this many thread blocks per SM (--fp32-gemm-blocks-per-sm): 3 with the
+  // clusters (2 was best with the reduction kernel, v32; 3 measured -4.7% on ViT, v36).
+  int simt_gemm_blocks_per_sm = 3;
 
   int min_sm() const {
     int m = sms.empty() ? 0 : sms[0];

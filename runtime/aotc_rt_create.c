@@ -243,6 +243,16 @@ static int build_library_params(aotc_rt_handle* h, int kernel, CUmodule module,
   memcpy(&ph, host, sizeof ph);
   int code = check_params_header(h, k, &ph);
   if (code != AOTC_OK) return code;
+  if (ph.cluster_size > 16)
+    return aotc_rt_set_error(h, AOTC_ERROR_CUDA, "library kernel %s: cluster of %u CTAs (at most 16)",
+                             k->name, ph.cluster_size);
+  /* Clusters over the portable 8 CTAs (sm_90: up to 16) must be allowed on the function. */
+  if (ph.cluster_size > 8 &&
+      (r = h->cu.func_set_attribute(h->functions[kernel], AOTC_CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+                                    1)) != AOTC_CU_SUCCESS) {
+    snprintf(what, sizeof what, "cuFuncSetAttribute(%s, non-portable cluster size %u)", k->name, ph.cluster_size);
+    return aotc_rt_cu_fail(h, r, what);
+  }
   aotc_rt_launch_shape* s = &h->shapes[kernel];
   memcpy(s->grid, ph.grid, sizeof s->grid);
   memcpy(s->block, ph.block, sizeof s->block);

@@ -31,6 +31,7 @@ typedef struct aotc_rt_params_header {
   unsigned num_slots;
   unsigned slot_offset[AOTC_RT_PARAMS_MAX_SLOTS];
   int status;
+  unsigned cluster_size; /* > 8: a non-portable cluster size, allowed on the function at create */
 } aotc_rt_params_header;
 
 enum { kAotcMessageBytes = 1024, kAotcMaxStaticShared = 48 * 1024, kAotcGraphCacheEntries = 4 };

@@ -26,4 +26,6 @@ struct aotc_params_header {
   unsigned num_slots;         // = number of pointer args of the step
   unsigned slot_offset[AOTC_PARAMS_MAX_SLOTS];  // byte offset in the params; AOTC_SLOT_UNUSED: not used
   int status;                 // 0: ok; otherwise the kernel cannot run this problem (a bug in lowering)
+  unsigned cluster_size;      // CTAs per cluster of a __cluster_dims__ kernel; over 8 (non-portable,
+                              // sm_90: up to 16) the runtime allows it at create; 0: not reported
 };

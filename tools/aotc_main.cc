@@ -388,11 +388,14 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   graph.target.conv_strided_pointwise_gemm = o.conv_strided_pointwise_gemm;
   graph.target.conv_cluster_splitk = o.conv_cluster_splitk;
   graph.target.gemm_fp32_simt = o.gemm_fp32_simt;
+  graph.target.gemm_fp32_cluster = o.gemm_fp32_cluster;
+  graph.target.simt_gemm_max_cluster = o.simt_gemm_max_cluster;
   graph.target.simt_gemm_blocks_per_sm = o.simt_gemm_blocks_per_sm;
   graph.target.matmul_reference = o.matmul_reference;
   graph.target.aux_streams = o.aux_streams;
   graph.target.conv_stem_kernel = o.conv_stem_kernel;
   graph.target.attention_fused = o.attention_fused;
+  graph.target.attention_fill_sms = o.attention_fill_sms;
   graph.target.conv_fp32_nhwc = o.conv_fp32_nhwc;
   // The CUTLASS headers, needed by the NHWC implicit-GEMM convolutions. Without them fp32 models
   // keep the NCHW convolution kernels (which need none); 16-bit ones fail in codegen with a hint.

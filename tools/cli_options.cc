@@ -323,8 +323,9 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       o.conv_strided_pointwise_gemm = text == "gemm";
     } else if (opt == "--fp32-gemm") {
       std::string text;
-      AOTC_CHOOSE(text, {"auto", "cublaslt"});
-      o.gemm_fp32_simt = text == "auto";
+      AOTC_CHOOSE(text, {"auto", "cublaslt", "simt-reduce"});
+      o.gemm_fp32_simt = text != "cublaslt";
+      o.gemm_fp32_cluster = text == "auto";
     } else if (opt == "--fp32-gemm-blocks-per-sm") {
       std::string text;
       AOTC_TAKE(text);
@@ -332,6 +333,10 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       if (!parse_int(text, 1, 8, &n))
         return cur.usage("bad --fp32-gemm-blocks-per-sm '" + escape_for_message(text) + "': expected 1 to 8");
       o.simt_gemm_blocks_per_sm = static_cast<int>(n);
+    } else if (opt == "--fp32-gemm-max-cluster") {
+      std::string text;
+      AOTC_CHOOSE(text, {"8", "16"});
+      o.simt_gemm_max_cluster = text == "8" ? 8 : 16;
     } else if (opt == "--conv-cluster") {
       std::string text;
       AOTC_CHOOSE(text, {"on", "off"});
@@ -389,8 +394,9 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       o.pdl = text == "off" ? PdlMode::kOff : text == "wait" ? PdlMode::kWait : PdlMode::kEarly;
     } else if (opt == "--attention") {
       std::string text;
-      AOTC_CHOOSE(text, {"fused", "rows"});
-      o.attention_fused = text == "fused";
+      AOTC_CHOOSE(text, {"fused", "fused64", "rows"});
+      o.attention_fused = text != "rows";
+      o.attention_fill_sms = text == "fused";
     } else if (opt == "--conv-fp32") {
       std::string text;
       AOTC_CHOOSE(text, {"nhwc", "nchw"});

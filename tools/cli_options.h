@@ -34,14 +34,17 @@ struct AotcOptions {
   bool int8_requant_fp32 = false;      // --int8-requant double|fp32 (the int8 epilogue's rounding)
   bool conv_strided_pointwise_gemm = true;  // --conv-strided-pointwise gemm|im2col
   bool conv_cluster_splitk = true;          // --conv-cluster on|off
-  bool gemm_fp32_simt = true;               // --fp32-gemm auto|cublaslt (few-row fp32 GEMMs on CUTLASS SIMT)
-  int simt_gemm_blocks_per_sm = 2;          // --fp32-gemm-blocks-per-sm N (their split-K's target)
+  bool gemm_fp32_simt = true;               // --fp32-gemm auto|cublaslt|simt-reduce (few-row fp32 GEMMs on CUTLASS SIMT)
+  bool gemm_fp32_cluster = true;            // --fp32-gemm simt-reduce: their split-K without clusters
+  int simt_gemm_max_cluster = 8;            // --fp32-gemm-max-cluster 8|16
+  int simt_gemm_blocks_per_sm = 3;          // --fp32-gemm-blocks-per-sm N (their split-K's target)
   bool matmul_reference = false;            // --matmul-impl cublaslt|reference
   int aux_streams = 0;                      // --aux-streams 0|1 (side branches beside the main lane)
   bool conv_stem_kernel = true;       // --conv-stem direct|cutlass (16-bit RGB stems on the direct kernel)
   PdlMode pdl = PdlMode::kOff;         // --pdl off|wait|early
   std::string tune_matmuls = "auto";   // --tune-matmuls auto|on|off
-  bool attention_fused = true;         // --attention fused|rows (CUTLASS fused attention where exact)
+  bool attention_fused = true;         // --attention fused|fused64|rows (CUTLASS fused attention where exact)
+  bool attention_fill_sms = true;      // --attention fused64: its 64-query blocks even where they leave SMs idle
   bool conv_fp32_nhwc = true;          // --conv-fp32 nhwc|nchw (fp32 conv chains on the NHWC kernels)
   int max_split_k = 1;                 // --max-split-k N (serial split-K for underfilled convs; 1 = off)
   std::vector<std::string> disabled_passes;  // --disable-pass NAME (repeatable; ablation)

@@ -68,13 +68,18 @@ options:
                            64 run as one kernel that splits the K loop across a thread-block
                            cluster when every --arch is sm_90 or newer (no im2col matrix); off:
                            im2col + GEMM
-  --fp32-gemm auto|cublaslt
+  --fp32-gemm auto|cublaslt|simt-reduce
                            auto (default): float GEMMs too small for cuBLASLt's 128x128 tiles to
                            fill the GPU (transformers at batch 1) run on a CUTLASS SIMT GEMM (fp32
-                           FFMA, no TF32) with parallel split-K and every activation in its
-                           epilogue; cublaslt: all on cuBLASLt
+                           FFMA, no TF32) with split-K and every activation in its epilogue; the
+                           K slices of a tile are summed inside the kernel across a thread-block
+                           cluster when every --arch is sm_90 or newer; simt-reduce: the same GEMM
+                           with the slices summed by a second kernel; cublaslt: all on cuBLASLt
+  --fp32-gemm-max-cluster 8|16
+                           the most K slices summed in one cluster (default 8, the portable
+                           cluster size; 16: sm_90's non-portable one)
   --fp32-gemm-blocks-per-sm N
-                           their split-K gives N thread blocks per SM (1-8, default 2; for
+                           their split-K gives N thread blocks per SM (1-8, default 3; for
                            measuring)
   --conv-stem direct|cutlass
                            direct (default): 16-bit convolutions of at most 4 input channels (the
@@ -111,8 +116,11 @@ options:
                            (default; measured neutral with CUDA graphs on an H100); wait: a kernel
                            is scheduled as its predecessor's blocks exit and waits for its writes;
                            early: also while the predecessor runs (measured slower)
-  --attention fused|rows   fused (default): 16-bit Attention ops run as CUTLASS's fused tensor-core
-                           attention kernel where it is exact; rows: the row-tile kernel everywhere
+  --attention fused|fused64|rows
+                           fused (default): Attention ops run as CUTLASS's fused attention kernel
+                           where it is exact (16-bit: tensor cores; fp32: FFMA), in blocks of 32
+                           queries where blocks of 64 would leave SMs idle; fused64: always 64-query
+                           blocks where the head dim allows; rows: the row-tile kernel everywhere
   --conv-fp32 nhwc|nchw    nhwc (default): fp32 convolution chains run channels-last on fp32
                            kernels (cuBLASLt SGEMM and CUTLASS SIMT implicit GEMM, no TF32; NHWC
                            depthwise and pooling); nchw: the NCHW fp32 kernels

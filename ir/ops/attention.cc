@@ -361,9 +361,15 @@ struct FmhaConfig {
 };
 constexpr FmhaConfig kFmhaConfigs[] = {{64, 64, 64}, {32, 128, 128}};  // head dim <= 64, <= 128
 
-const FmhaConfig* fmha_config(const AttnDims& a) {
-  for (const FmhaConfig& c : kFmhaConfigs)
-    if (a.d <= c.max_k && a.dv <= c.max_k) return &c;
+// The first configuration whose head dim fits; with Target::attention_fill_sms, the 32-query one
+// instead where 64-query blocks (batch x heads x query blocks) would not fill one wave of SMs.
+const FmhaConfig* fmha_config(const AttnDims& a, const Target& target) {
+  for (const FmhaConfig& c : kFmhaConfigs) {
+    if (a.d > c.max_k || a.dv > c.max_k) continue;
+    const int64_t blocks = a.batch * a.q_heads * ((a.q_len + c.queries - 1) / c.queries);
+    if (target.attention_fill_sms && c.queries == 64 && blocks < target.sm_count) continue;
+    return &c;
+  }
   return nullptr;
 }
 
@@ -374,7 +380,7 @@ bool fmha_applies(const Node& node, const Graph& graph, const AttnDims& a) {
   if (a.kv_heads <= 0 || a.q_heads % a.kv_heads != 0 || a.has_past || a.has_nonpad || a.left != -1 || a.right != -1 || a.softcap > 0 ||
       has_output(node, kQk) || has_output(node, kPresentKey) || has_output(node, kPresentValue))
     return false;
-  if (a.d % 8 != 0 || a.dv % 8 != 0 || !fmha_config(a)) return false;
+  if (a.d % 8 != 0 || a.dv % 8 != 0 || !fmha_config(a, graph.target)) return false;
   // 16-byte vectors from every row start; strides are checked by the params builder.
   if (a.q_base % 8 || a.k_base % 8 || a.v_base % 8) return false;
   if (a.q.b % 8 || a.q.h % 8 || a.q.s % 8 || a.k.b % 8 || a.k.h % 8 || a.k.s % 8 || a.v.b % 8 || a.v.h % 8 ||
@@ -397,7 +403,7 @@ bool fmha_applies(const Node& node, const Graph& graph, const AttnDims& a) {
 
 Lowering fmha_lowering(const Node& node, const Graph& graph, const AttnDims& a) {
   const DType t = input_value(graph, node, kQ).dtype;
-  const FmhaConfig& c = *fmha_config(a);
+  const FmhaConfig& c = *fmha_config(a, graph.target);
   // 4-D: B*H batches of one head, so Y's (B, H, Sq, Dv) is the kernel's (batch, query, Dv) rows.
   const bool collapse = !a.three_d;
   const int64_t batches = collapse ? a.batch * a.q_heads : a.batch, heads = collapse ? 1 : a.q_heads;

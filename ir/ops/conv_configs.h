@@ -409,10 +409,11 @@ inline bool conv_strided_pointwise_gemm_applies(const Target& target, DType dtyp
 // token rows) fills 6-18 of 132 SMs and runs its GEMMs at 6-14 TFLOP/s even with split-K
 // candidates timed at create (docs/perf_notes.md v30; the H200's FFMA rate is ~67 TFLOP/s). A
 // float GEMM whose 128x128 tiles would not fill one wave runs on CUTLASS's Sm80 SIMT GEMM instead:
-// 64-row tiles, and parallel split-K until there are Target::simt_gemm_blocks_per_sm thread blocks
-// per SM (each slice writes its fp32 partial product to a workspace slab;
-// templates/gemm_splitk_reduce.cu.in sums them in slice order and applies the epilogue, so the
-// result does not depend on timing). One block of 4 warps per SM measured at ~44% of the SM's
+// 64-row tiles, and split-K until there are Target::simt_gemm_blocks_per_sm thread blocks per SM:
+// on sm_90+ the slices of a tile are the CTAs of one thread-block cluster that sum them in the
+// kernel; before, each slice writes its fp32 partial product to a workspace slab and
+// templates/gemm_splitk_reduce.cu.in sums them. Either way in slice order and then the epilogue,
+// so the result does not depend on timing. At least kSimtGemmMinRows rows. One block of 4 warps per SM measured at ~44% of the SM's
 // FFMA rate (H200, ViT-B/16's 197-row GEMMs, docs/perf_notes.md v32): the warps need company to
 // hide their shared-memory latency. Tile shapes of CUTLASS's own Sm80 SIMT sgemm library kernels;
 // the first row is the rule's, the others are for --conv-config.
@@ -427,11 +428,20 @@ inline const std::vector<ConvKernelConfig>& simt_gemm_configs() {
 }
 constexpr int64_t kSimtGemmMinSliceKTiles = 8;  // K tiles (8 deep) per split-K slice, at least
 constexpr int64_t kSimtGemmMaxSplit = 16;
+// Cluster split-K (Target::gemm_fp32_cluster): the slices of a tile are the CTAs of one cluster,
+// so at most Target::simt_gemm_max_cluster of them (8: portable, the default; 16: sm_90's
+// non-portable size, which the runtime allows on the function at create; measured slower, v36).
+constexpr int64_t kSimtGemmMaxClusterSplit = 16;
 constexpr int64_t kCublasLtFp32Tile = 128;
+// Fewer rows stay on cuBLASLt: a one-row classifier (ResNet-50's / MobileNetV2's 1 x 1000 fc)
+// reads its weights once there, while a 64-row SIMT tile would multiply 63 rows of padding
+// (measured on the H200, docs/perf_notes.md v34: cuBLASLt 1-3% faster on those whole models).
+constexpr int64_t kSimtGemmMinRows = 16;
 
 struct SimtGemmPlan {
   const ConvKernelConfig* config = nullptr;
-  int64_t split = 1;  // K slices; every slice non-empty
+  int64_t split = 1;     // K slices; every slice non-empty
+  bool cluster = false;  // split > 1 summed inside the kernel across a thread-block cluster
 };
 
 // A SIMT GEMM configuration by name (--conv-config forces it for every GEMM it applies to, filling
@@ -445,12 +455,13 @@ inline const ConvKernelConfig* find_simt_gemm_config(const std::string& name) {
 // The K slices for a tile count: enough for simt_gemm_blocks_per_sm blocks per SM, at least
 // kSimtGemmMinSliceKTiles K tiles each, then evened out so that no slice is empty (the params
 // builder cuts K into slices of ceil(k_tiles / split) tiles).
-inline int64_t simt_gemm_split(const Target& target, const ConvKernelConfig& c, int64_t m, int64_t n, int64_t k) {
+inline int64_t simt_gemm_split(const Target& target, const ConvKernelConfig& c, int64_t m, int64_t n, int64_t k,
+                               int64_t max_split = kSimtGemmMaxSplit) {
   const int64_t tiles = conv_config_tiles(c, m, n);
   const int64_t k_tiles = (k + c.tb_k - 1) / c.tb_k;
   const int64_t blocks = std::max<int64_t>(1, target.simt_gemm_blocks_per_sm) * target.sm_count;
   int64_t split = (blocks + tiles - 1) / tiles;
-  split = std::max<int64_t>(1, std::min({split, k_tiles / kSimtGemmMinSliceKTiles, kSimtGemmMaxSplit}));
+  split = std::max<int64_t>(1, std::min({split, k_tiles / kSimtGemmMinSliceKTiles, max_split}));
   const int64_t slice = (k_tiles + split - 1) / split;
   return (k_tiles + slice - 1) / slice;
 }
@@ -462,10 +473,13 @@ inline std::optional<SimtGemmPlan> simt_gemm_plan(const Target& target, DType dt
   if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || m * n > INT32_MAX) return std::nullopt;
   const int64_t lt_tiles = ((m + kCublasLtFp32Tile - 1) / kCublasLtFp32Tile) * ((n + kCublasLtFp32Tile - 1) / kCublasLtFp32Tile);
   const ConvKernelConfig* forced = find_simt_gemm_config(target.conv_config);
-  if (!forced && lt_tiles >= target.sm_count) return std::nullopt;
+  if (!forced && (lt_tiles >= target.sm_count || m < kSimtGemmMinRows)) return std::nullopt;
   SimtGemmPlan p;
   p.config = forced ? forced : &simt_gemm_configs().front();
-  p.split = simt_gemm_split(target, *p.config, m, n, k);
+  const bool cluster = target.gemm_fp32_cluster && target.min_sm() >= 90;
+  p.split = simt_gemm_split(target, *p.config, m, n, k,
+                            cluster ? std::min<int64_t>(target.simt_gemm_max_cluster, kSimtGemmMaxClusterSplit) : kSimtGemmMaxSplit);
+  p.cluster = cluster && p.split > 1;
   return p;
 }
 

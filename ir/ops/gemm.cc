@@ -8,7 +8,8 @@
 // strides cannot express runs in one kernel (templates/gemm_batched_broadcast.cu.in) instead. A
 // float GEMM of few rows (cuBLASLt's tiles would not fill the GPU; ir/ops/conv_configs.h
 // simt_gemm_plan) runs on CUTLASS's SIMT GEMM with the whole epilogue (any activation) fused, split-K
-// slices summed by templates/gemm_splitk_reduce.cu.in (simt_gemm_lowering).
+// slices summed inside the kernel across a thread-block cluster (sm_90+) or by
+// templates/gemm_splitk_reduce.cu.in (simt_gemm_lowering).
 #include <algorithm>
 
 #include "ir/op_registry.h"
@@ -198,19 +199,24 @@ LoweredStep matmul_step(MatmulStep m) {
 
 // The float GEMM `m` (one matrix, row-major A; its epilogue field is not read: bias is m.bias) on
 // CUTLASS's SIMT GEMM (simt_gemm_plan): one library kernel whose epilogue computes
-// act(alpha * AB + bias + beta * C) with `act` (a CUDA expression of v) - or, when K is split, the
-// kernel writing one fp32 partial product per slice to the node's scratch and the reduction
-// kernel summing them and applying that epilogue.
+// act(alpha * AB + bias + beta * C) with `act` (a CUDA expression of v). When K is split: with a
+// cluster (plan.cluster) still that one kernel, its CTAs summing their slices through distributed
+// shared memory; else the kernel writing one fp32 partial product per slice to the node's scratch
+// and the reduction kernel summing them and applying that epilogue.
 Lowering simt_gemm_lowering(const MatmulStep& m, const SimtGemmPlan& plan, const std::string& act,
                             const std::string& comment) {
   const ConvKernelConfig& cfg = *plan.config;
-  const bool split = plan.split > 1;
+  // With a cluster the kernel sums its slices itself: one step, the epilogue in the kernel.
+  const bool split = plan.split > 1 && !plan.cluster;
   const bool has_bias = m.bias != kNullArg;
   const bool has_c = m.c != kNullArg && m.beta != 0.0f;
   KernelStep k;
   k.template_name = "cutlass_gemm";
-  k.holes = {{"comment", comment + " config " + cfg.name + (split ? " split-K " + std::to_string(plan.split) : "")},
+  const std::string split_text = plan.split > 1 ? (plan.cluster ? " cluster split-K " : " split-K ") + std::to_string(plan.split) : "";
+  k.holes = {{"comment", comment + " config " + cfg.name + split_text},
              {"ELEMENT", "float"},
+             {"CLUSTER", int_literal(plan.cluster ? plan.split : 1)},
+             {"CLUSTER_DIMS", plan.cluster ? "__cluster_dims__(1, 1, " + std::to_string(plan.split) + ")" : ""},
              {"LAYOUT_B", m.trans_b ? "ColumnMajor" : "RowMajor"},
              {"OP_CLASS", "cutlass::arch::OpClassSimt"},
              {"INSTRUCTION", "1, 1, 1"},

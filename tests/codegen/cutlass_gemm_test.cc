@@ -1,7 +1,8 @@
 // The CUTLASS SIMT GEMM (templates/cutlass_gemm.cu.in + gemm_splitk_reduce.cu.in) for float GEMMs
-// of few rows: which GEMMs take it (ir/ops/conv_configs.h simt_gemm_plan), the split-K it picks,
-// the steps and builder args the lowering emits, where it must not fire, and that nvcc compiles
-// the library for Jetson's sm_87 and sm_90 (skipped with a message without nvcc or the CUTLASS
+// of few rows: which GEMMs take it (ir/ops/conv_configs.h simt_gemm_plan), the split-K it picks
+// (cluster split-K on sm_90+, the reduction kernel before), the steps and builder args the
+// lowering emits, where it must not fire, and that nvcc compiles the library for Jetson's sm_87
+// and sm_90, with and without clusters (skipped with a message without nvcc or the CUTLASS
 // headers). Results on a GPU: tests/gpu/gpu_transformer_test.cc GpuMatmul.Fp32FewRowsOnTheSimtGemm.
 #include <gtest/gtest.h>
 
@@ -73,12 +74,14 @@ std::string hole(const KernelStep& k, const std::string& name) {
   return "<none>";
 }
 
-// GPT-2's MLP output projection at batch 1 (M 128, K 3072, N 768): 12 tiles of 64x128 for 264
-// blocks (two per SM of 132), so 16 K slices (the most) of 24 K tiles; the kernel writes raw
-// slices to the scratch, the reduction adds the bias and the residual.
+// GPT-2's MLP output projection at batch 1 (M 128, K 3072, N 768) with the reduction kernel
+// (--fp32-gemm simt-reduce, and every target before sm_90): 12 tiles of 64x128 for 264 blocks
+// (two per SM of 132), so 16 K slices (the most) of 24 K tiles; the kernel writes raw slices to
+// the scratch, the reduction adds the bias and the residual.
 TEST(CutlassGemm, Fp32FewRowsSplitKWithBiasAndResidual) {
   auto g = mlp_projection(128, 3072, 768, "float", "", /*residual=*/true);
   ASSERT_TRUE(g.is_ok()) << g.status().message();
+  g->target.gemm_fp32_cluster = false;
   int64_t scratch = 0;
   std::vector<LoweredStep> steps = lowered_steps(*g, &scratch);
   ASSERT_EQ(steps.size(), 2u);
@@ -89,6 +92,8 @@ TEST(CutlassGemm, Fp32FewRowsSplitKWithBiasAndResidual) {
   EXPECT_EQ(hole(k, "LAYOUT_B"), "RowMajor");
   EXPECT_EQ(hole(k, "TB_M"), "64LL");
   EXPECT_EQ(hole(k, "act_expr"), "v");  // the slices: one instantiation for every epilogue
+  EXPECT_EQ(hole(k, "CLUSTER"), "1LL");
+  EXPECT_EQ(hole(k, "CLUSTER_DIMS"), "");
   // M N K lda ldb ldc ldd split alpha beta: the slices are raw (alpha 1, beta 0: C not read).
   EXPECT_EQ(k.builder_args, (std::vector<int64_t>{128, 768, 3072, 3072, 768, 768, 768, 16, float_builder_arg(1.0f), 0}));
   EXPECT_EQ(k.args.back(), kScratchArg);  // D = the workspace
@@ -106,6 +111,60 @@ TEST(CutlassGemm, Fp32FewRowsSplitKWithBiasAndResidual) {
   EXPECT_EQ(hole(r, "HAS_C"), "true");
   EXPECT_EQ(r.args[0], kScratchArg);
   EXPECT_EQ(r.args[3], g->nodes.back().outputs[0]);
+}
+
+// The same projection on sm_90 by default: cluster split-K, 8 slices in a cluster (the portable
+// cluster size; 16 with --fp32-gemm-max-cluster 16), one step whose kernel sums the slices and applies bias, residual
+// (beta * C) and activation itself: no scratch, no reduction kernel.
+TEST(CutlassGemm, Fp32ClusterSplitKIsOneStep) {
+  auto g = mlp_projection(128, 3072, 768, "float", "", /*residual=*/true);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  int64_t scratch = 0;
+  std::vector<LoweredStep> steps = lowered_steps(*g, &scratch);
+  ASSERT_EQ(steps.size(), 1u);
+  const KernelStep& k = steps[0].kernel;
+  EXPECT_EQ(k.template_name, "cutlass_gemm");
+  EXPECT_EQ(hole(k, "CLUSTER"), "8LL");
+  EXPECT_EQ(hole(k, "CLUSTER_DIMS"), "__cluster_dims__(1, 1, 8)");
+  EXPECT_EQ(k.builder_args, (std::vector<int64_t>{128, 768, 3072, 3072, 768, 768, 768, 8, float_builder_arg(1.0f),
+                                                  float_builder_arg(1.0f)}));
+  EXPECT_EQ(k.args[2], g->nodes.back().inputs[2]);  // bias
+  EXPECT_NE(k.args[3], kNullArg);                   // the residual as C
+  EXPECT_EQ(k.args[4], g->nodes.back().outputs[0]);  // D is the output, not a workspace
+  EXPECT_EQ(scratch, 0);
+  EXPECT_EQ(kernel_step_flops(g->nodes.back(), *g, k), 2LL * 128 * 768 * 3072);
+  // The activation is the kernel's too (GPT-2's c_fc with erf GELU: 48 tiles, 9 slices wanted for
+  // three blocks per SM, 8 in a cluster).
+  auto fc = mlp_projection(128, 768, 3072, "float", "Gelu", /*residual=*/false);
+  ASSERT_TRUE(fc.is_ok());
+  const std::vector<LoweredStep> fc_steps = lowered_steps(*fc);
+  ASSERT_EQ(fc_steps.size(), 1u);
+  EXPECT_EQ(hole(fc_steps[0].kernel, "CLUSTER"), "8LL");
+  EXPECT_NE(hole(fc_steps[0].kernel, "act_expr").find("erf"), std::string::npos);
+  // Not before sm_90 (Jetson Orin's sm_87, or a fat binary that includes it), nor with
+  // --fp32-gemm simt-reduce: the two-step form there.
+  for (const std::vector<std::string>& archs : std::vector<std::vector<std::string>>{{"sm_87"}, {"sm_87", "sm_90"}}) {
+    auto old = mlp_projection(128, 3072, 768, "float", "", true, archs);
+    ASSERT_TRUE(old.is_ok());
+    const std::vector<LoweredStep> two = lowered_steps(*old);
+    ASSERT_EQ(two.size(), 2u) << archs.size();
+    EXPECT_EQ(hole(two[0].kernel, "CLUSTER"), "1LL");
+    EXPECT_EQ(two[1].kernel.template_name, "gemm_splitk_reduce");
+  }
+  // --fp32-gemm-max-cluster 16: sm_90's non-portable cluster size.
+  g->target.simt_gemm_max_cluster = 16;
+  const std::vector<LoweredStep> sixteen = lowered_steps(*g);
+  ASSERT_EQ(sixteen.size(), 1u);
+  EXPECT_EQ(hole(sixteen[0].kernel, "CLUSTER_DIMS"), "__cluster_dims__(1, 1, 16)");
+  EXPECT_EQ(sixteen[0].kernel.builder_args[7], 16);
+  g->target.gemm_fp32_cluster = false;
+  EXPECT_EQ(lowered_steps(*g).size(), 2u);
+  // Without a split (K too short) there is no cluster either.
+  auto small = mlp_projection(16, 64, 3072, "float", "", false);
+  ASSERT_TRUE(small.is_ok());
+  const std::vector<LoweredStep> one = lowered_steps(*small);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(hole(one[0].kernel, "CLUSTER"), "1LL");
 }
 
 // The erf GELU (no cuBLASLt epilogue for it: an extra kernel on cuBLASLt) goes into the SIMT
@@ -129,17 +188,25 @@ TEST(CutlassGemm, SplitRuleFillsOneWaveWithoutEmptySlices) {
   const Target h200 = target_from_archs({"sm_90"});
   const Target orin = target_from_archs({"sm_87"});
   const ConvKernelConfig& c = simt_gemm_configs().front();
-  // Two blocks per SM (Target's default): 264 on the H200, 32 on Orin.
-  EXPECT_EQ(simt_gemm_split(h200, c, 128, 768, 3072), 16);   // 12 tiles: 22 wanted, 16 at most
-  EXPECT_EQ(simt_gemm_split(h200, c, 128, 2304, 768), 8);    // 36 tiles
-  EXPECT_EQ(simt_gemm_split(h200, c, 128, 3072, 768), 6);    // 48 tiles
-  EXPECT_EQ(simt_gemm_split(h200, c, 197, 3072, 768), 3);    // 96 tiles
-  EXPECT_EQ(simt_gemm_split(h200, c, 5, 13, 1000), 14);      // 125 K tiles: 14 slices of 9
-  EXPECT_EQ(simt_gemm_split(orin, c, 128, 768, 3072), 3);    // 12 tiles on 16 SMs
+  // Three blocks per SM (Target's default): 396 on the H200, 48 on Orin.
+  EXPECT_EQ(simt_gemm_split(h200, c, 128, 768, 3072), 16);   // 12 tiles: 33 wanted, 16 at most
+  EXPECT_EQ(simt_gemm_split(h200, c, 128, 2304, 768), 11);   // 36 tiles
+  EXPECT_EQ(simt_gemm_split(h200, c, 128, 3072, 768), 9);    // 48 tiles
+  EXPECT_EQ(simt_gemm_split(h200, c, 197, 3072, 768), 5);    // 96 tiles
+  EXPECT_EQ(simt_gemm_split(orin, c, 128, 768, 3072), 4);    // 12 tiles on 16 SMs
+  // Two blocks per SM (the reduction kernel's measured rule): 264 on the H200, 32 on Orin.
+  Target two = h200;
+  two.simt_gemm_blocks_per_sm = 2;
+  EXPECT_EQ(simt_gemm_split(two, c, 128, 2304, 768), 8);     // 36 tiles
+  EXPECT_EQ(simt_gemm_split(two, c, 128, 3072, 768), 6);     // 48 tiles
+  EXPECT_EQ(simt_gemm_split(two, c, 197, 3072, 768), 3);     // 96 tiles
+  EXPECT_EQ(simt_gemm_split(two, c, 5, 13, 1000), 14);       // 125 K tiles: 14 slices of 9
   EXPECT_EQ(simt_gemm_split(h200, c, 4, 4, 8), 1);
   Target one = h200;
   one.simt_gemm_blocks_per_sm = 1;
   EXPECT_EQ(simt_gemm_split(one, c, 128, 768, 3072), 11);
+  EXPECT_EQ(simt_gemm_split(h200, c, 128, 768, 3072, 8), 8);  // a portable cluster's most
+  EXPECT_EQ(simt_gemm_split(h200, c, 197, 3072, 768, 8), 5);
   for (int64_t k : {8, 63, 64, 129, 1000, 3072, 4097})
     for (int64_t n : {1, 13, 128, 768}) {
       const int64_t s = simt_gemm_split(h200, c, 4, n, k);
@@ -154,7 +221,8 @@ TEST(CutlassGemm, SplitRuleFillsOneWaveWithoutEmptySlices) {
 }
 
 // Where it must not fire: fp16 (tensor cores via cuBLASLt), batch-32 rows (cuBLASLt's tiles fill
-// the GPU), --fp32-gemm cublaslt, --matmul-impl reference, and an architecture before sm_80.
+// the GPU), fewer than kSimtGemmMinRows rows, --fp32-gemm cublaslt, --matmul-impl reference, and
+// an architecture before sm_80.
 TEST(CutlassGemm, MustNotFire) {
   struct Case {
     const char* why;
@@ -165,6 +233,8 @@ TEST(CutlassGemm, MustNotFire) {
   const std::vector<Case> cases = {
       {"fp16", 128, "float16", {}},
       {"batch 32 x 128 rows", 4096, "float", {}},
+      {"one row (a classifier's fc)", 1, "float", {}},
+      {"15 rows", 15, "float", {}},
       {"--fp32-gemm cublaslt", 128, "float", [](Target& t) { t.gemm_fp32_simt = false; }},
       {"--matmul-impl reference", 128, "float", [](Target& t) { t.matmul_reference = true; }},
       {"sm_75", 128, "float", [](Target& t) { t.sms = {75}; }},
@@ -195,8 +265,8 @@ TEST(CutlassGemm, MustNotFire) {
 // Gemm(transB=1, alpha, beta, full C): B read column-major, alpha and beta reach the epilogue.
 TEST(CutlassGemm, TransposedBAlphaBetaAndFullC) {
   auto g = parse_text_ir(R"(
-    input %x : float[7x29]
-    input %c : float[7x13]
+    input %x : float[17x29]
+    input %c : float[17x13]
     const %w : float[13x29] = random(1)
     %y : float[?] = Gemm(%x, %w, %c) {transB=1, alpha=0.5, beta=2.0}  # g
     output %y
@@ -210,8 +280,26 @@ TEST(CutlassGemm, TransposedBAlphaBetaAndFullC) {
   const KernelStep& k = steps[0].kernel;
   EXPECT_EQ(k.template_name, "cutlass_gemm");
   EXPECT_EQ(hole(k, "LAYOUT_B"), "ColumnMajor");
-  EXPECT_EQ(k.builder_args, (std::vector<int64_t>{7, 13, 29, 29, 29, 13, 13, 1, float_builder_arg(0.5f), float_builder_arg(2.0f)}));
+  EXPECT_EQ(k.builder_args, (std::vector<int64_t>{17, 13, 29, 29, 29, 13, 13, 1, float_builder_arg(0.5f), float_builder_arg(2.0f)}));
   EXPECT_EQ(k.args[3], g->nodes[0].inputs[2]);  // C
+}
+
+// nvcc compiles the cluster split-K kernel for sm_90 (GPT-2's MLP projection with its residual, 8
+// and 16 CTAs a cluster).
+TEST(CutlassGemm, ClusterLibraryCompilesForHopper) {
+  AOTC_REQUIRE_CUTLASS_BUILD(include);
+  for (int max_cluster : {8, 16}) {
+    auto g = mlp_projection(128, 3072, 768, "float", "", /*residual=*/true, {"sm_90"});
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    g->target.simt_gemm_max_cluster = max_cluster;
+    auto plan = plan_memory(*g);
+    ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+    const std::string sources = test::compile_block_sources(*g, *plan, {"sm_90"}, include,
+                                                            "cutlass-gemm-cluster" + std::to_string(max_cluster));
+    ASSERT_FALSE(sources.empty());
+    EXPECT_NE(sources.find("__cluster_dims__(1, 1, " + std::to_string(max_cluster) + ")"), std::string::npos);
+    EXPECT_EQ(sources.find("The second half of a parallel split-K GEMM"), std::string::npos);  // no reduction kernel
+  }
 }
 
 // nvcc compiles both templates (split and unsplit, row- and column-major B) for sm_87 and sm_90.

@@ -166,6 +166,31 @@ TEST(FusedAttention, Fp32TakesTheFfmaConfiguration) {
   EXPECT_EQ(arch, "cutlass::arch::Sm75");
 }
 
+// Query blocks: 32 queries a block where 64-query blocks would not fill one wave of SMs (GPT-2 at
+// batch 1: 12 heads x 2 blocks = 24 of 132 SMs), 64 where they do (batch 32), or on Jetson's 16
+// SMs, or with --attention fused64; head dims over 64 take the 32-query configuration anyway.
+TEST(FusedAttention, QueryBlocksFillTheGpu) {
+  auto qpb = [](const std::string& shape, const std::vector<std::string>& archs, bool fill) {
+    auto g = attention_graph("input %q : float16[" + shape + "]\ninput %k : float16[" + shape +
+                                 "]\ninput %v : float16[" + shape + "]\n%y : float16[?] = Attention(%q, %k, %v)\noutput %y",
+                             archs);
+    EXPECT_TRUE(g.is_ok()) << g.status().message();
+    if (!g) return std::string();
+    g->target.attention_fill_sms = fill;
+    auto ks = kernels_of(*g);
+    if (ks.empty() || ks[0].template_name != "cutlass_fmha_forward") return std::string("not fused");
+    for (const auto& [k, v] : ks[0].holes)
+      if (k == "QPB") return v;
+    return std::string();
+  };
+  EXPECT_EQ(qpb("1x12x128x64", {"sm_90"}, true), "32LL");
+  EXPECT_EQ(qpb("1x12x197x64", {"sm_90"}, true), "32LL");   // ViT: 48 -> 84 blocks
+  EXPECT_EQ(qpb("32x12x128x64", {"sm_90"}, true), "64LL");  // 768 blocks
+  EXPECT_EQ(qpb("1x12x128x64", {"sm_87"}, true), "64LL");   // 24 blocks on 16 SMs
+  EXPECT_EQ(qpb("1x12x128x64", {"sm_90"}, false), "64LL");
+  EXPECT_EQ(qpb("1x12x128x128", {"sm_90"}, false), "32LL");  // head dim 128
+}
+
 class FusedAttentionMustNotFire : public ::testing::TestWithParam<std::pair<const char*, std::string>> {};
 
 TEST_P(FusedAttentionMustNotFire, KeepsTheRowKernel) {
@@ -252,6 +277,22 @@ TEST(FusedAttention, LibraryCompilesForAmpereAndHopper) {
       test::compile_block_sources(*grouped, test::linear_plan(*grouped), {"sm_80", "sm_90"}, include, "fmha_gqa");
   ASSERT_FALSE(gsources.empty());
   EXPECT_NE(gsources.find("kv_head = (z % 12) / 3LL"), std::string::npos);
+  // fp32 (the FFMA configuration) in both query blocks: ViT's 197 queries at batch 1 take the
+  // 32-query one on sm_90, with --attention fused64 the 64-query one.
+  for (bool fill : {true, false}) {
+    auto vit = attention_graph(R"(
+      input %q : float[1x12x197x64]
+      input %k : float[1x12x197x64]
+      input %v : float[1x12x197x64]
+      %y : float[?] = Attention(%q, %k, %v)
+      output %y)");
+    ASSERT_TRUE(vit.is_ok());
+    vit->target.attention_fill_sms = fill;
+    const std::string vsources = test::compile_block_sources(*vit, test::linear_plan(*vit), {"sm_90"}, include,
+                                                             fill ? "fmha_fp32_q32" : "fmha_fp32_q64");
+    ASSERT_FALSE(vsources.empty());
+    EXPECT_NE(vsources.find("AttentionKernel<float, cutlass::arch::Sm75"), std::string::npos);
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "ir/evaluator.h"
 #include "ir/op_registry.h"
@@ -47,6 +48,8 @@ bool gpu_available(std::string* why) {
   if (!probe().ok && why != nullptr) *why = probe().why;
   return probe().ok;
 }
+
+std::string gpu_arch() { return probe().ok ? probe().arch : std::string(); }
 
 ValueId GraphBuilder::input(const std::string& name, Shape shape, DType dtype) {
   ValueId v = graph_.add_value(name, dtype, std::move(shape), true);
@@ -130,15 +133,19 @@ void run_case(Graph graph, const std::string& label, const CaseOptions& options)
     for (const Value& v : compiled.values) stored += v.stored_in != kNoValue ? 1 : 0;
     EXPECT_EQ(stored, options.expect_stored_values) << label << ": values written into a Concat's rows";
   }
-  for (const std::string& name : options.expect_templates) {
-    bool found = false;
+  if (!options.expect_templates.empty() || !options.absent_templates.empty()) {
+    std::set<std::string> ran;  // the templates of every kernel step of the compiled graph
     for (const Node& n : compiled.nodes) {
       const OpDef* def = default_registry().find(n.op_type, n.domain);
       Expected<Lowering> low = def && def->lower ? def->lower(n, compiled) : Expected<Lowering>(Lowering{});
       if (!low) continue;
-      for (const LoweredStep& s : low->steps) found = found || (s.kind == LoweredStep::Kind::kKernel && s.kernel.template_name == name);
+      for (const LoweredStep& s : low->steps)
+        if (s.kind == LoweredStep::Kind::kKernel) ran.insert(s.kernel.template_name);
     }
-    EXPECT_TRUE(found) << label << ": no step of the compiled graph runs template " << name;
+    for (const std::string& name : options.expect_templates)
+      EXPECT_TRUE(ran.count(name)) << label << ": no step of the compiled graph runs template " << name;
+    for (const std::string& name : options.absent_templates)
+      EXPECT_FALSE(ran.count(name)) << label << ": a step of the compiled graph runs template " << name;
   }
   if (options.expect_side_nodes >= 0) {
     int side = 0;

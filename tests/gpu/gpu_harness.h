@@ -25,6 +25,8 @@ namespace aotc::gpu_test {
 
 // Probes once per process (dlopen libcuda.so.1, cuInit, device count).
 bool gpu_available(std::string* why);
+// The probed GPU's architecture as aotc's --arch spells it ("sm_90"); empty without a GPU.
+std::string gpu_arch();
 
 // Builds a graph node by node with seeded random weights.
 class GraphBuilder {
@@ -69,6 +71,9 @@ struct CaseOptions {
   // Kernel templates (templates/<name>.cu.in) some node of the compiled graph must lower to: proves
   // which implementation ran (e.g. "cutlass_gemm", not a cuBLASLt call).
   std::vector<std::string> expect_templates;
+  // Kernel templates no step of the compiled graph may run (e.g. "gemm_splitk_reduce" where the
+  // split-K slices are summed inside the GEMM kernel).
+  std::vector<std::string> absent_templates;
 };
 
 // Infers shapes, evaluates the reference, compiles, runs twice (two input sets, host outputs

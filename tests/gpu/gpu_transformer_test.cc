@@ -3,6 +3,7 @@
 // additive masks, sequence 1 and prime lengths, head dims 32/64/80/128, GQA/MQA, 3-D inputs,
 // past/present), RMSNormalization, RotaryEmbedding and Gelu(tanh), each against the CPU reference.
 #include <cmath>
+#include <cstdlib>
 
 #include "tests/gpu/gpu_harness.h"
 
@@ -411,12 +412,31 @@ TEST(GpuMatmul, ReferenceImplMatchesTheReference) {
 }
 
 // Float GEMMs of few rows on the CUTLASS SIMT GEMM (ir/ops/conv_configs.h simt_gemm_plan), against
-// the CPU reference: GPT-2's batch-1 MLP (c_fc 128x768x3072: 6 K slices on an H200, the erf GELU
-// in the reduction; c_proj 128x3072x768: 16 slices, bias + residual), a Gemm with transB, alpha, beta and
-// a full C (4 slices), 125 K tiles in 14 uneven slices over 13 columns (the reduction's scalar
-// path), and prime sizes without a split (ReLU in the kernel's own epilogue).
+// the CPU reference: GPT-2's batch-1 MLP (c_fc 128x768x3072: 9 K slices on an H200 with the
+// reduction kernel, 8 in a cluster, the erf GELU in the epilogue; c_proj 128x3072x768: 16 slices
+// with the reduction kernel, 8 in a cluster and 16 in one with --fp32-gemm-max-cluster 16, bias +
+// residual), a Gemm with transB, alpha, beta and a full C, 125 K tiles in uneven slices over 13
+// columns (the reduction's scalar path; the cluster epilogue's partial column quad), prime sizes
+// without a split (ReLU in the kernel's own epilogue), and partial row and column tiles.
 TEST(GpuMatmul, Fp32FewRowsOnTheSimtGemm) {
   AOTC_REQUIRE_GPU();
+  // Each case twice where the GPU has clusters (sm_90+): the slices summed inside the GEMM kernel
+  // across a cluster (the default there; no reduction kernel may run), and with the reduction
+  // kernel (--fp32-gemm simt-reduce, the only form before sm_90). `split`: K is cut.
+  const std::string arch = gpu_arch();
+  const bool clusters = arch.size() > 3 && std::atoi(arch.c_str() + 3) >= 90;
+  auto both = [&](const Graph& g, const std::string& label, CaseOptions options, bool split) {
+    CaseOptions reduce = options;
+    reduce.expect_templates = split ? std::vector<std::string>{"cutlass_gemm", "gemm_splitk_reduce"}
+                                    : std::vector<std::string>{"cutlass_gemm"};
+    Graph r = g;
+    r.target.gemm_fp32_cluster = false;
+    run_case(r, label + "_reduce", reduce);
+    if (!clusters) return;
+    options.expect_templates = {"cutlass_gemm"};
+    options.absent_templates = {"gemm_splitk_reduce"};
+    run_case(g, label, options);
+  };
   {
     GraphBuilder b;
     b.graph().opset = 20;
@@ -429,8 +449,14 @@ TEST(GpuMatmul, Fp32FewRowsOnTheSimtGemm) {
     b.output(b.node("Add", {b.node("Add", {b.node("MatMul", {h, w2}), b2}), x}));
     CaseOptions options;
     options.expect_ops_after_pipeline = {"FusedGemm"};
-    options.expect_templates = {"cutlass_gemm", "gemm_splitk_reduce"};
-    run_case(b.graph(), "simt_gemm_mlp", options);
+    both(b.graph(), "simt_gemm_mlp", options, true);
+    if (clusters) {  // sm_90's non-portable cluster of 16 CTAs (the runtime allows it at create)
+      Graph g16 = b.graph();
+      g16.target.simt_gemm_max_cluster = 16;
+      options.expect_templates = {"cutlass_gemm"};
+      options.absent_templates = {"gemm_splitk_reduce"};
+      run_case(g16, "simt_gemm_mlp_cluster16", options);
+    }
   }
   {
     GraphBuilder b;
@@ -439,13 +465,11 @@ TEST(GpuMatmul, Fp32FewRowsOnTheSimtGemm) {
     ValueId c = b.input("c", {197, 384});
     ValueId w = b.weight("w", {384, 256}, -0.1, 0.1);
     b.output(b.node("Gemm", {x, w, c}, {{"transB", i64(1)}, {"alpha", f32(0.5f)}, {"beta", f32(2.0f)}}));
-    CaseOptions options;
-    options.expect_templates = {"cutlass_gemm", "gemm_splitk_reduce"};
-    run_case(b.graph(), "simt_gemm_transb_alpha_beta", options);
+    both(b.graph(), "simt_gemm_transb_alpha_beta", {}, true);
   }
-  // x [m, k] . w [k, n] + bias (then Relu): the last two cases.
-  auto bias_case = [](int64_t m, int64_t k, int64_t n, double w_range, bool relu, std::vector<std::string> templates,
-                      const std::string& label) {
+  // x [m, k] . w [k, n] + bias (then Relu): uneven slices with the scalar reduction / a partial
+  // last column quad in the cluster epilogue (N 13), and primes without a split.
+  auto bias_case = [&](int64_t m, int64_t k, int64_t n, double w_range, bool relu, bool split, const std::string& label) {
     GraphBuilder b;
     b.graph().opset = 17;
     ValueId x = b.input("x", {m, k});
@@ -453,12 +477,13 @@ TEST(GpuMatmul, Fp32FewRowsOnTheSimtGemm) {
     ValueId bias = b.weight("bias", {n}, -1, 1);
     ValueId y = b.node("Add", {b.node("MatMul", {x, w}), bias});
     b.output(relu ? b.node("Relu", {y}) : y);
-    CaseOptions options;
-    options.expect_templates = std::move(templates);
-    run_case(b.graph(), label, options);
+    both(b.graph(), label, {}, split);
   };
-  bias_case(5, 1000, 13, 0.05, false, {"cutlass_gemm", "gemm_splitk_reduce"}, "simt_gemm_uneven_slices");
-  bias_case(7, 29, 13, 0.3, true, {"cutlass_gemm"}, "simt_gemm_primes_relu");
+  bias_case(17, 1000, 13, 0.05, false, true, "simt_gemm_uneven_slices");
+  bias_case(19, 29, 13, 0.3, true, false, "simt_gemm_primes_relu");
+  // 70 rows x 130 columns: partial row and column tiles in every cluster rank's share, Relu after
+  // the sum of 8 slices.
+  bias_case(70, 2048, 130, 0.03, true, true, "simt_gemm_partial_tiles");
 }
 
 TEST(GpuGelu, TanhApproximation) {

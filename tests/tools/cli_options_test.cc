@@ -129,10 +129,11 @@ TEST(AotcArgs, ChoiceOptionsAcceptTheirValuesAndListThemOnRefusal) {
       {"--conv-strided-pointwise", {"gemm", "im2col"}, "gemm or im2col"},
       {"--conv-stem", {"direct", "cutlass"}, "direct or cutlass"},
       {"--conv-cluster", {"on", "off"}, "on or off"},
-      {"--fp32-gemm", {"auto", "cublaslt"}, "auto or cublaslt"},
+      {"--fp32-gemm", {"auto", "cublaslt", "simt-reduce"}, "auto, cublaslt or simt-reduce"},
+      {"--fp32-gemm-max-cluster", {"8", "16"}, "8 or 16"},
       {"--tune-matmuls", {"auto", "on", "off"}, "auto, on or off"},
       {"--pdl", {"off", "wait", "early"}, "off, wait or early"},
-      {"--attention", {"fused", "rows"}, "fused or rows"},
+      {"--attention", {"fused", "fused64", "rows"}, "fused, fused64 or rows"},
       {"--conv-fp32", {"nhwc", "nchw"}, "nhwc or nchw"},
   };
   for (const Case& c : cases) {
@@ -182,9 +183,14 @@ TEST(AotcArgs, AttentionStrategySwitch) {
   auto o = parse_aotc_args({"m.onnx", "-o", "libm.so"});
   ASSERT_TRUE(o.is_ok());
   EXPECT_TRUE(o->attention_fused);
+  EXPECT_TRUE(o->attention_fill_sms);
   auto rows = parse_aotc_args({"m.onnx", "-o", "libm.so", "--attention", "rows"});
   ASSERT_TRUE(rows.is_ok()) << rows.status().message();
   EXPECT_FALSE(rows->attention_fused);
+  auto f64 = parse_aotc_args({"m.onnx", "-o", "libm.so", "--attention", "fused64"});
+  ASSERT_TRUE(f64.is_ok()) << f64.status().message();
+  EXPECT_TRUE(f64->attention_fused);
+  EXPECT_FALSE(f64->attention_fill_sms);
   EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--attention", "flash"}).find("--attention"), std::string::npos);
 }
 
@@ -198,8 +204,15 @@ TEST(AotcArgs, ConvStrategySwitches) {
   EXPECT_TRUE(d->conv_cluster_splitk);
   EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--conv-cluster", "off"})->conv_cluster_splitk);
   EXPECT_TRUE(d->gemm_fp32_simt);
-  EXPECT_EQ(d->simt_gemm_blocks_per_sm, 2);
+  EXPECT_EQ(d->simt_gemm_blocks_per_sm, 3);
+  EXPECT_TRUE(d->gemm_fp32_cluster);
+  EXPECT_EQ(d->simt_gemm_max_cluster, 8);
+  EXPECT_EQ(parse_aotc_args({"m.onnx", "-o", "libm.so", "--fp32-gemm-max-cluster", "16"})->simt_gemm_max_cluster, 16);
   EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--fp32-gemm", "cublaslt"})->gemm_fp32_simt);
+  auto reduce = parse_aotc_args({"m.onnx", "-o", "libm.so", "--fp32-gemm", "simt-reduce"});
+  ASSERT_TRUE(reduce.is_ok());
+  EXPECT_TRUE(reduce->gemm_fp32_simt);
+  EXPECT_FALSE(reduce->gemm_fp32_cluster);
   EXPECT_EQ(parse_aotc_args({"m.onnx", "-o", "libm.so", "--fp32-gemm-blocks-per-sm", "4"})->simt_gemm_blocks_per_sm, 4);
   EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--fp32-gemm-blocks-per-sm", "9"}).find("--fp32-gemm-blocks-per-sm"),
             std::string::npos);
