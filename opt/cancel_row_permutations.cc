@@ -15,7 +15,9 @@
 // (Transpose keeping the last axis, then the [M, K] reshape) whose output only aotc.StridedAttention
 // nodes read through (batch, head, row) views: the Gemm reads its input rows in order and each
 // view is rewritten for the permuted rows, where the new (batch, row) offsets are again affine
-// (checked for every batch and row); the Transpose vanishes.
+// (checked for every batch and row); the Transpose vanishes. Third form, the first's residual
+// rule alone where no permutation is left to cancel (one batch): G -Reshape (rows kept)-> T, then
+// Add(x, T) -> the GEMM's residual input.
 #include <algorithm>
 #include <numeric>
 #include <optional>
@@ -100,6 +102,36 @@ bool row_gemm(const Graph& g, const Node& n, int64_t* m, int64_t* k, int64_t* co
   return true;
 }
 
+// The skip connection of T: Add(x, T) as T's only reader, x of T's shape and dtype. Makes g2 (the
+// GEMM that writes T's rows as [M, N]; no activation, which the residual would land inside) an
+// aotc.FusedGemm with x's rows as its residual input and returns the Add's index (whose output is
+// then g2's rows under T's shape), with *res_rows the Reshape of x to [M, N]; -1 (graph and g2
+// untouched) when there is no such Add.
+int fold_skip_add(Graph& graph, const std::vector<std::vector<int>>& consumers, ValueId t, int64_t m, int64_t n,
+                  Node& g2, Node* res_rows) {
+  const int addi = graph.sole_reader(consumers, t);
+  if (addi < 0 || !is(graph.nodes[static_cast<size_t>(addi)], "Add") || has_activation(g2)) return -1;
+  const Node& add = graph.nodes[static_cast<size_t>(addi)];
+  if (add.inputs.size() != 2 || add.outputs.size() != 1) return -1;
+  const ValueId x = add.inputs[0] == t ? add.inputs[1] : add.inputs[0];
+  const DType dt = graph.value(t).dtype;
+  if (x == t || graph.value(x).shape != graph.value(t).shape || graph.value(x).dtype != dt ||
+      graph.value(add.outputs[0]).dtype != dt)
+    return -1;
+  const std::string& gname = g2.name;
+  *res_rows = Node{gname + "_residual_rows", "Reshape", "",
+                   {x, graph.add_constant(graph.unique_name(gname + "_residual_shape"), Tensor::from_int64s({2}, {m, n}))},
+                   {graph.add_value(graph.unique_name(gname + "_residual_rows"))}, {}};
+  if (g2.domain != "aotc") {
+    g2.domain = "aotc";
+    g2.op_type = "FusedGemm";
+  }
+  if (g2.input(2) != kNoValue) g2.attrs["beta"] = Attribute::of_float(g2.attr_float("beta", 1.0f));
+  g2.inputs.resize(4, kNoValue);
+  g2.inputs[3] = res_rows->outputs[0];
+  return addi;
+}
+
 }  // namespace
 
 Expected<bool> cancel_row_permutations(Graph& graph) {
@@ -113,8 +145,7 @@ Expected<bool> cancel_row_permutations(Graph& graph) {
       const Node& gemm = graph.nodes[gi];
       int64_t m = 0, k = 0, n = 0;
       if (!row_gemm(graph, gemm, &m, &k, &n)) continue;
-      const bool fused = gemm.domain == "aotc";
-      const ValueId c = gemm.input(2), a = gemm.inputs[0];
+      const ValueId a = gemm.inputs[0];
       // A = StridedCopy(Y), read only by the Gemm.
       const int sci = producers[static_cast<size_t>(a)];
       if (sci < 0 || graph.sole_reader(consumers, a) != static_cast<int>(gi)) continue;
@@ -149,31 +180,9 @@ Expected<bool> cancel_row_permutations(Graph& graph) {
       g2.inputs[0] = rows_in.outputs[0];
       g2.outputs = {graph.add_value(graph.unique_name(gname + "_in_order"), dt, {m, n}, true)};
       // A residual Add of T (the skip connection) goes into the GEMM: Add(x, T) = Reshape(G2 + x rows).
-      int addi = graph.sole_reader(consumers, t);
-      ValueId out = t;
       Node res_rows;
-      if (addi >= 0 && is(graph.nodes[static_cast<size_t>(addi)], "Add") && !has_activation(g2)) {
-        const Node& add = graph.nodes[static_cast<size_t>(addi)];
-        const ValueId x = add.inputs[0] == t ? add.inputs[1] : add.inputs[0];
-        if (add.inputs.size() == 2 && x != t && graph.value(x).shape == tshape && graph.value(x).dtype == dt) {
-          res_rows = Node{gname + "_residual_rows", "Reshape", "",
-                          {x, graph.add_constant(graph.unique_name(gname + "_residual_shape"),
-                                                 Tensor::from_int64s({2}, {m, n}))},
-                          {graph.add_value(graph.unique_name(gname + "_residual_rows"))}, {}};
-          if (!fused) {
-            g2.domain = "aotc";
-            g2.op_type = "FusedGemm";
-          }
-          g2.inputs.resize(4, kNoValue);
-          g2.inputs[3] = res_rows.outputs[0];
-          if (c != kNoValue) g2.attrs["beta"] = Attribute::of_float(g2.attr_float("beta", 1.0f));
-          out = add.outputs[0];
-        } else {
-          addi = -1;
-        }
-      } else {
-        addi = -1;
-      }
+      const int addi = fold_skip_add(graph, consumers, t, m, n, g2, &res_rows);
+      const ValueId out = addi >= 0 ? graph.nodes[static_cast<size_t>(addi)].outputs[0] : t;
       Node back{gname + "_rows_out", "Reshape", "",
                 {g2.outputs[0], graph.add_constant(graph.unique_name(gname + "_out_shape"),
                                                    Tensor::from_int64s({static_cast<int64_t>(tshape.size())}, tshape))},
@@ -302,6 +311,50 @@ Expected<bool> cancel_row_permutations(Graph& graph) {
       }
       graph.nodes = std::move(nodes);
       AOTC_RETURN_IF_ERROR(dead_code(graph).status());  // the Transpose (and its reshape) now unread
+      changed = again = true;
+    }
+  }
+  // Third form, what the first leaves where the permutations are views already (one batch: the
+  // batch-first transposes only move a unit axis, and the head merge is a view once the attention
+  // writes rows): G [M, N] -Reshape-> T (rows kept, last dim N) -Add(x)->. The Add becomes the
+  // GEMM's residual input as in the first form: Add(x, T) = Reshape(G2 + x rows).
+  for (bool again = true; again;) {
+    again = false;
+    std::vector<std::vector<int>> consumers = graph.consumers();
+    for (size_t gi = 0; gi < graph.nodes.size() && !again; ++gi) {
+      const Node& gemm = graph.nodes[gi];
+      int64_t m = 0, k = 0, n = 0;
+      if (!row_gemm(graph, gemm, &m, &k, &n) || has_activation(gemm)) continue;
+      const int ri = graph.sole_reader(consumers, gemm.outputs[0]);
+      if (ri < 0 || !is(graph.nodes[static_cast<size_t>(ri)], "Reshape")) continue;
+      const ValueId t = graph.nodes[static_cast<size_t>(ri)].outputs[0];
+      const Shape tshape = graph.value(t).shape;
+      const DType dt = graph.value(t).dtype;
+      if (tshape.empty() || tshape.back() != n) continue;
+      Node g2 = gemm, res_rows;
+      const int addi = fold_skip_add(graph, consumers, t, m, n, g2, &res_rows);
+      if (addi < 0) continue;
+      const std::string gname = gemm.name;
+      g2.outputs = {graph.add_value(graph.unique_name(gname + "_with_residual"), dt, {m, n}, true)};
+      Node back{gname + "_residual_out", "Reshape", "",
+                {g2.outputs[0], graph.add_constant(graph.unique_name(gname + "_residual_out_shape"),
+                                                   Tensor::from_int64s({static_cast<int64_t>(tshape.size())}, tshape))},
+                {graph.nodes[static_cast<size_t>(addi)].outputs[0]}, {}};
+      AOTC_RETURN_IF_ERROR(infer_node(res_rows, graph, registry));
+      if (!infer_node(g2, graph, registry).is_ok()) continue;
+      AOTC_RETURN_IF_ERROR(infer_node(back, graph, registry));
+      // The GEMM moves to the Add's place (after x's producer; its own inputs come before it).
+      std::vector<Node> nodes;
+      for (size_t i = 0; i < graph.nodes.size(); ++i) {
+        if (static_cast<int>(i) == addi) {
+          nodes.push_back(std::move(res_rows));
+          nodes.push_back(std::move(g2));
+          nodes.push_back(std::move(back));
+        } else if (i != gi && static_cast<int>(i) != ri) {
+          nodes.push_back(std::move(graph.nodes[i]));
+        }
+      }
+      graph.nodes = std::move(nodes);
       changed = again = true;
     }
   }

@@ -318,6 +318,20 @@ bool mask_is_causal(const Graph& g, const Node& n) {
   return true;
 }
 
+// Whether the 4-D attention output y (B, H, Sq, Dv) is read only by a Transpose that puts the
+// heads next to Dv as its last two axes (perm [0,2,1,3] or [2,0,1,3]: the head merge before an
+// output projection, batch-first or sequence-first). Written as (B, Sq, H*Dv) rows instead, that
+// Transpose composes with the head order into a row view (one batch) or a row gather, which
+// fuse_copy_chains and cancel_row_permutations remove, where the 4-D output needs a copy.
+bool feeds_head_merge(const Graph& g, const std::vector<std::vector<int>>& consumers, ValueId y) {
+  const int r = g.sole_reader(consumers, y);
+  if (r < 0 || g.is_graph_output(y)) return false;
+  const Node& t = g.nodes[static_cast<size_t>(r)];
+  if (!is_op(t, "Transpose") || !t.has_attr("perm")) return false;
+  const std::vector<int64_t> p = t.attr_ints("perm");
+  return p == std::vector<int64_t>{0, 2, 1, 3} || p == std::vector<int64_t>{2, 0, 1, 3};
+}
+
 // Logical dims of an operand with the head split out: [B, S, H*D] -> [B, S, H, D] (3-D inputs);
 // [B, H, S, D] as they are. The view's strides for (batch, head, row) and the element base.
 std::optional<std::array<int64_t, 4>> operand_layout(StridedView v, const Shape& logical, int64_t heads) {
@@ -594,14 +608,17 @@ Expected<bool> fuse_attention_operands(Graph& graph) {
     }
     if (!any || !cand.has_attr("v_view")) continue;
     if (!infer_node(cand, graph, registry).is_ok()) continue;
-    if (attention_runs_fused(cand, graph)) {
-      n = std::move(cand);
-    } else if (qs.size() == 4) {
-      // 4-D operands whose batch stride is not H head strides (torch's sequence-first
-      // MultiheadAttention: q/k/v gathered from a [S, B, 3E] projection) cannot run as B*H
-      // batches of one head. The same views as 3-D operands [B, S, H*D] (heads in the row) can:
-      // Y is then written as (B, Sq, H*Dv) rows, and a head split + Transpose(0,2,1,3) gives the
-      // 4-D output back, which fuse_copy_chains composes with the transposes that follow it.
+    // 4-D operands whose batch stride is not H head strides (torch's sequence-first
+    // MultiheadAttention: q/k/v gathered from a [S, B, 3E] projection) cannot run as B*H
+    // batches of one head. The same views as 3-D operands [B, S, H*D] (heads in the row) can:
+    // Y is then written as (B, Sq, H*Dv) rows, and a head split + Transpose(0,2,1,3) gives the
+    // 4-D output back, which fuse_copy_chains composes with the transposes that follow it. That
+    // form is also preferred where both run and the 4-D output only feeds a head merge (the same
+    // attention at batch 1: the merge becomes a view instead of a copy).
+    const bool runs_4d = attention_runs_fused(cand, graph);
+    const bool rows_first = qs.size() == 4 && feeds_head_merge(graph, consumers, n.outputs[0]);
+    bool as_rows = false;
+    if (qs.size() == 4 && (!runs_4d || rows_first)) {
       Node c3 = cand;
       for (int o = 0; o < 3; ++o) {
         const Shape s = graph.value(n.inputs[static_cast<size_t>(o)]).shape;
@@ -615,20 +632,24 @@ Expected<bool> fuse_attention_operands(Graph& graph) {
       const std::string yname = graph.value(y4).name;
       const ValueId y3 = graph.add_value(graph.unique_name(yname + "_rows"), yt, {ys[0], ys[2], ys[1] * ys[3]}, true);
       c3.outputs = {y3};
-      if (!infer_node(c3, graph, registry).is_ok() || !attention_runs_fused(c3, graph)) continue;
-      const ValueId split = graph.add_value(graph.unique_name(yname + "_heads"));
-      Node heads{c3.name + "_heads", "Reshape", "", {y3, graph.add_constant(graph.unique_name(yname + "_heads_shape"),
-                                                                          Tensor::from_int64s({4}, {ys[0], ys[2], ys[1], ys[3]}))},
-                 {split}, {}};
-      Node order{c3.name + "_head_order", "Transpose", "", {split}, {y4}, {{"perm", Attribute::of_ints({0, 2, 1, 3})}}};
-      AOTC_RETURN_IF_ERROR(infer_node(heads, graph, registry));
-      AOTC_RETURN_IF_ERROR(infer_node(order, graph, registry));
-      graph.nodes[i] = std::move(c3);
-      graph.nodes.insert(graph.nodes.begin() + static_cast<std::ptrdiff_t>(i) + 1, {std::move(heads), std::move(order)});
-      i += 2;
-      reordered = true;
-    } else {
-      continue;
+      as_rows = infer_node(c3, graph, registry).is_ok() && attention_runs_fused(c3, graph);
+      if (as_rows) {
+        const ValueId split = graph.add_value(graph.unique_name(yname + "_heads"));
+        Node heads{c3.name + "_heads", "Reshape", "", {y3, graph.add_constant(graph.unique_name(yname + "_heads_shape"),
+                                                                            Tensor::from_int64s({4}, {ys[0], ys[2], ys[1], ys[3]}))},
+                   {split}, {}};
+        Node order{c3.name + "_head_order", "Transpose", "", {split}, {y4}, {{"perm", Attribute::of_ints({0, 2, 1, 3})}}};
+        AOTC_RETURN_IF_ERROR(infer_node(heads, graph, registry));
+        AOTC_RETURN_IF_ERROR(infer_node(order, graph, registry));
+        graph.nodes[i] = std::move(c3);
+        graph.nodes.insert(graph.nodes.begin() + static_cast<std::ptrdiff_t>(i) + 1, {std::move(heads), std::move(order)});
+        i += 2;
+        reordered = true;
+      }
+    }
+    if (!as_rows) {
+      if (!runs_4d) continue;
+      graph.nodes[i] = std::move(cand);
     }
     changed = true;
     producers = graph.producers();

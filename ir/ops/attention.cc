@@ -401,6 +401,32 @@ bool fmha_applies(const Node& node, const Graph& graph, const AttnDims& a) {
   return true;
 }
 
+// Whether the mask is a constant in which every (batch, head, query) row keeps at least one key
+// that is not -inf: then no row can be fully masked and the fused kernel needs no fix-up after it
+// (HF GPT-2's causal mask, written out with the dtype's lowest value instead of -inf, for one; a
+// 0 / -inf causal mask becomes is_causal in fuse_attention_operands). Rows the mask broadcasts over
+// are checked once; a mask over kMaxCheckedMaskElements elements is not checked (the fix-up stays).
+bool constant_mask_leaves_a_key_in_every_row(const Node& node, const Graph& graph, const AttnDims& a) {
+  constexpr int64_t kMaxCheckedMaskElements = int64_t{1} << 26;
+  const Value& mv = graph.value(node.inputs[kMask]);
+  if (!mv.constant || a.mask_bool) return false;
+  const int64_t nb = a.mask.b ? a.batch : 1, nh = a.mask.h ? a.q_heads : 1, ns = a.mask.s ? a.q_len : 1;
+  if (nb * nh * ns * a.total > kMaxCheckedMaskElements) return false;
+  const Tensor& m = *mv.constant;
+  for (int64_t b = 0; b < nb; ++b)
+    for (int64_t h = 0; h < nh; ++h)
+      for (int64_t i = 0; i < ns; ++i) {
+        const int64_t row = b * a.mask.b + h * a.mask.h + i * a.mask.s;
+        bool any = false;
+        for (int64_t j = 0; j < a.total && !any; ++j) {
+          const double v = m.get(row + j);
+          any = !(std::isinf(v) && v < 0);
+        }
+        if (!any) return false;
+      }
+  return true;
+}
+
 Lowering fmha_lowering(const Node& node, const Graph& graph, const AttnDims& a) {
   const DType t = input_value(graph, node, kQ).dtype;
   const FmhaConfig& c = *fmha_config(a, graph.target);
@@ -453,7 +479,8 @@ Lowering fmha_lowering(const Node& node, const Graph& graph, const AttnDims& a) 
   k.block = Dim3{32, 4, 1};
   Lowering l;
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
-  if (a.has_mask) {  // a mask (runtime or constant) may disallow every key of a row
+  // A runtime mask, or a constant one with a row of -inf only, may disallow every key of a row.
+  if (a.has_mask && !constant_mask_leaves_a_key_in_every_row(node, graph, a)) {
     const int64_t rows = a.batch * a.q_heads * a.q_len;
     KernelStep z;
     z.template_name = "attention_zero_masked_rows";

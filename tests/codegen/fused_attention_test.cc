@@ -166,6 +166,40 @@ TEST(FusedAttention, Fp32TakesTheFfmaConfiguration) {
   EXPECT_EQ(arch, "cutlass::arch::Sm75");
 }
 
+// A constant mask in which every row keeps a key that is not -inf (GPT-2's causal mask written
+// with the dtype's lowest value) needs no fix-up after the fused kernel; one with a row of -inf
+// only does, as does a runtime mask (ThreeDInputsWithARuntimeMask... above).
+TEST(FusedAttention, ConstantMaskWithoutAnEmptyRowNeedsNoFixUp) {
+  // An 8 x 8 causal pattern: key j of query i allowed for j <= i, else `masked`; query `empty`'s
+  // row (if any) masked entirely with -inf.
+  auto causal = [](const std::string& masked, int empty) {
+    std::string text = "[";
+    for (int i = 0; i < 8; ++i)
+      for (int j = 0; j < 8; ++j)
+        text += std::string(i || j ? ", " : "") + (i == empty ? "-inf" : j <= i ? "0" : masked);
+    return text + "]";
+  };
+  auto kernels = [](const std::string& mask) {
+    auto g = attention_graph(R"(
+      input %q : float16[1x2x8x16]
+      input %k : float16[1x2x8x16]
+      input %v : float16[1x2x8x16]
+      const %m : float16[1x1x8x8] = )" + mask + R"(
+      %y : float16[?] = Attention(%q, %k, %v, %m)
+      output %y)");
+    EXPECT_TRUE(g.is_ok()) << g.status().message();
+    std::vector<std::string> names;
+    if (!g) return names;
+    for (const ProgramKernel& k : kernels_of(*g)) names.push_back(k.template_name);
+    return names;
+  };
+  const std::vector<std::string> fused = {"cutlass_fmha_forward"};
+  const std::vector<std::string> with_fixup = {"cutlass_fmha_forward", "attention_zero_masked_rows"};
+  EXPECT_EQ(kernels(causal("-65504", -1)), fused);
+  EXPECT_EQ(kernels(causal("-inf", -1)), fused);  // -inf above the diagonal: the diagonal is left
+  EXPECT_EQ(kernels(causal("-65504", 3)), with_fixup);
+}
+
 // Query blocks: 32 queries a block where 64-query blocks would not fill one wave of SMs (GPT-2 at
 // batch 1: 12 heads x 2 blocks = 24 of 132 SMs), 64 where they do (batch 32), or on Jetson's 16
 // SMs, or with --attention fused64; head dims over 64 take the 32-query configuration anyway.

@@ -22,10 +22,13 @@ models=("$out"/gpt2_block "$out"/bert_block "$out"/vit_block "$out"/vit_mha_bloc
 # outputs must be bit-identical without them, and they must have fired where the exports have
 # copy chains (GPT-2's Split heads, torch MultiheadAttention's q/k/v). cancel_row_permutations,
 # which they can enable (vit_mha_block at batch 2: the head transposes gone, the residual Add
-# folds into the out-projection's epilogue, one rounding instead of two), is off in both runs.
-"$checker" --ops "${models[@]}" --disable-pass cancel_row_permutations > "$out/copy_passes_only.txt"
+# folds into the out-projection's epilogue, one rounding instead of two), is off in both runs, and
+# so is fuse_attention_operands, which composes its head-order transposes with fuse_copy_chains
+# itself (vit_mha_block at batch 1 and 2: the head merge after the attention).
+"$checker" --ops "${models[@]}" --disable-pass cancel_row_permutations --disable-pass fuse_attention_operands \
+  > "$out/copy_passes_only.txt"
 "$checker" --ops "${models[@]}" --disable-pass fuse_copy_chains --disable-pass fuse_matmul_transpose \
-  --disable-pass cancel_row_permutations > "$out/without_passes.txt"
+  --disable-pass cancel_row_permutations --disable-pass fuse_attention_operands > "$out/without_passes.txt"
 if ! diff <(grep fnv1a "$out/copy_passes_only.txt") <(grep fnv1a "$out/without_passes.txt"); then
   echo "FAIL: outputs differ with and without fuse_copy_chains / fuse_matmul_transpose"
   exit 1
@@ -45,6 +48,13 @@ if [ "$(grep -c "StridedAttentionx2" <<<"$mha")" -ne 2 ] || grep -qE " (Gather|S
   exit 1
 fi
 echo "ok: bit-identical outputs without the copy-chain passes; they fired on gpt2_block and vit_mha_block"
+# ... and at batch 1 as at batch 2 the head merge after the attention is a view and the skip Add
+# joins the out-projection (fuse_attention_operands' rows form, cancel_row_permutations' third
+# form): no Transpose and no Add left in either.
+if grep -qE " (Transpose|Add)x" <<<"$mha"; then
+  echo "FAIL: vit_mha_block keeps a head-merge Transpose or a skip Add: $mha"
+  exit 1
+fi
 
 # fuse_rotary must have fired on llama_hf_block's written-out rotate_half (2 layers x q, k; batch 1
 # and 2), leaving no Neg / Concat of it behind, so the ONNX Runtime comparison above covered it.

@@ -2,6 +2,8 @@
 // writes its rows in order; a residual Add of the result joins the Gemm. Same outputs, and where
 // it must not fire (the permutations do not cancel, the gather is not whole rows, a reader in
 // between).
+#include <algorithm>
+
 #include "opt/passes.h"
 #include "opt_test_util.h"
 
@@ -92,6 +94,41 @@ TEST(CancelRowPermutations, InputProjectionReadsRowsInOrderAndTheViewsFollow) {
   EXPECT_TRUE(testing_util::same_outputs(before, g, 5, 2.5e-3, 1e-3));
 }
 
+// Third form, one batch: the batch-first transposes are views already (a unit axis moves), so only
+// the residual rule is left: Add(x, Reshape(G)) -> the GEMM's residual input, either operand order.
+std::string one_batch(const std::string& add = "Add(%x, %t)", const std::string& x_shape = "1x6x8",
+                      const std::string& t_shape = "[1,6,8]", const std::string& gemm = "Gemm(%y, %w, %b) {transB=1}") {
+  return R"(
+    input %y : float16[6x8]
+    input %x : float16[)" + x_shape + R"(]
+    const %w : float16[8x8] = random(1)
+    const %b : float16[8] = random(2)
+    const %s3 : int64[)" + std::to_string(std::count(t_shape.begin(), t_shape.end(), ',') + 1) + R"(] = )" + t_shape + R"(
+    %g : float16[?] = )" + gemm + R"(
+    %t : float16[?] = Reshape(%g, %s3)
+    %o : float16[?] = )" + add + R"(
+    output %o
+  )";
+}
+
+TEST(CancelRowPermutations, OneBatchResidualBehindARowReshapeJoinsTheGemm) {
+  AOTC_REQUIRE_OPS("Gemm", "aotc.FusedGemm", "Reshape", "Add");
+  for (const std::string add : {"Add(%x, %t)", "Add(%t, %x)"}) {
+    AOTC_BUILD(g, one_batch(add));
+    Graph before = g;
+    auto changed = cancel_row_permutations(g);
+    ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+    EXPECT_TRUE(*changed) << add;
+    ASSERT_TRUE(verify(g).is_ok());
+    EXPECT_EQ(op_list(g), "Reshape,aotc.FusedGemm,Reshape") << add;
+    const Node& f = g.nodes[1];
+    EXPECT_NE(f.input(3), kNoValue);  // the skip connection
+    EXPECT_EQ(g.value(f.outputs[0]).shape, (Shape{6, 8}));
+    EXPECT_EQ(g.nodes[2].outputs[0], g.find_value("o"));
+    EXPECT_TRUE(testing_util::same_outputs(before, g, 3, 2.5e-3, 1e-3)) << add;
+  }
+}
+
 TEST(CancelRowPermutations, MustNotFire) {
   AOTC_REQUIRE_OPS("Gemm", "aotc.StridedCopy", "Transpose");
   std::vector<std::pair<const char*, std::string>> cases = {
@@ -115,6 +152,12 @@ TEST(CancelRowPermutations, MustNotFire) {
     also_read.replace(also_read.find("    output %y"), 0, "    %z : float16[?] = Relu(%g)\n    output %z\n");
     cases.push_back({"the projection is also read by another op (in the permuted order)", also_read});
   }
+  // The third form's must-not-fire: the reshape does not keep the rows, the skip connection
+  // broadcasts, the GEMM has an activation (the residual would land inside it).
+  cases.push_back({"one batch: the reshape regroups the columns", one_batch("Add(%x, %t)", "1x12x4", "[1,12,4]")});
+  cases.push_back({"one batch: the skip connection broadcasts", one_batch("Add(%x, %t)", "8")});
+  cases.push_back({"one batch: the GEMM applies Relu", one_batch("Add(%x, %t)", "1x6x8", "[1,6,8]",
+                                                               "aotc.FusedGemm(%y, %w, %b, _) {transB=1, activation=\"Relu\"}")});
   for (const auto& c : cases) {
     AOTC_BUILD(g, c.second);
     auto changed = cancel_row_permutations(g);

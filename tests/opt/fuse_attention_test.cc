@@ -238,21 +238,26 @@ TEST(FuseAttentionOperands, StridedCopyOperandsReadInPlace) {
   EXPECT_TRUE(testing_util::same_outputs(before, g, 4, 2.5e-3, 1e-3));
 }
 
-// torch's sequence-first MultiheadAttention: q/k/v [B, H, S, D] gathered from the [S, B, 3E]
-// projection (batch stride 3E, not H head strides: no B*H batches of one head). The views run as
-// 3-D operands [B, S, H*D]; Y [B, S, H*Dv] rows, then the head split + Transpose(0,2,1,3) give
-// the 4-D output back, and fuse_copy_chains folds that transpose into the copy that reads it.
+// torch's sequence-first MultiheadAttention: q/k/v [B, H=2, S=8, D=16] gathered from the
+// [S, B, 3E] projection %p (batch stride 3E, head stride D, row stride B*3E), the attention %o,
+// then `tail` (its readers and the outputs).
+std::string sequence_first(int64_t b, const std::string& tail) {
+  const std::string bs = std::to_string(b);
+  const std::string dims =
+      "dims=[" + bs + ",2,8,16], strides=[96,16," + std::to_string(96 * b) + ",1], shape=[" + bs + ",2,8,16]}\n";
+  return "input %p : float16[8x" + bs + "x96]\n" +
+         "%q : float16[?] = aotc.StridedCopy(%p) {base=0, " + dims +
+         "%k : float16[?] = aotc.StridedCopy(%p) {base=32, " + dims +
+         "%v : float16[?] = aotc.StridedCopy(%p) {base=64, " + dims +
+         "%o : float16[?] = Attention(%q, %k, %v) {scale=0.25}\n" + tail;
+}
+
+// The sequence-first attention at batch 2: no B*H batches of one head. The views run as 3-D
+// operands [B, S, H*D]; Y [B, S, H*Dv] rows, then the head split + Transpose(0,2,1,3) give the 4-D
+// output back, and fuse_copy_chains folds that transpose into the copy that reads it.
 TEST(FuseAttentionOperands, SequenceFirstCopiesRunAsThreeDOperands) {
   AOTC_REQUIRE_OPS("Attention", "aotc.StridedCopy", "aotc.StridedAttention");
-  AOTC_BUILD(g, R"(
-    input %p : float16[8x2x96]
-    %q : float16[?] = aotc.StridedCopy(%p) {base=0, dims=[2,2,8,16], strides=[96,16,192,1], shape=[2,2,8,16]}
-    %k : float16[?] = aotc.StridedCopy(%p) {base=32, dims=[2,2,8,16], strides=[96,16,192,1], shape=[2,2,8,16]}
-    %v : float16[?] = aotc.StridedCopy(%p) {base=64, dims=[2,2,8,16], strides=[96,16,192,1], shape=[2,2,8,16]}
-    %o : float16[?] = Attention(%q, %k, %v) {scale=0.25}
-    %t : float16[?] = Transpose(%o) {perm=[2,0,1,3]}
-    output %t
-  )");
+  AOTC_BUILD(g, sequence_first(2, "%t : float16[?] = Transpose(%o) {perm=[2,0,1,3]}\noutput %t\n"));
   Graph before = g;
   auto changed = run_operands(g);
   ASSERT_TRUE(changed.is_ok()) << changed.status().message();
@@ -265,6 +270,32 @@ TEST(FuseAttentionOperands, SequenceFirstCopiesRunAsThreeDOperands) {
   EXPECT_EQ(a.attr_int("q_num_heads", 0), 2);
   EXPECT_EQ(g.value(a.outputs[0]).shape, (Shape{2, 8, 32}));
   EXPECT_TRUE(testing_util::same_outputs(before, g, 8, 2.5e-3, 1e-3));
+}
+
+// The same attention at batch 1: its 4-D operands could run as B*H batches of one head, but the
+// output only feeds the head merge Transpose(2,0,1,3): written as [B, S, H*D] rows the merge is a
+// view (batch 1), not a copy. Nothing but the attention moves data afterwards.
+TEST(FuseAttentionOperands, SequenceFirstAtBatchOneWritesRowsSoTheHeadMergeIsAView) {
+  AOTC_REQUIRE_OPS("Attention", "aotc.StridedCopy", "aotc.StridedAttention");
+  AOTC_BUILD(g, sequence_first(1, "%t : float16[?] = Transpose(%o) {perm=[2,0,1,3]}\n"
+                                  "%y : float16[?] = Relu(%t)\noutput %y\n"));
+  Graph before = g;
+  auto changed = run_operands(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(verify(g).is_ok());
+  EXPECT_EQ(op_list(g), "aotc.StridedAttention,Reshape,Relu");
+  const Node& a = g.nodes[0];
+  EXPECT_EQ(a.attr_ints("q_shape"), (std::vector<int64_t>{1, 8, 32}));
+  EXPECT_EQ(g.value(a.outputs[0]).shape, (Shape{1, 8, 32}));
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 8, 2.5e-3, 1e-3));
+  // Read by something else than a head merge, the 4-D output stays (B*H batches of one head).
+  AOTC_BUILD(h, sequence_first(1, "%t : float16[?] = Transpose(%o) {perm=[0,1,3,2]}\noutput %t\n"));
+  auto changed_h = run_operands(h);
+  ASSERT_TRUE(changed_h.is_ok()) << changed_h.status().message();
+  EXPECT_TRUE(*changed_h);
+  EXPECT_EQ(op_list(h), "aotc.StridedAttention,Transpose");
+  EXPECT_EQ(h.nodes[0].attr_ints("q_shape"), (std::vector<int64_t>{1, 2, 8, 16}));
 }
 
 // The dynamo exporter's SDPA at opset 23: separate projections [B, S, E] split into heads by
