@@ -33,6 +33,7 @@ static unsigned char g_lib_params[64];                    /* the library kernel'
 static CUdeviceptr g_plain_args[2];
 static unsigned g_lib_shape[7];
 static int g_kernel_launches, g_builder_launches, g_attr_value, g_allocs, g_frees;
+static int g_cluster_attr_value = -1; /* the non-portable cluster attribute, -1: never set */
 static int g_begin, g_end, g_instantiate, g_graph_launch, g_exec_destroy, g_graph_destroy;
 static int g_fail_begin, g_capturing, g_outer_capture;
 static unsigned long long g_next_exec = 0x1000;
@@ -50,7 +51,12 @@ static CUresult f_get_function(CUfunction* f, CUmodule m, const char* name) {
   return 0;
 }
 static CUresult f_set_attribute(CUfunction f, int attr, int value) {
-  CHECK((uintptr_t)f == kFnLib && attr == AOTC_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
+  CHECK((uintptr_t)f == kFnLib);
+  if (attr == AOTC_CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED) {
+    g_cluster_attr_value = value;
+    return 0;
+  }
+  CHECK(attr == AOTC_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
   g_attr_value = value;
   return 0;
 }
@@ -386,6 +392,23 @@ static void test_header_validation(void) {
   good_header(); g_header.slot_offset[0] = 40; expect_bad_header("pointer slot 0 at byte 40");
   good_header(); g_header.grid[1] = 0; expect_bad_header("invalid launch shape");
   good_header(); g_header.block[0] = 2048; expect_bad_header("invalid launch shape");
+  good_header(); g_header.cluster_size = 17; expect_bad_header("cluster of 17 CTAs");
+}
+
+/* A builder that reports a cluster over the portable 8 CTAs gets the non-portable size allowed on
+   its function at create; 8 and under (and 0, not reported) leave the attribute alone. */
+static void test_cluster_size(void) {
+  const unsigned sizes[] = {0, 8, 16};
+  const int want[] = {-1, -1, 1};
+  for (int i = 0; i < 3; ++i) {
+    good_header();
+    g_header.cluster_size = sizes[i];
+    g_cluster_attr_value = -1;
+    aotc_rt_handle* h = new_handle();
+    CHECK(aotc_rt_prepare_kernels(h) == AOTC_OK);
+    CHECK(g_cluster_attr_value == want[i]);
+    aotc_rt_release(h);
+  }
 }
 
 static int profile(aotc_rt_handle* h, uintptr_t y, float* ms) {
@@ -821,6 +844,7 @@ int main(void) {
   test_library_kernel_and_graphs();
   test_capture_failure_and_graphs_off();
   test_header_validation();
+  test_cluster_size();
   test_profile(); /* after the tests that check absolute counts */
   test_pdl();
   test_matmul_tuning();

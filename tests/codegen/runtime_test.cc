@@ -114,7 +114,7 @@ SAME(sizeof(struct aotc_builder_args), sizeof(aotc_rt_builder_args));
 SAME(sizeof(struct aotc_params_header), sizeof(aotc_rt_params_header));
 #define FIELD(f) SAME(offsetof(struct aotc_params_header, f), offsetof(aotc_rt_params_header, f))
 FIELD(magic); FIELD(params_bytes); FIELD(grid); FIELD(block); FIELD(shared_bytes);
-FIELD(num_slots); FIELD(slot_offset); FIELD(status);
+FIELD(num_slots); FIELD(slot_offset); FIELD(status); FIELD(cluster_size);
 int main(void) { return 0; }
 )C";
   auto cc = run_process({"cc", "-std=c11", "-Wall", "-Werror", "-I", dir.string(),
