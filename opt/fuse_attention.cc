@@ -519,8 +519,9 @@ Expected<bool> fuse_attention_operands(Graph& graph) {
       changed = true;
     }
     // A boolean mask (the dynamo exporter's SDPA mask) becomes the additive one the fused kernel
-    // reads: Where(mask, 0, -inf) in Q's dtype. Exact: a key that takes part adds 0, one that does
-    // not gets weight exp(-inf) = 0, and a row with no key left is zeros under both forms.
+    // reads: Where(mask, 0, -inf) in Q's dtype (16-bit on tensor cores, fp32 on FFMA). Exact: a
+    // key that takes part adds 0, one that does not gets weight exp(-inf) = 0, and a row with no
+    // key left is zeros under both forms.
     if (ValueId mb = graph.nodes[i].input(kMask); mb != kNoValue && graph.value(mb).dtype == DType::kBool &&
                                                    graph.target.has_sm80_tensor_cores()) {
       const DType t = graph.value(graph.nodes[i].inputs[kQ]).dtype;
@@ -531,7 +532,7 @@ Expected<bool> fuse_attention_operands(Graph& graph) {
         graph.nodes[i].inputs[kMask] = done->second;
         AOTC_RETURN_IF_ERROR(infer_node(graph.nodes[i], graph, registry));
         changed = true;
-      } else if (t == DType::kFloat16 || t == DType::kBFloat16) {
+      } else if (t == DType::kFloat16 || t == DType::kBFloat16 || t == DType::kFloat32) {
         const std::string base = graph.nodes[i].name.empty() ? graph.value(mb).name : graph.nodes[i].name;
         Tensor zero(t, {}), minus_inf(t, {});
         zero.set(0, 0.0);

@@ -343,7 +343,8 @@ TEST(FuseAttentionOperands, DynamoHeadTransposesAndBoolMaskAreReadInPlace) {
   EXPECT_TRUE(testing_util::same_outputs(before, g, 6, 2.5e-3, 1e-3));
 }
 
-// The boolean mask stays boolean where no fused kernel can run (fp32; no Sm80 tensor cores).
+// The boolean mask stays boolean where no fused kernel can run (no Sm80-class target), in fp32 as
+// in fp16; on sm_90 the fp32 attention takes the additive mask and runs fused (FFMA) too.
 TEST(FuseAttentionOperands, BoolMaskStaysWithoutTheFusedKernel) {
   AOTC_REQUIRE_OPS("Attention", "Transpose", "Reshape");
   const char* text = R"(
@@ -359,16 +360,20 @@ TEST(FuseAttentionOperands, BoolMaskStaysWithoutTheFusedKernel) {
     std::string src = text;
     for (size_t at = src.find("T["); at != std::string::npos; at = src.find("T[", at + 1)) src.replace(at, 1, t);
     AOTC_BUILD(g, src);
-    if (std::string(t) == "float16") {
-      g.target = target_from_archs({"sm_75"});
-      auto changed = fuse_attention_operands(g);
-      ASSERT_TRUE(changed.is_ok()) << changed.status().message();
-    } else {
-      ASSERT_TRUE(run_operands(g).is_ok());
-    }
+    g.target = target_from_archs({"sm_75"});
+    auto changed = fuse_attention_operands(g);
+    ASSERT_TRUE(changed.is_ok()) << changed.status().message();
     EXPECT_EQ(op_list(g).find("Where"), std::string::npos) << t << ": " << op_list(g);
     EXPECT_EQ(op_list(g).find("StridedAttention"), std::string::npos) << t << ": " << op_list(g);
   }
+  std::string fp32 = text;
+  for (size_t at = fp32.find("T["); at != std::string::npos; at = fp32.find("T[", at + 1)) fp32.replace(at, 1, "float");
+  AOTC_BUILD(g, fp32);
+  Graph before = g;
+  ASSERT_TRUE(run_operands(g).is_ok());
+  EXPECT_NE(op_list(g).find("Where"), std::string::npos) << op_list(g);
+  EXPECT_NE(op_list(g).find("StridedAttention"), std::string::npos) << op_list(g);
+  EXPECT_TRUE(testing_util::same_outputs(before, g, 6, 1e-5, 1e-5));
 }
 
 // LLaMA's grouped-query attention (4 query heads over 2 KV heads, causal): the fused kernel reads
