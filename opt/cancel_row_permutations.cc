@@ -132,6 +132,19 @@ int fold_skip_add(Graph& graph, const std::vector<std::vector<int>>& consumers, 
   return addi;
 }
 
+// The graph's nodes without those at `drop`, with `add` in place of node `at` (which is dropped).
+void splice_nodes(Graph& graph, const std::vector<size_t>& drop, size_t at, std::vector<Node> add) {
+  std::vector<Node> nodes;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    if (i == at) {
+      for (Node& a : add) nodes.push_back(std::move(a));
+    } else if (std::find(drop.begin(), drop.end(), i) == drop.end()) {
+      nodes.push_back(std::move(graph.nodes[i]));
+    }
+  }
+  graph.nodes = std::move(nodes);
+}
+
 }  // namespace
 
 Expected<bool> cancel_row_permutations(Graph& graph) {
@@ -191,22 +204,13 @@ Expected<bool> cancel_row_permutations(Graph& graph) {
       if (addi >= 0) AOTC_RETURN_IF_ERROR(infer_node(res_rows, graph, registry));
       if (!infer_node(g2, graph, registry).is_ok()) continue;
       AOTC_RETURN_IF_ERROR(infer_node(back, graph, registry));
-      std::vector<char> drop(graph.nodes.size(), 0);
-      drop[static_cast<size_t>(sci)] = drop[gi] = drop[static_cast<size_t>(ri)] = drop[static_cast<size_t>(ti)] = 1;
-      if (addi >= 0) drop[static_cast<size_t>(addi)] = 1;
-      const size_t last = static_cast<size_t>(addi >= 0 ? addi : ti);
-      std::vector<Node> nodes;
-      for (size_t i = 0; i < graph.nodes.size(); ++i) {
-        if (i == last) {
-          nodes.push_back(std::move(rows_in));
-          if (addi >= 0) nodes.push_back(std::move(res_rows));
-          nodes.push_back(std::move(g2));
-          nodes.push_back(std::move(back));
-        } else if (!drop[i]) {
-          nodes.push_back(std::move(graph.nodes[i]));
-        }
-      }
-      graph.nodes = std::move(nodes);
+      std::vector<Node> add;
+      add.push_back(std::move(rows_in));
+      if (addi >= 0) add.push_back(std::move(res_rows));
+      add.push_back(std::move(g2));
+      add.push_back(std::move(back));
+      splice_nodes(graph, {static_cast<size_t>(sci), gi, static_cast<size_t>(ri), static_cast<size_t>(ti)},
+                   static_cast<size_t>(addi >= 0 ? addi : ti), std::move(add));
       changed = again = true;
     }
   }
@@ -300,16 +304,10 @@ Expected<bool> cancel_row_permutations(Graph& graph) {
         continue;
       }
       for (auto& [ri, nat] : rewritten) graph.nodes[static_cast<size_t>(ri)] = std::move(nat);
-      std::vector<Node> nodes;
-      for (size_t i = 0; i < graph.nodes.size(); ++i) {
-        if (i == gi) {
-          nodes.push_back(std::move(rows_in));
-          nodes.push_back(std::move(g2));
-        } else {
-          nodes.push_back(std::move(graph.nodes[i]));
-        }
-      }
-      graph.nodes = std::move(nodes);
+      std::vector<Node> add;
+      add.push_back(std::move(rows_in));
+      add.push_back(std::move(g2));
+      splice_nodes(graph, {}, gi, std::move(add));
       AOTC_RETURN_IF_ERROR(dead_code(graph).status());  // the Transpose (and its reshape) now unread
       changed = again = true;
     }
@@ -324,7 +322,7 @@ Expected<bool> cancel_row_permutations(Graph& graph) {
     for (size_t gi = 0; gi < graph.nodes.size() && !again; ++gi) {
       const Node& gemm = graph.nodes[gi];
       int64_t m = 0, k = 0, n = 0;
-      if (!row_gemm(graph, gemm, &m, &k, &n) || has_activation(gemm)) continue;
+      if (!row_gemm(graph, gemm, &m, &k, &n)) continue;
       const int ri = graph.sole_reader(consumers, gemm.outputs[0]);
       if (ri < 0 || !is(graph.nodes[static_cast<size_t>(ri)], "Reshape")) continue;
       const ValueId t = graph.nodes[static_cast<size_t>(ri)].outputs[0];
@@ -344,17 +342,11 @@ Expected<bool> cancel_row_permutations(Graph& graph) {
       if (!infer_node(g2, graph, registry).is_ok()) continue;
       AOTC_RETURN_IF_ERROR(infer_node(back, graph, registry));
       // The GEMM moves to the Add's place (after x's producer; its own inputs come before it).
-      std::vector<Node> nodes;
-      for (size_t i = 0; i < graph.nodes.size(); ++i) {
-        if (static_cast<int>(i) == addi) {
-          nodes.push_back(std::move(res_rows));
-          nodes.push_back(std::move(g2));
-          nodes.push_back(std::move(back));
-        } else if (i != gi && static_cast<int>(i) != ri) {
-          nodes.push_back(std::move(graph.nodes[i]));
-        }
-      }
-      graph.nodes = std::move(nodes);
+      std::vector<Node> add;
+      add.push_back(std::move(res_rows));
+      add.push_back(std::move(g2));
+      add.push_back(std::move(back));
+      splice_nodes(graph, {gi, static_cast<size_t>(ri)}, static_cast<size_t>(addi), std::move(add));
       changed = again = true;
     }
   }

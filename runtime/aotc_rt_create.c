@@ -194,6 +194,9 @@ static int check_params_header(aotc_rt_handle* h, const aotc_rt_kernel* k,
                                "library kernel %s: pointer slot %d at byte %u is misaligned or "
                                "outside the %u-byte params struct",
                                k->name, i, ph->slot_offset[i], ph->params_bytes);
+  if (ph->cluster_size > 16)
+    return aotc_rt_set_error(h, AOTC_ERROR_CUDA, "library kernel %s: cluster of %u CTAs (at most 16)",
+                             k->name, ph->cluster_size);
   unsigned long long threads = (unsigned long long)ph->block[0] * ph->block[1] * ph->block[2];
   if (ph->grid[0] == 0 || ph->grid[1] == 0 || ph->grid[2] == 0 || threads == 0 || threads > 1024)
     return aotc_rt_set_error(h, AOTC_ERROR_CUDA,
@@ -243,9 +246,6 @@ static int build_library_params(aotc_rt_handle* h, int kernel, CUmodule module,
   memcpy(&ph, host, sizeof ph);
   int code = check_params_header(h, k, &ph);
   if (code != AOTC_OK) return code;
-  if (ph.cluster_size > 16)
-    return aotc_rt_set_error(h, AOTC_ERROR_CUDA, "library kernel %s: cluster of %u CTAs (at most 16)",
-                             k->name, ph.cluster_size);
   /* Clusters over the portable 8 CTAs (sm_90: up to 16) must be allowed on the function. */
   if (ph.cluster_size > 8 &&
       (r = h->cu.func_set_attribute(h->functions[kernel], AOTC_CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,

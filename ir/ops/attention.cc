@@ -403,7 +403,8 @@ bool fmha_applies(const Node& node, const Graph& graph, const AttnDims& a) {
 
 // Whether the mask is a constant in which every (batch, head, query) row keeps at least one key
 // that is not -inf: then no row can be fully masked and the fused kernel needs no fix-up after it
-// (HF GPT-2's causal mask, written out with the dtype's lowest value instead of -inf, for one; a
+// (a causal mask written with the dtype's lowest value instead of -inf, as HF GPT-2 writes it, for
+// one; whether GPT-2's export folds it to a constant is not checked here; a
 // 0 / -inf causal mask becomes is_causal in fuse_attention_operands). Rows the mask broadcasts over
 // are checked once; a mask over kMaxCheckedMaskElements elements is not checked (the fix-up stays).
 bool constant_mask_leaves_a_key_in_every_row(const Node& node, const Graph& graph, const AttnDims& a) {

@@ -206,8 +206,9 @@ LoweredStep matmul_step(MatmulStep m) {
 Lowering simt_gemm_lowering(const MatmulStep& m, const SimtGemmPlan& plan, const std::string& act,
                             const std::string& comment) {
   const ConvKernelConfig& cfg = *plan.config;
-  // With a cluster the kernel sums its slices itself: one step, the epilogue in the kernel.
-  const bool split = plan.split > 1 && !plan.cluster;
+  // K slices summed by the reduction kernel (no cluster): the GEMM writes bare partials to the
+  // scratch and the reduction applies the epilogue. With a cluster the kernel does both.
+  const bool reduce = plan.split > 1 && !plan.cluster;
   const bool has_bias = m.bias != kNullArg;
   const bool has_c = m.c != kNullArg && m.beta != 0.0f;
   KernelStep k;
@@ -226,18 +227,18 @@ Lowering simt_gemm_lowering(const MatmulStep& m, const SimtGemmPlan& plan, const
              {"ALIGN_A", "1"},
              {"ALIGN_B", "1"},
              // The slices write the bare product: one instantiation serves every activation.
-             {"act_expr", split ? "v" : act}};
+             {"act_expr", reduce ? "v" : act}};
   k.library_params = true;
   k.builder_args = {m.m, m.n, m.k, m.lda, m.ldb, has_c ? m.ldc : 0, m.ldd, plan.split,
-                    float_builder_arg(split ? 1.0f : m.alpha), float_builder_arg(split || !has_c ? 0.0f : m.beta)};
-  k.args = {m.a, m.b, has_bias && !split ? m.bias : kNullArg, has_c && !split ? m.c : kNullArg,
-            split ? kScratchArg : m.d};
+                    float_builder_arg(reduce ? 1.0f : m.alpha), float_builder_arg(reduce || !has_c ? 0.0f : m.beta)};
+  k.args = {m.a, m.b, has_bias && !reduce ? m.bias : kNullArg, has_c && !reduce ? m.c : kNullArg,
+            reduce ? kScratchArg : m.d};
   // Informative only: the builder reports the real launch shape.
   k.grid = Dim3{(m.m + cfg.tb_m - 1) / cfg.tb_m, (m.n + cfg.tb_n - 1) / cfg.tb_n, plan.split};
   k.block = Dim3{32 * (cfg.tb_m / cfg.warp_m) * (cfg.tb_n / cfg.warp_n), 1, 1};
   Lowering l;
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
-  if (!split) return l;
+  if (!reduce) return l;
   l.scratch_bytes = plan.split * m.m * m.n * static_cast<int64_t>(sizeof(float));
   const int64_t vec = m.n % 4 == 0 ? 4 : 1;
   KernelStep r;
