@@ -90,8 +90,19 @@ std::string arch_number(const std::string& arch) {
   return std::regex_match(arch, m, kArch) ? m[1].str() : "";
 }
 
-std::vector<std::string> nvcc_command(const CodegenOptions& o, const std::string& prefix, int file) {
-  std::vector<std::string> argv = {o.nvcc, "--fatbin", "-O3", "-std=c++17", "--expt-relaxed-constexpr"};
+// A device file with a kernel for sm_90a only (wgmma, TMA im2col: templates/
+// cutlass_conv2d_fprop_sm90.cu.in): its sm_90 code is compiled as sm_90a (which runs on compute
+// capability 9.0 only; such kernels are lowered only when every target is sm_90).
+bool source_requires_sm90a(const std::string& source) {
+  return source.find("AOTC_REQUIRES_SM90A") != std::string::npos;
+}
+
+// -DNDEBUG: a release build of the device code. Without it CUTLASS's device-side asserts stay in
+// and break the wgmma pipeline of its sm90 kernels ("wgmma.mma_async instructions are serialized
+// due to ... a function call"); measured on an H200 at 1.3-2x the time of the same kernels built
+// with it (docs/perf_notes.md v39).
+std::vector<std::string> nvcc_command(const CodegenOptions& o, const std::string& prefix, int file, bool sm90a) {
+  std::vector<std::string> argv = {o.nvcc, "--fatbin", "-O3", "-std=c++17", "--expt-relaxed-constexpr", "-DNDEBUG"};
   if (o.pdl == PdlMode::kEarly) argv.push_back("-DAOTC_PDL_EARLY_TRIGGER=1");  // templates/common.cuh
   if (!o.cutlass_include_dir.empty()) argv.push_back("-I" + o.cutlass_include_dir);
   for (const std::string& dir : cutlass_extra_include_dirs(o.cutlass_include_dir)) argv.push_back("-I" + dir);
@@ -99,6 +110,7 @@ std::vector<std::string> nvcc_command(const CodegenOptions& o, const std::string
   for (const std::string& arch : o.archs) {
     std::string n = arch_number(arch);
     const bool ptx_only = arch.compare(0, 8, "compute_") == 0;
+    if (sm90a && n == "90") n = "90a";
     argv.push_back("-gencode");
     argv.push_back("arch=compute_" + n + ",code=" + (ptx_only ? "compute_" : "sm_") + n);
     if (highest.empty() || std::stoi(n) > std::stoi(highest)) highest = n;
@@ -122,7 +134,8 @@ std::vector<std::string> cc_command(const CodegenOptions& o, const std::string& 
   return argv;
 }
 
-std::string makefile(const CodegenOptions& o, const std::string& prefix, int files) {
+std::string makefile(const CodegenOptions& o, const std::string& prefix, const std::vector<std::string>& device) {
+  const int files = static_cast<int>(device.size());
   std::vector<std::string> cc = cc_command(o, prefix);
   cc[0] = "$(CC)";
   std::string lib = "lib" + prefix + ".so";
@@ -139,7 +152,7 @@ std::string makefile(const CodegenOptions& o, const std::string& prefix, int fil
   std::string device_headers;
   for (const char* h : kDeviceHeaders) device_headers += std::string(" ") + h;
   for (int f = 0; f < files; ++f) {
-    std::vector<std::string> nvcc = nvcc_command(o, prefix, f);
+    std::vector<std::string> nvcc = nvcc_command(o, prefix, f, source_requires_sm90a(device[static_cast<size_t>(f)]));
     nvcc[0] = "$(NVCC)";
     m += fatbin_file(prefix, f) + ": " + cuda_file(prefix, f) + device_headers + "\n\t" +
          join_command(nvcc) + "\n\n";
@@ -269,6 +282,15 @@ static void remove_stale_build_dirs() {
   }
 }
 
+namespace {
+
+HostSourceInfo host_source_info(const LibrarySources& sources, const Graph& graph, const CodegenOptions& options) {
+  return {sources.prefix, options.archs, options.aotc_version, options.model_hash, graph.name,
+          static_cast<int>(sources.device.size()), tune_matmuls_for(options.tune_matmuls, graph)};
+}
+
+}  // namespace
+
 Expected<LibrarySources> render_library_sources(const Graph& graph, const MemoryPlan& plan,
                                                 const CodegenOptions& options) {
   if (options.archs.empty()) return Status::error("codegen: no --arch given");
@@ -304,10 +326,12 @@ Expected<LibrarySources> render_library_sources(const Graph& graph, const Memory
                            escape_for_message(k.template_name) +
                            "; install nvidia-cutlass (pip) or pass --cutlass-dir");
   }
-  out.host = render_host_sources(
-      out.program, graph,
-      {out.prefix, options.archs, options.aotc_version, options.model_hash, graph.name, files,
-       tune_matmuls_for(options.tune_matmuls, graph)});
+  if (options.run_host_params_builder) {
+    auto hp = build_host_params(out.program, options);
+    if (!hp) return hp.status();
+    out.host_params = *hp;
+  }
+  out.host = render_host_sources(out.program, graph, host_source_info(out, graph, options));
   return out;
 }
 
@@ -331,10 +355,15 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
 
   CodegenStats stats;
   auto t0 = std::chrono::steady_clock::now();
-  auto rendered = render_library_sources(graph, plan, options);
+  // The compile-time params builder (nvcc on a host program) runs beside the device compiles
+  // below; the host sources that embed its output are rendered again when it is done.
+  CodegenOptions render_options = options;
+  render_options.run_host_params_builder = false;
+  auto rendered = render_library_sources(graph, plan, render_options);
   if (!rendered) return rendered.status();
+  AOTC_RETURN_IF_ERROR(check_host_params_headers(rendered->program, options.cutlass_include_dir));
   const std::string& prefix = rendered->prefix;
-  const LaunchProgram* program = &rendered->program;
+  LaunchProgram* program = &rendered->program;
   const std::vector<std::string>* device = &rendered->device;
   const std::vector<bool>& needs_cutlass = rendered->needs_cutlass;
   const HostSources& host = rendered->host;
@@ -354,15 +383,13 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
   const fs::path dir = tmp.path;
   for (int f = 0; f < files; ++f)
     AOTC_RETURN_IF_ERROR(write_text(dir / cuda_file(prefix, f), (*device)[static_cast<size_t>(f)]));
-  AOTC_RETURN_IF_ERROR(write_text(dir / model_c_file(prefix), host.model_c));
   AOTC_RETURN_IF_ERROR(write_text(dir / header_file(prefix), host.header));
   AOTC_RETURN_IF_ERROR(write_text(dir / blobs_file(prefix), host.blobs_s));
   AOTC_RETURN_IF_ERROR(
       write_file(dir / weights_file(prefix), program->weights.data(), program->weights.size()));
-  AOTC_RETURN_IF_ERROR(write_text(dir / "Makefile", makefile(options, prefix, files)));
+  AOTC_RETURN_IF_ERROR(write_text(dir / "Makefile", makefile(options, prefix, *device)));
   // Sources go out before compiling, so a failed build can be inspected.
-  std::vector<std::string> emitted = {model_c_file(prefix), header_file(prefix), blobs_file(prefix),
-                                      weights_file(prefix), "Makefile"};
+  std::vector<std::string> emitted = {header_file(prefix), blobs_file(prefix), weights_file(prefix), "Makefile"};
   for (const std::string& name : runtime_files()) {
     const EmbeddedFile* f = find_embedded_file("runtime/" + name);
     AOTC_RETURN_IF_ERROR(write_file(dir / name, f->data, f->size));
@@ -382,7 +409,7 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
   for (int f = 0; f < files; ++f) {
     emitted.push_back(cuda_file(prefix, f));
     fatbins.push_back(fatbin_file(prefix, f));
-    nvcc_commands.push_back(nvcc_command(options, prefix, f));
+    nvcc_commands.push_back(nvcc_command(options, prefix, f, source_requires_sm90a((*device)[static_cast<size_t>(f)])));
   }
   auto emit = [&](const std::vector<std::string>& files) -> Status {
     if (options.emit_source_dir.empty()) return Status::ok();
@@ -442,7 +469,20 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
          " device file(s) for " + std::to_string(options.archs.size()) + " arch(s), " +
          std::to_string(std::min(parallel, std::max<int>(1, static_cast<int>(to_compile.size())))) +
          " at a time" + cache_note);
-  AOTC_RETURN_IF_ERROR(run_tools_parallel(to_compile, dir, "nvcc", parallel));
+  Expected<HostParamsStats> host_params = HostParamsStats{};
+  std::thread host_params_thread([&] { host_params = build_host_params(*program, options); });
+  Status device_status = run_tools_parallel(to_compile, dir, "nvcc", parallel);
+  host_params_thread.join();
+  AOTC_RETURN_IF_ERROR(device_status);
+  if (!host_params) return host_params.status();
+  stats.host_params_kernels = host_params->kernels;
+  stats.host_params_cache_hit = host_params->cache_hit;
+  stats.host_params_seconds = host_params->seconds;
+  const std::string model_c = host_params->kernels > 0
+                                  ? render_host_sources(*program, graph, host_source_info(*rendered, graph, options)).model_c
+                                  : host.model_c;
+  AOTC_RETURN_IF_ERROR(write_text(dir / model_c_file(prefix), model_c));
+  AOTC_RETURN_IF_ERROR(emit({model_c_file(prefix)}));
   for (int f : compiled_files) {
     if (!stats.cache_enabled) break;
     Status s = cache.store(keys[static_cast<size_t>(f)], (dir / fatbin_file(prefix, f)).string());

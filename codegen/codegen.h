@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/host_params.h"
 #include "codegen/host_source.h"
 #include "codegen/launch_program.h"
 #include "codegen/pdl_mode.h"
@@ -53,6 +54,10 @@ struct CodegenOptions {
   // +4% at batch 1; 1-7% slower on transformers (v8).
   enum class TuneMatmuls { kOff, kOn, kAuto };
   TuneMatmuls tune_matmuls = TuneMatmuls::kAuto;
+  // Compile and run the compile-time params builder of host-params kernels (codegen/host_params.h)
+  // while rendering. Off only where nothing is compiled (the fuzz harnesses): their kernels then
+  // carry no params and the library could not be created.
+  bool run_host_params_builder = true;
 };
 
 struct CodegenStats {
@@ -65,6 +70,10 @@ struct CodegenStats {
   int cache_hits = 0;          // device files whose fatbin came from the cache
   int cache_misses = 0;        // device files compiled by nvcc
   double host_cc_seconds = 0;
+  // The compile-time params builder (codegen/host_params.h): compile (or cache hit) and run.
+  int host_params_kernels = 0;
+  bool host_params_cache_hit = false;
+  double host_params_seconds = 0;
 };
 
 // Everything compile_library writes before it runs nvcc, rendered in memory: the launch program
@@ -77,6 +86,7 @@ struct LibrarySources {
   std::vector<std::string> device;      // <prefix>_devN.cu
   std::vector<bool> needs_cutlass;      // per device file
   HostSources host;
+  HostParamsStats host_params;          // the compile-time params builder's run
 };
 Expected<LibrarySources> render_library_sources(const Graph& graph, const MemoryPlan& plan,
                                                 const CodegenOptions& options);

@@ -64,7 +64,8 @@ std::vector<std::string> cutlass_extra_include_dirs(const std::string& include_d
   std::vector<std::string> dirs;
   if (include_dir.empty()) return dirs;
   const fs::path root = fs::path(include_dir).parent_path();
-  for (const char* sub : {"examples/41_fused_multi_head_attention"}) {
+  // tools/util/include: cutlass/util/packed_stride.hpp, which CUTLASS 3.x's convolutions include.
+  for (const char* sub : {"examples/41_fused_multi_head_attention", "tools/util/include"}) {
     std::error_code ec;
     const fs::path d = root / sub;
     if (fs::is_directory(d, ec)) dirs.push_back(d.string());

@@ -28,7 +28,8 @@ bool source_uses_cutlass(const std::string& text);
 
 // Folders next to the headers that some templates include from: the fused multi-head attention
 // kernel of CUTLASS's examples (examples/41_fused_multi_head_attention: kernel_forward.h), which
-// the PyPI package ships beside include/. Only those that exist.
+// the PyPI package ships beside include/, and tools/util/include (cutlass/util/packed_stride.hpp,
+// included by CUTLASS 3.x's convolutions). Only those that exist.
 std::vector<std::string> cutlass_extra_include_dirs(const std::string& include_dir);
 
 }  // namespace aotc

@@ -81,6 +81,7 @@ Expected<std::vector<std::string>> render_device_sources(LaunchProgram& program,
     int u = unique_of[i];
     program.kernels[i].function = unique[static_cast<size_t>(u)].name;
     program.kernels[i].module = u % files;
+    if (program.kernels[i].host_params) program.kernels[i].host_source = unique[static_cast<size_t>(u)].code;
     program.kernels[i].pdl = info.pdl != PdlMode::kOff &&
                              unique[static_cast<size_t>(u)].code.find("AOTC_PDL_ENTER();") != std::string::npos;
   }

@@ -36,6 +36,20 @@ std::string c_float(float v) {
   return buf;
 }
 
+std::string tensor_map_literal(const TensorMapRecord& m) {
+  auto list = [](const auto* v, size_t n, const char* suffix) {
+    std::string out = "{";
+    for (size_t i = 0; i < n; ++i) out += (i ? ", " : "") + std::to_string(v[i]) + suffix;
+    return out + "}";
+  };
+  return "{" + std::to_string(m.offset) + "u, " + std::to_string(m.arg) + ", " + (m.im2col ? "1" : "0") + ", " +
+         std::to_string(m.data_type) + ", " + std::to_string(m.rank) + ", " + list(m.dims, 5, "ULL") + ", " +
+         list(m.strides, 4, "ULL") + ", " + list(m.box, 5, "u") + ", " + list(m.lower, 3, "") + ", " +
+         list(m.upper, 3, "") + ", " + std::to_string(m.channels) + "u, " + std::to_string(m.pixels) + "u, " +
+         list(m.element_strides, 5, "u") + ", " + std::to_string(m.interleave) + ", " + std::to_string(m.swizzle) +
+         ", " + std::to_string(m.l2_promotion) + ", " + std::to_string(m.oob_fill) + "}";
+}
+
 std::string io_comment(const Value& v, int i) {
   std::string dims;
   for (size_t d = 0; d < v.shape.size(); ++d) dims += (d ? ", " : "") + std::to_string(v.shape[d]);
@@ -197,9 +211,22 @@ std::string render_model_c(const LaunchProgram& program, const Graph& graph,
   // Kernels and their pointer arguments.
   // Library kernels also carry their params builder's arguments (kBuilderArgs); their launch
   // shape here is informative, the builder reports the real one at create().
-  std::string args, kernels, builder_args;
-  int first = 0, first_builder = 0;
+  std::string args, kernels, builder_args, prebuilt, tensor_maps;
+  int first = 0, first_builder = 0, first_map = 0;
   for (const ProgramKernel& k : program.kernels) {
+    // Host-params kernels: the params bytes the compile-time builder made, and their TMA
+    // descriptors' encoder arguments (codegen/host_params.h).
+    std::string prebuilt_ref = "0, 0u";
+    if (k.host_params && !k.prebuilt.empty()) {
+      const std::string sym = "kPrebuilt_" + k.name;
+      prebuilt += "static const unsigned char " + sym + "[" + std::to_string(k.prebuilt.size()) + "] = {";
+      for (size_t i = 0; i < k.prebuilt.size(); ++i)
+        prebuilt += std::string(i % 24 == 0 ? "\n   " : "") + " " + std::to_string(k.prebuilt[i]) + ",";
+      prebuilt += "\n};\n";
+      prebuilt_ref = sym + ", " + std::to_string(k.prebuilt.size()) + "u";
+      for (const TensorMapRecord& m : k.tensor_maps) tensor_maps += "    " + tensor_map_literal(m) + ", /* " + k.name + " */\n";
+    }
+    const int num_maps = k.host_params ? static_cast<int>(k.tensor_maps.size()) : 0;
     for (const Location& loc : k.args) args += "    " + ref_literal(loc) + ",\n";
     if (k.library_params && !k.builder_args.empty()) {
       builder_args += "    /* " + k.name + " */";
@@ -213,9 +240,11 @@ std::string render_model_c(const LaunchProgram& program, const Graph& graph,
                std::to_string(k.block.z) + "u}, " + std::to_string(k.shared_bytes) + "u, " +
                std::to_string(first) + ", " + std::to_string(k.args.size()) + ", " +
                (k.library_params ? "1" : "0") + ", " + std::to_string(first_builder) + ", " +
-               std::to_string(num_builder) + ", " + (k.pdl ? "1" : "0") + "},\n";
+               std::to_string(num_builder) + ", " + (k.pdl ? "1" : "0") + ", " + prebuilt_ref + ", " +
+               std::to_string(first_map) + ", " + std::to_string(num_maps) + "},\n";
     first += static_cast<int>(k.args.size());
     first_builder += num_builder;
+    first_map += num_maps;
   }
   c += args.empty() ? "static const aotc_rt_ref kKernelArgs[1];\n"
                     : "static const aotc_rt_ref kKernelArgs[] = {\n" + args + "};\n";
@@ -223,6 +252,11 @@ std::string render_model_c(const LaunchProgram& program, const Graph& graph,
            ? "static const long long kBuilderArgs[1];\n"
            : "/* Library kernels' params builder arguments (sizes, strides...), per kernel. */\n"
              "static const long long kBuilderArgs[] = {\n" + builder_args + "};\n";
+  if (!prebuilt.empty())
+    c += "/* Host-params library kernels: header + params struct as built when the model was compiled. */\n" + prebuilt;
+  c += tensor_maps.empty() ? "static const aotc_rt_tensor_map kTensorMaps[1];\n"
+                           : "/* TMA descriptors in those params: offset, argument, im2col, encoder arguments. */\n"
+                             "static const aotc_rt_tensor_map kTensorMaps[] = {\n" + tensor_maps + "};\n";
   c += kernels.empty() ? "static const aotc_rt_kernel kKernels[1];\n"
                        : "static const aotc_rt_kernel kKernels[] = {\n" + kernels + "};\n";
   // Matmuls.
@@ -292,7 +326,8 @@ std::string render_model_c(const LaunchProgram& program, const Graph& graph,
   c += "    kInputs, " + std::to_string(graph.inputs.size()) + ", kOutputs, " +
        std::to_string(graph.outputs.size()) + ",\n";
   c += "    kBuilderArgs, " + std::to_string(first_builder) + ", " + (info.tune_matmuls ? "1" : "0") +
-       " /* time cuBLASLt candidates at create */,\n    LT_AUX_WORKSPACE_OFFSET};\n\n";
+       " /* time cuBLASLt candidates at create */,\n    LT_AUX_WORKSPACE_OFFSET, kTensorMaps, " +
+       std::to_string(first_map) + "};\n\n";
 
   // The exported ABI.
   const std::string m = p + "_model";

@@ -238,6 +238,9 @@ class ProgramBuilder {
     pk.shared_bytes = k.shared_bytes;
     pk.library_params = k.library_params;
     pk.builder_args = k.builder_args;
+    pk.host_params = k.host_params;
+    if (k.host_params && !k.library_params)
+      return node_error(node, "lowering asks for compile-time params of a kernel that is not a library kernel");
     if (k.library_params) {
       // The launch shape comes from the params builder at create(); only the table sizes matter.
       if (k.builder_args.size() > kLibraryMaxBuilderArgs)

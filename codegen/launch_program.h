@@ -40,6 +40,23 @@ struct Location {
   }
 };
 
+// A TMA descriptor inside a host-params kernel's params struct: where it is, which pointer
+// argument it describes, and the arguments of the driver's encoder that CUTLASS's host code
+// called (runtime/aotc_runtime.h aotc_rt_tensor_map; the runtime encodes it again at create).
+struct TensorMapRecord {
+  uint32_t offset = 0;  // bytes into the params struct
+  int arg = 0;          // index into ProgramKernel::args
+  bool im2col = false;
+  int data_type = 0, rank = 0;
+  uint64_t dims[5] = {0, 0, 0, 0, 0};
+  uint64_t strides[4] = {0, 0, 0, 0};
+  uint32_t box[5] = {0, 0, 0, 0, 0};
+  int lower[3] = {0, 0, 0}, upper[3] = {0, 0, 0};
+  uint32_t channels = 0, pixels = 0;
+  uint32_t element_strides[5] = {0, 0, 0, 0, 0};
+  int interleave = 0, swizzle = 0, l2_promotion = 0, oob_fill = 0;
+};
+
 struct ProgramKernel {
   std::string name;           // k<index>_<node name reduced to [A-Za-z0-9_]> (k<index>_lib_... for library kernels)
   std::string function;       // the __global__ it launches: `name`, or an identical earlier kernel's
@@ -57,6 +74,14 @@ struct ProgramKernel {
   // their own builder_args.
   bool library_params = false;
   std::vector<int64_t> builder_args;
+  // A library kernel whose params aotc builds at compile time (KernelStep::host_params): the
+  // rendered template of its function (set by render_device_sources on every kernel sharing it),
+  // and what the compile-time builder made of this kernel's builder_args (codegen/host_params.h):
+  // the header + params bytes create() copies, and the descriptors it encodes.
+  bool host_params = false;
+  std::string host_source;
+  std::vector<uint8_t> prebuilt;
+  std::vector<TensorMapRecord> tensor_maps;
   // The rendered code starts its kernel with AOTC_PDL_ENTER() (templates/common.cuh): the runtime
   // may launch it with programmatic dependent launch. Set by render_device_sources.
   bool pdl = false;

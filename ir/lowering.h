@@ -43,6 +43,13 @@ struct KernelStep {
   // holes) serves every problem size: the sizes travel in builder_args, not in holes.
   bool library_params = false;
   std::vector<int64_t> builder_args;
+  // A library kernel whose params struct only the library's host code can build (CUTLASS 3.x
+  // sm90 kernels: TMA descriptors made by the driver's encoders): the template's AOTC_HOST_PARAMS
+  // part registers `<kernel_name>_host_build` (templates/host_params.cuh), which aotc compiles
+  // and runs when the model is compiled (codegen/host_params.cc); the library embeds the bytes and
+  // create() re-encodes the descriptors with the real addresses. The operands a descriptor
+  // describes must live in the arena or the weights (addresses fixed at create).
+  bool host_params = false;
 };
 
 // A float in KernelStep::builder_args: its IEEE bits (the builder reads them back with

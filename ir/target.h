@@ -52,6 +52,11 @@ struct Target {
   // (conv_strided_pointwise_gemm_applies). Off: im2col + GEMM like the others
   // (--conv-strided-pointwise im2col).
   bool conv_strided_pointwise_gemm = true;
+  // fp16 convolutions that fill half a wave run on CUTLASS 3.x's TMA + wgmma implicit GEMM
+  // when every target is sm_90 (conv_wgmma_config; templates/cutlass_conv2d_fprop_sm90.cu.in; its
+  // params are built at compile time, codegen/host_params.cc). Off: CUTLASS 2.x mma.sync
+  // (--conv-wgmma off).
+  bool conv_wgmma = true;
   // Every cuBLASLt GEMM runs on aotc's own plain kernel instead (templates/gemm_reference.cu.in;
   // --matmul-impl reference): slow, but the library then launches no cuBLASLt kernel, which
   // compute-sanitizer's racecheck cannot follow on Hopper (docs/reliability.md).

@@ -56,6 +56,15 @@ typedef struct aotc_cu_launch_config {
   unsigned num_attrs;
 } aotc_cu_launch_config;
 
+/* A tensor map (TMA descriptor; CUtensorMap of cuda.h, CUDA 12.0+): 128 opaque bytes, 128-byte
+   aligned, written by cuTensorMapEncodeTiled / Im2col. Their enum arguments (CUtensorMapDataType,
+   ...Interleave, ...Swizzle, ...L2promotion, ...FloatOOBfill) are ints here; cuuint32_t is unsigned
+   and cuuint64_t (uint64_t) is unsigned long long, the same sizes on the 64-bit targets. */
+typedef struct aotc_cu_tensor_map {
+  _Alignas(128) unsigned long long opaque[16];
+} aotc_cu_tensor_map;
+_Static_assert(sizeof(aotc_cu_tensor_map) == 128, "CUtensorMap is 128 bytes");
+
 /* cuBLASLt: opaque descriptors are pointers; the heuristic result is semi-opaque (layout fixed). */
 typedef int cublasStatus_t; /* CUBLAS_STATUS_SUCCESS = 0 */
 typedef struct cublasLtContext* cublasLtHandle_t;
@@ -155,6 +164,20 @@ typedef struct aotc_cuda_api {
                                      CUdeviceptr ptr);                    /* cuPointerGetAttributes */
   CUresult (*mem_get_address_range)(CUdeviceptr* base, size_t* bytes,
                                     CUdeviceptr ptr);                     /* cuMemGetAddressRange_v2 */
+  /* Tensor maps of prebuilt library kernels (optional: NULL before CUDA 12; create then fails
+     only for a model that has tensor maps). */
+  CUresult (*tensor_map_encode_tiled)(aotc_cu_tensor_map* map, int data_type, unsigned rank,
+                                      void* address, const unsigned long long* dims,
+                                      const unsigned long long* strides, const unsigned* box,
+                                      const unsigned* element_strides, int interleave, int swizzle,
+                                      int l2_promotion, int oob_fill); /* cuTensorMapEncodeTiled */
+  CUresult (*tensor_map_encode_im2col)(aotc_cu_tensor_map* map, int data_type, unsigned rank,
+                                       void* address, const unsigned long long* dims,
+                                       const unsigned long long* strides, const int* lower,
+                                       const int* upper, unsigned channels, unsigned pixels,
+                                       const unsigned* element_strides, int interleave,
+                                       int swizzle, int l2_promotion,
+                                       int oob_fill); /* cuTensorMapEncodeIm2col */
 } aotc_cuda_api;
 
 typedef struct aotc_cublaslt_api {

@@ -1,7 +1,9 @@
 /* create / destroy: opens the driver (and cuBLASLt when the model has matmuls), loads the embedded
-   fatbins, gets every kernel, runs each library kernel's params builder once (one thread; its
-   header gives the launch shape and where run() patches the pointers), allocates the arena and the
-   weights, prepares every cuBLASLt descriptor and algorithm. Plain C11; never aborts. */
+   fatbins, gets every kernel, runs each library kernel's params builder once (one thread) or copies
+   its prebuilt params (built at compile time; the header gives the launch shape and where run()
+   patches the pointers either way), allocates the arena and the weights, encodes the prebuilt
+   kernels' tensor maps (TMA descriptors) with their arena / weight addresses into their params,
+   prepares every cuBLASLt descriptor and algorithm. Plain C11; never aborts. */
 #include "aotc_rt_internal.h"
 
 #include <dlfcn.h>
@@ -163,19 +165,25 @@ static int prepare_matmul(aotc_rt_handle* h, const aotc_rt_matmul* mm, aotc_rt_m
   return AOTC_OK;
 }
 
-/* Checks a library kernel's params header as the builder wrote it. */
+/* Who wrote a library kernel's params, for messages. */
+static const char* params_source(const aotc_rt_kernel* k) {
+  return k->prebuilt ? "compile-time params builder" : "params builder";
+}
+
+/* Checks a library kernel's params header as its builder (device or compile-time) wrote it. */
 static int check_params_header(aotc_rt_handle* h, const aotc_rt_kernel* k,
                                const aotc_rt_params_header* ph) {
+  const char* src = params_source(k);
   if (ph->magic != AOTC_RT_PARAMS_MAGIC)
     return aotc_rt_set_error(h, AOTC_ERROR_CUDA,
-                             "library kernel %s: its params builder wrote magic 0x%08x, not 0x%08x "
+                             "library kernel %s: its %s wrote magic 0x%08x, not 0x%08x "
                              "(not an aotc params builder?)",
-                             k->name, ph->magic, AOTC_RT_PARAMS_MAGIC);
+                             k->name, src, ph->magic, AOTC_RT_PARAMS_MAGIC);
   if (ph->status != 0)
     return aotc_rt_set_error(h, AOTC_ERROR_CUDA,
-                             "library kernel %s: its params builder refused the problem (status "
+                             "library kernel %s: its %s refused the problem (status "
                              "%d; a bug in aotc's lowering)",
-                             k->name, ph->status);
+                             k->name, src, ph->status);
   if (ph->params_bytes == 0 ||
       ph->params_bytes > AOTC_RT_PARAMS_MAX_BYTES - AOTC_RT_PARAMS_OFFSET)
     return aotc_rt_set_error(h, AOTC_ERROR_CUDA,
@@ -184,9 +192,9 @@ static int check_params_header(aotc_rt_handle* h, const aotc_rt_kernel* k,
                              AOTC_RT_PARAMS_MAX_BYTES - AOTC_RT_PARAMS_OFFSET);
   if (ph->num_slots != (unsigned)k->num_args || k->num_args > AOTC_RT_PARAMS_MAX_SLOTS)
     return aotc_rt_set_error(h, AOTC_ERROR_CUDA,
-                             "library kernel %s: its params builder has %u pointer slots, the step "
+                             "library kernel %s: its %s has %u pointer slots, the step "
                              "has %d pointer arguments",
-                             k->name, ph->num_slots, k->num_args);
+                             k->name, src, ph->num_slots, k->num_args);
   for (int i = 0; i < k->num_args; ++i)
     if (ph->slot_offset[i] != AOTC_RT_SLOT_UNUSED &&
         (ph->slot_offset[i] % 8u != 0 || ph->slot_offset[i] + 8u > ph->params_bytes))
@@ -200,16 +208,22 @@ static int check_params_header(aotc_rt_handle* h, const aotc_rt_kernel* k,
   unsigned long long threads = (unsigned long long)ph->block[0] * ph->block[1] * ph->block[2];
   if (ph->grid[0] == 0 || ph->grid[1] == 0 || ph->grid[2] == 0 || threads == 0 || threads > 1024)
     return aotc_rt_set_error(h, AOTC_ERROR_CUDA,
-                             "library kernel %s: invalid launch shape from its params builder "
+                             "library kernel %s: invalid launch shape from its %s "
                              "(grid %ux%ux%u, block %ux%ux%u)",
-                             k->name, ph->grid[0], ph->grid[1], ph->grid[2], ph->block[0],
+                             k->name, src, ph->grid[0], ph->grid[1], ph->grid[2], ph->block[0],
                              ph->block[1], ph->block[2]);
   return AOTC_OK;
 }
 
-/* Runs `name`_params once (1x1x1) into the scratch buffer and keeps header + params on the host. */
-static int build_library_params(aotc_rt_handle* h, int kernel, CUmodule module,
-                                CUdeviceptr scratch) {
+/* This kernel's AOTC_RT_PARAMS_MAX_BYTES of host memory (header, then the params struct). */
+static unsigned char* host_params(aotc_rt_handle* h, int kernel) {
+  return h->library_params + (size_t)h->library_index[kernel] * AOTC_RT_PARAMS_MAX_BYTES;
+}
+
+/* Runs `name`_params once (1x1x1) into the scratch buffer (allocated at the first builder; the
+   caller frees it) and copies header + params into `host` (zeroed). */
+static int run_params_builder(aotc_rt_handle* h, int kernel, CUmodule module, CUdeviceptr* scratch,
+                              unsigned char* host) {
   const aotc_rt_model_desc* d = h->desc;
   const aotc_rt_kernel* k = &d->kernels[kernel];
   char builder_name[256];
@@ -228,28 +242,64 @@ static int build_library_params(aotc_rt_handle* h, int kernel, CUmodule module,
   aotc_rt_builder_args args;
   memset(&args, 0, sizeof args);
   for (int i = 0; i < k->num_builder_args; ++i) args.v[i] = d->builder_args[k->first_builder_arg + i];
-  unsigned char* host = h->library_params + (size_t)h->library_index[kernel] * AOTC_RT_PARAMS_MAX_BYTES;
-  memset(host, 0, AOTC_RT_PARAMS_MAX_BYTES);
-  /* Zeroed first, so the bytes the builder leaves alone (padding) are deterministic. */
-  if ((r = h->cu.memcpy_htod(scratch, host, AOTC_RT_PARAMS_MAX_BYTES)) != AOTC_CU_SUCCESS)
+  if (!*scratch && (r = h->cu.mem_alloc(scratch, AOTC_RT_PARAMS_MAX_BYTES)) != AOTC_CU_SUCCESS)
+    return aotc_rt_cu_fail(h, r, "cuMemAlloc(params scratch)");
+  /* The zeroed host copy first, so the bytes the builder leaves alone (padding) are deterministic. */
+  if ((r = h->cu.memcpy_htod(*scratch, host, AOTC_RT_PARAMS_MAX_BYTES)) != AOTC_CU_SUCCESS)
     return aotc_rt_cu_fail(h, r, "cuMemcpyHtoD(params scratch)");
-  void* params[2] = {&scratch, &args};
+  void* params[2] = {scratch, &args};
   if ((r = h->cu.launch_kernel(builder, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL)) != AOTC_CU_SUCCESS) {
     snprintf(what, sizeof what, "cuLaunchKernel(%s)", builder_name);
     return aotc_rt_cu_fail(h, r, what);
   }
-  if ((r = h->cu.memcpy_dtoh(host, scratch, AOTC_RT_PARAMS_MAX_BYTES)) != AOTC_CU_SUCCESS) {
+  if ((r = h->cu.memcpy_dtoh(host, *scratch, AOTC_RT_PARAMS_MAX_BYTES)) != AOTC_CU_SUCCESS) {
     snprintf(what, sizeof what, "cuMemcpyDtoH(after %s)", builder_name);
     return aotc_rt_cu_fail(h, r, what);
   }
+  return AOTC_OK;
+}
+
+/* Copies a prebuilt kernel's header + params struct into `host` (zeroed): what its builder would
+   have written, had it run here. */
+static int copy_prebuilt_params(aotc_rt_handle* h, const aotc_rt_kernel* k, unsigned char* host) {
+  if (k->prebuilt_bytes < AOTC_RT_PARAMS_OFFSET + 1 || k->prebuilt_bytes > AOTC_RT_PARAMS_MAX_BYTES)
+    return aotc_rt_set_error(h, AOTC_ERROR_CUDA,
+                             "library kernel %s: prebuilt params of %u bytes (%d to %d allowed: the "
+                             "%d-byte header, then the params struct)",
+                             k->name, k->prebuilt_bytes, AOTC_RT_PARAMS_OFFSET + 1,
+                             AOTC_RT_PARAMS_MAX_BYTES, AOTC_RT_PARAMS_OFFSET);
+  memcpy(host, k->prebuilt, k->prebuilt_bytes);
   aotc_rt_params_header ph;
   memcpy(&ph, host, sizeof ph);
-  int code = check_params_header(h, k, &ph);
+  /* A params_bytes out of range is check_params_header's to report. */
+  if (ph.params_bytes <= AOTC_RT_PARAMS_MAX_BYTES - AOTC_RT_PARAMS_OFFSET &&
+      AOTC_RT_PARAMS_OFFSET + ph.params_bytes > k->prebuilt_bytes)
+    return aotc_rt_set_error(h, AOTC_ERROR_CUDA,
+                             "library kernel %s: prebuilt params of %u bytes end inside its %u-byte "
+                             "params struct (at byte %d)",
+                             k->name, k->prebuilt_bytes, ph.params_bytes, AOTC_RT_PARAMS_OFFSET);
+  return AOTC_OK;
+}
+
+/* A library kernel's header + params on the host, from its prebuilt bytes or its builder; then
+   the header is checked and gives the launch shape (and a non-portable cluster's attribute). */
+static int build_library_params(aotc_rt_handle* h, int kernel, CUmodule module,
+                                CUdeviceptr* scratch) {
+  const aotc_rt_kernel* k = &h->desc->kernels[kernel];
+  unsigned char* host = host_params(h, kernel);
+  memset(host, 0, AOTC_RT_PARAMS_MAX_BYTES);
+  int code = k->prebuilt ? copy_prebuilt_params(h, k, host)
+                         : run_params_builder(h, kernel, module, scratch, host);
   if (code != AOTC_OK) return code;
+  aotc_rt_params_header ph;
+  memcpy(&ph, host, sizeof ph);
+  if ((code = check_params_header(h, k, &ph)) != AOTC_OK) return code;
   /* Clusters over the portable 8 CTAs (sm_90: up to 16) must be allowed on the function. */
+  CUresult r;
   if (ph.cluster_size > 8 &&
       (r = h->cu.func_set_attribute(h->functions[kernel], AOTC_CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
                                     1)) != AOTC_CU_SUCCESS) {
+    char what[320];
     snprintf(what, sizeof what, "cuFuncSetAttribute(%s, non-portable cluster size %u)", k->name, ph.cluster_size);
     return aotc_rt_cu_fail(h, r, what);
   }
@@ -262,12 +312,9 @@ static int build_library_params(aotc_rt_handle* h, int kernel, CUmodule module,
 
 int aotc_rt_prepare_kernels(aotc_rt_handle* h) {
   const aotc_rt_model_desc* d = h->desc;
-  CUdeviceptr scratch = 0; /* one builder output buffer for all library kernels */
+  CUdeviceptr scratch = 0; /* one builder output buffer for all library kernels with a builder */
   int code = AOTC_OK;
   CUresult r;
-  if (h->num_library > 0 &&
-      (r = h->cu.mem_alloc(&scratch, AOTC_RT_PARAMS_MAX_BYTES)) != AOTC_CU_SUCCESS)
-    return aotc_rt_cu_fail(h, r, "cuMemAlloc(params scratch)");
   for (int i = 0; code == AOTC_OK && i < d->num_kernels; ++i) {
     const aotc_rt_kernel* k = &d->kernels[i];
     CUmodule module = h->modules[k->module];
@@ -278,7 +325,7 @@ int aotc_rt_prepare_kernels(aotc_rt_handle* h) {
       break;
     }
     if (k->library) {
-      code = build_library_params(h, i, module, scratch);
+      code = build_library_params(h, i, module, &scratch);
     } else {
       aotc_rt_launch_shape* s = &h->shapes[i];
       memcpy(s->grid, k->grid, sizeof s->grid);
@@ -293,6 +340,115 @@ int aotc_rt_prepare_kernels(aotc_rt_handle* h) {
   }
   if (scratch) h->cu.mem_free(scratch);
   return code;
+}
+
+static const char* location_name(int loc) {
+  switch (loc) {
+    case AOTC_LOC_NULL: return "null";
+    case AOTC_LOC_INPUT: return "a graph input";
+    case AOTC_LOC_OUTPUT: return "a graph output";
+    default: return "of no known location";
+  }
+}
+
+/* Checks tensor map `mi` of library kernel `kernel` against the kernel's params header (inside
+   the struct, 64-byte aligned, clear of the pointer slots run() patches) and gives the address it
+   describes: its pointer argument, which must be in the arena or the weights. */
+static int check_tensor_map(aotc_rt_handle* h, int kernel, int mi, const aotc_rt_tensor_map* m,
+                            const aotc_rt_params_header* ph, CUdeviceptr* address) {
+  const aotc_rt_kernel* k = &h->desc->kernels[kernel];
+  if (m->arg < 0 || m->arg >= k->num_args)
+    return aotc_rt_set_error(h, AOTC_ERROR_CUDA,
+                             "library kernel %s: tensor map %d describes pointer argument %d (the "
+                             "kernel has %d)", k->name, mi, m->arg, k->num_args);
+  const aotc_rt_ref ref = h->desc->kernel_args[k->first_arg + m->arg];
+  if (ref.loc != AOTC_LOC_ARENA && ref.loc != AOTC_LOC_WEIGHTS)
+    return aotc_rt_set_error(h, AOTC_ERROR_CUDA,
+                             "library kernel %s: tensor map %d describes pointer argument %d, %s "
+                             "(only arena and weight tensors have an address fixed at create)",
+                             k->name, mi, m->arg, location_name(ref.loc));
+  const unsigned long long end = (unsigned long long)m->offset + sizeof(aotc_cu_tensor_map);
+  if (m->offset % 64u != 0 || end > ph->params_bytes)
+    return aotc_rt_set_error(h, AOTC_ERROR_CUDA,
+                             "library kernel %s: tensor map %d at byte %u is not 64-byte aligned or "
+                             "not inside the %u-byte params struct",
+                             k->name, mi, m->offset, ph->params_bytes);
+  const int min_rank = m->im2col ? 3 : 1;
+  if (m->rank < min_rank || m->rank > 5)
+    return aotc_rt_set_error(h, AOTC_ERROR_CUDA, "library kernel %s: tensor map %d of rank %d (%s: %d to 5)",
+                             k->name, mi, m->rank, m->im2col ? "im2col" : "tiled", min_rank);
+  for (int a = 0; a < k->num_args; ++a)
+    if (ph->slot_offset[a] != AOTC_RT_SLOT_UNUSED && ph->slot_offset[a] < end &&
+        ph->slot_offset[a] + 8u > m->offset)
+      return aotc_rt_set_error(h, AOTC_ERROR_CUDA,
+                               "library kernel %s: tensor map %d at byte %u overlaps pointer slot %d "
+                               "at byte %u (run() would overwrite the descriptor)",
+                               k->name, mi, m->offset, a, ph->slot_offset[a]);
+  *address = (ref.loc == AOTC_LOC_ARENA ? h->arena : h->weights) + ref.offset;
+  return AOTC_OK;
+}
+
+/* Encodes tensor map `mi` with the driver and writes its 128 bytes into the params struct. */
+static int encode_tensor_map(aotc_rt_handle* h, const aotc_rt_kernel* k, int mi,
+                             const aotc_rt_tensor_map* m, CUdeviceptr address, unsigned char* params) {
+  const char* entry = m->im2col ? "cuTensorMapEncodeIm2col" : "cuTensorMapEncodeTiled";
+  if (m->im2col ? !h->cu.tensor_map_encode_im2col : !h->cu.tensor_map_encode_tiled)
+    return aotc_rt_set_error(h, AOTC_ERROR_NO_DRIVER,
+                             "the driver has no %s (a CUDA 12+ driver is needed for kernel %s)", entry,
+                             k->name);
+  aotc_cu_tensor_map map;
+  memset(&map, 0, sizeof map);
+  void* p = (void*)(uintptr_t)address;
+  const unsigned rank = (unsigned)m->rank;
+  CUresult r = m->im2col
+                   ? h->cu.tensor_map_encode_im2col(&map, m->data_type, rank, p, m->dims, m->strides,
+                                                    m->lower, m->upper, m->channels, m->pixels,
+                                                    m->element_strides, m->interleave, m->swizzle,
+                                                    m->l2_promotion, m->oob_fill)
+                   : h->cu.tensor_map_encode_tiled(&map, m->data_type, rank, p, m->dims, m->strides,
+                                                   m->box, m->element_strides, m->interleave,
+                                                   m->swizzle, m->l2_promotion, m->oob_fill);
+  if (r != AOTC_CU_SUCCESS) {
+    char what[320];
+    snprintf(what, sizeof what, "%s(kernel %s, tensor map %d)", entry, k->name, mi);
+    return aotc_rt_cu_fail(h, r, what);
+  }
+  memcpy(params + m->offset, &map, sizeof map);
+  return AOTC_OK;
+}
+
+static int encode_kernel_tensor_maps(aotc_rt_handle* h, int kernel) {
+  const aotc_rt_model_desc* d = h->desc;
+  const aotc_rt_kernel* k = &d->kernels[kernel];
+  if (k->num_tensor_maps == 0) return AOTC_OK;
+  if (!k->library)
+    return aotc_rt_set_error(h, AOTC_ERROR_CUDA,
+                             "kernel %s: %d tensor maps, but only a library kernel's params struct "
+                             "can hold them", k->name, k->num_tensor_maps);
+  if (!d->tensor_maps || k->first_tensor_map < 0 || k->num_tensor_maps < 0 ||
+      k->first_tensor_map > d->num_tensor_maps - k->num_tensor_maps)
+    return aotc_rt_set_error(h, AOTC_ERROR_CUDA,
+                             "library kernel %s: tensor maps %d (+%d) outside the model's %d",
+                             k->name, k->first_tensor_map, k->num_tensor_maps, d->num_tensor_maps);
+  unsigned char* host = host_params(h, kernel);
+  aotc_rt_params_header ph;
+  memcpy(&ph, host, sizeof ph);
+  for (int mi = 0; mi < k->num_tensor_maps; ++mi) {
+    const aotc_rt_tensor_map* m = &d->tensor_maps[k->first_tensor_map + mi];
+    CUdeviceptr address = 0;
+    int code = check_tensor_map(h, kernel, mi, m, &ph, &address);
+    if (code == AOTC_OK) code = encode_tensor_map(h, k, mi, m, address, host + AOTC_RT_PARAMS_OFFSET);
+    if (code != AOTC_OK) return code;
+  }
+  return AOTC_OK;
+}
+
+int aotc_rt_encode_tensor_maps(aotc_rt_handle* h) {
+  for (int i = 0; i < h->desc->num_kernels; ++i) {
+    int code = encode_kernel_tensor_maps(h, i);
+    if (code != AOTC_OK) return code;
+  }
+  return AOTC_OK;
 }
 
 void aotc_rt_release(aotc_rt_handle* h) {
@@ -388,6 +544,8 @@ static int create_on_device(aotc_rt_handle* h, void* workspace, const aotc_rt_ha
     if ((r = h->cu.memcpy_htod(h->weights, d->weights, d->weight_bytes)) != AOTC_CU_SUCCESS)
       return aotc_rt_cu_fail(h, r, "cuMemcpyHtoD(weights)");
   }
+  /* TMA descriptors hold the arena's and the weights' addresses: encoded now that both exist. */
+  if ((code = aotc_rt_encode_tensor_maps(h)) != AOTC_OK) return code;
   if (d->num_matmuls > 0) {
     cublasStatus_t s = h->lt.create(&h->lt_handle);
     if (s != 0) return aotc_rt_lt_fail(h, s, "cublasLtCreate", "handle");

@@ -1,5 +1,6 @@
 /* Errors and the dlopen tables: the CUDA driver (the graph entry points are optional: an old driver
-   runs without CUDA graphs; so are the event entry points, which only profile_run uses) and
+   runs without CUDA graphs; so are the event entry points, which only profile_run uses, and the
+   tensor map encoders, which only models with prebuilt TMA kernels use) and
    cuBLASLt, resolved with dlsym at create so that a generated library links to nothing of CUDA.
    Plain C11; never aborts. */
 #include "aotc_rt_internal.h"
@@ -148,6 +149,10 @@ int aotc_rt_load_driver(aotc_rt_handle* h) {
   /* Pointer checks (aotc_rt_check.c; each optional). */
   h->cu.pointer_get_attributes = dlsym(h->libcuda, "cuPointerGetAttributes");
   h->cu.mem_get_address_range = dlsym(h->libcuda, "cuMemGetAddressRange_v2");
+  /* Tensor map encoders (CUDA 12.0+ drivers; each optional, needed only by models with tensor
+     maps: aotc_rt_encode_tensor_maps). */
+  h->cu.tensor_map_encode_tiled = dlsym(h->libcuda, "cuTensorMapEncodeTiled");
+  h->cu.tensor_map_encode_im2col = dlsym(h->libcuda, "cuTensorMapEncodeIm2col");
   return AOTC_OK;
 }
 

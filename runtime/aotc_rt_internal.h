@@ -1,10 +1,11 @@
 /* What the runtime's source files share (never seen by the generated model code): the handle, the
    C copy of the library-kernel params protocol (templates/library_params.cuh; a test compiles both
    and checks that they agree) and the internal functions, all hidden. Files: aotc_rt_driver.c
-   (errors, dlopen tables), aotc_rt_create.c (create / destroy, cuBLASLt and library-kernel setup),
-   aotc_rt_launch.c (run, run_host, the launch sequence), aotc_rt_graph.c (CUDA graph cache),
-   aotc_rt_profile.c (the optional profiling extension), aotc_rt_check.c (the live-handle registry
-   and the checks of the caller's pointers). */
+   (errors, dlopen tables), aotc_rt_create.c (create / destroy, cuBLASLt and library-kernel setup:
+   params builders or prebuilt params, tensor maps), aotc_rt_launch.c (run, run_host, the launch
+   sequence), aotc_rt_graph.c (CUDA graph cache), aotc_rt_profile.c (the optional profiling
+   extension), aotc_rt_tune.c (create's timing of cuBLASLt candidates), aotc_rt_check.c (the
+   live-handle registry and the checks of the caller's pointers). */
 #ifndef AOTC_RT_INTERNAL_H
 #define AOTC_RT_INTERNAL_H
 
@@ -99,8 +100,9 @@ struct aotc_rt_handle {
   CUdeviceptr* arg_values; /* kernel argument values, rewritten by every run */
   void** arg_params;       /* &arg_values[i], what cuLaunchKernel wants */
   /* Library kernels: per kernel an index into library_params (-1: ordinary kernel); each has
-     AOTC_RT_PARAMS_MAX_BYTES of host memory holding its builder's header and params struct, into
-     which run() patches the pointer arguments. */
+     AOTC_RT_PARAMS_MAX_BYTES of host memory holding its builder's (or its prebuilt) header and
+     params struct, with its tensor maps encoded at create, into which run() patches the pointer
+     arguments (never over a tensor map: create checks). */
   int* library_index;
   int num_library;
   unsigned char* library_params;
@@ -156,8 +158,13 @@ AOTC_RT_HIDDEN int aotc_rt_load_cublaslt(aotc_rt_handle* h);
 /* aotc_rt_create.c */
 /* The handle with its host tables allocated (no driver call); NULL when out of host memory. */
 AOTC_RT_HIDDEN aotc_rt_handle* aotc_rt_handle_new(const aotc_rt_model_desc* desc, int device);
-/* Gets every kernel's function, runs library kernels' params builders; context current. */
+/* Gets every kernel's function, runs library kernels' params builders (or copies their prebuilt
+   params) into their host params copies; context current. */
 AOTC_RT_HIDDEN int aotc_rt_prepare_kernels(aotc_rt_handle* h);
+/* Encodes every kernel's tensor maps (desc->tensor_maps) with the driver, at the addresses of
+   their arena / weight arguments, into the kernel's host params copy (after prepare_kernels, once
+   h->arena and h->weights are set; context current). */
+AOTC_RT_HIDDEN int aotc_rt_encode_tensor_maps(aotc_rt_handle* h);
 AOTC_RT_HIDDEN void aotc_rt_release(aotc_rt_handle* h);
 
 /* aotc_rt_launch.c */

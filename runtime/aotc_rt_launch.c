@@ -122,8 +122,9 @@ int aotc_rt_launch_step(aotc_rt_handle* h, int s, const void* const* inputs, voi
     void** params = k->num_args ? &h->arg_params[k->first_arg] : NULL;
     void* library_params[1];
     if (k->library) {
-      /* Patch the pointers into this kernel's host copy of its params struct; cuLaunchKernel
-         copies the struct (its only parameter) at the call. */
+      /* Patch the pointers into this kernel's host copy of its params struct (the slots only:
+         its tensor maps, encoded at create, lie clear of them); cuLaunchKernel copies the struct
+         (its only parameter) at the call. */
       unsigned char* host =
           h->library_params + (size_t)h->library_index[step->index] * AOTC_RT_PARAMS_MAX_BYTES;
       const aotc_rt_params_header* ph = (const aotc_rt_params_header*)(void*)host;

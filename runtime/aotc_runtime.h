@@ -52,7 +52,34 @@ typedef struct aotc_rt_kernel {
   /* 1: the kernel starts with griddepcontrol.wait (templates/common.cuh AOTC_PDL_ENTER), so it
      may be launched with programmatic stream serialization (sm_90+, see aotc_rt_launch.c). */
   int pdl;
+  /* A library kernel whose params aotc built at compile time (templates/host_params.cuh: CUTLASS's
+     own host code, run on the build machine): `prebuilt` holds the params header and, at
+     AOTC_PARAMS_OFFSET, the params struct (prebuilt_bytes in all); no builder runs at create.
+     NULL: the device builder `name`_params. Its tensor maps (TMA descriptors, which hold device
+     addresses) are tensor_maps[first_tensor_map .. +num_tensor_maps), encoded at create. */
+  const unsigned char* prebuilt;
+  unsigned prebuilt_bytes;
+  int first_tensor_map;
+  int num_tensor_maps;
 } aotc_rt_kernel;
+/* A CUDA tensor map (TMA descriptor) inside a prebuilt params struct: the arguments aotc recorded
+   from CUTLASS's call of the driver's encoder at compile time. create() encodes it again with the
+   real address of the kernel's pointer argument `arg` (it must live in the arena or the weights,
+   whose addresses are fixed at create) and writes the 128 bytes at `offset` of the params struct. */
+typedef struct aotc_rt_tensor_map {
+  unsigned offset;
+  int arg;          /* index among the kernel's pointer arguments */
+  int im2col;       /* 0: cuTensorMapEncodeTiled, 1: cuTensorMapEncodeIm2col */
+  int data_type;    /* CUtensorMapDataType */
+  int rank;         /* tiled 1..5, im2col 3..5 */
+  unsigned long long dims[5];
+  unsigned long long strides[4]; /* bytes between elements of dims 1..rank-1 */
+  unsigned box[5];               /* tiled: the box */
+  int lower[3], upper[3];        /* im2col: the pixel box corners (rank - 2 used) */
+  unsigned channels, pixels;     /* im2col: channels per pixel, pixels per column */
+  unsigned element_strides[5];
+  int interleave, swizzle, l2_promotion, oob_fill;
+} aotc_rt_tensor_map;
 
 enum { AOTC_MM_F32 = 0, AOTC_MM_F16 = 1, AOTC_MM_BF16 = 2 };
 enum { AOTC_EPI_NONE = 0, AOTC_EPI_BIAS = 1, AOTC_EPI_RELU = 2, AOTC_EPI_BIAS_RELU = 3, AOTC_EPI_GELU = 4,
@@ -136,6 +163,9 @@ typedef struct aotc_rt_model_desc {
   /* The cuBLASLt workspace (lt_workspace_bytes) of lane 1 matmuls, so that they never share one
      with a concurrent lane 0 matmul; 0 when no lane 1 step is a matmul. */
   unsigned long long lt_aux_workspace_offset;
+  /* Tensor maps of prebuilt library kernels (aotc_rt_kernel::first_tensor_map). */
+  const aotc_rt_tensor_map* tensor_maps;
+  int num_tensor_maps;
 } aotc_rt_model_desc;
 
 typedef struct aotc_rt_handle aotc_rt_handle;

@@ -387,6 +387,7 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   graph.target.int8_requant_fp32 = o.int8_requant_fp32;
   graph.target.conv_strided_pointwise_gemm = o.conv_strided_pointwise_gemm;
   graph.target.conv_cluster_splitk = o.conv_cluster_splitk;
+  graph.target.conv_wgmma = o.conv_wgmma;
   graph.target.gemm_fp32_simt = o.gemm_fp32_simt;
   graph.target.gemm_fp32_cluster = o.gemm_fp32_cluster;
   graph.target.simt_gemm_max_cluster = o.simt_gemm_max_cluster;
@@ -457,9 +458,10 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   report.codegen = *cstats;
   report.have_codegen = true;
   report.total_s = seconds_since(t_start);
-  std::snprintf(buf, sizeof(buf), "codegen: %d kernels, %d matmul calls, %lld weight bytes; render %.2f s, nvcc %.2f s (cache %d hit(s), %d miss(es)), host cc %.2f s",
+  std::snprintf(buf, sizeof(buf), "codegen: %d kernels, %d matmul calls, %lld weight bytes; render %.2f s, compile-time params %.2f s (%d kernel(s)%s), nvcc %.2f s (cache %d hit(s), %d miss(es)), host cc %.2f s",
                 cstats->kernels, cstats->matmul_calls, static_cast<long long>(cstats->weight_bytes),
-                cstats->render_seconds, cstats->nvcc_seconds, cstats->cache_hits,
+                cstats->render_seconds, cstats->host_params_seconds, cstats->host_params_kernels,
+                cstats->host_params_cache_hit ? ", cached" : "", cstats->nvcc_seconds, cstats->cache_hits,
                 cstats->cache_misses, cstats->host_cc_seconds);
   progress(buf);
   std::string where = o.output_path.empty() ? o.emit_source_dir : o.output_path;

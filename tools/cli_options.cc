@@ -341,6 +341,10 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       std::string text;
       AOTC_CHOOSE(text, {"on", "off"});
       o.conv_cluster_splitk = text == "on";
+    } else if (opt == "--conv-wgmma") {
+      std::string text;
+      AOTC_CHOOSE(text, {"on", "off"});
+      o.conv_wgmma = text == "on";
     } else if (opt == "--conv-stem") {
       std::string text;
       AOTC_CHOOSE(text, {"direct", "cutlass"});

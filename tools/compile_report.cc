@@ -155,6 +155,7 @@ std::string report_to_json(const CompileReport& r) {
   seconds_or_null(j, "passes", r.passes_s);
   seconds_or_null(j, "memory_plan", r.memory_plan_s);
   seconds_or_null(j, "render", r.have_codegen ? r.codegen.render_seconds : -1);
+  seconds_or_null(j, "host_params", r.have_codegen ? r.codegen.host_params_seconds : -1);
   seconds_or_null(j, "nvcc", r.have_codegen ? r.codegen.nvcc_seconds : -1);
   seconds_or_null(j, "host_cc", r.have_codegen ? r.codegen.host_cc_seconds : -1);
   seconds_or_null(j, "total", r.total_s);

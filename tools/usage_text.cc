@@ -68,6 +68,10 @@ options:
                            64 run as one kernel that splits the K loop across a thread-block
                            cluster when every --arch is sm_90 or newer (no im2col matrix); off:
                            im2col + GEMM
+  --conv-wgmma on|off      on (default): fp16 convolutions that fill half a wave run on
+                           CUTLASS 3.x's TMA + wgmma implicit GEMM when every --arch is sm_90
+                           (its params are built at compile time, which needs nvcc and CUTLASS
+                           here but nothing more at run time); off: CUTLASS 2.x mma.sync
   --fp32-gemm auto|cublaslt|simt-reduce
                            auto (default): float GEMMs too small for cuBLASLt's 128x128 tiles to
                            fill the GPU (transformers at batch 1) run on a CUTLASS SIMT GEMM (fp32

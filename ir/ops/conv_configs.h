@@ -18,7 +18,9 @@ namespace aotc {
 // The main loop's arithmetic: mma.sync on 16-bit operands (fp32 accumulate), or fp32 FFMA (SIMT;
 // IEEE fp32 products and sums, no TF32) for float, or mma.sync on int8 operands (int32
 // accumulate, saturating; aotc.QLinearConv: templates/cutlass_conv2d_fprop_i8.cu.in).
-enum class ConvMath { kTensorOp, kSimt, kTensorOpInt8 };
+// kWgmma: 16-bit operands on sm_90a's warp-group MMA with TMA loads (CUTLASS 3.x; templates/
+// cutlass_conv2d_fprop_sm90.cu.in), picked by conv_wgmma_config below, never by conv_math_for.
+enum class ConvMath { kTensorOp, kSimt, kTensorOpInt8, kWgmma };
 
 struct ConvKernelConfig {
   const char* name;
@@ -74,6 +76,17 @@ inline const std::vector<ConvKernelConfig>& conv_kernel_configs() {
       {"i8tc128x64x64_w64x32_s4", ConvMath::kTensorOpInt8, 128, 64, 64, 64, 32, 64, 4, 80},
       {"i8tc64x128x64_w32x64_s4", ConvMath::kTensorOpInt8, 64, 128, 64, 32, 64, 64, 4, 80},
       {"i8tc64x64x64_w32x32_s4", ConvMath::kTensorOpInt8, 64, 64, 64, 32, 32, 64, 4, 80},
+      // sm_90a wgmma (one producer and one consumer warp group: the "warp" tile is the consumer's
+      // M x N x K). stages 0: as many as fit one CTA per SM (CUTLASS's StageCountAutoCarveout);
+      // an explicit count is chosen so that two CTAs share an SM (conv_wgmma_min_blocks), one's
+      // prologue and epilogue overlapping the other's main loop. Measured on an H200 at batch 32
+      // (ResNet-50's 3x3s, docs/perf_notes.md v39): 128x128 auto on N >= 128 while its tiles fill
+      // half a wave (layer2/3: 20.1 / 15.9 us, 369 / 464 TFLOP/s), 64x128 two a SM below that
+      // (layer4: 20.1 us, 128x128: 25.8), 128x64 two a SM for 64 channels (layer1: 26.0 us,
+      // 128x128: 52.0). Picked by pick_conv_config's rule, in this order.
+      {"wg128x128x64_auto", ConvMath::kWgmma, 128, 128, 64, 128, 128, 64, 0, 90},
+      {"wg64x128x64_s4_2cta", ConvMath::kWgmma, 64, 128, 64, 64, 128, 64, 4, 90},
+      {"wg128x64x64_s4_2cta", ConvMath::kWgmma, 128, 64, 64, 128, 64, 64, 4, 90},
   };
   return kConfigs;
 }
@@ -383,6 +396,51 @@ inline std::optional<ClusterConvConfig> conv_cluster_splitk_config(const Target&
   const ConvKernelConfig& c = pick_conv_config(target, math, gemm_m, cout);
   if (conv_config_tiles(c, gemm_m, cout) >= target.sm_count) return std::nullopt;  // fills the GPU: CUTLASS
   return pick_cluster_conv_config(target, gemm_m, cout, gemm_k);
+}
+
+// ---- sm_90a: the CUTLASS 3.x TMA + wgmma implicit GEMM (the kWgmma rows of the table) ----
+// Limits of its TMA im2col loads, kept well inside what CUTLASS's can_implement accepts (2-D
+// corners of -128..127, filter offsets below 255, traversal strides of at most 8).
+constexpr int64_t kWgmmaMaxPad = 64;
+constexpr int64_t kWgmmaMaxWindowSpan = 64;  // (R - 1) * dilation
+constexpr int64_t kWgmmaMaxStride = 8;
+
+// CTAs per SM its launch bounds ask for: two for the rows with an explicit stage count.
+inline int conv_wgmma_min_blocks(const ConvKernelConfig& c) { return c.stages > 0 ? 2 : 1; }
+
+// The wgmma configuration for an fp16 convolution, or nullopt where it does not apply: every
+// target is sm_90 (an sm_90a cubin runs on compute capability 9.0 only; Jetson and the Sm80
+// class keep CUTLASS 2.x), fp16, one group, 8-aligned channels and output rows (y_ld), a 2-D
+// window inside the TMA limits, and tiles that fill at least half a wave of the smallest target
+// (batch 1 keeps the cluster split-K kernel: the wgmma kernel measured 5.7-16.6 us against its
+// 5.8-9.4 on ResNet-50's batch-1 3x3s). Whether its operands live at addresses fixed at create
+// (not graph inputs or outputs) is the lowering's to check. --conv-wgmma off turns it off; a
+// forced Sm80 tensor-core configuration (--conv-config tc...) too.
+inline std::optional<ConvKernelConfig> conv_wgmma_config(const Target& target, DType dtype, int64_t group, int64_t cin,
+                                                         int64_t cout, int64_t y_ld, const std::vector<int64_t>& kernel,
+                                                         const std::vector<int64_t>& strides,
+                                                         const std::vector<int64_t>& dilations,
+                                                         const std::vector<int64_t>& pads, int64_t gemm_m) {
+  if (!target.conv_wgmma || target.sms.empty() || forced_conv_config(target, ConvMath::kTensorOp)) return std::nullopt;
+  for (int sm : target.sms)
+    if (sm != 90) return std::nullopt;
+  // fp16 only: the bf16 instantiation compiles, but is not yet checked on a GPU (per-element
+  // comparisons cannot tell its roundings from the reference's at bf16's precision; a whole-model
+  // check is the next step).
+  if (dtype != DType::kFloat16) return std::nullopt;
+  if (group != 1 || cin % kTensorCoreChannelAlign != 0 || cout % kTensorCoreChannelAlign != 0 ||
+      y_ld % kTensorCoreChannelAlign != 0 || y_ld < cout)
+    return std::nullopt;
+  if (kernel.size() != 2 || strides.size() != 2 || dilations.size() != 2 || pads.size() != 4) return std::nullopt;
+  for (size_t i = 0; i < 2; ++i)
+    if ((kernel[i] - 1) * dilations[i] > kWgmmaMaxWindowSpan || strides[i] < 1 || strides[i] > kWgmmaMaxStride ||
+        dilations[i] < 1)
+      return std::nullopt;
+  for (int64_t p : pads)
+    if (p < 0 || p > kWgmmaMaxPad) return std::nullopt;
+  const ConvKernelConfig& c = pick_conv_config(target, ConvMath::kWgmma, gemm_m, cout);
+  if (2 * conv_config_tiles(c, gemm_m, cout) < target.sm_count) return std::nullopt;
+  return c;
 }
 
 // A convolution that would take im2col + GEMM (above) and is a strided pointwise one - 1x1

@@ -228,6 +228,49 @@ Lowering lower_cutlass(const NhwcConv& c, ConvMath math) {
   return l;
 }
 
+// Whether `id` (following views) lives at an address fixed at create: not a graph input or
+// output (the caller's pointers change per run, and a TMA descriptor holds its address).
+bool fixed_address(const Graph& graph, ValueId id) {
+  for (int hops = 0; id != kNoValue && hops < 64; ++hops) {
+    if (graph.is_graph_input(id) || graph.is_graph_output(id)) return false;
+    id = graph.value(id).alias_of;
+  }
+  return id == kNoValue;
+}
+
+// CUTLASS 3.x's TMA + wgmma implicit GEMM for sm_90a (templates/cutlass_conv2d_fprop_sm90.cu.in):
+// a library kernel whose params aotc builds at compile time (KernelStep::host_params).
+Lowering lower_wgmma(const NhwcConv& c, const ConvKernelConfig& cfg) {
+  const ConvShape& cs = c.cs;
+  const WindowGeometry& g = cs.geo;
+  const Node& node = c.node;
+  const int min_blocks = conv_wgmma_min_blocks(cfg);
+  KernelStep k;
+  k.template_name = "cutlass_conv2d_fprop_sm90";
+  k.holes = {{"comment", c.comment + " config " + cfg.name},
+             {"ELEMENT", cutlass_element(c.x.dtype)},
+             {"TILE_M", int_literal(cfg.tb_m)}, {"TILE_N", int_literal(cfg.tb_n)}, {"TILE_K", int_literal(cfg.tb_k)},
+             {"STAGES", cfg.stages > 0 ? "cutlass::conv::collective::StageCount<" + std::to_string(cfg.stages) + ">"
+                                       : "cutlass::conv::collective::StageCountAutoCarveout<(int)sizeof(typename "
+                                         "Epilogue::SharedStorage)>"},
+             {"STAGES_NOTE", cfg.stages > 0 ? std::to_string(cfg.stages) + " stages" : "as many stages as fit"},
+             {"MIN_BLOCKS", int_literal(min_blocks)},
+             {"act_expr", activation_expr(node, c.graph, "v")}};
+  k.library_params = true;
+  k.host_params = true;
+  k.builder_args = {cs.batch, g.in[0], g.in[1], cs.cin, cs.cout, g.kernel[0], g.kernel[1],
+                    g.pad_begin[0], g.pad_begin[1], g.pad_end[0], g.pad_end[1], g.strides[0], g.strides[1],
+                    g.dilations[0], g.dilations[1], c.y_ld, c.has_res ? 1 : 0, c.has_bias ? 1 : 0};
+  k.args = {node.inputs[0], node.inputs[1], c.has_bias ? node.inputs[2] : kNullArg,
+            c.has_res ? node.inputs[kConvResidualInput] : kNullArg, node.outputs[0]};
+  // Informative only: the compile-time builder reports the real launch shape.
+  k.grid = Dim3{conv_config_tiles(cfg, c.gemm_m, cs.cout), 1, 1};
+  k.block = Dim3{256, 1, 1};
+  Lowering l;
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  return l;
+}
+
 // Depthwise: the shared-memory tile kernel when C is a multiple of one 16-byte vector (8 16-bit
 // or 4 fp32 channels), else the scalar kernel. Tile kernel (templates/conv_depthwise_nhwc_tile.cu.in):
 // a block computes TOH x TOW outputs x CB channels from an input window staged in shared memory
@@ -555,6 +598,11 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
   if (conv_strided_pointwise_gemm_applies(t, xv.dtype, cs.group, cs.cin, cs.cout, g.kernel, g.strides, pads, cs.batch,
                                           g.in[0], g.out[0], c.gemm_m, c.relu_or_none))
     return strided(lower_strided_pointwise_gemm(c));
+  if (auto cfg = conv_wgmma_config(t, xv.dtype, cs.group, cs.cin, cs.cout, c.y_ld, g.kernel, g.strides, g.dilations,
+                                   pads, c.gemm_m);
+      cfg && fixed_address(graph, node.inputs[0]) && fixed_address(graph, node.outputs[0]) &&
+      (!c.has_res || fixed_address(graph, node.inputs[kConvResidualInput])))
+    return strided(lower_wgmma(c, *cfg));
   if (auto cfg = conv_cluster_splitk_config(t, xv.dtype, cs.group, cs.cin, cs.cout, c.gemm_m, c.gemm_k,
                                             std::max(xv.numel(), shape_numel(cs.out))))
     return strided(lower_cluster_splitk(c, *cfg));

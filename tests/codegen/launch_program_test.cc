@@ -460,8 +460,9 @@ TEST(GeneratedSource, KernelTableMarksPdlKernels) {
   sources = render_device_sources(*p, g, {"0.1.0", "h", "m", nullptr, PdlMode::kWait});
   ASSERT_TRUE(sources.is_ok());
   HostSources host = render_host_sources(*p, g, {"m", {"sm_90"}, "0.1.0", "h", "m"});
-  // {name, module, grid, block, shared, first_arg, num_args, library, first_builder, num_builder, pdl}
-  EXPECT_NE(host.model_c.find(", 0, 2, 0, 0, 0, 1},"), std::string::npos) << host.model_c;
+  // {name, module, grid, block, shared, first_arg, num_args, library, first_builder, num_builder, pdl,
+  //  prebuilt params, their bytes, first_tensor_map, num_tensor_maps}
+  EXPECT_NE(host.model_c.find(", 0, 2, 0, 0, 0, 1, 0, 0u, 0, 0},"), std::string::npos) << host.model_c;
 }
 
 }  // namespace

@@ -109,7 +109,7 @@ static CUresult f_error_name(CUresult r, const char** name) {
 
 /* ---- the model: y = plain(x), 100 floats each ---- */
 static const aotc_rt_ref kArgs[] = {{AOTC_LOC_INPUT, 0, 0}, {AOTC_LOC_OUTPUT, 0, 0}};
-static const aotc_rt_kernel kKernels[] = {{"plain", 0, {1u, 1u, 1u}, {64u, 1u, 1u}, 0u, 0, 2, 0, 0, 0, 0}};
+static const aotc_rt_kernel kKernels[] = {{"plain", 0, {1u, 1u, 1u}, {64u, 1u, 1u}, 0u, 0, 2, 0, 0, 0, 0, NULL, 0u, 0, 0}};
 static const aotc_rt_step kSteps[] = {{AOTC_STEP_KERNEL, 0, "k0_plain", 0ULL, 800ULL, 0, 0}};
 static const long long kShape[] = {100};
 static const aotc_rt_io kIn[] = {{"x", 1, 1, kShape, 400}};
@@ -117,7 +117,7 @@ static const aotc_rt_io kOut[] = {{"y", 1, 1, kShape, 400}};
 static const unsigned char* const kNoFatbins[1];
 static const aotc_rt_model_desc kDesc = {
     "fake", "sm_90", kNoFatbins, 1, NULL, 0, 4096, 0, 0, kKernels, 1, kArgs, 2, NULL, 0, NULL, 0,
-    kSteps, 1, kIn, 1, kOut, 1, NULL, 0, 0, 0};
+    kSteps, 1, kIn, 1, kOut, 1, NULL, 0, 0, 0, NULL, 0};
 
 static aotc_rt_handle* new_handle(void) {
   aotc_rt_handle* h = aotc_rt_handle_new(&kDesc, 0);

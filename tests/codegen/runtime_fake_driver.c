@@ -5,9 +5,12 @@
    the profiling extension (events around every step, no graphs, one synchronisation), and
    programmatic dependent launch (which kernels get the attribute, and when none do), and the
    create-time timing of cuBLASLt candidates (the fastest is kept, failures skipped, stand-ins
-   for caller-owned operands).
+   for caller-owned operands), and prebuilt library-kernel params with their tensor maps (no
+   builder, the prebuilt launch shape, the encoders' exact arguments and descriptors in the
+   launched struct, the refusals of create).
    Compiled by runtime_test.cc with the embedded runtime sources; prints "ok" and exits 0. */
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,10 +32,10 @@ enum { kFnLib = 1, kFnLibBuilder = 2, kFnPlain = 3, kScratch = 0x5000000 };
 static unsigned char g_device[AOTC_RT_PARAMS_MAX_BYTES]; /* the params scratch buffer */
 static aotc_rt_params_header g_header;                   /* what the builder writes */
 static aotc_rt_builder_args g_builder_args;               /* what the builder received */
-static unsigned char g_lib_params[64];                    /* the library kernel's last params */
+static unsigned char g_lib_params[512];                   /* the library kernel's last params */
 static CUdeviceptr g_plain_args[2];
 static unsigned g_lib_shape[7];
-static int g_kernel_launches, g_builder_launches, g_attr_value, g_allocs, g_frees;
+static int g_kernel_launches, g_builder_launches, g_builder_lookups, g_attr_value, g_allocs, g_frees;
 static int g_cluster_attr_value = -1; /* the non-portable cluster attribute, -1: never set */
 static int g_begin, g_end, g_instantiate, g_graph_launch, g_exec_destroy, g_graph_destroy;
 static int g_fail_begin, g_capturing, g_outer_capture;
@@ -44,10 +47,16 @@ static CUresult f_pop(CUcontext* c) { *c = NULL; return 0; }
 static CUresult f_release(CUdevice d) { (void)d; return 0; }
 static CUresult f_get_function(CUfunction* f, CUmodule m, const char* name) {
   (void)m;
-  if (strcmp(name, "lib") == 0) *f = (CUfunction)(uintptr_t)kFnLib;
-  else if (strcmp(name, "lib_params") == 0) *f = (CUfunction)(uintptr_t)kFnLibBuilder;
-  else if (strcmp(name, "plain") == 0) *f = (CUfunction)(uintptr_t)kFnPlain;
-  else return 500; /* CUDA_ERROR_NOT_FOUND */
+  if (strcmp(name, "lib") == 0) {
+    *f = (CUfunction)(uintptr_t)kFnLib;
+  } else if (strcmp(name, "lib_params") == 0) {
+    *f = (CUfunction)(uintptr_t)kFnLibBuilder;
+    ++g_builder_lookups;
+  } else if (strcmp(name, "plain") == 0) {
+    *f = (CUfunction)(uintptr_t)kFnPlain;
+  } else {
+    return 500; /* CUDA_ERROR_NOT_FOUND */
+  }
   return 0;
 }
 static CUresult f_set_attribute(CUfunction f, int attr, int value) {
@@ -198,8 +207,8 @@ static const aotc_rt_ref kArgs[] = {
 };
 static const long long kBuilderArgs[] = {100, 2000000, 65536, 0};
 static const aotc_rt_kernel kKernels[] = {
-    {"lib", 0, {9u, 9u, 9u}, {9u, 1u, 1u}, 0u, 0, 3, 1, 0, 4, 0},
-    {"plain", 0, {2u, 1u, 1u}, {64u, 1u, 1u}, 0u, 3, 2, 0, 0, 0, 1},
+    {"lib", 0, {9u, 9u, 9u}, {9u, 1u, 1u}, 0u, 0, 3, 1, 0, 4, 0, NULL, 0u, 0, 0},
+    {"plain", 0, {2u, 1u, 1u}, {64u, 1u, 1u}, 0u, 3, 2, 0, 0, 0, 1, NULL, 0u, 0, 0},
 };
 static const aotc_rt_step kSteps[] = {{AOTC_STEP_KERNEL, 0, "k0_lib", 1000ULL, 800ULL, 0, 0},
                                       {AOTC_STEP_KERNEL, 1, "k1_plain", 0ULL, 656ULL, 0, 0}};
@@ -209,7 +218,7 @@ static const aotc_rt_io kOut[] = {{"y", 1, 1, kShape, 400}};
 static const unsigned char* const kNoFatbins[1];
 static const aotc_rt_model_desc kDesc = {
     "fake", "sm_90", kNoFatbins, 1, NULL, 0, 4096, 0, 0, kKernels, 2, kArgs, 5, NULL, 0, NULL, 0,
-    kSteps, 2, kIn, 1, kOut, 1, kBuilderArgs, 4, 0, 0};
+    kSteps, 2, kIn, 1, kOut, 1, kBuilderArgs, 4, 0, 0, NULL, 0};
 
 static void good_header(void) {
   memset(&g_header, 0, sizeof g_header);
@@ -523,7 +532,7 @@ static const aotc_rt_io kMmInputs[] = {{"x", 10, 2, kMmIn, 128}};
 static const aotc_rt_io kMmOutputs[] = {{"y", 10, 2, kMmOut, 64}};
 static const aotc_rt_model_desc kMmDesc = {
     "fake_mm", "sm_90", kNoFatbins, 1, NULL, 0, 8192, 4096, 4096, NULL, 0, NULL, 0, kMatmuls, 1, NULL, 0,
-    kMmSteps, 1, kMmInputs, 1, kMmOutputs, 1, NULL, 0, 1, 0};
+    kMmSteps, 1, kMmInputs, 1, kMmOutputs, 1, NULL, 0, 1, 0, NULL, 0};
 enum { kStandIn = 0x6000000 };
 static int g_mm_calls, g_mm_fail_cost, g_tune_allocs, g_tune_frees, g_null_records;
 static unsigned long long g_tune_alloc_bytes;
@@ -737,7 +746,7 @@ static CUresult f_aux_wait(CUstream s, CUevent e, unsigned flags) {
   trace("W", s, e);
   return 0;
 }
-static const aotc_rt_kernel kAuxKernels[] = {{"plain", 0, {2u, 1u, 1u}, {64u, 1u, 1u}, 0u, 3, 2, 0, 0, 0, 0}};
+static const aotc_rt_kernel kAuxKernels[] = {{"plain", 0, {2u, 1u, 1u}, {64u, 1u, 1u}, 0u, 3, 2, 0, 0, 0, 0, NULL, 0u, 0, 0}};
 /* main; aux (forks); main beside it; main (joins); aux (forks, never joined by a step). */
 static const aotc_rt_step kAuxSteps[] = {{AOTC_STEP_KERNEL, 0, "k0", 0ULL, 0ULL, 0, 0},
                                          {AOTC_STEP_KERNEL, 0, "k1", 0ULL, 0ULL, 1, 1},
@@ -747,7 +756,7 @@ static const aotc_rt_step kAuxSteps[] = {{AOTC_STEP_KERNEL, 0, "k0", 0ULL, 0ULL,
                                          {AOTC_STEP_KERNEL, 0, "k5", 0ULL, 0ULL, 1, 0}};
 static const aotc_rt_model_desc kAuxDesc = {
     "fake_aux", "sm_90", kNoFatbins, 1, NULL, 0, 4096, 0, 0, kAuxKernels, 1, kArgs, 5, NULL, 0, NULL, 0,
-    kAuxSteps, 6, kIn, 1, kOut, 1, NULL, 0, 0, 0};
+    kAuxSteps, 6, kIn, 1, kOut, 1, NULL, 0, 0, 0, NULL, 0};
 
 static aotc_rt_handle* aux_handle(int with_wait) {
   aotc_rt_handle* h = fake_handle(&kAuxDesc);
@@ -823,7 +832,7 @@ static const aotc_rt_step kAuxMmSteps[] = {{AOTC_STEP_MATMUL, 0, "mm0", 0ULL, 0U
                                            {AOTC_STEP_MATMUL, 0, "mm0_aux", 0ULL, 0ULL, 1, 1}};
 static const aotc_rt_model_desc kAuxMmDesc = {
     "fake_aux_mm", "sm_90", kNoFatbins, 1, NULL, 0, 12288, 4096, 4096, NULL, 0, NULL, 0, kMatmuls, 1, NULL, 0,
-    kAuxMmSteps, 2, kMmInputs, 1, kMmOutputs, 1, NULL, 0, 0, 8192};
+    kAuxMmSteps, 2, kMmInputs, 1, kMmOutputs, 1, NULL, 0, 0, 8192, NULL, 0};
 
 static void test_aux_workspace(void) {
   aotc_rt_handle* h = aotc_rt_handle_new(&kAuxMmDesc, 0);
@@ -839,6 +848,286 @@ static void test_aux_workspace(void) {
   aotc_rt_release(h);
 }
 
+/* ---- prebuilt params and tensor maps: lib(x, y, arena + 512, weights + 1024), its params built at
+   compile time (a 320-byte struct: x, y and the weight pointer patched at bytes 8, 16, 24), a tiled
+   map of arena + 512 at byte 64 and an im2col map of weights + 1024 at byte 192 ---- */
+enum { kTmArena = 0x9000000, kTmWeights = 0x8000000, kTmParamsBytes = 320 };
+static const aotc_rt_ref kTmArgs[] = {{AOTC_LOC_INPUT, 0, 0}, {AOTC_LOC_OUTPUT, 0, 0},
+                                      {AOTC_LOC_ARENA, 0, 512}, {AOTC_LOC_WEIGHTS, 0, 1024}};
+static const aotc_rt_tensor_map kTmMaps[] = {
+    /* fp16 (CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6) [2][128][64], a 64 x 32 x 1 box, 128-byte
+       swizzle (3), L2 promotion 128B (2), zero fill (0) */
+    {64u, 2, 0, 6, 3, {64, 128, 2, 0, 0}, {128, 16384, 0, 0}, {64, 32, 1, 0, 0}, {0, 0, 0}, {0, 0, 0},
+     0u, 0u, {1, 1, 1, 0, 0}, 0, 3, 2, 0},
+    /* fp16 NHWC [2][16][16][64], corners (-1, -2) and (1, 2), 64 channels, 128 pixels, L2 64B (1),
+       NaN fill (1) */
+    {192u, 3, 1, 6, 4, {64, 16, 16, 2, 0}, {128, 2048, 32768, 0}, {0, 0, 0, 0, 0}, {-1, -2, 0}, {1, 2, 0},
+     64u, 128u, {1, 2, 2, 1, 0}, 0, 3, 1, 1},
+};
+static const aotc_rt_step kTmSteps[] = {{AOTC_STEP_KERNEL, 0, "k0_lib", 0ULL, 0ULL, 0, 0}};
+static unsigned char g_tm_prebuilt[AOTC_RT_PARAMS_OFFSET + kTmParamsBytes];
+static aotc_rt_kernel g_tm_kernel;
+static aotc_rt_tensor_map g_tm_maps[2];
+static aotc_rt_model_desc g_tm_desc;
+
+static unsigned char tm_struct_byte(int i) { return (unsigned char)(i * 7 + 3); }
+
+/* The good model (each refusal case breaks one thing): header with grid 6x2, block 256, 100000
+   bytes of shared memory, a 16-CTA cluster, slots 8, 16, -, 24; then the struct's bytes 7i + 3. */
+static void tm_model(void) {
+  aotc_rt_params_header ph;
+  memset(&ph, 0, sizeof ph);
+  ph.magic = AOTC_RT_PARAMS_MAGIC;
+  ph.params_bytes = kTmParamsBytes;
+  ph.grid[0] = 6; ph.grid[1] = 2; ph.grid[2] = 1;
+  ph.block[0] = 256; ph.block[1] = 1; ph.block[2] = 1;
+  ph.shared_bytes = 100000;
+  ph.cluster_size = 16;
+  ph.num_slots = 4;
+  for (int i = 0; i < AOTC_RT_PARAMS_MAX_SLOTS; ++i) ph.slot_offset[i] = AOTC_RT_SLOT_UNUSED;
+  ph.slot_offset[0] = 8;
+  ph.slot_offset[1] = 16;
+  ph.slot_offset[3] = 24;
+  memset(g_tm_prebuilt, 0, sizeof g_tm_prebuilt);
+  memcpy(g_tm_prebuilt, &ph, sizeof ph);
+  for (int i = 0; i < kTmParamsBytes; ++i) g_tm_prebuilt[AOTC_RT_PARAMS_OFFSET + i] = tm_struct_byte(i);
+  const aotc_rt_kernel k = {"lib", 0, {9u, 9u, 9u}, {9u, 1u, 1u}, 0u, 0, 4, 1, 0, 0, 0,
+                            g_tm_prebuilt, (unsigned)sizeof g_tm_prebuilt, 0, 2};
+  g_tm_kernel = k;
+  memcpy(g_tm_maps, kTmMaps, sizeof g_tm_maps);
+  const aotc_rt_model_desc d = {"fake_tm", "sm_90", kNoFatbins, 1, NULL, 0, 4096, 0, 0, &g_tm_kernel, 1,
+                                kTmArgs, 4, NULL, 0, NULL, 0, kTmSteps, 1, kIn, 1, kOut, 1, NULL, 0, 0, 0,
+                                g_tm_maps, 2};
+  g_tm_desc = d;
+}
+
+static void tm_set_slot(int slot, unsigned offset) {
+  memcpy(g_tm_prebuilt + offsetof(aotc_rt_params_header, slot_offset) + (size_t)slot * sizeof(unsigned),
+         &offset, sizeof offset);
+}
+
+/* The fake encoders record their arguments and write a recognisable descriptor: the address, the
+   call's number (from 1), a kind tag, then 0xd0d0d0d0'00000000 + i; call g_tm_fail_at fails. */
+enum { kTmTiledTag = 0x711e, kTmIm2colTag = 0x1c01 };
+typedef struct tm_call {
+  int im2col, data_type;
+  unsigned rank;
+  uintptr_t address;
+  unsigned long long dims[5], strides[4];
+  unsigned box[5];
+  int lower[3], upper[3];
+  unsigned channels, pixels;
+  unsigned element_strides[5];
+  int interleave, swizzle, l2_promotion, oob_fill;
+  int aligned; /* the output descriptor is 128-byte aligned */
+} tm_call;
+static tm_call g_tm_calls[4];
+static int g_tm_count, g_tm_fail_at;
+
+static CUresult tm_record(tm_call** out, aotc_cu_tensor_map* map, int im2col, int data_type, unsigned rank,
+                          void* address, const unsigned long long* dims, const unsigned long long* strides,
+                          const unsigned* element_strides, int interleave, int swizzle, int l2, int oob) {
+  tm_call* c = &g_tm_calls[g_tm_count % 4];
+  memset(c, 0, sizeof *c);
+  ++g_tm_count;
+  c->im2col = im2col;
+  c->data_type = data_type;
+  c->rank = rank;
+  c->address = (uintptr_t)address;
+  for (unsigned i = 0; i < rank && i < 5; ++i) c->dims[i] = dims[i];
+  for (unsigned i = 0; i + 1 < rank && i < 4; ++i) c->strides[i] = strides[i];
+  for (unsigned i = 0; i < rank && i < 5; ++i) c->element_strides[i] = element_strides[i];
+  c->interleave = interleave;
+  c->swizzle = swizzle;
+  c->l2_promotion = l2;
+  c->oob_fill = oob;
+  c->aligned = (uintptr_t)map % 128 == 0;
+  map->opaque[0] = (unsigned long long)(uintptr_t)address;
+  map->opaque[1] = (unsigned long long)g_tm_count;
+  map->opaque[2] = im2col ? kTmIm2colTag : kTmTiledTag;
+  for (int i = 3; i < 16; ++i) map->opaque[i] = 0xd0d0d0d000000000ULL + (unsigned long long)i;
+  *out = c;
+  return g_tm_count == g_tm_fail_at ? 1 /* CUDA_ERROR_INVALID_VALUE */ : 0;
+}
+static CUresult f_tm_tiled(aotc_cu_tensor_map* map, int data_type, unsigned rank, void* address,
+                           const unsigned long long* dims, const unsigned long long* strides, const unsigned* box,
+                           const unsigned* element_strides, int interleave, int swizzle, int l2, int oob) {
+  tm_call* c;
+  CUresult r = tm_record(&c, map, 0, data_type, rank, address, dims, strides, element_strides, interleave, swizzle,
+                         l2, oob);
+  for (unsigned i = 0; i < rank && i < 5; ++i) c->box[i] = box[i];
+  return r;
+}
+static CUresult f_tm_im2col(aotc_cu_tensor_map* map, int data_type, unsigned rank, void* address,
+                            const unsigned long long* dims, const unsigned long long* strides, const int* lower,
+                            const int* upper, unsigned channels, unsigned pixels, const unsigned* element_strides,
+                            int interleave, int swizzle, int l2, int oob) {
+  tm_call* c;
+  CUresult r = tm_record(&c, map, 1, data_type, rank, address, dims, strides, element_strides, interleave, swizzle,
+                         l2, oob);
+  for (unsigned i = 0; i + 2 < rank && i < 3; ++i) {
+    c->lower[i] = lower[i];
+    c->upper[i] = upper[i];
+  }
+  c->channels = channels;
+  c->pixels = pixels;
+  return r;
+}
+
+static aotc_rt_handle* tm_handle(void) {
+  aotc_rt_handle* h = fake_handle(&g_tm_desc); /* arena kTmArena */
+  h->cu.tensor_map_encode_tiled = f_tm_tiled;
+  h->cu.tensor_map_encode_im2col = f_tm_im2col;
+  h->weights = kTmWeights;
+  g_tm_count = 0;
+  g_tm_fail_at = 0;
+  return h;
+}
+
+/* The descriptor the fake wrote for call `call` of `address`, at `offset` of the last launch's
+   params struct. */
+static void expect_descriptor(int offset, unsigned long long address, int call, unsigned long long tag, int line) {
+  unsigned long long q[16];
+  memcpy(q, g_lib_params + offset, sizeof q);
+  int ok = q[0] == address && q[1] == (unsigned long long)call && q[2] == tag;
+  for (int i = 3; i < 16; ++i) ok = ok && q[i] == 0xd0d0d0d000000000ULL + (unsigned long long)i;
+  if (!ok) {
+    ++g_failures;
+    fprintf(stderr, "%s:%d: descriptor at byte %d: 0x%llx #%llu tag 0x%llx, want 0x%llx #%d tag 0x%llx\n", __FILE__,
+            line, offset, q[0], q[1], q[2], address, call, tag);
+  }
+}
+
+/* A prebuilt library kernel: no builder looked up or launched, no scratch, the prebuilt header's
+   launch shape (and cluster attribute); run() passes the prebuilt struct with the descriptors at
+   the map offsets and the run's pointers in the slots, the rest as compiled. */
+static void test_prebuilt_params(void) {
+  tm_model();
+  int lookups = g_builder_lookups, builders = g_builder_launches, allocs = g_allocs;
+  aotc_rt_handle* h = tm_handle();
+  g_attr_value = 0;
+  g_cluster_attr_value = -1;
+  CHECK(aotc_rt_prepare_kernels(h) == AOTC_OK);
+  CHECK(g_builder_lookups == lookups && g_builder_launches == builders && g_allocs == allocs);
+  const aotc_rt_launch_shape* s = &h->shapes[0];
+  CHECK(s->grid[0] == 6 && s->grid[1] == 2 && s->grid[2] == 1 && s->block[0] == 256 && s->block[1] == 1 &&
+        s->block[2] == 1 && s->shared_bytes == 100000);
+  CHECK(g_attr_value == 100000 && g_cluster_attr_value == 1);
+  CHECK(aotc_rt_encode_tensor_maps(h) == AOTC_OK && g_tm_count == 2);
+  CHECK(aotc_rt_registry_add(h));
+  int launches = g_kernel_launches;
+  CHECK(run(h, 0x1000, 0x2000, 0xabc) == AOTC_OK && g_kernel_launches == launches + 1);
+  CHECK(g_lib_shape[0] == 6 && g_lib_shape[1] == 2 && g_lib_shape[2] == 1 && g_lib_shape[3] == 256 &&
+        g_lib_shape[4] == 1 && g_lib_shape[5] == 1 && g_lib_shape[6] == 100000);
+  CHECK(lib_slot(8) == 0x1000 && lib_slot(16) == 0x2000 && lib_slot(24) == kTmWeights + 1024);
+  expect_descriptor(64, kTmArena + 512, 1, kTmTiledTag, __LINE__);
+  expect_descriptor(192, kTmWeights + 1024, 2, kTmIm2colTag, __LINE__);
+  int same = 1;
+  for (int i = 0; i < 64; ++i)
+    if (i < 8 || i >= 32) same = same && g_lib_params[i] == tm_struct_byte(i);
+  CHECK(same); /* the prebuilt bytes outside the slots and the descriptors */
+  /* Other pointers: the slots change, the descriptors do not (and are not encoded again). */
+  CHECK(run(h, 0x1100, 0x3000, 0) == AOTC_OK && g_kernel_launches == launches + 2 && g_tm_count == 2);
+  CHECK(lib_slot(8) == 0x1100 && lib_slot(16) == 0x3000 && lib_slot(24) == kTmWeights + 1024);
+  expect_descriptor(64, kTmArena + 512, 1, kTmTiledTag, __LINE__);
+  expect_descriptor(192, kTmWeights + 1024, 2, kTmIm2colTag, __LINE__);
+  aotc_rt_release(h);
+  /* A model without tensor maps needs no encoder (the fake's default has none). */
+  good_header();
+  h = new_handle();
+  CHECK(h->cu.tensor_map_encode_tiled == NULL && aotc_rt_prepare_kernels(h) == AOTC_OK &&
+        aotc_rt_encode_tensor_maps(h) == AOTC_OK);
+  aotc_rt_release(h);
+}
+
+/* The encoders get exactly the recorded fields and the arena / weight addresses. */
+static void test_tensor_map_encoder_arguments(void) {
+  tm_model();
+  aotc_rt_handle* h = tm_handle();
+  CHECK(aotc_rt_prepare_kernels(h) == AOTC_OK && aotc_rt_encode_tensor_maps(h) == AOTC_OK && g_tm_count == 2);
+  const tm_call* t = &g_tm_calls[0];
+  CHECK(t->im2col == 0 && t->aligned && t->address == kTmArena + 512 && t->data_type == 6 && t->rank == 3);
+  CHECK(t->dims[0] == 64 && t->dims[1] == 128 && t->dims[2] == 2);
+  CHECK(t->strides[0] == 128 && t->strides[1] == 16384 && t->strides[2] == 0);
+  CHECK(t->box[0] == 64 && t->box[1] == 32 && t->box[2] == 1);
+  CHECK(t->element_strides[0] == 1 && t->element_strides[1] == 1 && t->element_strides[2] == 1);
+  CHECK(t->interleave == 0 && t->swizzle == 3 && t->l2_promotion == 2 && t->oob_fill == 0);
+  const tm_call* c = &g_tm_calls[1];
+  CHECK(c->im2col == 1 && c->aligned && c->address == kTmWeights + 1024 && c->data_type == 6 && c->rank == 4);
+  CHECK(c->dims[0] == 64 && c->dims[1] == 16 && c->dims[2] == 16 && c->dims[3] == 2);
+  CHECK(c->strides[0] == 128 && c->strides[1] == 2048 && c->strides[2] == 32768);
+  CHECK(c->lower[0] == -1 && c->lower[1] == -2 && c->upper[0] == 1 && c->upper[1] == 2);
+  CHECK(c->channels == 64 && c->pixels == 128);
+  CHECK(c->element_strides[0] == 1 && c->element_strides[1] == 2 && c->element_strides[2] == 2 &&
+        c->element_strides[3] == 1);
+  CHECK(c->interleave == 0 && c->swizzle == 3 && c->l2_promotion == 1 && c->oob_fill == 1);
+  aotc_rt_release(h);
+}
+
+enum { kTmNoTiled = 1, kTmNoIm2col = 2 };
+/* Create (prepare_kernels, then encode_tensor_maps) must fail with `code` and a message holding
+   `expected` and the kernel's name; then the good model is back for the next case. */
+static void expect_tm_refusal(int absent, int fail_at, int code, const char* expected, int line) {
+  aotc_rt_handle* h = tm_handle();
+  if (absent & kTmNoTiled) h->cu.tensor_map_encode_tiled = NULL;
+  if (absent & kTmNoIm2col) h->cu.tensor_map_encode_im2col = NULL;
+  g_tm_fail_at = fail_at;
+  int got = aotc_rt_prepare_kernels(h);
+  if (got == AOTC_OK) got = aotc_rt_encode_tensor_maps(h);
+  if (got != code || !strstr(h->message, expected) || !strstr(h->message, "kernel lib")) {
+    ++g_failures;
+    fprintf(stderr, "%s:%d: got %d '%s', want %d '%s'\n", __FILE__, line, got, h->message, code, expected);
+  }
+  CHECK(g_allocs == g_frees);
+  g_tm_fail_at = 0;
+  aotc_rt_release(h);
+  tm_model();
+}
+
+static void test_tensor_map_refusals(void) {
+  tm_model();
+  g_tm_maps[0].arg = 0;
+  expect_tm_refusal(0, 0, AOTC_ERROR_CUDA, "tensor map 0 describes pointer argument 0, a graph input", __LINE__);
+  g_tm_maps[1].arg = 1;
+  expect_tm_refusal(0, 0, AOTC_ERROR_CUDA, "tensor map 1 describes pointer argument 1, a graph output", __LINE__);
+  g_tm_maps[0].arg = 4;
+  expect_tm_refusal(0, 0, AOTC_ERROR_CUDA, "tensor map 0 describes pointer argument 4 (the kernel has 4)", __LINE__);
+  g_tm_maps[1].offset = 96;
+  expect_tm_refusal(0, 0, AOTC_ERROR_CUDA, "tensor map 1 at byte 96 is not 64-byte aligned", __LINE__);
+  g_tm_maps[1].offset = 256; /* aligned, but 256 + 128 > 320 */
+  expect_tm_refusal(0, 0, AOTC_ERROR_CUDA, "tensor map 1 at byte 256 is not 64-byte aligned or not inside the 320-byte",
+                    __LINE__);
+  tm_set_slot(3, 184); /* the weight pointer's slot inside map 0's bytes 64..191 */
+  expect_tm_refusal(0, 0, AOTC_ERROR_CUDA, "tensor map 0 at byte 64 overlaps pointer slot 3 at byte 184", __LINE__);
+  g_tm_maps[1].rank = 2;
+  expect_tm_refusal(0, 0, AOTC_ERROR_CUDA, "tensor map 1 of rank 2 (im2col: 3 to 5)", __LINE__);
+  g_tm_maps[0].rank = 6;
+  expect_tm_refusal(0, 0, AOTC_ERROR_CUDA, "tensor map 0 of rank 6 (tiled: 1 to 5)", __LINE__);
+  g_tm_kernel.first_tensor_map = 1;
+  expect_tm_refusal(0, 0, AOTC_ERROR_CUDA, "tensor maps 1 (+2) outside the model's 2", __LINE__);
+  g_tm_kernel.library = 0;
+  expect_tm_refusal(0, 0, AOTC_ERROR_CUDA, "kernel lib: 2 tensor maps, but only a library kernel", __LINE__);
+  expect_tm_refusal(kTmNoIm2col, 0, AOTC_ERROR_NO_DRIVER,
+                    "the driver has no cuTensorMapEncodeIm2col (a CUDA 12+ driver is needed for kernel lib)",
+                    __LINE__);
+  expect_tm_refusal(kTmNoTiled, 0, AOTC_ERROR_NO_DRIVER,
+                    "the driver has no cuTensorMapEncodeTiled (a CUDA 12+ driver is needed for kernel lib)",
+                    __LINE__);
+  expect_tm_refusal(0, 1, AOTC_ERROR_CUDA, "cuTensorMapEncodeTiled(kernel lib, tensor map 0) failed: CUDA_ERROR_FAKE",
+                    __LINE__);
+  expect_tm_refusal(0, 2, AOTC_ERROR_CUDA, "cuTensorMapEncodeIm2col(kernel lib, tensor map 1) failed: CUDA_ERROR_FAKE",
+                    __LINE__);
+  g_tm_kernel.prebuilt_bytes = AOTC_RT_PARAMS_OFFSET;
+  expect_tm_refusal(0, 0, AOTC_ERROR_CUDA, "prebuilt params of 256 bytes (257 to 4096 allowed", __LINE__);
+  g_tm_kernel.prebuilt_bytes = AOTC_RT_PARAMS_MAX_BYTES + 1;
+  expect_tm_refusal(0, 0, AOTC_ERROR_CUDA, "prebuilt params of 4097 bytes (257 to 4096 allowed", __LINE__);
+  g_tm_kernel.prebuilt_bytes = AOTC_RT_PARAMS_OFFSET + 100;
+  expect_tm_refusal(0, 0, AOTC_ERROR_CUDA, "prebuilt params of 356 bytes end inside its 320-byte params struct",
+                    __LINE__);
+  g_tm_prebuilt[0] ^= 0xff; /* the magic's low byte: 0x41505248 -> 0x415052b7 */
+  expect_tm_refusal(0, 0, AOTC_ERROR_CUDA, "its compile-time params builder wrote magic 0x415052b7", __LINE__);
+}
+
 int main(void) {
   test_env();
   test_library_kernel_and_graphs();
@@ -850,6 +1139,9 @@ int main(void) {
   test_matmul_tuning();
   test_aux_stream();
   test_aux_workspace();
+  test_prebuilt_params();
+  test_tensor_map_encoder_arguments();
+  test_tensor_map_refusals();
   if (g_failures) {
     fprintf(stderr, "%d failures\n", g_failures);
     return 1;

@@ -1,7 +1,8 @@
 // The runtime's C sources as they are embedded into aotc: they compile with -Wall -Wextra -Werror,
 // the C copy of the library-kernel protocol agrees with templates/library_params.cuh, the
-// library-kernel and CUDA-graph logic behaves against a fake driver (runtime_fake_driver.c), and
-// so do the misuse checks (runtime_checks_fake.c), all without a GPU.
+// library-kernel (builders, prebuilt params, tensor maps) and CUDA-graph logic behaves against a
+// fake driver (runtime_fake_driver.c), and so do the misuse checks (runtime_checks_fake.c), all
+// without a GPU.
 #include <gtest/gtest.h>
 
 #include "codegen/embedded_files.h"

@@ -212,7 +212,7 @@ TEST(AotcCli, CompilesAndReports) {
   EXPECT_EQ(keys,
             "True 64 tiny x [1, 4] float True ['arena_bytes', 'linear_bytes', 'lower_bound_bytes', "
             "'ratio_to_lower_bound'] ['kernel_cache', 'kernels', 'matmul_calls', 'weight_bytes'] "
-            "['frontend', 'host_cc', "
+            "['frontend', 'host_cc', 'host_params', "
             "'memory_plan', 'nvcc', 'passes', 'render', 'total'] 0 True\n");
   // Each final node with its precision and layout (fp32 model: float, as declared).
   EXPECT_EQ(python_on_json(report, "[(n['node'], n['op'], n['dtype'], n['layout']) for n in d['node_precision']]", dir),

@@ -24,8 +24,8 @@ static const aotc_rt_ref kKernelArgs[] = {
     {AOTC_LOC_ARENA, 0, 0ULL}, {AOTC_LOC_WEIGHTS, 0, 0ULL}, {AOTC_LOC_OUTPUT, 0, 0ULL}, /* fake_add */
 };
 static const aotc_rt_kernel kKernels[] = {
-    {"fake_mul", 0, {1u, 1u, 1u}, {256u, 1u, 1u}, 0u, 0, 3, 0, 0, 0, 0},
-    {"fake_add", 0, {1u, 1u, 1u}, {256u, 1u, 1u}, 0u, 3, 3, 0, 0, 0, 0},
+    {"fake_mul", 0, {1u, 1u, 1u}, {256u, 1u, 1u}, 0u, 0, 3, 0, 0, 0, 0, NULL, 0u, 0, 0},
+    {"fake_add", 0, {1u, 1u, 1u}, {256u, 1u, 1u}, 0u, 3, 3, 0, 0, 0, 0, NULL, 0u, 0, 0},
 };
 static const aotc_rt_copy kCopies[] = {{{AOTC_LOC_ARENA, 0, 0ULL}, {AOTC_LOC_OUTPUT, 1, 0ULL}, 1024ULL}};
 static const aotc_rt_step kSteps[] = {
@@ -38,7 +38,7 @@ static const aotc_rt_io kInputs[] = {{"x", 1, 2, kShape, 1024ULL}};
 static const aotc_rt_io kOutputs[] = {{"y", 1, 2, kShape, 1024ULL}, {"z", 1, 2, kShape, 1024ULL}};
 static const aotc_rt_model_desc kModel = {
     "fakemodel", "sm_90", kFatbins, 1, kWeights, 1024ULL, 2048ULL, 1024ULL, 0ULL,
-    kKernels, 2, kKernelArgs, 6, NULL, 0, kCopies, 1, kSteps, 3, kInputs, 1, kOutputs, 2, NULL, 0, 0, 0};
+    kKernels, 2, kKernelArgs, 6, NULL, 0, kCopies, 1, kSteps, 3, kInputs, 1, kOutputs, 2, NULL, 0, 0, 0, NULL, 0};
 
 AOTC_API int fakemodel_create(fakemodel_model** out, int device, void* workspace,
                               const fakemodel_model* share_weights_with) {

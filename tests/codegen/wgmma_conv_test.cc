@@ -1,0 +1,279 @@
+// The sm_90a convolution (templates/cutlass_conv2d_fprop_sm90.cu.in) and its compile-time params
+// builder (codegen/host_params.h): which convolutions lower to it, what the host program records
+// for one problem (checked against the NHWC / KRSC layout by hand, not against its own output),
+// the parser's refusals, and that nvcc builds the library for sm_90a. On a GPU, GpuConvFp16.Wgmma*
+// compare it with the CPU reference.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "codegen/codegen.h"
+#include "codegen/cutlass_dir.h"
+#include "codegen/host_params.h"
+#include "codegen/launch_program.h"
+#include "codegen_test_util.h"
+#include "ir/ops/conv_configs.h"
+#include "ir/text_ir.h"
+#include "library_build.h"
+#include "opt/memory_plan.h"
+#include "opt/passes.h"
+
+namespace aotc {
+namespace {
+
+// x [8, 64, 34, 34] -> conv1 3x3 pad 1 (64 -> 64, bias, ReLU; 8*34*34 = 9248 rows: 73 tiles of
+// 128x64, a wave of 132 SMs at two CTAs a SM) -> conv2 3x3 stride 2 (64 -> 128; 8*17*17 = 2312
+// rows: 37 tiles of 64x128, under half a wave: not the sm_90a kernel).
+Expected<Graph> two_convs(const std::vector<std::string>& archs, bool wgmma = true) {
+  auto g = parse_text_ir(R"(
+    input %x : float16[8x64x34x34]
+    const %w1 : float16[64x64x3x3] = random(1)
+    const %b1 : float16[64] = random(2)
+    const %w2 : float16[128x64x3x3] = random(3)
+    %c1 : float16[?] = Conv(%x, %w1, %b1) {pads=[1,1,1,1]}  # conv1
+    %r1 : float16[?] = Relu(%c1)  # relu1
+    %c2 : float16[?] = Conv(%r1, %w2) {pads=[1,1,1,1], strides=[2,2]}  # conv2
+    output %c2
+  )");
+  if (!g) return g;
+  g->opset = 17;
+  AOTC_RETURN_IF_ERROR(infer_shapes(*g));
+  g->target = target_from_archs(archs);
+  g->target.conv_wgmma = wgmma;
+  auto fused = fuse_epilogue(*g);
+  if (!fused) return fused.status();
+  auto laid = layout_nhwc(*g);
+  if (!laid) return laid.status();
+  return g;
+}
+
+std::vector<const ProgramKernel*> wgmma_kernels(const LaunchProgram& p) {
+  std::vector<const ProgramKernel*> out;
+  for (const ProgramKernel& k : p.kernels)
+    if (k.template_name == "cutlass_conv2d_fprop_sm90") out.push_back(&k);
+  return out;
+}
+
+TEST(WgmmaConv, OnlyFullConvolutionsOnSm90OnlyTargets) {
+  auto g = two_convs({"sm_90"});
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  auto program = build_launch_program(*g, test::linear_plan(*g));
+  ASSERT_TRUE(program.is_ok()) << program.status().message();
+  std::vector<const ProgramKernel*> w = wgmma_kernels(*program);
+  ASSERT_EQ(w.size(), 1u);
+  const ProgramKernel& k = *w[0];
+  EXPECT_TRUE(k.library_params);
+  EXPECT_TRUE(k.host_params);
+  // N H W C K R S, pads (begin h w, end h w), strides, dilations, y_ld, residual, bias.
+  EXPECT_EQ(k.builder_args, (std::vector<int64_t>{8, 34, 34, 64, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 64, 0, 1}));
+  ASSERT_EQ(k.args.size(), 5u);
+  EXPECT_EQ(k.args[0].space, Location::Space::kArena);    // the packed NHWC input
+  EXPECT_EQ(k.args[1].space, Location::Space::kWeights);  // KRSC filter
+  EXPECT_EQ(k.args[2].space, Location::Space::kWeights);  // bias
+  EXPECT_EQ(k.args[3].space, Location::Space::kNull);     // no residual
+  EXPECT_EQ(k.args[4].space, Location::Space::kArena);
+  for (const auto& [key, value] : k.holes) {
+    if (key == "TILE_N") {
+      EXPECT_EQ(value, "64LL");  // 64 output channels: the 128x64 row
+    }
+  }
+  // Must not fire: another target in the list (Jetson), or switched off.
+  for (bool mixed : {true, false}) {
+    auto other = mixed ? two_convs({"sm_90", "sm_87"}) : two_convs({"sm_90"}, /*wgmma=*/false);
+    ASSERT_TRUE(other.is_ok()) << other.status().message();
+    auto plan = plan_memory(*other);  // im2col / split-K scratch for the other implementations
+    ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+    auto p = build_launch_program(*other, *plan);
+    ASSERT_TRUE(p.is_ok()) << p.status().message();
+    EXPECT_TRUE(wgmma_kernels(*p).empty()) << (mixed ? "sm_90 + sm_87" : "--conv-wgmma off");
+  }
+}
+
+// The configuration rule per ResNet-50 3x3 layer at batch 32 (measured, ir/ops/conv_configs.h),
+// and every refusal.
+TEST(WgmmaConv, ConfigurationRuleAndRefusals) {
+  Target t = target_from_archs({"sm_90"});
+  const std::vector<int64_t> k3 = {3, 3}, s1 = {1, 1}, s2 = {2, 2}, d1 = {1, 1}, p1 = {1, 1, 1, 1};
+  auto pick = [&](const Target& tt, DType dt, int64_t c, int64_t k, int64_t m, int64_t y_ld = 0,
+                  std::vector<int64_t> strides = {1, 1}, std::vector<int64_t> pads = {1, 1, 1, 1}) {
+    auto cfg = conv_wgmma_config(tt, dt, 1, c, k, y_ld ? y_ld : k, k3, strides, d1, pads, m);
+    return cfg ? std::string(cfg->name) : std::string("none");
+  };
+  EXPECT_EQ(pick(t, DType::kFloat16, 64, 64, 32 * 56 * 56), "wg128x64x64_s4_2cta");
+  EXPECT_EQ(pick(t, DType::kFloat16, 128, 128, 32 * 28 * 28), "wg128x128x64_auto");
+  EXPECT_EQ(pick(t, DType::kFloat16, 256, 256, 32 * 14 * 14, 0, s2), "wg128x128x64_auto");
+  EXPECT_EQ(pick(t, DType::kBFloat16, 256, 256, 32 * 14 * 14, 0, s2), "none");  // not yet checked on a GPU
+  EXPECT_EQ(pick(t, DType::kFloat16, 512, 512, 32 * 7 * 7), "wg64x128x64_s4_2cta");
+  EXPECT_EQ(pick(t, DType::kFloat16, 64, 64, 56 * 56), "none");  // batch 1: 25 tiles
+  EXPECT_EQ(pick(t, DType::kFloat32, 64, 64, 32 * 56 * 56), "none");
+  EXPECT_EQ(pick(t, DType::kInt8, 64, 64, 32 * 56 * 56), "none");
+  EXPECT_EQ(pick(t, DType::kFloat16, 12, 64, 32 * 56 * 56), "none");       // C not 8-aligned
+  EXPECT_EQ(pick(t, DType::kFloat16, 64, 64, 32 * 56 * 56, 100), "none");  // output rows not 8-aligned
+  EXPECT_EQ(pick(t, DType::kFloat16, 64, 64, 32 * 56 * 56, 0, {9, 9}), "none");
+  EXPECT_EQ(pick(t, DType::kFloat16, 64, 64, 32 * 56 * 56, 0, s1, {65, 1, 1, 1}), "none");
+  EXPECT_FALSE(conv_wgmma_config(t, DType::kFloat16, 2, 64, 64, 64, k3, s1, d1, p1, 32 * 56 * 56));  // groups
+  EXPECT_EQ(pick(target_from_archs({"sm_90", "sm_87"}), DType::kFloat16, 64, 64, 32 * 56 * 56), "none");
+  EXPECT_EQ(pick(target_from_archs({"sm_100"}), DType::kFloat16, 64, 64, 32 * 56 * 56), "none");
+  Target off = t;
+  off.conv_wgmma = false;
+  EXPECT_EQ(pick(off, DType::kFloat16, 64, 64, 32 * 56 * 56), "none");
+  Target forced_sm80 = t;
+  forced_sm80.conv_config = "tc64x64x32_w32x32_s4";
+  EXPECT_EQ(pick(forced_sm80, DType::kFloat16, 128, 128, 32 * 28 * 28), "none");
+  Target forced = t;
+  forced.conv_config = "wg64x128x64_s4_2cta";
+  EXPECT_EQ(pick(forced, DType::kFloat16, 256, 256, 32 * 14 * 14), "wg64x128x64_s4_2cta");
+  // The rows: sm_90 only; two CTAs a SM exactly for the explicit stage counts, whose operand
+  // stages leave room for a second CTA in the 227 KiB of an SM.
+  for (const ConvKernelConfig& c : conv_configs_of(ConvMath::kWgmma)) {
+    EXPECT_EQ(c.min_sm, 90) << c.name;
+    EXPECT_EQ(conv_wgmma_min_blocks(c), c.stages > 0 ? 2 : 1) << c.name;
+    if (c.stages > 0) {
+      EXPECT_LE((c.tb_m + c.tb_n) * c.tb_k * 2 * c.stages, 100 * 1024) << c.name;
+    }
+  }
+}
+
+// One host-params kernel with the given argument locations, for the parser tests.
+LaunchProgram one_kernel_program(Location::Space x_space) {
+  LaunchProgram p;
+  ProgramKernel k;
+  k.name = k.function = "k0_lib_conv";
+  k.library_params = k.host_params = true;
+  k.args.resize(5);
+  k.args[0].space = x_space;
+  k.args[1].space = Location::Space::kWeights;
+  k.args[4].space = Location::Space::kArena;
+  p.kernels.push_back(k);
+  return p;
+}
+
+// A header (magic, params_bytes 256) + 256 bytes of params, as hex.
+std::string bytes_line(uint32_t magic = 0x41505248u) {
+  std::vector<uint8_t> b(512, 0);
+  const uint32_t params = 256;
+  std::memcpy(b.data(), &magic, 4);
+  std::memcpy(b.data() + 4, &params, 4);
+  std::string hex = "bytes ";
+  static const char* kHex = "0123456789abcdef";
+  for (uint8_t v : b) hex += std::string(1, kHex[v >> 4]) + kHex[v & 15];
+  return hex + "\n";
+}
+
+const char* const kMap0 = "tmap 0 128 1 1 4 64 34 34 8 0 128 4352 147968 0 0 0 0 0 0 -1 -1 0 -1 -1 0 64 128 1 1 1 1 0 0 3 0 0\n";
+
+TEST(WgmmaConv, ParserTakesWellFormedOutputAndRefusesTheRest) {
+  LaunchProgram ok = one_kernel_program(Location::Space::kArena);
+  ASSERT_TRUE(parse_host_params_output(std::string("kernel k0_lib_conv 0 0\n") + kMap0 + bytes_line() + "end\n", ok).is_ok());
+  ASSERT_EQ(ok.kernels[0].tensor_maps.size(), 1u);
+  const TensorMapRecord& m = ok.kernels[0].tensor_maps[0];
+  EXPECT_TRUE(m.im2col);
+  EXPECT_EQ(m.offset, 128u);
+  EXPECT_EQ(m.dims[3], 8u);
+  EXPECT_EQ(m.strides[2], 147968u);
+  EXPECT_EQ(m.lower[0], -1);
+  EXPECT_EQ(m.pixels, 128u);
+  EXPECT_EQ(m.swizzle, 3);
+  EXPECT_EQ(ok.kernels[0].prebuilt.size(), 512u);
+
+  auto refused = [](LaunchProgram p, const std::string& text, const std::string& why) {
+    Status s = parse_host_params_output(text, p);
+    EXPECT_FALSE(s.is_ok()) << why;
+    return s.message();
+  };
+  // A descriptor of a graph input (its address changes per run).
+  EXPECT_NE(refused(one_kernel_program(Location::Space::kInput),
+                    std::string("kernel k0_lib_conv 0 0\n") + kMap0 + bytes_line() + "end\n", "input")
+                .find("not in the arena or the weights"),
+            std::string::npos);
+  // CUTLASS refused the problem.
+  EXPECT_NE(refused(one_kernel_program(Location::Space::kArena), "kernel k0_lib_conv 0 3\nerror no\nend\n", "status")
+                .find("refused the problem"),
+            std::string::npos);
+  refused(one_kernel_program(Location::Space::kArena), std::string("kernel k0_lib_conv 0 0\n") + kMap0, "no end");
+  refused(one_kernel_program(Location::Space::kArena), "", "no output");
+  refused(one_kernel_program(Location::Space::kArena), "kernel other 0 0\n" + bytes_line() + "end\n", "other kernel");
+  refused(one_kernel_program(Location::Space::kArena), "kernel k0_lib_conv 0 0\n" + bytes_line(7) + "end\n", "bad magic");
+  refused(one_kernel_program(Location::Space::kArena),
+          "kernel k0_lib_conv 0 0\ntmap 0 96 1 1 4 1 1 1 1 0 2 2 2 0 0 0 0 0 0 0 0 0 0 0 0 8 8 1 1 1 1 0 0 3 0 0\n" +
+              bytes_line() + "end\n",
+          "misaligned map");
+  refused(one_kernel_program(Location::Space::kArena), "kernel k0_lib_conv 0 0\ntmap 0 128 1\n" + bytes_line() + "end\n",
+          "truncated map");
+}
+
+// nvcc builds the host program and the sm_90a library; the records of conv1 agree with its
+// layout: x NHWC [8, 34, 34, 64] fp16 read through an im2col map (dims C, W, H, N; byte strides
+// of a pixel, a row, an image; pixel-box corners -pad; TILE_K channels x TILE_M pixels), the KRSC
+// filter through a tiled map (dims C, K, S, R), y through the epilogue's maps (no residual: C names
+// y), the bias as a raw pointer slot, the grid one CTA per 128x64 tile.
+TEST(WgmmaConv, HostProgramRecordsAndSm90aLibraryBuild) {
+  AOTC_REQUIRE_CUTLASS_BUILD(include);
+  auto g = two_convs({"sm_90"});
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  const std::filesystem::path cache = std::filesystem::temp_directory_path() / ("aotc-wgmma-cache-" + std::to_string(getpid()));
+  CodegenOptions o;
+  o.name = "block";
+  o.archs = {"sm_90"};
+  o.nvcc = test::find_nvcc();
+  o.cutlass_include_dir = include;
+  o.kernel_cache_dir = cache.string();
+  auto src = render_library_sources(*g, test::linear_plan(*g), o);
+  ASSERT_TRUE(src.is_ok()) << src.status().message();
+  std::vector<const ProgramKernel*> w = wgmma_kernels(src->program);
+  ASSERT_EQ(w.size(), 1u);
+  const ProgramKernel& k = *w[0];
+  ASSERT_GT(k.prebuilt.size(), 256u);
+  uint32_t header[64];
+  std::memcpy(header, k.prebuilt.data(), sizeof header);
+  EXPECT_EQ(header[0], 0x41505248u);                 // magic
+  EXPECT_EQ(header[1] + 256u, k.prebuilt.size());    // params_bytes
+  EXPECT_EQ(header[2] * header[3] * header[4], 73u);  // grid: ceil(9248 / 128) x 1 tiles
+  EXPECT_EQ(header[5], 256u);                        // one producer + one consumer warp group
+  EXPECT_GT(header[8], 48u * 1024);                  // dynamic shared memory
+  EXPECT_EQ(header[9], 5u);                          // pointer slots
+  EXPECT_NE(header[10 + 2], 0xffffffffu);            // the bias is a raw pointer
+  EXPECT_EQ(header[10 + 0], 0xffffffffu);            // x only inside its descriptor
+  int im2col_x = 0, tiled_w = 0, y_maps = 0;
+  for (const TensorMapRecord& m : k.tensor_maps) {
+    EXPECT_EQ(m.offset % 64, 0u);
+    if (m.arg == 0) {
+      ++im2col_x;
+      EXPECT_TRUE(m.im2col);
+      EXPECT_EQ(m.rank, 4);
+      EXPECT_EQ(std::vector<uint64_t>(m.dims, m.dims + 4), (std::vector<uint64_t>{64, 34, 34, 8}));
+      EXPECT_EQ(std::vector<uint64_t>(m.strides, m.strides + 3), (std::vector<uint64_t>{128, 128 * 34, 128 * 34 * 34}));
+      EXPECT_EQ(m.lower[0], -1);
+      EXPECT_EQ(m.lower[1], -1);
+      EXPECT_EQ(m.channels, 64u);  // TILE_K
+      EXPECT_EQ(m.pixels, 128u);   // TILE_M
+    } else if (m.arg == 1) {
+      ++tiled_w;
+      EXPECT_FALSE(m.im2col);
+      EXPECT_EQ(std::vector<uint64_t>(m.dims, m.dims + 4), (std::vector<uint64_t>{64, 64, 3, 3}));
+      // Byte strides of K (R*S*C halves), S (C), R (S*C).
+      EXPECT_EQ(std::vector<uint64_t>(m.strides, m.strides + 3), (std::vector<uint64_t>{3 * 3 * 64 * 2, 64 * 2, 3 * 64 * 2}));
+      EXPECT_EQ(m.box[0], 64u);
+      EXPECT_EQ(m.box[1], 64u);  // TILE_N
+    } else {
+      EXPECT_EQ(m.arg, 4);
+      ++y_maps;
+      EXPECT_EQ(std::vector<uint64_t>(m.dims, m.dims + 4), (std::vector<uint64_t>{64, 34, 34, 8}));
+    }
+  }
+  EXPECT_EQ(im2col_x, 1);
+  EXPECT_EQ(tiled_w, 1);
+  EXPECT_GE(y_maps, 1);
+  EXPECT_NE(src->host.model_c.find("kTensorMaps[] = {"), std::string::npos);
+  EXPECT_NE(src->host.model_c.find("kPrebuilt_" + k.name), std::string::npos);
+  // The whole library with nvcc (its own build of the host program; the device file holding the
+  // kernel compiled for sm_90a) links.
+  Graph again = *g;
+  const std::string sources = test::compile_block_sources(again, test::linear_plan(again), {"sm_90"}, include, "wgmma");
+  EXPECT_NE(sources.find("AOTC_REQUIRES_SM90A"), std::string::npos);
+  std::filesystem::remove_all(cache);
+}
+
+}  // namespace
+}  // namespace aotc
