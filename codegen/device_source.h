@@ -3,8 +3,9 @@
 // preceded by a comment naming the ONNX nodes it covers and their shapes (all model text
 // sanitized). Kernels whose rendered code is identical (same template, holes and shapes, e.g. the
 // repeated blocks of a ResNet) are emitted once and launched under the first one's name. The
-// distinct kernels are split over several files so nvcc can compile them in parallel; the split
-// depends only on the model, so builds are reproducible on any machine.
+// distinct kernels are split over several files so nvcc can compile them in parallel, balanced by
+// a rough compile cost per kernel (CUTLASS 3.x kernels weigh most); the split depends only on the
+// model, so builds are reproducible on any machine.
 #pragma once
 
 #include <map>
@@ -26,7 +27,8 @@ struct DeviceSourceInfo {
   PdlMode pdl = PdlMode::kOff;
 };
 
-// At most this many distinct kernels per .cu file (and at most kMaxDeviceFiles files).
+// One .cu file per this many distinct kernels (at most kMaxDeviceFiles files); the balance by
+// compile cost may give a file of light kernels more of them.
 constexpr int kKernelsPerDeviceFile = 6;
 constexpr int kMaxDeviceFiles = 16;
 

@@ -58,7 +58,9 @@ int64_t kernel_step_flops(const Node& node, const Graph& graph, const KernelStep
   if (k.library_params && k.template_name == "cutlass_gemm")
     return k.builder_args.size() >= 3 ? 2 * k.builder_args[0] * k.builder_args[1] * k.builder_args[2] : 0;
   if (!is_conv(node) || node.inputs.size() < 2 || node.outputs.empty()) return 0;
-  if (k.library_params) {
+  // The CUTLASS 2.x convolutions' builder args (N H W C K R S P Q ...); the sm_90a one's differ
+  // (no P, Q) and take the generic count below.
+  if (k.library_params && k.template_name != "cutlass_conv2d_fprop_sm90") {
     if (k.builder_args.size() < kConvBuilderArgs) return 0;
     const std::vector<int64_t>& b = k.builder_args;
     return 2 * b[0] * b[4] * b[7] * b[8] * b[3] * b[5] * b[6];

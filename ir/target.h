@@ -57,6 +57,9 @@ struct Target {
   // params are built at compile time, codegen/host_params.cc). Off: CUTLASS 2.x mma.sync
   // (--conv-wgmma off).
   bool conv_wgmma = true;
+  // Tiles (CTAs) a convolution must have for that kernel, as a share of the target's SM count:
+  // 0.5 (half a wave, default) or 1 (--conv-wgmma-fill wave).
+  double conv_wgmma_fill = 0.5;
   // Every cuBLASLt GEMM runs on aotc's own plain kernel instead (templates/gemm_reference.cu.in;
   // --matmul-impl reference): slow, but the library then launches no cuBLASLt kernel, which
   // compute-sanitizer's racecheck cannot follow on Hopper (docs/reliability.md).

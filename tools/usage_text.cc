@@ -72,6 +72,9 @@ options:
                            CUTLASS 3.x's TMA + wgmma implicit GEMM when every --arch is sm_90
                            (its params are built at compile time, which needs nvcc and CUTLASS
                            here but nothing more at run time); off: CUTLASS 2.x mma.sync
+  --conv-wgmma-fill half|wave
+                           half (default): that kernel takes convolutions with tiles for at
+                           least half a wave of SMs; wave: a whole wave
   --fp32-gemm auto|cublaslt|simt-reduce
                            auto (default): float GEMMs too small for cuBLASLt's 128x128 tiles to
                            fill the GPU (transformers at batch 1) run on a CUTLASS SIMT GEMM (fp32

@@ -411,8 +411,8 @@ inline int conv_wgmma_min_blocks(const ConvKernelConfig& c) { return c.stages > 
 // The wgmma configuration for an fp16 convolution, or nullopt where it does not apply: every
 // target is sm_90 (an sm_90a cubin runs on compute capability 9.0 only; Jetson and the Sm80
 // class keep CUTLASS 2.x), fp16, one group, 8-aligned channels and output rows (y_ld), a 2-D
-// window inside the TMA limits, and tiles that fill at least half a wave of the smallest target
-// (batch 1 keeps the cluster split-K kernel: the wgmma kernel measured 5.7-16.6 us against its
+// window inside the TMA limits, and tiles that fill at least Target::conv_wgmma_fill of a wave of
+// the smallest target (default half; batch 1 keeps the cluster split-K kernel: the wgmma kernel measured 5.7-16.6 us against its
 // 5.8-9.4 on ResNet-50's batch-1 3x3s). Whether its operands live at addresses fixed at create
 // (not graph inputs or outputs) is the lowering's to check. --conv-wgmma off turns it off; a
 // forced Sm80 tensor-core configuration (--conv-config tc...) too.
@@ -439,7 +439,8 @@ inline std::optional<ConvKernelConfig> conv_wgmma_config(const Target& target, D
   for (int64_t p : pads)
     if (p < 0 || p > kWgmmaMaxPad) return std::nullopt;
   const ConvKernelConfig& c = pick_conv_config(target, ConvMath::kWgmma, gemm_m, cout);
-  if (2 * conv_config_tiles(c, gemm_m, cout) < target.sm_count) return std::nullopt;
+  if (static_cast<double>(conv_config_tiles(c, gemm_m, cout)) < target.conv_wgmma_fill * target.sm_count)
+    return std::nullopt;
   return c;
 }
 

@@ -347,6 +347,37 @@ TEST(GeneratedSource, DeviceSourceHasProvenanceAndNodeComments) {
   EXPECT_NE(host.blobs_s.find(".hidden tiny_aotc_weights"), std::string::npos);
 }
 
+// CUTLASS 3.x kernels (their code includes cute/tensor.hpp or the conv collectives) compile for
+// ~25 s each, mostly parsing the same headers: all of them go to one file, the light kernels to
+// the others (must not fire: with only light kernels the split stays round-robin, above).
+TEST(GeneratedSource, HeavyKernelsShareOneFileLightOnesSpread) {
+  Graph g;
+  for (int i = 0; i < 12; ++i) {
+    ValueId in = g.add_value("in" + std::to_string(i), DType::kFloat32, {10 + i}, true);
+    ValueId out = g.add_value("s" + std::to_string(i));
+    g.inputs.push_back(in);
+    g.outputs.push_back(out);
+    g.nodes.push_back(Node{"sig" + std::to_string(i), "Sigmoid", "", {in}, {out}, {}});
+  }
+  ASSERT_TRUE(infer_shapes(g).is_ok());
+  auto p = build_launch_program(g, linear_plan(g));
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  const std::string name = p->kernels[0].template_name;
+  const EmbeddedFile* t = find_embedded_file("templates/" + name + ".cu.in");
+  ASSERT_NE(t, nullptr);
+  std::map<std::string, std::string> extra = {{"heavy_probe", t->text() + "\n// #include \"cute/tensor.hpp\" (weight probe)\n"}};
+  for (int i : {1, 2, 7}) p->kernels[static_cast<size_t>(i)].template_name = "heavy_probe";
+  auto sources = render_device_sources(*p, g, {"0.1.0", "h", "m", &extra});
+  ASSERT_TRUE(sources.is_ok()) << sources.status().message();
+  ASSERT_EQ(sources->size(), 2u);  // 12 distinct kernels
+  const int heavy = p->kernels[1].module;
+  EXPECT_EQ(p->kernels[2].module, heavy);
+  EXPECT_EQ(p->kernels[7].module, heavy);
+  int light_elsewhere = 0;
+  for (int i : {0, 3, 4, 5, 6, 8, 9, 10, 11}) light_elsewhere += p->kernels[static_cast<size_t>(i)].module != heavy ? 1 : 0;
+  EXPECT_EQ(light_elsewhere, 9);  // 3 x 24 of weight against 9 x 1: the light ones all go to the other file
+}
+
 TEST(GeneratedSource, IdenticalKernelsAreEmittedOnceAndFilesSplit) {
   // 14 Relu nodes: shapes 3 and 5 alternate (2 distinct kernels), then 12 distinct Sigmoids.
   Graph g;

@@ -67,6 +67,12 @@ TEST(WgmmaConv, OnlyFullConvolutionsOnSm90OnlyTargets) {
   EXPECT_TRUE(k.host_params);
   // N H W C K R S, pads (begin h w, end h w), strides, dilations, y_ld, residual, bias.
   EXPECT_EQ(k.builder_args, (std::vector<int64_t>{8, 34, 34, 64, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 64, 0, 1}));
+  // The profiling extension's FLOPs: 2 * N*P*Q*K * C*R*S.
+  for (const ProgramStep& st : program->steps) {
+    if (st.kind == ProgramStep::Kind::kKernel && &program->kernels[static_cast<size_t>(st.index)] == &k) {
+      EXPECT_EQ(st.flops, int64_t{2} * 8 * 34 * 34 * 64 * 64 * 3 * 3);
+    }
+  }
   ASSERT_EQ(k.args.size(), 5u);
   EXPECT_EQ(k.args[0].space, Location::Space::kArena);    // the packed NHWC input
   EXPECT_EQ(k.args[1].space, Location::Space::kWeights);  // KRSC filter
@@ -106,6 +112,10 @@ TEST(WgmmaConv, ConfigurationRuleAndRefusals) {
   EXPECT_EQ(pick(t, DType::kBFloat16, 256, 256, 32 * 14 * 14, 0, s2), "none");  // not yet checked on a GPU
   EXPECT_EQ(pick(t, DType::kFloat16, 512, 512, 32 * 7 * 7), "wg64x128x64_s4_2cta");
   EXPECT_EQ(pick(t, DType::kFloat16, 64, 64, 56 * 56), "none");  // batch 1: 25 tiles
+  Target wave = t;  // --conv-wgmma-fill wave: layer4's 100 tiles are under a wave
+  wave.conv_wgmma_fill = 1.0;
+  EXPECT_EQ(pick(wave, DType::kFloat16, 512, 512, 32 * 7 * 7), "none");
+  EXPECT_EQ(pick(wave, DType::kFloat16, 128, 128, 32 * 28 * 28), "wg128x128x64_auto");  // 196 tiles
   EXPECT_EQ(pick(t, DType::kFloat32, 64, 64, 32 * 56 * 56), "none");
   EXPECT_EQ(pick(t, DType::kInt8, 64, 64, 32 * 56 * 56), "none");
   EXPECT_EQ(pick(t, DType::kFloat16, 12, 64, 32 * 56 * 56), "none");       // C not 8-aligned

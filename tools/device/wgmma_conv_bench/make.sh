@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds the standalone sm_90a convolution bench of docs/perf_notes.md v39 on the CPU machine:
+# a host program per configuration records CUTLASS's params and tensor maps for every problem of
+# shapes.txt (the mechanism aotc now uses: templates/host_params.cuh), and `bench` replays them on
+# the GPU (the driver re-encodes the descriptors), checks each against a direct convolution and
+# times it. Usage: bash make.sh OUTDIR [NDEBUG=1]; then on the GPU machine
+#   OUTDIR/bench shapes.txt OUTDIR/rec_v0.txt ... OUTDIR/rec_v7.txt
+# NDEBUG=0 reproduces device call 1 (CUTLASS's device asserts compiled in).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+out="${1:?usage: make.sh OUTDIR}"
+mkdir -p "$out"
+S="${CUTLASS_SOURCE:-$(python3 -c 'import cutlass_library, os; print(os.path.join(os.path.dirname(cutlass_library.__file__), "source"))')}"
+nd=""; [ "${NDEBUG:-1}" = 1 ] && nd="-DNDEBUG"
+cp "$here/conv_sm90.cu" "$here/bench.cu" "$here/shapes.txt" "$out/"
+cp "$here/../../../templates/library_params.cuh" "$here/../../../templates/host_params.cuh" "$out/"
+cd "$out"
+python3 "$here/variants.py"
+bash hostvariants.sh
+/usr/local/cuda/bin/nvcc -std=c++17 --expt-relaxed-constexpr -O3 $nd -I. -I"$S/include" -I"$S/tools/util/include" \
+  -gencode arch=compute_90a,code=sm_90a -o bench bench.cu -lcuda
