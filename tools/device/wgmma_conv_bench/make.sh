@@ -10,7 +10,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${1:?usage: make.sh OUTDIR}"
 mkdir -p "$out"
-S="${CUTLASS_SOURCE:-$(python3 -c 'import cutlass_library, os; print(os.path.join(os.path.dirname(cutlass_library.__file__), "source"))')}"
+export S="${CUTLASS_SOURCE:-$(python3 -c 'import cutlass_library, os; print(os.path.join(os.path.dirname(cutlass_library.__file__), "source"))')}"
 nd=""; [ "${NDEBUG:-1}" = 1 ] && nd="-DNDEBUG"
 cp "$here/conv_sm90.cu" "$here/bench.cu" "$here/shapes.txt" "$out/"
 cp "$here/../../../templates/library_params.cuh" "$here/../../../templates/host_params.cuh" "$out/"
