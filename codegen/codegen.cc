@@ -389,7 +389,11 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
       write_file(dir / weights_file(prefix), program->weights.data(), program->weights.size()));
   AOTC_RETURN_IF_ERROR(write_text(dir / "Makefile", makefile(options, prefix, *device)));
   // Sources go out before compiling, so a failed build can be inspected.
-  std::vector<std::string> emitted = {header_file(prefix), blobs_file(prefix), weights_file(prefix), "Makefile"};
+  // The host source as first rendered (host-params kernels without their params yet) goes out now,
+  // so a failed build can be inspected; it is rendered and written again below.
+  AOTC_RETURN_IF_ERROR(write_text(dir / model_c_file(prefix), host.model_c));
+  std::vector<std::string> emitted = {model_c_file(prefix), header_file(prefix), blobs_file(prefix),
+                                      weights_file(prefix), "Makefile"};
   for (const std::string& name : runtime_files()) {
     const EmbeddedFile* f = find_embedded_file("runtime/" + name);
     AOTC_RETURN_IF_ERROR(write_file(dir / name, f->data, f->size));
@@ -469,20 +473,35 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
          " device file(s) for " + std::to_string(options.archs.size()) + " arch(s), " +
          std::to_string(std::min(parallel, std::max<int>(1, static_cast<int>(to_compile.size())))) +
          " at a time" + cache_note);
+  // The thread reports through `host_params` only; the main thread touches neither it nor the
+  // progress callback until join (every exit path joins).
   Expected<HostParamsStats> host_params = HostParamsStats{};
-  std::thread host_params_thread([&] { host_params = build_host_params(*program, options); });
-  Status device_status = run_tools_parallel(to_compile, dir, "nvcc", parallel);
+  std::thread host_params_thread([&] {
+    try {
+      host_params = build_host_params(*program, options);
+    } catch (const std::exception& e) {
+      host_params = Status::error(std::string("compile-time params builder: ") + e.what());
+    }
+  });
+  Status device_status = Status::ok();
+  try {
+    device_status = run_tools_parallel(to_compile, dir, "nvcc", parallel);
+  } catch (...) {
+    host_params_thread.join();
+    throw;
+  }
   host_params_thread.join();
   AOTC_RETURN_IF_ERROR(device_status);
   if (!host_params) return host_params.status();
   stats.host_params_kernels = host_params->kernels;
   stats.host_params_cache_hit = host_params->cache_hit;
   stats.host_params_seconds = host_params->seconds;
-  const std::string model_c = host_params->kernels > 0
-                                  ? render_host_sources(*program, graph, host_source_info(*rendered, graph, options)).model_c
-                                  : host.model_c;
-  AOTC_RETURN_IF_ERROR(write_text(dir / model_c_file(prefix), model_c));
-  AOTC_RETURN_IF_ERROR(emit({model_c_file(prefix)}));
+  if (host_params->kernels > 0) {
+    const std::string model_c =
+        render_host_sources(*program, graph, host_source_info(*rendered, graph, options)).model_c;
+    AOTC_RETURN_IF_ERROR(write_text(dir / model_c_file(prefix), model_c));
+    AOTC_RETURN_IF_ERROR(emit({model_c_file(prefix)}));
+  }
   for (int f : compiled_files) {
     if (!stats.cache_enabled) break;
     Status s = cache.store(keys[static_cast<size_t>(f)], (dir / fatbin_file(prefix, f)).string());

@@ -79,7 +79,9 @@ struct CodegenStats {
 // Everything compile_library writes before it runs nvcc, rendered in memory: the launch program
 // (with the weight blob), one CUDA source per device file and the host sources. Fails like
 // compile_library on a bad --name / --arch, a lowering that cannot be built, or a model that needs
-// CUTLASS headers when none are given. Nothing is written or run (the fuzz harnesses use it).
+// CUTLASS headers when none are given. Nothing is written or run (the fuzz harnesses use it),
+// except that with run_host_params_builder (the default) a model with host-params kernels gets
+// its compile-time params builder compiled and run in a temp directory (codegen/host_params.h).
 struct LibrarySources {
   std::string prefix;                   // the ABI prefix
   LaunchProgram program;

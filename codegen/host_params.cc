@@ -162,8 +162,10 @@ Status parse_host_params_output(const std::string& text, LaunchProgram& program)
       if (status != 0) {
         std::string error;
         if (std::getline(lines, error) && error.rfind("error ", 0) == 0) error = error.substr(6);
-        return kernel_error(*cur, "CUTLASS's host code refused the problem (status " + std::to_string(status) + ": " +
-                                      sanitize_comment(error, 120) + "; builder args of a lowering bug?)");
+        // 90-97: the harness's own checks (templates/host_params.cuh); others: the template's builder.
+        const std::string who = status >= 90 ? "the harness found a problem" : "CUTLASS's host code refused the problem";
+        return kernel_error(*cur, who + " (status " + std::to_string(status) + ": " + sanitize_comment(error, 120) +
+                                      "; builder args of a lowering bug?)");
       }
     } else if (tag == "tmap" && cur && !ended) {
       TensorMapRecord r;

@@ -13,7 +13,8 @@
 // runtime copies the bytes at create and encodes each descriptor again with the real address
 // (runtime/aotc_rt_create.c). Bytes the struct leaves uninitialised (padding) would carry stack
 // garbage: each problem is built twice over differently scribbled stacks and the bytes that
-// differ are zeroed, so the output is reproducible.
+// differ are zeroed. (Garbage that is the same in both builds of one process, e.g. a return
+// address a callee left, is not caught: the bytes are then reproducible only within a process.)
 //
 // Usage: host_params IN OUT. IN holds one problem per line:
 //   <kernel> <num_pointers> <num_args> <arg0> ... <argN-1>
@@ -41,10 +42,12 @@ struct Builder {
 constexpr int kMaxBuilders = 64;
 inline Builder g_builders[kMaxBuilders];
 inline int g_num_builders = 0;
+inline bool g_builders_overflow = false;
 
 struct Register {
   Register(const char* name, BuildFn fn) {
     if (g_num_builders < kMaxBuilders) g_builders[g_num_builders++] = {name, fn};
+    else g_builders_overflow = true;  // main() then fails
   }
 };
 
@@ -267,7 +270,7 @@ extern "C" CUresult cuTensorMapEncodeIm2col(CUtensorMap* m, CUtensorMapDataType 
 
 // host_params IN OUT: problems from IN, records to OUT.
 int main(int argc, char** argv) {
-  if (argc != 3) return 2;
+  if (argc != 3 || aotc_host::g_builders_overflow) return 2;
   std::FILE* in = std::fopen(argv[1], "r");
   if (!in) return 2;
   if (!std::freopen(argv[2], "w", stdout)) return 2;

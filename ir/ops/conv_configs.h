@@ -410,14 +410,16 @@ inline int conv_wgmma_min_blocks(const ConvKernelConfig& c) { return c.stages > 
 
 // The wgmma configuration for an fp16 convolution, or nullopt where it does not apply: every
 // target is sm_90 (an sm_90a cubin runs on compute capability 9.0 only; Jetson and the Sm80
-// class keep CUTLASS 2.x), fp16, one group, 8-aligned channels and output rows (y_ld), a 2-D
+// class keep CUTLASS 2.x), fp16, one group, 8-aligned channels and output rows (y_ld; packed when
+// there is a residual), a 2-D
 // window inside the TMA limits, and tiles that fill at least Target::conv_wgmma_fill of a wave of
 // the smallest target (default half; batch 1 keeps the cluster split-K kernel: the wgmma kernel measured 5.7-16.6 us against its
 // 5.8-9.4 on ResNet-50's batch-1 3x3s). Whether its operands live at addresses fixed at create
 // (not graph inputs or outputs) is the lowering's to check. --conv-wgmma off turns it off; a
 // forced Sm80 tensor-core configuration (--conv-config tc...) too.
 inline std::optional<ConvKernelConfig> conv_wgmma_config(const Target& target, DType dtype, int64_t group, int64_t cin,
-                                                         int64_t cout, int64_t y_ld, const std::vector<int64_t>& kernel,
+                                                         int64_t cout, int64_t y_ld, bool residual,
+                                                         const std::vector<int64_t>& kernel,
                                                          const std::vector<int64_t>& strides,
                                                          const std::vector<int64_t>& dilations,
                                                          const std::vector<int64_t>& pads, int64_t gemm_m) {
@@ -431,6 +433,9 @@ inline std::optional<ConvKernelConfig> conv_wgmma_config(const Target& target, D
   if (group != 1 || cin % kTensorCoreChannelAlign != 0 || cout % kTensorCoreChannelAlign != 0 ||
       y_ld % kTensorCoreChannelAlign != 0 || y_ld < cout)
     return std::nullopt;
+  // The template reads the residual (C) at the output's row stride: with the output in a Concat's
+  // rows (y_ld > K) a packed residual would be read wrong.
+  if (residual && y_ld != cout) return std::nullopt;
   if (kernel.size() != 2 || strides.size() != 2 || dilations.size() != 2 || pads.size() != 4) return std::nullopt;
   for (size_t i = 0; i < 2; ++i)
     if ((kernel[i] - 1) * dilations[i] > kWgmmaMaxWindowSpan || strides[i] < 1 || strides[i] > kWgmmaMaxStride ||

@@ -598,8 +598,8 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
   if (conv_strided_pointwise_gemm_applies(t, xv.dtype, cs.group, cs.cin, cs.cout, g.kernel, g.strides, pads, cs.batch,
                                           g.in[0], g.out[0], c.gemm_m, c.relu_or_none))
     return strided(lower_strided_pointwise_gemm(c));
-  if (auto cfg = conv_wgmma_config(t, xv.dtype, cs.group, cs.cin, cs.cout, c.y_ld, g.kernel, g.strides, g.dilations,
-                                   pads, c.gemm_m);
+  if (auto cfg = conv_wgmma_config(t, xv.dtype, cs.group, cs.cin, cs.cout, c.y_ld, c.has_res, g.kernel, g.strides,
+                                   g.dilations, pads, c.gemm_m);
       cfg && fixed_address(graph, node.inputs[0]) && fixed_address(graph, node.outputs[0]) &&
       (!c.has_res || fixed_address(graph, node.inputs[kConvResidualInput])))
     return strided(lower_wgmma(c, *cfg));

@@ -107,7 +107,7 @@ TEST(WgmmaConv, ConfigurationRuleAndRefusals) {
   const std::vector<int64_t> k3 = {3, 3}, s1 = {1, 1}, s2 = {2, 2}, d1 = {1, 1}, p1 = {1, 1, 1, 1};
   auto pick = [&](const Target& tt, DType dt, int64_t c, int64_t k, int64_t m, int64_t y_ld = 0,
                   std::vector<int64_t> strides = {1, 1}, std::vector<int64_t> pads = {1, 1, 1, 1}) {
-    auto cfg = conv_wgmma_config(tt, dt, 1, c, k, y_ld ? y_ld : k, k3, strides, d1, pads, m);
+    auto cfg = conv_wgmma_config(tt, dt, 1, c, k, y_ld ? y_ld : k, false, k3, strides, d1, pads, m);
     return cfg ? std::string(cfg->name) : std::string("none");
   };
   EXPECT_EQ(pick(t, DType::kFloat16, 64, 64, 32 * 56 * 56), "wg128x64x64_s4_2cta");
@@ -126,7 +126,11 @@ TEST(WgmmaConv, ConfigurationRuleAndRefusals) {
   EXPECT_EQ(pick(t, DType::kFloat16, 64, 64, 32 * 56 * 56, 100), "none");  // output rows not 8-aligned
   EXPECT_EQ(pick(t, DType::kFloat16, 64, 64, 32 * 56 * 56, 0, {9, 9}), "none");
   EXPECT_EQ(pick(t, DType::kFloat16, 64, 64, 32 * 56 * 56, 0, s1, {65, 1, 1, 1}), "none");
-  EXPECT_FALSE(conv_wgmma_config(t, DType::kFloat16, 2, 64, 64, 64, k3, s1, d1, p1, 32 * 56 * 56));  // groups
+  EXPECT_FALSE(conv_wgmma_config(t, DType::kFloat16, 2, 64, 64, 64, false, k3, s1, d1, p1, 32 * 56 * 56));  // groups
+  // Output in a Concat's rows (y_ld 128 > K 64): fine alone, refused with a residual (read packed).
+  EXPECT_TRUE(conv_wgmma_config(t, DType::kFloat16, 1, 64, 64, 128, false, k3, s1, d1, p1, 32 * 56 * 56));
+  EXPECT_FALSE(conv_wgmma_config(t, DType::kFloat16, 1, 64, 64, 128, true, k3, s1, d1, p1, 32 * 56 * 56));
+  EXPECT_TRUE(conv_wgmma_config(t, DType::kFloat16, 1, 64, 64, 64, true, k3, s1, d1, p1, 32 * 56 * 56));
   EXPECT_EQ(pick(target_from_archs({"sm_90", "sm_87"}), DType::kFloat16, 64, 64, 32 * 56 * 56), "none");
   EXPECT_EQ(pick(target_from_archs({"sm_100"}), DType::kFloat16, 64, 64, 32 * 56 * 56), "none");
   Target off = t;
