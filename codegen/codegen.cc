@@ -99,8 +99,8 @@ bool source_requires_sm90a(const std::string& source) {
 
 // -DNDEBUG: a release build of the device code. Without it CUTLASS's device-side asserts stay in
 // and break the wgmma pipeline of its sm90 kernels ("wgmma.mma_async instructions are serialized
-// due to ... a function call"); measured on an H200 at 1.3-2x the time of the same kernels built
-// with it (docs/perf_notes.md v39).
+// due to ... a function call"); measured on an H200 at 1.2-1.9x the time of the same kernels built
+// with it (docs/results.md, twenty-second session, calls 1-2).
 std::vector<std::string> nvcc_command(const CodegenOptions& o, const std::string& prefix, int file, bool sm90a) {
   std::vector<std::string> argv = {o.nvcc, "--fatbin", "-O3", "-std=c++17", "--expt-relaxed-constexpr", "-DNDEBUG"};
   if (o.pdl == PdlMode::kEarly) argv.push_back("-DAOTC_PDL_EARLY_TRIGGER=1");  // templates/common.cuh

@@ -23,10 +23,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The runtime's limits (runtime/aotc_rt_internal.h; templates/library_params.cuh).
-constexpr size_t kParamsOffset = 256;
-constexpr size_t kParamsMaxBytes = 4096;
-constexpr uint32_t kParamsMagic = 0x41505248u;
+constexpr size_t kParamsOffset = kLibraryParamsOffset;
+constexpr size_t kParamsMaxBytes = kLibraryParamsMaxBytes;
 
 const char* const kHostHeaders[] = {"host_params.cuh", "library_params.cuh"};
 
@@ -94,7 +92,7 @@ Status check_kernel_result(const ProgramKernel& k) {
   uint32_t magic = 0, params_bytes = 0;
   std::memcpy(&magic, k.prebuilt.data(), 4);
   std::memcpy(&params_bytes, k.prebuilt.data() + 4, 4);
-  if (magic != kParamsMagic || kParamsOffset + params_bytes != k.prebuilt.size())
+  if (magic != kLibraryParamsMagic || kParamsOffset + params_bytes != k.prebuilt.size())
     return kernel_error(k, "malformed header");
   for (size_t i = 0; i < k.tensor_maps.size(); ++i) {
     const TensorMapRecord& m = k.tensor_maps[i];

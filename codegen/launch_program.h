@@ -28,6 +28,11 @@ constexpr int64_t kCublasLtWorkspaceMaxBytes = 32LL << 20;
 // AOTC_PARAMS_MAX_SLOTS; a test checks that the numbers agree).
 constexpr size_t kLibraryMaxBuilderArgs = 24;
 constexpr size_t kLibraryMaxPointerArgs = 8;
+// The header's place, the protocol's size limit and its magic (AOTC_PARAMS_OFFSET,
+// AOTC_PARAMS_MAX_BYTES, AOTC_PARAMS_MAGIC): what codegen checks in compile-time params.
+constexpr size_t kLibraryParamsOffset = 256;
+constexpr size_t kLibraryParamsMaxBytes = 4096;
+constexpr uint32_t kLibraryParamsMagic = 0x41505248u;
 
 struct Location {
   enum class Space { kNull, kArena, kWeights, kInput, kOutput };

@@ -212,21 +212,21 @@ inline int run_problem(const char* name, int index, int num_pointers, const long
 
 }  // namespace aotc_host
 
-extern "C" CUresult cuTensorMapEncodeTiled(CUtensorMap* m, CUtensorMapDataType dtype, cuuint32_t rank, void* address,
-                                           const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
-                                           const cuuint32_t* elem_strides, CUtensorMapInterleave interleave,
-                                           CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2,
-                                           CUtensorMapFloatOOBfill oob) {
-  if (rank < 1 || rank > 5) return CUDA_ERROR_INVALID_VALUE;
-  aotc_host::TensorMapRecord* r = aotc_host::next_record(m);
-  if (!r) return CUDA_ERROR_INVALID_VALUE;
-  r->im2col = 0;
+namespace aotc_host {
+// The fields both encoders take; the caller fills the mode-specific ones.
+inline TensorMapRecord* record_common(CUtensorMap* m, bool im2col, CUtensorMapDataType dtype, cuuint32_t rank,
+                                      void* address, const cuuint64_t* dims, const cuuint64_t* strides,
+                                      const cuuint32_t* elem_strides, CUtensorMapInterleave interleave,
+                                      CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2,
+                                      CUtensorMapFloatOOBfill oob) {
+  TensorMapRecord* r = next_record(m);
+  if (!r) return nullptr;
+  r->im2col = im2col ? 1 : 0;
   r->dtype = (int)dtype;
   r->rank = (int)rank;
   r->address = (unsigned long long)address;
   for (unsigned i = 0; i < rank; ++i) {
     r->dims[i] = dims[i];
-    r->box[i] = box[i];
     r->elem_strides[i] = elem_strides[i];
     if (i + 1 < rank) r->strides[i] = strides[i];
   }
@@ -234,6 +234,20 @@ extern "C" CUresult cuTensorMapEncodeTiled(CUtensorMap* m, CUtensorMapDataType d
   r->swizzle = (int)swizzle;
   r->l2 = (int)l2;
   r->oob = (int)oob;
+  return r;
+}
+}  // namespace aotc_host
+
+extern "C" CUresult cuTensorMapEncodeTiled(CUtensorMap* m, CUtensorMapDataType dtype, cuuint32_t rank, void* address,
+                                           const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
+                                           const cuuint32_t* elem_strides, CUtensorMapInterleave interleave,
+                                           CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2,
+                                           CUtensorMapFloatOOBfill oob) {
+  if (rank < 1 || rank > 5) return CUDA_ERROR_INVALID_VALUE;
+  aotc_host::TensorMapRecord* r = aotc_host::record_common(m, false, dtype, rank, address, dims, strides, elem_strides,
+                                                           interleave, swizzle, l2, oob);
+  if (!r) return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < rank; ++i) r->box[i] = box[i];
   return CUDA_SUCCESS;
 }
 
@@ -244,27 +258,15 @@ extern "C" CUresult cuTensorMapEncodeIm2col(CUtensorMap* m, CUtensorMapDataType 
                                             CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2,
                                             CUtensorMapFloatOOBfill oob) {
   if (rank < 3 || rank > 5) return CUDA_ERROR_INVALID_VALUE;
-  aotc_host::TensorMapRecord* r = aotc_host::next_record(m);
+  aotc_host::TensorMapRecord* r = aotc_host::record_common(m, true, dtype, rank, address, dims, strides, elem_strides,
+                                                           interleave, swizzle, l2, oob);
   if (!r) return CUDA_ERROR_INVALID_VALUE;
-  r->im2col = 1;
-  r->dtype = (int)dtype;
-  r->rank = (int)rank;
-  r->address = (unsigned long long)address;
-  for (unsigned i = 0; i < rank; ++i) {
-    r->dims[i] = dims[i];
-    r->elem_strides[i] = elem_strides[i];
-    if (i + 1 < rank) r->strides[i] = strides[i];
-  }
   for (unsigned i = 0; i + 2 < rank; ++i) {
     r->lower[i] = lower[i];
     r->upper[i] = upper[i];
   }
   r->channels = channels;
   r->pixels = pixels;
-  r->interleave = (int)interleave;
-  r->swizzle = (int)swizzle;
-  r->l2 = (int)l2;
-  r->oob = (int)oob;
   return CUDA_SUCCESS;
 }
 

@@ -5,6 +5,8 @@
 // without a GPU.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "codegen/embedded_files.h"
 #include "codegen/launch_program.h"
 #include "codegen_test_util.h"
@@ -134,6 +136,12 @@ TEST(Runtime, CodegenLimitsMatchLibraryParamsHeader) {
             std::string::npos);
   EXPECT_NE(text.find("#define AOTC_PARAMS_MAX_ARGS " + std::to_string(kLibraryMaxBuilderArgs) + "\n"),
             std::string::npos);
+  EXPECT_NE(text.find("#define AOTC_PARAMS_OFFSET " + std::to_string(kLibraryParamsOffset) + "\n"), std::string::npos);
+  EXPECT_NE(text.find("#define AOTC_PARAMS_MAX_BYTES " + std::to_string(kLibraryParamsMaxBytes) + " "),
+            std::string::npos);
+  char magic[32];
+  std::snprintf(magic, sizeof magic, "0x%08xu", kLibraryParamsMagic);
+  EXPECT_NE(text.find(std::string("#define AOTC_PARAMS_MAGIC ") + magic), std::string::npos);
 }
 
 }  // namespace
