@@ -27,6 +27,9 @@
 #      --disable-pass layout_nhwc, +fusion, +NHWC/TC with AOTC_NO_CUDA_GRAPH=1, +CUDA graphs)
 #      JETSON_PTX=1 (resnet50 bs1 fp16 --arch compute_87: PTX JIT-compiled by the driver here)
 #      PROFILE_CASES="resnet50_bs32_fp16" (aotc-run --profile, when aotc-run has it)
+#      TRACE_CASES="resnet50_bs32_fp16" (tools/device/trace_replay.py: the kernels of graph replays;
+#      with the case also in PROFILE_CASES, tools/device/conv_rate.py: the convolutions' TFLOP/s
+#      in the replay, on the progress lines and in CASE/conv_rate.log)
 #      ABLATION_MODEL=resnet50 (the model of the ablation and PTX cases)
 #      AOTC_EXTRA_ARGS="--pdl early" (appended to every aotc compile of the run)
 #      AB_ENV="AOTC_NO_PDL=1" (each main case is timed a second time with these variables set;
@@ -304,6 +307,18 @@ step_aotc() {
       # land in profile.log too.
       timeout "$(cap 60)" env AOTC_MATMUL_TUNE_LOG=1 "$aotc_run" "$lc/lib$lib.so" "${inputs[@]}" --profile \
         --profile-json "$c/profile.json" </dev/null >"$c/profile.log" 2>&1 || true
+    fi
+    if [ "$role" = main ] && [[ " ${TRACE_CASES:-} " == *" $name "* ]]; then
+      # The kernels of graph replays (CUPTI through PyTorch's profiler), and with the profile and
+      # the compile report the convolutions' rate in the replay (tools/device/conv_rate.py).
+      timeout "$(cap 90)" "$PY" tools/device/trace_replay.py "$lc/lib$lib.so" --name "$lib" --data "$data" \
+        --json "$c/trace.json" </dev/null >"$c/trace.log" 2>&1 || true
+      if [ -f "$c/trace.json" ] && [ -f "$c/profile.json" ] && [ -f "$lc/report.json" ]; then
+        "$PY" tools/device/conv_rate.py --profile "$c/profile.json" --trace "$c/trace.json" \
+          --report "$lc/report.json" --json "$c/conv_rate.json" </dev/null >"$c/conv_rate.log" 2>&1 || true
+        say "  $name: $(grep -m1 '^convolutions' "$c/conv_rate.log" | cut -c1-200)"
+      fi
+      say "  $name: $(grep -m1 '^== ' "$c/trace.log" | cut -c1-200)"
     fi
     local ab=""
     if [ -n "${AB_ENV:-}" ] && [ "$role" = main ]; then

@@ -879,3 +879,67 @@ class LibraryAbiTest(unittest.TestCase):
                 else:
                     with self.assertRaises(ValueError):
                         lib.load_inputs(d)
+
+
+class ConvRateTest(unittest.TestCase):
+    """tools/device/conv_rate.py on a hand-made profile, replay trace and compile report."""
+
+    def run_tool(self, steps, kernels, nodes):
+        from tools.device import conv_rate
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = {k: os.path.join(tmp, k + ".json") for k in ("profile", "trace", "report", "out")}
+            write_json(paths["profile"], {"total_ms": 1.0, "steps": [
+                {"index": i, "label": l, "kind": kind, "ms": ms, "flops": fl} for i, (l, kind, ms, fl) in enumerate(steps)]})
+            t, rows = 0.0, []
+            for dur, name in kernels:
+                rows.append([t, dur, name])
+                t += dur + 1.0
+            write_json(paths["trace"], {"median_replay": rows})
+            write_json(paths["report"], {"node_precision": [{"node": n, "op": op} for n, op in nodes]})
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                self.assertEqual(conv_rate.main(["--profile", paths["profile"], "--trace", paths["trace"], "--report",
+                                                 paths["report"], "--peak", "100", "--json", paths["out"]]), 0)
+            with open(paths["out"]) as f:
+                return json.load(f), out.getvalue()
+
+    def test_sanitize_matches_the_codegen_rule(self):
+        from tools.device import conv_rate
+        self.assertEqual(conv_rate.sanitize("/layer1/layer1.0/conv1/Conv"), "layer1_layer1_0_conv1_Conv")
+        self.assertEqual(conv_rate.sanitize("__a--b"), "a_b")
+        self.assertEqual(conv_rate.sanitize("x" * 50), "x" * 40)
+        self.assertEqual(conv_rate.sanitize("/"), "x")
+
+    def test_kernels_matmuls_and_copies_are_split_by_kind(self):
+        # stem kernel (conv, 2e6 FLOP), two matmul convs in a row (one kernel each), a copy (Concat),
+        # a wgmma conv, the pool kernel, the classifier matmul with a split-K reduce (two kernels).
+        steps = [("k0_stem", "kernel", 0.010, 2_000_000), ("mm0_c1", "matmul", 0.010, 1_000_000),
+                 ("mm1_c2", "matmul", 0.010, 1_000_000), ("copy0_cat", "copy", 0.005, 0),
+                 ("k1_lib_c3", "kernel", 0.010, 4_000_000), ("k2_pool", "kernel", 0.004, 0),
+                 ("mm2_fc", "matmul", 0.004, 500_000)]
+        kernels = [(8.0, "k0_stem"), (5.0, "nvjet_a"), (6.0, "nvjet_b"), (2.0, "Memcpy DtoD"),
+                   (7.0, "k1_lib_c3"), (3.0, "k2_pool"), (1.5, "nvjet_c"), (0.5, "splitKreduce")]
+        nodes = [("stem", "aotc.FusedConv"), ("c1", "aotc.FusedConv"), ("c2", "Conv"), ("cat", "Concat"),
+                 ("c3", "aotc.FusedConv"), ("pool", "GlobalAveragePool"), ("fc", "aotc.FusedGemm")]
+        got, text = self.run_tool(steps, kernels, nodes)
+        # convolutions: 8 + 5 + 6 + 7 = 26 us for 8e6 FLOP -> 0.3077 TFLOP/s
+        self.assertEqual(got["conv_steps"], 4)
+        self.assertEqual(got["conv_flops"], 8_000_000)
+        self.assertAlmostEqual(got["conv_replay_us"], 26.0)
+        self.assertAlmostEqual(got["conv_tflops"], 8e6 / 26e-6 / 1e12)
+        self.assertAlmostEqual(got["other_replay_us"], 2.0 + 3.0 + 2.0)
+        self.assertEqual(got["unassigned_us"], 0)
+        self.assertAlmostEqual(got["conv_event_ms"], 0.040)
+        by_label = {r["label"]: r for r in got["steps"]}
+        self.assertEqual(by_label["mm2_fc"]["kernels"], 2)
+        self.assertAlmostEqual(by_label["mm1_c2"]["replay_us"], 6.0)
+        self.assertIn("copy0_cat (Concat)", text)
+
+    def test_a_run_of_mixed_steps_with_extra_kernels_is_left_unassigned(self):
+        # a conv matmul and the classifier back to back, three kernels between them: no split is safe.
+        steps = [("k0_a", "kernel", 0.01, 1_000_000), ("mm0_c", "matmul", 0.01, 1_000_000),
+                 ("mm1_fc", "matmul", 0.01, 1_000_000)]
+        kernels = [(4.0, "k0_a"), (1.0, "x"), (2.0, "y"), (3.0, "z")]
+        got, text = self.run_tool(steps, kernels, [("a", "Conv"), ("c", "Conv"), ("fc", "Gemm")])
+        self.assertAlmostEqual(got["conv_replay_us"], 4.0)
+        self.assertAlmostEqual(got["unassigned_us"], 6.0)
+        self.assertIn("unassigned", text)
