@@ -60,6 +60,9 @@ struct Target {
   // Tiles (CTAs) a convolution must have for that kernel, as a share of the target's SM count:
   // 0.5 (half a wave, default) or 1 (--conv-wgmma-fill wave).
   double conv_wgmma_fill = 0.5;
+  // 1x1 stride-1 convolutions too (instead of one cuBLASLt GEMM) where that kernel applies
+  // (--conv-wgmma-pointwise on; off by default until measured faster: docs/perf_notes.md v40).
+  bool conv_wgmma_pointwise = false;
   // Every cuBLASLt GEMM runs on aotc's own plain kernel instead (templates/gemm_reference.cu.in;
   // --matmul-impl reference): slow, but the library then launches no cuBLASLt kernel, which
   // compute-sanitizer's racecheck cannot follow on Hopper (docs/reliability.md).

@@ -349,6 +349,10 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       std::string text;
       AOTC_CHOOSE(text, {"half", "wave"});
       o.conv_wgmma_fill = text == "half" ? 0.5 : 1.0;
+    } else if (opt == "--conv-wgmma-pointwise") {
+      std::string text;
+      AOTC_CHOOSE(text, {"on", "off"});
+      o.conv_wgmma_pointwise = text == "on";
     } else if (opt == "--conv-stem") {
       std::string text;
       AOTC_CHOOSE(text, {"direct", "cutlass"});

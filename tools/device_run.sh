@@ -29,7 +29,8 @@
 #      PROFILE_CASES="resnet50_bs32_fp16" (aotc-run --profile, when aotc-run has it)
 #      TRACE_CASES="resnet50_bs32_fp16" (tools/device/trace_replay.py: the kernels of graph replays;
 #      with the case also in PROFILE_CASES, tools/device/conv_rate.py: the convolutions' TFLOP/s
-#      in the replay, on the progress lines and in CASE/conv_rate.log)
+#      in the replay, on the progress lines and in CASE/conv_rate.log; its AB_AOTC_ARGS libraries
+#      are traced too, CASE/ab*/trace.log)
 #      ABLATION_MODEL=resnet50 (the model of the ablation and PTX cases)
 #      AOTC_EXTRA_ARGS="--pdl early" (appended to every aotc compile of the run)
 #      AB_ENV="AOTC_NO_PDL=1" (each main case is timed a second time with these variables set;
@@ -360,6 +361,13 @@ step_aotc() {
         done
         local joined; joined="$(printf ' / with %s' "${ok_variants[@]}")"
         ab="$ab; as built$joined (ms, twice):$medians"
+        if [[ " ${TRACE_CASES:-} " == *" $name "* ]]; then  # the variants' replays too (trace.log there)
+          for i in "${!vdirs[@]}"; do
+            timeout "$(cap 90)" "$PY" tools/device/trace_replay.py "${vdirs[i]}/lib${vnames[i]}.so" --name "${vnames[i]}" \
+              --data "$data" --json "${vdirs[i]}/trace.json" </dev/null >"${vdirs[i]}/trace.log" 2>&1 || true
+            ab="$ab; traced with ${ok_variants[i]}: $(grep -m1 -o 'median: .*' "${vdirs[i]}/trace.log" | cut -c1-90)"
+          done
+        fi
       fi
     fi
     [ "$role" = ablation ] || failures=$((failures + bad))

@@ -75,6 +75,9 @@ options:
   --conv-wgmma-fill half|wave
                            half (default): that kernel takes convolutions with tiles for at
                            least half a wave of SMs; wave: a whole wave
+  --conv-wgmma-pointwise on|off
+                           on: 1x1 stride-1 convolutions too, where that kernel takes them; off
+                           (default): those run as one cuBLASLt GEMM each
   --fp32-gemm auto|cublaslt|simt-reduce
                            auto (default): float GEMMs too small for cuBLASLt's 128x128 tiles to
                            fill the GPU (transformers at batch 1) run on a CUTLASS SIMT GEMM (fp32

@@ -80,12 +80,16 @@ inline const std::vector<ConvKernelConfig>& conv_kernel_configs() {
       // M x N x K). stages 0: as many as fit one CTA per SM (CUTLASS's StageCountAutoCarveout);
       // an explicit count is chosen so that two CTAs share an SM (conv_wgmma_min_blocks), one's
       // prologue and epilogue overlapping the other's main loop. Measured on an H200 at batch 32
-      // (ResNet-50's 3x3s, docs/perf_notes.md v39): 128x128 auto on N >= 128 while its tiles fill
-      // half a wave (layer2/3: 20.1 / 15.9 us, 369 / 464 TFLOP/s), 64x128 two a SM below that
-      // (layer4: 20.1 us, 128x128: 25.8), 128x64 two a SM for 64 channels (layer1: 26.0 us,
-      // 128x128: 52.0). Picked by pick_conv_config's rule, in this order.
+      // (ResNet-50's 3x3s, docs/perf_notes.md v39, v40): 128x128 auto on N >= 128 while its tiles
+      // fill half a wave (layer2/3: 20.1 / 15.9 us, 369 / 464 TFLOP/s); below that 64x128 with as
+      // many stages as fit (layer4, 100 tiles: 17.0 us, 19.4-20.0 with L2 flushed, against 20.5 /
+      // 28.6-29.1 for 64x128 with 4 stages two a SM, whose 4 stages do not hide the filter's DRAM
+      // latency; the rule reaches this row only with fewer than half a wave of 128x128 tiles, so
+      // at most about one 64x128 tile per SM: a second CTA would have nothing to overlap);
+      // 128x64 two a SM for 64 channels (layer1: 26.0 us, 128x128: 52.0, 256x64 auto: 28.1).
+      // Picked by pick_conv_config's rule, in this order.
       {"wg128x128x64_auto", ConvMath::kWgmma, 128, 128, 64, 128, 128, 64, 0, 90},
-      {"wg64x128x64_s4_2cta", ConvMath::kWgmma, 64, 128, 64, 64, 128, 64, 4, 90},
+      {"wg64x128x64_auto", ConvMath::kWgmma, 64, 128, 64, 64, 128, 64, 0, 90},
       {"wg128x64x64_s4_2cta", ConvMath::kWgmma, 128, 64, 64, 128, 64, 64, 4, 90},
   };
   return kConfigs;
@@ -113,6 +117,8 @@ inline const std::vector<ConvKernelConfig>& conv_candidate_configs() {
       {"i8tc128x256x64_w64x64_s3", ConvMath::kTensorOpInt8, 128, 256, 64, 64, 64, 64, 3, 80},
       {"i8tc256x128x64_w64x64_s3", ConvMath::kTensorOpInt8, 256, 128, 64, 64, 64, 64, 3, 80},
       {"i8tc128x128x64_w64x64_s4", ConvMath::kTensorOpInt8, 128, 128, 64, 64, 64, 64, 4, 80},
+      // sm_90a: the twenty-second session's layer-4 row (two CTAs a SM, 4 stages; v39, v40).
+      {"wg64x128x64_s4_2cta", ConvMath::kWgmma, 64, 128, 64, 64, 128, 64, 4, 90},
   };
   return kCandidates;
 }

@@ -589,7 +589,20 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
     l.strided_output = y_stride != 0;
     return l;
   };
-  if (conv_pointwise_gemm_applies(t, xv.dtype, cs.group, cs.cin, cs.cout, g.kernel, g.strides, pads, c.relu_or_none)) {
+  // The sm_90a kernel where it applies (below), for 1x1 stride-1 convolutions too when asked.
+  auto wgmma = [&]() -> std::optional<ConvKernelConfig> {
+    auto cfg = conv_wgmma_config(t, xv.dtype, cs.group, cs.cin, cs.cout, c.y_ld, c.has_res, g.kernel, g.strides,
+                                 g.dilations, pads, c.gemm_m);
+    if (cfg && fixed_address(graph, node.inputs[0]) && fixed_address(graph, node.outputs[0]) &&
+        (!c.has_res || fixed_address(graph, node.inputs[kConvResidualInput])))
+      return cfg;
+    return std::nullopt;
+  };
+  const bool pointwise =
+      conv_pointwise_gemm_applies(t, xv.dtype, cs.group, cs.cin, cs.cout, g.kernel, g.strides, pads, c.relu_or_none);
+  if (pointwise && t.conv_wgmma_pointwise)
+    if (auto cfg = wgmma()) return strided(lower_wgmma(c, *cfg));
+  if (pointwise) {
     // Y[N*H*W, K] = X[N*H*W, C] x W[K, C]^T (+ bias) (+ residual as C, beta 1) (then ReLU).
     Lowering l;
     l.steps.push_back(conv_gemm_step(c, node.inputs[0], c.gemm_m, cs.cin));
@@ -598,11 +611,7 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
   if (conv_strided_pointwise_gemm_applies(t, xv.dtype, cs.group, cs.cin, cs.cout, g.kernel, g.strides, pads, cs.batch,
                                           g.in[0], g.out[0], c.gemm_m, c.relu_or_none))
     return strided(lower_strided_pointwise_gemm(c));
-  if (auto cfg = conv_wgmma_config(t, xv.dtype, cs.group, cs.cin, cs.cout, c.y_ld, c.has_res, g.kernel, g.strides,
-                                   g.dilations, pads, c.gemm_m);
-      cfg && fixed_address(graph, node.inputs[0]) && fixed_address(graph, node.outputs[0]) &&
-      (!c.has_res || fixed_address(graph, node.inputs[kConvResidualInput])))
-    return strided(lower_wgmma(c, *cfg));
+  if (auto cfg = wgmma()) return strided(lower_wgmma(c, *cfg));
   if (auto cfg = conv_cluster_splitk_config(t, xv.dtype, cs.group, cs.cin, cs.cout, c.gemm_m, c.gemm_k,
                                             std::max(xv.numel(), shape_numel(cs.out))))
     return strided(lower_cluster_splitk(c, *cfg));

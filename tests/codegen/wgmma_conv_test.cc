@@ -100,6 +100,42 @@ TEST(WgmmaConv, OnlyFullConvolutionsOnSm90OnlyTargets) {
   }
 }
 
+// --conv-wgmma-pointwise on: a 1x1 stride-1 convolution (one cuBLASLt GEMM otherwise) runs on the
+// sm_90a kernel too, with its 1x1 window in the builder args; off (default): the GEMM.
+TEST(WgmmaConv, PointwiseConvolutionsOnlyWhenAsked) {
+  for (bool on : {true, false}) {
+    auto g = parse_text_ir(R"(
+      input %x : float16[8x64x34x34]
+      const %w : float16[128x64x1x1] = random(1)
+      const %b : float16[128] = random(2)
+      %c : float16[?] = Conv(%x, %w, %b)  # pw
+      %r : float16[?] = Relu(%c)  # relu
+      output %r
+    )");
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    g->opset = 17;
+    ASSERT_TRUE(infer_shapes(*g).is_ok());
+    g->target = target_from_archs({"sm_90"});
+    g->target.conv_wgmma_pointwise = on;
+    ASSERT_TRUE(fuse_epilogue(*g).is_ok());
+    ASSERT_TRUE(layout_nhwc(*g).is_ok());
+    auto plan = plan_memory(*g);
+    ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+    auto program = build_launch_program(*g, *plan);
+    ASSERT_TRUE(program.is_ok()) << program.status().message();
+    std::vector<const ProgramKernel*> w = wgmma_kernels(*program);
+    if (!on) {
+      EXPECT_TRUE(w.empty());
+      EXPECT_EQ(program->matmuls.size(), 1u);
+      continue;
+    }
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_TRUE(program->matmuls.empty());
+    // N H W C K R S, pads, strides, dilations, y_ld, residual, bias: 9248 rows, 73 tiles of 128x128.
+    EXPECT_EQ(w[0]->builder_args, (std::vector<int64_t>{8, 34, 34, 64, 128, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 128, 0, 1}));
+  }
+}
+
 // The configuration rule per ResNet-50 3x3 layer at batch 32 (measured, ir/ops/conv_configs.h),
 // and every refusal.
 TEST(WgmmaConv, ConfigurationRuleAndRefusals) {
@@ -114,7 +150,20 @@ TEST(WgmmaConv, ConfigurationRuleAndRefusals) {
   EXPECT_EQ(pick(t, DType::kFloat16, 128, 128, 32 * 28 * 28), "wg128x128x64_auto");
   EXPECT_EQ(pick(t, DType::kFloat16, 256, 256, 32 * 14 * 14, 0, s2), "wg128x128x64_auto");
   EXPECT_EQ(pick(t, DType::kBFloat16, 256, 256, 32 * 14 * 14, 0, s2), "none");  // not yet checked on a GPU
-  EXPECT_EQ(pick(t, DType::kFloat16, 512, 512, 32 * 7 * 7), "wg64x128x64_s4_2cta");
+  // Layer4 (52 tiles of 128x128): 100 tiles of 64x128, one an SM, with the deepest pipeline.
+  EXPECT_EQ(pick(t, DType::kFloat16, 512, 512, 32 * 7 * 7), "wg64x128x64_auto");
+  EXPECT_EQ(pick(t, DType::kFloat16, 512, 512, 32 * 7 * 7, 0, s2), "wg64x128x64_auto");  // layer4.0: 14x14 -> 7x7
+  // GpuConvFp16.WgmmaOneTileAnSmDeepPipeline's shape: 49 tiles of 128x128, 98 of 64x128.
+  EXPECT_EQ(pick(t, DType::kFloat16, 64, 128, 8 * 28 * 28), "wg64x128x64_auto");
+  // Wherever the rule reaches the 64x128 row, its tiles fit one wave (fewer than half a wave of
+  // 128x128 tiles, at most twice as many 64x128 ones): nothing left for a second CTA an SM.
+  for (int64_t m = 64; m <= 32 * 56 * 56; m += 97)
+    for (int64_t k : {128, 192, 256, 512, 1024}) {
+      auto cfg = conv_wgmma_config(t, DType::kFloat16, 1, 64, k, k, false, k3, s1, d1, p1, m);
+      if (cfg && std::string(cfg->name) == "wg64x128x64_auto") {
+        EXPECT_LE(conv_config_tiles(*cfg, m, k), t.sm_count) << m << " x " << k;
+      }
+    }
   EXPECT_EQ(pick(t, DType::kFloat16, 64, 64, 56 * 56), "none");  // batch 1: 25 tiles
   Target wave = t;  // --conv-wgmma-fill wave: layer4's 100 tiles are under a wave
   wave.conv_wgmma_fill = 1.0;

@@ -269,6 +269,16 @@ TEST(GpuConvFp16, WgmmaTwoHundredFiftySixChannels) {
   run_case(wgmma_off(g), "conv16_wgmma_k256_off", wgmma_case(false));
 }
 
+// The 64x128 row with as many stages as fit one CTA an SM (wg64x128x64_auto, ResNet-50's layer4):
+// 98 tiles of 64x128 (49 of 128x128 would be under half a wave), a residual and ReLU
+// (WgmmaConv.ConfigurationRuleAndRefusals checks that the rule picks it for this shape).
+TEST(GpuConvFp16, WgmmaOneTileAnSmDeepPipeline) {
+  AOTC_REQUIRE_GPU();
+  Graph g = conv16_act_graph(DType::kFloat16, {8, 64, 28, 28}, {128, 64, 3, 3}, {{"pads", ints({1, 1, 1, 1})}}, true,
+                             true, "Relu");
+  run_case(g, "conv16_wgmma_64x128_auto", wgmma_case(true));
+}
+
 TEST(GpuConvFp16, WgmmaOneBySevenWindow) {
   AOTC_REQUIRE_GPU();
   Graph g = conv16_act_graph(DType::kFloat16, {16, 64, 17, 17}, {128, 64, 1, 7}, {{"pads", ints({0, 3, 0, 3})}}, true,

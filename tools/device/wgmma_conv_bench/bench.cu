@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <cmath>
+#include <algorithm>
 
 #include "variants.inc"
 #include "variants_list.inc"
@@ -83,6 +84,10 @@ int main(int argc, char** argv) {
     printf("%s: regs %d smem %d blocks/SM %d\n", names[v], fa.numRegs, smem, occ);
   }
   RK(cudaFree(0));
+  // BENCH_COLD=1: also time each variant with L2 flushed before every launch.
+  constexpr size_t kFlushBytes = size_t(256) << 20;
+  void* flush = nullptr;
+  if (getenv("BENCH_COLD") && atoi(getenv("BENCH_COLD"))) RK(cudaMalloc(&flush, kFlushBytes));
   for (size_t pi = 0; pi < probs.size(); ++pi) {
     auto& a = probs[pi];
     int N = a[0], H = a[1], W = a[2], C = a[3], K = a[4], R = a[5], S = a[6], ph = a[7], pw = a[8], sh = a[11], sw = a[12];
@@ -134,6 +139,19 @@ int main(int argc, char** argv) {
       cudaEventRecord(e1); RK(cudaEventSynchronize(e1));
       float ms; cudaEventElapsedTime(&ms, e0, e1); ms /= reps;
       printf("\n   %s grid %u rel %.1e %.1f us %.0f TF/s", names[v], r.grid[0] * r.grid[1] * r.grid[2], sqrt(num / den), ms * 1e3, flops / (ms * 1e-3) * 1e-12);
+      if (flush) {
+        // Cold: L2 overwritten before each launch (as in a model, where the weights come from
+        // DRAM); each launch timed alone between events, median of 50.
+        std::vector<float> t(50);
+        int round = 0;
+        for (auto& ti : t) {
+          RK(cudaMemsetAsync(flush, ++round & 0xff, kFlushBytes));
+          cudaEventRecord(e0); launch(); cudaEventRecord(e1); RK(cudaEventSynchronize(e1));
+          cudaEventElapsedTime(&ti, e0, e1);
+        }
+        std::sort(t.begin(), t.end());
+        printf("; cold %.1f us", t[25] * 1e3);
+      }
     }
     printf("\n");
     cudaFree(x); cudaFree(w); cudaFree(b); cudaFree(res); cudaFree(y); cudaFree(yr);

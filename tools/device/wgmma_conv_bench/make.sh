@@ -5,7 +5,9 @@
 # the GPU (the driver re-encodes the descriptors), checks each against a direct convolution and
 # times it. Usage: bash make.sh OUTDIR [NDEBUG=1]; then on the GPU machine
 #   OUTDIR/bench shapes.txt OUTDIR/rec_v0.txt ... OUTDIR/rec_v7.txt
-# NDEBUG=0 reproduces device call 1 (CUTLASS's device asserts compiled in).
+# NDEBUG=0 reproduces device call 1 (CUTLASS's device asserts compiled in). VARIANTS=s23 builds the
+# twenty-third session's six configurations (variants.py; then rec_v0 .. rec_v5), and BENCH_COLD=1
+# on the GPU adds a time per launch with L2 flushed before it.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${1:?usage: make.sh OUTDIR}"

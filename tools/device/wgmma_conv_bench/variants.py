@@ -1,6 +1,17 @@
-# Writes variants.inc, variants_list.inc and hostvariants.sh for make.sh: the eight configurations
-# of device call 2 (tile, stages, cluster, CTAs a SM asked of the compiler).
-variants = [
+# Writes variants.inc, variants_list.inc and hostvariants.sh for make.sh: VARIANTS=call2 (default)
+# the eight configurations of the twenty-second session's device call 2, VARIANTS=s23 the
+# twenty-third session's set (tile, stages, cluster, CTAs a SM asked of the compiler).
+import os
+
+variants_s23 = [
+    ("v0", 128, 128, 64, "AUTO", 1, 1, 1),
+    ("v1", 128, 64, 64, "4", 1, 1, 2),
+    ("v2", 64, 128, 64, "4", 1, 1, 2),
+    ("v3", 64, 128, 64, "AUTO", 1, 1, 1),
+    ("v4", 256, 64, 64, "AUTO", 1, 1, 1),
+    ("v5", 128, 64, 64, "AUTO", 1, 1, 1),
+]
+variants_call2 = [
     ("v0", 128, 128, 64, "AUTO", 1, 1, 1),
     ("v1", 128, 64, 64, "4", 1, 1, 2),
     ("v2", 64, 128, 64, "4", 1, 1, 2),
@@ -10,6 +21,7 @@ variants = [
     ("v6", 128, 128, 64, "AUTO", 2, 1, 1),
     ("v7", 128, 64, 64, "AUTO", 2, 1, 1),
 ]
+variants = variants_s23 if os.environ.get("VARIANTS", "call2") == "s23" else variants_call2
 def stages(st):
     if st == "AUTO":
         return "cutlass::conv::collective::StageCountAutoCarveout<(int)sizeof(typename Epi::SharedStorage)>"
