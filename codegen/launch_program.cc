@@ -35,6 +35,7 @@ class ProgramBuilder {
       AOTC_RETURN_IF_ERROR(add_node(static_cast<int>(n), registry));
       mark_lane(n, first);
     }
+    if (graph_.target.l2_prefetch) prefetch_following_weights();
     size_t first_copy = program_.steps.size();
     AOTC_RETURN_IF_ERROR(add_output_copies());
     // The output copies read values any lane may have written.
@@ -61,6 +62,52 @@ class ProgramBuilder {
   }
 
  private:
+  // Each kernel with l2_prefetch_args gets the blob range [begin, end) of the weights that the
+  // steps after it read, up to and including the next such kernel (whose own weights it thus
+  // brings in), when that range is at most kL2PrefetchMaxBytes (the blob holds weights in first-use
+  // order, so the range is those steps' weights and little else). Null otherwise.
+  static constexpr int64_t kL2PrefetchMaxBytes = int64_t{24} << 20;
+  void prefetch_following_weights() {
+    std::map<int64_t, int64_t> bytes_at;  // weight offset -> bytes
+    for (const NamedOffset& w : program_.weight_symbols) bytes_at[w.offset] = w.bytes;
+    auto step_weights = [&](const ProgramStep& s, int64_t& lo, int64_t& hi) {
+      auto take = [&](const Location& l) {
+        if (l.space != Location::Space::kWeights) return;
+        auto it = bytes_at.find(l.offset);
+        const int64_t end = l.offset + (it != bytes_at.end() ? it->second : 0);
+        lo = std::min(lo, l.offset);
+        hi = std::max(hi, end);
+      };
+      if (s.kind == ProgramStep::Kind::kKernel) {
+        for (const Location& l : program_.kernels[static_cast<size_t>(s.index)].args) take(l);
+      } else if (s.kind == ProgramStep::Kind::kMatmul) {
+        const ProgramMatmul& m = program_.matmuls[static_cast<size_t>(s.index)];
+        for (const Location* l : {&m.a, &m.b, &m.c, &m.bias}) take(*l);
+      } else {
+        take(program_.copies[static_cast<size_t>(s.index)].src);
+      }
+    };
+    const std::vector<ProgramStep>& steps = program_.steps;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      if (steps[i].kind != ProgramStep::Kind::kKernel) continue;
+      ProgramKernel& k = program_.kernels[static_cast<size_t>(steps[i].index)];
+      if (!k.l2_prefetch_args || k.args.size() < 2) continue;
+      int64_t lo = INT64_MAX, hi = 0;
+      for (size_t j = i + 1; j < steps.size(); ++j) {
+        step_weights(steps[j], lo, hi);
+        if (steps[j].kind == ProgramStep::Kind::kKernel &&
+            program_.kernels[static_cast<size_t>(steps[j].index)].l2_prefetch_args)
+          break;
+      }
+      if (hi <= lo || hi - lo > kL2PrefetchMaxBytes) continue;
+      Location& begin = k.args[k.args.size() - 2];
+      Location& end = k.args[k.args.size() - 1];
+      begin.space = end.space = Location::Space::kWeights;
+      begin.offset = lo;
+      end.offset = hi;
+    }
+  }
+
   // Graph::side_join is empty or names, for each side node, a later main-lane node.
   Status check_side_join() const {
     const std::vector<int>& j = graph_.side_join;
@@ -264,6 +311,8 @@ class ProgramBuilder {
       if (!loc) return loc.status();
       pk.args.push_back(*loc);
     }
+    pk.l2_prefetch_args = k.l2_prefetch_args;
+    if (k.l2_prefetch_args) pk.args.resize(pk.args.size() + 2);  // null; prefetch_following_weights
     program_.steps.push_back({ProgramStep::Kind::kKernel, static_cast<int>(program_.kernels.size()), pk.name,
                               kernel_step_flops(node, graph_, k),
                               kernel_step_bytes(graph_, k, lowering.scratch_bytes)});

@@ -90,6 +90,9 @@ struct ProgramKernel {
   // The rendered code starts its kernel with AOTC_PDL_ENTER() (templates/common.cuh): the runtime
   // may launch it with programmatic dependent launch. Set by render_device_sources.
   bool pdl = false;
+  // KernelStep::l2_prefetch_args: args' last two entries are the weight range to prefetch
+  // (weights-space begin and end, or both null).
+  bool l2_prefetch_args = false;
 };
 
 struct ProgramMatmul {

@@ -50,6 +50,10 @@ struct KernelStep {
   // create() re-encodes the descriptors with the real addresses. The operands a descriptor
   // describes must live in the arena or the weights (addresses fixed at create).
   bool host_params = false;
+  // The template's last two pointer parameters (after `args`) are a byte range of the weight blob
+  // that the kernel prefetches into L2 for the steps after it (codegen fills them: both null
+  // unless Target::l2_prefetch, see codegen/launch_program.cc prefetch_following_weights).
+  bool l2_prefetch_args = false;
 };
 
 // A float in KernelStep::builder_args: its IEEE bits (the builder reads them back with

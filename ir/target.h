@@ -63,6 +63,10 @@ struct Target {
   // 1x1 stride-1 convolutions too (instead of one cuBLASLt GEMM) where that kernel applies
   // (--conv-wgmma-pointwise on; off by default until measured faster: docs/perf_notes.md v40).
   bool conv_wgmma_pointwise = false;
+  // Kernels that offer it (KernelStep::l2_prefetch_args: the batch-1 cluster split-K convolution)
+  // prefetch into L2 the weights of the steps after them, up to the next such kernel, while they
+  // run (--l2-prefetch on|off): at batch 1 each GEMM otherwise waits on its weights from DRAM.
+  bool l2_prefetch = false;
   // Every cuBLASLt GEMM runs on aotc's own plain kernel instead (templates/gemm_reference.cu.in;
   // --matmul-impl reference): slow, but the library then launches no cuBLASLt kernel, which
   // compute-sanitizer's racecheck cannot follow on Hopper (docs/reliability.md).

@@ -78,6 +78,9 @@ options:
   --conv-wgmma-pointwise on|off
                            on: 1x1 stride-1 convolutions too, where that kernel takes them; off
                            (default): those run as one cuBLASLt GEMM each
+  --l2-prefetch on|off     on: the batch-1 cluster split-K convolutions prefetch into L2 the
+                           weights of the steps after them (up to the next such convolution)
+                           while they run; off (default)
   --fp32-gemm auto|cublaslt|simt-reduce
                            auto (default): float GEMMs too small for cuBLASLt's 128x128 tiles to
                            fill the GPU (transformers at batch 1) run on a CUTLASS SIMT GEMM (fp32

@@ -141,6 +141,7 @@ Lowering lower_cluster_splitk(const NhwcConv& c, const ClusterConvConfig& cfg) {
   k.holes.insert(k.holes.end(), window.begin(), window.end());
   k.args = {node.inputs[0], node.inputs[1], c.has_bias ? node.inputs[2] : kNullArg,
             c.has_res ? node.inputs[kConvResidualInput] : kNullArg, node.outputs[0]};
+  k.l2_prefetch_args = true;  // + pf, pf_end (codegen: --l2-prefetch)
   const int64_t m_tiles = (c.gemm_m + kClusterConvBm - 1) / kClusterConvBm;
   // The pick rule keeps the grid's CTAs within the target's SM count: no dimension limit is near.
   k.grid = Dim3{cfg.split, cs.cout / cfg.bn, m_tiles};

@@ -505,6 +505,82 @@ namespace {
 // side_branches' result in the launch table: the side node's steps on lane 1, its first step
 // forking, the join node's first step waiting, and the output copies waiting too; a lane 1
 // matmul gets a second cuBLASLt workspace (tests/opt/side_branches_test.cc has the pass itself).
+// --l2-prefetch: a batch-1 cluster split-K convolution gets as its last two arguments the blob
+// range of the weights the steps after it read, up to and including the next such convolution
+// (here: the 1x1's GEMM weight and bias, then the second 3x3's filter and bias); the last one has
+// nothing after it, and without the option both stay null.
+TEST(LaunchProgram, L2PrefetchRangeCoversTheFollowingStepsWeights) {
+  for (bool on : {true, false}) {
+    auto g = parse_text_ir(R"(
+      input %x : float16[1x64x14x14]
+      const %w1 : float16[64x64x3x3] = random(1)
+      const %b1 : float16[64] = random(2)
+      const %w2 : float16[256x64x1x1] = random(3)
+      const %b2 : float16[256] = random(4)
+      const %w3 : float16[64x256x3x3] = random(5)
+      const %b3 : float16[64] = random(6)
+      %c1 : float16[?] = Conv(%x, %w1, %b1) {pads=[1,1,1,1]}  # conv1
+      %r1 : float16[?] = Relu(%c1)  # relu1
+      %c2 : float16[?] = Conv(%r1, %w2, %b2)  # conv2
+      %r2 : float16[?] = Relu(%c2)  # relu2
+      %c3 : float16[?] = Conv(%r2, %w3, %b3) {pads=[1,1,1,1]}  # conv3
+      output %c3
+    )");
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    g->opset = 17;
+    ASSERT_TRUE(infer_shapes(*g).is_ok());
+    g->target = target_from_archs({"sm_90"});
+    g->target.l2_prefetch = on;
+    ASSERT_TRUE(fuse_epilogue(*g).is_ok());
+    ASSERT_TRUE(layout_nhwc(*g).is_ok());
+    auto plan = plan_memory(*g);
+    ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+    auto p = build_launch_program(*g, *plan);
+    ASSERT_TRUE(p.is_ok()) << p.status().message();
+    std::vector<const ProgramKernel*> cluster;
+    for (const ProgramStep& s : p->steps)
+      if (s.kind == ProgramStep::Kind::kKernel &&
+          p->kernels[static_cast<size_t>(s.index)].template_name == "conv_cluster_splitk_nhwc")
+        cluster.push_back(&p->kernels[static_cast<size_t>(s.index)]);
+    ASSERT_EQ(cluster.size(), 2u);
+    ASSERT_EQ(p->matmuls.size(), 1u);  // the 1x1 between them
+    for (const ProgramKernel* k : cluster) {
+      ASSERT_EQ(k->args.size(), 7u);
+      EXPECT_TRUE(k->l2_prefetch_args);
+    }
+    const Location& begin = cluster[0]->args[5];
+    const Location& end = cluster[0]->args[6];
+    if (!on) {
+      EXPECT_EQ(begin.space, Location::Space::kNull);
+      EXPECT_EQ(end.space, Location::Space::kNull);
+      continue;
+    }
+    // The weights of the GEMM (B = w2, bias b2) and of the second 3x3 (w3, b3), by their own
+    // locations and the blob's sizes.
+    auto bytes_at = [&](const Location& l) {
+      for (const NamedOffset& w : p->weight_symbols)
+        if (w.offset == l.offset) return w.bytes;
+      return int64_t{-1};
+    };
+    const ProgramMatmul& mm = p->matmuls[0];
+    const Location* after[] = {&mm.b, &mm.bias, &cluster[1]->args[1], &cluster[1]->args[2]};
+    int64_t lo = INT64_MAX, hi = 0;
+    for (const Location* l : after) {
+      ASSERT_EQ(l->space, Location::Space::kWeights);
+      lo = std::min(lo, l->offset);
+      hi = std::max(hi, l->offset + bytes_at(*l));
+    }
+    // w2, b2, w3, b3 back to back (each size but the last a multiple of the 256-byte alignment).
+    EXPECT_EQ(hi - lo, 256 * 64 * 2 + 256 * 2 + 64 * 256 * 9 * 2 + 64 * 2);
+    EXPECT_EQ(begin.space, Location::Space::kWeights);
+    EXPECT_EQ(end.space, Location::Space::kWeights);
+    EXPECT_EQ(begin.offset, lo);
+    EXPECT_EQ(end.offset, hi);
+    EXPECT_EQ(cluster[1]->args[5].space, Location::Space::kNull);  // nothing after the last one
+    EXPECT_EQ(cluster[1]->args[6].space, Location::Space::kNull);
+  }
+}
+
 TEST(LaunchProgram, SideNodeStepsRunOnTheAuxiliaryLane) {
   auto parsed = parse_text_ir(R"(
     input %x : float[1x64]

@@ -190,6 +190,30 @@ TEST(GpuConvFp16, ClusterSplitKResidualRelu) {
   run_case(cluster_off(g), "conv16_cluster_res_off", options);
 }
 
+// --l2-prefetch: the first cluster convolution prefetches the 1x1's and the second 3x3's weights
+// into L2 (a hint: the outputs must not change), the second one nothing.
+TEST(GpuConvFp16, ClusterSplitKWithL2Prefetch) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  ValueId x = b.input("x", {1, 64, 14, 14}, DType::kFloat16);
+  ValueId c = b.node("Conv", {x, b.weight("w1", {64, 64, 3, 3}, -0.3, 0.3, DType::kFloat16),
+                              b.weight("b1", {64}, -1, 1, DType::kFloat16)},
+                     {{"pads", ints({1, 1, 1, 1})}});
+  c = b.node("Relu", {c});
+  c = b.node("Conv", {c, b.weight("w2", {256, 64, 1, 1}, -0.3, 0.3, DType::kFloat16),
+                      b.weight("b2", {256}, -1, 1, DType::kFloat16)});
+  c = b.node("Relu", {c});
+  c = b.node("Conv", {c, b.weight("w3", {64, 256, 3, 3}, -0.1, 0.1, DType::kFloat16),
+                      b.weight("b3", {64}, -1, 1, DType::kFloat16)},
+             {{"pads", ints({1, 1, 1, 1})}});
+  b.output(c);
+  Graph g = b.graph();
+  g.target.l2_prefetch = true;
+  CaseOptions options;
+  options.expect_templates = {"conv_cluster_splitk_nhwc"};
+  run_case(g, "conv16_cluster_l2_prefetch", options);
+}
+
 TEST(GpuConvFp16, ClusterSplitKStride2DilatedClipNoBias) {
   AOTC_REQUIRE_GPU();
   Graph g = conv16_act_graph(DType::kFloat16, {1, 128, 15, 13}, {96, 128, 3, 3},
