@@ -312,6 +312,8 @@ class ProgramBuilder {
       pk.args.push_back(*loc);
     }
     pk.l2_prefetch_args = k.l2_prefetch_args;
+    if (k.l2_prefetch_args && k.library_params)  // its pointer slots are counted above without them
+      return node_error(node, "lowering asks a library kernel for L2 prefetch arguments");
     if (k.l2_prefetch_args) pk.args.resize(pk.args.size() + 2);  // null; prefetch_following_weights
     program_.steps.push_back({ProgramStep::Kind::kKernel, static_cast<int>(program_.kernels.size()), pk.name,
                               kernel_step_flops(node, graph_, k),

@@ -72,17 +72,22 @@ int64_t kernel_step_flops(const Node& node, const Graph& graph, const KernelStep
   if (w == kNoValue || y == kNoValue || !reads(k, w) || !reads(k, y)) return 0;
   const Value& wv = graph.value(w);
   if (wv.shape.empty() || wv.shape[0] <= 0) return 0;
+  auto hole = [&](const std::string& name) -> int64_t {
+    for (const auto& h : k.holes)
+      if (h.first == name) return std::stoll(h.second);
+    return 0;
+  };
+  // The model's work, not the padded: a stem that read its NCHW input itself (an absorbed
+  // PackNhwc) runs on channels padded to C from the source's CI (3 -> 4 for RGB).
+  const int64_t c = hole("C"), ci = hole("CI");
+  const bool padded = hole("PACKED") == 1 && ci > 0 && c > ci;
+  auto real = [&](int64_t flops) { return padded ? flops / c * ci : flops; };
   if (has_pool(node)) {
     // An absorbed pool (opt/fuse_stem_pool): Y is pooled; the convolution's outputs are N*OH*OW*K
     // (the kernel's holes).
-    auto hole = [&](const std::string& name) -> int64_t {
-      for (const auto& h : k.holes)
-        if (h.first == name) return std::stoll(h.second);
-      return 0;
-    };
-    return 2 * hole("N") * hole("OH") * hole("OW") * wv.shape[0] * (wv.numel() / wv.shape[0]);
+    return real(2 * hole("N") * hole("OH") * hole("OW") * wv.shape[0] * (wv.numel() / wv.shape[0]));
   }
-  return 2 * graph.value(y).numel() * (wv.numel() / wv.shape[0]);
+  return real(2 * graph.value(y).numel() * (wv.numel() / wv.shape[0]));
 }
 
 }  // namespace aotc

@@ -51,8 +51,10 @@ struct KernelStep {
   // describes must live in the arena or the weights (addresses fixed at create).
   bool host_params = false;
   // The template's last two pointer parameters (after `args`) are a byte range of the weight blob
-  // that the kernel prefetches into L2 for the steps after it (codegen fills them: both null
-  // unless Target::l2_prefetch, see codegen/launch_program.cc prefetch_following_weights).
+  // that the kernel prefetches into L2 for the steps after it (codegen fills them,
+  // codegen/launch_program.cc prefetch_following_weights; both null with Target::l2_prefetch off,
+  // when no step after it reads weights, or when the range would pass 24 MiB). Not for library
+  // kernels.
   bool l2_prefetch_args = false;
 };
 

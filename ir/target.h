@@ -66,7 +66,8 @@ struct Target {
   // Kernels that offer it (KernelStep::l2_prefetch_args: the batch-1 cluster split-K convolution)
   // prefetch into L2 the weights of the steps after them, up to the next such kernel, while they
   // run (--l2-prefetch on|off): at batch 1 each GEMM otherwise waits on its weights from DRAM.
-  bool l2_prefetch = false;
+  // Measured on an H200, ResNet-50 bs1 fp16: 0.2736 -> 0.2661 ms (docs/perf_notes.md v41).
+  bool l2_prefetch = true;
   // Every cuBLASLt GEMM runs on aotc's own plain kernel instead (templates/gemm_reference.cu.in;
   // --matmul-impl reference): slow, but the library then launches no cuBLASLt kernel, which
   // compute-sanitizer's racecheck cannot follow on Hopper (docs/reliability.md).

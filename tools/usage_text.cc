@@ -78,9 +78,10 @@ options:
   --conv-wgmma-pointwise on|off
                            on: 1x1 stride-1 convolutions too, where that kernel takes them; off
                            (default): those run as one cuBLASLt GEMM each
-  --l2-prefetch on|off     on: the batch-1 cluster split-K convolutions prefetch into L2 the
-                           weights of the steps after them (up to the next such convolution)
-                           while they run; off (default)
+  --l2-prefetch on|off     on (default): the batch-1 cluster split-K convolutions prefetch into
+                           L2 the weights of the steps after them (up to the next such
+                           convolution) while they run (ResNet-50 bs1 fp16 on an H200: -2.8%);
+                           off: they do not
   --fp32-gemm auto|cublaslt|simt-reduce
                            auto (default): float GEMMs too small for cuBLASLt's 128x128 tiles to
                            fill the GPU (transformers at batch 1) run on a CUTLASS SIMT GEMM (fp32

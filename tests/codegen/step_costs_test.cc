@@ -146,6 +146,32 @@ output %y
   EXPECT_EQ(kernel_step_flops(gn, *grouped, k), 2 * 1 * 6 * 3 * 3 * (4 / 2) * 3 * 3);
 }
 
+// A stem that reads its 3-channel NCHW input itself (PACKED) runs on 4 padded channels: its FLOPs
+// are the model's (C = 3), not the padded work; with the pack left as its own step (PACKED 0) the
+// weights' channels are the count.
+TEST(StepCosts, PackedStemCountsTheSourceChannels) {
+  auto g = parse_text_ir(R"(
+input %x : float16[2x9x9x4]
+const %w : float16[8x3x3x4] = random(1)
+%y : float16[2x8x9x9] = Relu(%x)  # stand-in for the stem's output (only shapes matter here)
+output %y
+)");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  Node conv = g->nodes[0];  // the stem conv: x, w -> y
+  conv.op_type = "Conv";
+  const ValueId w = g->find_value("w");
+  ASSERT_NE(w, kNoValue);
+  conv.inputs = {g->inputs[0], w};
+  KernelStep k;
+  k.template_name = "conv_stem_nhwc";
+  k.args = {g->inputs[0], w, kNullArg, conv.outputs[0]};
+  k.holes = {{"PACKED", "1"}, {"CI", "3"}, {"C", "4"}};
+  // y has 2*8*9*9 elements, each 3*3*4 padded MACs of which 3*3*3 are the model's.
+  EXPECT_EQ(kernel_step_flops(conv, *g, k), 2LL * 2 * 8 * 9 * 9 * 3 * 3 * 3);
+  k.holes = {{"PACKED", "0"}, {"CI", "4"}, {"C", "4"}};
+  EXPECT_EQ(kernel_step_flops(conv, *g, k), 2LL * 2 * 8 * 9 * 9 * 3 * 3 * 4);
+}
+
 TEST(StepCosts, HostCodeCarriesStepTableAndProfileExports) {
   Graph g = small_cnn();
   MemoryPlan plan = test::linear_plan(g);

@@ -157,13 +157,16 @@ TEST(WgmmaConv, ConfigurationRuleAndRefusals) {
   EXPECT_EQ(pick(t, DType::kFloat16, 64, 128, 8 * 28 * 28), "wg64x128x64_auto");
   // Wherever the rule reaches the 64x128 row, its tiles fit one wave (fewer than half a wave of
   // 128x128 tiles, at most twice as many 64x128 ones): nothing left for a second CTA an SM.
+  int reached = 0;
   for (int64_t m = 64; m <= 32 * 56 * 56; m += 97)
     for (int64_t k : {128, 192, 256, 512, 1024}) {
       auto cfg = conv_wgmma_config(t, DType::kFloat16, 1, 64, k, k, false, k3, s1, d1, p1, m);
       if (cfg && std::string(cfg->name) == "wg64x128x64_auto") {
+        ++reached;
         EXPECT_LE(conv_config_tiles(*cfg, m, k), t.sm_count) << m << " x " << k;
       }
     }
+  EXPECT_GT(reached, 20);
   EXPECT_EQ(pick(t, DType::kFloat16, 64, 64, 56 * 56), "none");  // batch 1: 25 tiles
   Target wave = t;  // --conv-wgmma-fill wave: layer4's 100 tiles are under a wave
   wave.conv_wgmma_fill = 1.0;

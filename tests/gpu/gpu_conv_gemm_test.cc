@@ -208,10 +208,12 @@ TEST(GpuConvFp16, ClusterSplitKWithL2Prefetch) {
              {{"pads", ints({1, 1, 1, 1})}});
   b.output(c);
   Graph g = b.graph();
-  g.target.l2_prefetch = true;
+  g.target.l2_prefetch = true;  // the default
   CaseOptions options;
   options.expect_templates = {"conv_cluster_splitk_nhwc"};
   run_case(g, "conv16_cluster_l2_prefetch", options);
+  g.target.l2_prefetch = false;
+  run_case(g, "conv16_cluster_l2_prefetch_off", options);
 }
 
 TEST(GpuConvFp16, ClusterSplitKStride2DilatedClipNoBias) {

@@ -205,8 +205,8 @@ TEST(AotcArgs, ConvStrategySwitches) {
   EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--conv-cluster", "off"})->conv_cluster_splitk);
   EXPECT_FALSE(d->conv_wgmma_pointwise);
   EXPECT_TRUE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--conv-wgmma-pointwise", "on"})->conv_wgmma_pointwise);
-  EXPECT_FALSE(d->l2_prefetch);
-  EXPECT_TRUE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--l2-prefetch", "on"})->l2_prefetch);
+  EXPECT_TRUE(d->l2_prefetch);
+  EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--l2-prefetch", "off"})->l2_prefetch);
   EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--l2-prefetch", "maybe"}).is_ok());
   EXPECT_TRUE(d->gemm_fp32_simt);
   EXPECT_EQ(d->simt_gemm_blocks_per_sm, 3);

@@ -9,11 +9,12 @@
 # profile's counts) are divided by their kernels' time in the replay.
 #   python3 tools/device/conv_rate.py --profile profile.json --trace trace.json --report report.json
 #          [--peak 798] [--json out.json]
-# Matching: a kernel step's label is its CUDA function's name, so it takes the next replay kernel of
-# that name; the replay kernels between two matched kernel steps belong to the cuBLASLt matmuls and
-# copies between them (one each when the counts agree, all of them to a lone step; a run whose
-# steps are all convolutions or all not needs no finer split, otherwise the run is reported as
-# unassigned).
+# Matching: a kernel step's label is its CUDA function's name unless it runs an identical earlier
+# kernel's function; a step found under its own name takes the next replay kernel of that name, and
+# the replay kernels between two such steps belong to the steps between them (cuBLASLt matmuls,
+# copies, kernels running a shared function): one each, in order, when the counts agree, all of
+# them to a lone step; a run whose steps are all convolutions or all not needs no finer split,
+# otherwise the run is reported as unassigned.
 import argparse
 import json
 import re
@@ -54,18 +55,30 @@ def assign(steps, kernels):
     """Per step the list of replay-kernel indices; plus the unassigned runs [(step ids, kernel ids)]."""
     owned = [[] for _ in steps]
     unassigned = []
-    pending = []  # matmul / copy steps since the last matched kernel step
+    positional = []  # kernel steps not found under their own name
+    pending = []  # steps since the last kernel step matched by name
     k = 0
 
     def flush(upto):
         nonlocal pending
         run = list(range(k_start[0], upto))
+        # A memset in the replay (cuBLASLt clearing its split-K workspace) belongs with the kernel
+        # after it.
+        groups, lead = [], []
+        for i in run:
+            if kernels[i][2].startswith("Memset"):
+                lead.append(i)
+            else:
+                groups.append(lead + [i])
+                lead = []
+        if lead:
+            (groups[-1].extend(lead) if groups else groups.append(lead))
         if pending:
             if len(pending) == 1:
                 owned[pending[0]] = run
-            elif len(run) == len(pending):
-                for s, i in zip(pending, run):
-                    owned[s] = [i]
+            elif len(groups) == len(pending):
+                for s, g in zip(pending, groups):
+                    owned[s] = g
             else:
                 unassigned.append((list(pending), run))
         elif run:
@@ -80,14 +93,19 @@ def assign(steps, kernels):
         j = k
         while j < len(kernels) and kernels[j][2] != st["label"]:
             j += 1
-        if j == len(kernels):  # not in the replay (should not happen): leave it empty
+        if j == len(kernels):
+            # Not under its own name: identical kernels share one function, named after the first
+            # (the replay shows k5_lib_layer2_... where the step is k9_lib_layer3_...). One kernel
+            # of the run to the next matched step, like a matmul's.
+            pending.append(s)
+            positional.append(s)
             continue
         flush(j)
         owned[s] = [j]
         k = j + 1
         k_start[0] = k
     flush(len(kernels))
-    return owned, unassigned
+    return owned, unassigned, positional
 
 
 def main(argv=None):
@@ -109,7 +127,7 @@ def main(argv=None):
     # median_replay rows: [start us, duration us, name]
     kernels = [(float(r[0]), float(r[1]), r[2]) for r in trace["median_replay"]]
     ops = node_ops(report)
-    owned, unassigned = assign(steps, kernels)
+    owned, unassigned, positional = assign(steps, kernels)
 
     conv = {"flops": 0, "replay_us": 0.0, "event_ms": 0.0, "steps": 0}
     other = {"replay_us": 0.0, "event_ms": 0.0, "steps": 0, "names": []}
@@ -147,6 +165,9 @@ def main(argv=None):
           f"{ev_rate:.0f} TFLOP/s = {100 * ev_rate / a.peak:.1f}%)")
     print(f"not convolutions: {other['steps']} steps, {other['replay_us']:.1f} us in the replay: "
           + ", ".join(other["names"]))
+    if positional:
+        print(f"{len(positional)} kernel steps matched by position (they run an identical earlier kernel's "
+              "function; right while every step of their runs launches one kernel)")
     if ambiguous_us > 0:
         print(f"unassigned: {ambiguous_us:.1f} us of replay kernels between steps of both kinds "
               "(counted in neither)")
@@ -155,7 +176,7 @@ def main(argv=None):
             json.dump({"conv_steps": conv["steps"], "conv_flops": conv["flops"], "conv_replay_us": conv["replay_us"],
                        "conv_tflops": rate, "conv_share_of_peak": rate / a.peak, "conv_event_ms": conv["event_ms"],
                        "conv_event_tflops": ev_rate, "other_replay_us": other["replay_us"],
-                       "unassigned_us": ambiguous_us, "replay_span_us": span, "replay_busy_us": busy,
+                       "unassigned_us": ambiguous_us, "matched_by_position": len(positional), "replay_span_us": span, "replay_busy_us": busy,
                        "peak_tflops": a.peak, "steps": rows}, f, indent=1)
     return 0
 

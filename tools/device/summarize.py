@@ -388,7 +388,22 @@ def profile_sections(work, cases):
         kernels = parse_profile(data) if data is not None else []
         texts.append(format_profile(name, kernels) if kernels else
                      f"profile of {name}: unreadable or empty ({path})")
+        rate = read_json(os.path.join(work, "cases", name, "conv_rate.json"))
+        line = conv_rate_line(rate) if isinstance(rate, dict) else ""
+        if line:
+            texts.append(line)
     return "\n".join(texts)
+
+
+def conv_rate_line(rate):
+    """tools/device/conv_rate.py's result (TRACE_CASES): the convolutions' rate in the replay."""
+    try:
+        return (f"  convolutions in the graph replay: {rate['conv_steps']} steps, "
+                f"{rate['conv_flops'] / 1e9:.1f} GFLOP in {rate['conv_replay_us']:.1f} us of kernels = "
+                f"{rate['conv_tflops']:.0f} TFLOP/s, {100 * rate['conv_share_of_peak']:.1f}% of "
+                f"{rate['peak_tflops']:.0f} (events, graphs off: {rate['conv_event_tflops']:.0f} TFLOP/s)")
+    except (KeyError, TypeError, ZeroDivisionError):
+        return ""
 
 
 def precision_line(peers):

@@ -344,6 +344,19 @@ class ProfileTest(unittest.TestCase):
         self.assertIn("top 1 kernels of b", text)
         self.assertIn("100.0%  gemm", text)
         self.assertIn("profile of c: unreadable", text)
+        self.assertNotIn("graph replay", text)
+
+    def test_conv_rate_line_under_the_profile(self):
+        with tempfile.TemporaryDirectory() as work:
+            write_json(os.path.join(work, "cases", "b", "profile.json"), [{"name": "gemm", "ms": 2.0}])
+            write_json(os.path.join(work, "cases", "b", "conv_rate.json"),
+                       {"conv_steps": 49, "conv_flops": 261.6e9, "conv_replay_us": 851.3, "conv_tflops": 307.3,
+                        "conv_share_of_peak": 0.385, "peak_tflops": 798.0, "conv_event_tflops": 260.0})
+            text = summarize.profile_sections(work, ["b"])
+            self.assertIn("convolutions in the graph replay: 49 steps, 261.6 GFLOP in 851.3 us of kernels = "
+                          "307 TFLOP/s, 38.5% of 798", text)
+            write_json(os.path.join(work, "cases", "b", "conv_rate.json"), {"conv_steps": 1})  # incomplete
+            self.assertNotIn("graph replay", summarize.profile_sections(work, ["b"]))
 
 
 class SummaryTest(unittest.TestCase):
@@ -933,6 +946,34 @@ class ConvRateTest(unittest.TestCase):
         self.assertEqual(by_label["mm2_fc"]["kernels"], 2)
         self.assertAlmostEqual(by_label["mm1_c2"]["replay_us"], 6.0)
         self.assertIn("copy0_cat (Concat)", text)
+
+    def test_a_kernel_running_a_shared_function_takes_its_place_in_the_run(self):
+        # k2_lib_b runs k0_lib_a's function (identical kernels share one): the replay shows k0_lib_a
+        # twice. The run between the matched k1_pool and the end (k2_lib_b, mm0_fc) gets its two
+        # kernels in order: 6 us to the convolution, 2 us to the classifier.
+        steps = [("k0_lib_a", "kernel", 0.01, 1_000_000), ("k1_pool", "kernel", 0.01, 0),
+                 ("k2_lib_b", "kernel", 0.01, 3_000_000), ("mm0_fc", "matmul", 0.01, 500_000)]
+        kernels = [(5.0, "k0_lib_a"), (1.0, "k1_pool"), (6.0, "k0_lib_a"), (2.0, "nvjet_fc")]
+        got, _ = self.run_tool(steps, kernels, [("a", "Conv"), ("pool", "MaxPool"), ("b", "Conv"), ("fc", "Gemm")])
+        by_label = {r["label"]: r for r in got["steps"]}
+        self.assertAlmostEqual(by_label["k2_lib_b"]["replay_us"], 6.0)
+        self.assertAlmostEqual(by_label["mm0_fc"]["replay_us"], 2.0)
+        self.assertAlmostEqual(got["conv_replay_us"], 11.0)
+        self.assertAlmostEqual(got["conv_tflops"], 4e6 / 11e-6 / 1e12)
+        self.assertEqual(got["unassigned_us"], 0)
+        self.assertEqual(got["matched_by_position"], 1)
+
+    def test_a_memset_goes_with_the_kernel_after_it(self):
+        # Two matmuls after a matched kernel, the second preceded by cuBLASLt's workspace memset.
+        steps = [("k0_a", "kernel", 0.01, 1_000_000), ("mm0_b", "matmul", 0.01, 1_000_000),
+                 ("mm1_fc", "matmul", 0.01, 1_000_000)]
+        kernels = [(4.0, "k0_a"), (3.0, "nvjet_b"), (0.5, "Memset (Device)"), (2.0, "nvjet_fc")]
+        got, _ = self.run_tool(steps, kernels, [("a", "Conv"), ("b", "Conv"), ("fc", "Gemm")])
+        by_label = {r["label"]: r for r in got["steps"]}
+        self.assertAlmostEqual(by_label["mm0_b"]["replay_us"], 3.0)
+        self.assertAlmostEqual(by_label["mm1_fc"]["replay_us"], 2.5)
+        self.assertAlmostEqual(got["conv_replay_us"], 7.0)
+        self.assertEqual(got["unassigned_us"], 0)
 
     def test_a_run_of_mixed_steps_with_extra_kernels_is_left_unassigned(self):
         # a conv matmul and the classifier back to back, three kernels between them: no split is safe.
