@@ -372,6 +372,20 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
   for (const ProgramKernel& k : program->kernels) functions.insert(k.function);
   stats.kernels = static_cast<int>(functions.size());
   stats.matmul_calls = static_cast<int>(program->matmuls.size());
+  for (const ProgramStep& s : program->steps) {
+    CodegenStats::Step st;
+    st.label = s.label;
+    st.kind = s.kind == ProgramStep::Kind::kKernel ? "kernel" : s.kind == ProgramStep::Kind::kMatmul ? "matmul" : "copy";
+    st.function = s.kind == ProgramStep::Kind::kKernel ? program->kernels[static_cast<size_t>(s.index)].function
+                  : s.kind == ProgramStep::Kind::kMatmul ? "cublasLt"
+                                                         : "memcpy";
+    if (s.node_index >= 0 && static_cast<size_t>(s.node_index) < graph.nodes.size()) {
+      const Node& n = graph.nodes[static_cast<size_t>(s.node_index)];
+      st.node = n.name;
+      st.op = n.domain.empty() ? n.op_type : n.domain + "." + n.op_type;
+    }
+    stats.steps.push_back(std::move(st));
+  }
   stats.weight_bytes = static_cast<int64_t>(program->weights.size());
 
   TempDir tmp;

@@ -74,6 +74,14 @@ struct CodegenStats {
   int host_params_kernels = 0;
   bool host_params_cache_hit = false;
   double host_params_seconds = 0;
+  // The launch sequence, one entry per step as the profiling extension numbers them: its label,
+  // kind ("kernel", "matmul", "copy"), the function a kernel step launches (an identical earlier
+  // kernel's when they share one; "cublasLt" / "memcpy" otherwise), and the node and op type it
+  // computes ("" for an output copy). Tools match profiles and kernel traces to steps with it.
+  struct Step {
+    std::string label, kind, function, node, op;
+  };
+  std::vector<Step> steps;
 };
 
 // Everything compile_library writes before it runs nvcc, rendered in memory: the launch program

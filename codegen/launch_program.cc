@@ -318,6 +318,7 @@ class ProgramBuilder {
     program_.steps.push_back({ProgramStep::Kind::kKernel, static_cast<int>(program_.kernels.size()), pk.name,
                               kernel_step_flops(node, graph_, k),
                               kernel_step_bytes(graph_, k, lowering.scratch_bytes)});
+    program_.steps.back().node_index = node_index;
     program_.kernels.push_back(std::move(pk));
     return Status::ok();
   }
@@ -353,6 +354,7 @@ class ProgramBuilder {
     program_.steps.push_back({ProgramStep::Kind::kMatmul, static_cast<int>(program_.matmuls.size()),
                               "mm" + std::to_string(program_.matmuls.size()) + "_" + pm.label,
                               matmul_step_flops(m), matmul_step_bytes(m)});
+    program_.steps.back().node_index = node_index;
     program_.matmuls.push_back(std::move(pm));
     return Status::ok();
   }

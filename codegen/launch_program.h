@@ -121,6 +121,7 @@ struct ProgramStep {
   // the first step of the node that joins the side lane back.
   int lane = 0;
   bool wait = false;
+  int node_index = -1;        // the graph node it computes (-1: an output copy)
 };
 
 struct NamedOffset {

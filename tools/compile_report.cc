@@ -120,6 +120,11 @@ std::string report_to_json(const CompileReport& r) {
     j.key("weight_bytes").value(r.codegen.weight_bytes);
     j.key("kernel_cache").begin_object().key("enabled").value(r.codegen.cache_enabled);
     j.key("hits").value(r.codegen.cache_hits).key("misses").value(r.codegen.cache_misses).end_object();
+    j.key("steps").begin_array();
+    for (const CodegenStats::Step& s : r.codegen.steps)
+      j.begin_object().key("label").value(s.label).key("kind").value(s.kind).key("function").value(s.function)
+          .key("node").value(s.node).key("op").value(s.op).end_object();
+    j.end_array();
     j.end_object();
   }
   j.key("node_precision").begin_array();

@@ -211,9 +211,15 @@ TEST(AotcCli, CompilesAndReports) {
       dir);
   EXPECT_EQ(keys,
             "True 64 tiny x [1, 4] float True ['arena_bytes', 'linear_bytes', 'lower_bound_bytes', "
-            "'ratio_to_lower_bound'] ['kernel_cache', 'kernels', 'matmul_calls', 'weight_bytes'] "
+            "'ratio_to_lower_bound'] ['kernel_cache', 'kernels', 'matmul_calls', 'steps', 'weight_bytes'] "
             "['frontend', 'host_cc', 'host_params', "
             "'memory_plan', 'nvcc', 'passes', 'render', 'total'] 0 True\n");
+  // The launch sequence as the profiling extension numbers it: label, kind, launched function,
+  // node and op (tools/device/conv_rate.py matches kernel traces with it).
+  EXPECT_EQ(python_on_json(report, "[(s['label'], s['kind'], s['function'], s['node'], s['op']) "
+                                   "for s in d['codegen']['steps']]", dir),
+            "[('k0_first', 'kernel', 'k0_first', 'first', 'Relu'), "
+            "('k1_second', 'kernel', 'k1_second', 'second', 'Sigmoid')]\n");
   // Each final node with its precision and layout (fp32 model: float, as declared).
   EXPECT_EQ(python_on_json(report, "[(n['node'], n['op'], n['dtype'], n['layout']) for n in d['node_precision']]", dir),
             "[('first', 'Relu', 'float', 'as declared'), ('second', 'Sigmoid', 'float', 'as declared')]\n");

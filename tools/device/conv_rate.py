@@ -9,7 +9,10 @@
 # profile's counts) are divided by their kernels' time in the replay.
 #   python3 tools/device/conv_rate.py --profile profile.json --trace trace.json --report report.json
 #          [--peak 798] [--json out.json]
-# Matching: a kernel step's label is its CUDA function's name unless it runs an identical earlier
+# Matching: with the report's launch sequence (aotc's report since the twenty-third session:
+# codegen.steps, each step's launched function and op), kernel steps are found by the function
+# they launch and classified by their own op. Older reports: a kernel step's label is its CUDA
+# function's name unless it runs an identical earlier
 # kernel's function; a step found under its own name takes the next replay kernel of that name, and
 # the replay kernels between two such steps belong to the steps between them (cuBLASLt matmuls,
 # copies, kernels running a shared function): one each, in order, when the counts agree, all of
@@ -51,7 +54,7 @@ def step_op(step, ops):
     return ops.get(kPrefix.sub("", step["label"]), "?")
 
 
-def assign(steps, kernels):
+def assign(steps, kernels, functions=None):
     """Per step the list of replay-kernel indices; plus the unassigned runs [(step ids, kernel ids)]."""
     owned = [[] for _ in steps]
     unassigned = []
@@ -90,8 +93,9 @@ def assign(steps, kernels):
         if st["kind"] != "kernel":
             pending.append(s)
             continue
+        want = functions[s] if functions else st["label"]
         j = k
-        while j < len(kernels) and kernels[j][2] != st["label"]:
+        while j < len(kernels) and kernels[j][2] != want:
             j += 1
         if j == len(kernels):
             # Not under its own name: identical kernels share one function, named after the first
@@ -127,14 +131,25 @@ def main(argv=None):
     # median_replay rows: [start us, duration us, name]
     kernels = [(float(r[0]), float(r[1]), r[2]) for r in trace["median_replay"]]
     ops = node_ops(report)
-    owned, unassigned, positional = assign(steps, kernels)
+    # aotc's report lists the launch sequence (codegen.steps: each step's function and op) since
+    # the twenty-third session; with it, kernels are matched by the function they launch and
+    # steps classified by their own op. Older reports: labels and node names (above).
+    listed = ((report.get("codegen") or {}).get("steps") or []) if isinstance(report, dict) else []
+    functions = None
+    if len(listed) == len(steps) and all(l.get("label") == st["label"] for l, st in zip(listed, steps)):
+        functions = [l.get("function") if l.get("kind") == "kernel" else None for l in listed]
+        step_ops = [l.get("op") or "?" for l in listed]
+        step_op_of = lambda i, st: step_ops[i]  # noqa: E731
+    else:
+        step_op_of = lambda i, st: step_op(st, ops)  # noqa: E731
+    owned, unassigned, positional = assign(steps, kernels, functions)
 
     conv = {"flops": 0, "replay_us": 0.0, "event_ms": 0.0, "steps": 0}
     other = {"replay_us": 0.0, "event_ms": 0.0, "steps": 0, "names": []}
     rows = []
     ambiguous_us = 0.0
     for s, st in enumerate(steps):
-        op = step_op(st, ops)
+        op = step_op_of(s, st)
         us = sum(kernels[i][1] for i in owned[s])
         rows.append({"index": s, "label": st["label"], "op": op, "kernels": len(owned[s]), "replay_us": us,
                      "event_ms": st["ms"], "flops": st["flops"]})
@@ -148,7 +163,7 @@ def main(argv=None):
             other["names"].append(f"{st['label']} ({op})")
     for run_steps, run in unassigned:
         us = sum(kernels[i][1] for i in run)
-        kinds = {is_conv_op(step_op(steps[s], ops)) for s in run_steps}
+        kinds = {is_conv_op(step_op_of(s, steps[s])) for s in run_steps}
         if len(kinds) == 1:  # every step of the run on one side: the split inside does not matter
             (conv if kinds.pop() else other)["replay_us"] += us
         else:

@@ -897,7 +897,7 @@ class LibraryAbiTest(unittest.TestCase):
 class ConvRateTest(unittest.TestCase):
     """tools/device/conv_rate.py on a hand-made profile, replay trace and compile report."""
 
-    def run_tool(self, steps, kernels, nodes):
+    def run_tool(self, steps, kernels, nodes, codegen_steps=None):
         from tools.device import conv_rate
         with tempfile.TemporaryDirectory() as tmp:
             paths = {k: os.path.join(tmp, k + ".json") for k in ("profile", "trace", "report", "out")}
@@ -908,7 +908,10 @@ class ConvRateTest(unittest.TestCase):
                 rows.append([t, dur, name])
                 t += dur + 1.0
             write_json(paths["trace"], {"median_replay": rows})
-            write_json(paths["report"], {"node_precision": [{"node": n, "op": op} for n, op in nodes]})
+            report = {"node_precision": [{"node": n, "op": op} for n, op in nodes]}
+            if codegen_steps is not None:
+                report["codegen"] = {"steps": codegen_steps}
+            write_json(paths["report"], report)
             with contextlib.redirect_stdout(io.StringIO()) as out:
                 self.assertEqual(conv_rate.main(["--profile", paths["profile"], "--trace", paths["trace"], "--report",
                                                  paths["report"], "--peak", "100", "--json", paths["out"]]), 0)
@@ -961,6 +964,28 @@ class ConvRateTest(unittest.TestCase):
         self.assertAlmostEqual(got["conv_replay_us"], 11.0)
         self.assertAlmostEqual(got["conv_tflops"], 4e6 / 11e-6 / 1e12)
         self.assertEqual(got["unassigned_us"], 0)
+        self.assertEqual(got["matched_by_position"], 1)
+
+    def test_the_reports_step_list_matches_by_function_and_op(self):
+        # aotc's report names each step's function and op: k2_lib_b launches k0_lib_a's function,
+        # and node names that would not resolve (no node_precision at all) do not matter.
+        steps = [("k0_lib_a", "kernel", 0.01, 1_000_000), ("k1_pool", "kernel", 0.01, 0),
+                 ("k2_lib_b", "kernel", 0.01, 3_000_000), ("mm0_fc", "matmul", 0.01, 500_000)]
+        kernels = [(5.0, "k0_lib_a"), (1.0, "k1_pool"), (6.0, "k0_lib_a"), (2.0, "nvjet_fc")]
+        listed = [{"label": "k0_lib_a", "kind": "kernel", "function": "k0_lib_a", "node": "a", "op": "aotc.FusedConv"},
+                  {"label": "k1_pool", "kind": "kernel", "function": "k1_pool", "node": "p", "op": "MaxPool"},
+                  {"label": "k2_lib_b", "kind": "kernel", "function": "k0_lib_a", "node": "b", "op": "aotc.FusedConv"},
+                  {"label": "mm0_fc", "kind": "matmul", "function": "cublasLt", "node": "fc", "op": "aotc.FusedGemm"}]
+        got, _ = self.run_tool(steps, kernels, [], listed)
+        by_label = {r["label"]: r for r in got["steps"]}
+        self.assertAlmostEqual(by_label["k2_lib_b"]["replay_us"], 6.0)
+        self.assertEqual(by_label["k2_lib_b"]["op"], "aotc.FusedConv")
+        self.assertAlmostEqual(got["conv_replay_us"], 11.0)
+        self.assertAlmostEqual(got["other_replay_us"], 3.0)
+        self.assertEqual(got["matched_by_position"], 0)
+        # A list that does not describe this profile (another library's) is not used.
+        got, _ = self.run_tool(steps, kernels, [("a", "Conv"), ("pool", "MaxPool"), ("b", "Conv"), ("fc", "Gemm")],
+                               listed[:3])
         self.assertEqual(got["matched_by_position"], 1)
 
     def test_a_memset_goes_with_the_kernel_after_it(self):
