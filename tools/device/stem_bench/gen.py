@@ -47,6 +47,24 @@ def holes(n, name):
                 kernel_name=name, WRS=104, TPB=1, T2="__half2", TI="__half", PACKED=0, CI=4)
 
 
+def smem_bytes(pth):
+    """Dynamic shared memory of the stem + pool kernel: filter rows, input window, conv tile."""
+    cr, cc = (pth - 1) * 2 + 3, (8 - 1) * 2 + 3
+    pr, pc = (cr - 1) * 2 + 7, (cc - 1) * 2 + 7
+    return 64 * 104 * 4 + (pr * pc * 8 + 15) // 16 * 16 + cr * cc * 72 * 2
+
+
+def ablated(cur, h, reps, unroll=None):
+    """The current template rendered with `h`, 3 blocks a SM asked for, each (a, b) of reps applied."""
+    t = re.sub(r"__launch_bounds__\((\d+), \d\)", "__launch_bounds__(\\1, 3)", render(cur, h))
+    if unroll:
+        t = re.sub(r"#pragma unroll[^\n]*\n(\s+for \(IDX ks = 0)", f"#pragma unroll {unroll}\n\\1", t)
+    for a, b in reps:
+        assert a in t, a
+        t = t.replace(a, b)
+    return t
+
+
 def main():
     # The libraries' device prelude; its exported aotc_pdl_arch (read by the runtime through the
     # driver) is a plain __device__ variable here, where the runtime API links the program.
@@ -72,16 +90,8 @@ def main():
             name = f"abl_n{n}_t{tpb}{suffix}"
             h = holes(n, name)
             h["TPB"] = tpb
-            t = re.sub(r"__launch_bounds__\((\d+), \d\)", "__launch_bounds__(\\1, 3)", render(cur, h))
-            t = re.sub(r"#pragma unroll[^\n]*\n(\s+for \(IDX ks = 0)", "#pragma unroll 2\n\\1", t)
-            for a, b in reps:
-                assert a in t, a
-                t = t.replace(a, b)
-            out.append(t)
-            cr, cc = (pth - 1) * 2 + 3, (8 - 1) * 2 + 3
-            pr, pc = (cr - 1) * 2 + 7, (cc - 1) * 2 + 7
-            smem = 64 * 104 * 4 + (pr * pc * 8 + 15) // 16 * 16 + cr * cc * 72 * 2
-            launches.append((name, n, f"dim3({(tiles + tpb - 1) // tpb})", threads, smem))
+            out.append(ablated(cur, h, reps, unroll=2))
+            launches.append((name, n, f"dim3({(tiles + tpb - 1) // tpb})", threads, smem_bytes(pth)))
         # The model's configuration since the pack was absorbed (PACKED: the kernel reads the
         # NCHW fp32 input, 3 channels, and pads it to 4 itself), whole and with phases left out.
         # Its input is the same buffer read as floats (x is allocated large enough): its outputs
@@ -92,15 +102,8 @@ def main():
                 name = f"packed_n{n}_t5{suffix}"
                 h = holes(n, name)
                 h.update(TPB=5, TI="float", PACKED=1, CI=3)
-                t = re.sub(r"__launch_bounds__\((\d+), \d\)", "__launch_bounds__(\\1, 3)", render(cur, h))
-                for a, b in reps:
-                    assert a in t, a
-                    t = t.replace(a, b)
-                out.append(t)
-                cr, cc = (pth - 1) * 2 + 3, (8 - 1) * 2 + 3
-                pr, pc = (cr - 1) * 2 + 7, (cc - 1) * 2 + 7
-                smem = 64 * 104 * 4 + (pr * pc * 8 + 15) // 16 * 16 + cr * cc * 72 * 2
-                launches.append((name, n, f"dim3({(tiles + 4) // 5})", threads, smem, "packed"))
+                out.append(ablated(cur, h, reps))
+                launches.append((name, n, f"dim3({(tiles + 4) // 5})", threads, smem_bytes(pth), "packed"))
         out.append(f"extern \"C\" __global__ void empty_n{n}(const __half*, const __half*, const __half*, __half*) {{}}\n")
         out.append(f"extern \"C\" __global__ void empty_n{n}_nosmem(const __half*, const __half*, const __half*, __half*) {{}}\n")
         launches.append((f"empty_n{n}", n, f"dim3({(tiles + (4 if n > 1 else 1) - 1) // (4 if n > 1 else 1)})", threads, 55000))
@@ -115,10 +118,7 @@ def main():
                     t = re.sub(r"__launch_bounds__\((\d+), \d\)", f"__launch_bounds__(\\1, {minb})", t)
                     t = re.sub(r"#pragma unroll[^\n]*\n(\s+for \(IDX ks = 0)", f"#pragma unroll {unroll}\n\\1", t)
                     out.append(t)
-                    cr, cc = (pth - 1) * 2 + 3, (8 - 1) * 2 + 3
-                    pr, pc = (cr - 1) * 2 + 7, (cc - 1) * 2 + 7
-                    smem = 64 * 104 * 4 + (pr * pc * 8 + 15) // 16 * 16 + cr * cc * 72 * 2
-                    launches.append((name, n, f"dim3({(tiles + tpb - 1) // tpb})", threads, smem))
+                    launches.append((name, n, f"dim3({(tiles + tpb - 1) // tpb})", threads, smem_bytes(pth)))
     out.append(r"""
 #include <cstdio>
 #include <vector>
