@@ -7,7 +7,11 @@
 #   OUTDIR/bench shapes.txt OUTDIR/rec_v0.txt ... OUTDIR/rec_v7.txt
 # NDEBUG=0 reproduces device call 1 (CUTLASS's device asserts compiled in). VARIANTS=s23 builds the
 # twenty-third session's six configurations (variants.py; then rec_v0 .. rec_v5), and BENCH_COLD=1
-# on the GPU adds a time per launch with L2 flushed before it.
+# on the GPU adds a time per launch with L2 flushed before it. Other problems: records from the
+# same host programs, e.g. ResNet-50's bs32 1x1 convolutions (twenty-third session, call 3):
+#   cd OUTDIR && cp .../shapes_1x1.txt . && for v in 0 1 2 3 4 5; do ./host_v$v shapes_1x1.txt rec1_v$v.txt; done
+#   ./bench shapes_1x1.txt rec1_v0.txt ... rec1_v5.txt
+# (shapes: kernel-name 5 17 N H W C K R S pad_h pad_w pad_h_end pad_w_end stride_h stride_w dil_h dil_w y_ld residual)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${1:?usage: make.sh OUTDIR}"
