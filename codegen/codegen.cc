@@ -382,7 +382,7 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
     if (s.node_index >= 0 && static_cast<size_t>(s.node_index) < graph.nodes.size()) {
       const Node& n = graph.nodes[static_cast<size_t>(s.node_index)];
       st.node = n.name;
-      st.op = n.domain.empty() ? n.op_type : n.domain + "." + n.op_type;
+      st.op = n.qualified_op();
     }
     stats.steps.push_back(std::move(st));
   }

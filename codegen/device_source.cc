@@ -25,8 +25,10 @@ struct UniqueKernel {
   std::vector<std::string> comments;  // one per kernel it covers
 };
 
-// A rough relative cost of compiling a rendered kernel with nvcc, measured on the 2-core machine:
-// a CUTLASS 3.x sm90 kernel ~25 s, a CUTLASS 2.x one several seconds, aotc's own ~1 s.
+// A rough relative cost of compiling a rendered kernel with nvcc (an ordering for the balance
+// below, not a time). nvcc 13 on the 2-core machine, one file at a time (docs/results.md,
+// twenty-third session): a file with one CUTLASS 3.x sm90 kernel 31.0 s, two 38.6 s, three 51.4 s;
+// one CUTLASS 2.x kernel and five of aotc's own 4.2-4.8 s; six of aotc's own 0.74 s.
 constexpr int64_t kHeavyCompileWeight = 24;
 int64_t compile_weight(const std::string& code) {
   if (code.find("cutlass/conv/collective") != std::string::npos || code.find("cute/tensor.hpp") != std::string::npos)
@@ -89,19 +91,22 @@ Expected<std::vector<std::string>> render_device_sources(LaunchProgram& program,
   // Files compile in parallel, so their nvcc times should be even: heaviest kernels first, each to
   // the least loaded file (ties: the lowest index; with equal weights this is u % files). The
   // CUTLASS 3.x kernels all go to one file: most of their cost is parsing the same headers, which
-  // a second file would pay again (measured: ResNet-50 bs32 fp16 cold 59 s with its three in one
-  // file, 71 s split 2 + 1).
+  // a second file would pay again (one such kernel alone costs 31.0 s, three together 51.4 s, so
+  // split 2 + 1 they cost ~70 s of CPU against 51 on a machine that also builds the compile-time
+  // params program beside them).
   std::vector<int> file_of(unique.size());
   {
+    std::vector<int64_t> weight(unique.size());
     std::vector<size_t> order(unique.size());
-    for (size_t u = 0; u < order.size(); ++u) order[u] = u;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return compile_weight(unique[a].code) > compile_weight(unique[b].code);
-    });
+    for (size_t u = 0; u < order.size(); ++u) {
+      order[u] = u;
+      weight[u] = compile_weight(unique[u].code);
+    }
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return weight[a] > weight[b]; });
     std::vector<int64_t> load(static_cast<size_t>(files), 0);
     int heavy_file = -1;
     for (size_t u : order) {
-      const int64_t w = compile_weight(unique[u].code);
+      const int64_t w = weight[u];
       int f = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
       if (w >= kHeavyCompileWeight) {
         if (heavy_file < 0) heavy_file = f;

@@ -23,9 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr size_t kParamsOffset = kLibraryParamsOffset;
-constexpr size_t kParamsMaxBytes = kLibraryParamsMaxBytes;
-
 const char* const kHostHeaders[] = {"host_params.cuh", "library_params.cuh"};
 
 struct ScopedDir {
@@ -86,13 +83,13 @@ bool parse_tensor_map(std::istringstream& in, TensorMapRecord& r) {
 }
 
 Status check_kernel_result(const ProgramKernel& k) {
-  if (k.prebuilt.size() <= kParamsOffset || k.prebuilt.size() > kParamsMaxBytes)
+  if (k.prebuilt.size() <= kLibraryParamsOffset || k.prebuilt.size() > kLibraryParamsMaxBytes)
     return kernel_error(k, std::to_string(k.prebuilt.size()) + " bytes of header and params (" +
-                               std::to_string(kParamsOffset + 1) + " to " + std::to_string(kParamsMaxBytes) + " allowed)");
+                               std::to_string(kLibraryParamsOffset + 1) + " to " + std::to_string(kLibraryParamsMaxBytes) + " allowed)");
   uint32_t magic = 0, params_bytes = 0;
   std::memcpy(&magic, k.prebuilt.data(), 4);
   std::memcpy(&params_bytes, k.prebuilt.data() + 4, 4);
-  if (magic != kLibraryParamsMagic || kParamsOffset + params_bytes != k.prebuilt.size())
+  if (magic != kLibraryParamsMagic || kLibraryParamsOffset + params_bytes != k.prebuilt.size())
     return kernel_error(k, "malformed header");
   for (size_t i = 0; i < k.tensor_maps.size(); ++i) {
     const TensorMapRecord& m = k.tensor_maps[i];

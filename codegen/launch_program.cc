@@ -91,7 +91,7 @@ class ProgramBuilder {
     for (size_t i = 0; i < steps.size(); ++i) {
       if (steps[i].kind != ProgramStep::Kind::kKernel) continue;
       ProgramKernel& k = program_.kernels[static_cast<size_t>(steps[i].index)];
-      if (!k.l2_prefetch_args || k.args.size() < 2) continue;
+      if (!k.l2_prefetch_args) continue;  // else add_kernel gave it the two (null) entries
       int64_t lo = INT64_MAX, hi = 0;
       for (size_t j = i + 1; j < steps.size(); ++j) {
         step_weights(steps[j], lo, hi);

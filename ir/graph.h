@@ -60,6 +60,8 @@ struct Node {
   int num_present_inputs() const;
   // The input at `index`, or kNoValue when absent or out of range.
   ValueId input(size_t index) const { return index < inputs.size() ? inputs[index] : kNoValue; }
+  // "Conv", or "aotc.FusedConv" for an op of another domain (reports and tools name ops so).
+  std::string qualified_op() const { return domain.empty() ? op_type : domain + "." + op_type; }
 };
 
 class Graph {

@@ -39,7 +39,7 @@ class LayoutRewriter {
   Expected<bool> run() {
     for (const Node& n : g_.nodes)
       for (ValueId v : n.inputs)
-        if (v != kNoValue) readers_[v].push_back(n.domain.empty() ? n.op_type : n.domain + "." + n.op_type);
+        if (v != kNoValue) readers_[v].push_back(n.qualified_op());
     std::vector<Node> nodes = std::move(g_.nodes);
     g_.nodes.clear();
     bool changed = false;

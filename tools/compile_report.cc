@@ -51,7 +51,7 @@ void record_gpu_ops(const Graph& graph, CompileReport* report) {
   report->shape_ops_on_gpu = 0;
   report->node_precisions.clear();
   for (const Node& node : graph.nodes) {
-    std::string type = node.domain.empty() ? node.op_type : node.domain + "." + node.op_type;
+    std::string type = node.qualified_op();
     // The node's precision: the dtype of its first floating-point output (else of output 0).
     DType dt = DType::kUndefined;
     for (ValueId v : node.outputs)

@@ -82,7 +82,7 @@ inline const std::vector<ConvKernelConfig>& conv_kernel_configs() {
       // prologue and epilogue overlapping the other's main loop. Measured on an H200 at batch 32
       // (ResNet-50's 3x3s, docs/perf_notes.md v39, v40): 128x128 auto on N >= 128 while its tiles
       // fill half a wave (layer2/3: 20.1 / 15.9 us, 369 / 464 TFLOP/s); below that 64x128 with as
-      // many stages as fit (layer4, 100 tiles: 17.0 us, 19.4-20.0 with L2 flushed, against 20.5 /
+      // many stages as fit (layer4, 100 tiles: 16.9-17.1 us, 19.4-20.0 with L2 flushed, against 20.4-20.5 /
       // 28.6-29.1 for 64x128 with 4 stages two a SM, whose 4 stages do not hide the filter's DRAM
       // latency; the rule reaches this row only with fewer than half a wave of 128x128 tiles, so
       // at most about one 64x128 tile per SM: a second CTA would have nothing to overlap);

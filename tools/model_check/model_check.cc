@@ -49,12 +49,8 @@ Expected<std::vector<NamedTensor>> load_numbered(const std::string& dir, const s
   return out;
 }
 
-std::string op_key(const Node& node) {
-  return node.domain.empty() ? node.op_type : node.domain + "." + node.op_type;
-}
-
 std::string node_label(const Node& node) {
-  return op_key(node) + " '" + escape_for_message(node.name, 60) + "'";
+  return node.qualified_op() + " '" + escape_for_message(node.name, 60) + "'";
 }
 
 // Survivors that compute shapes: shape-only ops (Shape, Size), and nodes whose inputs are all
@@ -167,7 +163,7 @@ ModelCheckResult check_model_case(const std::string& model_path, const std::stri
   if (!stats) return fail(r, "pipeline", stats.status().message()), finish();
   r.nodes_final = static_cast<int>(graph.nodes.size());
   const OpRegistry& registry = default_registry();
-  for (const Node& node : graph.nodes) ++r.final_ops[op_key(node)];
+  for (const Node& node : graph.nodes) ++r.final_ops[node.qualified_op()];
   find_shape_ops(graph, registry, &r.shape_ops_left);
 
   // Graph inputs in the graph's order, each from the data set tensor of the same name.
