@@ -63,6 +63,10 @@ struct Target {
   // 1x1 stride-1 convolutions too (instead of one cuBLASLt GEMM) where that kernel applies
   // (--conv-wgmma-pointwise on; off by default until measured faster: docs/perf_notes.md v40).
   bool conv_wgmma_pointwise = false;
+  // The stem + max pool on sm_90a's warpgroup MMA where it applies (ir/ops/conv_configs.h:
+  // stem_wgmma_applies; templates/conv_stem_pool_wgmma_nhwc.cu.in). Off: the mma.sync stem kernel
+  // (--conv-stem-wgmma off).
+  bool conv_stem_wgmma = true;
   // Kernels that offer it (KernelStep::l2_prefetch_args: the batch-1 cluster split-K convolution)
   // prefetch into L2 the weights of the steps after them, up to the next such kernel, while they
   // run (--l2-prefetch on|off): at batch 1 each GEMM otherwise waits on its weights from DRAM.

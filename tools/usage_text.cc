@@ -78,6 +78,10 @@ options:
   --conv-wgmma-pointwise on|off
                            on: 1x1 stride-1 convolutions too, where that kernel takes them; off
                            (default): those run as one cuBLASLt GEMM each
+  --conv-stem-wgmma on|off on (default): a stem convolution with an absorbed max pool (ResNet's
+                           7x7/2 + 3x3/2, 64 channels, fp16) runs on sm_90a's warpgroup MMA
+                           when every --arch is sm_90 and the batch fills the GPU; off: the
+                           mma.sync stem kernel
   --l2-prefetch on|off     on (default): the batch-1 cluster split-K convolutions prefetch into
                            L2 the weights of the steps after them (up to the next such
                            convolution) while they run (ResNet-50 bs1 fp16 on an H200: -2.8%);

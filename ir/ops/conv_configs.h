@@ -243,6 +243,70 @@ inline bool conv_stem_applies(const Target& target, DType dtype, int64_t group, 
   return true;
 }
 
+// The stem + pool on sm_90a's warpgroup MMA (templates/conv_stem_pool_wgmma_nhwc.cu.in): two
+// warpgroups of 2 x 64 conv pixels (256 rows) x 64 output channels a tile, the filter read by the
+// tensor cores from shared memory, the next tile's input window copied (cp.async) while a tile's
+// MMAs run. Measured on an H200 against the mma.sync stem + pool (tools/device/stem_bench; the
+// model's configuration, ResNet-50 bs32: NCHW fp32 input read by the kernel): 75.0-77.0 ->
+// 48.4-49.9 us (docs/perf_notes.md v42).
+struct StemWgmmaConfig {
+  int64_t pth = 0, ptw = 0;  // pooled pixels a tile
+  int64_t tiles_w = 0, tiles = 0, tiles_per_block = 0, blocks = 0;
+  int64_t ksteps = 0;  // K steps of 16: KH filter rows of KW taps padded to a multiple of 4
+  int64_t smem_bytes = 0;
+};
+constexpr int64_t kStemWgmmaCout = 64;     // wgmma m64n64k16
+constexpr int64_t kStemWgmmaRows = 256;    // conv pixels a tile: 2 warpgroups x 2 x 64
+constexpr int64_t kStemWgmmaBlocksPerSm = 2;
+constexpr int64_t kStemWgmmaMaxSmem = 227 * 1024 / kStemWgmmaBlocksPerSm - 1024;
+// The tile for a stem (input H x W, KH x KW filter, strides SH, SW) + pool (PKH x PKW, strides
+// PSH, PSW, output POH x POW): the pooled tile PTH x PTW whose conv tile ((PTH - 1) * PSH + PKH)
+// x ((PTW - 1) * PSW + PKW) fits 256 rows with the fewest tiles (then the largest), the tiles per
+// block that leave every block resident in one wave of kStemWgmmaBlocksPerSm a SM, and the
+// dynamic shared memory (filter, staged window, conv tile, window copies of `src_bytes` a pixel).
+// nullopt where nothing fits.
+inline std::optional<StemWgmmaConfig> stem_wgmma_config(const Target& target, int64_t batch, int64_t kh, int64_t kw,
+                                                        int64_t sh, int64_t sw, int64_t pkh, int64_t pkw, int64_t psh,
+                                                        int64_t psw, int64_t poh, int64_t pow, int64_t src_bytes) {
+  StemWgmmaConfig best;
+  const int64_t ksteps = kh * ((kw + 3) / 4);
+  for (int64_t pth = 1; pth <= 16; ++pth)
+    for (int64_t ptw = 1; ptw <= 16; ++ptw) {
+      const int64_t cr = (pth - 1) * psh + pkh, cc = (ptw - 1) * psw + pkw;
+      if (cr * cc > kStemWgmmaRows) continue;
+      const int64_t tiles = batch * ((poh + pth - 1) / pth) * ((pow + ptw - 1) / ptw);
+      // Ties: the larger tile, then the taller one (ResNet's 56 x 56: 8 x 7, the measured one).
+      if (best.tiles == 0 || tiles < best.tiles ||
+          (tiles == best.tiles && (pth * ptw > best.pth * best.ptw || (pth * ptw == best.pth * best.ptw && pth > best.pth)))) {
+        const int64_t pr = (cr - 1) * sh + kh, pc = (cc - 1) * sw + (kw + 3) / 4 * 4;
+        best.pth = pth, best.ptw = ptw, best.tiles = tiles, best.tiles_w = (pow + ptw - 1) / ptw;
+        best.smem_bytes = 2 * ksteps * kStemWgmmaCout * 16 + (pr * pc * 8 + 15) / 16 * 16 +
+                          kStemWgmmaRows * (kStemWgmmaCout + 8) * 2 + pr * pc * src_bytes;
+      }
+    }
+  if (best.tiles == 0 || best.smem_bytes > kStemWgmmaMaxSmem) return std::nullopt;
+  const int64_t slots = kStemWgmmaBlocksPerSm * int64_t{target.sm_count};
+  best.ksteps = ksteps;
+  best.tiles_per_block = (best.tiles + slots - 1) / slots;
+  best.blocks = (best.tiles + best.tiles_per_block - 1) / best.tiles_per_block;
+  return best;
+}
+
+// Whether a stem + pool runs on that kernel: every target sm_90 (an sm_90a cubin), fp16 (bf16's
+// wgmma is not checked on a GPU yet), 64 output channels, the input either the 4-channel 16-bit
+// NHWC value or an absorbed pack of a 4-byte (fp32) NCHW source (its window copies are 4-byte
+// cp.async), and a grid of at least one tile per SM (batch 1 keeps the mma.sync kernel: not
+// measured yet). --conv-stem-wgmma off turns it off.
+inline bool stem_wgmma_applies(const Target& target, DType dtype, int64_t cout, int64_t packed_src_bytes,
+                               const StemWgmmaConfig& cfg) {
+  if (!target.conv_stem_wgmma || target.sms.empty()) return false;
+  for (int sm : target.sms)
+    if (sm != 90) return false;
+  if (dtype != DType::kFloat16 || cout != kStemWgmmaCout) return false;
+  if (packed_src_bytes != 0 && packed_src_bytes != 4) return false;
+  return cfg.tiles >= target.sm_count;
+}
+
 // A channels_last convolution as layout_nhwc leaves a stem (input stored with exactly
 // kStemChannels channels): the lowering runs it on the stem kernel, and opt/fuse_stem_pool may
 // give it a max pool.

@@ -513,6 +513,44 @@ Expected<Lowering> lower_stem_pool(const NhwcConv& c) {
   return l;
 }
 
+// The stem + pool on sm_90a's warpgroup MMA (ir/ops/conv_configs.h: stem_wgmma_config and
+// stem_wgmma_applies; templates/conv_stem_pool_wgmma_nhwc.cu.in), or nullopt where it does not apply.
+std::optional<Expected<Lowering>> lower_stem_pool_wgmma(const NhwcConv& c) {
+  const ConvShape& cs = c.cs;
+  const WindowGeometry& g = cs.geo;
+  const Node& node = c.node;
+  auto pgeo = absorbed_pool_geometry(node, g.out[0], g.out[1]);
+  if (!pgeo) return Expected<Lowering>(pgeo.status());
+  const Node* pack = stem_pack_of(c.graph, node);
+  const int64_t src_bytes = pack ? dtype_size(c.graph.value(pack->inputs[0]).dtype) : 0;
+  const int64_t ci = pack ? c.graph.value(pack->inputs[0]).shape[1] : cs.cin;
+  auto cfg = stem_wgmma_config(c.graph.target, cs.batch, g.kernel[0], g.kernel[1], g.strides[0], g.strides[1],
+                               pgeo->kernel[0], pgeo->kernel[1], pgeo->strides[0], pgeo->strides[1], pgeo->out[0],
+                               pgeo->out[1], pack ? ci * src_bytes : 8);
+  if (!cfg || !stem_wgmma_applies(c.graph.target, c.x.dtype, cs.cout, src_bytes, *cfg)) return std::nullopt;
+  KernelStep k = stem_step(c, "conv_stem_pool_wgmma_nhwc",
+                           " + MaxPool " + shape_str(pgeo->kernel) + " on wgmma, pooled tile " + std::to_string(cfg->pth) +
+                               "x" + std::to_string(cfg->ptw),
+                           kStemWgmmaRows, cfg->tiles_per_block);
+  k.holes.erase(std::remove_if(k.holes.begin(), k.holes.end(), [](const auto& h) { return h.first == "WRS"; }),
+                k.holes.end());
+  k.holes.insert(k.holes.end(), {
+             {"T2", "__half2"},
+             {"PKH", int_literal(pgeo->kernel[0])}, {"PKW", int_literal(pgeo->kernel[1])},
+             {"PSH", int_literal(pgeo->strides[0])}, {"PSW", int_literal(pgeo->strides[1])},
+             {"PPH", int_literal(pgeo->pad_begin[0])}, {"PPW", int_literal(pgeo->pad_begin[1])},
+             {"POH", int_literal(pgeo->out[0])}, {"POW", int_literal(pgeo->out[1])},
+             {"PTH", int_literal(cfg->pth)}, {"PTW", int_literal(cfg->ptw)}, {"TILES_W", int_literal(cfg->tiles_w)},
+             {"MF", "2"}, {"MIN_BLOCKS", int_literal(kStemWgmmaBlocksPerSm)}, {"ABUF", "1"},
+             {"UNROLL", int_literal(cfg->ksteps)}, {"SMEM_BYTES", int_literal(cfg->smem_bytes)}});
+  k.block = Dim3{kStemWgmmaRows, 1, 1};
+  k.grid = Dim3{cfg->blocks, 1, 1};
+  k.shared_bytes = cfg->smem_bytes;
+  Lowering l;
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  return Expected<Lowering>(std::move(l));
+}
+
 }  // namespace
 
 namespace {
@@ -581,6 +619,7 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
   const bool stem = conv_runs_on_stem_kernel(t, xv.dtype, cs.group, cs.cin, cs.cout, g.kernel, g.dilations, c.has_res);
   if (has_pool(node)) {
     if (!stem) return node_error(node, "an absorbed pool runs only on the stem kernel");
+    if (auto l = lower_stem_pool_wgmma(c)) return std::move(*l);
     return lower_stem_pool(c);
   }
   if (stem) return lower_stem(c);

@@ -393,6 +393,100 @@ TEST(CutlassConv, RgbStemWithMaxPoolIsOneKernel) {
   EXPECT_NE(sources.find("Max pooling over the conv tile"), std::string::npos);
 }
 
+// The stem + pool on sm_90a's wgmma (templates/conv_stem_pool_wgmma_nhwc.cu.in): the model's form
+// (a float input cast to fp16, which the pack absorbs: the kernel reads the NCHW floats itself)
+// takes it for an sm_90-only target when the tiles fill the GPU; must not fire for batch 1 (56
+// tiles < 132 SMs), a target list with sm_87, --conv-stem-wgmma off, or bf16. nvcc compiles it
+// (for sm_90a: the file carries AOTC_REQUIRES_SM90A).
+TEST(CutlassConv, RgbStemPoolOnWgmmaWhereTheBatchFillsAnSm90) {
+  auto stem_templates = [](int64_t batch, const std::vector<std::string>& archs, bool wgmma, const char* dtype,
+                           Graph* keep = nullptr) {
+    const std::string text = std::string(R"(
+    input %x : float[)") + std::to_string(batch) + R"(x3x224x224]
+    const %w : )" + dtype + R"([64x3x7x7] = random(1)
+    const %b : )" + dtype + R"([64] = random(2)
+    %h : )" + dtype + R"([?] = Cast(%x) {to=)" + (std::string(dtype) == "float16" ? "10" : "16") + R"(}  # cast
+    %c : )" + dtype + R"([?] = Conv(%h, %w, %b) {strides=[2,2], pads=[3,3,3,3]}  # stem
+    %r : )" + dtype + R"([?] = Relu(%c)  # relu
+    %p : )" + dtype + R"([?] = MaxPool(%r) {kernel_shape=[3,3], pads=[1,1,1,1], strides=[2,2]}  # pool
+    output %p
+  )";
+    auto g = parse_text_ir(text);
+    EXPECT_TRUE(g.is_ok()) << g.status().message();
+    g->opset = 17;
+    EXPECT_TRUE(infer_shapes(*g).is_ok());
+    g->target = target_from_archs(archs);
+    g->target.conv_stem_wgmma = wgmma;
+    EXPECT_TRUE(fuse_epilogue(*g).is_ok());
+    EXPECT_TRUE(layout_nhwc(*g).is_ok());
+    auto fused = fuse_stem_pool(*g);
+    EXPECT_TRUE(fused.is_ok() && *fused);
+    auto program = build_launch_program(*g, test::linear_plan(*g));
+    EXPECT_TRUE(program.is_ok()) << program.status().message();
+    std::vector<std::string> templates;
+    if (!program.is_ok()) return templates;
+    for (const ProgramKernel& k : program->kernels) {
+      templates.push_back(k.template_name);
+      if (k.template_name == "conv_stem_pool_wgmma_nhwc") {
+        // ResNet's 56 x 56 pooled output in 8 x 7 tiles: 56 an image; 2 blocks of 256 threads an
+        // SM, all resident: ceil(56 * batch / 264) tiles a block.
+        const int64_t tiles = 56 * batch, tpb = (tiles + 263) / 264;
+        EXPECT_EQ(k.block.x, 256);
+        EXPECT_EQ(k.grid.x, (tiles + tpb - 1) / tpb);
+        // filter 14 steps x 2 chunks x 1 KB, window 39 x 36 pixels x 8 bytes, conv tile 256 x 72
+        // halves, the window's float copies 39 x 36 x 3 x 4 bytes.
+        EXPECT_EQ(k.shared_bytes, 28672 + 11232 + 36864 + 16848);
+      }
+    }
+    if (keep) *keep = *g;
+    return templates;
+  };
+  auto count = [](const std::vector<std::string>& t, const char* name) { return std::count(t.begin(), t.end(), name); };
+  Graph g32;
+  const std::vector<std::string> b32 = stem_templates(32, {"sm_90"}, true, "float16", &g32);
+  EXPECT_EQ(count(b32, "conv_stem_pool_wgmma_nhwc"), 1);
+  EXPECT_EQ(count(b32, "conv_stem_pool_nhwc"), 0);
+  const std::vector<std::string> b3 = stem_templates(3, {"sm_90"}, true, "float16");  // 168 tiles: fills 132 SMs
+  EXPECT_EQ(count(b3, "conv_stem_pool_wgmma_nhwc"), 1);
+  for (const auto& t : {stem_templates(1, {"sm_90"}, true, "float16"), stem_templates(32, {"sm_90", "sm_87"}, true, "float16"),
+                        stem_templates(32, {"sm_90"}, false, "float16"), stem_templates(32, {"sm_90"}, true, "bfloat16")}) {
+    EXPECT_EQ(count(t, "conv_stem_pool_wgmma_nhwc"), 0);
+    EXPECT_EQ(count(t, "conv_stem_pool_nhwc"), 1);
+  }
+  const std::string nvcc = test::find_nvcc();
+  if (!test::tool_runs(nvcc) || !test::tool_runs("cc")) GTEST_SKIP() << "nvcc or cc not available";
+  const std::string sources = test::compile_block_sources(g32, test::linear_plan(g32), {"sm_90"}, "", "stem-pool-wgmma");
+  EXPECT_NE(sources.find("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"), std::string::npos);
+}
+
+// stem_wgmma_config (ir/ops/conv_configs.h), counted by hand: ResNet-50's stem + pool at batch 32
+// on 132 SMs: 8 x 7 pooled tiles (conv tile 17 x 15 = 255 rows of 256), 56 a 56 x 56 image, 1792
+// tiles, 7 a block (1792 / 264 slots = 6.8), 256 blocks; 7x7 taps padded to 8 a row: 14 K steps.
+TEST(CutlassConv, StemWgmmaConfigForResNet50) {
+  Target t = target_from_archs({"sm_90"});
+  auto c = stem_wgmma_config(t, 32, 7, 7, 2, 2, 3, 3, 2, 2, 56, 56, 12);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->pth, 8);
+  EXPECT_EQ(c->ptw, 7);
+  EXPECT_EQ(c->tiles_w, 8);
+  EXPECT_EQ(c->tiles, 1792);
+  EXPECT_EQ(c->tiles_per_block, 7);
+  EXPECT_EQ(c->blocks, 256);
+  EXPECT_EQ(c->ksteps, 14);
+  // window: (17 - 1) * 2 + 7 = 39 rows, (15 - 1) * 2 + 8 = 36 columns.
+  EXPECT_EQ(c->smem_bytes, 14 * 2 * 64 * 16 + 39 * 36 * 8 + 256 * 72 * 2 + 39 * 36 * 12);
+  // A 2x2/2 pool (conv tile 2 PTH x 2 PTW <= 256 rows: PTH x PTW <= 64) on a 28 x 28 output: 8 x 8
+  // needs 16 tiles, 16 x 4 (and 4 x 16) 2 x 7 = 14, the fewest; the taller one.
+  auto d = stem_wgmma_config(t, 1, 3, 3, 1, 1, 2, 2, 2, 2, 28, 28, 8);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->pth, 16);
+  EXPECT_EQ(d->ptw, 4);
+  EXPECT_EQ(d->tiles, 14);
+  EXPECT_EQ(d->ksteps, 3);
+  // A 64 x 64 filter's staged copy (1024 K steps x 2 KB) exceeds a block's shared memory.
+  EXPECT_FALSE(stem_wgmma_config(t, 32, 64, 64, 1, 1, 3, 3, 2, 2, 56, 56, 12).has_value());
+}
+
 // --tune-matmuls auto (the default) times cuBLASLt's candidates at create for a convolution
 // network (the block: 3 convolutions, no Gemm/MatMul) and not for a network of matmuls (must not
 // fire: one MatMul); on / off force it either way.

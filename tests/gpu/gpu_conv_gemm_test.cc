@@ -1,6 +1,8 @@
 // GPU op tests for the compute ops: Conv (groups, depthwise, stride, dilation, asymmetric pads),
 // Conv fused with residual Add and Relu/Clip by the pipeline, Gemm (transposes, alpha/beta, every
 // bias shape) and batched MatMul. Sizes include 1, primes and channel counts past 64.
+#include <tuple>
+
 #include "tests/gpu/gpu_harness.h"
 
 #include "ir/shape_inference.h"
@@ -399,6 +401,31 @@ TEST(GpuConvFp16, StemKernelWithMaxPool) {
     b.output(b.node("MaxPool", {c}, {{"kernel_shape", ints({2, 2})}, {"strides", ints({2, 2})}, {"pads", ints({0, 1, 1, 0})},
                                      {"ceil_mode", i64(1)}}));
     run_case(b.graph(), "conv16_stem24_pool_ceil");
+  }
+}
+
+// The stem + pool on sm_90a's wgmma (templates/conv_stem_pool_wgmma_nhwc.cu.in; it applies on an
+// sm_90 GPU when the tiles fill it): the model's form, a float input cast to fp16 (the kernel reads
+// the NCHW floats), at batch 3 of 224 x 224 (ResNet's 8 x 7 pooled tiles, 168 tiles) and batch 9
+// of 113 x 119 (11 x 5 tiles, partial at the right and bottom edges, conv pixels outside the conv
+// output at every edge); each also with --conv-stem-wgmma off (the mma.sync kernel). Elsewhere
+// (not sm_90) both cases run the mma.sync kernel.
+TEST(GpuConvFp16, StemPoolOnWgmma) {
+  AOTC_REQUIRE_GPU();
+  for (const auto& [n, h, w] : {std::tuple<int64_t, int64_t, int64_t>{3, 224, 224}, {9, 113, 119}}) {
+    GraphBuilder b;
+    ValueId x = b.input("x", {n, 3, h, w}, DType::kFloat32);
+    ValueId x16 = b.node("Cast", {x}, {{"to", i64(10)}});
+    ValueId c = b.node("Conv", {x16, b.weight("w", {64, 3, 7, 7}, -0.5, 0.5, DType::kFloat16),
+                                b.weight("b", {64}, -1, 1, DType::kFloat16)},
+                       {{"strides", ints({2, 2})}, {"pads", ints({3, 3, 3, 3})}});
+    ValueId r = b.node("Relu", {c});
+    b.output(b.node("MaxPool", {r}, {{"kernel_shape", ints({3, 3})}, {"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}}));
+    const std::string label = "stem_pool_wgmma_" + std::to_string(n) + "x" + std::to_string(h);
+    run_case(b.graph(), label);
+    Graph off = b.graph();
+    off.target.conv_stem_wgmma = false;
+    run_case(off, label + "_off");
   }
 }
 

@@ -8,7 +8,7 @@ the NCHW fp32 input read and padded by the kernel, 5 tiles a block) whole and wi
 The prelude is templates/common.cuh;
 old / v1 are the template at 4bb370b / d3f6697 (git show). Writes bench.cu
 (ignored); build it here and run the binary on the GPU machine (it travels if not ignored):
-  python3 gen.py && nvcc -O3 -arch=sm_90 -std=c++17 bench.cu -o stem_bench.bin
+  python3 gen.py && nvcc -O3 -arch=sm_90a -std=c++17 bench.cu -o stem_bench.bin
 Each variant's output is compared with old's (max abs difference) and timed with CUDA events
 (median of 30). Figures: docs/perf_notes.md v12."""
 import re
@@ -104,6 +104,37 @@ def main():
                 h.update(TPB=5, TI="float", PACKED=1, CI=3)
                 out.append(ablated(cur, h, reps))
                 launches.append((name, n, f"dim3({(tiles + 4) // 5})", threads, smem_bytes(pth), "packed"))
+        # The wgmma kernel (templates/conv_stem_pool_wgmma_nhwc.cu.in): pooled tiles of 8 x 7 (conv
+        # tile 17 x 15 = 255 pixels, two warpgroups of 2 x 64 rows) and 4 x 8 (153 pixels, one
+        # warpgroup of 3 x 64 rows), TPB tiles a block; 4-channel input (compared with old) and packed.
+        wg_src = (repo / "templates/conv_stem_pool_wgmma_nhwc.cu.in").read_text()
+        if True:
+            for (pth_w, ptw_w, mf, threads_w, minb, abuf, unroll) in (
+                    (8, 7, 2, 256, 2, 1, 14), (8, 7, 2, 256, 2, 2, 14)):
+                cr, cc = 2 * pth_w + 1, 2 * ptw_w + 1
+                pr, pc = (cr - 1) * 2 + 7, (cc - 1) * 2 + 8  # the window covers the 8th (padding) tap column
+                smem_w = 2 * 14 * 64 * 16 + (pr * pc * 8 + 15) // 16 * 16 + threads_w // 128 * mf * 64 * 72 * 2
+                tiles_w_ = (56 + ptw_w - 1) // ptw_w
+                tiles_n = n * ((56 + pth_w - 1) // pth_w) * tiles_w_
+                for tpb in ((7,) if n > 1 else (1,)):
+                    for packed in (False, True):
+                        for suffix, reps in (("", []), ("_nomma", [("ks < KSTEPS; ++ks", "ks < 0; ++ks")])):
+                            if suffix and (tpb != 7 or not packed or n == 1):
+                                continue
+                            name = f"wg{pth_w}x{ptw_w}_b{minb}a{abuf}u{unroll}_n{n}_t{tpb}" + ("_packed" if packed else "") + suffix
+                            h = holes(n, name)
+                            h.update(PTH=pth_w, PTW=ptw_w, TILES_W=tiles_w_, THREADS=threads_w, MF=mf, MIN_BLOCKS=minb, ABUF=abuf, UNROLL=unroll, TPB=tpb)
+                            smem_v = smem_w + (pr * pc * 12 if packed else pr * pc * 8)
+                            h["SMEM_BYTES"] = smem_v
+                            if packed:
+                                h.update(TI="float", PACKED=1, CI=3)
+                            t = render(wg_src, h)
+                            for a, b in reps:
+                                assert a in t, a
+                                t = t.replace(a, b)
+                            out.append(t)
+                            launches.append((name, n, f"dim3({(tiles_n + tpb - 1) // tpb})", threads_w, smem_v) +
+                                            (("packed",) if packed else ()))
         out.append(f"extern \"C\" __global__ void empty_n{n}(const __half*, const __half*, const __half*, __half*) {{}}\n")
         out.append(f"extern \"C\" __global__ void empty_n{n}_nosmem(const __half*, const __half*, const __half*, __half*) {{}}\n")
         launches.append((f"empty_n{n}", n, f"dim3({(tiles + (4 if n > 1 else 1) - 1) // (4 if n > 1 else 1)})", threads, 55000))
