@@ -527,7 +527,7 @@ std::optional<Expected<Lowering>> lower_stem_pool_wgmma(const NhwcConv& c) {
   auto cfg = stem_wgmma_config(c.graph.target, cs.batch, g.kernel[0], g.kernel[1], g.strides[0], g.strides[1],
                                pgeo->kernel[0], pgeo->kernel[1], pgeo->strides[0], pgeo->strides[1], pgeo->out[0],
                                pgeo->out[1], pack ? ci * src_bytes : 8);
-  if (!cfg || !stem_wgmma_applies(c.graph.target, c.x.dtype, cs.cout, src_bytes, *cfg)) return std::nullopt;
+  if (!cfg || !stem_wgmma_applies(c.graph.target, c.x.dtype, cs.cout, src_bytes)) return std::nullopt;
   KernelStep k = stem_step(c, "conv_stem_pool_wgmma_nhwc",
                            " + MaxPool " + shape_str(pgeo->kernel) + " on wgmma, pooled tile " + std::to_string(cfg->pth) +
                                "x" + std::to_string(cfg->ptw),

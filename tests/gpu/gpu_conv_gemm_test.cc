@@ -405,14 +405,14 @@ TEST(GpuConvFp16, StemKernelWithMaxPool) {
 }
 
 // The stem + pool on sm_90a's wgmma (templates/conv_stem_pool_wgmma_nhwc.cu.in; it applies on an
-// sm_90 GPU when the tiles fill it): the model's form, a float input cast to fp16 (the kernel reads
-// the NCHW floats), at batch 3 of 224 x 224 (ResNet's 8 x 7 pooled tiles, 168 tiles) and batch 9
-// of 113 x 119 (11 x 5 tiles, partial at the right and bottom edges, conv pixels outside the conv
-// output at every edge); each also with --conv-stem-wgmma off (the mma.sync kernel). Elsewhere
-// (not sm_90) both cases run the mma.sync kernel.
+// sm_90 GPU): the model's form, a float input cast to fp16 (the kernel reads the NCHW floats), at
+// batch 1 and 3 of 224 x 224 (ResNet's 8 x 7 pooled tiles: one a block, 168 tiles over 2 a block)
+// and batch 9 of 113 x 119 (11 x 5 tiles, partial at the right and bottom edges, conv pixels
+// outside the conv output at every edge); each also with --conv-stem-wgmma off (the mma.sync
+// kernel). Elsewhere (not sm_90) both run the mma.sync kernel.
 TEST(GpuConvFp16, StemPoolOnWgmma) {
   AOTC_REQUIRE_GPU();
-  for (const auto& [n, h, w] : {std::tuple<int64_t, int64_t, int64_t>{3, 224, 224}, {9, 113, 119}}) {
+  for (const auto& [n, h, w] : {std::tuple<int64_t, int64_t, int64_t>{1, 224, 224}, {3, 224, 224}, {9, 113, 119}}) {
     GraphBuilder b;
     ValueId x = b.input("x", {n, 3, h, w}, DType::kFloat32);
     ValueId x16 = b.node("Cast", {x}, {{"to", i64(10)}});
