@@ -57,6 +57,12 @@ int64_t kernel_step_flops(const Node& node, const Graph& graph, const KernelStep
   // The CUTLASS GEMM (templates/cutlass_gemm.cu.in): builder args M, N, K, ... (ir/ops/gemm.cc).
   if (k.library_params && k.template_name == "cutlass_gemm")
     return k.builder_args.size() >= 3 ? 2 * k.builder_args[0] * k.builder_args[1] * k.builder_args[2] : 0;
+  // The one-row GEMM (templates/gemv_rows.cu.in): A [M][K] x B [N][K]^T.
+  if (k.template_name == "gemv_rows" && node.inputs.size() >= 2) {
+    const Shape& b = graph.value(node.inputs[1]).shape;
+    if (b.size() != 2 || b[1] == 0) return 0;
+    return 2 * b[0] * b[1] * (graph.value(node.inputs[0]).numel() / b[1]);
+  }
   if (!is_conv(node) || node.inputs.size() < 2 || node.outputs.empty()) return 0;
   // The CUTLASS 2.x convolutions' builder args (N H W C K R S P Q ...); the sm_90a one's differ
   // (no P, Q) and take the generic count below.

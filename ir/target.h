@@ -67,6 +67,9 @@ struct Target {
   // stem_wgmma_applies; templates/conv_stem_pool_wgmma_nhwc.cu.in). Off: the mma.sync stem kernel
   // (--conv-stem-wgmma off).
   bool conv_stem_wgmma = true;
+  // 16-bit GEMMs of one row against a [N][K] weight run on aotc's warp-per-column kernel
+  // (ir/ops/conv_configs.h: gemv_applies; templates/gemv_rows.cu.in). Off: cuBLASLt (--gemv off).
+  bool gemm_gemv = true;
   // Kernels that offer it (KernelStep::l2_prefetch_args: the batch-1 cluster split-K convolution)
   // prefetch into L2 the weights of the steps after them, up to the next such kernel, while they
   // run (--l2-prefetch on|off): at batch 1 each GEMM otherwise waits on its weights from DRAM.

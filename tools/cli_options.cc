@@ -353,6 +353,10 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       std::string text;
       AOTC_CHOOSE(text, {"on", "off"});
       o.conv_wgmma_pointwise = text == "on";
+    } else if (opt == "--gemv") {
+      std::string text;
+      AOTC_CHOOSE(text, {"on", "off"});
+      o.gemm_gemv = text == "on";
     } else if (opt == "--conv-stem-wgmma") {
       std::string text;
       AOTC_CHOOSE(text, {"on", "off"});

@@ -82,6 +82,9 @@ options:
                            7x7/2 + 3x3/2, 64 channels, fp16) runs on sm_90a's warpgroup MMA
                            when every --arch is sm_90 and the batch fills the GPU; off: the
                            mma.sync stem kernel
+  --gemv on|off            on (default): a 16-bit Gemm of one row against a [N][K] weight (a
+                           batch-1 classifier) runs on aotc's warp-per-column kernel; off:
+                           cuBLASLt
   --l2-prefetch on|off     on (default): the batch-1 cluster split-K convolutions prefetch into
                            L2 the weights of the steps after them (up to the next such
                            convolution) while they run (ResNet-50 bs1 fp16 on an H200: -2.8%);

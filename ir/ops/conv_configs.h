@@ -599,6 +599,17 @@ inline int64_t simt_gemm_split(const Target& target, const ConvKernelConfig& c, 
 }
 
 // Whether a GEMM (one matrix, row-major A, float) runs on the SIMT GEMM, and how. nullopt: cuBLASLt.
+// A 16-bit GEMM of one row against a [N][K] weight (transB: the classifier of a batch-1 CNN) on
+// templates/gemv_rows.cu.in, one warp per output column: ResNet-50's 1 x 1000 x 2048 took 5.2 us
+// as a cuBLASLt GEMM in the batch-1 replay on an H200 (docs/results.md, twenty-fourth session).
+// --gemv off keeps cuBLASLt.
+constexpr int64_t kGemvMaxRows = 1;
+inline bool gemv_applies(const Target& target, DType dtype, int64_t m, int64_t n, int64_t k) {
+  if (!target.gemm_gemv || target.matmul_reference) return false;
+  if (dtype != DType::kFloat16 && dtype != DType::kBFloat16) return false;
+  return m >= 1 && m <= kGemvMaxRows && n >= 1 && k >= 8 && k % 8 == 0 && n * k <= INT32_MAX;
+}
+
 inline std::optional<SimtGemmPlan> simt_gemm_plan(const Target& target, DType dtype, int64_t m, int64_t n, int64_t k) {
   if (!target.gemm_fp32_simt || target.matmul_reference || !target.has_sm80_tensor_cores()) return std::nullopt;
   if (dtype != DType::kFloat32 || m <= 0 || n <= 0 || k <= 0) return std::nullopt;

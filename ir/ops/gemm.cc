@@ -320,6 +320,25 @@ Expected<Lowering> gemm_lower(const Node& node, const Graph& graph) {
   const bool kernel_act = has_activation(node) && (kernel_c || kernel_r || !(is_plain_relu(node) || gelu));
   const bool act_in_matmul = has_activation(node) && !kernel_act;
   using E = MatmulStep::Epilogue;
+  if (!kernel_c && !kernel_r && mm.c == kNullArg && !mm.trans_a && mm.trans_b &&
+      gemv_applies(graph.target, av.dtype, d.m, d.n, d.k)) {
+    // One row against a [N][K] weight: the warp-per-column kernel, every activation in it.
+    KernelStep k;
+    k.template_name = "gemv_rows";
+    k.holes = {{"comment", node.op_type + " " + shape_str(full) + " K " + std::to_string(d.k) + " as a GEMV"},
+               {"T", dtype_c_type(av.dtype)},
+               {"TD", dtype_c_type(out_t)},
+               {"TBIAS", dtype_c_type(bias ? graph.value(c).dtype : av.dtype)},
+               {"M", int_literal(d.m)}, {"N", int_literal(d.n)}, {"K", int_literal(d.k)},
+               {"HAS_BIAS", bias ? "1" : "0"},
+               {"ALPHA", float_literal(mm.alpha)},
+               {"act_expr", has_activation(node) ? activation_expr(node, graph, "v") : "v"}};
+    k.args = {mm.a, mm.b, bias ? mm.bias : kNullArg, mm.d};
+    k.block = Dim3{256, 1, 1};
+    k.grid = Dim3{(d.n + 7) / 8, 1, 1};
+    l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+    return l;
+  }
   if (!kernel_c && !kernel_r && !mm.trans_a && out_t == av.dtype) {
     // Few rows of float: the SIMT GEMM, every activation in its epilogue.
     if (auto plan = simt_gemm_plan(graph.target, av.dtype, d.m, d.n, d.k))

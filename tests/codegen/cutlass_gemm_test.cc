@@ -284,6 +284,95 @@ TEST(CutlassGemm, TransposedBAlphaBetaAndFullC) {
   EXPECT_EQ(k.args[3], g->nodes[0].inputs[2]);  // C
 }
 
+// A classifier Gemm as the exporters write it (transB = 1, bias, then an activation and fuse_epilogue):
+// `m` rows x K `k` against [n][k], `dtype`.
+Expected<Graph> classifier(int64_t m, int64_t k, int64_t n, const std::string& dtype, bool trans_b = true,
+                           const std::string& act = "") {
+  const std::string t = dtype;
+  std::string text = "input %x : " + t + "[" + std::to_string(m) + "x" + std::to_string(k) + "]\n";
+  text += "const %w : " + t + "[" + (trans_b ? std::to_string(n) + "x" + std::to_string(k) : std::to_string(k) + "x" + std::to_string(n)) +
+          "] = random(1)\n";
+  text += "const %b : " + t + "[" + std::to_string(n) + "] = random(2)\n";
+  text += "%y : " + t + "[?] = Gemm(%x, %w, %b) {transB=" + (trans_b ? "1" : "0") + "}  # fc\n";
+  std::string last = "%y";
+  if (!act.empty()) {
+    text += "%a : " + t + "[?] = " + act + "(%y)  # act\n";
+    last = "%a";
+  }
+  text += "output " + last + "\n";
+  auto g = parse_text_ir(text);
+  if (!g) return g;
+  g->opset = 17;
+  AOTC_RETURN_IF_ERROR(infer_shapes(*g));
+  g->target = target_from_archs({"sm_90"});
+  auto changed = fuse_epilogue(*g);
+  if (!changed) return changed.status();
+  return g;
+}
+
+// One row of a 16-bit Gemm against a [N][K] weight (a batch-1 classifier: ResNet-50's 1 x 1000 x
+// 2048) is one gemv_rows kernel: a warp per column, 8 a block (125 blocks), bias and activation
+// in it, the profile's FLOPs 2 M N K; must not fire for two rows, a [K][N] weight, float, K not a
+// multiple of 8, --gemv off, --matmul-impl reference. nvcc compiles it for sm_87 and sm_90.
+TEST(CutlassGemm, OneRowSixteenBitGemmIsAGemv) {
+  auto g = classifier(1, 2048, 1000, "float16", true, "Relu");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  std::vector<LoweredStep> steps = lowered_steps(*g);
+  ASSERT_EQ(steps.size(), 1u);
+  ASSERT_EQ(steps[0].kind, LoweredStep::Kind::kKernel);
+  const KernelStep& k = steps[0].kernel;
+  EXPECT_EQ(k.template_name, "gemv_rows");
+  EXPECT_EQ(k.grid.x, 125);
+  EXPECT_EQ(k.block.x, 256);
+  EXPECT_EQ(hole(k, "M"), "1LL");
+  EXPECT_EQ(hole(k, "N"), "1000LL");
+  EXPECT_EQ(hole(k, "K"), "2048LL");
+  EXPECT_EQ(hole(k, "HAS_BIAS"), "1");
+  EXPECT_NE(hole(k, "act_expr"), "v");  // the Relu is in the kernel
+  const Node* fc = nullptr;
+  for (const Node& n : g->nodes)
+    if (n.name == "fc") fc = &n;
+  ASSERT_NE(fc, nullptr);
+  EXPECT_EQ(kernel_step_flops(*fc, *g, k), 2 * 1000 * 2048);
+  struct Case {
+    const char* why;
+    int64_t m, k;
+    const char* dtype;
+    bool trans_b;
+    std::function<void(Target&)> tweak;
+  };
+  const std::vector<Case> cases = {
+      {"two rows", 2, 2048, "float16", true, {}},
+      {"[K][N] weight", 1, 2048, "float16", false, {}},
+      {"float", 1, 2048, "float", true, {}},
+      {"K 12", 1, 12, "float16", true, {}},
+      {"--gemv off", 1, 2048, "float16", true, [](Target& t) { t.gemm_gemv = false; }},
+      {"--matmul-impl reference", 1, 2048, "float16", true, [](Target& t) { t.matmul_reference = true; }},
+  };
+  for (const Case& c : cases) {
+    auto h = classifier(c.m, c.k, 1000, c.dtype, c.trans_b);
+    ASSERT_TRUE(h.is_ok()) << h.status().message();
+    if (c.tweak) c.tweak(h->target);
+    for (const LoweredStep& s : lowered_steps(*h))
+      EXPECT_FALSE(s.kind == LoweredStep::Kind::kKernel && s.kernel.template_name == "gemv_rows") << c.why;
+  }
+  auto b16 = classifier(1, 64, 5, "bfloat16");
+  ASSERT_TRUE(b16.is_ok()) << b16.status().message();
+  b16->target = target_from_archs({"sm_87", "sm_90"});
+  const std::vector<LoweredStep> bs = lowered_steps(*b16);
+  ASSERT_EQ(bs.size(), 1u);
+  EXPECT_EQ(bs[0].kernel.template_name, "gemv_rows");
+  const std::string nvcc = test::find_nvcc();
+  if (!test::tool_runs(nvcc) || !test::tool_runs("cc")) GTEST_SKIP() << "nvcc or cc not available";
+  g->target = target_from_archs({"sm_87", "sm_90"});
+  for (Graph* graph : {&*g, &*b16}) {
+    auto plan = plan_memory(*graph);
+    ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+    const std::string sources = test::compile_block_sources(*graph, *plan, {"sm_87", "sm_90"}, "", "gemv");
+    EXPECT_NE(sources.find("One warp per output column n"), std::string::npos);
+  }
+}
+
 // nvcc compiles the cluster split-K kernel for sm_90 (GPT-2's MLP projection with its residual, 8
 // and 16 CTAs a cluster).
 TEST(CutlassGemm, ClusterLibraryCompilesForHopper) {

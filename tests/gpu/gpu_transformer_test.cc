@@ -391,6 +391,43 @@ TEST(GpuMatmul, ClassifierBiasWritesFloatOutput) {
   run_case(b.graph(), "classifier_fp32_output", options);
 }
 
+// One row of a 16-bit Gemm against a [N][K] weight on templates/gemv_rows.cu.in (the batch-1
+// classifier): ResNet-50's 1 x 1000 x 2048 with a float16 bias and the float32 output
+// (fuse_output_cast), a 1 x 37 x 72 with alpha and a Relu in fp16 (N not a multiple of the 8
+// columns a block, K not of the 256 a warp pass covers), and a bf16 1 x 5 x 64 without bias.
+TEST(GpuMatmul, OneRowGemv) {
+  AOTC_REQUIRE_GPU();
+  {
+    GraphBuilder b;
+    b.graph().opset = 17;
+    ValueId x = b.input("x", {1, 2048}, DType::kFloat16);
+    ValueId w = b.weight("w", {1000, 2048}, -0.25, 0.25, DType::kFloat16);
+    ValueId c = b.weight("c", {1000}, -2.0, 2.0, DType::kFloat16);
+    b.output(b.node("Cast", {b.node("Gemm", {x, w, c}, {{"transB", i64(1)}})}, {{"to", i64(1)}}));
+    CaseOptions options;
+    options.absent_ops_after_pipeline = {"Cast"};
+    options.tolerance_of = DType::kFloat16;
+    run_case(b.graph(), "gemv_classifier_fp32_output", options);
+  }
+  {
+    GraphBuilder b;
+    b.graph().opset = 17;
+    ValueId x = b.input("x", {1, 72}, DType::kFloat16);
+    ValueId w = b.weight("w", {37, 72}, -0.5, 0.5, DType::kFloat16);
+    ValueId c = b.weight("c", {37}, -1.0, 1.0, DType::kFloat16);
+    b.output(b.node("Relu", {b.node("Gemm", {x, w, c}, {{"transB", i64(1)}, {"alpha", f32(0.75f)}})}));
+    run_case(b.graph(), "gemv_relu_alpha");
+  }
+  {
+    GraphBuilder b;
+    b.graph().opset = 17;
+    ValueId x = b.input("x", {1, 64}, DType::kBFloat16);
+    ValueId w = b.weight("w", {5, 64}, -0.5, 0.5, DType::kBFloat16);
+    b.output(b.node("Gemm", {x, w}, {{"transB", i64(1)}}));
+    run_case(b.graph(), "gemv_bf16");
+  }
+}
+
 // --matmul-impl reference: the projections, the tanh-GELU epilogue, the bias and the residual on
 // aotc's own GEMM kernel (no cuBLASLt kernel in the library: the racecheck runs' build), fp32
 // and fp16, against the CPU reference.
