@@ -227,9 +227,12 @@ Expected<HostParamsStats> build_host_params(LaunchProgram& program, const Codege
   AOTC_RETURN_IF_ERROR(write_text_file(dir / "host_params.in", host_params_program_input(program)));
 
   // Host code only (its templates define no __global__ under AOTC_HOST_PARAMS); -O1 is plenty for
-  // a program that builds a few structs.
+  // a program that builds a few structs (-O0 measured slower to compile: 93 s against 34 s here).
+  // One device pass: -arch=sm_90a also runs cicc for compute_90 over the whole translation unit
+  // (ResNet-50's builder: 40.9 -> 34.2 s on this 2-core machine, the same params).
   std::vector<std::string> argv = {options.nvcc, "-std=c++17", "--expt-relaxed-constexpr", "-O1", "-DNDEBUG",
-                                   "-arch=sm_90a", "-I" + dir.string(), "-I" + options.cutlass_include_dir};
+                                   "-gencode", "arch=compute_90a,code=sm_90a", "-I" + dir.string(),
+                                   "-I" + options.cutlass_include_dir};
   for (const std::string& d : cutlass_extra_include_dirs(options.cutlass_include_dir)) argv.push_back("-I" + d);
   argv.insert(argv.end(), {"-o", (dir / "host_params").string(), (dir / "host_params.cu").string()});
 

@@ -110,7 +110,10 @@ def main():
         wg_src = (repo / "templates/conv_stem_pool_wgmma_nhwc.cu.in").read_text()
         if True:
             for (pth_w, ptw_w, mf, threads_w, minb, abuf, unroll) in (
-                    (8, 7, 2, 256, 2, 1, 14), (8, 7, 2, 256, 2, 2, 14)):
+                    (8, 7, 2, 256, 2, 1, 14), (8, 7, 2, 256, 2, 2, 14)) + (
+                    # batch 1: 5 x 5 pooled tiles of 121 conv pixels on 2 x 64 rows (144 blocks
+                    # for 132 SMs instead of 56 of 256 rows)
+                    ((5, 5, 1, 256, 2, 1, 14),) if n == 1 else ()):
                 cr, cc = 2 * pth_w + 1, 2 * ptw_w + 1
                 pr, pc = (cr - 1) * 2 + 7, (cc - 1) * 2 + 8  # the window covers the 8th (padding) tap column
                 smem_w = 2 * 14 * 64 * 16 + (pr * pc * 8 + 15) // 16 * 16 + threads_w // 128 * mf * 64 * 72 * 2
