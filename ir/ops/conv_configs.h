@@ -247,7 +247,7 @@ inline bool conv_stem_applies(const Target& target, DType dtype, int64_t group, 
 // warpgroups of 2 x 64 conv pixels (256 rows) x 64 output channels a tile, the filter read by the
 // tensor cores from shared memory, the next tile's input window copied (cp.async) while a tile's
 // MMAs run. Measured on an H200 against the mma.sync stem + pool (tools/device/stem_bench; the
-// model's configuration, ResNet-50 bs32: NCHW fp32 input read by the kernel): 75.0-77.0 ->
+// model's configuration, ResNet-50 bs32: NCHW fp32 input read by the kernel): 75.0-78.6 ->
 // 48.4-49.9 us (docs/perf_notes.md v42).
 struct StemWgmmaConfig {
   int64_t pth = 0, ptw = 0;  // pooled pixels a tile
@@ -598,7 +598,6 @@ inline int64_t simt_gemm_split(const Target& target, const ConvKernelConfig& c, 
   return (k_tiles + slice - 1) / slice;
 }
 
-// Whether a GEMM (one matrix, row-major A, float) runs on the SIMT GEMM, and how. nullopt: cuBLASLt.
 // A 16-bit GEMM of one row against a [N][K] weight (transB: the classifier of a batch-1 CNN) on
 // templates/gemv_rows.cu.in, one warp per output column: ResNet-50's 1 x 1000 x 2048 took 5.2 us
 // as a cuBLASLt GEMM in the batch-1 replay on an H200 (docs/results.md, twenty-fourth session).
@@ -607,8 +606,10 @@ constexpr int64_t kGemvMaxRows = 1;
 inline bool gemv_applies(const Target& target, DType dtype, int64_t m, int64_t n, int64_t k) {
   if (!target.gemm_gemv || target.matmul_reference) return false;
   if (dtype != DType::kFloat16 && dtype != DType::kBFloat16) return false;
-  return m >= 1 && m <= kGemvMaxRows && n >= 1 && k >= 8 && k % 8 == 0 && n * k <= INT32_MAX;
+  return m >= 1 && m <= kGemvMaxRows && n >= 1 && k >= 8 && k % 8 == 0;
 }
+
+// Whether a GEMM (one matrix, row-major A, float) runs on the SIMT GEMM, and how. nullopt: cuBLASLt.
 
 inline std::optional<SimtGemmPlan> simt_gemm_plan(const Target& target, DType dtype, int64_t m, int64_t n, int64_t k) {
   if (!target.gemm_fp32_simt || target.matmul_reference || !target.has_sm80_tensor_cores()) return std::nullopt;

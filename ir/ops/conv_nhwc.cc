@@ -389,7 +389,8 @@ Expected<Lowering> lower_depthwise(const NhwcConv& c) {
   return l;
 }
 
-// The holes and arguments both stem templates share (conv_stem_nhwc, conv_stem_pool_nhwc).
+// The holes and arguments every stem template shares (conv_stem_nhwc, conv_stem_pool_nhwc,
+// conv_stem_pool_wgmma_nhwc).
 // Tiles one block of a stem kernel runs (it stages the filter once for them): as many as leave
 // about 4 blocks per SM of the target (ResNet-50's stem + pool gets 3 resident blocks per SM),
 // at most 8. Measured on an H200 at batch 32 (tools/device/stem_bench): 1 tile a block 81 us,
@@ -422,7 +423,6 @@ KernelStep stem_step(const NhwcConv& c, const std::string& template_name, const 
              {"PH", int_literal(g.pad_begin[0])}, {"PW", int_literal(g.pad_begin[1])},
              {"THREADS", int_literal(threads)},
              {"TPB", int_literal(tiles_per_block)},
-             {"WRS", int_literal(stem_filter_row_words(g.kernel[0], g.kernel[1]))},
              {"HAS_BIAS", c.has_bias ? "1" : "0"},
              {"act_expr", activation_expr(node, c.graph, "v")}};
   k.args = {node.inputs[0], node.inputs[1], c.has_bias ? node.inputs[2] : kNullArg, node.outputs[0]};
@@ -454,13 +454,27 @@ Expected<Lowering> lower_stem(const NhwcConv& c) {
   if (cs.batch * tiles_w * tiles_h > (int64_t{1} << 31) - 1) return node_error(node, "too large a grid for the stem kernel");
   const int64_t tiles = cs.batch * tiles_w * tiles_h, tpb = stem_tiles_per_block(tiles, c.graph.target);
   KernelStep k = stem_step(c, "conv_stem_nhwc", " stem tile " + std::to_string(toh) + "x" + std::to_string(tow), toh * 32, tpb);
-  k.holes.insert(k.holes.end(), {{"TOH", int_literal(toh)}, {"TOW", int_literal(tow)}, {"TILES_W", int_literal(tiles_w)}});
+  k.holes.insert(k.holes.end(), {{"TOH", int_literal(toh)}, {"TOW", int_literal(tow)}, {"TILES_W", int_literal(tiles_w)},
+                                 {"WRS", int_literal(stem_filter_row_words(g.kernel[0], g.kernel[1]))}});
   k.block = Dim3{toh * 32, 1, 1};
   k.grid = Dim3{(tiles + tpb - 1) / tpb, 1, 1};
   k.shared_bytes = stem_filter_smem_bytes(cs.cout, g.kernel[0], g.kernel[1]) + smem(toh, tow);
   Lowering l;
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
   return l;
+}
+
+// The holes of an absorbed max pool both stem + pool templates take: its window, strides, pads and
+// output, and the pooled tile (PTH x PTW, TILES_W of them across a row).
+void add_pool_holes(KernelStep& k, const NhwcConv& c, const WindowGeometry& pool, int64_t pth, int64_t ptw,
+                    int64_t tiles_w) {
+  k.holes.insert(k.holes.end(), {
+             {"T2", c.x.dtype == DType::kBFloat16 ? "__nv_bfloat162" : "__half2"},
+             {"PKH", int_literal(pool.kernel[0])}, {"PKW", int_literal(pool.kernel[1])},
+             {"PSH", int_literal(pool.strides[0])}, {"PSW", int_literal(pool.strides[1])},
+             {"PPH", int_literal(pool.pad_begin[0])}, {"PPW", int_literal(pool.pad_begin[1])},
+             {"POH", int_literal(pool.out[0])}, {"POW", int_literal(pool.out[1])},
+             {"PTH", int_literal(pth)}, {"PTW", int_literal(ptw)}, {"TILES_W", int_literal(tiles_w)}});
 }
 
 // The stem kernel with an absorbed max pool (templates/conv_stem_pool_nhwc.cu.in): PTH x PTW
@@ -498,13 +512,8 @@ Expected<Lowering> lower_stem_pool(const NhwcConv& c) {
   KernelStep k = stem_step(c, "conv_stem_pool_nhwc",
                            " + MaxPool " + shape_str(pk) + " pooled tile " + std::to_string(pth) + "x" + std::to_string(ptw),
                            warps * 32, tpb);
-  k.holes.insert(k.holes.end(), {
-             {"T2", c.x.dtype == DType::kBFloat16 ? "__nv_bfloat162" : "__half2"},
-             {"PKH", int_literal(pk[0])}, {"PKW", int_literal(pk[1])},
-             {"PSH", int_literal(pgeo->strides[0])}, {"PSW", int_literal(pgeo->strides[1])},
-             {"PPH", int_literal(pgeo->pad_begin[0])}, {"PPW", int_literal(pgeo->pad_begin[1])},
-             {"POH", int_literal(pgeo->out[0])}, {"POW", int_literal(pgeo->out[1])},
-             {"PTH", int_literal(pth)}, {"PTW", int_literal(ptw)}, {"TILES_W", int_literal(tiles_w)}});
+  add_pool_holes(k, c, *pgeo, pth, ptw, tiles_w);
+  k.holes.push_back({"WRS", int_literal(stem_filter_row_words(g.kernel[0], g.kernel[1]))});
   k.block = Dim3{warps * 32, 1, 1};
   k.grid = Dim3{(tiles + tpb - 1) / tpb, 1, 1};
   k.shared_bytes = stem_filter_smem_bytes(cs.cout, g.kernel[0], g.kernel[1]) + smem(pth, ptw);
@@ -523,26 +532,19 @@ std::optional<Expected<Lowering>> lower_stem_pool_wgmma(const NhwcConv& c) {
   if (!pgeo) return Expected<Lowering>(pgeo.status());
   const Node* pack = stem_pack_of(c.graph, node);
   const int64_t src_bytes = pack ? dtype_size(c.graph.value(pack->inputs[0]).dtype) : 0;
+  if (!stem_wgmma_applies(c.graph.target, c.x.dtype, cs.cout, src_bytes)) return std::nullopt;
   const int64_t ci = pack ? c.graph.value(pack->inputs[0]).shape[1] : cs.cin;
   auto cfg = stem_wgmma_config(c.graph.target, cs.batch, g.kernel[0], g.kernel[1], g.strides[0], g.strides[1],
                                pgeo->kernel[0], pgeo->kernel[1], pgeo->strides[0], pgeo->strides[1], pgeo->out[0],
                                pgeo->out[1], pack ? ci * src_bytes : 8);
-  if (!cfg || !stem_wgmma_applies(c.graph.target, c.x.dtype, cs.cout, src_bytes)) return std::nullopt;
+  if (!cfg) return std::nullopt;
   KernelStep k = stem_step(c, "conv_stem_pool_wgmma_nhwc",
                            " + MaxPool " + shape_str(pgeo->kernel) + " on wgmma, pooled tile " + std::to_string(cfg->pth) +
                                "x" + std::to_string(cfg->ptw),
                            kStemWgmmaRows, cfg->tiles_per_block);
-  k.holes.erase(std::remove_if(k.holes.begin(), k.holes.end(), [](const auto& h) { return h.first == "WRS"; }),
-                k.holes.end());
-  k.holes.insert(k.holes.end(), {
-             {"T2", "__half2"},
-             {"PKH", int_literal(pgeo->kernel[0])}, {"PKW", int_literal(pgeo->kernel[1])},
-             {"PSH", int_literal(pgeo->strides[0])}, {"PSW", int_literal(pgeo->strides[1])},
-             {"PPH", int_literal(pgeo->pad_begin[0])}, {"PPW", int_literal(pgeo->pad_begin[1])},
-             {"POH", int_literal(pgeo->out[0])}, {"POW", int_literal(pgeo->out[1])},
-             {"PTH", int_literal(cfg->pth)}, {"PTW", int_literal(cfg->ptw)}, {"TILES_W", int_literal(cfg->tiles_w)},
-             {"MF", "2"}, {"MIN_BLOCKS", int_literal(kStemWgmmaBlocksPerSm)}, {"ABUF", "1"},
-             {"UNROLL", int_literal(cfg->ksteps)}, {"SMEM_BYTES", int_literal(cfg->smem_bytes)}});
+  add_pool_holes(k, c, *pgeo, cfg->pth, cfg->ptw, cfg->tiles_w);
+  k.holes.insert(k.holes.end(), {{"MF", "2"}, {"MIN_BLOCKS", int_literal(kStemWgmmaBlocksPerSm)},
+                                 {"SMEM_BYTES", int_literal(cfg->smem_bytes)}});
   k.block = Dim3{kStemWgmmaRows, 1, 1};
   k.grid = Dim3{cfg->blocks, 1, 1};
   k.shared_bytes = cfg->smem_bytes;

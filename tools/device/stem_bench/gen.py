@@ -104,16 +104,14 @@ def main():
                 h.update(TPB=5, TI="float", PACKED=1, CI=3)
                 out.append(ablated(cur, h, reps))
                 launches.append((name, n, f"dim3({(tiles + 4) // 5})", threads, smem_bytes(pth), "packed"))
-        # The wgmma kernel (templates/conv_stem_pool_wgmma_nhwc.cu.in): pooled tiles of 8 x 7 (conv
-        # tile 17 x 15 = 255 pixels, two warpgroups of 2 x 64 rows) and 4 x 8 (153 pixels, one
-        # warpgroup of 3 x 64 rows), TPB tiles a block; 4-channel input (compared with old) and packed.
+        # The wgmma kernel (templates/conv_stem_pool_wgmma_nhwc.cu.in) as the library renders it:
+        # pooled tiles of 8 x 7 (conv tile 17 x 15 = 255 pixels, two warpgroups of 2 x 64 rows) and,
+        # at batch 1, 5 x 5 (121 conv pixels on 2 x 64 rows: 144 blocks for 132 SMs instead of 56);
+        # 4-channel input (compared with old) and packed. (The twenty-fourth session's variants with
+        # two A register sets or partial unrolling are in docs/perf_notes.md v42.)
         wg_src = (repo / "templates/conv_stem_pool_wgmma_nhwc.cu.in").read_text()
         if True:
-            for (pth_w, ptw_w, mf, threads_w, minb, abuf, unroll) in (
-                    (8, 7, 2, 256, 2, 1, 14), (8, 7, 2, 256, 2, 2, 14)) + (
-                    # batch 1: 5 x 5 pooled tiles of 121 conv pixels on 2 x 64 rows (144 blocks
-                    # for 132 SMs instead of 56 of 256 rows)
-                    ((5, 5, 1, 256, 2, 1, 14),) if n == 1 else ()):
+            for (pth_w, ptw_w, mf, threads_w, minb) in ((8, 7, 2, 256, 2),) + (((5, 5, 1, 256, 2),) if n == 1 else ()):
                 cr, cc = 2 * pth_w + 1, 2 * ptw_w + 1
                 pr, pc = (cr - 1) * 2 + 7, (cc - 1) * 2 + 8  # the window covers the 8th (padding) tap column
                 smem_w = 2 * 14 * 64 * 16 + (pr * pc * 8 + 15) // 16 * 16 + threads_w // 128 * mf * 64 * 72 * 2
@@ -124,9 +122,9 @@ def main():
                         for suffix, reps in (("", []), ("_nomma", [("ks < KSTEPS; ++ks", "ks < 0; ++ks")])):
                             if suffix and (tpb != 7 or not packed or n == 1):
                                 continue
-                            name = f"wg{pth_w}x{ptw_w}_b{minb}a{abuf}u{unroll}_n{n}_t{tpb}" + ("_packed" if packed else "") + suffix
+                            name = f"wg{pth_w}x{ptw_w}_b{minb}_n{n}_t{tpb}" + ("_packed" if packed else "") + suffix
                             h = holes(n, name)
-                            h.update(PTH=pth_w, PTW=ptw_w, TILES_W=tiles_w_, THREADS=threads_w, MF=mf, MIN_BLOCKS=minb, ABUF=abuf, UNROLL=unroll, TPB=tpb)
+                            h.update(PTH=pth_w, PTW=ptw_w, TILES_W=tiles_w_, THREADS=threads_w, MF=mf, MIN_BLOCKS=minb, TPB=tpb)
                             smem_v = smem_w + (pr * pc * 12 if packed else pr * pc * 8)
                             h["SMEM_BYTES"] = smem_v
                             if packed:
