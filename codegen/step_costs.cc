@@ -63,6 +63,16 @@ int64_t kernel_step_flops(const Node& node, const Graph& graph, const KernelStep
     if (b.size() != 2 || b[1] == 0) return 0;
     return 2 * b[0] * b[1] * (graph.value(node.inputs[0]).numel() / b[1]);
   }
+  // A depthwise + pointwise pair (templates/conv_dw_pw_nhwc.cu.in, ir/ops/conv_dw_pw.cc): the
+  // depthwise part's 2*KH*KW per element of the [N, OH, OW, C] it keeps on chip, and the
+  // pointwise part's 2*C per output element.
+  if (k.template_name == "conv_dw_pw_nhwc" && node.inputs.size() >= 4) {
+    const Shape& wdw = graph.value(node.inputs[1]).shape;  // [KH, KW, C]
+    const Value& y = graph.value(node.outputs[0]);
+    if (wdw.size() != 3 || y.shape.size() != 4 || y.shape[3] == 0) return 0;
+    const int64_t pixels = y.numel() / y.shape[3];
+    return 2 * pixels * wdw[2] * wdw[0] * wdw[1] + 2 * y.numel() * wdw[2];
+  }
   if (!is_conv(node) || node.inputs.size() < 2 || node.outputs.empty()) return 0;
   // The CUTLASS 2.x convolutions' builder args (N H W C K R S P Q ...); the sm_90a one's differ
   // (no P, Q) and take the generic count below.

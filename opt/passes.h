@@ -85,6 +85,9 @@ Expected<bool> clip_into_depthwise(Graph& graph);
 Expected<bool> clip_into_pool(Graph& graph);
 // The stem kernel's conv absorbs the channels_last MaxPool that alone reads it (fuse_stem_pool.cc).
 Expected<bool> fuse_stem_pool(Graph& graph);
+// A channels_last depthwise conv and the pointwise conv that alone reads it become one
+// aotc.DepthwisePointwise node where the target has its kernel (fuse_depthwise_pointwise.cc).
+Expected<bool> fuse_depthwise_pointwise(Graph& graph);
 
 // A pointwise conv whose residual is another pointwise conv (ResNet's first bottleneck: conv3 +
 // downsample) becomes one conv over Concat(h, x) where that moves fewer bytes

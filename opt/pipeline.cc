@@ -44,6 +44,7 @@ const std::vector<Pass>& default_pipeline() {
       {"clip_into_depthwise", clip_into_depthwise},
       {"clip_into_pool", clip_into_pool},
       {"fuse_stem_pool", fuse_stem_pool},
+      {"fuse_depthwise_pointwise", fuse_depthwise_pointwise},
       {"merge_projection_shortcut", merge_projection_shortcut},
       {"merge_strided_projection", merge_strided_projection},
       {"fuse_output_cast", fuse_output_cast},

@@ -14,6 +14,7 @@
 #include "codegen/codegen.h"
 #include "codegen/cutlass_dir.h"
 #include "codegen/launch_program.h"
+#include "codegen/step_costs.h"
 #include "codegen_test_util.h"
 #include "library_build.h"
 #include "ir/layout.h"
@@ -391,6 +392,73 @@ TEST(CutlassConv, RgbStemWithMaxPoolIsOneKernel) {
   if (!test::tool_runs(nvcc) || !test::tool_runs("cc")) GTEST_SKIP() << "nvcc or cc not available";
   const std::string sources = test::compile_block_sources(*g, test::linear_plan(*g), {"sm_87", "sm_90"}, "", "stem-pool");
   EXPECT_NE(sources.find("Max pooling over the conv tile"), std::string::npos);
+}
+
+// MobileNet's depthwise -> projection pair as one kernel (templates/conv_dw_pw_nhwc.cu.in): the
+// launch shape and shared memory follow the rule of ir/ops/conv_configs.h (sized for the smaller
+// target, Jetson's 16 SMs), and nvcc compiles it for sm_87 and sm_90, in fp16 (C 48) and bf16
+// (C 40: K padded to 48).
+TEST(CutlassConv, DepthwisePointwiseIsOneKernelAndCompiles) {
+  struct Case {
+    std::string t;
+    int64_t c, co;
+  };
+  for (const Case& cs : {Case{"float16", 48, 24}, Case{"bfloat16", 40, 40}}) {
+    std::string text = R"(
+      input %x : T[2x16x9x11]
+      const %w1 : T[Cx16x1x1] = random(1)
+      const %w2 : T[Cx1x3x3] = random(3)
+      const %b2 : T[C] = random(4)
+      const %w3 : T[KxCx1x1] = random(5)
+      %e : T[?] = Conv(%x, %w1)  # expand
+      %er : T[?] = Relu(%e)  # relu0
+      %d : T[?] = Conv(%er, %w2, %b2) {group=C, pads=[1,1,1,1]}  # dw
+      %dr : T[?] = Relu(%d)  # relu
+      %p : T[?] = Conv(%dr, %w3)  # project
+      output %p
+    )";
+    auto sub = [&](const std::string& from, const std::string& to) {
+      for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+        text.replace(at, from.size(), to);
+    };
+    sub("T[", cs.t + "[");
+    sub("xCx", "x" + std::to_string(cs.c) + "x");
+    sub("[Cx", "[" + std::to_string(cs.c) + "x");
+    sub("[C]", "[" + std::to_string(cs.c) + "]");
+    sub("group=C", "group=" + std::to_string(cs.c));
+    sub("[Kx", "[" + std::to_string(cs.co) + "x");
+    auto g = nhwc_graph(text, {"sm_87", "sm_90"});
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    auto fused = fuse_depthwise_pointwise(*g);
+    ASSERT_TRUE(fused.is_ok() && *fused) << cs.t;
+    auto program = build_launch_program(*g, test::linear_plan(*g));
+    ASSERT_TRUE(program.is_ok()) << program.status().message();
+    const ProgramKernel* kp = nullptr;
+    for (const ProgramKernel& pk : program->kernels)
+      if (pk.template_name == "conv_dw_pw_nhwc") kp = &pk;
+    ASSERT_NE(kp, nullptr) << cs.t;
+    const ProgramKernel& k = *kp;
+    const auto cfg = dw_pw_config(g->target, g->value(g->inputs[0]).dtype, cs.c, cs.co, 2 * 9 * 11);
+    ASSERT_TRUE(cfg.has_value());
+    EXPECT_EQ(g->target.sm_count, 16);  // Jetson's, the smaller of the two
+    EXPECT_EQ(k.grid.x, (198 + cfg->tp() - 1) / cfg->tp());
+    EXPECT_EQ(k.grid.y, (cs.co + cfg->cob() - 1) / cfg->cob());
+    EXPECT_EQ(k.block.x, cfg->threads());
+    EXPECT_EQ(k.shared_bytes, (cfg->tp() + cfg->cob()) * (48 + 8) * 2);  // K 48 either way
+    // The profile's FLOPs: 2 x 9 taps per depthwise output kept on chip, 2 x C per output.
+    const Node* node = nullptr;
+    for (const Node& n : g->nodes)
+      if (n.op_type == "DepthwisePointwise") node = &n;
+    ASSERT_NE(node, nullptr);
+    auto low = default_registry().find("DepthwisePointwise", "aotc")->lower(*node, *g);
+    ASSERT_TRUE(low.is_ok()) << low.status().message();
+    EXPECT_EQ(kernel_step_flops(*node, *g, low->steps[0].kernel), 2 * 198 * cs.c * 9 + 2 * 198 * cs.co * cs.c);
+    const std::string nvcc = test::find_nvcc();
+    if (!test::tool_runs(nvcc) || !test::tool_runs("cc")) GTEST_SKIP() << "nvcc or cc not available";
+    const std::string sources =
+        test::compile_block_sources(*g, test::linear_plan(*g), {"sm_87", "sm_90"}, "", "dw-pw-" + cs.t);
+    EXPECT_NE(sources.find("never reaches"), std::string::npos);
+  }
 }
 
 // The stem + pool on sm_90a's wgmma (templates/conv_stem_pool_wgmma_nhwc.cu.in): the model's form

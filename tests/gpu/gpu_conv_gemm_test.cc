@@ -429,6 +429,47 @@ TEST(GpuConvFp16, StemPoolOnWgmma) {
   }
 }
 
+// MobileNet's depthwise -> projection pairs as one kernel (opt/fuse_depthwise_pointwise,
+// templates/conv_dw_pw_nhwc.cu.in) against the reference of the unfused graph: an inverted
+// residual block with its Add (fp16, C 48, CO 24), bf16 at stride 2 with C 40 (K padded to 48) and
+// a Relu on the projection, a 14 x 14 pair at batch 1 (C 192 -> CO 64: 16-pixel tiles, 13
+// blocks), an early pair at batch 2 (C 144 on 56 x 56 with the residual) and a 5 x 5 stride-2
+// depthwise conv (MnasNet / EfficientNet).
+TEST(GpuConvFp16, DepthwisePointwiseFused) {
+  AOTC_REQUIRE_GPU();
+  struct Case {
+    const char* label;
+    DType t;
+    int64_t n, cin, h, w, c, co, k, stride;
+    bool residual, relu;
+  };
+  const std::vector<Case> cases = {
+      {"dwpw_block", DType::kFloat16, 2, 24, 9, 11, 48, 24, 3, 1, true, false},
+      {"dwpw_bf16_s2", DType::kBFloat16, 2, 24, 9, 11, 40, 56, 3, 2, false, true},
+      {"dwpw_14x14", DType::kFloat16, 1, 64, 14, 14, 192, 64, 3, 1, false, false},
+      {"dwpw_early", DType::kFloat16, 2, 24, 56, 56, 144, 24, 3, 1, true, false},
+      {"dwpw_5x5_s2", DType::kFloat16, 1, 40, 28, 28, 240, 80, 5, 2, false, false},
+  };
+  for (const Case& c : cases) {
+    GraphBuilder b;
+    ValueId x = b.input("x", {c.n, c.cin, c.h, c.w}, c.t);
+    ValueId e = b.node("Conv", {x, b.weight("w1", {c.c, c.cin, 1, 1}, -0.3, 0.3, c.t), b.weight("b1", {c.c}, -0.2, 1, c.t)});
+    ValueId r = b.node("Clip", {e}, {{"min", f32(0.f)}, {"max", f32(1.5f)}});
+    const int64_t pad = c.k / 2;
+    ValueId d = b.node("Conv", {r, b.weight("w2", {c.c, 1, c.k, c.k}, -0.5, 0.5, c.t), b.weight("b2", {c.c}, -0.3, 0.3, c.t)},
+                       {{"group", i64(c.c)}, {"pads", ints({pad, pad, pad, pad})}, {"strides", ints({c.stride, c.stride})}});
+    ValueId dr = b.node("Clip", {d}, {{"min", f32(0.f)}, {"max", f32(6.f)}});
+    ValueId p = b.node("Conv", {dr, b.weight("w3", {c.co, c.c, 1, 1}, -0.2, 0.2, c.t), b.weight("b3", {c.co}, -0.5, 0.5, c.t)});
+    if (c.residual) p = b.node("Add", {p, x});
+    if (c.relu) p = b.node("Relu", {p});
+    b.output(p);
+    CaseOptions o;
+    o.expect_ops_after_pipeline = {"DepthwisePointwise"};
+    o.expect_templates = {"conv_dw_pw_nhwc"};
+    run_case(b.graph(), c.label, o);
+  }
+}
+
 // ResNet's first bottleneck with its projection shortcut (opt/merge_projection_shortcut: one
 // 1x1 conv over Concat(h, x), the Concat's slabs with 16-byte accesses) against the reference of
 // the unmerged graph.
