@@ -28,27 +28,25 @@ constexpr char kDwPrefix[] = "dw.";
 constexpr size_t kDwPrefixLen = sizeof(kDwPrefix) - 1;
 }  // namespace
 
-Node depthwise_part(const Node& fused) {
-  Node dw;
-  dw.op_type = "FusedConv";
-  dw.domain = "aotc";
-  dw.name = fused.name;
-  for (const auto& kv : fused.attrs)
-    if (kv.first.compare(0, kDwPrefixLen, kDwPrefix) == 0) dw.attrs[kv.first.substr(kDwPrefixLen)] = kv.second;
-  dw.attrs["channels_last"] = Attribute::of_int(1);
-  return dw;
+namespace {
+// The fused node's attributes with (depthwise) or without (pointwise) the "dw." prefix, as a
+// stand-alone channels_last aotc.FusedConv.
+Node part(const Node& fused, bool depthwise) {
+  Node n;
+  n.op_type = "FusedConv";
+  n.domain = "aotc";
+  n.name = fused.name;
+  for (const auto& kv : fused.attrs) {
+    const bool prefixed = kv.first.compare(0, kDwPrefixLen, kDwPrefix) == 0;
+    if (prefixed == depthwise) n.attrs[depthwise ? kv.first.substr(kDwPrefixLen) : kv.first] = kv.second;
+  }
+  n.attrs["channels_last"] = Attribute::of_int(1);
+  return n;
 }
+}  // namespace
 
-Node pointwise_part(const Node& fused) {
-  Node pw;
-  pw.op_type = "FusedConv";
-  pw.domain = "aotc";
-  pw.name = fused.name;
-  for (const auto& kv : fused.attrs)
-    if (kv.first.compare(0, kDwPrefixLen, kDwPrefix) != 0) pw.attrs[kv.first] = kv.second;
-  pw.attrs["channels_last"] = Attribute::of_int(1);
-  return pw;
-}
+Node depthwise_part(const Node& fused) { return part(fused, true); }
+Node pointwise_part(const Node& fused) { return part(fused, false); }
 
 void store_depthwise_part(Node& fused, const Node& dw) {
   for (const auto& kv : dw.attrs)
