@@ -4,8 +4,8 @@
 // one kernel (templates/conv_dw_pw_nhwc.cu.in) where the target has one for its shape
 // (ir/ops/conv_configs.h dw_pw_config: 16-bit, sm_80+, C and CO multiples of 8). The depthwise
 // output - the block's expanded tensor - is then never stored and read back, and the pair is one
-// launch; ir/ops/conv_configs.h dw_pw_fuses says where that measured faster (one column tile, the
-// depthwise conv strided or small). The depthwise filter is stored tap-major ([KH, KW, C]: one 16-byte load gives 8
+// launch; ir/ops/conv_configs.h dw_pw_fuses says where (C <= 256, one column tile). The depthwise
+// filter is stored tap-major ([KH, KW, C]: one 16-byte load gives 8
 // channels of a tap). Exact: the kernel rounds the depthwise output to the storage type before
 // the pointwise product, as the stored tensor was. Runs after clip_into_depthwise (the depthwise
 // node's input clamp) and before concat_in_place.
@@ -102,10 +102,11 @@ Expected<bool> fuse_depthwise_pointwise(Graph& graph) {
     const Value& m = graph.value(mid);
     if (m.dtype != x.dtype || m.shape.size() != 4) continue;
     const int64_t c = x.shape[3], co = graph.value(graph.nodes[pi].inputs[1]).shape[0];
-    const int64_t pixels = m.shape[0] * m.shape[1] * m.shape[2];
-    int64_t stride = 1;
-    for (int64_t st : d.attr_ints("strides", {1, 1})) stride = std::max(stride, st);
-    if (!dw_pw_fuses(graph.target, x.dtype, c, co, pixels, stride)) continue;
+    const Shape& wd = graph.value(d.inputs[1]).shape;  // KRSC [C, KH, KW, 1]
+    const std::vector<int64_t> st = d.attr_ints("strides", {1, 1}), dil = d.attr_ints("dilations", {1, 1});
+    if (st.size() != 2 || dil.size() != 2) continue;
+    const DwPwProblem prob{m.shape[0], m.shape[1], m.shape[2], wd[1], wd[2], st[0], st[1], dil[0], dil[1]};
+    if (!dw_pw_fuses(graph.target, x.dtype, c, co, prob)) continue;
     const Node& p = graph.nodes[pi];
     Node fused;
     fused.name = p.name;

@@ -611,32 +611,41 @@ inline bool gemv_applies(const Target& target, DType dtype, int64_t m, int64_t n
 
 // A depthwise convolution and the pointwise convolution that alone reads it as one kernel
 // (templates/conv_dw_pw_nhwc.cu.in, opt/fuse_depthwise_pointwise): 16-bit, sm_80+ (mma.sync,
-// cp.async), C and CO multiples of 8. A block: TP = 16 * wm output pixels x COB = 8 * nt * wn
-// output channels, 256 threads (the GEMM on the first wm * wn warps); its shared memory holds
-// the depthwise output of its pixels and its pointwise weight rows, both [rows][CK + 8] (CK = C
-// rounded up to 16). Measured on an H200 (MobileNetV2, docs/perf_notes.md v44): a block that
+// cp.async), C and CO multiples of 8. A block: a TOH x TOW tile of output pixels (TP = TOH * TOW
+// = 16 * wm GEMM rows) x COB = 8 * nt * wn output channels, 256 threads (the GEMM on the first
+// wm * wn warps); its shared memory holds the depthwise output of its pixels and its pointwise
+// weight rows, both [rows][CK + 8] (CK = C rounded up to 16), the input window of its tile and
+// the depthwise filter. Measured on an H200 (MobileNetV2, docs/perf_notes.md v44): a block that
 // holds only part of CO recomputes the depthwise output for every column tile, which made the
-// 14 x 14 and 7 x 7 pairs 1.1-2.8x slower than the two kernels; the depthwise phase (each tap
-// read through L1, no shared-memory window) also loses to the tile kernel on large stride-1
-// layers (batch 32: 56 x 56 x 144 45.5 us against 26.9 + 13.8), and with C 384 even in one
+// 14 x 14 and 7 x 7 pairs 1.1-2.8x slower than the two kernels, and C 384 was slower even in one
 // column tile (batch 1, 14 x 14: 7.0-7.3 us against 2.8 + 3.1). So the rule: C at most
-// kDwPwMaxChannels, one column tile (COB >= CO, under 2 * CO, within kDwPwMaxSmem), and the pair
-// either strided or small (P * C <= kDwPwMaxSmallElements: batch 1). Among those shapes, the
-// largest TP whose grid has at least one block per SM of the target; when none fills the GPU, the
-// one with the most blocks (ties: the larger tile, then more GEMM warps).
-constexpr int64_t kDwPwMaxSmallElements = int64_t{1} << 20;
+// kDwPwMaxChannels, one column tile (COB >= CO, under 2 * CO). Shared memory: kDwPwMaxSmem (two
+// blocks an SM) where a shape fits, else the target's per-block limit. Among the shapes, the
+// largest TP whose grid has at least one block per SM of the target; when none fills the GPU,
+// the one with the most blocks (ties: the larger tile, then more GEMM warps).
 constexpr int64_t kDwPwMaxChannels = 256;
 constexpr int64_t kDwPwThreads = 256;  // the depthwise phase's; the GEMM's warps are the first wm * wn
+constexpr int64_t kDwPwMaxSmem = 96 * 1024;
+struct DwPwProblem {
+  int64_t batch = 0, oh = 0, ow = 0, kh = 0, kw = 0, sh = 1, sw = 1, dh = 1, dw = 1;
+};
 struct DwPwConfig {
-  int64_t wm = 0, wn = 0, nt = 0;
-  int64_t tp() const { return 16 * wm; }
+  int64_t toh = 0, tow = 0, wn = 0, nt = 0;
+  int64_t tp() const { return toh * tow; }
+  int64_t wm() const { return tp() / 16; }
   int64_t cob() const { return 8 * nt * wn; }
   int64_t threads() const { return kDwPwThreads; }
-  int64_t gemm_warps() const { return wm * wn; }
+  int64_t gemm_warps() const { return wm() * wn; }
 };
-constexpr int64_t kDwPwMaxSmem = 96 * 1024;
-inline int64_t dw_pw_smem_bytes(const DwPwConfig& c, int64_t cin) {
-  return (c.tp() + c.cob()) * ((cin + 15) / 16 * 16 + 8) * 2;
+inline int64_t dw_pw_smem_bytes(const DwPwConfig& c, int64_t cin, const DwPwProblem& p) {
+  const int64_t win_h = (c.toh - 1) * p.sh + (p.kh - 1) * p.dh + 1, win_w = (c.tow - 1) * p.sw + (p.kw - 1) * p.dw + 1;
+  return ((c.tp() + c.cob()) * ((cin + 15) / 16 * 16 + 8) + (win_h * win_w + p.kh * p.kw) * cin) * 2;
+}
+// The largest dynamic shared memory one block may have on every architecture of the target.
+inline int64_t max_block_smem(const Target& target) {
+  int64_t m = 227 * 1024;
+  for (int sm : target.sms) m = std::min<int64_t>(m, sm >= 90 ? 227 * 1024 : (sm == 80 || sm == 87) ? 163 * 1024 : 99 * 1024);
+  return m;
 }
 inline bool dw_pw_applies(const Target& target, DType dtype, int64_t cin, int64_t cout) {
   if (!target.has_sm80_tensor_cores()) return false;
@@ -644,38 +653,37 @@ inline bool dw_pw_applies(const Target& target, DType dtype, int64_t cin, int64_
   return cin > 0 && cout > 0 && cin % 8 == 0 && cout % 8 == 0;
 }
 inline std::optional<DwPwConfig> dw_pw_config(const Target& target, DType dtype, int64_t cin, int64_t cout,
-                                              int64_t pixels) {
-  if (!dw_pw_applies(target, dtype, cin, cout) || pixels <= 0) return std::nullopt;
-  std::optional<DwPwConfig> best;
-  int64_t best_blocks = 0;
-  auto better = [&](const DwPwConfig& c, int64_t blocks) {
-    if (!best) return true;
-    const bool fills = blocks >= target.sm_count, best_fills = best_blocks >= target.sm_count;
-    if (fills != best_fills) return fills;
-    if (!fills && blocks != best_blocks) return blocks > best_blocks;
-    const int64_t tile = c.tp() * std::min(c.cob(), cout), best_tile = best->tp() * std::min(best->cob(), cout);
-    if (tile != best_tile) return tile > best_tile;
-    return c.gemm_warps() > best->gemm_warps();
-  };
-  for (int64_t wm : {4, 2, 1})
-    for (int64_t wn : {1, 2, 4, 8}) {
-      if (wm * wn > 8) continue;
-      for (int64_t nt : {1, 2, 4}) {
-        const DwPwConfig c{wm, wn, nt};
-        if (c.cob() < cout || (c.cob() >= 2 * cout && c.cob() > 8)) continue;  // one column tile, mostly used
-        if (dw_pw_smem_bytes(c, cin) > kDwPwMaxSmem) continue;
-        const int64_t blocks = (pixels + c.tp() - 1) / c.tp();
-        if (blocks > INT32_MAX) continue;
-        if (better(c, blocks)) best = c, best_blocks = blocks;
-      }
-    }
-  return best;
+                                              const DwPwProblem& p) {
+  if (!dw_pw_applies(target, dtype, cin, cout) || p.batch <= 0 || p.oh <= 0 || p.ow <= 0) return std::nullopt;
+  for (int64_t limit : {kDwPwMaxSmem, max_block_smem(target)}) {
+    std::optional<DwPwConfig> best;
+    int64_t best_blocks = 0;
+    auto better = [&](const DwPwConfig& c, int64_t blocks) {
+      if (!best) return true;
+      const bool fills = blocks >= target.sm_count, best_fills = best_blocks >= target.sm_count;
+      if (fills != best_fills) return fills;
+      if (!fills && blocks != best_blocks) return blocks > best_blocks;
+      if (c.tp() != best->tp()) return c.tp() > best->tp();
+      return c.gemm_warps() > best->gemm_warps();
+    };
+    for (const auto& [toh, tow] : {std::pair<int64_t, int64_t>{8, 8}, {8, 4}, {4, 8}, {4, 4}, {8, 2}, {2, 8}})
+      for (int64_t wn : {1, 2, 4, 8})
+        for (int64_t nt : {1, 2, 4}) {
+          const DwPwConfig c{toh, tow, wn, nt};
+          if (c.gemm_warps() > 8) continue;
+          if (c.cob() < cout || (c.cob() >= 2 * cout && c.cob() > 8)) continue;  // one column tile, mostly used
+          if (dw_pw_smem_bytes(c, cin, p) > limit) continue;
+          const int64_t blocks = p.batch * ((p.oh + toh - 1) / toh) * ((p.ow + tow - 1) / tow);
+          if (blocks > INT32_MAX) continue;
+          if (better(c, blocks)) best = c, best_blocks = blocks;
+        }
+    if (best) return best;
+  }
+  return std::nullopt;
 }
-// Whether the pair should run as one kernel (the rule above): C <= kDwPwMaxChannels, a shape
-// exists, and the depthwise conv is strided or its output small.
-inline bool dw_pw_fuses(const Target& target, DType dtype, int64_t cin, int64_t cout, int64_t pixels, int64_t stride) {
-  if (cin > kDwPwMaxChannels || !dw_pw_config(target, dtype, cin, cout, pixels)) return false;
-  return stride > 1 || pixels * cin <= kDwPwMaxSmallElements;
+// Whether the pair should run as one kernel (the rule above).
+inline bool dw_pw_fuses(const Target& target, DType dtype, int64_t cin, int64_t cout, const DwPwProblem& p) {
+  return cin <= kDwPwMaxChannels && dw_pw_config(target, dtype, cin, cout, p).has_value();
 }
 
 // Whether a GEMM (one matrix, row-major A, float) runs on the SIMT GEMM, and how. nullopt: cuBLASLt.

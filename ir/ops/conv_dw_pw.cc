@@ -84,6 +84,13 @@ Expected<DwPwShape> dw_pw_shape(const Node& node, const Shape& x, const Shape& w
   return s;
 }
 
+DwPwProblem dw_pw_problem(const DwPwShape& s) {
+  DwPwProblem p;
+  p.batch = s.n, p.oh = s.geo.out[0], p.ow = s.geo.out[1], p.kh = s.kh, p.kw = s.kw;
+  p.sh = s.geo.strides[0], p.sw = s.geo.strides[1], p.dh = s.geo.dilations[0], p.dw = s.geo.dilations[1];
+  return p;
+}
+
 Status dw_pw_infer(Node& node, Graph& graph) {
   AOTC_RETURN_IF_ERROR(expect_inputs(node, 4, 6));
   if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
@@ -134,7 +141,8 @@ Expected<Lowering> dw_pw_lower(const Node& node, const Graph& graph) {
   if (!s) return s.status();
   const int64_t pixels = s->n * s->geo.out[0] * s->geo.out[1];
   if (pixels == 0 || s->co == 0) return Lowering{};
-  const std::optional<DwPwConfig> cfg = dw_pw_config(graph.target, xv.dtype, s->c, s->co, pixels);
+  const DwPwProblem prob = dw_pw_problem(*s);
+  const std::optional<DwPwConfig> cfg = dw_pw_config(graph.target, xv.dtype, s->c, s->co, prob);
   if (!cfg)
     return node_error(node, "no kernel for a depthwise + pointwise pair of " + dtype_name(xv.dtype) + ", C " +
                                 std::to_string(s->c) + ", CO " + std::to_string(s->co) + " on this target");
@@ -158,8 +166,9 @@ Expected<Lowering> dw_pw_lower(const Node& node, const Graph& graph) {
   k.holes = {
       {"comment", "DepthwisePointwise NHWC X " + shape_str(xv.shape) + " dw " + std::to_string(s->kh) + "x" +
                       std::to_string(s->kw) + " stride " + std::to_string(g.strides[0]) + " -> " + shape_str(s->mid()) +
-                      " pw -> " + shape_str(s->out()) + " tile " + std::to_string(cfg->tp()) + "x" +
-                      std::to_string(cfg->cob()) + " warps " + std::to_string(cfg->wm) + "x" + std::to_string(cfg->wn)},
+                      " pw -> " + shape_str(s->out()) + " tile " + std::to_string(cfg->toh) + "x" +
+                      std::to_string(cfg->tow) + "x" + std::to_string(cfg->cob()) + " warps " + std::to_string(cfg->wm()) + "x" +
+                      std::to_string(cfg->wn)},
       {"T", dtype_c_type(xv.dtype)},
       {"MMA_TYPE", xv.dtype == DType::kBFloat16 ? "bf16" : "f16"},
       {"IDX", largest < (int64_t{1} << 31) - (int64_t{1} << 20) ? "int" : "long long"},
@@ -170,7 +179,8 @@ Expected<Lowering> dw_pw_lower(const Node& node, const Graph& graph) {
       {"PH", int_literal(g.pad_begin[0])}, {"PW", int_literal(g.pad_begin[1])},
       {"DH", int_literal(g.dilations[0])}, {"DW", int_literal(g.dilations[1])},
       {"CO", int_literal(s->co)}, {"YLD", int_literal(y_ld)},
-      {"WM", int_literal(cfg->wm)}, {"WN", int_literal(cfg->wn)}, {"NT", int_literal(cfg->nt)},
+      {"TOH", int_literal(cfg->toh)}, {"TOW", int_literal(cfg->tow)},
+      {"WM", int_literal(cfg->wm())}, {"WN", int_literal(cfg->wn)}, {"NT", int_literal(cfg->nt)},
       {"THREADS", int_literal(cfg->threads())},
       {"HAS_INPUT_MAX", dw.has_attr("input_max") ? "1" : "0"},
       {"INPUT_MAX", float_literal(dw.attr_float("input_max", 0.0f))},
@@ -182,8 +192,9 @@ Expected<Lowering> dw_pw_lower(const Node& node, const Graph& graph) {
   k.args = {node.inputs[0], node.inputs[1], has_dw_bias ? node.inputs[2] : kNullArg, node.inputs[3],
             has_bias ? node.inputs[4] : kNullArg, has_res ? node.inputs[5] : kNullArg, node.outputs[0]};
   k.block = Dim3{cfg->threads(), 1, 1};
-  k.grid = Dim3{(pixels + cfg->tp() - 1) / cfg->tp(), (s->co + cfg->cob() - 1) / cfg->cob(), 1};
-  k.shared_bytes = dw_pw_smem_bytes(*cfg, s->c);
+  const int64_t tiles = s->n * ((g.out[0] + cfg->toh - 1) / cfg->toh) * ((g.out[1] + cfg->tow - 1) / cfg->tow);
+  k.grid = Dim3{tiles, (s->co + cfg->cob() - 1) / cfg->cob(), 1};
+  k.shared_bytes = dw_pw_smem_bytes(*cfg, s->c, prob);
   Lowering l;
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
   l.strided_output = y_stride != 0;

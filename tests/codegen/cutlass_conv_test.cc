@@ -438,13 +438,16 @@ TEST(CutlassConv, DepthwisePointwiseIsOneKernelAndCompiles) {
       if (pk.template_name == "conv_dw_pw_nhwc") kp = &pk;
     ASSERT_NE(kp, nullptr) << cs.t;
     const ProgramKernel& k = *kp;
-    const auto cfg = dw_pw_config(g->target, g->value(g->inputs[0]).dtype, cs.c, cs.co, 2 * 9 * 11);
+    const DwPwProblem prob{2, 9, 11, 3, 3, 1, 1, 1, 1};
+    const auto cfg = dw_pw_config(g->target, g->value(g->inputs[0]).dtype, cs.c, cs.co, prob);
     ASSERT_TRUE(cfg.has_value());
     EXPECT_EQ(g->target.sm_count, 16);  // Jetson's, the smaller of the two
-    EXPECT_EQ(k.grid.x, (198 + cfg->tp() - 1) / cfg->tp());
-    EXPECT_EQ(k.grid.y, (cs.co + cfg->cob() - 1) / cfg->cob());
-    EXPECT_EQ(k.block.x, cfg->threads());
-    EXPECT_EQ(k.shared_bytes, (cfg->tp() + cfg->cob()) * (48 + 8) * 2);  // K 48 either way
+    EXPECT_EQ(k.grid.x, 2 * ((9 + cfg->toh - 1) / cfg->toh) * ((11 + cfg->tow - 1) / cfg->tow));
+    EXPECT_EQ(k.grid.y, 1);  // one column tile
+    EXPECT_EQ(k.block.x, 256);
+    // K 48 either way; the window of a TOH x TOW tile of a 3 x 3 stride-1 conv and the filter.
+    EXPECT_EQ(k.shared_bytes,
+              ((cfg->tp() + cfg->cob()) * (48 + 8) + ((cfg->toh + 2) * (cfg->tow + 2) + 9) * cs.c) * 2);
     // The profile's FLOPs: 2 x 9 taps per depthwise output kept on chip, 2 x C per output.
     const Node* node = nullptr;
     for (const Node& n : g->nodes)

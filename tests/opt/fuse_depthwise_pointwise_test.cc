@@ -151,10 +151,6 @@ TEST(FuseDepthwisePointwise, MustNotFire) {
   Block odd_outputs;
   odd_outputs.co = 20;
   odd_outputs.residual = false;
-  Block large;  // stride 1, P * C = 2 * 72 * 80 * 96 > 2^20: the depthwise tile kernel is faster
-  large.c = 96;
-  large.h = 72;
-  large.w = 80;
   Block wide;  // C 384 (slower fused, measured)
   wide.c = 384;
   wide.co = 64;
@@ -167,7 +163,6 @@ TEST(FuseDepthwisePointwise, MustNotFire) {
       {"grouped, not depthwise", grouped},
       {"C 12", odd_channels},
       {"CO 20", odd_outputs},
-      {"large stride-1 pair", large},
       {"C 384", wide},
       {"sm_75: no mma.sync bf16 / cp.async class", Block{}, {"sm_75"}},
   };
@@ -185,33 +180,43 @@ TEST(FuseDepthwisePointwise, MustNotFire) {
 // pairs, counted by hand for 132 SMs.
 TEST(FuseDepthwisePointwise, KernelShapeRule) {
   const Target t = target_from_archs({"sm_90"});
-  // features.1 at batch 1: 112 x 112 = 12544 pixels, C 32 -> CO 16: one column tile of 16 (32
-  // would be half past CO); 64-pixel tiles give 196 blocks, the largest that fill 132 SMs (8 GEMM
-  // warps: 4 x 2).
-  auto a = dw_pw_config(t, DType::kFloat16, 32, 16, 12544);
+  auto problem = [](int64_t batch, int64_t oh, int64_t ow, int64_t stride) {
+    return DwPwProblem{batch, oh, ow, 3, 3, stride, stride, 1, 1};
+  };
+  // features.1 at batch 1: 112 x 112 outputs, C 32 -> CO 16: one column tile of 16 (32 would be
+  // half past CO); 8 x 8 tiles give 14 x 14 = 196 blocks, the largest tile that fills 132 SMs
+  // (8 GEMM warps: 4 x 2). Shared memory: (64 + 16) rows of 40 halves + (10 x 10 + 9) x 32.
+  auto a = dw_pw_config(t, DType::kFloat16, 32, 16, problem(1, 112, 112, 1));
   ASSERT_TRUE(a.has_value());
-  EXPECT_EQ(a->tp(), 64);
+  EXPECT_EQ(a->toh, 8);
+  EXPECT_EQ(a->tow, 8);
   EXPECT_EQ(a->cob(), 16);
   EXPECT_EQ(a->gemm_warps(), 8);
-  EXPECT_EQ(dw_pw_smem_bytes(*a, 32), (64 + 16) * (32 + 8) * 2);
-  // 14 x 14 = 196 pixels, C 384 -> CO 64: COB 64; TP + 64 rows of 392 halves within 96 KB leave
-  // TP 16 or 32; neither fills, 16 gives the most blocks (13).
-  auto m = dw_pw_config(t, DType::kFloat16, 384, 64, 196);
+  EXPECT_EQ(dw_pw_smem_bytes(*a, 32, problem(1, 112, 112, 1)), ((64 + 16) * 40 + (100 + 9) * 32) * 2);
+  // 14 x 14, C 384 -> CO 64: COB 64; within 96 KB only 4 x 4 tiles fit ((16 + 64) x 392 + (36 +
+  // 9) x 384 halves = 97280 bytes; 8 x 2 needs 100352): 16 blocks, none fills.
+  auto m = dw_pw_config(t, DType::kFloat16, 384, 64, problem(1, 14, 14, 1));
   ASSERT_TRUE(m.has_value());
-  EXPECT_EQ(m->tp(), 16);
+  EXPECT_EQ(m->toh, 4);
+  EXPECT_EQ(m->tow, 4);
   EXPECT_EQ(m->cob(), 64);
-  // 7 x 7, C 960 -> CO 320: (16 + 320) rows of 968 halves exceed 96 KB: no shape.
-  EXPECT_FALSE(dw_pw_config(t, DType::kFloat16, 960, 320, 49).has_value());
-  EXPECT_FALSE(dw_pw_config(t, DType::kFloat32, 32, 16, 100).has_value());
-  EXPECT_FALSE(dw_pw_config(target_from_archs({"sm_75"}), DType::kFloat16, 32, 16, 100).has_value());
-  // Where it fuses: batch 1's stride-1 pair of 28 x 28 x 192 (150528 elements), not batch 32's
-  // (32 x that > 2^20); batch 32's stride-2 pair (features.2: 32 x 56 x 56 pixels, C 96); never
-  // with C 384 (slower in one column tile too).
-  EXPECT_TRUE(dw_pw_fuses(t, DType::kFloat16, 192, 32, 784, 1));
-  EXPECT_FALSE(dw_pw_fuses(t, DType::kFloat16, 192, 32, 32 * 784, 1));
-  EXPECT_TRUE(dw_pw_fuses(t, DType::kFloat16, 96, 24, 32 * 56 * 56, 2));
-  EXPECT_FALSE(dw_pw_fuses(t, DType::kFloat16, 384, 64, 196, 1));
-  EXPECT_FALSE(dw_pw_fuses(t, DType::kFloat16, 384, 64, 196, 2));
+  // 7 x 7, C 960 -> CO 320: no column tile of 320 (COB is at most 256).
+  EXPECT_FALSE(dw_pw_config(t, DType::kFloat16, 960, 320, problem(1, 7, 7, 1)).has_value());
+  EXPECT_FALSE(dw_pw_config(t, DType::kFloat32, 32, 16, problem(1, 10, 10, 1)).has_value());
+  EXPECT_FALSE(dw_pw_config(target_from_archs({"sm_75"}), DType::kFloat16, 32, 16, problem(1, 10, 10, 1)).has_value());
+  // A 5 x 5 stride-2 pair with C 240 -> CO 80 needs more than 96 KB (COB 128: (16 + 128) x 248
+  // halves + a window of 11 x 11 pixels): it takes the target's per-block limit instead (227 KB on
+  // sm_90, 99 KB on sm_86: none fits there).
+  const DwPwProblem p5{1, 14, 14, 5, 5, 2, 2, 1, 1};
+  auto f = dw_pw_config(t, DType::kFloat16, 240, 80, p5);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_GT(dw_pw_smem_bytes(*f, 240, p5), kDwPwMaxSmem);
+  EXPECT_FALSE(dw_pw_config(target_from_archs({"sm_86"}), DType::kFloat16, 240, 80, p5).has_value());
+  // Where it fuses: C up to 256 (batch 1 or 32), never C 384 (slower in one column tile too).
+  EXPECT_TRUE(dw_pw_fuses(t, DType::kFloat16, 192, 32, problem(1, 28, 28, 1)));
+  EXPECT_TRUE(dw_pw_fuses(t, DType::kFloat16, 192, 32, problem(32, 28, 28, 1)));
+  EXPECT_TRUE(dw_pw_fuses(t, DType::kFloat16, 96, 24, problem(32, 56, 56, 2)));
+  EXPECT_FALSE(dw_pw_fuses(t, DType::kFloat16, 384, 64, problem(1, 14, 14, 1)));
 }
 
 }  // namespace
