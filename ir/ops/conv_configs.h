@@ -618,11 +618,18 @@ inline bool gemv_applies(const Target& target, DType dtype, int64_t m, int64_t n
 // the depthwise filter. Measured on an H200 (MobileNetV2, docs/perf_notes.md v44): a block that
 // holds only part of CO recomputes the depthwise output for every column tile, which made the
 // 14 x 14 and 7 x 7 pairs 1.1-2.8x slower than the two kernels, and C 384 was slower even in one
-// column tile (batch 1, 14 x 14: 7.0-7.3 us against 2.8 + 3.1). So the rule: C at most
-// kDwPwMaxChannels, one column tile (COB >= CO, under 2 * CO). Shared memory: kDwPwMaxSmem (two
-// blocks an SM) where a shape fits, else the target's per-block limit. Among the shapes, the
-// largest TP whose grid has at least one block per SM of the target; when none fills the GPU,
-// the one with the most blocks (ties: the larger tile, then more GEMM warps).
+// column tile (batch 1, 14 x 14: 7.0-7.3 us against 2.8 + 3.1). With the window staged (call 8)
+// every batch-1 pair with C <= 256 is faster fused (3.3-4.6 us against 5.8-6.9), but at batch 32
+// only features.2 (stride 2, C 96: 44.3 us against 49.0 + 10.0); the other batch-32 pairs lose
+// 0.2-4.9 us (large tiles of up to 83 KB: one block an SM). So the rule: C at most
+// kDwPwMaxChannels, one column tile (COB >= CO, under 2 * CO), and either a small depthwise
+// output (P * C <= kDwPwMaxSmallElements) or a strided pair with C <= kDwPwMaxStridedChannels.
+// Shared memory: kDwPwMaxSmem (two blocks an SM) where a shape fits, else the target's per-block
+// limit. Among the shapes, the largest TP whose grid has at least one block per SM of the target;
+// when none fills the GPU, the one with the most blocks (ties: the larger tile, then more GEMM
+// warps).
+constexpr int64_t kDwPwMaxSmallElements = int64_t{1} << 20;
+constexpr int64_t kDwPwMaxStridedChannels = 128;
 constexpr int64_t kDwPwMaxChannels = 256;
 constexpr int64_t kDwPwThreads = 256;  // the depthwise phase's; the GEMM's warps are the first wm * wn
 constexpr int64_t kDwPwMaxSmem = 96 * 1024;
@@ -683,7 +690,10 @@ inline std::optional<DwPwConfig> dw_pw_config(const Target& target, DType dtype,
 }
 // Whether the pair should run as one kernel (the rule above).
 inline bool dw_pw_fuses(const Target& target, DType dtype, int64_t cin, int64_t cout, const DwPwProblem& p) {
-  return cin <= kDwPwMaxChannels && dw_pw_config(target, dtype, cin, cout, p).has_value();
+  if (cin > kDwPwMaxChannels || !dw_pw_config(target, dtype, cin, cout, p)) return false;
+  const bool small = p.batch * p.oh * p.ow * cin <= kDwPwMaxSmallElements;
+  const bool strided = p.sh > 1 || p.sw > 1;
+  return small || (strided && cin <= kDwPwMaxStridedChannels);
 }
 
 // Whether a GEMM (one matrix, row-major A, float) runs on the SIMT GEMM, and how. nullopt: cuBLASLt.

@@ -151,6 +151,10 @@ TEST(FuseDepthwisePointwise, MustNotFire) {
   Block odd_outputs;
   odd_outputs.co = 20;
   odd_outputs.residual = false;
+  Block large;  // stride 1, P * C = 2 * 72 * 80 * 96 > 2^20: the depthwise tile kernel is faster
+  large.c = 96;
+  large.h = 72;
+  large.w = 80;
   Block wide;  // C 384 (slower fused, measured)
   wide.c = 384;
   wide.co = 64;
@@ -164,6 +168,7 @@ TEST(FuseDepthwisePointwise, MustNotFire) {
       {"C 12", odd_channels},
       {"CO 20", odd_outputs},
       {"C 384", wide},
+      {"large stride-1 pair", large},
       {"sm_75: no mma.sync bf16 / cp.async class", Block{}, {"sm_75"}},
   };
   for (const Case& c : cases) {
@@ -212,10 +217,14 @@ TEST(FuseDepthwisePointwise, KernelShapeRule) {
   ASSERT_TRUE(f.has_value());
   EXPECT_GT(dw_pw_smem_bytes(*f, 240, p5), kDwPwMaxSmem);
   EXPECT_FALSE(dw_pw_config(target_from_archs({"sm_86"}), DType::kFloat16, 240, 80, p5).has_value());
-  // Where it fuses: C up to 256 (batch 1 or 32), never C 384 (slower in one column tile too).
+  // Where it fuses: batch 1's pairs with C up to 256 (28 x 28 x 192 = 150528 elements); at batch
+  // 32 a stride-1 pair is past 2^20 elements and stays apart, a strided one fuses with C 96
+  // (features.2) but not with C 144; never C 384 (slower in one column tile too).
   EXPECT_TRUE(dw_pw_fuses(t, DType::kFloat16, 192, 32, problem(1, 28, 28, 1)));
-  EXPECT_TRUE(dw_pw_fuses(t, DType::kFloat16, 192, 32, problem(32, 28, 28, 1)));
+  EXPECT_TRUE(dw_pw_fuses(t, DType::kFloat16, 192, 64, problem(1, 14, 14, 2)));
+  EXPECT_FALSE(dw_pw_fuses(t, DType::kFloat16, 192, 32, problem(32, 28, 28, 1)));
   EXPECT_TRUE(dw_pw_fuses(t, DType::kFloat16, 96, 24, problem(32, 56, 56, 2)));
+  EXPECT_FALSE(dw_pw_fuses(t, DType::kFloat16, 144, 32, problem(32, 28, 28, 2)));
   EXPECT_FALSE(dw_pw_fuses(t, DType::kFloat16, 384, 64, problem(1, 14, 14, 1)));
 }
 
