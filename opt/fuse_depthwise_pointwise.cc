@@ -96,6 +96,9 @@ Expected<bool> fuse_depthwise_pointwise(Graph& graph) {
     const ValueId mid = graph.nodes[pi].inputs[0];
     const int di = producer[static_cast<size_t>(mid)];
     if (di < 0 || drop[static_cast<size_t>(di)] || graph.sole_reader(consumers, mid) != static_cast<int>(pi)) continue;
+    bool reads_mid_again = false;  // e.g. as its residual: the fused node would read a dropped value
+    for (size_t k = 1; k < graph.nodes[pi].inputs.size(); ++k) reads_mid_again |= graph.nodes[pi].inputs[k] == mid;
+    if (reads_mid_again) continue;
     const Node& d = graph.nodes[static_cast<size_t>(di)];
     if (!is_depthwise(graph, d)) continue;
     const Value& x = graph.value(d.inputs[0]);

@@ -23,6 +23,7 @@ struct Block {
   std::string pw_kernel = "1x1";
   int64_t dw_group = -1;  // -1: c (depthwise)
   bool mid_output = false;  // the depthwise output is a graph output too
+  bool mid_residual = false;  // Add(projection, depthwise output): the projection reads it twice
 };
 
 // MobileNetV2's inverted residual: x [2, 24, 9, 11] -> expand 1x1 (C) + ReLU6 -> depthwise 3x3 (stride S)
@@ -48,7 +49,8 @@ std::string block(const Block& b) {
     %dr : )" + t + R"([?] = Clip(%d, %z, %six)  # relu6b
     %p : )" + t + R"([?] = Conv(%dr, %w3, %b3) )" + b.pw_extra + R"(  # project
 )";
-  if (b.residual) s += "    %y : " + t + "[?] = Add(%p, %x)  # res\n    output %y\n";
+  if (b.mid_residual) s += "    %y : " + t + "[?] = Add(%p, %dr)  # res\n    output %y\n";
+  else if (b.residual) s += "    %y : " + t + "[?] = Add(%p, %x)  # res\n    output %y\n";
   else s += "    output %p\n";
   if (b.mid_output) s += "    output %dr\n";
   return s;
@@ -155,6 +157,10 @@ TEST(FuseDepthwisePointwise, MustNotFire) {
   large.c = 96;
   large.h = 72;
   large.w = 80;
+  Block mid_residual;  // the projection's residual is the depthwise output itself (CO = C)
+  mid_residual.co = 48;
+  mid_residual.residual = false;
+  mid_residual.mid_residual = true;
   Block wide;  // C 384 (slower fused, measured)
   wide.c = 384;
   wide.co = 64;
@@ -168,6 +174,7 @@ TEST(FuseDepthwisePointwise, MustNotFire) {
       {"C 12", odd_channels},
       {"CO 20", odd_outputs},
       {"C 384", wide},
+      {"the projection also reads the depthwise output as its residual", mid_residual},
       {"large stride-1 pair", large},
       {"sm_75: no mma.sync bf16 / cp.async class", Block{}, {"sm_75"}},
   };
