@@ -648,10 +648,15 @@ inline int64_t dw_pw_smem_bytes(const DwPwConfig& c, int64_t cin, const DwPwProb
   const int64_t win_h = (c.toh - 1) * p.sh + (p.kh - 1) * p.dh + 1, win_w = (c.tow - 1) * p.sw + (p.kw - 1) * p.dw + 1;
   return ((c.tp() + c.cob()) * ((cin + 15) / 16 * 16 + 8) + (win_h * win_w + p.kh * p.kw) * cin) * 2;
 }
-// The largest dynamic shared memory one block may have on every architecture of the target.
+// The largest dynamic shared memory one block may have on every architecture of the target (CUDA
+// programming guide, compute capabilities table): 227 KB on sm_90 / sm_100 / sm_103, 163 KB on
+// sm_80 / sm_87, 99 KB on the others (sm_86, sm_89, sm_120, ...).
 inline int64_t max_block_smem(const Target& target) {
   int64_t m = 227 * 1024;
-  for (int sm : target.sms) m = std::min<int64_t>(m, sm >= 90 ? 227 * 1024 : (sm == 80 || sm == 87) ? 163 * 1024 : 99 * 1024);
+  for (int sm : target.sms) {
+    const int64_t limit = (sm == 90 || sm == 100 || sm == 103) ? 227 * 1024 : (sm == 80 || sm == 87) ? 163 * 1024 : 99 * 1024;
+    m = std::min(m, limit);
+  }
   return m;
 }
 inline bool dw_pw_applies(const Target& target, DType dtype, int64_t cin, int64_t cout) {
