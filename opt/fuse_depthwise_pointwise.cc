@@ -1,14 +1,14 @@
 // fuse_depthwise_pointwise: a channels_last depthwise convolution whose output only a pointwise
 // convolution reads (1x1 window, stride 1, no padding, one group: MobileNet's depthwise ->
 // projection pair) becomes one aotc.DepthwisePointwise node (ir/ops/conv_dw_pw.cc), which runs as
-// one kernel (templates/conv_dw_pw_nhwc.cu.in) where the target has one for its shape
-// (ir/ops/conv_configs.h dw_pw_config: 16-bit, sm_80+, C and CO multiples of 8). The depthwise
-// output - the block's expanded tensor - is then never stored and read back, and the pair is one
-// launch; ir/ops/conv_configs.h dw_pw_fuses says where (C <= 256, one column tile). The depthwise
-// filter is stored tap-major ([KH, KW, C]: one 16-byte load gives 8
-// channels of a tap). Exact: the kernel rounds the depthwise output to the storage type before
-// the pointwise product, as the stored tensor was. Runs after clip_into_depthwise (the depthwise
-// node's input clamp) and before concat_in_place.
+// one kernel (templates/conv_dw_pw_nhwc.cu.in), where ir/ops/conv_configs.h dw_pw_fuses says it
+// measured faster (16-bit, sm_80+, C <= 256 and CO multiples of 8 in one column tile, a small
+// depthwise output or stride 2 with C <= 128). The depthwise output - the block's expanded
+// tensor - is then never stored and read back, and the pair is one launch. The depthwise filter
+// is stored tap-major ([KH, KW, C]: one 16-byte load gives 8 channels of a tap). Exact: the
+// kernel rounds the depthwise output to the storage type before the pointwise product, as the
+// stored tensor was. Runs after clip_into_depthwise (the depthwise node's input clamp) and before
+// concat_in_place.
 #include <algorithm>
 #include <cstring>
 
