@@ -124,36 +124,37 @@ std::vector<std::string> nvcc_command(const CodegenOptions& o, const std::string
   return argv;
 }
 
+// The host compiler and the flags of every host compile (the runtime's files and the model's).
+std::vector<std::string> host_cc_argv(const CodegenOptions& o) {
+  return {o.host_cc, "-std=c11", "-O2", "-fPIC", "-fvisibility=hidden"};
+}
+
 // The runtime's C files compiled to objects (cc -c: NAME.o in the build directory). They depend on
-// nothing the model produces, so compile_library runs this beside nvcc and the final host step
-// (cc_link_command) only compiles the model's file, assembles the blobs and links.
+// nothing the model produces, so compile_library runs this beside nvcc and its last host step is
+// cc_command(o, prefix, true): the model's file, the blobs and the link.
 std::vector<std::string> runtime_objects_command(const CodegenOptions& o) {
-  std::vector<std::string> argv = {o.host_cc, "-std=c11", "-O2", "-fPIC", "-fvisibility=hidden", "-c"};
+  std::vector<std::string> argv = host_cc_argv(o);
+  argv.push_back("-c");
   for (const std::string& c : runtime_files(".c")) argv.push_back(c);
   return argv;
 }
 
-std::vector<std::string> cc_command(const CodegenOptions& o, const std::string& prefix) {
+// `runtime_objects`: the runtime's objects from runtime_objects_command instead of its C files (the
+// Makefile's one step compiles those).
+std::vector<std::string> cc_command(const CodegenOptions& o, const std::string& prefix, bool runtime_objects) {
   // The .S includes the fatbins and the weight blob from the working directory.
-  std::vector<std::string> argv = {o.host_cc, "-std=c11", "-O2", "-fPIC", "-fvisibility=hidden",
-                                   "-shared", "-o", "lib" + prefix + ".so", model_c_file(prefix)};
-  for (const std::string& c : runtime_files(".c")) argv.push_back(c);
+  std::vector<std::string> argv = host_cc_argv(o);
+  for (const std::string& a : {std::string("-shared"), std::string("-o"), "lib" + prefix + ".so", model_c_file(prefix)})
+    argv.push_back(a);
+  for (std::string c : runtime_files(".c")) argv.push_back(runtime_objects ? c.replace(c.size() - 1, 1, "o") : c);
+  argv.push_back(blobs_file(prefix));
   for (const char* a : {"-ldl", "-Wl,--no-undefined"}) argv.push_back(a);
-  argv.insert(argv.end() - 2, blobs_file(prefix));
-  return argv;
-}
-
-// cc_command with the runtime's objects (runtime_objects_command) in place of its C files.
-std::vector<std::string> cc_link_command(const CodegenOptions& o, const std::string& prefix) {
-  std::vector<std::string> argv = cc_command(o, prefix);
-  for (std::string& a : argv)
-    if (a.size() > 2 && a.compare(a.size() - 2, 2, ".c") == 0 && a != model_c_file(prefix)) a.replace(a.size() - 1, 1, "o");
   return argv;
 }
 
 std::string makefile(const CodegenOptions& o, const std::string& prefix, const std::vector<std::string>& device) {
   const int files = static_cast<int>(device.size());
-  std::vector<std::string> cc = cc_command(o, prefix);
+  std::vector<std::string> cc = cc_command(o, prefix, false);
   cc[0] = "$(CC)";
   std::string lib = "lib" + prefix + ".so";
   std::string m = "# Rebuilds " + lib + " with the commands aotc ran (no shell was involved there).\n";
@@ -551,7 +552,7 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
 
   report("host compiler: lib" + prefix + ".so");
   auto t2 = std::chrono::steady_clock::now();
-  AOTC_RETURN_IF_ERROR(run_tool(cc_link_command(options, prefix), dir, "host compiler"));
+  AOTC_RETURN_IF_ERROR(run_tool(cc_command(options, prefix, true), dir, "host compiler"));
   stats.host_cc_seconds = seconds_since(t2);
 
   if (!options.output_path.empty()) {

@@ -3,15 +3,11 @@
 
 #include <string>
 
+#include "ir/ops/conv_nhwc.h"
 #include "ir/ops/epilogue.h"
 
 namespace aotc {
 namespace {
-
-bool is_conv(const Node& node) {
-  return (node.op_type == "Conv" && node.domain.empty()) ||
-         (node.op_type == "FusedConv" && node.domain == "aotc");
-}
 
 bool reads(const KernelStep& k, ValueId id) {
   for (ValueId a : k.args)
@@ -73,7 +69,7 @@ int64_t kernel_step_flops(const Node& node, const Graph& graph, const KernelStep
     const int64_t pixels = y.numel() / y.shape[3];
     return 2 * pixels * wdw[2] * wdw[0] * wdw[1] + 2 * y.numel() * wdw[2];
   }
-  if (!is_conv(node) || node.inputs.size() < 2 || node.outputs.empty()) return 0;
+  if (!is_conv_node(node) || node.inputs.size() < 2 || node.outputs.empty()) return 0;
   // The CUTLASS 2.x convolutions' builder args (N H W C K R S P Q ...); the sm_90a one's differ
   // (no P, Q) and take the generic count below.
   if (k.library_params && k.template_name != "cutlass_conv2d_fprop_sm90") {

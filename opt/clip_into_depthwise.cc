@@ -11,6 +11,7 @@
 #include <cmath>
 #include <map>
 
+#include "ir/ops/conv_nhwc.h"
 #include "ir/layout.h"
 #include "ir/op_registry.h"
 #include "ir/ops/conv_configs.h"
@@ -20,10 +21,7 @@
 namespace aotc {
 namespace {
 
-bool is_nhwc_conv(const Node& n) {
-  return ((n.op_type == "Conv" && n.domain.empty()) || (n.op_type == "FusedConv" && n.domain == "aotc")) &&
-         channels_last(n);
-}
+bool is_nhwc_conv(const Node& n) { return is_conv_node(n) && channels_last(n); }
 
 // M when `n` ends in Clip(min = 0, max = M) with a finite M > 0 that `t` represents exactly.
 bool relu_clip_bound(const Node& n, DType t, double* m) {

@@ -9,13 +9,11 @@
 // kernel rounds the depthwise output to the storage type before the pointwise product, as the
 // stored tensor was. Runs after clip_into_depthwise (the depthwise node's input clamp) and before
 // concat_in_place.
-#include <algorithm>
 #include <cstring>
 
 #include "ir/layout.h"
 #include "ir/op_registry.h"
 #include "ir/ops/conv_configs.h"
-#include "ir/ops/conv_dw_pw.h"
 #include "ir/ops/conv_nhwc.h"
 #include "ir/ops/epilogue.h"
 #include "opt/passes.h"
@@ -23,45 +21,32 @@
 namespace aotc {
 namespace {
 
-bool is_nhwc_conv(const Node& n) {
-  return ((n.op_type == "Conv" && n.domain.empty()) || (n.op_type == "FusedConv" && n.domain == "aotc")) &&
-         channels_last(n) && n.outputs.size() == 1 && n.inputs.size() >= 2 && !has_pool(n);
-}
-
-bool all_equal(const std::vector<int64_t>& v, int64_t x) {
-  for (int64_t e : v)
-    if (e != x) return false;
-  return true;
-}
-
-// Attributes a convolution may carry here: the window's, the fused activation's, the layout flag,
-// and (depthwise only) the input clamp. Anything else keeps the pair apart.
-bool known_attributes(const Node& n, bool depthwise) {
+// Attributes the depthwise conv may carry: the window's, its absorbed activation, the layout flag
+// and the input clamp. Anything else keeps the pair apart.
+bool known_depthwise_attributes(const Node& n) {
   for (const auto& kv : n.attrs) {
     const std::string& a = kv.first;
     if (a == "channels_last" || a == "strides" || a == "pads" || a == "dilations" || a == "group" ||
-        a == "kernel_shape" || a == "auto_pad" || a == "activation" || a.rfind("act.", 0) == 0)
+        a == "kernel_shape" || a == "auto_pad" || a == "activation" || a.rfind("act.", 0) == 0 || a == "input_max")
       continue;
-    if (depthwise && a == "input_max") continue;
     return false;
   }
-  const std::string pad = n.attr_string("auto_pad", "NOTSET");
-  return pad == "NOTSET" || pad == "VALID" || depthwise;
+  return true;
 }
 
-// A 1x1, stride-1, unpadded, one-group channels_last convolution of a 16-bit NHWC input.
+// A 1x1, stride-1, unpadded, one-group channels_last convolution with its [K, 1, 1, C] filter.
 bool is_pointwise(const Graph& graph, const Node& p) {
-  if (!is_nhwc_conv(p) || !known_attributes(p, false) || p.has_attr("input_max")) return false;
+  if (!plain_pointwise_conv(p, true)) return false;
   const Shape& w = graph.value(p.inputs[1]).shape;
-  if (w.size() != 4 || w[1] != 1 || w[2] != 1) return false;
-  return p.attr_int("group", 1) == 1 && all_equal(p.attr_ints("strides", {1, 1}), 1) &&
-         all_equal(p.attr_ints("pads", {0, 0, 0, 0}), 0);
+  return w.size() == 4 && w[1] == 1 && w[2] == 1;
 }
 
 // A 2-D channels_last depthwise convolution (group = C = output channels) with a constant filter
 // and no residual.
 bool is_depthwise(const Graph& graph, const Node& d) {
-  if (!is_nhwc_conv(d) || !known_attributes(d, true)) return false;
+  if (!is_conv_node(d) || !channels_last(d) || d.outputs.size() != 1 || d.inputs.size() < 2 ||
+      !known_depthwise_attributes(d))  // an absorbed pool's attributes are not among them
+    return false;
   if (d.input(kConvResidualInput) != kNoValue) return false;
   const Value& x = graph.value(d.inputs[0]);
   const Value& w = graph.value(d.inputs[1]);
@@ -115,7 +100,7 @@ Expected<bool> fuse_depthwise_pointwise(Graph& graph) {
     fused.name = p.name;
     fused.op_type = "DepthwisePointwise";
     fused.domain = "aotc";
-    store_depthwise_part(fused, d);
+    store_depthwise(fused, d);
     fused.attrs["channels_last"] = Attribute::of_int(1);
     if (has_activation(p)) store_activation(fused, load_activation(p));
     const ValueId wdw = graph.add_constant(graph.unique_name(graph.value(d.inputs[1]).name + "_taps"),

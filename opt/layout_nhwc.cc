@@ -18,6 +18,7 @@
 #include <map>
 #include <set>
 
+#include "ir/ops/conv_nhwc.h"
 #include "ir/layout.h"
 #include "ir/op_registry.h"
 #include "ir/ops/conv_configs.h"
@@ -29,8 +30,6 @@ namespace {
 
 // Most channels a space-to-depth stem packing may have (4*C after padding: C <= 4).
 constexpr int64_t kStemSpaceToDepthMaxChannels = 16;
-
-bool is_conv(const Node& n) { return (n.op_type == "Conv" && n.domain.empty()) || (n.op_type == "FusedConv" && n.domain == "aotc"); }
 
 class LayoutRewriter {
  public:
@@ -62,7 +61,7 @@ class LayoutRewriter {
  private:
   // Tries to emit `node` in NHWC; false when it stays as it is.
   Expected<bool> rewrite(const Node& node) {
-    if (is_conv(node)) return rewrite_conv(node);
+    if (is_conv_node(node)) return rewrite_conv(node);
     if (node.op_type == "QLinearConv" && node.domain == "aotc") return rewrite_qconv(node);
     if (node.op_type == "QLinearMatMul" && node.domain == "aotc") return rewrite_qmatmul(node);
     const OpDef* def = registry_.find(node.op_type, node.domain);

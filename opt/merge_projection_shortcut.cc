@@ -33,31 +33,6 @@
 namespace aotc {
 namespace {
 
-bool is_conv(const Node& n) {
-  return (n.op_type == "Conv" && n.domain.empty()) || (n.op_type == "FusedConv" && n.domain == "aotc");
-}
-
-// A channels_last 1x1 / unpadded / group 1 convolution whose attributes are only the window's and
-// (when `activation_ok`) an absorbed activation, with stride 1 or (`strided`) any equal stride in
-// both directions, returned in *stride.
-bool plain_pointwise(const Node& n, bool activation_ok, bool strided = false, int64_t* stride = nullptr) {
-  if (!is_conv(n) || !channels_last(n) || n.outputs.size() != 1 || n.inputs.size() < 2) return false;
-  static const std::set<std::string> kWindow = {"channels_last", "dilations", "group", "kernel_shape", "pads", "strides"};
-  for (const auto& kv : n.attrs) {
-    if (kWindow.count(kv.first)) continue;
-    if (activation_ok && (kv.first == "activation" || kv.first.rfind("act.", 0) == 0)) continue;
-    return false;
-  }
-  const std::vector<int64_t> strides = n.attr_ints("strides", {1, 1});
-  if (strides.size() != 2 || strides[0] != strides[1] || strides[0] < 1 || (!strided && strides[0] != 1)) return false;
-  if (stride) *stride = strides[0];
-  for (int64_t v : n.attr_ints("dilations", {1, 1}))
-    if (v != 1) return false;
-  for (int64_t v : n.attr_ints("pads", {0, 0, 0, 0}))
-    if (v != 0) return false;
-  return n.attr_int("group", 1) == 1;
-}
-
 bool float_type(DType t) { return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16; }
 
 // The KRSC filter [K, 1, 1, C] of a pointwise conv, or null.
@@ -85,14 +60,14 @@ Expected<bool> merge_shortcuts(Graph& graph, bool strided) {
   std::vector<std::pair<size_t, Node>> concats;  // inserted before the node at that index
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     Node& c = graph.nodes[i];
-    if (drop[i] || !plain_pointwise(c, true) || c.op_type != "FusedConv") continue;
+    if (drop[i] || !plain_pointwise_conv(c, true) || c.op_type != "FusedConv") continue;
     const ValueId r = c.input(kConvResidualInput);
     if (r == kNoValue || graph.is_graph_output(r) || consumers[static_cast<size_t>(r)].size() != 1) continue;
     const int pi = producers[static_cast<size_t>(r)];
     if (pi < 0 || drop[static_cast<size_t>(pi)]) continue;
     const Node& p = graph.nodes[static_cast<size_t>(pi)];
     int64_t step = 1;
-    if (!plain_pointwise(p, false, strided, &step) || (step > 1) != strided ||
+    if (!plain_pointwise_conv(p, false, strided, &step) || (step > 1) != strided ||
         (p.inputs.size() > kConvResidualInput && p.input(kConvResidualInput) != kNoValue))
       continue;
     const Value& h = graph.value(c.input(0));

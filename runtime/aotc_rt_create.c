@@ -315,8 +315,6 @@ int aotc_rt_prepare_kernels(aotc_rt_handle* h) {
   CUdeviceptr scratch = 0; /* one builder output buffer for all library kernels with a builder */
   int code = AOTC_OK;
   CUresult r;
-  const char* carveout_env = getenv("AOTC_SMEM_CARVEOUT");
-  const int carveout = carveout_env && *carveout_env ? atoi(carveout_env) : -1;
   for (int i = 0; code == AOTC_OK && i < d->num_kernels; ++i) {
     const aotc_rt_kernel* k = &d->kernels[i];
     CUmodule module = h->modules[k->module];
@@ -339,11 +337,6 @@ int aotc_rt_prepare_kernels(aotc_rt_handle* h) {
                                       AOTC_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                       (int)h->shapes[i].shared_bytes)) != AOTC_CU_SUCCESS)
       code = aotc_rt_cu_fail(h, r, "cuFuncSetAttribute(max dynamic shared memory)");
-    /* AOTC_SMEM_CARVEOUT=P (0-100): a measurement knob, every kernel's preferred shared-memory
-       share of the L1 / shared array; a hint the driver may ignore, so failures are not errors. */
-    if (code == AOTC_OK && carveout >= 0)
-      (void)h->cu.func_set_attribute(h->functions[i], AOTC_CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
-                                     carveout);
   }
   if (scratch) h->cu.mem_free(scratch);
   return code;

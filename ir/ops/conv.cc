@@ -99,8 +99,7 @@ Status conv_infer(Node& node, Graph& graph) {
   if (node.input(kResidualInput) != kNoValue && input_value(graph, node, kResidualInput).shape != out)
     return node_error(node, "input 3 (Residual) has shape " + shape_str(input_value(graph, node, kResidualInput).shape) +
                                 ", expected the output shape " + shape_str(out));
-  if (has_activation(node) && !default_registry().find(load_activation(node).op_type))
-    return node_error(node, "absorbed activation '" + escape_for_message(load_activation(node).op_type) + "' is unknown");
+  AOTC_RETURN_IF_ERROR(check_activation_known(node, node));
   if (has_pool(node)) {
     auto pooled = pooled_shape(node, cs->out);
     if (!pooled) return pooled.status();
@@ -187,15 +186,6 @@ Status conv_reference(const Node& node, const std::vector<const Tensor*>& inputs
 
 std::string compute_type(DType t) { return t == DType::kFloat64 ? "double" : "float"; }
 
-Status check_activation_lowerable(const Node& node) {
-  if (!has_activation(node)) return Status::ok();
-  const OpDef* def = default_registry().find(load_activation(node).op_type);
-  if (!def || !def->scalar_expr)
-    return node_error(node, "absorbed activation '" + escape_for_message(load_activation(node).op_type) +
-                                "' has no CUDA expression");
-  return Status::ok();
-}
-
 // Implicit-GEMM tile configurations: (BM, BN, TM, TN), 256 threads each. The short one keeps
 // threads busy when a group has few output channels; the large one halves shared-memory traffic
 // per FMA but only pays off when there are enough tiles to fill the GPU (kLargeTileMinBlocks,
@@ -215,7 +205,7 @@ TileConfig pick_tile(int64_t cout_per_group, int64_t gemm_n, int64_t groups) {
 }
 
 Expected<Lowering> conv_lower(const Node& node, const Graph& graph) {
-  AOTC_RETURN_IF_ERROR(check_activation_lowerable(node));
+  AOTC_RETURN_IF_ERROR(check_activation_lowerable(node, node));
   const Value& xv = input_value(graph, node, 0);
   auto cs = conv_shape(node, xv.shape, input_value(graph, node, 1).shape);
   if (!cs) return cs.status();

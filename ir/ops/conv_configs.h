@@ -643,6 +643,7 @@ struct DwPwConfig {
   int64_t cob() const { return 8 * nt * wn; }
   int64_t threads() const { return kDwPwThreads; }
   int64_t gemm_warps() const { return wm() * wn; }
+  int64_t tiles(const DwPwProblem& p) const { return p.batch * ((p.oh + toh - 1) / toh) * ((p.ow + tow - 1) / tow); }
 };
 inline int64_t dw_pw_smem_bytes(const DwPwConfig& c, int64_t cin, const DwPwProblem& p) {
   const int64_t win_h = (c.toh - 1) * p.sh + (p.kh - 1) * p.dh + 1, win_w = (c.tow - 1) * p.sw + (p.kw - 1) * p.dw + 1;
@@ -685,7 +686,7 @@ inline std::optional<DwPwConfig> dw_pw_config(const Target& target, DType dtype,
           if (c.gemm_warps() > 8) continue;
           if (c.cob() < cout || (c.cob() >= 2 * cout && c.cob() > 8)) continue;  // one column tile, mostly used
           if (dw_pw_smem_bytes(c, cin, p) > limit) continue;
-          const int64_t blocks = p.batch * ((p.oh + toh - 1) / toh) * ((p.ow + tow - 1) / tow);
+          const int64_t blocks = c.tiles(p);
           if (blocks > INT32_MAX) continue;
           if (better(c, blocks)) best = c, best_blocks = blocks;
         }

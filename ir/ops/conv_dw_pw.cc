@@ -5,9 +5,10 @@
 // Inputs: 0 X [N, H, W, C] (NHWC); 1 the depthwise filter, tap-major [KH, KW, C]; 2 its bias [C]
 // (optional); 3 the pointwise filter [CO, 1, 1, C] (KRSC); 4 its bias [CO] (optional); 5 a residual
 // [N, OH, OW, CO] (optional). Output [N, OH, OW, CO].
-// Attributes: the depthwise node's own attributes prefixed "dw." (strides, pads, dilations, group,
-// auto_pad, input_max, its absorbed activation "dw.activation" / "dw.act.*"); the pointwise
-// node's activation as "activation" / "act.*" (ir/ops/epilogue.h); channels_last = 1.
+// Attributes: the depthwise node as ir/ops/epilogue.h store_depthwise records it ("depthwise" and
+// its attributes as "dw.<name>": strides, pads, dilations, group, auto_pad, input_max, its
+// absorbed activation "dw.activation" / "dw.act.*"); the pointwise node's activation as
+// "activation" / "act.*"; channels_last = 1.
 // Semantics, as the two nodes had them: D = round_T(act_dw(depthwise(min(X, input_max)) + B_dw)),
 // Y = act(D x W_pw^T + B_pw + Residual). The CPU reference is the two FusedConv references.
 #include <algorithm>
@@ -23,34 +24,15 @@
 
 namespace aotc {
 
-namespace {
-constexpr char kDwPrefix[] = "dw.";
-constexpr size_t kDwPrefixLen = sizeof(kDwPrefix) - 1;
-}  // namespace
-
-namespace {
-// The fused node's attributes with (depthwise) or without (pointwise) the "dw." prefix, as a
-// stand-alone channels_last aotc.FusedConv.
-Node part(const Node& fused, bool depthwise) {
-  Node n;
-  n.op_type = "FusedConv";
-  n.domain = "aotc";
-  n.name = fused.name;
-  for (const auto& kv : fused.attrs) {
-    const bool prefixed = kv.first.compare(0, kDwPrefixLen, kDwPrefix) == 0;
-    if (prefixed == depthwise) n.attrs[depthwise ? kv.first.substr(kDwPrefixLen) : kv.first] = kv.second;
-  }
-  n.attrs["channels_last"] = Attribute::of_int(1);
-  return n;
-}
-}  // namespace
-
-Node depthwise_part(const Node& fused) { return part(fused, true); }
-Node pointwise_part(const Node& fused) { return part(fused, false); }
-
-void store_depthwise_part(Node& fused, const Node& dw) {
-  for (const auto& kv : dw.attrs)
-    if (kv.first != "channels_last") fused.attrs[kDwPrefix + kv.first] = kv.second;
+Node pointwise_part(const Node& fused) {
+  Node pw;
+  pw.name = fused.name;
+  pw.op_type = "FusedConv";
+  pw.domain = "aotc";
+  pw.attrs = fused.attrs;
+  erase_depthwise(pw);
+  pw.attrs["channels_last"] = Attribute::of_int(1);
+  return pw;
 }
 
 namespace {
@@ -74,7 +56,7 @@ Expected<DwPwShape> dw_pw_shape(const Node& node, const Shape& x, const Shape& w
                                 shape_str(wpw));
   DwPwShape s;
   s.n = x[0], s.h = x[1], s.w = x[2], s.c = x[3], s.kh = wdw[0], s.kw = wdw[1], s.co = wpw[0];
-  const Node dw = depthwise_part(node);
+  const Node dw = load_depthwise(node);
   if (dw.attr_int("group", 1) != s.c)
     return node_error(node, "dw.group " + std::to_string(dw.attr_int("group", 1)) + " is not the channel count " +
                                 std::to_string(s.c));
@@ -111,9 +93,8 @@ Status dw_pw_infer(Node& node, Graph& graph) {
   if (node.input(5) != kNoValue && input_value(graph, node, 5).shape != s->out())
     return node_error(node, "input 5 (residual) has shape " + shape_str(input_value(graph, node, 5).shape) +
                                 ", expected the output shape " + shape_str(s->out()));
-  for (const Node& part : {depthwise_part(node), pointwise_part(node)})
-    if (has_activation(part) && !default_registry().find(load_activation(part).op_type))
-      return node_error(node, "absorbed activation '" + escape_for_message(load_activation(part).op_type) + "' is unknown");
+  for (const Node& part : {load_depthwise(node), pointwise_part(node)})
+    AOTC_RETURN_IF_ERROR(check_activation_known(node, part));
   set_output(graph, node, 0, t, s->out());
   return Status::ok();
 }
@@ -129,7 +110,7 @@ Status dw_pw_reference(const Node& node, const std::vector<const Tensor*>& input
   const OpDef* conv = default_registry().find("FusedConv", "aotc");
   if (!conv || !conv->reference) return node_error(node, "internal: aotc.FusedConv has no reference");
   std::vector<Tensor> mid = {Tensor(outputs[0].dtype(), s->mid())};  // stored as T, as the depthwise node's output was
-  AOTC_RETURN_IF_ERROR(conv->reference(depthwise_part(node), {inputs[0], &w, inputs[2], nullptr}, mid));
+  AOTC_RETURN_IF_ERROR(conv->reference(load_depthwise(node), {inputs[0], &w, inputs[2], nullptr}, mid));
   const Tensor* res = inputs.size() > 5 ? inputs[5] : nullptr;
   const Tensor* bias = inputs.size() > 4 ? inputs[4] : nullptr;
   return conv->reference(pointwise_part(node), {&mid[0], inputs[3], bias, res}, outputs);
@@ -146,14 +127,8 @@ Expected<Lowering> dw_pw_lower(const Node& node, const Graph& graph) {
   if (!cfg)
     return node_error(node, "no kernel for a depthwise + pointwise pair of " + dtype_name(xv.dtype) + ", C " +
                                 std::to_string(s->c) + ", CO " + std::to_string(s->co) + " on this target");
-  const Node dw = depthwise_part(node), pw = pointwise_part(node);
-  for (const Node& part : {dw, pw})
-    if (has_activation(part)) {
-      const OpDef* def = default_registry().find(load_activation(part).op_type);
-      if (!def || !def->scalar_expr)
-        return node_error(node, "absorbed activation '" + escape_for_message(load_activation(part).op_type) +
-                                    "' has no CUDA expression");
-    }
+  const Node dw = load_depthwise(node), pw = pointwise_part(node);
+  for (const Node& part : {dw, pw}) AOTC_RETURN_IF_ERROR(check_activation_lowerable(node, part));
   if (dw.has_attr("input_max") && !(dw.attr_float("input_max", 0.0f) >= 0.0f))
     return node_error(node, "dw.input_max must be >= 0 (the zero padding stays zero under it)");
   const int64_t y_stride = graph.row_stride(node.outputs[0]);
@@ -192,8 +167,7 @@ Expected<Lowering> dw_pw_lower(const Node& node, const Graph& graph) {
   k.args = {node.inputs[0], node.inputs[1], has_dw_bias ? node.inputs[2] : kNullArg, node.inputs[3],
             has_bias ? node.inputs[4] : kNullArg, has_res ? node.inputs[5] : kNullArg, node.outputs[0]};
   k.block = Dim3{cfg->threads(), 1, 1};
-  const int64_t tiles = s->n * ((g.out[0] + cfg->toh - 1) / cfg->toh) * ((g.out[1] + cfg->tow - 1) / cfg->tow);
-  k.grid = Dim3{tiles, (s->co + cfg->cob() - 1) / cfg->cob(), 1};
+  k.grid = Dim3{cfg->tiles(prob), (s->co + cfg->cob() - 1) / cfg->cob(), 1};
   k.shared_bytes = dw_pw_smem_bytes(*cfg, s->c, prob);
   Lowering l;
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});

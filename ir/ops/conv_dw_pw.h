@@ -1,17 +1,13 @@
-// aotc.DepthwisePointwise (ir/ops/conv_dw_pw.cc): the two convolutions it holds, as stand-alone
-// aotc.FusedConv nodes (attributes only; channels_last), and how the fusing pass records the
-// depthwise one.
+// aotc.DepthwisePointwise (ir/ops/conv_dw_pw.cc): its pointwise convolution as a stand-alone
+// channels_last aotc.FusedConv (attributes only). The depthwise one is ir/ops/epilogue.h
+// load_depthwise.
 #pragma once
 
 #include "ir/graph.h"
 
 namespace aotc {
 
-// The depthwise convolution: the fused node's "dw."-prefixed attributes.
-Node depthwise_part(const Node& fused);
-// The pointwise convolution: the fused node's other attributes (its activation).
+// The pointwise convolution: the fused node's attributes without the absorbed depthwise one's.
 Node pointwise_part(const Node& fused);
-// Records `dw`'s attributes (all but channels_last) on `fused` under the "dw." prefix.
-void store_depthwise_part(Node& fused, const Node& dw);
 
 }  // namespace aotc

@@ -8,6 +8,8 @@
 // kernels. fp32 stays IEEE fp32 everywhere (cuBLASLt CUBLAS_COMPUTE_32F, FFMA): no TF32.
 #include <algorithm>
 #include <optional>
+#include <set>
+#include <string>
 
 #include "ir/layout.h"
 #include "ir/op_registry.h"
@@ -569,9 +571,26 @@ bool absorbable_pack(const Graph& graph, const Node& pack) {
 
 }  // namespace
 
+bool plain_pointwise_conv(const Node& n, bool activation_ok, bool strided, int64_t* stride) {
+  if (!is_conv_node(n) || !channels_last(n) || n.outputs.size() != 1 || n.inputs.size() < 2) return false;
+  static const std::set<std::string> kWindow = {"channels_last", "dilations", "group", "kernel_shape", "pads", "strides"};
+  for (const auto& kv : n.attrs) {
+    if (kWindow.count(kv.first)) continue;
+    if (activation_ok && (kv.first == "activation" || kv.first.rfind("act.", 0) == 0)) continue;
+    return false;
+  }
+  const std::vector<int64_t> strides = n.attr_ints("strides", {1, 1});
+  if (strides.size() != 2 || strides[0] != strides[1] || strides[0] < 1 || (!strided && strides[0] != 1)) return false;
+  if (stride) *stride = strides[0];
+  for (int64_t v : n.attr_ints("dilations", {1, 1}))
+    if (v != 1) return false;
+  for (int64_t v : n.attr_ints("pads", {0, 0, 0, 0}))
+    if (v != 0) return false;
+  return n.attr_int("group", 1) == 1;
+}
+
 bool node_runs_on_stem_kernel(const Graph& graph, const Node& n) {
-  const bool conv = (n.op_type == "Conv" && n.domain.empty()) || (n.op_type == "FusedConv" && n.domain == "aotc");
-  if (!conv || !channels_last(n) || n.inputs.size() < 2 || n.outputs.size() != 1) return false;
+  if (!is_conv_node(n) || !channels_last(n) || n.inputs.size() < 2 || n.outputs.size() != 1) return false;
   const Value& x = graph.value(n.inputs[0]);
   const Value& w = graph.value(n.input(1));
   if (x.shape.size() != 4 || w.shape.size() != 4) return false;  // NHWC input, KRSC weights

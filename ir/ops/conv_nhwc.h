@@ -1,7 +1,7 @@
 // Shared between the two files of the Conv family: ir/ops/conv.cc (import, checks, shape
 // inference, reference, NCHW lowering) and ir/ops/conv_nhwc.cc (the lowering of a channels_last
-// node to its NHWC implementations). Not for other op families, except ir/ops/pack_nhwc.cc's use
-// of stem_absorbs_pack.
+// node to its NHWC implementations), and the passes that rewrite convolutions. Not for other op
+// families, except ir/ops/pack_nhwc.cc's use of stem_absorbs_pack.
 #pragma once
 
 #include <cstddef>
@@ -14,6 +14,17 @@
 namespace aotc {
 
 constexpr size_t kConvResidualInput = 3;
+
+// A node of this family: ONNX Conv or aotc.FusedConv (what the passes rewrite and the lowering
+// here takes).
+inline bool is_conv_node(const Node& n) {
+  return (n.op_type == "Conv" && n.domain.empty()) || (n.op_type == "FusedConv" && n.domain == "aotc");
+}
+
+// A channels_last 1x1 / unpadded / group 1 convolution whose attributes are only the window's and
+// (when `activation_ok`) an absorbed activation, with stride 1 or (`strided`) any equal stride in
+// both directions, returned in *stride (opt/merge_projection_shortcut, opt/fuse_depthwise_pointwise).
+bool plain_pointwise_conv(const Node& n, bool activation_ok, bool strided = false, int64_t* stride = nullptr);
 
 // A convolution's sizes after the checks of conv.cc's conv_shape (logical NCHW order).
 struct ConvShape {

@@ -1,4 +1,4 @@
-// Encoding of absorbed activations and pools in fused nodes (see epilogue.h).
+// Encoding of absorbed activations, pools and depthwise convolutions in fused nodes (see epilogue.h).
 #include "ir/ops/epilogue.h"
 
 #include "ir/op_registry.h"
@@ -8,6 +8,7 @@ namespace aotc {
 namespace {
 const std::string kPrefix = "act.";
 const std::string kPoolPrefix = "pool.";
+const std::string kDepthwisePrefix = "dw.";
 
 // An absorbed node as attribute `kind` (its op type) + "<prefix><name>" attributes.
 void store_absorbed(Node& fused, const Node& absorbed, const std::string& kind, const std::string& prefix) {
@@ -28,6 +29,25 @@ Node load_absorbed(const Node& fused, const std::string& kind, const std::string
 void store_pool(Node& fused, const Node& pool) { store_absorbed(fused, pool, "pool", kPoolPrefix); }
 bool has_pool(const Node& fused) { return !fused.attr_string("pool", "").empty(); }
 Node load_pool(const Node& fused) { return load_absorbed(fused, "pool", kPoolPrefix); }
+
+void store_depthwise(Node& fused, const Node& depthwise) {
+  Node d = depthwise;
+  d.op_type = "FusedConv";
+  d.attrs.erase("channels_last");
+  store_absorbed(fused, d, "depthwise", kDepthwisePrefix);
+}
+Node load_depthwise(const Node& fused) {
+  Node d = load_absorbed(fused, "depthwise", kDepthwisePrefix);
+  d.domain = "aotc";
+  d.attrs["channels_last"] = Attribute::of_int(1);
+  return d;
+}
+void erase_depthwise(Node& fused) {
+  for (auto it = fused.attrs.begin(); it != fused.attrs.end();)
+    it = it->first == "depthwise" || it->first.compare(0, kDepthwisePrefix.size(), kDepthwisePrefix) == 0
+             ? fused.attrs.erase(it)
+             : std::next(it);
+}
 
 void store_activation(Node& fused, const Node& activation) { store_absorbed(fused, activation, "activation", kPrefix); }
 bool has_activation(const Node& fused) { return !fused.attr_string("activation", "").empty(); }
@@ -50,6 +70,25 @@ Status apply_activation_reference(const Node& fused, Tensor& tensor) {
   std::vector<Tensor> out = {Tensor(tensor.dtype(), tensor.shape())};
   AOTC_RETURN_IF_ERROR(def->reference(act, in, out));
   tensor = std::move(out[0]);
+  return Status::ok();
+}
+
+}  // namespace aotc
+
+namespace aotc {
+
+Status check_activation_known(const Node& node, const Node& fused) {
+  if (has_activation(fused) && !default_registry().find(load_activation(fused).op_type))
+    return node_error(node, "absorbed activation '" + escape_for_message(load_activation(fused).op_type) + "' is unknown");
+  return Status::ok();
+}
+
+Status check_activation_lowerable(const Node& node, const Node& fused) {
+  if (!has_activation(fused)) return Status::ok();
+  const OpDef* def = default_registry().find(load_activation(fused).op_type);
+  if (!def || !def->scalar_expr)
+    return node_error(node, "absorbed activation '" + escape_for_message(load_activation(fused).op_type) +
+                                "' has no CUDA expression");
   return Status::ok();
 }
 

@@ -1,4 +1,5 @@
-// How a fused node (aotc.FusedConv, aotc.FusedGemm) records the activation it absorbed: the
+// How a fused node (aotc.FusedConv, aotc.FusedGemm, aotc.DepthwisePointwise) records what it
+// absorbed. The activation: the
 // activation's op type in attribute "activation" and each of its attributes as "act.<name>".
 // Only ops with OpTraits::epilogue_activation whose scalar_expr and reference depend on
 // attributes alone (one input) can be absorbed; Clip qualifies because its importer turns
@@ -20,6 +21,11 @@ Node load_activation(const Node& fused);
 std::string activation_expr(const Node& fused, const Graph& graph, const std::string& x);
 // Apply the activation's reference in place (no-op when none).
 Status apply_activation_reference(const Node& fused, Tensor& tensor);
+// The checks every fused op makes of its absorbed activation: a registered op (shape inference),
+// with a CUDA expression (lowering). Errors name `node`: the fused node itself, or the node that
+// holds `fused` (aotc.DepthwisePointwise's parts).
+Status check_activation_known(const Node& node, const Node& fused);
+Status check_activation_lowerable(const Node& node, const Node& fused);
 
 // A max pooling absorbed after the activation (opt/fuse_stem_pool: aotc.FusedConv only): its op
 // type in attribute "pool" and its attributes as "pool.<name>". The fused node's output is the
@@ -28,5 +34,14 @@ void store_pool(Node& fused, const Node& pool);
 bool has_pool(const Node& fused);
 // The absorbed pool as a stand-alone single-input node (op_type and attributes only).
 Node load_pool(const Node& fused);
+
+// A depthwise convolution absorbed before the pointwise one that alone read it
+// (opt/fuse_depthwise_pointwise: aotc.DepthwisePointwise): attribute "depthwise" and its
+// attributes (all but channels_last) as "dw.<name>". load_depthwise gives it back as a
+// stand-alone channels_last aotc.FusedConv (attributes only).
+void store_depthwise(Node& fused, const Node& depthwise);
+Node load_depthwise(const Node& fused);
+// Removes that encoding: what is left are the pointwise convolution's own attributes.
+void erase_depthwise(Node& fused);
 
 }  // namespace aotc

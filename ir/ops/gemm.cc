@@ -84,8 +84,7 @@ Status gemm_infer(Node& node, Graph& graph) {
       return node_error(node, std::string("input ") + std::to_string(i) + (i == 2 ? " (C)" : " (Residual)") +
                                   " of shape " + shape_str(input_value(graph, node, i).shape) +
                                   " does not broadcast to " + shape_str({d.m, d.n}));
-  if (has_activation(node) && !default_registry().find(load_activation(node).op_type))
-    return node_error(node, "absorbed activation '" + escape_for_message(load_activation(node).op_type) + "' is unknown");
+  AOTC_RETURN_IF_ERROR(check_activation_known(node, node));
   DType out = t;
   if (float_output) {
     const int64_t o = node.attrs.at("output_dtype").kind == Attribute::Kind::kInt ? node.attr_int("output_dtype", 0) : -1;
@@ -259,11 +258,7 @@ Lowering simt_gemm_lowering(const MatmulStep& m, const SimtGemmPlan& plan, const
 }
 
 Expected<Lowering> gemm_lower(const Node& node, const Graph& graph) {
-  if (has_activation(node)) {
-    const OpDef* def = default_registry().find(load_activation(node).op_type);
-    if (!def || !def->scalar_expr)
-      return node_error(node, "absorbed activation '" + escape_for_message(load_activation(node).op_type) + "' has no CUDA expression");
-  }
+  AOTC_RETURN_IF_ERROR(check_activation_lowerable(node, node));
   const Value& av = input_value(graph, node, 0);
   const Value& bv = input_value(graph, node, 1);
   if (av.dtype == DType::kFloat64)

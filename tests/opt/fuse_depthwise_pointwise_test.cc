@@ -86,7 +86,7 @@ TEST(FuseDepthwisePointwise, InvertedResidualBlockIsOneNodeBitForBit) {
   int convs = 0;
   for (const Node& n : g.nodes) convs += n.op_type == "FusedConv" ? 1 : 0;
   EXPECT_EQ(convs, 1) << testing_util::op_list(g);
-  const Node dw = depthwise_part(*f), pw = pointwise_part(*f);
+  const Node dw = load_depthwise(*f), pw = pointwise_part(*f);
   EXPECT_EQ(dw.attr_int("group", 0), 48);
   EXPECT_EQ(dw.attr_float("input_max", 0), 1.5f);          // clip_into_depthwise's clamp, kept
   EXPECT_EQ(dw.attr_string("activation", ""), "Clip");     // its ReLU6
@@ -122,7 +122,7 @@ TEST(FuseDepthwisePointwise, StridedBf16AndAReluOnTheProjection) {
     EXPECT_TRUE(*changed);
     const Node* f = fused_node(*graph);
     ASSERT_NE(f, nullptr) << testing_util::op_list(*graph);
-    EXPECT_EQ(depthwise_part(*f).attr_ints("strides", {}), (std::vector<int64_t>{2, 2}));
+    EXPECT_EQ(load_depthwise(*f).attr_ints("strides", {}), (std::vector<int64_t>{2, 2}));
     EXPECT_EQ(graph->value(f->outputs[0]).shape, (Shape{2, 5, 6, 56}));
     EXPECT_EQ(has_activation(pointwise_part(*f)), graph == &h);
     EXPECT_TRUE(testing_util::same_outputs(mid, *graph, 5, 0.0, 0.0));
