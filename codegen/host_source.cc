@@ -241,7 +241,8 @@ std::string render_model_c(const LaunchProgram& program, const Graph& graph,
                std::to_string(first) + ", " + std::to_string(k.args.size()) + ", " +
                (k.library_params ? "1" : "0") + ", " + std::to_string(first_builder) + ", " +
                std::to_string(num_builder) + ", " + (k.pdl ? "1" : "0") + ", " + prebuilt_ref + ", " +
-               std::to_string(first_map) + ", " + std::to_string(num_maps) + "},\n";
+               std::to_string(first_map) + ", " + std::to_string(num_maps) + ", " + std::to_string(k.cluster_size) +
+               "u},\n";
     first += static_cast<int>(k.args.size());
     first_builder += num_builder;
     first_map += num_maps;

@@ -283,6 +283,10 @@ class ProgramBuilder {
     pk.grid = k.grid;
     pk.block = k.block;
     pk.shared_bytes = k.shared_bytes;
+    pk.cluster_size = k.cluster_size;
+    if (k.cluster_size < 0 || k.cluster_size > 16)
+      return node_error(node, "kernel step asks for a cluster of " + std::to_string(k.cluster_size) +
+                                  " CTAs (at most 16)");
     pk.library_params = k.library_params;
     pk.builder_args = k.builder_args;
     pk.host_params = k.host_params;

@@ -93,6 +93,8 @@ struct ProgramKernel {
   // KernelStep::l2_prefetch_args: args' last two entries are the weight range to prefetch
   // (weights-space begin and end, or both null).
   bool l2_prefetch_args = false;
+  // KernelStep::cluster_size (0: none said; over 8 the runtime allows the non-portable size).
+  int64_t cluster_size = 0;
 };
 
 struct ProgramMatmul {

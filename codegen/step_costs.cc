@@ -69,6 +69,14 @@ int64_t kernel_step_flops(const Node& node, const Graph& graph, const KernelStep
     const int64_t pixels = y.numel() / y.shape[3];
     return 2 * pixels * wdw[2] * wdw[0] * wdw[1] + 2 * y.numel() * wdw[2];
   }
+  // Two pointwise convolutions (templates/conv_pw_pair_nhwc.cu.in, ir/ops/conv_pw_pair.cc): 2*K1 per
+  // element of Y1 and 2*N1 per element of Y2.
+  if (k.template_name == "conv_pw_pair_nhwc" && node.inputs.size() >= 5 && node.outputs.size() == 2) {
+    const Value& x = graph.value(node.inputs[0]);
+    const Value& y1 = graph.value(node.outputs[0]);
+    if (x.shape.size() != 4 || y1.shape.size() != 4) return 0;
+    return 2 * y1.numel() * x.shape[3] + 2 * graph.value(node.outputs[1]).numel() * y1.shape[3];
+  }
   if (!is_conv_node(node) || node.inputs.size() < 2 || node.outputs.empty()) return 0;
   // The CUTLASS 2.x convolutions' builder args (N H W C K R S P Q ...); the sm_90a one's differ
   // (no P, Q) and take the generic count below.

@@ -56,6 +56,9 @@ struct KernelStep {
   // when no step after it reads weights, or when the range would pass 24 MiB). Not for library
   // kernels.
   bool l2_prefetch_args = false;
+  // CTAs per thread-block cluster of a __cluster_dims__ kernel (0: none or not said). Over 8, sm_90's
+  // non-portable size: the runtime allows it on the function at create.
+  int64_t cluster_size = 0;
 };
 
 // A float in KernelStep::builder_args: its IEEE bits (the builder reads them back with

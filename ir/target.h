@@ -47,6 +47,10 @@ struct Target {
   // is sm_90+ (conv_cluster_splitk_config; templates/conv_cluster_splitk.cuh). Off: im2col + GEMM
   // (--conv-cluster off).
   bool conv_cluster_splitk = true;
+  // The most CTAs of such a cluster (--conv-cluster-max-split, 1-16; over 8 is sm_90's
+  // non-portable cluster size, allowed by the runtime at create): the rule's bound
+  // (conv_configs.h pick_cluster_conv_config).
+  int conv_cluster_max_split = 6;
   // Of those, a strided 1x1 convolution without padding (ResNet's downsample at batch 1) reads its
   // input in place as a strided batched cuBLASLt GEMM, one batch per output row, no im2col
   // (conv_strided_pointwise_gemm_applies). Off: im2col + GEMM like the others

@@ -14,7 +14,9 @@
 // only the pixels the projection reads. Bytes per output pixel: Ch + Cx + 3K before, 3 (Ch + Cx) +
 // K after, as above (ResNet-50 layer 2: 1920 -> 1664), and one GEMM instead of a CUTLASS
 // implicit GEMM (the strided projection) plus a GEMM; it fires only where the merged GEMM has at
-// least one 128 x 128 tile per SM (batch 32 here, not batch 1, where launches dominate).
+// least one 128 x 128 tile per SM (batch 32 here) or, below that (batch 1, launch-bound), where
+// h comes from a convolution that can write it into the Concat's rows, so that the copy of x's
+// pixels replaces the projection's GEMM launch instead of adding one (docs/perf_notes.md v45).
 // Must not fire: a projection with an activation, a pool or any other attribute, unequal strides
 // (or any stride in merge_projection_shortcut), a pad, dilation, group or window other than 1, a
 // second reader or a graph output, different pixel grids or dtypes, non-constant filters or
@@ -88,10 +90,17 @@ Expected<bool> merge_shortcuts(Graph& graph, bool strided) {
     // With auxiliary streams a small projection runs beside conv1 / conv2 instead
     // (opt/side_branches.cc, the same size rule): merged, its Concat would sit on the critical path.
     if (graph.target.aux_streams > 0 && graph.value(r).byte_size() <= graph.target.aux_stream_max_bytes) continue;
-    // A strided projection's input is not read whole: only where the merged GEMM fills the GPU
-    // (output pixels x channels >= one 128 x 128 tile per SM) do the bytes saved pay for the
-    // extra copy kernel; a smaller one (batch 1) keeps its own launch-bound convolution.
-    if (step > 1 && h.shape[0] * h.shape[1] * h.shape[2] * k < int64_t{graph.target.sm_count} * 128 * 128) continue;
+    // A strided projection's input is not read whole: x's pixels at the stride are copied. Where
+    // the merged GEMM fills the GPU (output pixels x channels >= one 128 x 128 tile per SM) the
+    // bytes saved pay for that copy; in a smaller one (batch 1) the copy kernel replaces the
+    // projection's own launch-bound GEMM when h's producer, a convolution, writes h straight into
+    // the Concat's rows (concat_in_place), and adds a launch otherwise: merged only then.
+    if (step > 1 && h.shape[0] * h.shape[1] * h.shape[2] * k < int64_t{graph.target.sm_count} * 128 * 128) {
+      const int hp = producers[static_cast<size_t>(c.input(0))];
+      if (hp < 0 || !is_conv_node(graph.nodes[static_cast<size_t>(hp)]) ||
+          graph.nodes[static_cast<size_t>(hp)].attr_int("group", 1) != 1 || consumers[static_cast<size_t>(c.input(0))].size() != 1)
+        continue;
+    }
     // Copied now: the graph.add_* calls below may move graph.values under h, x, w3, wd, b3, bd.
     const Shape h_shape = h.shape;
 

@@ -88,6 +88,10 @@ Expected<bool> fuse_stem_pool(Graph& graph);
 // A channels_last depthwise conv and the pointwise conv that alone reads it become one
 // aotc.DepthwisePointwise node where the target has its kernel (fuse_depthwise_pointwise.cc).
 Expected<bool> fuse_depthwise_pointwise(Graph& graph);
+// A pointwise convolution and the pointwise convolution that reads its output -> one
+// aotc.PointwisePair node where the target has a configuration for its kernel
+// (fuse_pointwise_pair.cc).
+Expected<bool> fuse_pointwise_pair(Graph& graph);
 
 // A pointwise conv whose residual is another pointwise conv (ResNet's first bottleneck: conv3 +
 // downsample) becomes one conv over Concat(h, x) where that moves fewer bytes

@@ -47,6 +47,7 @@ const std::vector<Pass>& default_pipeline() {
       {"fuse_depthwise_pointwise", fuse_depthwise_pointwise},
       {"merge_projection_shortcut", merge_projection_shortcut},
       {"merge_strided_projection", merge_strided_projection},
+      {"fuse_pointwise_pair", fuse_pointwise_pair},  // after the merges (a merged conv3 may be its first)
       {"fuse_output_cast", fuse_output_cast},
       {"pad_gemm_n", pad_gemm_n},
       {"fuse_matmul_transpose", fuse_matmul_transpose},

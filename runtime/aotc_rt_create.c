@@ -327,6 +327,14 @@ int aotc_rt_prepare_kernels(aotc_rt_handle* h) {
     if (k->library) {
       code = build_library_params(h, i, module, &scratch);
     } else {
+      if (k->cluster_size > 8 &&
+          (r = h->cu.func_set_attribute(h->functions[i], AOTC_CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)) !=
+              AOTC_CU_SUCCESS) {
+        char what[320];
+        snprintf(what, sizeof what, "cuFuncSetAttribute(%s, non-portable cluster size %u)", k->name, k->cluster_size);
+        code = aotc_rt_cu_fail(h, r, what);
+        break;
+      }
       aotc_rt_launch_shape* s = &h->shapes[i];
       memcpy(s->grid, k->grid, sizeof s->grid);
       memcpy(s->block, k->block, sizeof s->block);

@@ -61,6 +61,10 @@ typedef struct aotc_rt_kernel {
   unsigned prebuilt_bytes;
   int first_tensor_map;
   int num_tensor_maps;
+  /* CTAs per cluster of a __cluster_dims__ kernel that is not a library kernel (those report it in
+     their params header); over 8 (sm_90's non-portable sizes, up to 16) create() allows it on the
+     function. 0: not said. */
+  unsigned cluster_size;
 } aotc_rt_kernel;
 /* A CUDA tensor map (TMA descriptor) inside a prebuilt params struct: the arguments aotc recorded
    from CUTLASS's call of the driver's encoder at compile time. create() encodes it again with the

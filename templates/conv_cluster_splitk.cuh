@@ -16,7 +16,8 @@
 // activation and stores 16-bit outputs.
 // Threads: threads(KG); dynamic shared memory: smem_bytes(BN, BK, STAGES, KG). Requirements (the
 // lowering's applicability check, ir/ops/conv_configs.h): C % BK == 0 (a K step lies in one tap),
-// K % BN == 0, (KH*KW*C / BK) % SPLIT == 0, SPLIT <= 8, every target sm_90 or newer, every
+// K % BN == 0, (KH*KW*C / BK) % SPLIT == 0, SPLIT <= 16 (over 8: sm_90's non-portable cluster
+// size, which the runtime allows on the function at create), every target sm_90 or newer, every
 // tensor under 2^31 elements (int offsets).
 #pragma once
 
@@ -65,7 +66,7 @@ __device__ __forceinline__ void conv(const T* __restrict__ x, const T* __restric
   constexpr int M = N_ * OH * OW, KK = KH * KW * C_, KSTEPS = KK / BK, STEPS = KSTEPS / SPLIT;
   static_assert(C_ % BK == 0 && (BK == 32 || BK == 64), "a K step lies in one tap");
   static_assert(K_ % BN == 0 && (BN == 32 || BN == 64), "whole BN-wide column tiles");
-  static_assert(KSTEPS % SPLIT == 0 && SPLIT >= 1 && SPLIT <= 8, "equal K ranges, a portable cluster");
+  static_assert(KSTEPS % SPLIT == 0 && SPLIT >= 1 && SPLIT <= 16, "equal K ranges, at most sm_90's largest cluster");
   static_assert(STAGES >= 2, "a pipeline");
   static_assert(YLD >= K_ && YLD % 4 == 0, "output pixels at least K apart, 8-byte aligned stores");
   static_assert((KG == 1 || KG == 2) && BK % (16 * KG) == 0, "each warp group takes whole 16-wide slices");

@@ -337,6 +337,13 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       std::string text;
       AOTC_CHOOSE(text, {"8", "16"});
       o.simt_gemm_max_cluster = text == "8" ? 8 : 16;
+    } else if (opt == "--conv-cluster-max-split") {
+      std::string text;
+      AOTC_TAKE(text);
+      int64_t n = 0;
+      if (!parse_int(text, 1, 16, &n))
+        return cur.usage("bad --conv-cluster-max-split '" + escape_for_message(text) + "': expected 1 to 16");
+      o.conv_cluster_max_split = static_cast<int>(n);
     } else if (opt == "--conv-cluster") {
       std::string text;
       AOTC_CHOOSE(text, {"on", "off"});

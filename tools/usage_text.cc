@@ -68,6 +68,9 @@ options:
                            64 run as one kernel that splits the K loop across a thread-block
                            cluster when every --arch is sm_90 or newer (no im2col matrix); off:
                            im2col + GEMM
+  --conv-cluster-max-split N
+                           the most CTAs (K slices) of that kernel's cluster, 1-16 (default 6;
+                           over 8: sm_90's non-portable cluster size; for measuring)
   --conv-wgmma on|off      on (default): fp16 convolutions that fill half a wave run on
                            CUTLASS 3.x's TMA + wgmma implicit GEMM when every --arch is sm_90
                            (its params are built at compile time, which needs nvcc and CUTLASS

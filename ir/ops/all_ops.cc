@@ -20,6 +20,7 @@ void register_transpose_ops(OpRegistry& registry);
 void register_softmax_ops(OpRegistry& registry);
 void register_conv_ops(OpRegistry& registry);
 void register_conv_dw_pw_ops(OpRegistry& registry);
+void register_conv_pw_pair_ops(OpRegistry& registry);
 void register_gemm_ops(OpRegistry& registry);
 void register_batch_norm_ops(OpRegistry& registry);
 void register_pool_ops(OpRegistry& registry);
@@ -96,6 +97,7 @@ void register_all_ops(OpRegistry& registry) {
   register_softmax_ops(registry);
   register_conv_ops(registry);
   register_conv_dw_pw_ops(registry);
+  register_conv_pw_pair_ops(registry);
   register_gemm_ops(registry);
   register_batch_norm_ops(registry);
   register_pool_ops(registry);

@@ -407,15 +407,16 @@ inline bool conv_im2col_gemm_applies(const Target& target, DType dtype, int64_t 
 // 1.05-1.24x per layer, the 16 layers 117.9 -> 100.8 us as one graph. Every configuration takes a
 // 64-row M tile, 64-wide K steps (C % 64 == 0: a step lies in one tap), a 3-stage pipeline and two
 // warp groups (the best of each layer's measured list); the rule picks the column tile BN (32 or
-// 64) and the cluster size SPLIT (a divisor of the K steps, at most kClusterConvMaxSplit: 8
-// measured slower than 6 on every layer) with at most one CTA per SM of the smallest target, the
+// 64) and the cluster size SPLIT (a divisor of the K steps, at most Target::conv_cluster_max_split:
+// 6 by default, 8 measured slower than 6 on every layer in that bench; over 8 is sm_90's
+// non-portable size, KernelStep::cluster_size) with at most one CTA per SM of the smallest target, the
 // fewest K steps per CTA, then the most CTAs. On the H200's 132 SMs that gives each layer's
 // fastest measured configuration or one within 4% of it (layer 2: 64 x 3 at 6.42 us, best 6.15).
 struct ClusterConvConfig {
   int64_t bn = 0, bk = 64, stages = 3, kg = 2, split = 1;
 };
 constexpr int64_t kClusterConvBm = 64;
-constexpr int64_t kClusterConvMaxSplit = 6;
+constexpr int64_t kClusterConvMaxSplit = 16;  // the template's bound (sm_90's largest cluster)
 
 // Mirrors templates/conv_cluster_splitk.cuh's threads() / smem_bytes() (the template asserts it).
 inline int64_t cluster_conv_threads(const ClusterConvConfig& c) { return 128 * c.kg; }
@@ -434,7 +435,7 @@ inline std::optional<ClusterConvConfig> pick_cluster_conv_config(const Target& t
   int64_t best_steps = 0, best_ctas = 0;
   for (int64_t bn : {32, 64}) {
     if (cout % bn != 0) continue;
-    for (int64_t split = 1; split <= kClusterConvMaxSplit; ++split) {
+    for (int64_t split = 1; split <= std::min<int64_t>(target.conv_cluster_max_split, kClusterConvMaxSplit); ++split) {
       if (ksteps % split != 0) continue;
       const int64_t ctas = m_tiles * (cout / bn) * split, steps = ksteps / split;
       if (ctas > target.sm_count) continue;
@@ -718,6 +719,51 @@ inline std::optional<SimtGemmPlan> simt_gemm_plan(const Target& target, DType dt
                             cluster ? std::min<int64_t>(target.simt_gemm_max_cluster, kSimtGemmMaxClusterSplit) : kSimtGemmMaxSplit);
   p.cluster = cluster && p.split > 1;
   return p;
+}
+
+// ---- Two pointwise convolutions in a row as one cluster kernel (aotc.PointwisePair,
+// templates/conv_pw_pair_nhwc.cu.in, opt/fuse_pointwise_pair) ----
+// Y1 = act1(X W1^T + B1 + R) [M, N1] then Y2 = act2(Y1 W2^T + B2) [M, N2]: a cluster of CS CTAs
+// owns BM rows, each CTA N1 / CS columns of Y1 and N2 / CS of Y2, the Y1 tile shared through
+// distributed shared memory. Every operand of a CTA is in shared memory at once (no K pipeline),
+// so the rule takes only problems whose shares fit: ResNet-50's layer-2 and layer-3 pairs at
+// batch 1 (conv3 + residual of one block, conv1 of the next), where two launch-bound GEMMs of
+// 3.4-4.5 us each become one kernel (docs/perf_notes.md v45).
+struct PwPairConfig {
+  int64_t bm = 32, cs = 16;  // rows of a cluster, CTAs of a cluster
+};
+constexpr int64_t kPwPairThreads = 256;
+// Mirrors the template's layout: X rows and the W1 share (K1 + 8 halves a row), the W2 share and
+// the Y1 tile (N1 + 8), and the K-split partial sums (8 warps x 4 tiles x 4 x 32 floats).
+inline int64_t pw_pair_smem_bytes(const PwPairConfig& c, int64_t k1, int64_t n1, int64_t n2) {
+  const int64_t ldx = k1 + 8, ldy = n1 + 8;
+  return 2 * ((c.bm + n1 / c.cs) * ldx + (n2 / c.cs + c.bm) * ldy) + 8 * 4 * 4 * 32 * 4;
+}
+// The template's warp split of a BM x NCOLS phase: 16-row groups x n8 tiles over 8 warps, at most
+// 4 n8 tiles a warp, or several warps a tile splitting K.
+inline bool pw_pair_warps_fit(int64_t bm, int64_t ncols) {
+  if (bm % 16 != 0 || ncols % 8 != 0 || ncols == 0) return false;
+  const int64_t tiles = (bm / 16) * (ncols / 8), nt = tiles >= 8 ? tiles / 8 : 1;
+  return (tiles % 8 == 0 || 8 % tiles == 0) && nt <= 4 && (ncols / 8) % nt == 0;
+}
+// Preference: the largest cluster (each CTA streams the fewest weight bytes), then 32-row tiles,
+// then 64, then 16; within the target's SMs (one wave) and its per-block shared memory.
+inline std::optional<PwPairConfig> pw_pair_config(const Target& target, DType dtype, int64_t m, int64_t k1, int64_t n1,
+                                                  int64_t n2) {
+  if (target.min_sm() < 90 || (dtype != DType::kFloat16 && dtype != DType::kBFloat16)) return std::nullopt;
+  if (m <= 0 || k1 <= 0 || n1 <= 0 || n2 <= 0 || k1 % 64 != 0 || n1 % 16 != 0) return std::nullopt;
+  if (m * std::max({k1, n1, n2}) >= (int64_t{1} << 31) - (int64_t{1} << 20)) return std::nullopt;  // int offsets
+  for (int64_t cs : {16, 8, 4}) {
+    if (n1 % (8 * cs) != 0 || n2 % (8 * cs) != 0) continue;
+    for (int64_t bm : {32, 64, 16}) {
+      const PwPairConfig c{bm, cs};
+      if ((m + bm - 1) / bm * cs > target.sm_count) continue;
+      if (!pw_pair_warps_fit(bm, n1 / cs) || !pw_pair_warps_fit(bm, n2 / cs)) continue;
+      if (pw_pair_smem_bytes(c, k1, n1, n2) > max_block_smem(target)) continue;
+      return c;
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace aotc

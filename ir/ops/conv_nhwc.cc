@@ -149,6 +149,7 @@ Lowering lower_cluster_splitk(const NhwcConv& c, const ClusterConvConfig& cfg) {
   k.grid = Dim3{cfg.split, cs.cout / cfg.bn, m_tiles};
   k.block = Dim3{cluster_conv_threads(cfg), 1, 1};
   k.shared_bytes = cluster_conv_smem_bytes(cfg);
+  k.cluster_size = cfg.split;
   Lowering l;
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
   return l;

@@ -9,6 +9,7 @@ namespace {
 const std::string kPrefix = "act.";
 const std::string kPoolPrefix = "pool.";
 const std::string kDepthwisePrefix = "dw.";
+const std::string kNextPrefix = "next.";
 
 // An absorbed node as attribute `kind` (its op type) + "<prefix><name>" attributes.
 void store_absorbed(Node& fused, const Node& absorbed, const std::string& kind, const std::string& prefix) {
@@ -47,6 +48,24 @@ void erase_depthwise(Node& fused) {
     it = it->first == "depthwise" || it->first.compare(0, kDepthwisePrefix.size(), kDepthwisePrefix) == 0
              ? fused.attrs.erase(it)
              : std::next(it);
+}
+
+void store_next(Node& fused, const Node& next) {
+  Node d = next;
+  d.op_type = "FusedConv";
+  d.attrs.erase("channels_last");
+  store_absorbed(fused, d, "next", kNextPrefix);
+}
+Node load_next(const Node& fused) {
+  Node d = load_absorbed(fused, "next", kNextPrefix);
+  d.domain = "aotc";
+  d.attrs["channels_last"] = Attribute::of_int(1);
+  return d;
+}
+void erase_next(Node& fused) {
+  for (auto it = fused.attrs.begin(); it != fused.attrs.end();)
+    it = it->first == "next" || it->first.compare(0, kNextPrefix.size(), kNextPrefix) == 0 ? fused.attrs.erase(it)
+                                                                                            : std::next(it);
 }
 
 void store_activation(Node& fused, const Node& activation) { store_absorbed(fused, activation, "activation", kPrefix); }

@@ -44,4 +44,13 @@ Node load_depthwise(const Node& fused);
 // Removes that encoding: what is left are the pointwise convolution's own attributes.
 void erase_depthwise(Node& fused);
 
+// A pointwise convolution absorbed after the node (opt/fuse_pointwise_pair:
+// aotc.PointwisePair): the next convolution, which reads the node's output as its input 0, as
+// attribute "next" and its attributes (all but channels_last) as "next.<name>". load_next gives
+// it back as a stand-alone channels_last aotc.FusedConv (attributes only); erase_next leaves the
+// first convolution's own attributes.
+void store_next(Node& fused, const Node& next);
+Node load_next(const Node& fused);
+void erase_next(Node& fused);
+
 }  // namespace aotc

@@ -464,6 +464,58 @@ TEST(CutlassConv, DepthwisePointwiseIsOneKernelAndCompiles) {
   }
 }
 
+// opt/fuse_pointwise_pair at ResNet-50's batch-1 layer-3 boundary (conv3 + residual + ReLU, then
+// the next conv1 + ReLU): one kernel step whose launch shape, cluster and shared memory follow
+// ir/ops/conv_configs.h pw_pair_config (7 tiles of 32 rows, 16-CTA clusters), whose FLOPs are both
+// convolutions', and which nvcc compiles for sm_90 in fp16 and bf16 with the library's host code.
+TEST(CutlassConv, PointwisePairIsOneKernelAndCompiles) {
+  for (const char* t : {"float16", "bfloat16"}) {
+    std::string text = R"(
+      input %h : T[1x256x14x14]
+      input %s : T[1x1024x14x14]
+      const %w3 : T[1024x256x1x1] = random(1)
+      const %b3 : T[1024] = random(2)
+      const %w1 : T[256x1024x1x1] = random(3)
+      %c3 : T[?] = Conv(%h, %w3, %b3)  # conv3
+      %a : T[?] = Add(%c3, %s)  # add
+      %o : T[?] = Relu(%a)  # out
+      %c1 : T[?] = Conv(%o, %w1)  # conv1
+      %h1 : T[?] = Relu(%c1)  # relu1
+      output %h1
+      output %o
+    )";
+    for (size_t at = text.find("T["); at != std::string::npos; at = text.find("T[", at + 1)) text.replace(at, 1, t);
+    auto g = nhwc_graph(text, {"sm_90"});
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    auto fused = fuse_pointwise_pair(*g);
+    ASSERT_TRUE(fused.is_ok() && *fused) << t;
+    auto program = build_launch_program(*g, test::linear_plan(*g));
+    ASSERT_TRUE(program.is_ok()) << program.status().message();
+    EXPECT_TRUE(program->matmuls.empty());  // the two convolutions are not GEMMs any more
+    const ProgramKernel* kp = nullptr;
+    int pairs = 0;
+    for (const ProgramKernel& pk : program->kernels)
+      if (pk.template_name == "conv_pw_pair_nhwc") kp = &pk, ++pairs;
+    ASSERT_EQ(pairs, 1) << t;  // the others convert the NCHW inputs and outputs
+    const ProgramKernel& k = *kp;
+    EXPECT_EQ(k.grid.x, 16);
+    EXPECT_EQ(k.grid.y, 7);
+    EXPECT_EQ(k.cluster_size, 16);
+    EXPECT_EQ(k.shared_bytes, 2 * ((32 + 64) * 264 + (16 + 32) * 1032) + 16384);
+    const Node* node = nullptr;
+    for (const Node& n : g->nodes)
+      if (n.op_type == "PointwisePair") node = &n;
+    ASSERT_NE(node, nullptr);
+    auto low = default_registry().find("PointwisePair", "aotc")->lower(*node, *g);
+    ASSERT_TRUE(low.is_ok()) << low.status().message();
+    EXPECT_EQ(kernel_step_flops(*node, *g, low->steps[0].kernel), 2 * 196 * 1024 * 256 + 2 * 196 * 256 * 1024);
+    const std::string nvcc = test::find_nvcc();
+    if (!test::tool_runs(nvcc) || !test::tool_runs("cc")) GTEST_SKIP() << "nvcc or cc not available";
+    const std::string sources = test::compile_block_sources(*g, test::linear_plan(*g), {"sm_90"}, "", std::string("pw-pair-") + t);
+    EXPECT_NE(sources.find("__cluster_dims__(16LL, 1, 1)"), std::string::npos);
+  }
+}
+
 // The stem + pool on sm_90a's wgmma (templates/conv_stem_pool_wgmma_nhwc.cu.in): the model's form
 // (a float input cast to fp16, which the pack absorbs: the kernel reads the NCHW floats itself)
 // takes it for an sm_90-only target at any batch; must not fire for a target list with sm_87,

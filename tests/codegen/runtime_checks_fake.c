@@ -109,7 +109,7 @@ static CUresult f_error_name(CUresult r, const char** name) {
 
 /* ---- the model: y = plain(x), 100 floats each ---- */
 static const aotc_rt_ref kArgs[] = {{AOTC_LOC_INPUT, 0, 0}, {AOTC_LOC_OUTPUT, 0, 0}};
-static const aotc_rt_kernel kKernels[] = {{"plain", 0, {1u, 1u, 1u}, {64u, 1u, 1u}, 0u, 0, 2, 0, 0, 0, 0, NULL, 0u, 0, 0}};
+static const aotc_rt_kernel kKernels[] = {{"plain", 0, {1u, 1u, 1u}, {64u, 1u, 1u}, 0u, 0, 2, 0, 0, 0, 0, NULL, 0u, 0, 0, 0u}};
 static const aotc_rt_step kSteps[] = {{AOTC_STEP_KERNEL, 0, "k0_plain", 0ULL, 800ULL, 0, 0}};
 static const long long kShape[] = {100};
 static const aotc_rt_io kIn[] = {{"x", 1, 1, kShape, 400}};

@@ -37,6 +37,7 @@ static CUdeviceptr g_plain_args[2];
 static unsigned g_lib_shape[7];
 static int g_kernel_launches, g_builder_launches, g_builder_lookups, g_attr_value, g_allocs, g_frees;
 static int g_cluster_attr_value = -1; /* the non-portable cluster attribute, -1: never set */
+static uintptr_t g_cluster_attr_fn;   /* the function it was set on */
 static int g_begin, g_end, g_instantiate, g_graph_launch, g_exec_destroy, g_graph_destroy;
 static int g_fail_begin, g_capturing, g_outer_capture;
 static unsigned long long g_next_exec = 0x1000;
@@ -60,11 +61,13 @@ static CUresult f_get_function(CUfunction* f, CUmodule m, const char* name) {
   return 0;
 }
 static CUresult f_set_attribute(CUfunction f, int attr, int value) {
-  CHECK((uintptr_t)f == kFnLib);
   if (attr == AOTC_CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED) {
+    CHECK((uintptr_t)f == kFnLib || (uintptr_t)f == kFnPlain);
     g_cluster_attr_value = value;
+    g_cluster_attr_fn = (uintptr_t)f;
     return 0;
   }
+  CHECK((uintptr_t)f == kFnLib);
   CHECK(attr == AOTC_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
   g_attr_value = value;
   return 0;
@@ -207,8 +210,8 @@ static const aotc_rt_ref kArgs[] = {
 };
 static const long long kBuilderArgs[] = {100, 2000000, 65536, 0};
 static const aotc_rt_kernel kKernels[] = {
-    {"lib", 0, {9u, 9u, 9u}, {9u, 1u, 1u}, 0u, 0, 3, 1, 0, 4, 0, NULL, 0u, 0, 0},
-    {"plain", 0, {2u, 1u, 1u}, {64u, 1u, 1u}, 0u, 3, 2, 0, 0, 0, 1, NULL, 0u, 0, 0},
+    {"lib", 0, {9u, 9u, 9u}, {9u, 1u, 1u}, 0u, 0, 3, 1, 0, 4, 0, NULL, 0u, 0, 0, 0u},
+    {"plain", 0, {2u, 1u, 1u}, {64u, 1u, 1u}, 0u, 3, 2, 0, 0, 0, 1, NULL, 0u, 0, 0, 0u},
 };
 static const aotc_rt_step kSteps[] = {{AOTC_STEP_KERNEL, 0, "k0_lib", 1000ULL, 800ULL, 0, 0},
                                       {AOTC_STEP_KERNEL, 1, "k1_plain", 0ULL, 656ULL, 0, 0}};
@@ -416,6 +419,30 @@ static void test_cluster_size(void) {
     aotc_rt_handle* h = new_handle();
     CHECK(aotc_rt_prepare_kernels(h) == AOTC_OK);
     CHECK(g_cluster_attr_value == want[i]);
+    CHECK(want[i] < 0 || g_cluster_attr_fn == kFnLib);
+    aotc_rt_release(h);
+  }
+}
+
+/* A plain (non-library) kernel says its cluster size in its table entry (the cluster split-K
+   convolution's KernelStep::cluster_size): over 8 its function gets the non-portable size allowed
+   at create, 8 and under (and 0) leave the attribute alone. */
+static void test_plain_cluster_size(void) {
+  const unsigned sizes[] = {0, 8, 12};
+  const int want[] = {-1, -1, 1};
+  for (int i = 0; i < 3; ++i) {
+    aotc_rt_kernel kernels[2];
+    memcpy(kernels, kKernels, sizeof kernels);
+    kernels[1].cluster_size = sizes[i];
+    aotc_rt_model_desc d = kDesc;
+    d.kernels = kernels;
+    good_header();
+    g_cluster_attr_value = -1;
+    g_cluster_attr_fn = 0;
+    aotc_rt_handle* h = fake_handle(&d);
+    CHECK(aotc_rt_prepare_kernels(h) == AOTC_OK);
+    CHECK(g_cluster_attr_value == want[i]);
+    CHECK(want[i] < 0 || g_cluster_attr_fn == kFnPlain);
     aotc_rt_release(h);
   }
 }
@@ -746,7 +773,7 @@ static CUresult f_aux_wait(CUstream s, CUevent e, unsigned flags) {
   trace("W", s, e);
   return 0;
 }
-static const aotc_rt_kernel kAuxKernels[] = {{"plain", 0, {2u, 1u, 1u}, {64u, 1u, 1u}, 0u, 3, 2, 0, 0, 0, 0, NULL, 0u, 0, 0}};
+static const aotc_rt_kernel kAuxKernels[] = {{"plain", 0, {2u, 1u, 1u}, {64u, 1u, 1u}, 0u, 3, 2, 0, 0, 0, 0, NULL, 0u, 0, 0, 0u}};
 /* main; aux (forks); main beside it; main (joins); aux (forks, never joined by a step). */
 static const aotc_rt_step kAuxSteps[] = {{AOTC_STEP_KERNEL, 0, "k0", 0ULL, 0ULL, 0, 0},
                                          {AOTC_STEP_KERNEL, 0, "k1", 0ULL, 0ULL, 1, 1},
@@ -892,7 +919,7 @@ static void tm_model(void) {
   memcpy(g_tm_prebuilt, &ph, sizeof ph);
   for (int i = 0; i < kTmParamsBytes; ++i) g_tm_prebuilt[AOTC_RT_PARAMS_OFFSET + i] = tm_struct_byte(i);
   const aotc_rt_kernel k = {"lib", 0, {9u, 9u, 9u}, {9u, 1u, 1u}, 0u, 0, 4, 1, 0, 0, 0,
-                            g_tm_prebuilt, (unsigned)sizeof g_tm_prebuilt, 0, 2};
+                            g_tm_prebuilt, (unsigned)sizeof g_tm_prebuilt, 0, 2, 0u};
   g_tm_kernel = k;
   memcpy(g_tm_maps, kTmMaps, sizeof g_tm_maps);
   const aotc_rt_model_desc d = {"fake_tm", "sm_90", kNoFatbins, 1, NULL, 0, 4096, 0, 0, &g_tm_kernel, 1,
@@ -1134,6 +1161,7 @@ int main(void) {
   test_capture_failure_and_graphs_off();
   test_header_validation();
   test_cluster_size();
+  test_plain_cluster_size();
   test_profile(); /* after the tests that check absolute counts */
   test_pdl();
   test_matmul_tuning();

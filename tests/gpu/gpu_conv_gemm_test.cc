@@ -238,6 +238,21 @@ TEST(GpuConvFp16, ClusterSplitKBatchTwoAndBf16) {
   run_case(cluster_off(bf), "convbf16_cluster_off");
 }
 
+// --conv-cluster-max-split 12 on ResNet-50's layer-4 shape (7x7x512, residual + Relu): 12-CTA
+// clusters, sm_90's non-portable size, which create() must allow on the function; and 8.
+TEST(GpuConvFp16, ClusterSplitKNonPortableCluster) {
+  AOTC_REQUIRE_GPU();
+  Graph g = conv16_act_graph(DType::kFloat16, {1, 512, 7, 7}, {512, 512, 3, 3}, {{"pads", ints({1, 1, 1, 1})}}, true,
+                             true, "Relu");
+  CaseOptions options;
+  options.expect_templates = {"conv_cluster_splitk_nhwc"};
+  for (int split : {12, 8}) {
+    Graph v = g;
+    v.target.conv_cluster_max_split = split;
+    run_case(v, "conv16_cluster_split" + std::to_string(split), options);
+  }
+}
+
 // A 1x7 window (Inception's factorised convolutions): 7 taps of 64 channels, one K step each.
 TEST(GpuConvFp16, ClusterSplitKOneBySevenWindow) {
   AOTC_REQUIRE_GPU();
@@ -518,6 +533,69 @@ TEST(GpuConvFp16, MergedStridedProjectionShortcut) {
   CaseOptions merged;
   merged.expect_ops_after_pipeline = {"SubsampleConcat"};
   run_case(b.graph(), "conv16_merged_strided_shortcut", merged);
+}
+
+// opt/fuse_pointwise_pair at ResNet-50's batch-1 block boundaries: block i's conv3 (+ residual,
+// ReLU) and block i+1's conv1 (+ ReLU) as one cluster kernel (templates/conv_pw_pair_nhwc.cu.in),
+// the block output still read by the next conv3 as its residual. Shapes: layer 3 (196 rows, K1
+// 256, N1 1024, N2 256: 7 tiles of 32 rows, clusters of 16, the K-split phase 2), layer 3 -> 4
+// (N2 512), layer 2 in bf16 without the residual (784 rows, clusters of 8, 64-row tiles with a
+// partial last one), and an odd pixel count (15 x 13 = 195 rows). Against the reference of the
+// unfused graph.
+TEST(GpuConvFp16, PointwisePairFused) {
+  AOTC_REQUIRE_GPU();
+  struct Shape4 {
+    const char* name;
+    DType t;
+    int64_t h, w, k1, n1, n2;
+    bool residual;
+  };
+  const Shape4 shapes[] = {{"layer3", DType::kFloat16, 14, 14, 256, 1024, 256, true},
+                           {"layer3to4", DType::kFloat16, 14, 14, 256, 1024, 512, true},
+                           {"layer2_bf16", DType::kBFloat16, 28, 28, 128, 512, 128, false},
+                           {"odd_rows", DType::kFloat16, 15, 13, 256, 1024, 256, true}};
+  for (const Shape4& s : shapes) {
+    SCOPED_TRACE(s.name);
+    GraphBuilder b;
+    ValueId h = b.input("h", {1, s.k1, s.h, s.w}, s.t);
+    ValueId c3 = b.node("Conv", {h, b.weight("w3", {s.n1, s.k1, 1, 1}, -0.08, 0.08, s.t), b.weight("b3", {s.n1}, -0.5, 0.5, s.t)});
+    if (s.residual) c3 = b.node("Add", {c3, b.input("s", {1, s.n1, s.h, s.w}, s.t)});
+    ValueId o = b.node("Relu", {c3});
+    ValueId h1 = b.node("Relu", {b.node("Conv", {o, b.weight("w1", {s.n2, s.n1, 1, 1}, -0.05, 0.05, s.t),
+                                                 b.weight("b1", {s.n2}, -0.5, 0.5, s.t)})});
+    ValueId c2 = b.node("Conv", {h1, b.weight("w2", {s.n1, s.n2, 1, 1}, -0.08, 0.08, s.t)});
+    b.output(b.node("Add", {c2, o}));
+    b.output(h1);
+    CaseOptions options;
+    options.expect_ops_after_pipeline = {"PointwisePair"};
+    options.expect_templates = {"conv_pw_pair_nhwc"};
+    run_case(b.graph(), std::string("conv16_pw_pair_") + s.name, options);
+  }
+}
+
+// The same at batch 1 (ResNet-50's layer-3 shape, x [1, 512, 28, 28]): the merged GEMM is far
+// from filling the GPU, so merge_strided_projection fires only because h comes from the block's
+// 3x3 / stride-2 convolution, which writes it into the SubsampleConcat's rows (concat_in_place;
+// the cluster split-K kernel on sm_90); the copy of x's pixels replaces the projection's GEMM.
+// Against the reference of the unmerged graph.
+TEST(GpuConvFp16, MergedStridedProjectionBatch1WritesHInPlace) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b;
+  const DType t = DType::kFloat16;
+  ValueId x = b.input("x", {1, 512, 28, 28}, t);
+  ValueId c1 = b.node("Relu", {b.node("Conv", {x, b.weight("w1", {256, 512, 1, 1}, -0.06, 0.06, t),
+                                               b.weight("b1", {256}, -0.5, 0.5, t)})});
+  ValueId h = b.node("Relu", {b.node("Conv", {c1, b.weight("w2", {256, 256, 3, 3}, -0.03, 0.03, t),
+                                              b.weight("b2", {256}, -0.5, 0.5, t)},
+                                     {{"pads", ints({1, 1, 1, 1})}, {"strides", ints({2, 2})}})});
+  ValueId c3 = b.node("Conv", {h, b.weight("w3", {1024, 256, 1, 1}, -0.06, 0.06, t), b.weight("b3", {1024}, -0.5, 0.5, t)});
+  ValueId d = b.node("Conv", {x, b.weight("wd", {1024, 512, 1, 1}, -0.05, 0.05, t), b.weight("bd", {1024}, -0.5, 0.5, t)},
+                     {{"strides", ints({2, 2})}});
+  b.output(b.node("Relu", {b.node("Add", {c3, d})}));
+  CaseOptions options;
+  options.expect_ops_after_pipeline = {"SubsampleConcat"};
+  options.expect_stored_values = 1;
+  run_case(b.graph(), "conv16_merged_strided_batch1", options);
 }
 
 // opt/concat_in_place: in ResNet's merged projection, h (the block's 3x3 convolution output) is

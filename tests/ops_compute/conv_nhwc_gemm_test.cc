@@ -219,11 +219,23 @@ TEST(ConvClusterSplitK, PicksTheMeasuredConfigurationsForResNet50Batch1) {
     Dim3 grid;
   };
   std::vector<Case> cases;
+  auto max_split = [](OneNode g, int n) {
+    g.graph.target.conv_cluster_max_split = n;
+    return g;
+  };
   cases.push_back({"layer1 56x56x64", nhwc_conv(f16, 1, 64, 56, 56, 64, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu"), 32, 1, {1, 2, 49}});
   cases.push_back({"layer2.0 56->28 x128 s2", nhwc_conv(f16, 1, 128, 56, 56, 128, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu"), 64, 3, {3, 2, 13}});
   cases.push_back({"layer2 28x28x128", nhwc_conv(f16, 1, 128, 28, 28, 128, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu"), 64, 3, {3, 2, 13}});
   cases.push_back({"layer3 14x14x256", nhwc_conv(f16, 1, 256, 14, 14, 256, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu"), 64, 6, {6, 4, 4}});
   cases.push_back({"layer4 7x7x512", nhwc_conv(f16, 1, 512, 7, 7, 512, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu"), 32, 6, {6, 16, 1}});
+  // --conv-cluster-max-split: layer 4's 72 K steps in 9 (8 slices, 128 CTAs at BN 32) or 6 (12
+  // slices, sm_90's non-portable cluster size, 96 CTAs at BN 64: 16 x 12 would pass 132 SMs);
+  // layer 3's 36 steps have no divisor in 7..12 that fits, so its choice stays.
+  const OneNode l4 = nhwc_conv(f16, 1, 512, 7, 7, 512, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu");
+  cases.push_back({"layer4 split <= 8", max_split(l4, 8), 32, 8, {8, 16, 1}});
+  cases.push_back({"layer4 split <= 12", max_split(l4, 12), 64, 12, {12, 8, 1}});
+  cases.push_back({"layer4 split <= 16", max_split(l4, 16), 64, 12, {12, 8, 1}});
+  cases.push_back({"layer3 split <= 16", max_split(nhwc_conv(f16, 1, 256, 14, 14, 256, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu"), 16), 64, 6, {6, 4, 4}});
   for (Case& c : cases) {
     SCOPED_TRACE(c.label);
     auto l = lower(c.g);
@@ -247,6 +259,7 @@ TEST(ConvClusterSplitK, PicksTheMeasuredConfigurationsForResNet50Batch1) {
     EXPECT_EQ(k.shared_bytes, 3 * (64 + c.bn) * 72 * 2);
     EXPECT_EQ(h["SMEM_BYTES"], int_literal(k.shared_bytes));
     EXPECT_EQ(k.args.size(), 5u);
+    EXPECT_EQ(k.cluster_size, c.split);  // over 8: the runtime allows the non-portable size
   }
 }
 
@@ -288,6 +301,8 @@ TEST(ConvClusterSplitK, KernelsCompileWithNvcc) {
   graphs.push_back(nhwc_conv(DType::kFloat16, 1, 128, 15, 13, 96, 3, 3, {2, 2}, {1, 2, 0, 1}, {1, 2}, false, false, "Clip"));
   graphs.push_back(nhwc_conv(DType::kBFloat16, 1, 512, 7, 7, 512, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "Relu"));
   graphs.push_back(nhwc_conv(DType::kFloat16, 1, 64, 9, 11, 64, 1, 7, {1, 1}, {0, 3, 0, 3}, {1, 1}, true, false, "Relu"));
+  graphs.push_back(nhwc_conv(DType::kFloat16, 1, 512, 7, 7, 512, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, true, "Relu"));
+  graphs.back().graph.target.conv_cluster_max_split = 12;  // a 12-CTA (non-portable) cluster
   std::string source;
   for (size_t i = 0; i < graphs.size(); ++i) {
     auto l = lower(graphs[i]);

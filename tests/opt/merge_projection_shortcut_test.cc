@@ -25,6 +25,7 @@ struct Block {
   bool second_reader = false;        // the projection's output is also a graph output
   std::string x_hw = "6x5";          // the block input's spatial size
   int64_t stride = 1;                // conv1's and the projection's stride (ResNet layers 2-4: 2)
+  std::string h_op;                  // e.g. "Abs": h = that op of relu1's output, not a conv's
 };
 
 std::string block_text(const Block& b) {
@@ -35,7 +36,12 @@ std::string block_text(const Block& b) {
                   "[" + k + "] = random(4)\n const %wd : " + t + "[" + k + "x16x1x1] = random(5)\n const %bd : " + t + "[" + k +
                   "] = random(6)\n";
   const std::string st = b.stride > 1 ? " {strides=[" + std::to_string(b.stride) + "," + std::to_string(b.stride) + "]}" : "";
-  s += " %c1 : " + t + "[?] = Conv(%x, %w1, %b1)" + st + "  # conv1\n %h : " + t + "[?] = Relu(%c1)  # relu1\n";
+  s += " %c1 : " + t + "[?] = Conv(%x, %w1, %b1)" + st + "  # conv1\n";
+  if (b.h_op.empty()) {
+    s += " %h : " + t + "[?] = Relu(%c1)  # relu1\n";
+  } else {
+    s += " %r1 : " + t + "[?] = Relu(%c1)  # relu1\n %h : " + t + "[?] = " + b.h_op + "(%r1)  # h_op\n";
+  }
   s += " %c3 : " + t + "[?] = Conv(%h, %w3, %b3)" + (three ? " {pads=[1,1,1,1]}" : "") + "  # conv3\n";
   std::string proj = b.proj_attrs;
   if (b.stride > 1) proj += std::string(proj.empty() ? "" : ", ") + "strides=[" + std::to_string(b.stride) + "," + std::to_string(b.stride) + "]";
@@ -157,9 +163,10 @@ TEST(MergeProjectionShortcut, MustNotFire) {
 
 // ResNet's downsampling bottleneck (layers 2-4): conv1 and the projection stride 2, x on the finer
 // grid. merge_strided_projection reads x at the stride through one aotc.SubsampleConcat (also
-// checked where the stride does not divide x's size: ceil(11 / 2) = 6 rows), fires only when the
+// checked where the stride does not divide x's size: ceil(11 / 2) = 6 rows), fires where the
 // merged GEMM has at least one 128 x 128 tile per SM (M x K = 2 x 12 x 10 x 128 = 30720: one SM's
-// worth, not two), and leaves stride-1 blocks to merge_projection_shortcut and vice versa.
+// worth, not two) or, below that, where h is a convolution's output, and leaves stride-1 blocks to
+// merge_projection_shortcut and vice versa.
 TEST(MergeStridedProjection, DownsamplingBlockBecomesOneConvOverASubsampleConcat) {
   for (const char* hw : {"24x20", "23x19"}) {
     for (const char* dtype : {"float", "float16"}) {
@@ -198,12 +205,30 @@ TEST(MergeStridedProjection, DownsamplingBlockBecomesOneConvOverASubsampleConcat
       const bool fp32 = std::string(dtype) == "float";
       EXPECT_TRUE(testing_util::same_outputs(before, g, 7, fp32 ? 1e-5 : 4e-3, fp32 ? 1e-5 : 4e-3));
 
-      // Two SMs: 30720 < 2 x 16384, the GEMM would not fill them: left alone.
+      // Two SMs: 30720 < 2 x 16384, the GEMM would not fill them (batch 1): merged only because
+      // h is a convolution's output (conv1 + relu1 fused), which concat_in_place lets write h
+      // into the Concat's rows, so the copy of x's pixels replaces the projection's launch.
       AOTC_BUILD(small, block_text(b));
       small.target.sm_count = 2;
-      auto no = pipeline(small, true, true);
+      Graph small_before = small;
+      auto yes = pipeline(small, true, true);
+      ASSERT_TRUE(yes.is_ok()) << yes.status().message();
+      EXPECT_TRUE(*yes) << op_list(small);
+      EXPECT_TRUE(testing_util::same_outputs(small_before, small, 7, fp32 ? 1e-5 : 4e-3, fp32 ? 1e-5 : 4e-3));
+      // ... and left alone when h is not a convolution's output (an Abs after relu1: the copy
+      // of h would be a launch more), though merged where the GEMM fills the GPU.
+      Block abs_h = b;
+      abs_h.h_op = "Abs";
+      AOTC_BUILD(small_abs, block_text(abs_h));
+      small_abs.target.sm_count = 2;
+      auto no = pipeline(small_abs, true, true);
       ASSERT_TRUE(no.is_ok()) << no.status().message();
-      EXPECT_FALSE(*no) << op_list(small);
+      EXPECT_FALSE(*no) << op_list(small_abs);
+      AOTC_BUILD(large_abs, block_text(abs_h));
+      large_abs.target.sm_count = 1;
+      auto merged = pipeline(large_abs, true, true);
+      ASSERT_TRUE(merged.is_ok()) << merged.status().message();
+      EXPECT_TRUE(*merged) << op_list(large_abs);
     }
   }
   // Stride-1 blocks are merge_projection_shortcut's, unequal strides nobody's.

@@ -203,6 +203,11 @@ TEST(AotcArgs, ConvStrategySwitches) {
   EXPECT_TRUE(d->conv_strided_pointwise_gemm);
   EXPECT_TRUE(d->conv_cluster_splitk);
   EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--conv-cluster", "off"})->conv_cluster_splitk);
+  EXPECT_EQ(d->conv_cluster_max_split, 6);
+  EXPECT_EQ(parse_aotc_args({"m.onnx", "-o", "libm.so", "--conv-cluster-max-split", "12"})->conv_cluster_max_split, 12);
+  for (const char* bad : {"0", "17", "8x"})
+    EXPECT_EQ(error_of({"m.onnx", "-o", "libm.so", "--conv-cluster-max-split", bad}),
+              std::string("bad --conv-cluster-max-split '") + bad + "': expected 1 to 16 (see aotc --help)");
   EXPECT_FALSE(d->conv_wgmma_pointwise);
   EXPECT_TRUE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--conv-wgmma-pointwise", "on"})->conv_wgmma_pointwise);
   EXPECT_TRUE(d->l2_prefetch);

@@ -24,8 +24,8 @@ static const aotc_rt_ref kKernelArgs[] = {
     {AOTC_LOC_ARENA, 0, 0ULL}, {AOTC_LOC_WEIGHTS, 0, 0ULL}, {AOTC_LOC_OUTPUT, 0, 0ULL}, /* fake_add */
 };
 static const aotc_rt_kernel kKernels[] = {
-    {"fake_mul", 0, {1u, 1u, 1u}, {256u, 1u, 1u}, 0u, 0, 3, 0, 0, 0, 0, NULL, 0u, 0, 0},
-    {"fake_add", 0, {1u, 1u, 1u}, {256u, 1u, 1u}, 0u, 3, 3, 0, 0, 0, 0, NULL, 0u, 0, 0},
+    {"fake_mul", 0, {1u, 1u, 1u}, {256u, 1u, 1u}, 0u, 0, 3, 0, 0, 0, 0, NULL, 0u, 0, 0, 0u},
+    {"fake_add", 0, {1u, 1u, 1u}, {256u, 1u, 1u}, 0u, 3, 3, 0, 0, 0, 0, NULL, 0u, 0, 0, 0u},
 };
 static const aotc_rt_copy kCopies[] = {{{AOTC_LOC_ARENA, 0, 0ULL}, {AOTC_LOC_OUTPUT, 1, 0ULL}, 1024ULL}};
 static const aotc_rt_step kSteps[] = {
