@@ -51,6 +51,10 @@ struct Target {
   // non-portable cluster size, allowed by the runtime at create): the rule's bound
   // (conv_configs.h pick_cluster_conv_config).
   int conv_cluster_max_split = 6;
+  // A pointwise convolution and the pointwise convolution that reads its output as one cluster
+  // kernel where its rule has a configuration (opt/fuse_pointwise_pair, conv_configs.h
+  // pw_pair_config; --conv-pw-pair on|off; docs/perf_notes.md v45).
+  bool conv_pw_pair = true;
   // Of those, a strided 1x1 convolution without padding (ResNet's downsample at batch 1) reads its
   // input in place as a strided batched cuBLASLt GEMM, one batch per output row, no im2col
   // (conv_strided_pointwise_gemm_applies). Off: im2col + GEMM like the others

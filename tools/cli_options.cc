@@ -337,6 +337,10 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       std::string text;
       AOTC_CHOOSE(text, {"8", "16"});
       o.simt_gemm_max_cluster = text == "8" ? 8 : 16;
+    } else if (opt == "--conv-pw-pair") {
+      std::string text;
+      AOTC_CHOOSE(text, {"on", "off"});
+      o.conv_pw_pair = text == "on";
     } else if (opt == "--conv-cluster-max-split") {
       std::string text;
       AOTC_TAKE(text);

@@ -724,23 +724,27 @@ inline std::optional<SimtGemmPlan> simt_gemm_plan(const Target& target, DType dt
 // ---- Two pointwise convolutions in a row as one cluster kernel (aotc.PointwisePair,
 // templates/conv_pw_pair_nhwc.cu.in, opt/fuse_pointwise_pair) ----
 // Y1 = act1(X W1^T + B1 + R) [M, N1] then Y2 = act2(Y1 W2^T + B2) [M, N2]: a cluster of CS CTAs
-// owns BM rows, each CTA N1 / CS columns of Y1 and N2 / CS of Y2, the Y1 tile shared through
-// distributed shared memory. Every operand of a CTA is in shared memory at once (no K pipeline),
-// so the rule takes only problems whose shares fit: ResNet-50's layer-2 and layer-3 pairs at
-// batch 1 (conv3 + residual of one block, conv1 of the next), where two launch-bound GEMMs of
-// 3.4-4.5 us each become one kernel (docs/perf_notes.md v45).
+// owns BM rows; CTA r computes N1 / CS columns of Y1 and, over that K range, a partial BM x N2
+// product that the cluster sums through distributed shared memory. Every operand of a CTA is in
+// shared memory at once (no K pipeline), so the rule takes only problems whose shares fit:
+// ResNet-50's layer-2 and layer-3 block boundaries at batch 1 (conv3 + residual, then the next
+// conv1), MobileNetV2's projection + residual, then the next expansion. Measured: see
+// docs/perf_notes.md v45; off unless Target::conv_pw_pair (--conv-pw-pair on).
 struct PwPairConfig {
   int64_t bm = 32, cs = 16;  // rows of a cluster, CTAs of a cluster
 };
 constexpr int64_t kPwPairThreads = 256;
-// Mirrors the template's layout: X rows and the W1 share (K1 + 8 halves a row), the W2 share and
-// the Y1 tile (N1 + 8), and the K-split partial sums (8 warps x 4 tiles x 4 x 32 floats).
+// The second product's column block (the template's CB).
+inline int64_t pw_pair_cb(int64_t bm, int64_t n2) { return std::min(n2, 4096 / bm); }
+// Mirrors the template's layout: X rows and the W1 share (K1 + 8 halves a row), R's block, the Y1
+// block and W2's columns (N1 / CS + 8), the fp32 partial product (N2 + 4 a row) and the K-split
+// sums (8 warps x 4 tiles x 4 x 32 floats).
 inline int64_t pw_pair_smem_bytes(const PwPairConfig& c, int64_t k1, int64_t n1, int64_t n2) {
-  const int64_t ldx = k1 + 8, ldy = n1 + 8;
-  return 2 * ((c.bm + n1 / c.cs) * ldx + (n2 / c.cs + c.bm) * ldy) + 8 * 4 * 4 * 32 * 4;
+  const int64_t n1c = n1 / c.cs, ldx = k1 + 8, ldk = n1c + 8;
+  return 2 * ((c.bm + n1c) * ldx + c.bm * n1c + (c.bm + n2) * ldk) + 4 * c.bm * (n2 + 4) + 8 * 4 * 4 * 32 * 4;
 }
-// The template's warp split of a BM x NCOLS phase: 16-row groups x n8 tiles over 8 warps, at most
-// 4 n8 tiles a warp, or several warps a tile splitting K.
+// The template's warp split of a BM x NCOLS product: 16-row groups x n8 tiles over 8 warps, at
+// most 4 n8 tiles a warp, or several warps a tile splitting K.
 inline bool pw_pair_warps_fit(int64_t bm, int64_t ncols) {
   if (bm % 16 != 0 || ncols % 8 != 0 || ncols == 0) return false;
   const int64_t tiles = (bm / 16) * (ncols / 8), nt = tiles >= 8 ? tiles / 8 : 1;
@@ -750,15 +754,17 @@ inline bool pw_pair_warps_fit(int64_t bm, int64_t ncols) {
 // then 64, then 16; within the target's SMs (one wave) and its per-block shared memory.
 inline std::optional<PwPairConfig> pw_pair_config(const Target& target, DType dtype, int64_t m, int64_t k1, int64_t n1,
                                                   int64_t n2) {
-  if (target.min_sm() < 90 || (dtype != DType::kFloat16 && dtype != DType::kBFloat16)) return std::nullopt;
-  if (m <= 0 || k1 <= 0 || n1 <= 0 || n2 <= 0 || k1 % 64 != 0 || n1 % 16 != 0) return std::nullopt;
+  if (!target.conv_pw_pair || target.min_sm() < 90 || (dtype != DType::kFloat16 && dtype != DType::kBFloat16))
+    return std::nullopt;
+  if (m <= 0 || k1 <= 0 || n1 <= 0 || n2 <= 0 || k1 % 16 != 0 || n2 % 8 != 0) return std::nullopt;
   if (m * std::max({k1, n1, n2}) >= (int64_t{1} << 31) - (int64_t{1} << 20)) return std::nullopt;  // int offsets
   for (int64_t cs : {16, 8, 4}) {
-    if (n1 % (8 * cs) != 0 || n2 % (8 * cs) != 0) continue;
+    if (n1 % (16 * cs) != 0) continue;  // whole k16 steps in each CTA's K range
     for (int64_t bm : {32, 64, 16}) {
       const PwPairConfig c{bm, cs};
-      if ((m + bm - 1) / bm * cs > target.sm_count) continue;
-      if (!pw_pair_warps_fit(bm, n1 / cs) || !pw_pair_warps_fit(bm, n2 / cs)) continue;
+      const int64_t cb = pw_pair_cb(bm, n2);
+      if ((m + bm - 1) / bm * cs > target.sm_count || n2 % cb != 0) continue;
+      if (!pw_pair_warps_fit(bm, n1 / cs) || !pw_pair_warps_fit(bm, cb)) continue;
       if (pw_pair_smem_bytes(c, k1, n1, n2) > max_block_smem(target)) continue;
       return c;
     }

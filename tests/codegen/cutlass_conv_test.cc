@@ -501,7 +501,7 @@ TEST(CutlassConv, PointwisePairIsOneKernelAndCompiles) {
     EXPECT_EQ(k.grid.x, 16);
     EXPECT_EQ(k.grid.y, 7);
     EXPECT_EQ(k.cluster_size, 16);
-    EXPECT_EQ(k.shared_bytes, 2 * ((32 + 64) * 264 + (16 + 32) * 1032) + 16384);
+    EXPECT_EQ(k.shared_bytes, 2 * ((32 + 64) * 264 + 32 * 64 + (32 + 256) * 72) + 4 * 32 * 260 + 16384);
     const Node* node = nullptr;
     for (const Node& n : g->nodes)
       if (n.op_type == "PointwisePair") node = &n;

@@ -108,8 +108,10 @@ TEST(FusePointwisePair, ResNetBlockBoundaryIsOneNodeBitForBit) {
   EXPECT_TRUE(testing_util::same_outputs(mid, g, 11, 0.0, 0.0));
   EXPECT_TRUE(testing_util::same_outputs(before, g, 11, 4e-3, 2e-3));
 
-  // One kernel: M = 196 rows in 7 tiles of 32, clusters of 16 (64 columns of Y1 and 16 of Y2 a
-  // CTA); shared memory 2 x ((32 + 64) x 264 + (16 + 32) x 1032) halves + 16 KB of K-split sums.
+  // One kernel: M = 196 rows in 7 tiles of 32, clusters of 16 (64 columns of Y1 a CTA, the K
+  // range of its 32 x 256 partial product); shared memory: X and W1 rows (32 + 64) x 264 halves,
+  // R's 32 x 64 block, the Y1 block and W2's columns (32 + 256) x 72 halves, the fp32 partial
+  // product 32 x 260 and 16 KB of K-split sums.
   auto l = default_registry().find("PointwisePair", "aotc")->lower(*p, g);
   ASSERT_TRUE(l.is_ok()) << l.status().message();
   ASSERT_EQ(l->steps.size(), 1u);
@@ -120,7 +122,7 @@ TEST(FusePointwisePair, ResNetBlockBoundaryIsOneNodeBitForBit) {
   EXPECT_EQ(k.grid.y, 7);
   EXPECT_EQ(k.block.x, 256);
   EXPECT_EQ(k.cluster_size, 16);
-  EXPECT_EQ(k.shared_bytes, 2 * ((32 + 64) * 264 + (16 + 32) * 1032) + 16384);
+  EXPECT_EQ(k.shared_bytes, 2 * ((32 + 64) * 264 + 32 * 64 + (32 + 256) * 72) + 4 * 32 * 260 + 16384);
   auto h = holes_of(k);
   EXPECT_EQ(h["BM"], int_literal(32));
   EXPECT_EQ(h["CS"], int_literal(16));
@@ -165,7 +167,7 @@ TEST(FusePointwisePair, Layer2ShapeBf16NoResidual) {
   EXPECT_EQ(k.grid.x, 8);
   EXPECT_EQ(k.grid.y, 13);
   EXPECT_EQ(k.cluster_size, 8);
-  EXPECT_EQ(k.shared_bytes, 2 * ((64 + 64) * 136 + (16 + 64) * 520) + 16384);
+  EXPECT_EQ(k.shared_bytes, 2 * ((64 + 64) * 136 + 64 * 64 + (64 + 128) * 72) + 4 * 64 * 132 + 16384);
   EXPECT_EQ(holes_of(k)["MMA_TYPE"], "bf16");
 }
 
@@ -196,10 +198,12 @@ TEST(FusePointwisePair, MustNotFire) {
   Tail dyn;
   dyn.conv1_weight_input = true;
   cases.push_back({"conv1's filter a graph input", dyn});
+  cases.push_back({"--conv-pw-pair off", Tail{}});
   for (const Case& c : cases) {
     SCOPED_TRACE(c.why);
     AOTC_BUILD(g, tail(c.t));
     g.target = target_from_archs(c.archs);
+    if (std::string(c.why) == "--conv-pw-pair off") g.target.conv_pw_pair = false;
     auto changed = passes(g);
     ASSERT_TRUE(changed.is_ok()) << changed.status().message();
     EXPECT_FALSE(*changed) << testing_util::op_list(g);

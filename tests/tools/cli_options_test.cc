@@ -129,6 +129,7 @@ TEST(AotcArgs, ChoiceOptionsAcceptTheirValuesAndListThemOnRefusal) {
       {"--conv-strided-pointwise", {"gemm", "im2col"}, "gemm or im2col"},
       {"--conv-stem", {"direct", "cutlass"}, "direct or cutlass"},
       {"--conv-cluster", {"on", "off"}, "on or off"},
+      {"--conv-pw-pair", {"on", "off"}, "on or off"},
       {"--fp32-gemm", {"auto", "cublaslt", "simt-reduce"}, "auto, cublaslt or simt-reduce"},
       {"--fp32-gemm-max-cluster", {"8", "16"}, "8 or 16"},
       {"--tune-matmuls", {"auto", "on", "off"}, "auto, on or off"},
@@ -204,6 +205,8 @@ TEST(AotcArgs, ConvStrategySwitches) {
   EXPECT_TRUE(d->conv_cluster_splitk);
   EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--conv-cluster", "off"})->conv_cluster_splitk);
   EXPECT_EQ(d->conv_cluster_max_split, 6);
+  EXPECT_TRUE(d->conv_pw_pair);
+  EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--conv-pw-pair", "off"})->conv_pw_pair);
   EXPECT_EQ(parse_aotc_args({"m.onnx", "-o", "libm.so", "--conv-cluster-max-split", "12"})->conv_cluster_max_split, 12);
   for (const char* bad : {"0", "17", "8x"})
     EXPECT_EQ(error_of({"m.onnx", "-o", "libm.so", "--conv-cluster-max-split", bad}),
