@@ -53,8 +53,10 @@ struct Target {
   int conv_cluster_max_split = 6;
   // A pointwise convolution and the pointwise convolution that reads its output as one cluster
   // kernel where its rule has a configuration (opt/fuse_pointwise_pair, conv_configs.h
-  // pw_pair_config; --conv-pw-pair on|off; docs/perf_notes.md v45).
-  bool conv_pw_pair = true;
+  // pw_pair_config; --conv-pw-pair on). Off by default: measured slower than the two cuBLASLt
+  // GEMMs it replaces on ResNet-50 at batch 1 on an H200 (8.1-8.4 us against 7.7-8.0 a layer-3
+  // pair; the whole network 0.2648 against 0.2556 ms), neutral on MobileNetV2 (docs/perf_notes.md v45).
+  bool conv_pw_pair = false;
   // Of those, a strided 1x1 convolution without padding (ResNet's downsample at batch 1) reads its
   // input in place as a strided batched cuBLASLt GEMM, one batch per output row, no im2col
   // (conv_strided_pointwise_gemm_applies). Off: im2col + GEMM like the others

@@ -485,7 +485,7 @@ TEST(CutlassConv, PointwisePairIsOneKernelAndCompiles) {
       output %o
     )";
     for (size_t at = text.find("T["); at != std::string::npos; at = text.find("T[", at + 1)) text.replace(at, 1, t);
-    auto g = nhwc_graph(text, {"sm_90"});
+    auto g = nhwc_graph(text, {"sm_90"}, [](Target& target) { target.conv_pw_pair = true; });
     ASSERT_TRUE(g.is_ok()) << g.status().message();
     auto fused = fuse_pointwise_pair(*g);
     ASSERT_TRUE(fused.is_ok() && *fused) << t;

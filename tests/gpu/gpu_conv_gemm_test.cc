@@ -585,7 +585,9 @@ TEST(GpuConvFp16, PointwisePairFused) {
     options.input_hi = k;
     options.expect_ops_after_pipeline = {"PointwisePair"};
     options.expect_templates = {"conv_pw_pair_nhwc"};
-    run_case(b.graph(), std::string("conv16_pw_pair_") + s.name, options);
+    Graph g = b.graph();
+    g.target.conv_pw_pair = true;  // --conv-pw-pair on (off by default)
+    run_case(g, std::string("conv16_pw_pair_") + s.name, options);
   }
 }
 

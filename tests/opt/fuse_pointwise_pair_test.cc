@@ -83,6 +83,7 @@ std::map<std::string, std::string> holes_of(const KernelStep& k) { return {k.hol
 TEST(FusePointwisePair, ResNetBlockBoundaryIsOneNodeBitForBit) {
   AOTC_BUILD(g, tail(Tail{}));
   g.target = target_from_archs({"sm_90"});
+  g.target.conv_pw_pair = true;  // --conv-pw-pair on (off by default)
   Graph before = g, mid;
   auto changed = passes(g, &mid);
   ASSERT_TRUE(changed.is_ok()) << changed.status().message();
@@ -152,6 +153,7 @@ TEST(FusePointwisePair, Layer2ShapeBf16NoResidual) {
   t.residual = false;
   AOTC_BUILD(g, tail(t));
   g.target = target_from_archs({"sm_90"});
+  g.target.conv_pw_pair = true;  // --conv-pw-pair on (off by default)
   Graph mid;
   auto changed = passes(g, &mid);
   ASSERT_TRUE(changed.is_ok()) << changed.status().message();
@@ -198,12 +200,12 @@ TEST(FusePointwisePair, MustNotFire) {
   Tail dyn;
   dyn.conv1_weight_input = true;
   cases.push_back({"conv1's filter a graph input", dyn});
-  cases.push_back({"--conv-pw-pair off", Tail{}});
+  cases.push_back({"--conv-pw-pair off (the default)", Tail{}});
   for (const Case& c : cases) {
     SCOPED_TRACE(c.why);
     AOTC_BUILD(g, tail(c.t));
     g.target = target_from_archs(c.archs);
-    if (std::string(c.why) == "--conv-pw-pair off") g.target.conv_pw_pair = false;
+    g.target.conv_pw_pair = std::string(c.why) != "--conv-pw-pair off (the default)";
     auto changed = passes(g);
     ASSERT_TRUE(changed.is_ok()) << changed.status().message();
     EXPECT_FALSE(*changed) << testing_util::op_list(g);
@@ -212,6 +214,7 @@ TEST(FusePointwisePair, MustNotFire) {
   // The positive control of the list: the default tail on sm_90 fires.
   AOTC_BUILD(g, tail(Tail{}));
   g.target = target_from_archs({"sm_90"});
+  g.target.conv_pw_pair = true;  // --conv-pw-pair on (off by default)
   auto changed = passes(g);
   ASSERT_TRUE(changed.is_ok());
   EXPECT_TRUE(*changed);

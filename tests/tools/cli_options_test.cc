@@ -205,8 +205,8 @@ TEST(AotcArgs, ConvStrategySwitches) {
   EXPECT_TRUE(d->conv_cluster_splitk);
   EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--conv-cluster", "off"})->conv_cluster_splitk);
   EXPECT_EQ(d->conv_cluster_max_split, 6);
-  EXPECT_TRUE(d->conv_pw_pair);
-  EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--conv-pw-pair", "off"})->conv_pw_pair);
+  EXPECT_FALSE(d->conv_pw_pair);
+  EXPECT_TRUE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--conv-pw-pair", "on"})->conv_pw_pair);
   EXPECT_EQ(parse_aotc_args({"m.onnx", "-o", "libm.so", "--conv-cluster-max-split", "12"})->conv_cluster_max_split, 12);
   for (const char* bad : {"0", "17", "8x"})
     EXPECT_EQ(error_of({"m.onnx", "-o", "libm.so", "--conv-cluster-max-split", bad}),
