@@ -50,6 +50,61 @@ __device__ __forceinline__ __nv_bfloat16 aotc_cast<__nv_bfloat16, float>(float v
   return __float2bfloat16_rn(v);
 }
 
+// One k16 step of a warp's 16-row x (8 * NT)-column product on the tensor cores (mma.sync
+// m16n8k16, fp32 accumulators acc[NT][4]; sm_80+), both operands in shared memory, K contiguous:
+// `a_base` is the shared-space address of A's element (row0 + lane % 16, (lane / 16) * 8), `b_base`
+// that of B's element (n0 + lane % 8 + (lane / 16) * 8, ((lane / 8) % 2) * 8) for B rows n0 ..
+// n0 + 8 NT - 1 of `ldb` elements each; k0 is the step's first K element. Rows padded so that
+// ldb / 8 is odd put ldmatrix's 8 rows in distinct banks. acc[t] holds (rows lane / 4 and + 8,
+// columns n0 + 8 t + (lane % 4) * 2 and + 1) as {c0, c1, c2, c3}. T: __half or __nv_bfloat16.
+template <class A, class B>
+struct aotc_same_type {
+  static constexpr bool value = false;
+};
+template <class A>
+struct aotc_same_type<A, A> {
+  static constexpr bool value = true;
+};
+template <class T, int NT>
+__device__ __forceinline__ void aotc_mma_k16(float (*acc)[4], unsigned a_base, unsigned b_base, int ldb, int k0,
+                                             int lane) {
+  unsigned a[4];
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(a_base + (unsigned)(k0 * 2)));
+#pragma unroll
+  for (int t = 0; t < NT; t += 2) {
+    unsigned b[4];
+    if (t + 1 < NT) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                   : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
+                   : "r"(b_base + (unsigned)((t * 8 * ldb + k0) * 2)));
+    } else {
+      // One n8 tile left: lanes 0-15 address its two k halves (lanes 16-31 repeat them).
+      asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+                   : "=r"(b[0]), "=r"(b[1])
+                   : "r"(b_base + (unsigned)(((t * 8 - (lane / 16) * 8) * ldb + k0) * 2)));
+      b[2] = b[3] = 0;
+    }
+#pragma unroll
+    for (int u = 0; u < 2 && t + u < NT; ++u) {
+      float* c = acc[t + u];
+      if (aotc_same_type<T, __nv_bfloat16>::value)
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+            "{%0, %1, %2, %3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[2 * u]), "r"(b[2 * u + 1]));
+      else
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+            "{%0, %1, %2, %3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[2 * u]), "r"(b[2 * u + 1]));
+    }
+  }
+}
+
 // Index of the first item this thread handles in a grid-stride loop, and the stride.
 __device__ __forceinline__ long long aotc_thread_index() {
   return blockIdx.x * (long long)blockDim.x + threadIdx.x;

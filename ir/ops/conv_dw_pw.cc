@@ -145,7 +145,6 @@ Expected<Lowering> dw_pw_lower(const Node& node, const Graph& graph) {
                       std::to_string(cfg->tow) + "x" + std::to_string(cfg->cob()) + " warps " + std::to_string(cfg->wm()) + "x" +
                       std::to_string(cfg->wn)},
       {"T", dtype_c_type(xv.dtype)},
-      {"MMA_TYPE", xv.dtype == DType::kBFloat16 ? "bf16" : "f16"},
       {"IDX", largest < (int64_t{1} << 31) - (int64_t{1} << 20) ? "int" : "long long"},
       {"N", int_literal(s->n)}, {"C", int_literal(s->c)}, {"H", int_literal(s->h)}, {"W", int_literal(s->w)},
       {"KH", int_literal(s->kh)}, {"KW", int_literal(s->kw)},

@@ -1,4 +1,4 @@
-// Encoding of absorbed activations, pools and depthwise convolutions in fused nodes (see epilogue.h).
+// Encoding of absorbed activations, pools and convolutions in fused nodes (see epilogue.h).
 #include "ir/ops/epilogue.h"
 
 #include "ir/op_registry.h"
@@ -25,48 +25,38 @@ Node load_absorbed(const Node& fused, const std::string& kind, const std::string
     if (kv.first.compare(0, prefix.size(), prefix) == 0) n.attrs[kv.first.substr(prefix.size())] = kv.second;
   return n;
 }
+
+// An absorbed channels_last convolution (a depthwise one before the node, the next pointwise one
+// after it): stored as an aotc.FusedConv without the layout flag, loaded back with it.
+void store_conv(Node& fused, const Node& conv, const std::string& kind, const std::string& prefix) {
+  Node d = conv;
+  d.op_type = "FusedConv";
+  d.attrs.erase("channels_last");
+  store_absorbed(fused, d, kind, prefix);
+}
+Node load_conv(const Node& fused, const std::string& kind, const std::string& prefix) {
+  Node d = load_absorbed(fused, kind, prefix);
+  d.domain = "aotc";
+  d.attrs["channels_last"] = Attribute::of_int(1);
+  return d;
+}
+void erase_absorbed(Node& fused, const std::string& kind, const std::string& prefix) {
+  for (auto it = fused.attrs.begin(); it != fused.attrs.end();)
+    it = it->first == kind || it->first.compare(0, prefix.size(), prefix) == 0 ? fused.attrs.erase(it) : std::next(it);
+}
 }  // namespace
 
 void store_pool(Node& fused, const Node& pool) { store_absorbed(fused, pool, "pool", kPoolPrefix); }
 bool has_pool(const Node& fused) { return !fused.attr_string("pool", "").empty(); }
 Node load_pool(const Node& fused) { return load_absorbed(fused, "pool", kPoolPrefix); }
 
-void store_depthwise(Node& fused, const Node& depthwise) {
-  Node d = depthwise;
-  d.op_type = "FusedConv";
-  d.attrs.erase("channels_last");
-  store_absorbed(fused, d, "depthwise", kDepthwisePrefix);
-}
-Node load_depthwise(const Node& fused) {
-  Node d = load_absorbed(fused, "depthwise", kDepthwisePrefix);
-  d.domain = "aotc";
-  d.attrs["channels_last"] = Attribute::of_int(1);
-  return d;
-}
-void erase_depthwise(Node& fused) {
-  for (auto it = fused.attrs.begin(); it != fused.attrs.end();)
-    it = it->first == "depthwise" || it->first.compare(0, kDepthwisePrefix.size(), kDepthwisePrefix) == 0
-             ? fused.attrs.erase(it)
-             : std::next(it);
-}
+void store_depthwise(Node& fused, const Node& depthwise) { store_conv(fused, depthwise, "depthwise", kDepthwisePrefix); }
+Node load_depthwise(const Node& fused) { return load_conv(fused, "depthwise", kDepthwisePrefix); }
+void erase_depthwise(Node& fused) { erase_absorbed(fused, "depthwise", kDepthwisePrefix); }
 
-void store_next(Node& fused, const Node& next) {
-  Node d = next;
-  d.op_type = "FusedConv";
-  d.attrs.erase("channels_last");
-  store_absorbed(fused, d, "next", kNextPrefix);
-}
-Node load_next(const Node& fused) {
-  Node d = load_absorbed(fused, "next", kNextPrefix);
-  d.domain = "aotc";
-  d.attrs["channels_last"] = Attribute::of_int(1);
-  return d;
-}
-void erase_next(Node& fused) {
-  for (auto it = fused.attrs.begin(); it != fused.attrs.end();)
-    it = it->first == "next" || it->first.compare(0, kNextPrefix.size(), kNextPrefix) == 0 ? fused.attrs.erase(it)
-                                                                                            : std::next(it);
-}
+void store_next(Node& fused, const Node& next) { store_conv(fused, next, "next", kNextPrefix); }
+Node load_next(const Node& fused) { return load_conv(fused, "next", kNextPrefix); }
+void erase_next(Node& fused) { erase_absorbed(fused, "next", kNextPrefix); }
 
 void store_activation(Node& fused, const Node& activation) { store_absorbed(fused, activation, "activation", kPrefix); }
 bool has_activation(const Node& fused) { return !fused.attr_string("activation", "").empty(); }

@@ -492,8 +492,8 @@ TEST(GeneratedSource, KernelTableMarksPdlKernels) {
   ASSERT_TRUE(sources.is_ok());
   HostSources host = render_host_sources(*p, g, {"m", {"sm_90"}, "0.1.0", "h", "m"});
   // {name, module, grid, block, shared, first_arg, num_args, library, first_builder, num_builder, pdl,
-  //  prebuilt params, their bytes, first_tensor_map, num_tensor_maps}
-  EXPECT_NE(host.model_c.find(", 0, 2, 0, 0, 0, 1, 0, 0u, 0, 0},"), std::string::npos) << host.model_c;
+  //  prebuilt params, their bytes, first_tensor_map, num_tensor_maps, cluster_size}
+  EXPECT_NE(host.model_c.find(", 0, 2, 0, 0, 0, 1, 0, 0u, 0, 0, 0u},"), std::string::npos) << host.model_c;
 }
 
 }  // namespace

@@ -42,11 +42,12 @@ int count_ops(const Graph& g, const std::string& op_type) {
 
 // `plain` convs absorb nothing but their BN (ResNet's downsample convs, MobileNetV2's projections
 // without a residual): they stay Conv, with the folded bias. `merged`: projection shortcuts
-// merge_projection_shortcut folds into their block's last conv (one Concat each).
+// merge_projection_shortcut folds into their block's last conv (one Concat each); `subsampled`:
+// strided ones merge_strided_projection folds (one aotc.SubsampleConcat each).
 // `aux_streams`: the target's setting; `side`: how many nodes side_branches puts on the auxiliary
 // stream.
 void check_small_model(const std::string& text, int convs, int plain, int merged, int aux_streams = 1,
-                       int side = 0) {
+                       int side = 0, int subsampled = 0) {
   auto built = testing_util::build(text);
   ASSERT_TRUE(built.is_ok()) << built.status().message();
   Graph& g = *built;
@@ -57,8 +58,9 @@ void check_small_model(const std::string& text, int convs, int plain, int merged
   ASSERT_TRUE(stats.is_ok()) << stats.status().message();
   EXPECT_EQ(count_ops(g, "BatchNormalization"), 0);
   EXPECT_EQ(count_ops(g, "Conv"), plain);
-  EXPECT_EQ(count_ops(g, "FusedConv"), convs - plain - merged);
+  EXPECT_EQ(count_ops(g, "FusedConv"), convs - plain - merged - subsampled);
   EXPECT_EQ(count_ops(g, "Concat"), merged);
+  EXPECT_EQ(count_ops(g, "SubsampleConcat"), subsampled);
   EXPECT_EQ(std::count_if(g.side_join.begin(), g.side_join.end(), [](int j) { return j >= 0; }), side);
   for (const Node& n : g.nodes) {
     if (n.op_type == "Conv") {
@@ -83,9 +85,11 @@ void check_small_model(const std::string& text, int convs, int plain, int merged
 
 TEST(CnnPipeline, SmallResNet50FusesEverythingAndKeepsTheOutput) {
   AOTC_REQUIRE_OPS("Conv", "aotc.FusedConv", "BatchNormalization", "MaxPool", "GlobalAveragePool", "Flatten", "Gemm");
-  // One stream: layer 1's stride-1 projection merged. With the auxiliary stream (these activations
-  // are small, as at batch 1): no merge, and all four projections run beside conv1 / conv2.
-  check_small_model(testing_util::resnet50_text(2, 32, 8, 10), 53, 3, 1, 0, 0);
+  // One stream: layer 1's stride-1 projection merged, and layers 2-4's strided ones (their h comes
+  // from the block's 3x3, which writes it into the SubsampleConcat's rows, so the merge adds no
+  // launch even where the merged GEMM is small). With the auxiliary stream (these activations are
+  // small, as at batch 1): no merge, and all four projections run beside conv1 / conv2.
+  check_small_model(testing_util::resnet50_text(2, 32, 8, 10), 53, 0, 1, 0, 0, 3);
   check_small_model(testing_util::resnet50_text(2, 32, 8, 10), 53, 4, 0, 1, 4);
 }
 

@@ -170,7 +170,7 @@ TEST(FusePointwisePair, Layer2ShapeBf16NoResidual) {
   EXPECT_EQ(k.grid.y, 13);
   EXPECT_EQ(k.cluster_size, 8);
   EXPECT_EQ(k.shared_bytes, 2 * ((64 + 64) * 136 + 64 * 64 + (64 + 128) * 72) + 4 * 64 * 132 + 16384);
-  EXPECT_EQ(holes_of(k)["MMA_TYPE"], "bf16");
+  EXPECT_EQ(holes_of(k)["T"], "__nv_bfloat16");
 }
 
 TEST(FusePointwisePair, MustNotFire) {
