@@ -137,7 +137,7 @@ Expected<Lowering> pair_lower(const Node& node, const Graph& graph) {
   const bool has_res = node.input(3) != kNoValue;
   const int64_t r_ld = has_res ? graph.row_stride(node.input(3)) : 0;
   const std::optional<PwPairConfig> cfg = pw_pair_config(graph.target, xv.dtype, s->m, s->k1, s->n1, s->n2);
-  if (!cfg || y1_ld != 0 || y2_ld != 0 || (x_ld != 0 && x_ld % 8 != 0) || (r_ld != 0 && r_ld % 2 != 0))
+  if (!cfg || y1_ld != 0 || y2_ld != 0 || (x_ld != 0 && x_ld % 8 != 0) || (r_ld != 0 && r_ld % 8 != 0))
     return lower_as_two(node, graph);
   const bool has_b1 = node.input(2) != kNoValue, has_b2 = node.inputs.size() > 5 && node.input(5) != kNoValue;
   KernelStep k;
