@@ -31,6 +31,10 @@
 #      with the case also in PROFILE_CASES, tools/device/conv_rate.py: the convolutions' TFLOP/s
 #      in the replay, on the progress lines and in CASE/conv_rate.log; its AB_AOTC_ARGS libraries
 #      are traced too, CASE/ab*/trace.log)
+#      NCU_CASES="resnet50_bs1_fp16" NCU_KERNELS="regex:k1[67]_layer3" [NCU_COUNT=2] (Nsight
+#      Compute on those cases' libraries, plain launches: ncu's --kernel-name NCU_KERNELS, the
+#      first NCU_COUNT matching launches, sections SpeedOfLight, LaunchStats, Occupancy,
+#      WarpStateStats, SchedulerStats, into CASE/ncu.log; NCU= the ncu binary)
 #      ABLATION_MODEL=resnet50 (the model of the ablation and PTX cases)
 #      AOTC_EXTRA_ARGS="--pdl early" (appended to every aotc compile of the run)
 #      AB_ENV="AOTC_NO_PDL=1" (each main case is timed a second time with these variables set;
@@ -308,6 +312,15 @@ step_aotc() {
       # land in profile.log too.
       timeout "$(cap 60)" env AOTC_MATMUL_TUNE_LOG=1 "$aotc_run" "$lc/lib$lib.so" "${inputs[@]}" --profile \
         --profile-json "$c/profile.json" </dev/null >"$c/profile.log" 2>&1 || true
+    fi
+    if [ "$role" = main ] && [[ " ${NCU_CASES:-} " == *" $name "* ]]; then
+      # Where a kernel's time goes (elapsed vs SM-active cycles, stalls, launch shape), for the
+      # kernels NCU_KERNELS names; graphs off so that ncu sees each launch.
+      timeout "$(cap 120)" env AOTC_NO_CUDA_GRAPH=1 "${NCU:-ncu}" --kernel-name "${NCU_KERNELS:-regex:.}" \
+        --launch-count "${NCU_COUNT:-2}" --section SpeedOfLight --section LaunchStats --section Occupancy \
+        --section WarpStateStats --section SchedulerStats "$aotc_run" "$lc/lib$lib.so" "${inputs[@]}" \
+        --bench 1 --warmup 0 </dev/null >"$c/ncu.log" 2>&1 || true
+      say "  $name: ncu: $(grep -c 'Duration' "$c/ncu.log") kernel launch(es) profiled, CASE/ncu.log"
     fi
     if [ "$role" = main ] && [[ " ${TRACE_CASES:-} " == *" $name "* ]]; then
       # The kernels of graph replays (CUPTI through PyTorch's profiler), and with the profile and

@@ -685,6 +685,40 @@ class DeviceRunScriptTest(unittest.TestCase):
         self.assertIn("as built / with --disable-pass layout_nhwc / with --disable-pass fuse_epilogue "
                       "(ms, twice): 0.250/0.750/1.000 0.250/0.750/1.000", line[0])
 
+    def test_ncu_cases_profile_the_named_kernels_of_their_library(self):
+        # A stand-in ncu records its arguments and prints two launches' durations; the case's
+        # ncu.log holds them and the progress line counts them; other cases run no ncu.
+        with tempfile.TemporaryDirectory() as tmp:
+            fake = os.path.join(tmp, "ncu")
+            with open(fake, "w") as f:
+                f.write("#!/bin/sh\necho \"args: $*\"\necho \"env: $AOTC_NO_CUDA_GRAPH\"\n"
+                        "echo '    Duration  us  8.10'\necho '    Duration  us  6.90'\n")
+            os.chmod(fake, 0o755)
+            logs = {}
+
+            def inspect(out, stdout):
+                listing = subprocess.run(["tar", "-xzf", os.path.join(out, "logs.tar.gz"), "-C", tmp],
+                                         capture_output=True, text=True)
+                self.assertEqual(listing.returncode, 0, listing.stderr)
+                for case in ("tiny_bs1_fp32", "tiny_bs1_fp16"):
+                    path = os.path.join(tmp, "cases", case, "ncu.log")
+                    logs[case] = None
+                    if os.path.exists(path):
+                        with open(path) as f:
+                            logs[case] = f.read()
+
+            _, stdout, _, _ = self.run_script(
+                "1", inspect=inspect, MODELS="tiny", BATCHES="1", NCU=fake, NCU_CASES="tiny_bs1_fp32",
+                NCU_KERNELS="regex:k1[67]_", NCU_COUNT="3")
+            self.assertIn("tiny_bs1_fp32: ncu: 2 kernel launch(es) profiled", stdout)
+            log = logs["tiny_bs1_fp32"]
+            self.assertIsNotNone(log)
+            self.assertIn("--kernel-name regex:k1[67]_ --launch-count 3 --section SpeedOfLight", log)
+            self.assertIn("libtiny_bs1_fp32.so", log)
+            self.assertIn("--bench 1 --warmup 0", log)
+            self.assertIn("env: 1", log)
+            self.assertIsNone(logs["tiny_bs1_fp16"])
+
     def run_script(self, parallel, inspect=None, **extra_env):
         with tempfile.TemporaryDirectory() as tmp:
             work, out, build = (os.path.join(tmp, d) for d in ("work", "out", "build"))
