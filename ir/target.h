@@ -49,13 +49,15 @@ struct Target {
   bool conv_cluster_splitk = true;
   // The most CTAs of such a cluster (--conv-cluster-max-split, 1-16; over 8 is sm_90's
   // non-portable cluster size, allowed by the runtime at create): the rule's bound
-  // (conv_configs.h pick_cluster_conv_config).
+  // (conv_configs.h pick_cluster_conv_config). 12 measured slower on ResNet-50's layer 4 at batch 1
+  // (9.4-10.9 us against 8.2-9.6 a 3x3, docs/perf_notes.md v45).
   int conv_cluster_max_split = 6;
   // A pointwise convolution and the pointwise convolution that reads its output as one cluster
   // kernel where its rule has a configuration (opt/fuse_pointwise_pair, conv_configs.h
   // pw_pair_config; --conv-pw-pair on). Off by default: measured slower than the two cuBLASLt
   // GEMMs it replaces on ResNet-50 at batch 1 on an H200 (8.1-8.4 us against 7.7-8.0 a layer-3
-  // pair; the whole network 0.2648 against 0.2556 ms), neutral on MobileNetV2 (docs/perf_notes.md v45).
+  // pair; the whole network 0.2643 / 0.2652 against 0.2552 / 0.2559 ms), neutral on MobileNetV2
+  // (docs/perf_notes.md v45).
   bool conv_pw_pair = false;
   // Of those, a strided 1x1 convolution without padding (ResNet's downsample at batch 1) reads its
   // input in place as a strided batched cuBLASLt GEMM, one batch per output row, no im2col

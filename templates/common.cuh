@@ -6,6 +6,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 // Programmatic dependent launch (Hopper and later). Every kernel of the templates starts with
 // AOTC_PDL_ENTER(): it waits until the kernels before it in the stream have completed and their
 // writes are visible (griddepcontrol.wait), then lets the next kernel's blocks be scheduled
@@ -57,14 +59,6 @@ __device__ __forceinline__ __nv_bfloat16 aotc_cast<__nv_bfloat16, float>(float v
 // n0 + 8 NT - 1 of `ldb` elements each; k0 is the step's first K element. Rows padded so that
 // ldb / 8 is odd put ldmatrix's 8 rows in distinct banks. acc[t] holds (rows lane / 4 and + 8,
 // columns n0 + 8 t + (lane % 4) * 2 and + 1) as {c0, c1, c2, c3}. T: __half or __nv_bfloat16.
-template <class A, class B>
-struct aotc_same_type {
-  static constexpr bool value = false;
-};
-template <class A>
-struct aotc_same_type<A, A> {
-  static constexpr bool value = true;
-};
 template <class T, int NT>
 __device__ __forceinline__ void aotc_mma_k16(float (*acc)[4], unsigned a_base, unsigned b_base, int ldb, int k0,
                                              int lane) {
@@ -89,7 +83,7 @@ __device__ __forceinline__ void aotc_mma_k16(float (*acc)[4], unsigned a_base, u
 #pragma unroll
     for (int u = 0; u < 2 && t + u < NT; ++u) {
       float* c = acc[t + u];
-      if (aotc_same_type<T, __nv_bfloat16>::value)
+      if (std::is_same<T, __nv_bfloat16>::value)
         asm volatile(
             "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
             "{%0, %1, %2, %3};\n"

@@ -24,16 +24,7 @@
 
 namespace aotc {
 
-Node pointwise_part(const Node& fused) {
-  Node pw;
-  pw.name = fused.name;
-  pw.op_type = "FusedConv";
-  pw.domain = "aotc";
-  pw.attrs = fused.attrs;
-  erase_depthwise(pw);
-  pw.attrs["channels_last"] = Attribute::of_int(1);
-  return pw;
-}
+Node pointwise_part(const Node& fused) { return load_own_conv(fused); }
 
 namespace {
 

@@ -25,13 +25,7 @@ const std::vector<DType> kTypes = {DType::kFloat32, DType::kFloat16, DType::kBFl
 
 // The two convolutions as stand-alone channels_last aotc.FusedConv nodes over the pair's values.
 Node first_part(const Node& pair) {
-  Node n;
-  n.name = pair.name;
-  n.op_type = "FusedConv";
-  n.domain = "aotc";
-  n.attrs = pair.attrs;
-  erase_next(n);
-  n.attrs["channels_last"] = Attribute::of_int(1);
+  Node n = load_own_conv(pair);
   n.inputs = {pair.input(0), pair.input(1), pair.inputs.size() > 2 ? pair.input(2) : kNoValue,
               pair.inputs.size() > 3 ? pair.input(3) : kNoValue};
   n.outputs = {pair.outputs.empty() ? kNoValue : pair.outputs[0]};
@@ -140,6 +134,7 @@ Expected<Lowering> pair_lower(const Node& node, const Graph& graph) {
   if (!cfg || y1_ld != 0 || y2_ld != 0 || (x_ld != 0 && x_ld % 8 != 0) || (r_ld != 0 && r_ld % 8 != 0))
     return lower_as_two(node, graph);
   const bool has_b1 = node.input(2) != kNoValue, has_b2 = node.inputs.size() > 5 && node.input(5) != kNoValue;
+  const int64_t smem = pw_pair_smem_bytes(*cfg, s->k1, s->n1, s->n2);
   KernelStep k;
   k.template_name = "conv_pw_pair_nhwc";
   k.holes = {{"comment", "PointwisePair NHWC X " + shape_str(xv.shape) + " -> " + shape_str(s->y1) + " -> " +
@@ -151,6 +146,7 @@ Expected<Lowering> pair_lower(const Node& node, const Graph& graph) {
              {"N2", int_literal(s->n2)},
              {"BM", int_literal(cfg->bm)},
              {"CS", int_literal(cfg->cs)},
+             {"SMEM_BYTES", int_literal(smem)},
              {"XLD", int_literal(x_ld != 0 ? x_ld : s->k1)},
              {"RLD", int_literal(r_ld != 0 ? r_ld : s->n1)},
              {"Y1LD", int_literal(s->n1)},
@@ -164,7 +160,7 @@ Expected<Lowering> pair_lower(const Node& node, const Graph& graph) {
             node.inputs[4], has_b2 ? node.inputs[5] : kNullArg, node.outputs[0], node.outputs[1]};
   k.grid = Dim3{cfg->cs, (s->m + cfg->bm - 1) / cfg->bm, 1};
   k.block = Dim3{kPwPairThreads, 1, 1};
-  k.shared_bytes = pw_pair_smem_bytes(*cfg, s->k1, s->n1, s->n2);
+  k.shared_bytes = smem;
   k.cluster_size = cfg->cs;
   Lowering l;
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});

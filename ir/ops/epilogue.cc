@@ -57,6 +57,17 @@ void erase_depthwise(Node& fused) { erase_absorbed(fused, "depthwise", kDepthwis
 void store_next(Node& fused, const Node& next) { store_conv(fused, next, "next", kNextPrefix); }
 Node load_next(const Node& fused) { return load_conv(fused, "next", kNextPrefix); }
 void erase_next(Node& fused) { erase_absorbed(fused, "next", kNextPrefix); }
+Node load_own_conv(const Node& fused) {
+  Node n;
+  n.name = fused.name;
+  n.op_type = "FusedConv";
+  n.domain = "aotc";
+  n.attrs = fused.attrs;
+  erase_depthwise(n);
+  erase_next(n);
+  n.attrs["channels_last"] = Attribute::of_int(1);
+  return n;
+}
 
 void store_activation(Node& fused, const Node& activation) { store_absorbed(fused, activation, "activation", kPrefix); }
 bool has_activation(const Node& fused) { return !fused.attr_string("activation", "").empty(); }

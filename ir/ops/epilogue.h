@@ -52,5 +52,8 @@ void erase_depthwise(Node& fused);
 void store_next(Node& fused, const Node& next);
 Node load_next(const Node& fused);
 void erase_next(Node& fused);
+// The fused node's own convolution: its attributes without an absorbed depthwise or next
+// convolution's encoding, as a stand-alone channels_last aotc.FusedConv (attributes only).
+Node load_own_conv(const Node& fused);
 
 }  // namespace aotc
