@@ -51,7 +51,8 @@ int64_t kernel_step_bytes(const Graph& graph, const KernelStep& k, int64_t scrat
 
 int64_t kernel_step_flops(const Node& node, const Graph& graph, const KernelStep& k) {
   // The CUTLASS GEMM (templates/cutlass_gemm.cu.in): builder args M, N, K, ... (ir/ops/gemm.cc).
-  if (k.library_params && k.template_name == "cutlass_gemm")
+  // The sm_90a GEMM (templates/cutlass_gemm_sm90.cu.in) too: builder args M, N, K, ...
+  if (k.library_params && (k.template_name == "cutlass_gemm" || k.template_name == "cutlass_gemm_sm90"))
     return k.builder_args.size() >= 3 ? 2 * k.builder_args[0] * k.builder_args[1] * k.builder_args[2] : 0;
   // The one-row GEMM (templates/gemv_rows.cu.in): A [M][K] x B [N][K]^T.
   if (k.template_name == "gemv_rows" && node.inputs.size() >= 2) {

@@ -87,6 +87,11 @@ struct Target {
   // run (--l2-prefetch on|off): at batch 1 each GEMM otherwise waits on its weights from DRAM.
   // Measured on an H200, ResNet-50 bs1 fp16: 0.2736 -> 0.2661 ms (docs/perf_notes.md v41).
   bool l2_prefetch = true;
+  // 16-bit GEMMs with an activation cuBLASLt's epilogues lack run on CUTLASS 3.x's sm_90a GEMM
+  // with the activation in its epilogue where its rule has a configuration (ir/ops/conv_configs.h:
+  // gemm_wgmma_config; templates/cutlass_gemm_sm90.cu.in). Off: cuBLASLt + an epilogue kernel
+  // (--gemm-wgmma off).
+  bool gemm_wgmma = true;
   // Every cuBLASLt GEMM runs on aotc's own plain kernel instead (templates/gemm_reference.cu.in;
   // --matmul-impl reference): slow, but the library then launches no cuBLASLt kernel, which
   // compute-sanitizer's racecheck cannot follow on Hopper (docs/reliability.md).

@@ -93,6 +93,10 @@ options:
   --gemv on|off            on (default): a 16-bit Gemm of one row against a [N][K] weight (a
                            batch-1 classifier) runs on aotc's warp-per-column kernel; off:
                            cuBLASLt
+  --gemm-wgmma on|off      on (default): an fp16 GEMM with an activation cuBLASLt's epilogues
+                           lack (the erf GELU of BERT / ViT, SiLU, ...) runs on CUTLASS 3.x's
+                           sm_90a GEMM with the activation in its epilogue, when every --arch is
+                           sm_90 and its tiles fill the GPU; off: cuBLASLt + an epilogue kernel
   --l2-prefetch on|off     on (default): the batch-1 cluster split-K convolutions prefetch into
                            L2 the weights of the steps after them (up to the next such
                            convolution) while they run (ResNet-50 bs1 fp16 on an H200: -2.8%);

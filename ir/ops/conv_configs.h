@@ -610,6 +610,46 @@ inline bool gemv_applies(const Target& target, DType dtype, int64_t m, int64_t n
   return m >= 1 && m <= kGemvMaxRows && n >= 1 && k >= 8 && k % 8 == 0;
 }
 
+// 16-bit GEMMs whose epilogue activation cuBLASLt lacks (its epilogues have ReLU and the tanh
+// GELU only: BERT's and ViT's erf GELU, SiLU, Clip, ...) on CUTLASS 3.x's sm_90a GEMM
+// (templates/cutlass_gemm_sm90.cu.in: TMA + wgmma, cooperative warp groups, persistent tiles)
+// with bias and activation in its epilogue, instead of the cuBLASLt GEMM + an epilogue kernel that
+// reads and writes the product again (BERT-base batch 32: 18 us a layer for that kernel, H200,
+// docs/perf_notes.md v46). The table, largest tile first; the rule: every target is sm_90 (an
+// sm_90a cubin), fp16, N and K multiples of 8 (16-byte TMA rows), and the first row whose tiles fill
+// a wave of the smallest target (the 128 x 256 tile needs N a multiple of 256), else the last row
+// where its tiles fill half a wave; smaller problems (batch 1) keep cuBLASLt, whose split-K and
+// 64-row tiles suit them. --gemm-wgmma off keeps cuBLASLt everywhere.
+struct GemmWgmmaConfig {
+  const char* name;
+  int tb_m, tb_n, tb_k;
+};
+
+inline const std::vector<GemmWgmmaConfig>& gemm_wgmma_configs() {
+  static const std::vector<GemmWgmmaConfig> kConfigs = {{"gwg128x256x64_coop", 128, 256, 64},
+                                                        {"gwg128x128x64_coop", 128, 128, 64}};
+  return kConfigs;
+}
+
+inline int64_t gemm_wgmma_tiles(const GemmWgmmaConfig& c, int64_t m, int64_t n) {
+  return ((m + c.tb_m - 1) / c.tb_m) * ((n + c.tb_n - 1) / c.tb_n);
+}
+
+inline std::optional<GemmWgmmaConfig> gemm_wgmma_config(const Target& target, DType dtype, int64_t m, int64_t n,
+                                                        int64_t k) {
+  if (!target.gemm_wgmma || target.matmul_reference || target.sms.empty()) return std::nullopt;
+  for (int sm : target.sms)
+    if (sm != 90) return std::nullopt;
+  if (dtype != DType::kFloat16 || m < 1 || n < 8 || k < 8 || n % 8 != 0 || k % 8 != 0) return std::nullopt;
+  if (m >= (int64_t{1} << 31) || n >= (int64_t{1} << 31) || k >= (int64_t{1} << 31)) return std::nullopt;
+  const std::vector<GemmWgmmaConfig>& rows = gemm_wgmma_configs();
+  for (const GemmWgmmaConfig& c : rows)
+    if (n % c.tb_n == 0 && gemm_wgmma_tiles(c, m, n) >= target.sm_count) return c;
+  const GemmWgmmaConfig& last = rows.back();
+  if (2 * gemm_wgmma_tiles(last, m, n) >= target.sm_count) return last;
+  return std::nullopt;
+}
+
 // A depthwise convolution and the pointwise convolution that alone reads it as one kernel
 // (templates/conv_dw_pw_nhwc.cu.in, opt/fuse_depthwise_pointwise): 16-bit, sm_80+ (mma.sync,
 // cp.async), C and CO multiples of 8. A block: a TOH x TOW tile of output pixels (TP = TOH * TOW

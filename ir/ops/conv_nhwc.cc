@@ -25,10 +25,6 @@ namespace {
 constexpr int64_t kDepthwisePixelsPerThread = 4;
 constexpr int64_t kVectorBytes = 16;  // the vectorised NHWC kernels move 16 bytes per access
 
-std::string cutlass_element(DType t) {
-  return t == DType::kBFloat16 ? "cutlass::bfloat16_t" : t == DType::kFloat16 ? "cutlass::half_t" : "float";
-}
-
 // "int" when every index of the kernel stays below 2^31 (the margin covers loop bounds that
 // overshoot by one step), else "long long".
 std::string index_type(int64_t largest) { return largest < (int64_t{1} << 31) - (int64_t{1} << 20) ? "int" : "long long"; }
@@ -230,16 +226,6 @@ Lowering lower_cutlass(const NhwcConv& c, ConvMath math) {
   }
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
   return l;
-}
-
-// Whether `id` (following views) lives at an address fixed at create: not a graph input or
-// output (the caller's pointers change per run, and a TMA descriptor holds its address).
-bool fixed_address(const Graph& graph, ValueId id) {
-  for (int hops = 0; id != kNoValue && hops < 64; ++hops) {
-    if (graph.is_graph_input(id) || graph.is_graph_output(id)) return false;
-    id = graph.value(id).alias_of;
-  }
-  return id == kNoValue;
 }
 
 // CUTLASS 3.x's TMA + wgmma implicit GEMM for sm_90a (templates/cutlass_conv2d_fprop_sm90.cu.in):

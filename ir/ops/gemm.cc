@@ -257,6 +257,33 @@ Lowering simt_gemm_lowering(const MatmulStep& m, const SimtGemmPlan& plan, const
   return l;
 }
 
+// The 16-bit GEMM `m` (row-major A, no C) on CUTLASS 3.x's sm_90a GEMM
+// (templates/cutlass_gemm_sm90.cu.in): one library kernel whose epilogue computes
+// act(alpha * AB + bias) with `act` (a CUDA expression of v); its params are built at compile
+// time (KernelStep::host_params), with the target's SM count for the persistent grid.
+Lowering wgmma_gemm_lowering(const MatmulStep& m, const GemmWgmmaConfig& cfg, const Target& target,
+                             const std::string& act, const std::string& comment) {
+  const bool has_bias = m.bias != kNullArg;
+  KernelStep k;
+  k.template_name = "cutlass_gemm_sm90";
+  k.holes = {{"comment", comment + " config " + cfg.name},
+             {"ELEMENT", cutlass_element(m.dtype)},
+             {"LAYOUT_B", m.trans_b ? "ColumnMajor" : "RowMajor"},
+             {"TILE_M", int_literal(cfg.tb_m)}, {"TILE_N", int_literal(cfg.tb_n)}, {"TILE_K", int_literal(cfg.tb_k)},
+             {"act_expr", act}};
+  k.library_params = true;
+  k.host_params = true;
+  k.builder_args = {m.m, m.n, m.k, m.lda, m.ldb, m.ldd, has_bias ? 1 : 0, target.sm_count, float_builder_arg(m.alpha)};
+  k.args = {m.a, m.b, has_bias ? m.bias : kNullArg, m.d};
+  // Informative only: the compile-time builder reports the real launch shape (persistent: at most
+  // one CTA an SM).
+  k.grid = Dim3{std::min<int64_t>(gemm_wgmma_tiles(cfg, m.m, m.n), target.sm_count), 1, 1};
+  k.block = Dim3{384, 1, 1};
+  Lowering l;
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  return l;
+}
+
 Expected<Lowering> gemm_lower(const Node& node, const Graph& graph) {
   AOTC_RETURN_IF_ERROR(check_activation_lowerable(node, node));
   const Value& av = input_value(graph, node, 0);
@@ -339,6 +366,16 @@ Expected<Lowering> gemm_lower(const Node& node, const Graph& graph) {
     if (auto plan = simt_gemm_plan(graph.target, av.dtype, d.m, d.n, d.k))
       return simt_gemm_lowering(mm, *plan, activation_expr(node, graph, "v"),
                                 node.op_type + " " + shape_str(full) + " K " + std::to_string(d.k));
+  }
+  // An activation cuBLASLt's epilogue lacks, on a GEMM that fills the GPU: CUTLASS 3.x's sm_90a
+  // GEMM with bias and activation in its epilogue (no epilogue kernel). Its TMA descriptors hold
+  // the operands' addresses: only operands fixed at create.
+  if (kernel_act && !kernel_c && !kernel_r && mm.c == kNullArg && !mm.trans_a && out_t == av.dtype &&
+      (!bias || graph.value(c).dtype == av.dtype) && fixed_address(graph, mm.a) && fixed_address(graph, mm.b) &&
+      fixed_address(graph, mm.d)) {
+    if (auto cfg = gemm_wgmma_config(graph.target, av.dtype, d.m, d.n, d.k))
+      return wgmma_gemm_lowering(mm, *cfg, graph.target, activation_expr(node, graph, "v"),
+                                 node.op_type + " " + shape_str(full) + " K " + std::to_string(d.k));
   }
   mm.epilogue = !act_in_matmul ? (bias ? E::kBias : E::kNone)
                 : gelu         ? (bias ? E::kBiasGelu : E::kGelu)

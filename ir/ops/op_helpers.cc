@@ -86,6 +86,18 @@ void set_output(Graph& graph, const Node& node, size_t index, DType dtype, Shape
   v.shape_known = true;
 }
 
+bool fixed_address(const Graph& graph, ValueId id) {
+  for (int hops = 0; id != kNoValue && hops < 64; ++hops) {
+    if (graph.is_graph_input(id) || graph.is_graph_output(id)) return false;
+    id = graph.value(id).alias_of;
+  }
+  return id == kNoValue;
+}
+
+std::string cutlass_element(DType t) {
+  return t == DType::kBFloat16 ? "cutlass::bfloat16_t" : t == DType::kFloat16 ? "cutlass::half_t" : "float";
+}
+
 const Value& input_value(const Graph& graph, const Node& node, size_t index) {
   return graph.value(node.inputs[index]);
 }

@@ -45,6 +45,15 @@ std::string int_literal(int64_t v);
 std::string float_literal(float v);
 std::string dims_literal(const std::vector<int64_t>& dims);  // "{1LL, 3LL}"
 
+// Whether `id` (following views) lives at an address fixed at create: not a graph input or
+// output (the caller's pointers change per run). A TMA descriptor built at compile time holds its
+// operand's address, so the CUTLASS 3.x kernels take only such operands.
+bool fixed_address(const Graph& graph, ValueId id);
+
+// CUTLASS's element type for a 16-bit or fp32 dtype ("cutlass::half_t", "cutlass::bfloat16_t",
+// "float").
+std::string cutlass_element(DType t);
+
 // The clamp of a requantized 8-bit result (int8 / uint8 `y`): the type's range, narrowed by the
 // attributes qmin / qmax when `fused_activation` (the internal aotc.QLinear* ops of opt/fuse_qdq,
 // where they hold a fused Relu / Clip in the quantized domain).

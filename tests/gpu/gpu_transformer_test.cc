@@ -357,6 +357,32 @@ TEST(GpuGelu, TanhGeluInTheMatmulEpilogue) {
   }
 }
 
+// The erf GELU (BERT's, ViT's), which cuBLASLt's epilogues lack, inside CUTLASS 3.x's sm_90a GEMM
+// (templates/cutlass_gemm_sm90.cu.in; ir/ops/conv_configs.h gemm_wgmma_config): M 2000 (a partial
+// last row tile), K 264 (a partial K tile), N 2048, against a [K][N] weight (RowMajor B) and an
+// [N][K] one (Gemm transB: ColumnMajor B), with bias; alpha 0.5 on the second. The Abs and Neg
+// keep A and D at arena addresses (TMA descriptors built at compile time). Batch-1 sizes keep
+// cuBLASLt + the epilogue kernel (tests/codegen/wgmma_gemm_test.cc).
+TEST(GpuGelu, ErfGeluInTheSm90Gemm) {
+  AOTC_REQUIRE_GPU();
+  for (bool trans_b : {false, true}) {
+    GraphBuilder b;
+    b.graph().opset = 20;
+    ValueId x = b.input("x", {2000, 264}, DType::kFloat16);
+    ValueId w = b.weight("w", trans_b ? Shape{2048, 264} : Shape{264, 2048}, -0.2, 0.2, DType::kFloat16);
+    ValueId bias = b.weight("bias", {2048}, -1, 1, DType::kFloat16);
+    ValueId a = b.node("Abs", {x});
+    ValueId y = trans_b ? b.node("Gemm", {a, w, bias}, {{"transB", i64(1)}, {"alpha", f32(0.5f)}})
+                        : b.node("Add", {b.node("MatMul", {a, w}), bias});
+    b.output(b.node("Neg", {b.node("Gelu", {y})}));
+    CaseOptions options;
+    options.expect_ops_after_pipeline = {"FusedGemm"};
+    options.expect_templates = {"cutlass_gemm_sm90"};
+    options.absent_templates = {"gemm_epilogue"};
+    run_case(b.graph(), trans_b ? "gemm_gelu_erf_sm90_tb" : "gemm_gelu_erf_sm90", options);
+  }
+}
+
 // An LM head (LLaMA's: N a multiple of 8): fp16 rows times a constant, converted to the float32
 // output. fuse_output_cast makes it one cuBLASLt call writing float32 D straight into the output.
 // The reference rounds the product to fp16 before the Cast (the graph's semantics), the library
