@@ -482,12 +482,13 @@ Lowering fmha_lowering(const Node& node, const Graph& graph, const AttnDims& a) 
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
   // A runtime mask, or a constant one with a row of -inf only, may disallow every key of a row.
   if (a.has_mask && !constant_mask_leaves_a_key_in_every_row(node, graph, a)) {
-    const int64_t rows = a.batch * a.q_heads * a.q_len;
+    // One block per distinct mask row (broadcast dims counted once).
+    const int64_t rows = (m.b ? a.batch : 1) * (m.h ? a.q_heads : 1) * (m.s ? a.q_len : 1);
     KernelStep z;
     z.template_name = "attention_zero_masked_rows";
     z.holes = {{"comment", "rows with every key masked -> zeros, after " + layout_comment(a)},
                {"T", dtype_c_type(t)},
-               {"ROWS", int_literal(rows)},
+               {"BATCH", int_literal(a.batch)},
                {"HEADS", int_literal(a.q_heads)},
                {"SQ", int_literal(a.q_len)},
                {"KEYS", int_literal(a.total)},
@@ -496,7 +497,7 @@ Lowering fmha_lowering(const Node& node, const Graph& graph, const AttnDims& a) 
                {"YSB", int_literal(a.y.b)}, {"YSH", int_literal(a.y.h)}, {"YSS", int_literal(a.y.s)}};
     z.args = {node.inputs[kMask], node.outputs[kY]};
     z.block = Dim3{256, 1, 1};
-    z.grid = Dim3{(rows + 7) / 8, 1, 1};
+    z.grid = Dim3{rows, 1, 1};
     l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, z, {}});
   }
   return l;

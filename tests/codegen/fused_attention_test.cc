@@ -70,6 +70,8 @@ TEST(FusedAttention, ThreeDInputsWithARuntimeMaskTakeTheFusedKernelAndTheFixUp) 
   EXPECT_EQ(scale, 0.25f);
   EXPECT_EQ(f.builder_args[21], 0);  // not causal
   EXPECT_EQ(ks[1].template_name, "attention_zero_masked_rows");
+  // One block per distinct mask row: the [2, 1, 1, 8] mask broadcasts over heads and queries.
+  EXPECT_EQ(ks[1].grid.x * ks[1].grid.y * ks[1].grid.z, 2);
 }
 
 TEST(FusedAttention, FourDInputsRunAsBatchesOfOneHead) {
