@@ -92,6 +92,9 @@ struct Target {
   // gemm_wgmma_config; templates/cutlass_gemm_sm90.cu.in). Off: cuBLASLt + an epilogue kernel
   // (--gemm-wgmma off).
   bool gemm_wgmma = true;
+  // Force one row of that kernel's table by name where it applies (--gemm-wgmma-config; for
+  // measuring the table). Empty: the rule.
+  std::string gemm_wgmma_config;
   // Every cuBLASLt GEMM runs on aotc's own plain kernel instead (templates/gemm_reference.cu.in;
   // --matmul-impl reference): slow, but the library then launches no cuBLASLt kernel, which
   // compute-sanitizer's racecheck cannot follow on Hopper (docs/reliability.md).

@@ -395,6 +395,7 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   graph.target.conv_stem_wgmma = o.conv_stem_wgmma;
   graph.target.gemm_gemv = o.gemm_gemv;
   graph.target.gemm_wgmma = o.gemm_wgmma;
+  graph.target.gemm_wgmma_config = o.gemm_wgmma_config;
   graph.target.l2_prefetch = o.l2_prefetch;
   graph.target.gemm_fp32_simt = o.gemm_fp32_simt;
   graph.target.gemm_fp32_cluster = o.gemm_fp32_cluster;

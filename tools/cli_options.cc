@@ -368,6 +368,8 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       std::string text;
       AOTC_CHOOSE(text, {"on", "off"});
       o.gemm_gemv = text == "on";
+    } else if (opt == "--gemm-wgmma-config") {
+      AOTC_TAKE(o.gemm_wgmma_config);
     } else if (opt == "--gemm-wgmma") {
       std::string text;
       AOTC_CHOOSE(text, {"on", "off"});

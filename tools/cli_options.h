@@ -42,6 +42,7 @@ struct AotcOptions {
   bool conv_stem_wgmma = true;              // --conv-stem-wgmma on|off
   bool gemm_gemv = true;                    // --gemv on|off
   bool gemm_wgmma = true;                   // --gemm-wgmma on|off
+  std::string gemm_wgmma_config;            // --gemm-wgmma-config NAME
   bool l2_prefetch = true;                  // --l2-prefetch on|off
   bool gemm_fp32_simt = true;               // --fp32-gemm auto|cublaslt|simt-reduce (few-row fp32 GEMMs on CUTLASS SIMT)
   bool gemm_fp32_cluster = true;            // --fp32-gemm simt-reduce: their split-K without clusters

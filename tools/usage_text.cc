@@ -97,6 +97,8 @@ options:
                            lack (the erf GELU of BERT / ViT, SiLU, ...) runs on CUTLASS 3.x's
                            sm_90a GEMM with the activation in its epilogue, when every --arch is
                            sm_90 and its tiles fill the GPU; off: cuBLASLt + an epilogue kernel
+  --gemm-wgmma-config NAME that kernel's configuration NAME (ir/ops/conv_configs.h
+                           gemm_wgmma_configs) wherever it runs (for measuring)
   --l2-prefetch on|off     on (default): the batch-1 cluster split-K convolutions prefetch into
                            L2 the weights of the steps after them (up to the next such
                            convolution) while they run (ResNet-50 bs1 fp16 on an H200: -2.8%);

@@ -620,14 +620,19 @@ inline bool gemv_applies(const Target& target, DType dtype, int64_t m, int64_t n
 // a wave of the smallest target (the 128 x 256 tile needs N a multiple of 256), else the last row
 // where its tiles fill half a wave; smaller problems (batch 1) keep cuBLASLt, whose split-K and
 // 64-row tiles suit them. --gemm-wgmma off keeps cuBLASLt everywhere.
+// pingpong: two consumer warp groups take alternate tiles (one's epilogue overlaps the other's
+// main loop); else cooperative: both share each tile.
 struct GemmWgmmaConfig {
   const char* name;
   int tb_m, tb_n, tb_k;
+  bool pingpong;
 };
 
 inline const std::vector<GemmWgmmaConfig>& gemm_wgmma_configs() {
-  static const std::vector<GemmWgmmaConfig> kConfigs = {{"gwg128x256x64_coop", 128, 256, 64},
-                                                        {"gwg128x128x64_coop", 128, 128, 64}};
+  static const std::vector<GemmWgmmaConfig> kConfigs = {{"gwg128x128x64_pp", 128, 128, 64, true},
+                                                        {"gwg128x256x64_coop", 128, 256, 64, false},
+                                                        {"gwg64x256x64_pp", 64, 256, 64, true},
+                                                        {"gwg128x128x64_coop", 128, 128, 64, false}};
   return kConfigs;
 }
 
@@ -643,6 +648,10 @@ inline std::optional<GemmWgmmaConfig> gemm_wgmma_config(const Target& target, DT
   if (dtype != DType::kFloat16 || m < 1 || n < 8 || k < 8 || n % 8 != 0 || k % 8 != 0) return std::nullopt;
   if (m >= (int64_t{1} << 31) || n >= (int64_t{1} << 31) || k >= (int64_t{1} << 31)) return std::nullopt;
   const std::vector<GemmWgmmaConfig>& rows = gemm_wgmma_configs();
+  if (!target.gemm_wgmma_config.empty()) {  // --gemm-wgmma-config NAME (measuring)
+    for (const GemmWgmmaConfig& c : rows)
+      if (target.gemm_wgmma_config == c.name && n % 8 == 0) return c;
+  }
   for (const GemmWgmmaConfig& c : rows)
     if (n % c.tb_n == 0 && gemm_wgmma_tiles(c, m, n) >= target.sm_count) return c;
   const GemmWgmmaConfig& last = rows.back();

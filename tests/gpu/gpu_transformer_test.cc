@@ -129,21 +129,22 @@ TEST(GpuAttention, FusedThreeDInputsAdditiveMaskFullyMaskedRows) {
 }
 
 // A padding mask [B, 1, 1, keys] (BERT's) in which one batch allows no key: the fix-up scans each
-// of the B distinct mask rows once and zeroes that batch's rows of every head and query (4-D
-// inputs: Y is (B, H, Sq, Dv)); the other batches keep the fused kernel's output.
+// of the B distinct mask rows once and zeroes that batch's rows of every head and query (3-D
+// inputs: Y is (B, Sq, H*Dv); 4-D inputs with a mask broadcast over heads do not take the fused
+// kernel); the other batches keep the fused kernel's output.
 TEST(GpuAttention, FusedPaddingMaskWithAFullyMaskedBatch) {
   AOTC_REQUIRE_GPU();
   GraphBuilder b;
   b.graph().opset = 23;
   const int64_t batch = 3, heads = 4, sq = 20, sk = 20, d = 32;
-  ValueId q = b.input("q", {batch, heads, sq, d}, DType::kFloat16);
-  ValueId k = b.input("k", {batch, heads, sk, d}, DType::kFloat16);
-  ValueId v = b.input("v", {batch, heads, sk, d}, DType::kFloat16);
+  ValueId q = b.input("q", {batch, sq, heads * d}, DType::kFloat16);
+  ValueId k = b.input("k", {batch, sk, heads * d}, DType::kFloat16);
+  ValueId v = b.input("v", {batch, sk, heads * d}, DType::kFloat16);
   Tensor m(DType::kFloat16, {batch, 1, 1, sk});
   for (int64_t bi = 0; bi < batch; ++bi)
     for (int64_t j = 0; j < sk; ++j) m.set(bi * sk + j, bi == 1 || (bi == 2 && j >= 13) ? -INFINITY : 0.0);
   ValueId mask = b.graph().add_constant("mask", m);
-  b.output(b.node("Attention", {q, k, v, mask}));
+  b.output(b.node("Attention", {q, k, v, mask}, {{"q_num_heads", i64(heads)}, {"kv_num_heads", i64(heads)}}));
   CaseOptions options;
   options.expect_templates = {"cutlass_fmha_forward", "attention_zero_masked_rows"};
   run_case(b.graph(), "attn_f16_fused_padding_mask_full_batch", options);
