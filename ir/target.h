@@ -89,9 +89,10 @@ struct Target {
   bool l2_prefetch = true;
   // 16-bit GEMMs with an activation cuBLASLt's epilogues lack run on CUTLASS 3.x's sm_90a GEMM
   // with the activation in its epilogue where its rule has a configuration (ir/ops/conv_configs.h:
-  // gemm_wgmma_config; templates/cutlass_gemm_sm90.cu.in). Off: cuBLASLt + an epilogue kernel
-  // (--gemm-wgmma off).
-  bool gemm_wgmma = true;
+  // gemm_wgmma_config; templates/cutlass_gemm_sm90.cu.in; --gemm-wgmma on). Off by default:
+  // measured neutral on BERT-base / ViT-B/16 batch 32 against cuBLASLt + the epilogue kernel
+  // (H200: 1.906-1.909 against 1.895-1.908 ms, docs/perf_notes.md v46).
+  bool gemm_wgmma = false;
   // Force one row of that kernel's table by name where it applies (--gemm-wgmma-config; for
   // measuring the table). Empty: the rule.
   std::string gemm_wgmma_config;
@@ -120,6 +121,9 @@ struct Target {
   // fill one wave of SMs (batch-1 transformers: 24-48 blocks on 132 SMs); off: 64 queries
   // whenever the head dim allows (--attention fused64).
   bool attention_fill_sms = true;
+  // The 32-query configuration wherever the head dim allows (--attention fused32; for measuring:
+  // one key block of 128 for BERT's and GPT-2's 128 tokens).
+  bool attention_force32 = false;
   // fp32 convolution chains move to NHWC like 16-bit ones (opt/layout_nhwc), with fp32 kernels:
   // cuBLASLt SGEMM (no TF32) for 1x1 and under-filled convolutions, the CUTLASS SIMT implicit GEMM
   // for the rest, the NHWC depthwise and pooling kernels. Off: fp32 graphs keep the NCHW kernels

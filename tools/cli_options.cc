@@ -435,9 +435,10 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       o.pdl = text == "off" ? PdlMode::kOff : text == "wait" ? PdlMode::kWait : PdlMode::kEarly;
     } else if (opt == "--attention") {
       std::string text;
-      AOTC_CHOOSE(text, {"fused", "fused64", "rows"});
+      AOTC_CHOOSE(text, {"fused", "fused64", "fused32", "rows"});
       o.attention_fused = text != "rows";
       o.attention_fill_sms = text == "fused";
+      o.attention_force32 = text == "fused32";
     } else if (opt == "--conv-fp32") {
       std::string text;
       AOTC_CHOOSE(text, {"nhwc", "nchw"});

@@ -41,7 +41,7 @@ struct AotcOptions {
   bool conv_wgmma_pointwise = false;        // --conv-wgmma-pointwise on|off
   bool conv_stem_wgmma = true;              // --conv-stem-wgmma on|off
   bool gemm_gemv = true;                    // --gemv on|off
-  bool gemm_wgmma = true;                   // --gemm-wgmma on|off
+  bool gemm_wgmma = false;                  // --gemm-wgmma on|off
   std::string gemm_wgmma_config;            // --gemm-wgmma-config NAME
   bool l2_prefetch = true;                  // --l2-prefetch on|off
   bool gemm_fp32_simt = true;               // --fp32-gemm auto|cublaslt|simt-reduce (few-row fp32 GEMMs on CUTLASS SIMT)
@@ -55,6 +55,7 @@ struct AotcOptions {
   std::string tune_matmuls = "auto";   // --tune-matmuls auto|on|off
   bool attention_fused = true;         // --attention fused|fused64|rows (CUTLASS fused attention where exact)
   bool attention_fill_sms = true;      // --attention fused64: its 64-query blocks even where they leave SMs idle
+  bool attention_force32 = false;      // --attention fused32: its 32-query blocks everywhere
   bool conv_fp32_nhwc = true;          // --conv-fp32 nhwc|nchw (fp32 conv chains on the NHWC kernels)
   int max_split_k = 1;                 // --max-split-k N (serial split-K for underfilled convs; 1 = off)
   std::vector<std::string> disabled_passes;  // --disable-pass NAME (repeatable; ablation)

@@ -93,10 +93,11 @@ options:
   --gemv on|off            on (default): a 16-bit Gemm of one row against a [N][K] weight (a
                            batch-1 classifier) runs on aotc's warp-per-column kernel; off:
                            cuBLASLt
-  --gemm-wgmma on|off      on (default): an fp16 GEMM with an activation cuBLASLt's epilogues
-                           lack (the erf GELU of BERT / ViT, SiLU, ...) runs on CUTLASS 3.x's
-                           sm_90a GEMM with the activation in its epilogue, when every --arch is
-                           sm_90 and its tiles fill the GPU; off: cuBLASLt + an epilogue kernel
+  --gemm-wgmma on|off      on: an fp16 GEMM with an activation cuBLASLt's epilogues lack (the erf
+                           GELU of BERT / ViT, SiLU, ...) runs on CUTLASS 3.x's sm_90a GEMM with
+                           the activation in its epilogue, when every --arch is sm_90 and its
+                           tiles fill the GPU; off (default; measured neutral on an H200): cuBLASLt
+                           + an epilogue kernel
   --gemm-wgmma-config NAME that kernel's configuration NAME (ir/ops/conv_configs.h
                            gemm_wgmma_configs) wherever it runs (for measuring)
   --l2-prefetch on|off     on (default): the batch-1 cluster split-K convolutions prefetch into
@@ -151,11 +152,12 @@ options:
                            (default; measured neutral with CUDA graphs on an H100); wait: a kernel
                            is scheduled as its predecessor's blocks exit and waits for its writes;
                            early: also while the predecessor runs (measured slower)
-  --attention fused|fused64|rows
+  --attention fused|fused64|fused32|rows
                            fused (default): Attention ops run as CUTLASS's fused attention kernel
                            where it is exact (16-bit: tensor cores; fp32: FFMA), in blocks of 32
                            queries where blocks of 64 would leave SMs idle; fused64: always 64-query
-                           blocks where the head dim allows; rows: the row-tile kernel everywhere
+                           blocks where the head dim allows; fused32: always 32-query blocks of
+                           128 keys; rows: the row-tile kernel everywhere
   --conv-fp32 nhwc|nchw    nhwc (default): fp32 convolution chains run channels-last on fp32
                            kernels (cuBLASLt SGEMM and CUTLASS SIMT implicit GEMM, no TF32; NHWC
                            depthwise and pooling); nchw: the NCHW fp32 kernels

@@ -612,27 +612,31 @@ inline bool gemv_applies(const Target& target, DType dtype, int64_t m, int64_t n
 
 // 16-bit GEMMs whose epilogue activation cuBLASLt lacks (its epilogues have ReLU and the tanh
 // GELU only: BERT's and ViT's erf GELU, SiLU, Clip, ...) on CUTLASS 3.x's sm_90a GEMM
-// (templates/cutlass_gemm_sm90.cu.in: TMA + wgmma, cooperative warp groups, persistent tiles)
-// with bias and activation in its epilogue, instead of the cuBLASLt GEMM + an epilogue kernel that
-// reads and writes the product again (BERT-base batch 32: 18 us a layer for that kernel, H200,
-// docs/perf_notes.md v46). The table, largest tile first; the rule: every target is sm_90 (an
-// sm_90a cubin), fp16, N and K multiples of 8 (16-byte TMA rows), and the first row whose tiles fill
-// a wave of the smallest target (the 128 x 256 tile needs N a multiple of 256), else the last row
-// where its tiles fill half a wave; smaller problems (batch 1) keep cuBLASLt, whose split-K and
-// 64-row tiles suit them. --gemm-wgmma off keeps cuBLASLt everywhere.
-// pingpong: two consumer warp groups take alternate tiles (one's epilogue overlaps the other's
-// main loop); else cooperative: both share each tile.
+// (templates/cutlass_gemm_sm90.cu.in: TMA + wgmma, persistent tiles) with bias and activation in
+// its epilogue, instead of the cuBLASLt GEMM + an epilogue kernel that reads and writes the
+// product again. Off by default (--gemm-wgmma on): measured on an H200 (docs/perf_notes.md v46),
+// BERT-base batch 32's erf-GELU GEMM (4096 x 3072 x 768) took 53 us on the cooperative 128x256
+// row and 60 us on the ping-pong 128x128 one, against cuBLASLt's 34.8 us + the epilogue kernel's
+// 18.2: the whole model 1.906-1.909 ms against 1.895-1.908 (neutral), ping-pong 1.98-2.00
+// (slower); ViT-B/16 likewise. The table; the rule (rule rows only, in order): every target is
+// sm_90 (an sm_90a cubin), fp16, N and K multiples of 8 (16-byte TMA rows), and the first row whose
+// tiles fill a wave of the smallest target (the 128 x 256 tile needs N a multiple of 256), else
+// the last rule row where its tiles fill half a wave; smaller problems (batch 1) keep cuBLASLt,
+// whose split-K and 64-row tiles suit them. The ping-pong rows (two consumer warp groups on
+// alternate tiles, one's epilogue overlapping the other's main loop; cooperative: both share each
+// tile) measured slower and run only when named (--gemm-wgmma-config).
 struct GemmWgmmaConfig {
   const char* name;
   int tb_m, tb_n, tb_k;
   bool pingpong;
+  bool rule;  // the rule may pick it (else only --gemm-wgmma-config)
 };
 
 inline const std::vector<GemmWgmmaConfig>& gemm_wgmma_configs() {
-  static const std::vector<GemmWgmmaConfig> kConfigs = {{"gwg128x128x64_pp", 128, 128, 64, true},
-                                                        {"gwg128x256x64_coop", 128, 256, 64, false},
-                                                        {"gwg64x256x64_pp", 64, 256, 64, true},
-                                                        {"gwg128x128x64_coop", 128, 128, 64, false}};
+  static const std::vector<GemmWgmmaConfig> kConfigs = {{"gwg128x256x64_coop", 128, 256, 64, false, true},
+                                                        {"gwg128x128x64_coop", 128, 128, 64, false, true},
+                                                        {"gwg128x128x64_pp", 128, 128, 64, true, false},
+                                                        {"gwg64x256x64_pp", 64, 256, 64, true, false}};
   return kConfigs;
 }
 
@@ -652,10 +656,13 @@ inline std::optional<GemmWgmmaConfig> gemm_wgmma_config(const Target& target, DT
     for (const GemmWgmmaConfig& c : rows)
       if (target.gemm_wgmma_config == c.name && n % 8 == 0) return c;
   }
-  for (const GemmWgmmaConfig& c : rows)
+  const GemmWgmmaConfig* last = nullptr;
+  for (const GemmWgmmaConfig& c : rows) {
+    if (!c.rule) continue;
     if (n % c.tb_n == 0 && gemm_wgmma_tiles(c, m, n) >= target.sm_count) return c;
-  const GemmWgmmaConfig& last = rows.back();
-  if (2 * gemm_wgmma_tiles(last, m, n) >= target.sm_count) return last;
+    last = &c;
+  }
+  if (last && 2 * gemm_wgmma_tiles(*last, m, n) >= target.sm_count) return *last;
   return std::nullopt;
 }
 

@@ -74,6 +74,25 @@ TEST(FusedAttention, ThreeDInputsWithARuntimeMaskTakeTheFusedKernelAndTheFixUp) 
   EXPECT_EQ(ks[1].grid.x * ks[1].grid.y * ks[1].grid.z, 2);
 }
 
+// GpuAttention.FusedPaddingMaskWithAFullyMaskedBatch's shapes (a [B, 1, 1, keys] padding mask,
+// here a run-time one): the fused kernel, then the fix-up with one block per batch.
+TEST(FusedAttention, PaddingMaskFixUpScansEachBatchOnce) {
+  auto g = attention_graph(R"(
+    input %q : float16[3x20x128]
+    input %k : float16[3x24x128]
+    input %v : float16[3x24x128]
+    input %m : float16[3x1x1x24]
+    %y : float16[?] = Attention(%q, %k, %v, %m) {q_num_heads=4, kv_num_heads=4}  # attn
+    output %y
+  )");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  auto ks = kernels_of(*g);
+  ASSERT_EQ(ks.size(), 2u);
+  EXPECT_EQ(ks[0].template_name, "cutlass_fmha_forward");
+  EXPECT_EQ(ks[1].template_name, "attention_zero_masked_rows");
+  EXPECT_EQ(ks[1].grid.x * ks[1].grid.y * ks[1].grid.z, 3);
+}
+
 TEST(FusedAttention, FourDInputsRunAsBatchesOfOneHead) {
   auto g = attention_graph(R"(
     input %q : bfloat16[2x3x9x64]
@@ -206,13 +225,14 @@ TEST(FusedAttention, ConstantMaskWithoutAnEmptyRowNeedsNoFixUp) {
 // batch 1: 12 heads x 2 blocks = 24 of 132 SMs), 64 where they do (batch 32), or on Jetson's 16
 // SMs, or with --attention fused64; head dims over 64 take the 32-query configuration anyway.
 TEST(FusedAttention, QueryBlocksFillTheGpu) {
-  auto qpb = [](const std::string& shape, const std::vector<std::string>& archs, bool fill) {
+  auto qpb = [](const std::string& shape, const std::vector<std::string>& archs, bool fill, bool force32 = false) {
     auto g = attention_graph("input %q : float16[" + shape + "]\ninput %k : float16[" + shape +
                                  "]\ninput %v : float16[" + shape + "]\n%y : float16[?] = Attention(%q, %k, %v)\noutput %y",
                              archs);
     EXPECT_TRUE(g.is_ok()) << g.status().message();
     if (!g) return std::string();
     g->target.attention_fill_sms = fill;
+    g->target.attention_force32 = force32;
     auto ks = kernels_of(*g);
     if (ks.empty() || ks[0].template_name != "cutlass_fmha_forward") return std::string("not fused");
     for (const auto& [k, v] : ks[0].holes)
@@ -225,6 +245,7 @@ TEST(FusedAttention, QueryBlocksFillTheGpu) {
   EXPECT_EQ(qpb("1x12x128x64", {"sm_87"}, true), "64LL");   // 24 blocks on 16 SMs
   EXPECT_EQ(qpb("1x12x128x64", {"sm_90"}, false), "64LL");
   EXPECT_EQ(qpb("1x12x128x128", {"sm_90"}, false), "32LL");  // head dim 128
+  EXPECT_EQ(qpb("32x12x128x64", {"sm_90"}, true, true), "32LL");  // --attention fused32
 }
 
 class FusedAttentionMustNotFire : public ::testing::TestWithParam<std::pair<const char*, std::string>> {};

@@ -61,6 +61,7 @@ Expected<Graph> mlp(const MlpOptions& o) {
   g->opset = 20;
   AOTC_RETURN_IF_ERROR(infer_shapes(*g));
   g->target = target_from_archs(o.archs);
+  g->target.gemm_wgmma = true;  // --gemm-wgmma on (off by default)
   for (auto pass : {matmul_to_gemm, fuse_epilogue}) {
     auto changed = pass(*g);
     if (!changed) return changed.status();
@@ -99,27 +100,33 @@ int64_t bits(float f) {
 }
 
 TEST(GemmWgmma, ConfigurationRuleAndRefusals) {
-  const Target t = target_from_archs({"sm_90"});
+  Target t = target_from_archs({"sm_90"});
+  EXPECT_FALSE(t.gemm_wgmma);  // off by default (measured neutral)
+  EXPECT_EQ(gemm_wgmma_config(t, DType::kFloat16, 4096, 3072, 768), std::nullopt);
+  t.gemm_wgmma = true;
   auto pick = [](const Target& tt, DType dt, int64_t m, int64_t n, int64_t k) {
     auto c = gemm_wgmma_config(tt, dt, m, n, k);
     return c ? std::string(c->name) : std::string("none");
   };
-  // BERT-base batch 32 (4096 rows x 3072 x 768): 32 x 24 = 768 ping-pong tiles of 128x128.
-  EXPECT_EQ(pick(t, DType::kFloat16, 4096, 3072, 768), "gwg128x128x64_pp");
-  // ViT-B/16 batch 32 (32 x 197 rows): 50 x 24 tiles.
-  EXPECT_EQ(pick(t, DType::kFloat16, 32 * 197, 3072, 768), "gwg128x128x64_pp");
-  EXPECT_EQ(pick(t, DType::kFloat16, 32768, 128, 64), "gwg128x128x64_pp");  // 256 x 1 tiles
-  EXPECT_EQ(pick(t, DType::kFloat16, 2000, 2048, 264), "gwg128x128x64_pp");  // 16 x 16 tiles
-  // Under a wave of every row's tiles, half a wave of the last one's (8 x 12 = 96 of 128x128).
+  // BERT-base batch 32 (4096 rows x 3072 x 768): 32 x 12 = 384 tiles of 128x256, a wave and more.
+  EXPECT_EQ(pick(t, DType::kFloat16, 4096, 3072, 768), "gwg128x256x64_coop");
+  // ViT-B/16 batch 32 (32 x 197 rows): 50 x 12 tiles.
+  EXPECT_EQ(pick(t, DType::kFloat16, 32 * 197, 3072, 768), "gwg128x256x64_coop");
+  // N not a multiple of 256: the 128x128 row (256 x 1 tiles).
+  EXPECT_EQ(pick(t, DType::kFloat16, 32768, 128, 64), "gwg128x128x64_coop");
+  // Under a wave of 128x256 tiles (16 x 8 = 128 < 132), a wave of 128x128 ones (256).
+  EXPECT_EQ(pick(t, DType::kFloat16, 2000, 2048, 264), "gwg128x128x64_coop");
+  // Half a wave of 128x128 tiles only (8 x 12 = 96): still the last rule row.
   EXPECT_EQ(pick(t, DType::kFloat16, 1024, 1536, 768), "gwg128x128x64_coop");
   // Batch 1 (128 rows x 3072: 24 tiles of 128x128, under half a wave): cuBLASLt.
   EXPECT_EQ(pick(t, DType::kFloat16, 128, 3072, 768), "none");
-  EXPECT_EQ(pick(t, DType::kFloat16, 8448, 3072, 768), "gwg128x128x64_pp");
-  // --gemm-wgmma-config NAME: that row wherever the kernel applies.
+  EXPECT_EQ(pick(t, DType::kFloat16, 8448, 3072, 768), "gwg128x256x64_coop");
+  // --gemm-wgmma-config NAME: that row wherever the kernel applies, the ping-pong ones too (which
+  // the rule never picks: measured slower).
   Target forced = t;
-  forced.gemm_wgmma_config = "gwg128x256x64_coop";
-  EXPECT_EQ(pick(forced, DType::kFloat16, 4096, 3072, 768), "gwg128x256x64_coop");
-  EXPECT_EQ(pick(forced, DType::kFloat16, 128, 3072, 768), "gwg128x256x64_coop");
+  forced.gemm_wgmma_config = "gwg128x128x64_pp";
+  EXPECT_EQ(pick(forced, DType::kFloat16, 4096, 3072, 768), "gwg128x128x64_pp");
+  EXPECT_EQ(pick(forced, DType::kFloat16, 128, 3072, 768), "gwg128x128x64_pp");
   EXPECT_EQ(pick(forced, DType::kFloat16, 4096, 3076, 768), "none");
   EXPECT_EQ(pick(t, DType::kFloat16, 4096, 3076, 768), "none");  // N not 8-aligned (TMA rows)
   EXPECT_EQ(pick(t, DType::kFloat16, 4096, 3072, 770), "none");  // K not 8-aligned
@@ -128,7 +135,7 @@ TEST(GemmWgmma, ConfigurationRuleAndRefusals) {
   EXPECT_EQ(pick(target_from_archs({"sm_90", "sm_87"}), DType::kFloat16, 4096, 3072, 768), "none");
   EXPECT_EQ(pick(target_from_archs({"sm_80"}), DType::kFloat16, 4096, 3072, 768), "none");
   Target off = t;
-  off.gemm_wgmma = false;
+  off.gemm_wgmma = false;  // --gemm-wgmma off
   EXPECT_EQ(pick(off, DType::kFloat16, 4096, 3072, 768), "none");
   Target reference = t;
   reference.matmul_reference = true;
@@ -140,7 +147,8 @@ TEST(GemmWgmma, ConfigurationRuleAndRefusals) {
       if (!c) continue;
       const int64_t tiles = gemm_wgmma_tiles(*c, m, n);
       EXPECT_GE(2 * tiles, t.sm_count) << m << " x " << n;
-      if (c->name != gemm_wgmma_configs().back().name) {
+      EXPECT_TRUE(c->rule) << c->name;
+      if (std::string(c->name) != "gwg128x128x64_coop") {
         EXPECT_GE(tiles, t.sm_count) << m << " x " << n;
         EXPECT_EQ(n % c->tb_n, 0) << m << " x " << n;
       }

@@ -136,7 +136,8 @@ TEST(GpuAttention, FusedPaddingMaskWithAFullyMaskedBatch) {
   AOTC_REQUIRE_GPU();
   GraphBuilder b;
   b.graph().opset = 23;
-  const int64_t batch = 3, heads = 4, sq = 20, sk = 20, d = 32;
+  // 24 keys: the kernel reads the mask's rows as 16-byte vectors (a row stride of 8 halves' multiple).
+  const int64_t batch = 3, heads = 4, sq = 20, sk = 24, d = 32;
   ValueId q = b.input("q", {batch, sq, heads * d}, DType::kFloat16);
   ValueId k = b.input("k", {batch, sk, heads * d}, DType::kFloat16);
   ValueId v = b.input("v", {batch, sk, heads * d}, DType::kFloat16);
@@ -380,7 +381,8 @@ TEST(GpuGelu, TanhGeluInTheMatmulEpilogue) {
 }
 
 // The erf GELU (BERT's, ViT's), which cuBLASLt's epilogues lack, inside CUTLASS 3.x's sm_90a GEMM
-// (templates/cutlass_gemm_sm90.cu.in; ir/ops/conv_configs.h gemm_wgmma_config): M 2000 (a partial
+// (templates/cutlass_gemm_sm90.cu.in; ir/ops/conv_configs.h gemm_wgmma_config; --gemm-wgmma on,
+// the cooperative 128x128 row; passed on an H200 with it and with the ping-pong 128x128 row): M 2000 (a partial
 // last row tile), K 264 (a partial K tile), N 2048, against a [K][N] weight (RowMajor B) and an
 // [N][K] one (Gemm transB: ColumnMajor B), with bias; alpha 0.5 on the second. The Abs and Neg
 // keep A and D at arena addresses (TMA descriptors built at compile time). Batch-1 sizes keep
@@ -401,7 +403,9 @@ TEST(GpuGelu, ErfGeluInTheSm90Gemm) {
     options.expect_ops_after_pipeline = {"FusedGemm"};
     options.expect_templates = {"cutlass_gemm_sm90"};
     options.absent_templates = {"gemm_epilogue"};
-    run_case(b.graph(), trans_b ? "gemm_gelu_erf_sm90_tb" : "gemm_gelu_erf_sm90", options);
+    Graph g = b.graph();
+    g.target.gemm_wgmma = true;  // --gemm-wgmma on (off by default: measured neutral)
+    run_case(g, trans_b ? "gemm_gelu_erf_sm90_tb" : "gemm_gelu_erf_sm90", options);
   }
 }
 

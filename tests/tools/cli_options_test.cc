@@ -134,7 +134,8 @@ TEST(AotcArgs, ChoiceOptionsAcceptTheirValuesAndListThemOnRefusal) {
       {"--fp32-gemm-max-cluster", {"8", "16"}, "8 or 16"},
       {"--tune-matmuls", {"auto", "on", "off"}, "auto, on or off"},
       {"--pdl", {"off", "wait", "early"}, "off, wait or early"},
-      {"--attention", {"fused", "fused64", "rows"}, "fused, fused64 or rows"},
+      {"--attention", {"fused", "fused64", "fused32", "rows"}, "fused, fused64, fused32 or rows"},
+      {"--gemm-wgmma", {"on", "off"}, "on or off"},
       {"--conv-fp32", {"nhwc", "nchw"}, "nhwc or nchw"},
   };
   for (const Case& c : cases) {
@@ -192,6 +193,12 @@ TEST(AotcArgs, AttentionStrategySwitch) {
   ASSERT_TRUE(f64.is_ok()) << f64.status().message();
   EXPECT_TRUE(f64->attention_fused);
   EXPECT_FALSE(f64->attention_fill_sms);
+  EXPECT_FALSE(f64->attention_force32);
+  auto f32 = parse_aotc_args({"m.onnx", "-o", "libm.so", "--attention", "fused32"});
+  ASSERT_TRUE(f32.is_ok()) << f32.status().message();
+  EXPECT_TRUE(f32->attention_fused);
+  EXPECT_TRUE(f32->attention_force32);
+  EXPECT_FALSE(o->attention_force32);
   EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--attention", "flash"}).find("--attention"), std::string::npos);
 }
 
