@@ -50,7 +50,8 @@ std::vector<std::string> runtime_files(const char* suffix = "") {
   std::sort(names.begin(), names.end());
   return names;
 }
-const char* const kDeviceHeaders[] = {"library_params.cuh", "int8_requant.cuh", "conv_cluster_splitk.cuh"};
+const char* const kDeviceHeaders[] = {"library_params.cuh", "int8_requant.cuh", "conv_cluster_splitk.cuh",
+                                      "cutlass_act.cuh"};
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
