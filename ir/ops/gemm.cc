@@ -417,9 +417,12 @@ Expected<Lowering> gemm_lower(const Node& node, const Graph& graph) {
   // per 16-byte access.
   const bool vec = !kernel_c && !kernel_r && dtype_size(av.dtype) == 2 && (d.m * d.n) % 8 == 0;
   k.holes.push_back({"VEC", vec ? "8" : "1"});
+  // Two 16-byte vectors a thread (templates/gemm_epilogue.cu.in).
+  constexpr int64_t kEpilogueUnroll = 2;
+  k.holes.push_back({"UNROLL", int_literal(kEpilogueUnroll)});
   k.args = {node.outputs[0], kernel_c ? c : kNullArg, kernel_r ? r : kNullArg};
   k.block = Dim3{256, 1, 1};
-  k.grid = grid_for(vec ? d.m * d.n / 8 : d.m * d.n, 256);
+  k.grid = grid_for(vec ? (d.m * d.n / 8 + kEpilogueUnroll - 1) / kEpilogueUnroll : d.m * d.n, 256);
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
   return l;
 }
