@@ -380,6 +380,27 @@ TEST(GpuGelu, TanhGeluInTheMatmulEpilogue) {
   }
 }
 
+// The erf GELU after a cuBLASLt GEMM as the epilogue kernel's vector path (templates/
+// gemm_epilogue.cu.in: two 16-byte vectors a thread, a block covering 512 of them): 37 x 200 fp16 =
+// 925 vectors, so the last block is partial (a tail of 413), and 4096 x 24 = 12288 vectors (24
+// whole blocks), both against the CPU reference.
+TEST(GpuGelu, ErfGeluEpilogueKernelVectors) {
+  AOTC_REQUIRE_GPU();
+  for (const auto& [m, n] : std::vector<std::pair<int64_t, int64_t>>{{37, 200}, {4096, 24}}) {
+    GraphBuilder b;
+    b.graph().opset = 20;
+    ValueId x = b.input("x", {m, 96}, DType::kFloat16);
+    ValueId w = b.weight("w", {96, n}, -0.3, 0.3, DType::kFloat16);
+    ValueId bias = b.weight("bias", {n}, -1, 1, DType::kFloat16);
+    b.output(b.node("Gelu", {b.node("Add", {b.node("MatMul", {x, w}), bias})}));
+    CaseOptions options;
+    options.expect_ops_after_pipeline = {"FusedGemm"};
+    options.expect_templates = {"gemm_epilogue"};
+    options.absent_templates = {"cutlass_gemm_sm90"};
+    run_case(b.graph(), "gemm_gelu_erf_epilogue_" + std::to_string(m), options);
+  }
+}
+
 // The erf GELU (BERT's, ViT's), which cuBLASLt's epilogues lack, inside CUTLASS 3.x's sm_90a GEMM
 // (templates/cutlass_gemm_sm90.cu.in; ir/ops/conv_configs.h gemm_wgmma_config; --gemm-wgmma on,
 // the cooperative 128x128 row; passed on an H200 with it and with the ping-pong 128x128 row): M 2000 (a partial
