@@ -90,8 +90,8 @@ struct Target {
   // 16-bit GEMMs with an activation cuBLASLt's epilogues lack run on CUTLASS 3.x's sm_90a GEMM
   // with the activation in its epilogue where its rule has a configuration (ir/ops/conv_configs.h:
   // gemm_wgmma_config; templates/cutlass_gemm_sm90.cu.in; --gemm-wgmma on). Off by default:
-  // measured neutral on BERT-base / ViT-B/16 batch 32 against cuBLASLt + the epilogue kernel
-  // (H200: 1.906-1.909 against 1.895-1.908 ms, docs/perf_notes.md v46).
+  // measured neutral to slower on BERT-base / ViT-B/16 batch 32 against cuBLASLt + the epilogue
+  // kernel (H200, BERT: 1.904-1.909 against 1.878-1.908 ms, docs/perf_notes.md v46).
   bool gemm_wgmma = false;
   // Force one row of that kernel's table by name where it applies (--gemm-wgmma-config; for
   // measuring the table). Empty: the rule.

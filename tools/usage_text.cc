@@ -96,8 +96,8 @@ options:
   --gemm-wgmma on|off      on: an fp16 GEMM with an activation cuBLASLt's epilogues lack (the erf
                            GELU of BERT / ViT, SiLU, ...) runs on CUTLASS 3.x's sm_90a GEMM with
                            the activation in its epilogue, when every --arch is sm_90 and its
-                           tiles fill the GPU; off (default; measured neutral on an H200): cuBLASLt
-                           + an epilogue kernel
+                           tiles fill the GPU; off (default; measured neutral to slower on an
+                           H200): cuBLASLt + an epilogue kernel
   --gemm-wgmma-config NAME that kernel's configuration NAME (ir/ops/conv_configs.h
                            gemm_wgmma_configs) wherever it runs (for measuring)
   --l2-prefetch on|off     on (default): the batch-1 cluster split-K convolutions prefetch into

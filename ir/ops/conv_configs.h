@@ -617,8 +617,8 @@ inline bool gemv_applies(const Target& target, DType dtype, int64_t m, int64_t n
 // product again. Off by default (--gemm-wgmma on): measured on an H200 (docs/perf_notes.md v46),
 // BERT-base batch 32's erf-GELU GEMM (4096 x 3072 x 768) took 53 us on the cooperative 128x256
 // row and 60 us on the ping-pong 128x128 one, against cuBLASLt's 34.8 us + the epilogue kernel's
-// 18.2: the whole model 1.906-1.909 ms against 1.895-1.908 (neutral), ping-pong 1.98-2.00
-// (slower); ViT-B/16 likewise. The table; the rule (rule rows only, in order): every target is
+// 18.2: the whole model 1.904-1.909 ms against 1.878-1.908 (neutral to 1.4% slower), ping-pong
+// 1.98-2.00 (slower); ViT-B/16 neutral (3.042-3.105 against 3.050-3.099). The table; the rule (rule rows only, in order): every target is
 // sm_90 (an sm_90a cubin), fp16, N and K multiples of 8 (16-byte TMA rows), and the first row whose
 // tiles fill a wave of the smallest target (the 128 x 256 tile needs N a multiple of 256), else
 // the last rule row where its tiles fill half a wave; smaller problems (batch 1) keep cuBLASLt,
@@ -654,7 +654,7 @@ inline std::optional<GemmWgmmaConfig> gemm_wgmma_config(const Target& target, DT
   const std::vector<GemmWgmmaConfig>& rows = gemm_wgmma_configs();
   if (!target.gemm_wgmma_config.empty()) {  // --gemm-wgmma-config NAME (measuring)
     for (const GemmWgmmaConfig& c : rows)
-      if (target.gemm_wgmma_config == c.name && n % 8 == 0) return c;
+      if (target.gemm_wgmma_config == c.name) return c;
   }
   const GemmWgmmaConfig* last = nullptr;
   for (const GemmWgmmaConfig& c : rows) {

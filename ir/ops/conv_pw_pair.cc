@@ -140,7 +140,7 @@ Expected<Lowering> pair_lower(const Node& node, const Graph& graph) {
   k.holes = {{"comment", "PointwisePair NHWC X " + shape_str(xv.shape) + " -> " + shape_str(s->y1) + " -> " +
                              shape_str(s->y2) + " rows " + std::to_string(cfg->bm) + " cluster " + std::to_string(cfg->cs)},
              {"T", dtype_c_type(xv.dtype)},
-                    {"M", int_literal(s->m)},
+             {"M", int_literal(s->m)},
              {"K1", int_literal(s->k1)},
              {"N1", int_literal(s->n1)},
              {"N2", int_literal(s->n2)},

@@ -270,13 +270,7 @@ Lowering wgmma_gemm_lowering(const MatmulStep& m, const GemmWgmmaConfig& cfg, co
              {"ELEMENT", cutlass_element(m.dtype)},
              {"LAYOUT_B", m.trans_b ? "ColumnMajor" : "RowMajor"},
              {"TILE_M", int_literal(cfg.tb_m)}, {"TILE_N", int_literal(cfg.tb_n)}, {"TILE_K", int_literal(cfg.tb_k)},
-             {"KERNEL_SCHEDULE", cfg.pingpong ? "cutlass::gemm::KernelTmaWarpSpecializedPingpong"
-                                              : "cutlass::gemm::KernelTmaWarpSpecializedCooperative"},
-             {"EPILOGUE_SCHEDULE", cfg.pingpong ? "cutlass::epilogue::TmaWarpSpecialized"
-                                                : "cutlass::epilogue::TmaWarpSpecializedCooperative"},
-             {"SCHEDULE_NOTE", cfg.pingpong ? "ping-pong: the consumer warp groups take alternate tiles, one's "
-                                              "epilogue overlapping the other's main loop"
-                                            : "cooperative: both consumer warp groups share each tile"},
+             {"PINGPONG", cfg.pingpong ? "true" : "false"},
              {"act_expr", act}};
   k.library_params = true;
   k.host_params = true;

@@ -17,7 +17,10 @@
 #include "ir/graph.h"
 #include "ir/op_registry.h"
 #include "ir/shape_inference.h"
+#include "ir/target.h"
+#include "ir/text_ir.h"
 #include "opt/memory_plan.h"
+#include "opt/passes.h"
 
 namespace aotc {
 namespace test {
@@ -37,6 +40,21 @@ inline MemoryPlan linear_plan(Graph& g) {
   plan.linear_bytes = offset;
   plan.scratch_offset.assign(g.nodes.size(), -1);
   return plan;
+}
+
+// A MatMul (+ bias, activation, residual) graph in text IR as the passes leave it: opset 20,
+// shapes inferred, the target of `archs`, matmul_to_gemm and fuse_epilogue run (one aotc.FusedGemm).
+inline Expected<Graph> fused_gemm_graph(const std::string& text, const std::vector<std::string>& archs) {
+  auto g = parse_text_ir(text);
+  if (!g) return g;
+  g->opset = 20;
+  AOTC_RETURN_IF_ERROR(infer_shapes(*g));
+  g->target = target_from_archs(archs);
+  for (auto pass : {matmul_to_gemm, fuse_epilogue}) {
+    auto changed = pass(*g);
+    if (!changed) return changed.status();
+  }
+  return g;
 }
 
 // x -> Relu -> Sigmoid -> y with the given names (hostile ones in some tests).

@@ -42,16 +42,7 @@ Expected<Graph> mlp_projection(int64_t m, int64_t k, int64_t n, const std::strin
     last = "%y";
   }
   text += "output " + last + "\n";
-  auto g = parse_text_ir(text);
-  if (!g) return g;
-  g->opset = 20;
-  AOTC_RETURN_IF_ERROR(infer_shapes(*g));
-  g->target = target_from_archs(archs);
-  for (auto pass : {matmul_to_gemm, fuse_epilogue}) {
-    auto changed = pass(*g);
-    if (!changed) return changed.status();
-  }
-  return g;
+  return test::fused_gemm_graph(text, archs);
 }
 
 std::vector<LoweredStep> lowered_steps(const Graph& g, int64_t* scratch = nullptr) {

@@ -41,5 +41,23 @@ inline std::string compile_block_sources(Graph& g, const MemoryPlan& plan, const
   return sources;
 }
 
+// `g`'s library sources rendered for sm_90 with CUTLASS's headers at `cutlass_include` (nothing
+// compiled but the compile-time params builder, whose program is cached in a fresh folder that is
+// removed before returning): what the host-params tests inspect.
+inline Expected<LibrarySources> render_sm90_sources(const Graph& g, const MemoryPlan& plan,
+                                                    const std::string& cutlass_include, const std::string& tag) {
+  namespace fs = std::filesystem;
+  const fs::path cache = fs::temp_directory_path() / ("aotc-" + tag + "-cache-" + std::to_string(getpid()));
+  CodegenOptions o;
+  o.name = "block";
+  o.archs = {"sm_90"};
+  o.nvcc = find_nvcc();
+  o.cutlass_include_dir = cutlass_include;
+  o.kernel_cache_dir = cache.string();
+  auto src = render_library_sources(g, plan, o);
+  fs::remove_all(cache);
+  return src;
+}
+
 }  // namespace test
 }  // namespace aotc

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <filesystem>
 
 #include "codegen/codegen.h"
 #include "codegen/cutlass_dir.h"
@@ -282,14 +281,7 @@ TEST(WgmmaConv, HostProgramRecordsAndSm90aLibraryBuild) {
   AOTC_REQUIRE_CUTLASS_BUILD(include);
   auto g = two_convs({"sm_90"});
   ASSERT_TRUE(g.is_ok()) << g.status().message();
-  const std::filesystem::path cache = std::filesystem::temp_directory_path() / ("aotc-wgmma-cache-" + std::to_string(getpid()));
-  CodegenOptions o;
-  o.name = "block";
-  o.archs = {"sm_90"};
-  o.nvcc = test::find_nvcc();
-  o.cutlass_include_dir = include;
-  o.kernel_cache_dir = cache.string();
-  auto src = render_library_sources(*g, test::linear_plan(*g), o);
+  auto src = test::render_sm90_sources(*g, test::linear_plan(*g), include, "wgmma");
   ASSERT_TRUE(src.is_ok()) << src.status().message();
   std::vector<const ProgramKernel*> w = wgmma_kernels(src->program);
   ASSERT_EQ(w.size(), 1u);
@@ -342,7 +334,6 @@ TEST(WgmmaConv, HostProgramRecordsAndSm90aLibraryBuild) {
   Graph again = *g;
   const std::string sources = test::compile_block_sources(again, test::linear_plan(again), {"sm_90"}, include, "wgmma");
   EXPECT_NE(sources.find("AOTC_REQUIRES_SM90A"), std::string::npos);
-  std::filesystem::remove_all(cache);
 }
 
 }  // namespace

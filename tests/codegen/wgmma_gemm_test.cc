@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <filesystem>
 
 #include "codegen/codegen.h"
 #include "codegen/host_params.h"
@@ -56,16 +55,8 @@ Expected<Graph> mlp(const MlpOptions& o) {
     last = "%y";
   }
   text += "output " + last + "\n";
-  auto g = parse_text_ir(text);
-  if (!g) return g;
-  g->opset = 20;
-  AOTC_RETURN_IF_ERROR(infer_shapes(*g));
-  g->target = target_from_archs(o.archs);
-  g->target.gemm_wgmma = true;  // --gemm-wgmma on (off by default)
-  for (auto pass : {matmul_to_gemm, fuse_epilogue}) {
-    auto changed = pass(*g);
-    if (!changed) return changed.status();
-  }
+  auto g = test::fused_gemm_graph(text, o.archs);
+  if (g) g->target.gemm_wgmma = true;  // --gemm-wgmma on (off by default)
   return g;
 }
 
@@ -236,17 +227,9 @@ TEST(GemmWgmma, HostProgramRecordsAndSm90aLibraryBuild) {
   AOTC_REQUIRE_CUTLASS_BUILD(include);
   auto g = mlp({});
   ASSERT_TRUE(g.is_ok()) << g.status().message();
-  const std::filesystem::path cache =
-      std::filesystem::temp_directory_path() / ("aotc-wgmma-gemm-cache-" + std::to_string(getpid()));
-  CodegenOptions o;
-  o.name = "mlp";
-  o.archs = {"sm_90"};
-  o.nvcc = test::find_nvcc();
-  o.cutlass_include_dir = include;
-  o.kernel_cache_dir = cache.string();
   auto plan = plan_memory(*g);
   ASSERT_TRUE(plan.is_ok()) << plan.status().message();
-  auto src = render_library_sources(*g, *plan, o);
+  auto src = test::render_sm90_sources(*g, *plan, include, "wgmma-gemm");
   ASSERT_TRUE(src.is_ok()) << src.status().message();
   const ProgramKernel* k = nullptr;
   for (const ProgramKernel& pk : src->program.kernels)
@@ -291,7 +274,6 @@ TEST(GemmWgmma, HostProgramRecordsAndSm90aLibraryBuild) {
   ASSERT_TRUE(plan2.is_ok());
   const std::string sources = test::compile_block_sources(again, *plan2, {"sm_90"}, include, "wgmma_gemm");
   EXPECT_NE(sources.find("AOTC_REQUIRES_SM90A"), std::string::npos);
-  std::filesystem::remove_all(cache);
 }
 
 }  // namespace
