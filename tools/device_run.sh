@@ -34,7 +34,8 @@
 #      NCU_CASES="resnet50_bs1_fp16" NCU_KERNELS="regex:k1[67]_layer3" [NCU_COUNT=2] (Nsight
 #      Compute on those cases' libraries, plain launches: ncu's --kernel-name NCU_KERNELS, the
 #      first NCU_COUNT matching launches, sections SpeedOfLight, LaunchStats, Occupancy,
-#      WarpStateStats, SchedulerStats, into CASE/ncu.log; NCU= the ncu binary)
+#      WarpStateStats, SchedulerStats and NCU_EXTRA's arguments, into CASE/ncu.log; NCU_SASS="regex:k19":
+#      also the SASS page (stall samples per instruction) of the first launch it names, CASE/ncu_sass.csv; NCU= the ncu binary)
 #      ABLATION_MODEL=resnet50 (the model of the ablation and PTX cases)
 #      AOTC_EXTRA_ARGS="--pdl early" (appended to every aotc compile of the run)
 #      AB_ENV="AOTC_NO_PDL=1" (each main case is timed a second time with these variables set;
@@ -318,8 +319,15 @@ step_aotc() {
       # kernels NCU_KERNELS names; graphs off so that ncu sees each launch.
       timeout "$(cap 120)" env AOTC_NO_CUDA_GRAPH=1 "${NCU:-ncu}" --kernel-name "${NCU_KERNELS:-regex:.}" \
         --launch-count "${NCU_COUNT:-2}" --section SpeedOfLight --section LaunchStats --section Occupancy \
-        --section WarpStateStats --section SchedulerStats "$aotc_run" "$lc/lib$lib.so" "${inputs[@]}" \
+        --section WarpStateStats --section SchedulerStats ${NCU_EXTRA:-} "$aotc_run" "$lc/lib$lib.so" "${inputs[@]}" \
         --bench 1 --warmup 0 </dev/null >"$c/ncu.log" 2>&1 || true
+      if [ -n "${NCU_SASS:-}" ]; then
+        # Per-instruction SASS with the stall samples of its warps (where the cycles go).
+        timeout "$(cap 120)" env AOTC_NO_CUDA_GRAPH=1 "${NCU:-ncu}" --kernel-name "$NCU_SASS" \
+          --launch-count 1 --section SourceCounters --section WarpStateStats --page source \
+          --print-source sass --csv "$aotc_run" "$lc/lib$lib.so" "${inputs[@]}" --bench 1 --warmup 0 \
+          </dev/null >"$c/ncu_sass.csv" 2>&1 || true
+      fi
       say "  $name: ncu: $(grep -c 'Duration' "$c/ncu.log") kernel launch(es) profiled, CASE/ncu.log"
     fi
     if [ "$role" = main ] && [[ " ${TRACE_CASES:-} " == *" $name "* ]]; then
