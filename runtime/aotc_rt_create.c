@@ -131,6 +131,12 @@ static int prepare_matmul(aotc_rt_handle* h, const aotc_rt_matmul* mm, aotc_rt_m
   uint64_t max_ws = h->desc->lt_workspace_bytes;
   s = h->lt.preference_set_attribute(pref, AOTC_CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws,
                                      sizeof max_ws);
+  /* AOTC_LT_REDUCTION_MASK (measuring): the split-K reduction schemes the heuristic may pick, as
+     cuBLASLt's bit mask (1: in place only, so no separate reduction kernel; 7: all, the default). */
+  if (s == 0 && h->lt_reduction_mask >= 0) {
+    uint32_t mask = (uint32_t)h->lt_reduction_mask;
+    s = h->lt.preference_set_attribute(pref, AOTC_CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask, sizeof mask);
+  }
   /* Candidate 0 is what a one-result query gives (the algorithm used without timing), then the
      others of an 8-result query: whether a query for several ranks its first the same is not
      documented, and a tuned build that kept the 8-query's first measured slower than the
@@ -603,6 +609,10 @@ aotc_rt_handle* aotc_rt_handle_new(const aotc_rt_model_desc* desc, int device) {
   for (int e = 0; e < kAotcGraphCacheEntries; ++e) h->graphs[e].pointers = h->graph_pointer_store + nio * (size_t)e;
   h->graphs_enabled = !aotc_rt_env_flag(getenv("AOTC_NO_CUDA_GRAPH"));
   h->pdl_allowed = !aotc_rt_env_flag(getenv("AOTC_NO_PDL"));
+  {
+    const char* mask = getenv("AOTC_LT_REDUCTION_MASK");
+    h->lt_reduction_mask = (mask && mask[0] >= '0' && mask[0] <= '7' && mask[1] == 0) ? mask[0] - '0' : -1;
+  }
   h->tune_matmuls = desc->tune_matmuls || aotc_rt_env_flag(getenv("AOTC_MATMUL_TUNE"));
   if (aotc_rt_env_flag(getenv("AOTC_NO_MATMUL_TUNE"))) h->tune_matmuls = 0;
   return h;

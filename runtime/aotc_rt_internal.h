@@ -112,6 +112,7 @@ struct aotc_rt_handle {
   /* Programmatic dependent launch: kernels whose table entry says `pdl` are launched with
      programmatic stream serialization when pdl_enabled (aotc_rt_pdl_setup at create). */
   int pdl_allowed; /* AOTC_NO_PDL is not set (read at create) */
+  int lt_reduction_mask; /* AOTC_LT_REDUCTION_MASK (0-7) read at create, else -1: cuBLASLt's default */
   int tune_matmuls; /* desc->tune_matmuls or AOTC_MATMUL_TUNE, unless AOTC_NO_MATMUL_TUNE (at create) */
   int pdl_enabled; /* allowed, the driver has cuLaunchKernelEx, every module reports sm_90+ code */
   unsigned long long pdl_launches; /* for tests and debugging */

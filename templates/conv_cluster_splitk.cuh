@@ -50,10 +50,18 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
+// A 16-bit global load the compiler cannot move above the cluster barrier's arrive: the arrive's
+// release fence (MEMBAR.ALL.GPU in SASS) waits for every earlier load of the thread, so a load
+// hoisted above it would add its latency there (ncu's SASS page, docs/perf_notes.md v47).
 template <class T>
-struct Vec4 {  // four 16-bit outputs: one 8-byte store
-  T v[4];
-};
+__device__ __forceinline__ float load_after_arrive(const T* p) {
+  static_assert(sizeof(T) == 2, "16-bit element types");
+  unsigned short bits;
+  asm volatile("ld.global.nc.b16 %0, [%1];\n" : "=h"(bits) : "l"(p));
+  T v;
+  memcpy(&v, &bits, sizeof v);
+  return aotc_cast<float>(v);
+}
 
 // T: __half or __nv_bfloat16. Act: float -> float (the fused activation).
 template <class T, int N_, int H_, int W_, int C_, int KH, int KW, int OH, int OW, int SH, int SW, int PH,
@@ -171,73 +179,91 @@ __device__ __forceinline__ void conv(const T* __restrict__ x, const T* __restric
     }
   }
   cp_async_wait<0>();
-  __syncthreads();  // the pipeline's shared memory becomes the fp32 tile
-  // Group g's partial sums into tile g; group 0 then adds the others' into tile 0.
+  __syncthreads();  // the pipeline's shared memory becomes the fp32 tiles
+  // Group g's partial sums into tile g (all KG of them are summed in the epilogue below).
 #pragma unroll
   for (int a = 0; a < 2; ++a)
 #pragma unroll
     for (int b = 0; b < FN; ++b)
       wmma::store_matrix_sync(cs + kgroup * kBM * kCLd + (wm + 16 * a) * kCLd + wn + 16 * b, acc[a][b], kCLd,
                               wmma::mem_row_major);
-  if (KG > 1) {
-    __syncthreads();
-    if (kgroup == 0) {
-#pragma unroll
-      for (int a = 0; a < 2; ++a)
-#pragma unroll
-        for (int b = 0; b < FN; ++b) {
-          float* t = cs + (wm + 16 * a) * kCLd + wn + 16 * b;
-          wmma::fragment<wmma::accumulator, 16, 16, 16, float> other;
-#pragma unroll
-          for (int g = 1; g < KG; ++g) {
-            wmma::load_matrix_sync(other, t + g * kBM * kCLd, kCLd, wmma::mem_row_major);
-#pragma unroll
-            for (int e = 0; e < other.num_elements; ++e) acc[a][b].x[e] += other.x[e];
-          }
-          wmma::store_matrix_sync(t, acc[a][b], kCLd, wmma::mem_row_major);
-        }
-    }
-  }
 
-  // Rows [r0, r1) of the tile are this CTA's to finish: all of them without a split.
+  // Rows [r0, r1) of the tile are this CTA's to finish: all of them without a split. A thread
+  // finishes at most kIters quads (four consecutive outputs of a row).
   constexpr int kRowsPer = (kBM + SPLIT - 1) / SPLIT;
+  constexpr int kQuads = BN / 4;
+  constexpr int kIters = (kRowsPer * kQuads + kThreads - 1) / kThreads;
   const int r0 = rank * kRowsPer, r1 = r0 + kRowsPer < kBM ? r0 + kRowsPer : kBM;
-  namespace cg = cooperative_groups;
+  // Arrive at the cluster barrier (release: this CTA's tiles become visible to the others), read
+  // the bias and residual of this thread's quads while the other CTAs finish their K ranges, then
+  // wait (acquire). The global loads' latency hides behind the barrier (ncu, docs/perf_notes.md
+  // v47) instead of following it.
   if (SPLIT > 1) {
-    cg::this_cluster().sync();  // every partial tile is in its CTA's shared memory
+    asm volatile("barrier.cluster.arrive.release;\n" ::: "memory");
   } else {
     __syncthreads();
   }
-  constexpr int kQuads = BN / 4;
-  for (int e = tid; e < (r1 - r0) * kQuads; e += kThreads) {
-    const int row = r0 + e / kQuads, col = (e % kQuads) * 4;
-    const int m = m0 + row;
-    if (m >= M) continue;
-    float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (SPLIT > 1) {
-      cg::cluster_group cluster = cg::this_cluster();
+  float pre_bias[kIters][4], pre_res[kIters][4];
+  int quad_row[kIters], quad_col[kIters];
 #pragma unroll
-      for (int q = 0; q < SPLIT; ++q) {  // rank order: the same sum on every run
-        const float* remote = cluster.map_shared_rank(cs, q);
-        const float4 v = *reinterpret_cast<const float4*>(remote + row * kCLd + col);
-        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
-      }
-    } else {
-      sum = *reinterpret_cast<const float4*>(cs + row * kCLd + col);
+  for (int it = 0; it < kIters; ++it) {
+    const int e = tid + it * kThreads;
+    quad_row[it] = e < (r1 - r0) * kQuads ? r0 + e / kQuads : -1;
+    quad_col[it] = (e % kQuads) * 4;
+    if (quad_row[it] >= 0 && m0 + quad_row[it] >= M) quad_row[it] = -1;
+#pragma unroll
+    for (int t = 0; t < 4; ++t) pre_bias[it][t] = pre_res[it][t] = 0.0f;
+    if (quad_row[it] < 0) continue;
+    const size_t o = (size_t)(m0 + quad_row[it]) * K_ + n0 + quad_col[it];  // the residual is packed
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      if (HAS_BIAS) pre_bias[it][t] = load_after_arrive(bias + n0 + quad_col[it] + t);
+      if (HAS_RES) pre_res[it][t] = load_after_arrive(res + o + t);
     }
-    float v4[4] = {sum.x, sum.y, sum.z, sum.w};
-    const size_t o = (size_t)m * K_ + n0 + col;  // the residual's (packed); y's: yo
-    Vec4<T> out;
+  }
+  if (SPLIT > 1) asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory");
+  namespace cg = cooperative_groups;
+#pragma unroll
+  for (int it = 0; it < kIters; ++it) {
+    if (quad_row[it] < 0) continue;
+    const int row = quad_row[it], col = quad_col[it];
+    // Rank order, and within a rank group order: the same sum on every run.
+    float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int q = 0; q < SPLIT; ++q) {
+      const float* tiles = SPLIT > 1 ? cg::this_cluster().map_shared_rank(cs, q) : cs;
+      float4 part = *reinterpret_cast<const float4*>(tiles + row * kCLd + col);
+#pragma unroll
+      for (int g = 1; g < KG; ++g) {
+        const float4 v = *reinterpret_cast<const float4*>(tiles + g * kBM * kCLd + row * kCLd + col);
+        part.x += v.x, part.y += v.y, part.z += v.z, part.w += v.w;
+      }
+      sum.x += part.x, sum.y += part.y, sum.z += part.z, sum.w += part.w;
+    }
+    const float v4[4] = {sum.x, sum.y, sum.z, sum.w};
+    unsigned bits[4];
 #pragma unroll
     for (int t = 0; t < 4; ++t) {
       float v = v4[t];
-      if (HAS_BIAS) v += aotc_cast<float>(bias[n0 + col + t]);
-      if (HAS_RES) v += aotc_cast<float>(res[o + t]);
-      out.v[t] = aotc_cast<T>(act(v));
+      if (HAS_BIAS) v += pre_bias[it][t];
+      if (HAS_RES) v += pre_res[it][t];
+      const T h = aotc_cast<T>(act(v));
+      unsigned short b;
+      memcpy(&b, &h, sizeof b);
+      bits[t] = b;
     }
-    *reinterpret_cast<Vec4<T>*>(y + (size_t)m * YLD + n0 + col) = out;
+    // One 8-byte store (a struct of four 16-bit members, or a uint2, compiled to 2- or 4-byte ones).
+    asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(y + (size_t)(m0 + row) * YLD + n0 + col),
+                 "r"(bits[0] | bits[1] << 16), "r"(bits[2] | bits[3] << 16)
+                 : "memory");
   }
-  if (SPLIT > 1) cg::this_cluster().sync();  // no CTA leaves while another reads its tile
+  // No CTA leaves while another reads its tiles. Relaxed: the remote reads above have completed
+  // (their values were used) and nothing of this CTA's needs to be visible to the others, so no
+  // fence waits for the output stores (ncu: "membar" stalls, v47).
+  if (SPLIT > 1) {
+    asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory");
+    asm volatile("barrier.cluster.wait;\n" ::: "memory");
+  }
 }
 
 }  // namespace aotc_ccs

@@ -35,7 +35,7 @@
 #      Compute on those cases' libraries, plain launches: ncu's --kernel-name NCU_KERNELS, the
 #      first NCU_COUNT matching launches, sections SpeedOfLight, LaunchStats, Occupancy,
 #      WarpStateStats, SchedulerStats and NCU_EXTRA's arguments, into CASE/ncu.log; NCU_SASS="regex:k19":
-#      also the SASS page (stall samples per instruction) of the first launch it names, CASE/ncu_sass.csv; NCU= the ncu binary)
+#      also the SASS page (stall samples per instruction) of the first launch it names, CASE/ncu_sass.log; NCU= the ncu binary)
 #      ABLATION_MODEL=resnet50 (the model of the ablation and PTX cases)
 #      AOTC_EXTRA_ARGS="--pdl early" (appended to every aotc compile of the run)
 #      AB_ENV="AOTC_NO_PDL=1" (each main case is timed a second time with these variables set;
@@ -326,7 +326,7 @@ step_aotc() {
         timeout "$(cap 120)" env AOTC_NO_CUDA_GRAPH=1 "${NCU:-ncu}" --kernel-name "$NCU_SASS" \
           --launch-count 1 --section SourceCounters --section WarpStateStats --page source \
           --print-source sass --csv "$aotc_run" "$lc/lib$lib.so" "${inputs[@]}" --bench 1 --warmup 0 \
-          </dev/null >"$c/ncu_sass.csv" 2>&1 || true
+          </dev/null >"$c/ncu_sass.log" 2>&1 || true
       fi
       say "  $name: ncu: $(grep -c 'Duration' "$c/ncu.log") kernel launch(es) profiled, CASE/ncu.log"
     fi
