@@ -105,6 +105,9 @@ struct Lowering {
   // The steps write output 0's rows Graph::row_stride elements apart (set only by lowerings that
   // do, when that stride is nonzero); codegen refuses a strided output whose lowering does not.
   bool strided_output = false;
+  // The steps also copy the Concat slab the node's slab_* attributes name (opt/slab_into_producer;
+  // set only by lowerings that do).
+  bool slab_copied = false;
 };
 
 // The MatmulStep as aotc's own plain kernel (templates/gemm_reference.cu.in), the same

@@ -103,6 +103,10 @@ Expected<bool> merge_strided_projection(Graph& graph);
 // A Concat input read by nothing else is written into the Concat's rows by its producer, where
 // the producer's lowering can write strided rows (concat_in_place.cc).
 Expected<bool> concat_in_place(Graph& graph);
+// A Concat / SubsampleConcat whose in-place input's producer can also copy another input's slab
+// (the cluster split-K convolution) gets that slab copied there instead of by a slab kernel
+// (slab_into_producer.cc; after side_branches, whose lanes it respects).
+Expected<bool> slab_into_producer(Graph& graph);
 // A 16-bit Gemm whose result is only converted to float32 (through views) writes float32 itself
 // (aotc.FusedGemm output_dtype), the Cast's output value in place.
 Expected<bool> fuse_output_cast(Graph& graph);

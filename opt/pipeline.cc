@@ -57,7 +57,8 @@ const std::vector<Pass>& default_pipeline() {
       {"merge_strided_qkv_projections", merge_strided_qkv_projections},
       // After every pass that rewrites nodes: it asks the producers' final lowerings.
       {"concat_in_place", concat_in_place},
-      {"side_branches", side_branches},  // last: it records node positions (Graph::side_join)
+      {"side_branches", side_branches},  // it records node positions (Graph::side_join): no pass after it moves nodes
+      {"slab_into_producer", slab_into_producer},  // reads the lanes side_branches chose
   };
   return kPasses;
 }

@@ -63,13 +63,48 @@ __device__ __forceinline__ float load_after_arrive(const T* p) {
   return aotc_cast<float>(v);
 }
 
-// T: __half or __nv_bfloat16. Act: float -> float (the fused activation).
+// One slab of a channel Concat / aotc.SubsampleConcat that this kernel copies besides its
+// convolution (opt/slab_into_producer: one kernel launch less): the packed NHWC input
+// src [N, IN_H, IN_W, C] read at pixels (n, p*STEP, q*STEP) of the output's [N, OUT_H, OUT_W]
+// grid, written at column OFFSET of dst's rows of OUT_INNER elements. 16-byte vectors (C, OUT_INNER
+// and OFFSET are multiples of 8 elements: the lowering's check), spread over every thread of the
+// grid; loads before stores.
+template <class T, int N_, int IN_H, int IN_W, int C, int STEP, int OUT_H, int OUT_W, int OUT_INNER, int OFFSET>
+__device__ __forceinline__ void slab_copy(const T* __restrict__ src, T* __restrict__ dst) {
+  static_assert(sizeof(T) == 2 && C % 8 == 0 && OUT_INNER % 8 == 0 && OFFSET % 8 == 0, "16-byte vectors");
+  constexpr int kVecs = N_ * OUT_H * OUT_W * (C / 8), kUnroll = 4;
+  const int threads = blockDim.x * gridDim.x * gridDim.y * gridDim.z;
+  const int first = threadIdx.x + blockDim.x * (blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+  const uint4* in = reinterpret_cast<const uint4*>(src);
+  uint4* out = reinterpret_cast<uint4*>(dst);
+  for (int base = first; base < kVecs; base += threads * kUnroll) {
+    uint4 v[kUnroll];
+    int to[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int i = base + u * threads;
+      to[u] = -1;
+      if (i >= kVecs) continue;
+      const int row = i / (C / 8), col = i % (C / 8);
+      const int q = row % OUT_W, t = row / OUT_W;
+      const int from = ((t / OUT_H * IN_H + t % OUT_H * STEP) * IN_W + q * STEP) * (C / 8) + col;
+      v[u] = in[from];
+      to[u] = row * (OUT_INNER / 8) + OFFSET / 8 + col;
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (to[u] >= 0) out[to[u]] = v[u];
+  }
+}
+
+// T: __half or __nv_bfloat16. Act: float -> float (the fused activation). Side: a void() functor
+// run once the pipeline's first loads are issued (a slab copy, or nothing).
 template <class T, int N_, int H_, int W_, int C_, int KH, int KW, int OH, int OW, int SH, int SW, int PH,
           int PW, int DH, int DW, int K_, int BN, int BK, int STAGES, int KG, int SPLIT, bool HAS_BIAS, bool HAS_RES,
-          int YLD = K_, class Act>
+          int YLD = K_, class Act, class Side>
 __device__ __forceinline__ void conv(const T* __restrict__ x, const T* __restrict__ w,
                                      const T* __restrict__ bias, const T* __restrict__ res,
-                                     T* __restrict__ y, Act act) {
+                                     T* __restrict__ y, Act act, Side side) {
   using namespace nvcuda;
   constexpr int M = N_ * OH * OW, KK = KH * KW * C_, KSTEPS = KK / BK, STEPS = KSTEPS / SPLIT;
   static_assert(C_ % BK == 0 && (BK == 32 || BK == 64), "a K step lies in one tap");
@@ -153,6 +188,7 @@ __device__ __forceinline__ void conv(const T* __restrict__ x, const T* __restric
     if (s < STEPS) load_a(s, kstep0 + s);
     cp_async_commit();
   }
+  side();  // independent work (slab_copy below) while the pipeline's first stages are in flight
   for (int i = 0; i < STEPS; ++i) {
     cp_async_wait<STAGES - 2>();
     __syncthreads();

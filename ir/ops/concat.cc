@@ -124,6 +124,13 @@ KernelStep slab_step(const Node& node, size_t i, const Value& x, const Value& y,
   return k;
 }
 
+// Input i's slab is copied by the kernel that writes another input in place (the Concat's
+// attribute slab_copied, set by opt/slab_into_producer.cc).
+bool slab_copied_elsewhere(const Node& node, size_t i) {
+  const std::vector<int64_t> copied = node.attr_ints("slab_copied");
+  return std::find(copied.begin(), copied.end(), static_cast<int64_t>(i)) != copied.end();
+}
+
 Expected<Lowering> concat_lower(const Node& node, const Graph& graph) {
   const Value& y = output_value(graph, node, 0);
   int64_t axis = concat_axis(node, static_cast<int64_t>(y.shape.size()));
@@ -135,8 +142,9 @@ Expected<Lowering> concat_lower(const Node& node, const Graph& graph) {
     const Value& x = input_value(graph, node, i);
     int64_t x_outer, inner;
     split_at(x.shape, axis, &x_outer, &inner);
-    // An input its producer wrote into the output's rows already (opt/concat_in_place.cc).
-    if (x.numel() > 0 && x.stored_in != node.outputs[0]) {
+    // An input its producer wrote into the output's rows already (opt/concat_in_place.cc), or one
+    // that kernel copies besides (opt/slab_into_producer.cc).
+    if (x.numel() > 0 && x.stored_in != node.outputs[0] && !slab_copied_elsewhere(node, i)) {
       const std::string comment = "Concat input " + std::to_string(i) + " " + shape_str(x.shape) + " into " +
                                   shape_str(y.shape) + " along axis " + std::to_string(axis);
       KernelStep k = slab_step(node, i, x, y, x.numel(), inner, out_inner, offset, Subsample{}, comment);
@@ -216,7 +224,7 @@ Expected<Lowering> subsample_concat_lower(const Node& node, const Graph& graph) 
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     const Value& x = input_value(graph, node, i);
     const int64_t c = x.shape[3];
-    if (pixels * c > 0 && x.stored_in != node.outputs[0]) {
+    if (pixels * c > 0 && x.stored_in != node.outputs[0] && !slab_copied_elsewhere(node, i)) {
       const Subsample sub{steps[i], x.shape[1], x.shape[2], y.shape[1], y.shape[2]};
       const std::string comment = "SubsampleConcat input " + std::to_string(i) + " " + shape_str(x.shape) + " at step " +
                                   std::to_string(steps[i]) + " into " + shape_str(y.shape);

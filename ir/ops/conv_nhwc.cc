@@ -112,11 +112,70 @@ Lowering lower_im2col_gemm(const NhwcConv& c) {
   return l;
 }
 
+// The Concat slab a cluster convolution copies besides (opt/slab_into_producer), from the node's
+// attributes slab_src / slab_dst (value names), slab_step, slab_offset; nullopt without them.
+struct SlabCopy {
+  ValueId src = kNoValue, dst = kNoValue;
+  int64_t step = 1, offset = 0;
+};
+
+// The slab's holes when the kernel can copy it: a packed 16-bit [N, H, W, C] source of the
+// convolution's dtype and batch whose pixel grid at `step` is the destination's, 16-byte vectors
+// (C, the destination's row and the offset multiples of 8 elements), int indices.
+Expected<std::vector<std::pair<std::string, std::string>>> slab_holes(const NhwcConv& c, const SlabCopy& s) {
+  const Graph& g = c.graph;
+  if (s.src == kNoValue || s.dst == kNoValue) return node_error(c.node, "slab_src / slab_dst name no value");
+  const Value& x = g.value(s.src);
+  const Value& y = g.value(s.dst);
+  const bool shapes = x.shape.size() == 4 && y.shape.size() == 4 && x.shape[0] == c.cs.batch && y.shape[0] == c.cs.batch &&
+                      s.step >= 1 && (x.shape[1] + s.step - 1) / s.step == y.shape[1] &&
+                      (x.shape[2] + s.step - 1) / s.step == y.shape[2];
+  if (!shapes || x.dtype != c.x.dtype || y.dtype != c.x.dtype || g.row_stride(s.src) != 0 ||
+      g.row_stride(s.dst) != 0 || x.shape[3] % 8 != 0 || y.shape[3] % 8 != 0 || s.offset % 8 != 0 ||
+      s.offset < 0 || s.offset + x.shape[3] > y.shape[3] || std::max(x.numel(), y.numel()) >= (int64_t{1} << 31))
+    return node_error(c.node, "the slab " + shape_str(x.shape) + " at step " + std::to_string(s.step) + " into " +
+                                  shape_str(y.shape) + " column " + std::to_string(s.offset) +
+                                  " is not one this convolution kernel can copy");
+  return std::vector<std::pair<std::string, std::string>>{
+      {"SLAB", "true"},
+      {"SLAB_IN_H", int_literal(x.shape[1])},
+      {"SLAB_IN_W", int_literal(x.shape[2])},
+      {"SLAB_C", int_literal(x.shape[3])},
+      {"SLAB_STEP", int_literal(s.step)},
+      {"SLAB_OUT_H", int_literal(y.shape[1])},
+      {"SLAB_OUT_W", int_literal(y.shape[2])},
+      {"SLAB_OUT_INNER", int_literal(y.shape[3])},
+      {"SLAB_OFFSET", int_literal(s.offset)},
+      {"slab_comment", "also copies a Concat input " + shape_str(x.shape) + " at step " + std::to_string(s.step) +
+                           " into columns " + std::to_string(s.offset) + ".. of " + shape_str(y.shape)}};
+}
+
+std::optional<SlabCopy> slab_of(const Node& node, const Graph& graph) {
+  if (!node.has_attr("slab_src")) return std::nullopt;
+  SlabCopy s;
+  s.src = graph.find_value(node.attr_string("slab_src", ""));
+  s.dst = graph.find_value(node.attr_string("slab_dst", ""));
+  s.step = node.attr_int("slab_step", 1);
+  s.offset = node.attr_int("slab_offset", 0);
+  return s;
+}
+
 // One cluster split-K implicit-GEMM kernel (templates/conv_cluster_splitk_nhwc.cu.in; sm_90+, 16-bit;
-// see conv_cluster_splitk_config): no im2col matrix, no scratch, any fused activation.
-Lowering lower_cluster_splitk(const NhwcConv& c, const ClusterConvConfig& cfg) {
+// see conv_cluster_splitk_config): no im2col matrix, no scratch, any fused activation; with the
+// node's slab attributes it also copies that Concat slab (Lowering::slab_copied).
+Expected<Lowering> lower_cluster_splitk(const NhwcConv& c, const ClusterConvConfig& cfg) {
   const Node& node = c.node;
   const ConvShape& cs = c.cs;
+  std::vector<std::pair<std::string, std::string>> slab = {
+      {"SLAB", "false"},     {"SLAB_IN_H", "1"},  {"SLAB_IN_W", "1"},      {"SLAB_C", "8"},
+      {"SLAB_STEP", "1"},    {"SLAB_OUT_H", "1"}, {"SLAB_OUT_W", "1"},     {"SLAB_OUT_INNER", "8"},
+      {"SLAB_OFFSET", "0"},  {"slab_comment", "no Concat slab copied here"}};
+  const std::optional<SlabCopy> copy = slab_of(node, c.graph);
+  if (copy) {
+    auto holes = slab_holes(c, *copy);
+    if (!holes) return holes.status();
+    slab = std::move(*holes);
+  }
   KernelStep k;
   k.template_name = "conv_cluster_splitk_nhwc";
   k.holes = {{"comment", c.comment + " cluster split-K bn" + std::to_string(cfg.bn) + " bk" + std::to_string(cfg.bk) +
@@ -137,8 +196,10 @@ Lowering lower_cluster_splitk(const NhwcConv& c, const ClusterConvConfig& cfg) {
              {"act_expr", activation_expr(node, c.graph, "v")}};
   const auto window = window_2d_holes(cs);
   k.holes.insert(k.holes.end(), window.begin(), window.end());
+  k.holes.insert(k.holes.end(), slab.begin(), slab.end());
   k.args = {node.inputs[0], node.inputs[1], c.has_bias ? node.inputs[2] : kNullArg,
-            c.has_res ? node.inputs[kConvResidualInput] : kNullArg, node.outputs[0]};
+            c.has_res ? node.inputs[kConvResidualInput] : kNullArg, node.outputs[0],
+            copy ? copy->src : kNullArg, copy ? copy->dst : kNullArg};
   k.l2_prefetch_args = true;  // + pf, pf_end (codegen: --l2-prefetch)
   const int64_t m_tiles = (c.gemm_m + kClusterConvBm - 1) / kClusterConvBm;
   // The pick rule keeps the grid's CTAs within the target's SM count: no dimension limit is near.
@@ -148,6 +209,7 @@ Lowering lower_cluster_splitk(const NhwcConv& c, const ClusterConvConfig& cfg) {
   k.cluster_size = cfg.split;
   Lowering l;
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  l.slab_copied = copy.has_value();
   return l;
 }
 
@@ -607,7 +669,18 @@ bool stem_absorbs_pack(const Graph& graph, const Node& pack) {
   return readers == 1 && stem_pack_of(graph, *reader) == &pack;
 }
 
+Expected<Lowering> conv_lower_channels_last_strategy(const Node& node, const Graph& graph, const ConvShape& cs);
+
 Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph, const ConvShape& cs) {
+  Expected<Lowering> l = conv_lower_channels_last_strategy(node, graph, cs);
+  // Only the cluster kernel copies a Concat slab besides (opt/slab_into_producer asks it and keeps
+  // the attributes only where it answers yes); any other strategy would leave the slab unwritten.
+  if (l && node.has_attr("slab_src") && !l->slab_copied)
+    return node_error(node, "slab_src is implemented by the cluster split-K convolution only");
+  return l;
+}
+
+Expected<Lowering> conv_lower_channels_last_strategy(const Node& node, const Graph& graph, const ConvShape& cs) {
   const Value& xv = input_value(graph, node, 0);
   const bool depthwise = cs.group == cs.cin && cs.cout == cs.cin;
   if (node.has_attr("input_max") && !depthwise)
@@ -661,8 +734,12 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
     return strided(lower_strided_pointwise_gemm(c));
   if (auto cfg = wgmma()) return strided(lower_wgmma(c, *cfg));
   if (auto cfg = conv_cluster_splitk_config(t, xv.dtype, cs.group, cs.cin, cs.cout, c.gemm_m, c.gemm_k,
-                                            std::max(xv.numel(), shape_numel(cs.out))))
-    return strided(lower_cluster_splitk(c, *cfg));
+                                            std::max(xv.numel(), shape_numel(cs.out)))) {
+    auto l = lower_cluster_splitk(c, *cfg);
+    if (!l) return l.status();
+    return strided(std::move(*l));
+  }
+
   if (conv_im2col_gemm_applies(t, xv.dtype, cs.group, cs.cin, cs.cout, c.gemm_m, c.gemm_k, c.relu_or_none))
     return strided(lower_im2col_gemm(c));
   ConvMath math;

@@ -258,7 +258,10 @@ TEST(ConvClusterSplitK, PicksTheMeasuredConfigurationsForResNet50Batch1) {
     // 3 stages of (64 + BN) rows x 72 halves; larger than the two fp32 tiles.
     EXPECT_EQ(k.shared_bytes, 3 * (64 + c.bn) * 72 * 2);
     EXPECT_EQ(h["SMEM_BYTES"], int_literal(k.shared_bytes));
-    EXPECT_EQ(k.args.size(), 5u);
+    ASSERT_EQ(k.args.size(), 7u);  // x, w, bias, res, y, and no Concat slab: null, null
+    EXPECT_EQ(k.args[5], kNullArg);
+    EXPECT_EQ(k.args[6], kNullArg);
+    EXPECT_EQ(h["SLAB"], "false");
     EXPECT_EQ(k.cluster_size, c.split);  // over 8: the runtime allows the non-portable size
   }
 }
@@ -311,6 +314,26 @@ TEST(ConvClusterSplitK, KernelsCompileWithNvcc) {
     auto text = testing_util::render_kernel(l->steps[0].kernel, "cluster_" + std::to_string(i));
     ASSERT_TRUE(text.is_ok()) << text.status().message();
     EXPECT_NE(text->find("__cluster_dims__("), std::string::npos);
+    source += *text + "\n";
+  }
+  {
+    // The first one with a Concat slab copied besides (opt/slab_into_producer: the holes its
+    // lowering renders, tests/opt/slab_into_producer_test.cc): x [1, 28, 28, 256] at step 2 into
+    // columns 256.. of [1, 14, 14, 768].
+    auto l = lower(graphs[0]);
+    ASSERT_TRUE(l.is_ok());
+    KernelStep k = l->steps[0].kernel;
+    const std::map<std::string, std::string> slab = {
+        {"SLAB", "true"},      {"SLAB_IN_H", "28"},       {"SLAB_IN_W", "28"},     {"SLAB_C", "256"},
+        {"SLAB_STEP", "2"},    {"SLAB_OUT_H", "14"},      {"SLAB_OUT_W", "14"},    {"SLAB_OUT_INNER", "768"},
+        {"SLAB_OFFSET", "256"}};
+    int set = 0;
+    for (auto& [h, v] : k.holes)
+      if (slab.count(h)) v = slab.at(h), ++set;
+    EXPECT_EQ(set, 9) << "the lowering renders every slab hole";
+    auto text = testing_util::render_kernel(k, "cluster_slab");
+    ASSERT_TRUE(text.is_ok()) << text.status().message();
+    EXPECT_NE(text->find("slab_copy<"), std::string::npos);
     source += *text + "\n";
   }
   if (testing_util::find_nvcc().empty()) GTEST_SKIP() << "no nvcc: cluster kernels rendered, not compiled";
