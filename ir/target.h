@@ -52,6 +52,10 @@ struct Target {
   // (conv_configs.h pick_cluster_conv_config). 12 measured slower on ResNet-50's layer 4 at batch 1
   // (9.4-10.9 us against 8.2-9.6 a 3x3, docs/perf_notes.md v45).
   int conv_cluster_max_split = 6;
+  // Warp groups of that kernel's CTA (--conv-cluster-warp-groups 2|4): 4 warps each, the groups
+  // taking alternate 16-wide slices of every K step (2: 8 warps an SM, the measured default of
+  // v25; 4: 16, for measuring the latency-bound K loop of v47).
+  int conv_cluster_warp_groups = 2;
   // A pointwise convolution and the pointwise convolution that reads its output as one cluster
   // kernel where its rule has a configuration (opt/fuse_pointwise_pair, conv_configs.h
   // pw_pair_config; --conv-pw-pair on). Off by default: measured slower than the two cuBLASLt

@@ -112,12 +112,15 @@ __device__ __forceinline__ void conv(const T* __restrict__ x, const T* __restric
   static_assert(KSTEPS % SPLIT == 0 && SPLIT >= 1 && SPLIT <= 16, "equal K ranges, at most sm_90's largest cluster");
   static_assert(STAGES >= 2, "a pipeline");
   static_assert(YLD >= K_ && YLD % 4 == 0, "output pixels at least K apart, 8-byte aligned stores");
-  static_assert((KG == 1 || KG == 2) && BK % (16 * KG) == 0, "each warp group takes whole 16-wide slices");
+  static_assert((KG == 1 || KG == 2 || KG == 4) && BK % (16 * KG) == 0, "each warp group takes whole 16-wide slices");
   constexpr int kThreads = threads(KG);
   constexpr int kLd = BK + 8;                 // A / B stage row stride (halves)
   constexpr int kCpr = BK / 8;                // 16-byte chunks per stage row
   constexpr int kRowsPerPass = kThreads / kCpr;
-  constexpr int kAPasses = kBM / kRowsPerPass, kBPasses = BN / kRowsPerPass;
+  // Rows a pass of all threads loads; with more threads than a B tile has chunks (512 threads, BN
+  // 32), one pass and the threads past its rows idle.
+  constexpr int kAPasses = kBM / kRowsPerPass, kBPasses = BN >= kRowsPerPass ? BN / kRowsPerPass : 1;
+  static_assert(kBM % kRowsPerPass == 0 && (BN % kRowsPerPass == 0 || kRowsPerPass % BN == 0), "whole passes");
   constexpr int WN = BN / 2;                  // a warp's columns (2 x 2 warps)
   constexpr int FN = WN / 16;                 // its 16-wide fragments along N
   constexpr int kCLd = BN + 4;                // fp32 tile row stride
@@ -138,6 +141,7 @@ __device__ __forceinline__ void conv(const T* __restrict__ x, const T* __restric
 #pragma unroll
     for (int j = 0; j < kBPasses; ++j) {
       const int row = row0 + kRowsPerPass * j;
+      if (BN < kRowsPerPass && row >= BN) break;
       cp_async16(bs_s + row * kLd + col8, w + (size_t)(n0 + row) * KK + k0 + col8, true);
     }
   };

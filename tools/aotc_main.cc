@@ -388,6 +388,7 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   graph.target.conv_strided_pointwise_gemm = o.conv_strided_pointwise_gemm;
   graph.target.conv_cluster_splitk = o.conv_cluster_splitk;
   graph.target.conv_cluster_max_split = o.conv_cluster_max_split;
+  graph.target.conv_cluster_warp_groups = o.conv_cluster_warp_groups;
   graph.target.conv_pw_pair = o.conv_pw_pair;
   graph.target.conv_wgmma = o.conv_wgmma;
   graph.target.conv_wgmma_fill = o.conv_wgmma_fill;

@@ -348,6 +348,10 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       if (!parse_int(text, 1, 16, &n))
         return cur.usage("bad --conv-cluster-max-split '" + escape_for_message(text) + "': expected 1 to 16");
       o.conv_cluster_max_split = static_cast<int>(n);
+    } else if (opt == "--conv-cluster-warp-groups") {
+      std::string text;
+      AOTC_CHOOSE(text, {"2", "4"});
+      o.conv_cluster_warp_groups = text == "4" ? 4 : 2;
     } else if (opt == "--conv-cluster") {
       std::string text;
       AOTC_CHOOSE(text, {"on", "off"});

@@ -35,6 +35,7 @@ struct AotcOptions {
   bool conv_strided_pointwise_gemm = true;  // --conv-strided-pointwise gemm|im2col
   bool conv_cluster_splitk = true;          // --conv-cluster on|off
   int conv_cluster_max_split = 6;           // --conv-cluster-max-split N
+  int conv_cluster_warp_groups = 2;         // --conv-cluster-warp-groups 2|4
   bool conv_pw_pair = false;                // --conv-pw-pair on|off
   bool conv_wgmma = true;                   // --conv-wgmma on|off
   double conv_wgmma_fill = 0.5;             // --conv-wgmma-fill half|wave

@@ -429,6 +429,7 @@ inline int64_t cluster_conv_smem_bytes(const ClusterConvConfig& c) {
 inline std::optional<ClusterConvConfig> pick_cluster_conv_config(const Target& target, int64_t gemm_m, int64_t cout,
                                                                  int64_t gemm_k) {
   ClusterConvConfig base;
+  base.kg = target.conv_cluster_warp_groups == 4 ? 4 : 2;
   if (gemm_k % base.bk != 0) return std::nullopt;
   const int64_t ksteps = gemm_k / base.bk, m_tiles = (gemm_m + kClusterConvBm - 1) / kClusterConvBm;
   std::optional<ClusterConvConfig> best;

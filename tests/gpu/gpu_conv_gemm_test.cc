@@ -253,6 +253,21 @@ TEST(GpuConvFp16, ClusterSplitKNonPortableCluster) {
   }
 }
 
+// --conv-cluster-warp-groups 4 (512 threads a CTA, one 16-wide K slice a group): ResNet-50's
+// layer-3 shape (BN 64) and layer-4 shape (BN 32: half the threads load the B tile), residual + Relu.
+TEST(GpuConvFp16, ClusterSplitKFourWarpGroups) {
+  AOTC_REQUIRE_GPU();
+  CaseOptions options;
+  options.expect_templates = {"conv_cluster_splitk_nhwc"};
+  for (int64_t c : {256, 512}) {
+    const int64_t hw = c == 256 ? 14 : 7;
+    Graph g = conv16_act_graph(DType::kFloat16, {1, c, hw, hw}, {c, c, 3, 3}, {{"pads", ints({1, 1, 1, 1})}}, true,
+                               true, "Relu");
+    g.target.conv_cluster_warp_groups = 4;
+    run_case(g, "conv16_cluster_kg4_" + std::to_string(c), options);
+  }
+}
+
 // A 1x7 window (Inception's factorised convolutions): 7 taps of 64 channels, one K step each.
 TEST(GpuConvFp16, ClusterSplitKOneBySevenWindow) {
   AOTC_REQUIRE_GPU();

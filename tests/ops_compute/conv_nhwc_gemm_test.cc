@@ -306,11 +306,26 @@ TEST(ConvClusterSplitK, KernelsCompileWithNvcc) {
   graphs.push_back(nhwc_conv(DType::kFloat16, 1, 64, 9, 11, 64, 1, 7, {1, 1}, {0, 3, 0, 3}, {1, 1}, true, false, "Relu"));
   graphs.push_back(nhwc_conv(DType::kFloat16, 1, 512, 7, 7, 512, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, true, "Relu"));
   graphs.back().graph.target.conv_cluster_max_split = 12;  // a 12-CTA (non-portable) cluster
+  // Four warp groups (--conv-cluster-warp-groups 4: 512 threads, one 16-wide K slice a group),
+  // with BN 64 (layer 3) and BN 32 (layer 4: a B tile of fewer rows than a pass of threads loads).
+  for (int64_t c : {256, 512}) {
+    graphs.push_back(nhwc_conv(DType::kFloat16, 1, c, c == 256 ? 14 : 7, c == 256 ? 14 : 7, c, 3, 3, {1, 1},
+                               {1, 1, 1, 1}, {1, 1}, true, true, "Relu"));
+    graphs.back().graph.target.conv_cluster_warp_groups = 4;
+  }
   std::string source;
   for (size_t i = 0; i < graphs.size(); ++i) {
     auto l = lower(graphs[i]);
     ASSERT_TRUE(l.is_ok()) << l.status().message();
     ASSERT_EQ(l->steps[0].kernel.template_name, "conv_cluster_splitk_nhwc") << i;
+    if (graphs[i].graph.target.conv_cluster_warp_groups == 4) {
+      auto h = holes_of(l->steps[0].kernel);
+      EXPECT_EQ(h["KG"], int_literal(4)) << i;
+      EXPECT_EQ(l->steps[0].kernel.block.x, 512) << i;
+      // Four fp32 64 x (BN + 4) tiles outgrow the 3-stage pipeline.
+      const int64_t bn = h["BN"] == int_literal(32) ? 32 : 64;
+      EXPECT_EQ(l->steps[0].kernel.shared_bytes, std::max<int64_t>(3 * (64 + bn) * 72 * 2, 4 * 64 * (bn + 4) * 4)) << i;
+    }
     auto text = testing_util::render_kernel(l->steps[0].kernel, "cluster_" + std::to_string(i));
     ASSERT_TRUE(text.is_ok()) << text.status().message();
     EXPECT_NE(text->find("__cluster_dims__("), std::string::npos);

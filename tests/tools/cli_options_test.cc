@@ -129,6 +129,7 @@ TEST(AotcArgs, ChoiceOptionsAcceptTheirValuesAndListThemOnRefusal) {
       {"--conv-strided-pointwise", {"gemm", "im2col"}, "gemm or im2col"},
       {"--conv-stem", {"direct", "cutlass"}, "direct or cutlass"},
       {"--conv-cluster", {"on", "off"}, "on or off"},
+      {"--conv-cluster-warp-groups", {"2", "4"}, "2 or 4"},
       {"--conv-pw-pair", {"on", "off"}, "on or off"},
       {"--fp32-gemm", {"auto", "cublaslt", "simt-reduce"}, "auto, cublaslt or simt-reduce"},
       {"--fp32-gemm-max-cluster", {"8", "16"}, "8 or 16"},
@@ -215,6 +216,8 @@ TEST(AotcArgs, ConvStrategySwitches) {
   EXPECT_FALSE(d->conv_pw_pair);
   EXPECT_TRUE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--conv-pw-pair", "on"})->conv_pw_pair);
   EXPECT_EQ(parse_aotc_args({"m.onnx", "-o", "libm.so", "--conv-cluster-max-split", "12"})->conv_cluster_max_split, 12);
+  EXPECT_EQ(parse_aotc_args({"m.onnx", "-o", "libm.so"})->conv_cluster_warp_groups, 2);
+  EXPECT_EQ(parse_aotc_args({"m.onnx", "-o", "libm.so", "--conv-cluster-warp-groups", "4"})->conv_cluster_warp_groups, 4);
   for (const char* bad : {"0", "17", "8x"})
     EXPECT_EQ(error_of({"m.onnx", "-o", "libm.so", "--conv-cluster-max-split", bad}),
               std::string("bad --conv-cluster-max-split '") + bad + "': expected 1 to 16 (see aotc --help)");
