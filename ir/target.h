@@ -54,7 +54,8 @@ struct Target {
   int conv_cluster_max_split = 6;
   // Warp groups of that kernel's CTA (--conv-cluster-warp-groups 2|4): 4 warps each, the groups
   // taking alternate 16-wide slices of every K step (2: 8 warps an SM, the measured default of
-  // v25; 4: 16, for measuring the latency-bound K loop of v47).
+  // v25; 4: 16, measured slower: ResNet-50 bs1 0.2502 -> 0.2617 ms, layers 3-4 +1-1.2 us a
+  // kernel, docs/perf_notes.md v47).
   int conv_cluster_warp_groups = 2;
   // A pointwise convolution and the pointwise convolution that reads its output as one cluster
   // kernel where its rule has a configuration (opt/fuse_pointwise_pair, conv_configs.h

@@ -78,7 +78,7 @@ options:
                            over 8: sm_90's non-portable cluster size; for measuring)
   --conv-cluster-warp-groups 2|4
                            warp groups of 4 warps in each of that kernel's CTAs (default 2; 4:
-                           twice the warps an SM to hide the K loop's latency; for measuring)
+                           twice the warps an SM, measured slower on ResNet-50; for measuring)
   --conv-wgmma on|off      on (default): fp16 convolutions that fill half a wave run on
                            CUTLASS 3.x's TMA + wgmma implicit GEMM when every --arch is sm_90
                            (its params are built at compile time, which needs nvcc and CUTLASS

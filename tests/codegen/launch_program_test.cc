@@ -545,11 +545,13 @@ TEST(LaunchProgram, L2PrefetchRangeCoversTheFollowingStepsWeights) {
     ASSERT_EQ(cluster.size(), 2u);
     ASSERT_EQ(p->matmuls.size(), 1u);  // the 1x1 between them
     for (const ProgramKernel* k : cluster) {
-      ASSERT_EQ(k->args.size(), 7u);
+      ASSERT_EQ(k->args.size(), 9u);  // x, w, bias, res, y, the Concat slab's two (null here), pf, pf_end
+      EXPECT_EQ(k->args[5].space, Location::Space::kNull);
+      EXPECT_EQ(k->args[6].space, Location::Space::kNull);
       EXPECT_TRUE(k->l2_prefetch_args);
     }
-    const Location& begin = cluster[0]->args[5];
-    const Location& end = cluster[0]->args[6];
+    const Location& begin = cluster[0]->args[7];
+    const Location& end = cluster[0]->args[8];
     if (!on) {
       EXPECT_EQ(begin.space, Location::Space::kNull);
       EXPECT_EQ(end.space, Location::Space::kNull);
@@ -576,8 +578,8 @@ TEST(LaunchProgram, L2PrefetchRangeCoversTheFollowingStepsWeights) {
     EXPECT_EQ(end.space, Location::Space::kWeights);
     EXPECT_EQ(begin.offset, lo);
     EXPECT_EQ(end.offset, hi);
-    EXPECT_EQ(cluster[1]->args[5].space, Location::Space::kNull);  // nothing after the last one
-    EXPECT_EQ(cluster[1]->args[6].space, Location::Space::kNull);
+    EXPECT_EQ(cluster[1]->args[7].space, Location::Space::kNull);  // nothing after the last one
+    EXPECT_EQ(cluster[1]->args[8].space, Location::Space::kNull);
   }
 }
 
