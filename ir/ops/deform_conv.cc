@@ -32,7 +32,10 @@ Expected<Dims> dims_of(const Node& node, const std::vector<const Shape*>& in) {
   d.n = x[0], d.c = x[1], d.h = x[2], d.w = x[3], d.oc = wt[0], d.cg = wt[1];
   d.group = node.attr_int("group", 1);
   d.offset_group = node.attr_int("offset_group", 1);
-  if (d.group < 1 || d.offset_group < 1 || d.c != d.cg * d.group || d.oc % d.group != 0 || d.c % d.offset_group != 0)
+  // group and offset_group are any int64 of the model: compared by division, not multiplied (a fuzz
+  // find: W's C / group 4611686018427387904 * group 12 overflowed).
+  if (d.group < 1 || d.offset_group < 1 || d.c % d.group != 0 || d.c / d.group != d.cg || d.oc % d.group != 0 ||
+      d.c % d.offset_group != 0)
     return node_error(node, "channels do not split: C " + std::to_string(d.c) + ", W " + shape_str(wt) + ", group " +
                                 std::to_string(d.group) + ", offset_group " + std::to_string(d.offset_group));
   const std::vector<int64_t> k = node.attr_ints("kernel_shape", {wt[2], wt[3]});
@@ -50,11 +53,15 @@ Expected<Dims> dims_of(const Node& node, const std::vector<const Shape*>& in) {
   d.ow = (d.w + p[1] + p[3] - span_w) / d.sw + 1;
   if (d.h + p[0] + p[2] < span_h || d.w + p[1] + p[3] < span_w || d.oh < 1 || d.ow < 1)
     return node_error(node, "the kernel does not fit the padded input");
-  const Shape off_want = {d.n, d.offset_group * d.kh * d.kw * 2, d.oh, d.ow};
+  int64_t taps = 0, off_c = 0;  // offset_group * kH * kW (* 2): checked, each factor is the model's
+  if (__builtin_mul_overflow(d.kh, d.kw, &taps) || __builtin_mul_overflow(taps, d.offset_group, &taps) ||
+      __builtin_mul_overflow(taps, int64_t{2}, &off_c))
+    return node_error(node, "offset_group * kernel taps overflows int64");
+  const Shape off_want = {d.n, off_c, d.oh, d.ow};
   if (off != off_want) return node_error(node, "offset must be " + shape_str(off_want) + ", got " + shape_str(off));
   if (in[kBias] && *in[kBias] != Shape{d.oc})
     return node_error(node, "B must be [" + std::to_string(d.oc) + "], got " + shape_str(*in[kBias]));
-  const Shape mask_want = {d.n, d.offset_group * d.kh * d.kw, d.oh, d.ow};
+  const Shape mask_want = {d.n, taps, d.oh, d.ow};
   if (in[kMask] && *in[kMask] != mask_want)
     return node_error(node, "mask must be " + shape_str(mask_want) + ", got " + shape_str(*in[kMask]));
   return d;
