@@ -11,6 +11,9 @@
 namespace aotc {
 
 // The precision the library computes in (--precision, --keep-fp32), read by opt/precision.
+// The fused attention kernel's query blocks (Target::attention_blocks, --attention fused|fused64|fused32).
+enum class AttentionBlocks { kFillSms, k64, k32 };
+
 struct PrecisionOptions {
   DType dtype = DType::kFloat32;        // kFloat32 (no change), kFloat16 or kBFloat16
   std::vector<std::string> keep_fp32;   // node names or op types that stay fp32
@@ -122,13 +125,12 @@ struct Target {
   // exactly what the op asks (ir/ops/attention.cc: fmha_applies). Off: the row-tile kernel
   // (templates/attention_rows.cu.in) everywhere (--attention rows).
   bool attention_fused = true;
-  // Its 32-query configuration (32 queries x 128 keys a block) where 64-query blocks would not
-  // fill one wave of SMs (batch-1 transformers: 24-48 blocks on 132 SMs); off: 64 queries
-  // whenever the head dim allows (--attention fused64).
-  bool attention_fill_sms = true;
-  // The 32-query configuration wherever the head dim allows (--attention fused32; for measuring:
-  // one key block of 128 for BERT's and GPT-2's 128 tokens).
-  bool attention_force32 = false;
+  // Its query blocks: kFillSms (default), the 32-query configuration (32 queries x 128 keys a block)
+  // where 64-query blocks would not fill one wave of SMs (batch-1 transformers: 24-48 blocks on 132
+  // SMs); k64: 64 queries whenever the head dim allows (--attention fused64); k32: 32 queries
+  // wherever it allows (--attention fused32; for measuring: one key block of 128 for BERT's and
+  // GPT-2's 128 tokens, measured 2-4% slower at batch 32).
+  AttentionBlocks attention_blocks = AttentionBlocks::kFillSms;
   // fp32 convolution chains move to NHWC like 16-bit ones (opt/layout_nhwc), with fp32 kernels:
   // cuBLASLt SGEMM (no TF32) for 1x1 and under-filled convolutions, the CUTLASS SIMT implicit GEMM
   // for the rest, the NHWC depthwise and pooling kernels. Off: fp32 graphs keep the NCHW kernels

@@ -406,8 +406,7 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   graph.target.aux_streams = o.aux_streams;
   graph.target.conv_stem_kernel = o.conv_stem_kernel;
   graph.target.attention_fused = o.attention_fused;
-  graph.target.attention_fill_sms = o.attention_fill_sms;
-  graph.target.attention_force32 = o.attention_force32;
+  graph.target.attention_blocks = o.attention_blocks;
   graph.target.conv_fp32_nhwc = o.conv_fp32_nhwc;
   // The CUTLASS headers, needed by the NHWC implicit-GEMM convolutions. Without them fp32 models
   // keep the NCHW convolution kernels (which need none); 16-bit ones fail in codegen with a hint.

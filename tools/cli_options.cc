@@ -441,8 +441,9 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       std::string text;
       AOTC_CHOOSE(text, {"fused", "fused64", "fused32", "rows"});
       o.attention_fused = text != "rows";
-      o.attention_fill_sms = text == "fused";
-      o.attention_force32 = text == "fused32";
+      o.attention_blocks = text == "fused64"   ? AttentionBlocks::k64
+                           : text == "fused32" ? AttentionBlocks::k32
+                                               : AttentionBlocks::kFillSms;
     } else if (opt == "--conv-fp32") {
       std::string text;
       AOTC_CHOOSE(text, {"nhwc", "nchw"});

@@ -10,6 +10,7 @@
 
 #include "codegen/pdl_mode.h"
 #include "ir/status.h"
+#include "ir/target.h"
 #include "ir/tensor.h"
 
 namespace aotc {
@@ -55,8 +56,9 @@ struct AotcOptions {
   PdlMode pdl = PdlMode::kOff;         // --pdl off|wait|early
   std::string tune_matmuls = "auto";   // --tune-matmuls auto|on|off
   bool attention_fused = true;         // --attention fused|fused64|rows (CUTLASS fused attention where exact)
-  bool attention_fill_sms = true;      // --attention fused64: its 64-query blocks even where they leave SMs idle
-  bool attention_force32 = false;      // --attention fused32: its 32-query blocks everywhere
+  // --attention fused (kFillSms) | fused64 (its 64-query blocks even where they leave SMs idle) |
+  // fused32 (its 32-query blocks everywhere)
+  AttentionBlocks attention_blocks = AttentionBlocks::kFillSms;
   bool conv_fp32_nhwc = true;          // --conv-fp32 nhwc|nchw (fp32 conv chains on the NHWC kernels)
   int max_split_k = 1;                 // --max-split-k N (serial split-K for underfilled convs; 1 = off)
   std::vector<std::string> disabled_passes;  // --disable-pass NAME (repeatable; ablation)

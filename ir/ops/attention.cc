@@ -361,15 +361,16 @@ struct FmhaConfig {
 };
 constexpr FmhaConfig kFmhaConfigs[] = {{64, 64, 64}, {32, 128, 128}};  // head dim <= 64, <= 128
 
-// The first configuration whose head dim fits; with Target::attention_fill_sms, the 32-query one
-// instead where 64-query blocks (batch x heads x query blocks) would not fill one wave of SMs;
-// with Target::attention_force32, the 32-query one always.
+// The first configuration whose head dim fits; with AttentionBlocks::kFillSms (the default), the
+// 32-query one instead where 64-query blocks (batch x heads x query blocks) would not fill one wave
+// of SMs; with k32, the 32-query one always.
 const FmhaConfig* fmha_config(const AttnDims& a, const Target& target) {
   for (const FmhaConfig& c : kFmhaConfigs) {
     if (a.d > c.max_k || a.dv > c.max_k) continue;
     const int64_t blocks = a.batch * a.q_heads * ((a.q_len + c.queries - 1) / c.queries);
-    if (target.attention_fill_sms && c.queries == 64 && blocks < target.sm_count) continue;
-    if (target.attention_force32 && c.queries == 64) continue;
+    const AttentionBlocks b = target.attention_blocks;
+    if (c.queries == 64 && (b == AttentionBlocks::k32 || (b == AttentionBlocks::kFillSms && blocks < target.sm_count)))
+      continue;
     return &c;
   }
   return nullptr;

@@ -231,8 +231,7 @@ TEST(FusedAttention, QueryBlocksFillTheGpu) {
                              archs);
     EXPECT_TRUE(g.is_ok()) << g.status().message();
     if (!g) return std::string();
-    g->target.attention_fill_sms = fill;
-    g->target.attention_force32 = force32;
+    g->target.attention_blocks = force32 ? AttentionBlocks::k32 : fill ? AttentionBlocks::kFillSms : AttentionBlocks::k64;
     auto ks = kernels_of(*g);
     if (ks.empty() || ks[0].template_name != "cutlass_fmha_forward") return std::string("not fused");
     for (const auto& [k, v] : ks[0].holes)
@@ -344,7 +343,7 @@ TEST(FusedAttention, LibraryCompilesForAmpereAndHopper) {
       %y : float[?] = Attention(%q, %k, %v)
       output %y)");
     ASSERT_TRUE(vit.is_ok());
-    vit->target.attention_fill_sms = fill;
+    vit->target.attention_blocks = fill ? AttentionBlocks::kFillSms : AttentionBlocks::k64;
     const std::string vsources = test::compile_block_sources(*vit, test::linear_plan(*vit), {"sm_90"}, include,
                                                              fill ? "fmha_fp32_q32" : "fmha_fp32_q64");
     ASSERT_FALSE(vsources.empty());

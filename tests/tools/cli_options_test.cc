@@ -186,20 +186,18 @@ TEST(AotcArgs, AttentionStrategySwitch) {
   auto o = parse_aotc_args({"m.onnx", "-o", "libm.so"});
   ASSERT_TRUE(o.is_ok());
   EXPECT_TRUE(o->attention_fused);
-  EXPECT_TRUE(o->attention_fill_sms);
+  EXPECT_EQ(o->attention_blocks, AttentionBlocks::kFillSms);
   auto rows = parse_aotc_args({"m.onnx", "-o", "libm.so", "--attention", "rows"});
   ASSERT_TRUE(rows.is_ok()) << rows.status().message();
   EXPECT_FALSE(rows->attention_fused);
   auto f64 = parse_aotc_args({"m.onnx", "-o", "libm.so", "--attention", "fused64"});
   ASSERT_TRUE(f64.is_ok()) << f64.status().message();
   EXPECT_TRUE(f64->attention_fused);
-  EXPECT_FALSE(f64->attention_fill_sms);
-  EXPECT_FALSE(f64->attention_force32);
+  EXPECT_EQ(f64->attention_blocks, AttentionBlocks::k64);
   auto f32 = parse_aotc_args({"m.onnx", "-o", "libm.so", "--attention", "fused32"});
   ASSERT_TRUE(f32.is_ok()) << f32.status().message();
   EXPECT_TRUE(f32->attention_fused);
-  EXPECT_TRUE(f32->attention_force32);
-  EXPECT_FALSE(o->attention_force32);
+  EXPECT_EQ(f32->attention_blocks, AttentionBlocks::k32);
   EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--attention", "flash"}).find("--attention"), std::string::npos);
 }
 
