@@ -313,9 +313,9 @@ def attribute_cases(c):
     c.add("attributes", "depth_to_space_blocksize_huge", m, "error", "blocksize^2 overflows: not a divisor of the channels")
     m = one_node("SpaceToDepth", {"blocksize": 2 ** 40}, ([1, 8, 2, 2],), None)
     c.add("attributes", "space_to_depth_blocksize_huge", m, "error", "blocksize past the height and width")
-    # A fuzz find (fuzz_model_mutator, 2026-11-30): DeformConv's W channels 2^62 times group 12
-    # overflowed the channel check (UBSan); now compared by division.
-    m = one_node("DeformConv", {"group": 12}, ([1, 12, 4, 4], [4, 2 ** 62, 1, 1], [1, 2, 4, 4]), None)
+    # A fuzz find (fuzz_model_mutator, 2026-11-30): an empty W [0, 2^62, 1, 1] with group 12: C / group
+    # (2^62) times group overflowed DeformConv's channel check (UBSan); now compared by division.
+    m = one_node("DeformConv", {"group": 12}, ([1, 12, 4, 4], [0, 2 ** 62, 1, 1], [1, 2, 4, 4]), None)
     m.opset_import[0].version = 19
     c.add("attributes", "deform_conv_group_times_channels_huge", m, "error", "channels do not split", node="bad_node")
     # A fuzz find (fuzz_model_mutator, 2026-11-27): an empty Einsum operand with dims whose product
