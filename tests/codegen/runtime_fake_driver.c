@@ -652,6 +652,22 @@ static void test_matmul_tuning(void) {
   CHECK(h && h->tune_matmuls == 0);
   aotc_rt_release(h);
   unsetenv("AOTC_NO_MATMUL_TUNE");
+  /* AOTC_LT_REDUCTION_MASK: one digit 0-7 is cuBLASLt's reduction-scheme mask; anything else, or
+     unset, leaves the library's default (-1). */
+  {
+    static const struct { const char* text; int mask; } kMasks[] = {{"1", 1}, {"0", 0}, {"7", 7}, {"8", -1},
+                                                                    {"12", -1}, {"", -1}, {"x", -1}};
+    for (size_t i = 0; i < sizeof kMasks / sizeof kMasks[0]; ++i) {
+      setenv("AOTC_LT_REDUCTION_MASK", kMasks[i].text, 1);
+      h = aotc_rt_handle_new(&kMmDesc, 0);
+      CHECK(h != NULL && h->lt_reduction_mask == kMasks[i].mask);
+      aotc_rt_release(h);
+    }
+    unsetenv("AOTC_LT_REDUCTION_MASK");
+    h = aotc_rt_handle_new(&kMmDesc, 0);
+    CHECK(h != NULL && h->lt_reduction_mask == -1);
+    aotc_rt_release(h);
+  }
   h = aotc_rt_handle_new(&kMmDesc, 0);
   CHECK(h != NULL && h->tune_matmuls == 1);
   h->cu.ctx_push = f_ok_ctx;
