@@ -124,11 +124,11 @@ KernelStep slab_step(const Node& node, size_t i, const Value& x, const Value& y,
   return k;
 }
 
-// Input i's slab is copied by the kernel that writes another input in place (the Concat's
-// attribute slab_copied, set by opt/slab_into_producer.cc).
+// Input i's slab is copied by the kernel that writes another input in place: the Concat's
+// attribute slab_copied = [i, j] (input i copied by input j's producer; opt/slab_into_producer.cc).
 bool slab_copied_elsewhere(const Node& node, size_t i) {
   const std::vector<int64_t> copied = node.attr_ints("slab_copied");
-  return std::find(copied.begin(), copied.end(), static_cast<int64_t>(i)) != copied.end();
+  return !copied.empty() && copied[0] == static_cast<int64_t>(i);
 }
 
 Expected<Lowering> concat_lower(const Node& node, const Graph& graph) {

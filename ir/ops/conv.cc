@@ -213,8 +213,8 @@ Expected<Lowering> conv_lower(const Node& node, const Graph& graph) {
   // arithmetic below divides by the tile count; a fuzz find: batch 0 reached pick_split_k).
   if (shape_numel(cs->out) == 0) return Lowering{};
   if (channels_last(node)) return conv_lower_channels_last(node, graph, *cs);
-  if (node.has_attr("slab_src"))  // opt/slab_into_producer: the NHWC cluster kernel's only
-    return node_error(node, "slab_src is implemented by the cluster split-K convolution only");
+  if (conv_asked_to_copy_slab(node, graph))  // opt/slab_into_producer: the NHWC cluster kernel's only
+    return node_error(node, "a Concat's slab_copied is implemented by the cluster split-K convolution only");
   if (has_pool(node)) return node_error(node, "an absorbed pool runs only on the channels_last stem kernel");
   if (node.has_attr("input_max"))
     return node_error(node, "input_max is implemented by the depthwise NHWC kernels only");

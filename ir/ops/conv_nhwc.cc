@@ -112,19 +112,43 @@ Lowering lower_im2col_gemm(const NhwcConv& c) {
   return l;
 }
 
-// The Concat slab a cluster convolution copies besides (opt/slab_into_producer), from the node's
-// attributes slab_src / slab_dst (value names), slab_step, slab_offset; nullopt without them.
+// The Concat slab a cluster convolution copies besides (opt/slab_into_producer): its output h is
+// input j of a Concat / aotc.SubsampleConcat (written in place, Value::stored_in) whose attribute
+// slab_copied = [k, j] says that h's producer also copies input k. Everything else is the Concat's:
+// the source is its input k, the destination its output, the step its steps[k] (1 for Concat), the
+// column the channels of the inputs before k.
 struct SlabCopy {
   ValueId src = kNoValue, dst = kNoValue;
   int64_t step = 1, offset = 0;
 };
+
+std::optional<SlabCopy> slab_of(const Node& node, const Graph& graph) {
+  if (node.outputs.empty() || node.outputs[0] == kNoValue) return std::nullopt;
+  const ValueId y = graph.value(node.outputs[0]).stored_in;
+  if (y == kNoValue) return std::nullopt;
+  for (const Node& cat : graph.nodes) {
+    if (cat.outputs.empty() || cat.outputs[0] != y) continue;
+    const std::vector<int64_t> copied = cat.attr_ints("slab_copied");
+    if (copied.size() != 2 || copied[0] < 0 || copied[1] < 0 || copied[0] >= static_cast<int64_t>(cat.inputs.size()) ||
+        copied[1] >= static_cast<int64_t>(cat.inputs.size()) || cat.inputs[static_cast<size_t>(copied[1])] != node.outputs[0])
+      return std::nullopt;
+    const size_t k = static_cast<size_t>(copied[0]);
+    SlabCopy s;
+    s.src = cat.inputs[k];
+    s.dst = y;
+    const std::vector<int64_t> steps = cat.attr_ints("steps");
+    s.step = k < steps.size() ? steps[k] : 1;
+    for (size_t i = 0; i < k; ++i) s.offset += graph.value(cat.inputs[i]).shape.back();
+    return s;
+  }
+  return std::nullopt;
+}
 
 // The slab's holes when the kernel can copy it: a packed 16-bit [N, H, W, C] source of the
 // convolution's dtype and batch whose pixel grid at `step` is the destination's, 16-byte vectors
 // (C, the destination's row and the offset multiples of 8 elements), int indices.
 Expected<std::vector<std::pair<std::string, std::string>>> slab_holes(const NhwcConv& c, const SlabCopy& s) {
   const Graph& g = c.graph;
-  if (s.src == kNoValue || s.dst == kNoValue) return node_error(c.node, "slab_src / slab_dst name no value");
   const Value& x = g.value(s.src);
   const Value& y = g.value(s.dst);
   const bool shapes = x.shape.size() == 4 && y.shape.size() == 4 && x.shape[0] == c.cs.batch && y.shape[0] == c.cs.batch &&
@@ -132,7 +156,7 @@ Expected<std::vector<std::pair<std::string, std::string>>> slab_holes(const Nhwc
                       (x.shape[2] + s.step - 1) / s.step == y.shape[2];
   if (!shapes || x.dtype != c.x.dtype || y.dtype != c.x.dtype || g.row_stride(s.src) != 0 ||
       g.row_stride(s.dst) != 0 || x.shape[3] % 8 != 0 || y.shape[3] % 8 != 0 || s.offset % 8 != 0 ||
-      s.offset < 0 || s.offset + x.shape[3] > y.shape[3] || std::max(x.numel(), y.numel()) >= (int64_t{1} << 31))
+      s.offset + x.shape[3] > y.shape[3] || std::max(x.numel(), y.numel()) >= (int64_t{1} << 31))
     return node_error(c.node, "the slab " + shape_str(x.shape) + " at step " + std::to_string(s.step) + " into " +
                                   shape_str(y.shape) + " column " + std::to_string(s.offset) +
                                   " is not one this convolution kernel can copy");
@@ -150,19 +174,9 @@ Expected<std::vector<std::pair<std::string, std::string>>> slab_holes(const Nhwc
                            " into columns " + std::to_string(s.offset) + ".. of " + shape_str(y.shape)}};
 }
 
-std::optional<SlabCopy> slab_of(const Node& node, const Graph& graph) {
-  if (!node.has_attr("slab_src")) return std::nullopt;
-  SlabCopy s;
-  s.src = graph.find_value(node.attr_string("slab_src", ""));
-  s.dst = graph.find_value(node.attr_string("slab_dst", ""));
-  s.step = node.attr_int("slab_step", 1);
-  s.offset = node.attr_int("slab_offset", 0);
-  return s;
-}
-
 // One cluster split-K implicit-GEMM kernel (templates/conv_cluster_splitk_nhwc.cu.in; sm_90+, 16-bit;
-// see conv_cluster_splitk_config): no im2col matrix, no scratch, any fused activation; with the
-// node's slab attributes it also copies that Concat slab (Lowering::slab_copied).
+// see conv_cluster_splitk_config): no im2col matrix, no scratch, any fused activation; asked by its
+// Concat (slab_of) it also copies that Concat slab (Lowering::slab_copied).
 Expected<Lowering> lower_cluster_splitk(const NhwcConv& c, const ClusterConvConfig& cfg) {
   const Node& node = c.node;
   const ConvShape& cs = c.cs;
@@ -671,12 +685,14 @@ bool stem_absorbs_pack(const Graph& graph, const Node& pack) {
 
 Expected<Lowering> conv_lower_channels_last_strategy(const Node& node, const Graph& graph, const ConvShape& cs);
 
+bool conv_asked_to_copy_slab(const Node& node, const Graph& graph) { return slab_of(node, graph).has_value(); }
+
 Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph, const ConvShape& cs) {
   Expected<Lowering> l = conv_lower_channels_last_strategy(node, graph, cs);
   // Only the cluster kernel copies a Concat slab besides (opt/slab_into_producer asks it and keeps
-  // the attributes only where it answers yes); any other strategy would leave the slab unwritten.
-  if (l && node.has_attr("slab_src") && !l->slab_copied)
-    return node_error(node, "slab_src is implemented by the cluster split-K convolution only");
+  // the Concat's attribute only where it answers yes); any other strategy would leave it unwritten.
+  if (l && !l->slab_copied && conv_asked_to_copy_slab(node, graph))
+    return node_error(node, "a Concat's slab_copied is implemented by the cluster split-K convolution only");
   return l;
 }
 

@@ -51,6 +51,10 @@ bool node_runs_on_stem_kernel(const Graph& graph, const Node& node);
 const Node* stem_pack_of(const Graph& graph, const Node& conv);
 bool stem_absorbs_pack(const Graph& graph, const Node& pack);
 
+// The node's output is written in place into a Concat whose slab_copied names this node's kernel
+// as the copier of another input (opt/slab_into_producer): only the NHWC cluster split-K kernel does.
+bool conv_asked_to_copy_slab(const Node& node, const Graph& graph);
+
 // A channels_last node (2-D): the first implementation of ir/ops/conv_configs.h's order that
 // applies for graph.target and the node's dtype.
 Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph, const ConvShape& cs);

@@ -5,7 +5,7 @@
 // reference (the rewrite is physical only) and the memory plan. Must not fire: other convolution
 // strategies (im2col + GEMM, CUTLASS), no in-place input, an input whose producer comes after the
 // host. The lowering refuses slabs it cannot copy and strategies other than the cluster kernel
-// refuse the attributes. GPU: GpuConvFp16.ConcatInPlaceEveryConvStrategy (variant 0) and
+// refuse to be asked. GPU: GpuConvFp16.ConcatInPlaceEveryConvStrategy (variant 0) and
 // GpuConvFp16.MergedStridedProjectionBatch1 run the copy; ResNet-50 batch 1 in the device script.
 #include "ir/op_registry.h"
 #include "opt/memory_plan.h"
@@ -80,12 +80,11 @@ TEST(SlabIntoProducer, TheClusterConvolutionCopiesXsSlab) {
   EXPECT_TRUE(*changed);
   ASSERT_TRUE(verify(g).is_ok());
   cat = find_op(g, "Concat");
-  EXPECT_EQ(cat->attr_ints("slab_copied"), std::vector<int64_t>{1});
+  // The one record: input 1 (x) is copied by the producer of input 0 (h). The producer's node is
+  // unchanged; its lowering derives source, destination, step and column from the Concat.
+  EXPECT_EQ(cat->attr_ints("slab_copied"), (std::vector<int64_t>{1, 0}));
   const Node& conv = producer_of(g, h);
-  EXPECT_EQ(conv.attr_string("slab_src", ""), g.value(x).name);
-  EXPECT_EQ(conv.attr_string("slab_dst", ""), g.value(out).name);
-  EXPECT_EQ(conv.attr_int("slab_step", 0), 1);
-  EXPECT_EQ(conv.attr_int("slab_offset", 0), 64);
+  EXPECT_EQ(conv.attrs.size(), producer_of(before, h).attrs.size());
   // The Concat copies nothing; the cluster kernel copies x into columns 64.. of out's rows.
   auto cl = default_registry().find("Concat", "")->lower(*cat, g);
   ASSERT_TRUE(cl.is_ok()) << cl.status().message();
@@ -121,7 +120,7 @@ TEST(SlabIntoProducer, MustNotFire) {
     auto c = slab_into_producer(g);
     ASSERT_TRUE(c.is_ok());
     EXPECT_FALSE(*c);
-    for (const Node& n : g.nodes) EXPECT_FALSE(n.has_attr("slab_src")) << n.name << ": a refused trial leaves nothing";
+    for (const Node& n : g.nodes) EXPECT_FALSE(n.has_attr("slab_copied")) << n.name << ": a refused trial leaves nothing";
   }
   {
     SCOPED_TRACE("no input written in place (concat_in_place not run)");
@@ -163,43 +162,49 @@ TEST(SlabIntoProducer, MustNotFire) {
 
 TEST(SlabIntoProducer, LoweringsRefuseWhatTheyCannotCopy) {
   Graph g = prepared(true, true);
-  const Node* cat = find_op(g, "Concat");
+  Node* cat = nullptr;
+  for (Node& n : g.nodes)
+    if (n.op_type == "Concat") cat = &n;
   ASSERT_NE(cat, nullptr);
-  const ValueId h = cat->inputs[0], x = cat->inputs[1], out = cat->outputs[0];
+  // Inputs z and w of 4 channels at columns 128 and 132 (rows of 136): z's pixels are 8 bytes, not
+  // whole 16-byte vectors.
+  const ValueId h = cat->inputs[0];
+  for (const char* name : {"z", "w"}) {
+    const ValueId v = g.add_value(name, DType::kFloat16, {1, 14, 14, 4});
+    g.inputs.push_back(v);
+    cat->inputs.push_back(v);
+  }
+  ASSERT_TRUE(default_registry().find("Concat", "")->infer(*cat, g).is_ok());
   const int p = g.producers()[static_cast<size_t>(h)];
-  Node& conv = g.nodes[static_cast<size_t>(p)];
-  conv.attrs["slab_src"] = Attribute::of_string(g.value(x).name);
-  conv.attrs["slab_dst"] = Attribute::of_string(g.value(out).name);
-  conv.attrs["slab_step"] = Attribute::of_int(1);
+  const Node& conv = g.nodes[static_cast<size_t>(p)];
   const OpDef* def = default_registry().find(conv.op_type, conv.domain);
   {
-    SCOPED_TRACE("a column that is not a whole 16 bytes");
-    conv.attrs["slab_offset"] = Attribute::of_int(60);
+    SCOPED_TRACE("a slab that is not whole 16-byte vectors");
+    cat->attrs["slab_copied"] = Attribute::of_ints({2, 0});
     auto l = def->lower(conv, g);
     ASSERT_FALSE(l.is_ok());
     EXPECT_NE(l.status().message().find("is not one this convolution kernel can copy"), std::string::npos)
         << l.status().message();
   }
   {
-    SCOPED_TRACE("past the row's end");
-    conv.attrs["slab_offset"] = Attribute::of_int(72);
-    EXPECT_FALSE(def->lower(conv, g).is_ok());
-  }
-  {
-    SCOPED_TRACE("a step whose pixel grid is not the output's");
-    conv.attrs["slab_offset"] = Attribute::of_int(64);
-    conv.attrs["slab_step"] = Attribute::of_int(2);
-    EXPECT_FALSE(def->lower(conv, g).is_ok());
-  }
-  {
-    SCOPED_TRACE("another strategy (im2col + cuBLASLt) refuses the attributes");
-    conv.attrs["slab_step"] = Attribute::of_int(1);
-    ASSERT_TRUE(def->lower(conv, g).is_ok()) << "positive control: the cluster kernel takes it";
+    SCOPED_TRACE("another strategy (im2col + cuBLASLt) refuses to be asked");
+    cat->attrs["slab_copied"] = Attribute::of_ints({1, 0});
+    auto ok = def->lower(conv, g);
+    ASSERT_TRUE(ok.is_ok()) << ok.status().message() << ": positive control, the cluster kernel takes x";
+    EXPECT_TRUE(ok->slab_copied);
     g.target.conv_cluster_splitk = false;
     auto l = def->lower(conv, g);
     ASSERT_FALSE(l.is_ok());
     EXPECT_NE(l.status().message().find("cluster split-K convolution only"), std::string::npos)
         << l.status().message();
+  }
+  {
+    SCOPED_TRACE("an attribute naming another input's producer: this convolution is not asked");
+    g.target.conv_cluster_splitk = true;
+    cat->attrs["slab_copied"] = Attribute::of_ints({0, 1});
+    auto l = def->lower(conv, g);
+    ASSERT_TRUE(l.is_ok()) << l.status().message();
+    EXPECT_FALSE(l->slab_copied);
   }
 }
 
