@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* const kHostHeaders[] = {"host_params.cuh", "library_params.cuh", "cutlass_act.cuh"};
+const char* const kHostHeaders[] = {"host_params.cuh", "library_params.cuh", "cutlass_act.cuh", "int8_requant.cuh"};
 
 struct ScopedDir {
   fs::path path;

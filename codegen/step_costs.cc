@@ -78,6 +78,16 @@ int64_t kernel_step_flops(const Node& node, const Graph& graph, const KernelStep
     if (x.shape.size() != 4 || y1.shape.size() != 4) return 0;
     return 2 * y1.numel() * x.shape[3] + 2 * graph.value(node.outputs[1]).numel() * y1.shape[3];
   }
+  // The sm_90a int8 convolution (aotc.QLinearConv or QLinearMatMul as a 1x1 convolution): its
+  // builder args N H W C K R S pad_h pad_w pad_h_end pad_w_end stride_h stride_w dilation_h
+  // dilation_w ..., P and Q from them.
+  if (k.template_name == "cutlass_conv2d_fprop_sm90_i8") {
+    const std::vector<int64_t>& b = k.builder_args;
+    if (b.size() < 15 || b[11] <= 0 || b[12] <= 0) return 0;
+    const int64_t p = (b[1] + b[7] + b[9] - ((b[5] - 1) * b[13] + 1)) / b[11] + 1;
+    const int64_t q = (b[2] + b[8] + b[10] - ((b[6] - 1) * b[14] + 1)) / b[12] + 1;
+    return p > 0 && q > 0 ? 2 * b[0] * p * q * b[4] * b[3] * b[5] * b[6] : 0;
+  }
   if (!is_conv_node(node) || node.inputs.size() < 2 || node.outputs.empty()) return 0;
   // The CUTLASS 2.x convolutions' builder args (N H W C K R S P Q ...); the sm_90a one's differ
   // (no P, Q) and take the generic count below.

@@ -83,6 +83,14 @@ struct Target {
   // 1x1 stride-1 convolutions too (instead of one cuBLASLt GEMM) where that kernel applies
   // (--conv-wgmma-pointwise on; off by default until measured faster: docs/perf_notes.md v40).
   bool conv_wgmma_pointwise = false;
+  // Requantizing int8 convolutions (aotc.QLinearConv, int8 / uint8 activations) on CUTLASS 3.x's
+  // TMA + wgmma implicit GEMM with the requantization (and a fused residual Add,
+  // opt/fuse_residual_qadd) in its epilogue, when every target is sm_90 and the tiles fill
+  // Target::conv_wgmma_fill of a wave (conv_wgmma_int8_config; templates/
+  // cutlass_conv2d_fprop_sm90_i8.cu.in; --conv-wgmma-int8 on). Off by default: measured slower
+  // than CUTLASS 2.x mma.sync on ResNet-50 int8 bs32 (H200: 1.85 ms, 3.38 with the fused Adds,
+  // against 1.62; docs/perf_notes.md v48).
+  bool conv_wgmma_int8 = false;
   // The stem + max pool on sm_90a's warpgroup MMA where it applies (ir/ops/conv_configs.h:
   // stem_wgmma_applies; templates/conv_stem_pool_wgmma_nhwc.cu.in). Off: the mma.sync stem kernel
   // (--conv-stem-wgmma off).

@@ -76,6 +76,11 @@ Expected<bool> merge_strided_qkv_projections(Graph& graph);
 // Conv chains -> channels_last (NHWC) where graph.target has an NHWC kernel for them; transposes
 // only where an NCHW consumer needs the value.
 Expected<bool> layout_nhwc(Graph& graph);
+// An int8 residual aotc.QLinearAdd whose one operand is a requantizing tensor-core convolution's
+// output, read by nothing else, becomes that convolution's epilogue (inputs 10-14, add_qmin /
+// add_qmax) where the sm_90a int8 wgmma kernel takes it; bit for bit the unfused result
+// (opt/fuse_residual_qadd.cc).
+Expected<bool> fuse_residual_qadd(Graph& graph);
 // A channels_last conv ending in Clip(0, M) read only by a depthwise channels_last conv keeps
 // Relu (so it can run on cuBLASLt) and the depthwise conv clamps its input at M (input_max).
 Expected<bool> clip_into_depthwise(Graph& graph);

@@ -41,6 +41,7 @@ const std::vector<Pass>& default_pipeline() {
       {"fuse_attention", fuse_attention},
       {"merge_qkv_projections", merge_qkv_projections},
       {"layout_nhwc", layout_nhwc},
+      {"fuse_residual_qadd", fuse_residual_qadd},  // after layout_nhwc (the int8 kernels' epilogue words)
       {"clip_into_depthwise", clip_into_depthwise},
       {"clip_into_pool", clip_into_pool},
       {"fuse_stem_pool", fuse_stem_pool},

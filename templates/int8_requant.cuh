@@ -85,7 +85,10 @@ AOTC_REQUANT_FN float aotc_int8_to_float(int v) { return aotc_rq_add(aotc_rq_fro
 // point and clamp); false when the fp32 route does not apply.
 AOTC_REQUANT_FN bool aotc_requant_rint_fp32(int32_t p, float m, int32_t* out) {
   if (p > (1 << 24) || p < -(1 << 24) || !(m - m == 0.0f)) return false;  // m - m: NaN for inf / NaN
-  const float f = static_cast<float>(p);
+  // p as a float: for |p| < 2^22 (the common case) by the magic-number add, exact and on the
+  // full-rate pipes instead of the converter (a quarter of the FP32 rate).
+  const float f = (p < (1 << 22) && p > -(1 << 22)) ? aotc_rq_add(aotc_rq_from_bits(kAotcRoundMagicBits + p), -kAotcRoundMagic)
+                                                   : static_cast<float>(p);
   const float hi = aotc_rq_mul(f, m);
   if (!(hi < 4194304.0f && hi > -4194304.0f)) {  // |p * m| >= 2^22 (to within an ulp): saturated
     *out = hi > 0.0f ? (1 << 30) : -(1 << 30);
@@ -100,4 +103,24 @@ AOTC_REQUANT_FN bool aotc_requant_rint_fp32(int32_t p, float m, int32_t* out) {
   }
   *out = r;
   return true;
+}
+
+// The same rounding without branches, for epilogues that requantize many elements in a row
+// (templates/cutlass_conv2d_fprop_sm90_i8.cu.in): every step runs for every element and selects
+// replace the branches, so the compiler interleaves elements (the branchy form measured 2x slower
+// than double arithmetic there, docs/perf_notes.md v48). *rare is set where this route does not
+// apply - |p| >= 2^22 (beyond the magic-number conversion) or m not finite - and the caller then
+// takes the double path for that element; the result is meaningless there.
+AOTC_REQUANT_FN int32_t aotc_requant_rint_fp32_select(int32_t p, float m, bool* rare) {
+  *rare = !(p < (1 << 22) && p > -(1 << 22)) || !(m - m == 0.0f);
+  const float f = aotc_rq_add(aotc_rq_from_bits(kAotcRoundMagicBits + p), -kAotcRoundMagic);  // p, exactly
+  const float hi = aotc_rq_mul(f, m);
+  const float t = aotc_rq_add(hi, kAotcRoundMagic);
+  const int32_t r = aotc_rq_bits(t) - kAotcRoundMagicBits;
+  const float frac = aotc_rq_add(hi, -aotc_rq_add(t, -kAotcRoundMagic));  // hi - rint(hi)
+  const float lo = aotc_rq_fma(f, m, -hi);                                 // p * m - hi, exactly
+  const bool tie = (frac == 0.5f || frac == -0.5f) && lo != 0.0f && ((lo > 0.0f) == (frac > 0.0f));
+  const int32_t rounded = r + (tie ? (frac > 0.0f ? 1 : -1) : 0);
+  const bool saturated = !(hi < 4194304.0f && hi > -4194304.0f);
+  return saturated ? (hi > 0.0f ? (1 << 30) : -(1 << 30)) : rounded;
 }

@@ -391,6 +391,7 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   graph.target.conv_cluster_warp_groups = o.conv_cluster_warp_groups;
   graph.target.conv_pw_pair = o.conv_pw_pair;
   graph.target.conv_wgmma = o.conv_wgmma;
+  graph.target.conv_wgmma_int8 = o.conv_wgmma_int8;
   graph.target.conv_wgmma_fill = o.conv_wgmma_fill;
   graph.target.conv_wgmma_pointwise = o.conv_wgmma_pointwise;
   graph.target.conv_stem_wgmma = o.conv_stem_wgmma;

@@ -39,6 +39,7 @@ struct AotcOptions {
   int conv_cluster_warp_groups = 2;         // --conv-cluster-warp-groups 2|4
   bool conv_pw_pair = false;                // --conv-pw-pair on|off
   bool conv_wgmma = true;                   // --conv-wgmma on|off
+  bool conv_wgmma_int8 = false;             // --conv-wgmma-int8 on|off
   double conv_wgmma_fill = 0.5;             // --conv-wgmma-fill half|wave
   bool conv_wgmma_pointwise = false;        // --conv-wgmma-pointwise on|off
   bool conv_stem_wgmma = true;              // --conv-stem-wgmma on|off

@@ -83,6 +83,11 @@ options:
                            CUTLASS 3.x's TMA + wgmma implicit GEMM when every --arch is sm_90
                            (its params are built at compile time, which needs nvcc and CUTLASS
                            here but nothing more at run time); off: CUTLASS 2.x mma.sync
+  --conv-wgmma-int8 on|off on: requantizing int8 convolutions (--precision int8, QDQ models)
+                           that fill half a wave run on CUTLASS 3.x's TMA + int8 wgmma implicit
+                           GEMM when every --arch is sm_90, the requantization and the residual
+                           Add in its epilogue; off (default: measured slower so far): CUTLASS
+                           2.x mma.sync
   --conv-wgmma-fill half|wave
                            half (default): that kernel takes convolutions with tiles for at
                            least half a wave of SMs; wave: a whole wave

@@ -20,7 +20,9 @@ namespace aotc {
 // accumulate, saturating; aotc.QLinearConv: templates/cutlass_conv2d_fprop_i8.cu.in).
 // kWgmma: 16-bit operands on sm_90a's warp-group MMA with TMA loads (CUTLASS 3.x; templates/
 // cutlass_conv2d_fprop_sm90.cu.in), picked by conv_wgmma_config below, never by conv_math_for.
-enum class ConvMath { kTensorOp, kSimt, kTensorOpInt8, kWgmma };
+// kWgmmaInt8: int8 / uint8 x int8 -> int32 on sm_90a's warp-group MMA (templates/
+// cutlass_conv2d_fprop_sm90_i8.cu.in), picked by conv_wgmma_int8_config, never by conv_math_for.
+enum class ConvMath { kTensorOp, kSimt, kTensorOpInt8, kWgmma, kWgmmaInt8 };
 
 struct ConvKernelConfig {
   const char* name;
@@ -91,6 +93,17 @@ inline const std::vector<ConvKernelConfig>& conv_kernel_configs() {
       {"wg128x128x64_auto", ConvMath::kWgmma, 128, 128, 64, 128, 128, 64, 0, 90},
       {"wg64x128x64_auto", ConvMath::kWgmma, 64, 128, 64, 64, 128, 64, 0, 90},
       {"wg128x64x64_s4_2cta", ConvMath::kWgmma, 128, 64, 64, 128, 64, 64, 4, 90},
+      // sm_90a int8 wgmma: the fp16 rows' tiles with a K tile of the same 128 bytes (wgmma's int8
+      // K step is 32 elements; a TMA row of 128 bytes is the 128-byte swizzle's unit), and the same
+      // tiles with 64-byte K steps for input channels that are not a multiple of 128 (ResNet's
+      // 64-channel layer 1: a 128-wide step would be half zeros). Picked by conv_wgmma_int8_config
+      // with the fp16 rule's order, not yet measured against one another (docs/perf_notes.md v48).
+      {"i8wg128x128x128_auto", ConvMath::kWgmmaInt8, 128, 128, 128, 128, 128, 128, 0, 90},
+      {"i8wg64x128x128_auto", ConvMath::kWgmmaInt8, 64, 128, 128, 64, 128, 128, 0, 90},
+      {"i8wg128x64x128_s4_2cta", ConvMath::kWgmmaInt8, 128, 64, 128, 128, 64, 128, 4, 90},
+      {"i8wg128x128x64_auto", ConvMath::kWgmmaInt8, 128, 128, 64, 128, 128, 64, 0, 90},
+      {"i8wg64x128x64_auto", ConvMath::kWgmmaInt8, 64, 128, 64, 64, 128, 64, 0, 90},
+      {"i8wg128x64x64_s4_2cta", ConvMath::kWgmmaInt8, 128, 64, 64, 128, 64, 64, 4, 90},
   };
   return kConfigs;
 }
@@ -152,15 +165,17 @@ inline int64_t conv_config_tiles(const ConvKernelConfig& c, int64_t gemm_m, int6
 }
 
 // Configurations whose N tile is wider than the output channels (rounded up to 64) waste that part
-// of every tile (ResNet's 64-channel layers under a 128-wide tile): skipped.
-inline const ConvKernelConfig& pick_conv_config(const Target& target, ConvMath math, int64_t gemm_m, int64_t gemm_n) {
+// of every tile (ResNet's 64-channel layers under a 128-wide tile): skipped. `only_tb_k` > 0: only
+// the rows with that K tile (the int8 wgmma rows come in two K-tile families).
+inline const ConvKernelConfig& pick_conv_config(const Target& target, ConvMath math, int64_t gemm_m, int64_t gemm_n,
+                                                int64_t only_tb_k = 0) {
   if (const ConvKernelConfig* forced = forced_conv_config(target, math)) return *forced;
   const ConvKernelConfig* last = nullptr;
   const int64_t n_cap = std::max<int64_t>(64, (gemm_n + 63) / 64 * 64);
   const std::vector<ConvKernelConfig>& table = conv_kernel_configs();
   for (size_t i = 0; i < table.size(); ++i) {
     const ConvKernelConfig& c = table[i];
-    if (c.math != math) continue;
+    if (c.math != math || (only_tb_k > 0 && c.tb_k != only_tb_k)) continue;
     // int8 (measured, see the table): a tile whose M rows alone give fewer than half a wave of
     // tiles loses to a shorter one further down (64x128 over 128x64 on ResNet-50's layer3/4).
     bool shorter_later = false;
@@ -514,6 +529,36 @@ inline std::optional<ConvKernelConfig> conv_wgmma_config(const Target& target, D
   for (int64_t p : pads)
     if (p < 0 || p > kWgmmaMaxPad) return std::nullopt;
   const ConvKernelConfig& c = pick_conv_config(target, ConvMath::kWgmma, gemm_m, cout);
+  if (static_cast<double>(conv_config_tiles(c, gemm_m, cout)) < target.conv_wgmma_fill * target.sm_count)
+    return std::nullopt;
+  return c;
+}
+
+// The int8 wgmma configuration for a requantizing aotc.QLinearConv (int8 or uint8 activations at
+// zero point 0, symmetric int8 filters), or nullopt where it does not apply: every target is sm_90,
+// one group, 16-aligned channels (TMA's 16-byte rows), a 2-D window inside the TMA limits, and
+// tiles that fill Target::conv_wgmma_fill of a wave of the smallest target (else the Sm80 int8
+// kernel). The K tile: 128 channels where C is a multiple of 128, else 64. Operand addresses fixed at create are
+// the lowering's to check. --conv-wgmma-int8 off turns it off; a forced Sm80 int8 configuration
+// (--conv-config i8tc...) too.
+inline std::optional<ConvKernelConfig> conv_wgmma_int8_config(const Target& target, int64_t group, int64_t cin,
+                                                              int64_t cout, const std::vector<int64_t>& kernel,
+                                                              const std::vector<int64_t>& strides,
+                                                              const std::vector<int64_t>& dilations,
+                                                              const std::vector<int64_t>& pads, int64_t gemm_m) {
+  if (!target.conv_wgmma_int8 || target.sms.empty() || forced_conv_config(target, ConvMath::kTensorOpInt8))
+    return std::nullopt;
+  for (int sm : target.sms)
+    if (sm != 90) return std::nullopt;
+  if (group != 1 || cin % 16 != 0 || cout % 16 != 0) return std::nullopt;
+  if (kernel.size() != 2 || strides.size() != 2 || dilations.size() != 2 || pads.size() != 4) return std::nullopt;
+  for (size_t i = 0; i < 2; ++i)
+    if ((kernel[i] - 1) * dilations[i] > kWgmmaMaxWindowSpan || strides[i] < 1 || strides[i] > kWgmmaMaxStride ||
+        dilations[i] < 1)
+      return std::nullopt;
+  for (int64_t p : pads)
+    if (p < 0 || p > kWgmmaMaxPad) return std::nullopt;
+  const ConvKernelConfig& c = pick_conv_config(target, ConvMath::kWgmmaInt8, gemm_m, cout, cin % 128 == 0 ? 128 : 64);
   if (static_cast<double>(conv_config_tiles(c, gemm_m, cout)) < target.conv_wgmma_fill * target.sm_count)
     return std::nullopt;
   return c;

@@ -19,9 +19,17 @@
 // A channels_last aotc.QLinearConv (opt/layout_nhwc: NHWC x and y, KRSC w) with input 9 reads it,
 // the per-channel epilogue words of the int8 tensor-core kernel (uint64: float multiplier, int32
 // bias; built from inputs 1-8, which stay for the reference) and lowers to that kernel
-// (templates/cutlass_conv2d_fprop_i8.cu.in).
+// (templates/cutlass_conv2d_fprop_i8.cu.in), or on sm_90a to the int8 wgmma kernel
+// (templates/cutlass_conv2d_fprop_sm90_i8.cu.in).
+// A fused residual Add (opt/fuse_residual_qadd; requantizing channels_last convolutions with
+// input 9): inputs 10-14 = r, r_scale, r_zero_point, y_scale, y_zero_point of the aotc.QLinearAdd
+// it absorbed, attributes add_qmin / add_qmax its clamp. The output is that Add applied to the
+// convolution's requantized value (rounded to the convolution's own int8 type first, clamped to
+// qmin..qmax) and r: bit for bit the two nodes it replaces. Only the wgmma kernel implements it.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <optional>
 
 #include "ir/layout.h"
 #include "ir/op_registry.h"
@@ -35,6 +43,8 @@ namespace {
 
 constexpr int kAbsent = -1;
 constexpr std::size_t kEpilogueWordsInput = 9;  // channels_last aotc.QLinearConv (see above)
+constexpr std::size_t kResidualInput = 10;      // a fused residual Add's r, then 4 more (see above)
+constexpr std::size_t kResidualInputs = 5;
 
 // Which input index plays which role, per op (kAbsent: the op has no such input).
 struct Roles {
@@ -52,6 +62,8 @@ Roles roles_of(const Node& node) {
 bool is_conv(const Node& node) { return node.op_type == "ConvInteger" || node.op_type == "QLinearConv"; }
 
 bool present(const Node& node, int index) { return index != kAbsent && node.input(static_cast<size_t>(index)) != kNoValue; }
+
+bool has_fused_residual(const Node& node) { return node.input(kResidualInput) != kNoValue; }
 
 // What the op stores: the int32 sum, the sum requantized to 8 bits, or the sum dequantized to float.
 enum class OutMode { kInt32, kRequantize, kDequantize };
@@ -145,7 +157,7 @@ Status integer_infer(Node& node, Graph& graph) {
   const bool nhwc = conv && channels_last(node);
   if (nhwc && !internal(node)) return node_error(node, "channels_last needs the internal op");
   if (internal(node)) {  // x, x_scale, w, w_scale; the zero points, y_scale/y_zp and bias are optional
-    AOTC_RETURN_IF_ERROR(expect_inputs(node, 2, channels_last(node) ? 10 : 9));
+    AOTC_RETURN_IF_ERROR(expect_inputs(node, 2, channels_last(node) ? kResidualInput + kResidualInputs : 9));
     for (int i : {r.a_scale, r.b, r.b_scale})
       if (!present(node, i)) return node_error(node, "required input " + std::to_string(i) + " is missing");
   }
@@ -214,6 +226,30 @@ Status integer_infer(Node& node, Graph& graph) {
       if (lo > hi) return node_error(node, "qmin " + std::to_string(lo) + " is above qmax " + std::to_string(hi));
     }
   }
+  if (node.inputs.size() > kResidualInput) {  // a fused residual Add (see the top of the file)
+    if (!nhwc || node.input(kEpilogueWordsInput) == kNoValue || out_mode(node) != OutMode::kRequantize || !has_fused_residual(node))
+      return node_error(node, "a fused residual Add needs a requantizing channels_last convolution with its epilogue words and r (input 10)");
+    const Value& rv = input_value(graph, node, kResidualInput);
+    if (!(rv.dtype == DType::kInt8 || rv.dtype == DType::kUInt8) || rv.shape != out)
+      return node_error(node, "the fused residual r must be int8 or uint8 of the output's shape " + shape_str(out));
+    for (size_t i : {kResidualInput + 1, kResidualInput + 3}) {
+      if (node.input(i) == kNoValue) return node_error(node, "required input " + std::to_string(i) + " is missing");
+      AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, i, {DType::kFloat32}));
+      if (input_value(graph, node, i).numel() != 1) return node_error(node, "input " + std::to_string(i) + " must be one scale");
+    }
+    if (node.input(kResidualInput + 2) != kNoValue) {
+      AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, kResidualInput + 2, {rv.dtype}));
+      if (input_value(graph, node, kResidualInput + 2).numel() != 1) return node_error(node, "r's zero point must be one value");
+    }
+    y_type = DType::kUInt8;  // QLinearAdd's output type without a zero point
+    if (node.input(kResidualInput + 4) != kNoValue) {
+      y_type = input_value(graph, node, kResidualInput + 4).dtype;
+      if (!(y_type == DType::kInt8 || y_type == DType::kUInt8) || input_value(graph, node, kResidualInput + 4).numel() != 1)
+        return node_error(node, "the fused Add's y_zero_point must be one int8 or uint8");
+    }
+    if (!node.has_attr("add_qmin") || !node.has_attr("add_qmax") || node.attr_int("add_qmin", 0) > node.attr_int("add_qmax", 0))
+      return node_error(node, "a fused residual Add needs add_qmin <= add_qmax");
+  }
   set_output(graph, node, 0, y_type, out);
   return Status::ok();
 }
@@ -258,6 +294,30 @@ void store_result(const Node& node, const std::vector<const Tensor*>& in, Tensor
 
 Status integer_reference(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
   const Roles r = roles_of(node);
+  if (is_conv(node) && has_fused_residual(node)) {
+    // The convolution alone into its own int8 type, then aotc.QLinearAdd's reference on it and r.
+    if (in.size() < kResidualInput + kResidualInputs) return node_error(node, "a fused residual Add needs inputs 10-14");
+    Node conv = node;
+    conv.inputs.resize(kResidualInput);
+    conv.attrs.erase("add_qmin");
+    conv.attrs.erase("add_qmax");
+    const DType t = in[static_cast<size_t>(r.y_zp)] ? in[static_cast<size_t>(r.y_zp)]->dtype() : in[static_cast<size_t>(r.a)]->dtype();
+    std::vector<Tensor> tmp;
+    tmp.emplace_back(t, out[0].shape());
+    AOTC_RETURN_IF_ERROR(integer_reference(conv, std::vector<const Tensor*>(in.begin(), in.begin() + kResidualInput), tmp));
+    Node add;
+    add.op_type = "QLinearAdd";
+    add.domain = "aotc";
+    add.name = node.name;
+    add.attrs["qmin"] = Attribute::of_int(node.attr_int("add_qmin", 0));
+    add.attrs["qmax"] = Attribute::of_int(node.attr_int("add_qmax", 0));
+    const OpDef* def = default_registry().find("QLinearAdd", "aotc");
+    if (!def || !def->reference) return node_error(node, "aotc.QLinearAdd has no reference");
+    const std::vector<const Tensor*> args = {&tmp[0], in[static_cast<size_t>(r.y_scale)], in[static_cast<size_t>(r.y_zp)],
+                                             in[kResidualInput], in[kResidualInput + 1], in[kResidualInput + 2],
+                                             in[kResidualInput + 3], in[kResidualInput + 4]};
+    return def->reference(add, args, out);
+  }
   const Tensor& a = *in[static_cast<size_t>(r.a)];
   const Tensor& b = *in[static_cast<size_t>(r.b)];
   if (!is_conv(node) && channels_last(node)) {  // B stored [N, K]: the plain computation on B^T
@@ -404,6 +464,7 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
     conv_shape.geo.strides = {1, 1, 1};
     conv_shape.geo.dilations = {1, 1, 1};
     conv_shape.geo.pad_begin = {0, 0, 0};
+    conv_shape.geo.pad_end = {0, 0, 0};
     conv_shape.geo.out = {1, rows, 1};
   }
   const IntConvDims* d = &conv_shape;
@@ -412,16 +473,95 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
   const OutMode om = out_mode(node);
   const int64_t gemm_m = d->batch * g.out[1] * g.out[2];
   const ConvKernelConfig& cfg = pick_conv_config(graph.target, ConvMath::kTensorOpInt8, gemm_m, d->cout);
-  const auto [qlo, qhi] = om == OutMode::kRequantize ? clamp_range(node, y.dtype) : std::pair<int64_t, int64_t>{0, 0};
+  // The convolution's own requantized type: y's, or with a fused residual Add the type of its
+  // y_zero_point (else x's), the Add's output being y.
+  const DType conv_y = !(is_conv(node) && has_fused_residual(node)) ? y.dtype
+                       : present(node, r.y_zp)                      ? input_value(graph, node, static_cast<size_t>(r.y_zp)).dtype
+                                                                    : x.dtype;
+  const auto [qlo, qhi] = om == OutMode::kRequantize ? clamp_range(node, conv_y) : std::pair<int64_t, int64_t>{0, 0};
   int64_t zp = 0;
   if (om == OutMode::kRequantize && present(node, r.y_zp)) {
     const Value& z = input_value(graph, node, static_cast<size_t>(r.y_zp));
     if (!z.is_constant()) return node_error(node, "the int8 tensor-core convolution needs a constant y_zero_point");
     zp = static_cast<int64_t>(z.constant->get(0));
   }
+  const bool requant = om == OutMode::kRequantize;
+  const bool residual = is_conv(node) && has_fused_residual(node);
+  if (requant) {
+    // sm_90a: the int8 wgmma kernel where it applies; its params (TMA descriptors) are built at
+    // compile time, so its operands must live at addresses fixed at create.
+    const std::vector<int64_t> pads = {g.pad_begin[1], g.pad_begin[2], g.pad_end[1], g.pad_end[2]};
+    auto wg = conv_wgmma_int8_config(graph.target, 1, d->cin, d->cout, {g.kernel[1], g.kernel[2]},
+                                     {g.strides[1], g.strides[2]}, {g.dilations[1], g.dilations[2]}, pads, gemm_m);
+    // A fused residual Add's scalars are compile-time arguments: constants only.
+    std::vector<int64_t> res_args;
+    bool res_ok = !residual;
+    if (residual && fixed_address(graph, node.inputs[kResidualInput])) {
+      auto scalar = [&](size_t i, double absent) -> std::optional<double> {
+        if (node.input(i) == kNoValue) return absent;
+        const Value& v = graph.value(node.inputs[i]);
+        if (!v.is_constant() || v.numel() != 1) return std::nullopt;
+        return v.constant->get(0);
+      };
+      auto bits = [](double v) {
+        const float f = static_cast<float>(v);
+        uint32_t u;
+        std::memcpy(&u, &f, sizeof u);
+        return static_cast<int64_t>(u);
+      };
+      const auto ts = scalar(static_cast<size_t>(r.y_scale), 1), tz = scalar(static_cast<size_t>(r.y_zp), 0),
+                 rs = scalar(kResidualInput + 1, 1), rz = scalar(kResidualInput + 2, 0),
+                 os = scalar(kResidualInput + 3, 1), oz = scalar(kResidualInput + 4, 0);
+      if (ts && tz && rs && rz && os && oz) {
+        // Zero points and clamp bounds (8-bit values) packed 10 bits each, offset by 256: the
+        // library protocol carries at most kLibraryMaxBuilderArgs arguments.
+        auto pack = [](std::initializer_list<int64_t> v) {
+          int64_t w = 0, shift = 0;
+          for (int64_t x : v) w |= (x + 256) << shift, shift += 10;
+          return w;
+        };
+        res_args = {bits(*ts), bits(*rs), bits(*os),
+                    pack({static_cast<int64_t>(*tz), static_cast<int64_t>(*rz), static_cast<int64_t>(*oz)}),
+                    pack({node.attr_int("add_qmin", 0), node.attr_int("add_qmax", 0)})};
+        res_ok = true;
+      }
+    }
+    if (wg && res_ok && fixed_address(graph, node.inputs[static_cast<size_t>(r.a)]) && fixed_address(graph, node.outputs[0])) {
+      KernelStep k;
+      k.template_name = "cutlass_conv2d_fprop_sm90_i8";
+      k.holes = {{"comment", std::string(is_conv(node) ? "aotc.QLinearConv NHWC " : "aotc.QLinearMatMul as a 1x1 convolution ") +
+                                 shape_str(x.shape) + " -> " + shape_str(y.shape) + " config " + wg->name + " requantized"},
+                 {"ELEMENT_A", x.dtype == DType::kUInt8 ? "uint8_t" : "int8_t"},
+                 {"ELEMENT_OUT", y.dtype == DType::kUInt8 ? "uint8_t" : "int8_t"},
+                 {"HAS_RESIDUAL", residual ? "true" : "false"},
+                 {"ELEMENT_C", !residual ? "void"
+                               : input_value(graph, node, kResidualInput).dtype == DType::kUInt8 ? "uint8_t" : "int8_t"},
+                 {"TILE_M", int_literal(wg->tb_m)}, {"TILE_N", int_literal(wg->tb_n)}, {"TILE_K", int_literal(wg->tb_k)},
+                 {"STAGES", wg->stages > 0 ? "cutlass::conv::collective::StageCount<" + std::to_string(wg->stages) + ">"
+                                           : "cutlass::conv::collective::StageCountAutoCarveout<(int)sizeof(typename "
+                                             "Epilogue::SharedStorage)>"},
+                 {"STAGES_NOTE", wg->stages > 0 ? std::to_string(wg->stages) + " stages" : "as many stages as fit"},
+                 {"MIN_BLOCKS", int_literal(conv_wgmma_min_blocks(*wg))}};
+      k.library_params = true;
+      k.host_params = true;
+      k.builder_args = {d->batch, g.in[1], g.in[2], d->cin, d->cout, g.kernel[1], g.kernel[2], g.pad_begin[1],
+                        g.pad_begin[2], g.pad_end[1], g.pad_end[2], g.strides[1], g.strides[2], g.dilations[1],
+                        g.dilations[2], zp, qlo, qhi};
+      k.builder_args.insert(k.builder_args.end(), res_args.begin(), res_args.end());
+      k.args = {node.inputs[static_cast<size_t>(r.a)], node.inputs[static_cast<size_t>(r.b)],
+                node.inputs[kEpilogueWordsInput], residual ? node.inputs[kResidualInput] : kNullArg, node.outputs[0]};
+      if (residual) k.holes[0].second += " + the residual aotc.QLinearAdd";
+      // Informative only: the compile-time builder reports the real launch shape.
+      k.grid = Dim3{conv_config_tiles(*wg, gemm_m, d->cout), 1, 1};
+      k.block = Dim3{256, 1, 1};
+      Lowering l;
+      l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+      return l;
+    }
+  }
+  if (residual) return node_error(node, "a fused residual Add runs on the sm_90a int8 wgmma kernel only, which does not take this convolution");
   KernelStep k;
   k.template_name = "cutlass_conv2d_fprop_i8";
-  const bool requant = om == OutMode::kRequantize;
   k.holes = {{"comment", std::string(is_conv(node) ? "aotc.QLinearConv NHWC " : "aotc.QLinearMatMul as a 1x1 convolution ") +
                              shape_str(x.shape) + " -> " + shape_str(y.shape) + " config " + cfg.name +
                              (requant ? " requantized" : " dequantized")},

@@ -12,6 +12,7 @@
 #include "codegen/host_params.h"
 #include "codegen/launch_program.h"
 #include "codegen_test_util.h"
+#include "ir/op_registry.h"
 #include "ir/ops/conv_configs.h"
 #include "ir/text_ir.h"
 #include "library_build.h"
@@ -334,6 +335,163 @@ TEST(WgmmaConv, HostProgramRecordsAndSm90aLibraryBuild) {
   Graph again = *g;
   const std::string sources = test::compile_block_sources(again, test::linear_plan(again), {"sm_90"}, include, "wgmma");
   EXPECT_NE(sources.find("AOTC_REQUIRES_SM90A"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace aotc
+
+namespace aotc {
+namespace {
+
+// x float [8, 32, 34, 34] -> QuantizeLinear (in the arena: the kernel's TMA descriptors are
+// built at compile time) -> requantizing 3x3 (32 -> 128, bias, ReLU clamp; 9248 rows: 73 tiles of
+// 128x128) -> dequantizing 1x1 to the float output. `zero_point` -128 makes the activations uint8.
+// `y_output`: the requantized value is a graph output too (its address changes per run).
+Expected<Graph> int8_block(const std::vector<std::string>& archs, int64_t zero_point = 0, bool y_output = false) {
+  const std::string zp = std::to_string(zero_point);
+  std::string text = std::string("input %x : float[8x32x34x34]\n") + R"(
+    const %s : float[scalar] = [0.05]
+    const %z : int8[scalar] = [)" + zp + R"(]
+    const %w : int8[128x32x3x3] = random(5, -127, 128)
+    const %ws : float[128] = random(6, 0.001, 0.01)
+    const %b : int32[128] = random(7, -500, 500)
+    const %w2 : int8[16x128x1x1] = random(8, -127, 128)
+    const %ws2 : float[16] = random(9, 0.001, 0.01)
+    %xq : int8[?] = QuantizeLinear(%x, %s, %z)  # q
+    %y : int8[?] = aotc.QLinearConv(%xq, %s, %z, %w, %ws, _, %s, %z, %b) {pads=[1,1,1,1], qmin=)" + zp + R"(}  # qconv
+    %f : float[?] = aotc.QLinearConv(%y, %s, %z, %w2, %ws2)  # deq
+    output %f
+  )" + (y_output ? "output %y\n" : "");
+  auto g = parse_text_ir(text);
+  if (!g) return g;
+  g->opset = 17;
+  AOTC_RETURN_IF_ERROR(infer_shapes(*g));
+  g->target = target_from_archs(archs);
+  g->target.conv_wgmma_int8 = true;  // --conv-wgmma-int8 on (off by default)
+  if (zero_point == -128) {
+    auto re = reencode_uint8(*g);
+    if (!re) return re.status();
+  }
+  auto laid = layout_nhwc(*g);
+  if (!laid) return laid.status();
+  return g;
+}
+
+std::vector<std::string> qconv_templates(const Graph& g) {
+  std::vector<std::string> out;
+  for (const Node& n : g.nodes) {
+    if (n.op_type != "QLinearConv") continue;
+    auto lowered = default_registry().find("QLinearConv", "aotc")->lower(n, g);
+    EXPECT_TRUE(lowered.is_ok()) << lowered.status().message();
+    if (lowered.is_ok()) out.push_back(lowered->steps[0].kernel.template_name);
+  }
+  return out;
+}
+
+// The requantizing convolution takes the sm_90a int8 kernel exactly where it applies: sm_90-only
+// targets, operands in the arena, the switch on; the dequantizing one (float output) stays on
+// the Sm80 kernel.
+TEST(WgmmaConvInt8, OnlyRequantizingConvolutionsOnSm90OnlyTargets) {
+  auto g = int8_block({"sm_90"});
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  EXPECT_EQ(qconv_templates(*g), (std::vector<std::string>{"cutlass_conv2d_fprop_sm90_i8", "cutlass_conv2d_fprop_i8"}));
+  for (const Node& n : g->nodes) {
+    if (n.op_type != "QLinearConv" || n.input(6) == kNoValue) continue;
+    auto lowered = default_registry().find("QLinearConv", "aotc")->lower(n, *g);
+    ASSERT_TRUE(lowered.is_ok());
+    const KernelStep& k = lowered->steps[0].kernel;
+    EXPECT_TRUE(k.library_params);
+    EXPECT_TRUE(k.host_params);
+    // N H W C K R S, pads (begin h w, end h w), strides, dilations, zero point, clamp [0, 127].
+    EXPECT_EQ(k.builder_args, (std::vector<int64_t>{8, 34, 34, 32, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 127}));
+    ASSERT_EQ(k.args.size(), 5u);
+    EXPECT_EQ(k.args[3], kNullArg);
+  }
+  auto mixed = int8_block({"sm_87", "sm_90"});
+  ASSERT_TRUE(mixed.is_ok());
+  EXPECT_EQ(qconv_templates(*mixed), (std::vector<std::string>{"cutlass_conv2d_fprop_i8", "cutlass_conv2d_fprop_i8"}));
+  // A graph output: layout_nhwc's transpose back to NCHW reads it, so the kernel still writes the
+  // arena.
+  auto y_output = int8_block({"sm_90"}, 0, true);
+  ASSERT_TRUE(y_output.is_ok());
+  EXPECT_EQ(qconv_templates(*y_output), (std::vector<std::string>{"cutlass_conv2d_fprop_sm90_i8", "cutlass_conv2d_fprop_i8"}));
+  g->target.conv_wgmma_int8 = false;
+  EXPECT_EQ(qconv_templates(*g), (std::vector<std::string>{"cutlass_conv2d_fprop_i8", "cutlass_conv2d_fprop_i8"}));
+}
+
+TEST(WgmmaConvInt8, ConfigurationRuleAndRefusals) {
+  EXPECT_FALSE(target_from_archs({"sm_90"}).conv_wgmma_int8);  // off by default (measured slower)
+  Target t = target_from_archs({"sm_90"});
+  t.conv_wgmma_int8 = true;
+  const std::vector<int64_t> k3{3, 3}, s1{1, 1}, d1{1, 1}, p1{1, 1, 1, 1};
+  auto pick = [&](const Target& target, int64_t cin, int64_t cout, int64_t m) {
+    auto c = conv_wgmma_int8_config(target, 1, cin, cout, k3, s1, d1, p1, m);
+    return c ? std::string(c->name) : std::string("none");
+  };
+  EXPECT_EQ(pick(t, 128, 128, 32 * 28 * 28), "i8wg128x128x128_auto");  // 196 tiles
+  EXPECT_EQ(pick(t, 256, 256, 32 * 14 * 14), "i8wg128x128x128_auto");  // 49 x 2 = 98 tiles
+  EXPECT_EQ(pick(t, 256, 128, 32 * 14 * 14), "i8wg64x128x128_auto");   // 49 128-row tiles, 98 64-row
+  EXPECT_EQ(pick(t, 256, 64, 32 * 56 * 56), "i8wg128x64x128_s4_2cta");  // 64 output channels
+  // Input channels not a multiple of 128: the 64-wide K steps.
+  EXPECT_EQ(pick(t, 64, 256, 32 * 56 * 56), "i8wg128x128x64_auto");
+  EXPECT_EQ(pick(t, 64, 64, 32 * 56 * 56), "i8wg128x64x64_s4_2cta");
+  EXPECT_EQ(pick(t, 192, 128, 32 * 14 * 14), "i8wg64x128x64_auto");
+  EXPECT_EQ(pick(t, 512, 512, 1 * 7 * 7), "none");                     // batch 1, layer 4: 8 tiles
+  EXPECT_EQ(pick(t, 24, 128, 32 * 28 * 28), "none");                   // channels not 16-aligned
+  EXPECT_FALSE(conv_wgmma_int8_config(t, 2, 64, 64, k3, s1, d1, p1, 32 * 56 * 56));  // groups
+  Target mixed = target_from_archs({"sm_90", "sm_87"});
+  mixed.conv_wgmma_int8 = true;
+  EXPECT_EQ(pick(mixed, 128, 128, 32 * 28 * 28), "none");
+  Target forced = t;
+  forced.conv_config = "i8tc64x64x64_w32x32_s4";  // an Sm80 int8 row forced: that kernel
+  EXPECT_EQ(pick(forced, 64, 128, 32 * 28 * 28), "none");
+  for (const ConvKernelConfig& c : conv_configs_of(ConvMath::kWgmmaInt8)) {
+    EXPECT_EQ(c.min_sm, 90) << c.name;
+    EXPECT_TRUE(c.tb_k == 128 || c.tb_k == 64) << c.name;  // 128 bytes a K step (as fp16), or 64
+    if (c.stages > 0) {
+      EXPECT_LE((c.tb_m + c.tb_n) * c.tb_k * c.stages, 100 * 1024) << c.name;
+    }
+  }
+}
+
+// The host program builds the int8 kernel's params (x through its im2col descriptor, the per-channel
+// words as a raw pointer) and nvcc builds the library for sm_90a, int8 and uint8 activations.
+TEST(WgmmaConvInt8, HostProgramRecordsAndSm90aLibraryBuild) {
+  AOTC_REQUIRE_CUTLASS_BUILD(include);
+  for (int64_t zp : {0, -128}) {
+    auto g = int8_block({"sm_90"}, zp);
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    auto src = test::render_sm90_sources(*g, test::linear_plan(*g), include, "wgmma-i8");
+    ASSERT_TRUE(src.is_ok()) << src.status().message();
+    const ProgramKernel* k = nullptr;
+    for (const ProgramKernel& pk : src->program.kernels)
+      if (pk.template_name == "cutlass_conv2d_fprop_sm90_i8") k = &pk;
+    ASSERT_NE(k, nullptr);
+    ASSERT_GT(k->prebuilt.size(), 256u);
+    uint32_t header[64];
+    std::memcpy(header, k->prebuilt.data(), sizeof header);
+    EXPECT_EQ(header[0], 0x41505248u);                  // magic
+    EXPECT_EQ(header[2] * header[3] * header[4], 73u);  // grid: ceil(9248 / 128) x 1 tiles
+    EXPECT_EQ(header[5], 256u);                         // producer + consumer warp groups
+    EXPECT_NE(header[10 + 2], 0xffffffffu);             // the words are a raw pointer
+    EXPECT_EQ(header[10 + 0], 0xffffffffu);             // x only inside its descriptor
+    bool im2col_x = false;
+    for (const TensorMapRecord& m : k->tensor_maps)
+      if (m.arg == 0) {
+        im2col_x = true;
+        EXPECT_TRUE(m.im2col);
+        // C, W, H, N; one byte a channel.
+        EXPECT_EQ(std::vector<uint64_t>(m.dims, m.dims + 4), (std::vector<uint64_t>{32, 34, 34, 8}));
+        EXPECT_EQ(m.strides[0], 32u);
+      }
+    EXPECT_TRUE(im2col_x);
+    if (zp == 0) continue;  // nvcc once (the uint8 instantiation): the int8 one is the same source
+    Graph again = *g;
+    const std::string sources = test::compile_block_sources(again, test::linear_plan(again), {"sm_90"}, include,
+                                                            "wgmma-i8-" + std::to_string(-zp));
+    EXPECT_NE(sources.find("using ElementA = uint8_t;"), std::string::npos);
+    EXPECT_NE(sources.find("cutlass::conv::KernelImplicitTmaWarpSpecializedSm90"), std::string::npos);
+  }
 }
 
 }  // namespace

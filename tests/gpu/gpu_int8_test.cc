@@ -186,3 +186,113 @@ TEST(GpuQuantizedConv, PaddedStemWithAZeroPointRunsOnTheTensorCoreKernel) {
 
 }  // namespace
 }  // namespace aotc::gpu_test
+
+namespace aotc::gpu_test {
+namespace {
+
+// The sm_90a int8 wgmma convolution (templates/cutlass_conv2d_fprop_sm90_i8.cu.in): a float input
+// quantized on the GPU (so the convolutions' operands live in the arena, as the kernel's
+// compile-time TMA descriptors need) -> requantizing 3x3 (bias, ReLU clamp) -> requantizing 1x1
+// -> DequantizeLinear to the float output. Sizes give each convolution at least half a wave of
+// the configuration the rule picks on 132 SMs; every requantized value reaches the output through
+// an exact dequantization, so one rounding step off shows as an error of a whole output scale.
+// Zero point -128 makes the activations uint8 (opt/reencode_uint8: the u8 x s8 instantiation).
+Graph qconv_wgmma_chain(Shape x, int64_t k1, int64_t stride, int64_t k2, int64_t zero_point) {
+  GraphBuilder b(23);
+  ValueId xf = b.input("x", x);
+  ValueId xs = scalar(b, "xs", 0.02);
+  ValueId zp = scalar(b, "zp", static_cast<double>(zero_point), DType::kInt8);
+  ValueId xq = b.node("QuantizeLinear", {xf, xs, zp});
+  ValueId w1 = b.weight("w1", {k1, x[1], 3, 3}, -127, 128, DType::kInt8);
+  ValueId ws1 = b.weight("ws1", {k1}, 0.001, 0.01);
+  ValueId ys = scalar(b, "ys", 0.05);
+  ValueId b1 = b.weight("b1", {k1}, -2000, 2000, DType::kInt32);
+  Attributes a1{{"pads", i64s({1, 1, 1, 1})}, {"strides", i64s({stride, stride})}, {"qmin", Attribute::of_int(zero_point)}};
+  ValueId y = b.node("QLinearConv", {xq, xs, zp, w1, ws1, kNoValue, ys, zp, b1}, a1, "aotc");
+  ValueId w2 = b.weight("w2", {k2, k1, 1, 1}, -127, 128, DType::kInt8);
+  ValueId ws2 = b.weight("ws2", {k2}, 0.001, 0.01);
+  ValueId zs = scalar(b, "zs", 0.1);
+  ValueId y2 = b.node("QLinearConv", {y, ys, zp, w2, ws2, kNoValue, zs, zp}, {}, "aotc");
+  b.output(b.node("DequantizeLinear", {y2, zs, zp}));
+  Graph g = b.graph();
+  g.target.conv_wgmma_int8 = true;  // --conv-wgmma-int8 on (off by default)
+  return g;
+}
+
+CaseOptions wgmma_int8() {
+  CaseOptions o;
+  o.input_lo = -2.5;  // past the int8 range of xs: saturation in the quantization
+  o.input_hi = 2.5;
+  o.expect_templates = {"cutlass_conv2d_fprop_sm90_i8"};
+  return o;
+}
+
+// 8 x 34 x 34 = 9248 rows: 128x128 tiles (73 of them) for 128 channels, 128x64 two a SM for 64.
+TEST(GpuQuantizedConv, WgmmaInt8Stride1Int8Activations) {
+  AOTC_REQUIRE_GPU();
+  run_case(qconv_wgmma_chain({8, 32, 34, 34}, 128, 1, 64, 0), "qconv_wgmma_s8", wgmma_int8());
+}
+
+// Stride 2, 16 x 17 x 17 = 4624 rows: 64x128 tiles; uint8 activations.
+TEST(GpuQuantizedConv, WgmmaInt8Stride2Uint8Activations) {
+  AOTC_REQUIRE_GPU();
+  run_case(qconv_wgmma_chain({16, 48, 34, 34}, 128, 2, 128, -128), "qconv_wgmma_u8", wgmma_int8());
+}
+
+}  // namespace
+}  // namespace aotc::gpu_test
+
+namespace aotc::gpu_test {
+namespace {
+
+// The residual aotc.QLinearAdd in the int8 wgmma kernel's epilogue (opt/fuse_residual_qadd): a
+// ResNet block's shape in int8, x -> 3x3 (ReLU clamp: h) -> 1x1 (t) -> QLinearAdd(t, h) with a
+// ReLU -> DequantizeLinear. The reference is the unfused graph; no qlinear_add kernel may run.
+// `swap`: QLinearAdd(h, t). Zero point -128: uint8 activations and residual.
+Graph residual_block(int64_t zero_point, bool swap) {
+  GraphBuilder b(29);
+  ValueId xf = b.input("x", {8, 32, 34, 34});
+  ValueId s = scalar(b, "s", 0.03);
+  ValueId st = scalar(b, "st", 0.05);
+  ValueId sa = scalar(b, "sa", 0.04);
+  ValueId zp = scalar(b, "zp", static_cast<double>(zero_point), DType::kInt8);
+  ValueId xq = b.node("QuantizeLinear", {xf, s, zp});
+  ValueId w1 = b.weight("w1", {64, 32, 3, 3}, -127, 128, DType::kInt8);
+  ValueId ws1 = b.weight("ws1", {64}, 0.001, 0.01);
+  ValueId b1 = b.weight("b1", {64}, -300, 300, DType::kInt32);
+  ValueId h = b.node("QLinearConv", {xq, s, zp, w1, ws1, kNoValue, s, zp, b1},
+                     {{"pads", i64s({1, 1, 1, 1})}, {"qmin", Attribute::of_int(zero_point)}}, "aotc");
+  ValueId w2 = b.weight("w2", {64, 64, 1, 1}, -127, 128, DType::kInt8);
+  ValueId ws2 = b.weight("ws2", {64}, 0.001, 0.01);
+  ValueId b2 = b.weight("b2", {64}, -300, 300, DType::kInt32);
+  ValueId t = b.node("QLinearConv", {h, s, zp, w2, ws2, kNoValue, st, zp, b2}, {}, "aotc");
+  std::vector<ValueId> add_in = swap ? std::vector<ValueId>{h, s, zp, t, st, zp, sa, zp}
+                                     : std::vector<ValueId>{t, st, zp, h, s, zp, sa, zp};
+  ValueId a = b.node("QLinearAdd", add_in, {{"qmin", Attribute::of_int(zero_point + 2)}}, "aotc");
+  b.output(b.node("DequantizeLinear", {a, sa, zp}));
+  Graph g = b.graph();
+  g.target.conv_wgmma_int8 = true;  // --conv-wgmma-int8 on (off by default)
+  return g;
+}
+
+CaseOptions fused_residual() {
+  CaseOptions o = wgmma_int8();
+  o.input_lo = -5;
+  o.input_hi = 5;
+  o.absent_ops_after_pipeline = {"QLinearAdd"};
+  o.absent_templates = {"qlinear_add"};
+  return o;
+}
+
+TEST(GpuQuantizedConv, WgmmaInt8FusedResidualAddInt8) {
+  AOTC_REQUIRE_GPU();
+  run_case(residual_block(0, false), "qconv_wgmma_residual_s8", fused_residual());
+}
+
+TEST(GpuQuantizedConv, WgmmaInt8FusedResidualAddUint8Swapped) {
+  AOTC_REQUIRE_GPU();
+  run_case(residual_block(-128, true), "qconv_wgmma_residual_u8", fused_residual());
+}
+
+}  // namespace
+}  // namespace aotc::gpu_test

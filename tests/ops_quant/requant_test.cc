@@ -1,4 +1,5 @@
-// templates/int8_requant.cuh (aotc --int8-requant fp32): the int8 epilogue's fp32 route must give
+// templates/int8_requant.cuh (aotc --int8-requant fp32, and its branch-free form in the sm_90a
+// int8 kernel's epilogue): the int8 epilogue's fp32 route must give
 // the CPU reference's result, clamp(rint(double(p) * double(m)) + zero_point, qmin, qmax), bit
 // for bit wherever it claims to apply, and decline where p is not exact in float or m is not
 // finite. Checked on the rounding corners (products exactly on k + 1/2 and one ulp either side,
@@ -34,17 +35,26 @@ void expect_same(int32_t p, float m) {
   int32_t r = 0;
   const bool applies = aotc_requant_rint_fp32(p, m, &r);
   ASSERT_EQ(applies, std::isfinite(m) && p <= (1 << 24) && p >= -(1 << 24)) << "p " << p << " m " << m;
-  if (!applies) return;
+  // The branch-free form: its own, narrower range (|p| < 2^22).
+  bool rare = true;
+  const int32_t rs = aotc_requant_rint_fp32_select(p, m, &rare);
+  ASSERT_EQ(!rare, std::isfinite(m) && p < (1 << 22) && p > -(1 << 22)) << "p " << p << " m " << m;
   for (int64_t zp : {-128, -3, 0, 5, 127, 255})
     for (auto [lo, hi] : {std::pair<int64_t, int64_t>{-128, 127}, {0, 255}, {zp, 127}}) {
       if (lo > hi) continue;
-      ASSERT_EQ(clamp_to(int64_t{r} + zp, lo, hi), reference(p, m, zp, lo, hi)) << "p " << p << " m " << m << " zp " << zp;
+      if (applies) {
+        ASSERT_EQ(clamp_to(int64_t{r} + zp, lo, hi), reference(p, m, zp, lo, hi)) << "p " << p << " m " << m << " zp " << zp;
+      }
+      if (!rare) {
+        ASSERT_EQ(clamp_to(int64_t{rs} + zp, lo, hi), reference(p, m, zp, lo, hi))
+            << "select: p " << p << " m " << m << " zp " << zp;
+      }
     }
 }
 
 TEST(Int8Requant, HalfwayProductsAndTheirNeighboursRoundLikeTheDoublePath) {
   // p * m = k + 1/2 exactly (m = (2k + 1) / (2p) where representable), and m one ulp either side.
-  for (int32_t p : {1, 2, 3, 5, 7, 8, 96, 1000, 65535, (1 << 24) - 1, 1 << 24}) {
+  for (int32_t p : {1, 2, 3, 5, 7, 8, 96, 1000, 65535, 3999999, (1 << 22) - 1, 1 << 22, (1 << 24) - 1, 1 << 24}) {
     for (int32_t k : {0, 1, 2, 3, 10, 11, 126, 127, 1000}) {
       for (int sign : {1, -1}) {
         const float m = static_cast<float>((2.0 * k + 1.0) / (2.0 * p));

@@ -1,0 +1,169 @@
+// fuse_residual_qadd: the int8 residual Add absorbed into the epilogue of the requantizing
+// convolution that produces one operand, where the sm_90a int8 wgmma kernel takes that
+// convolution. The reference of the fused node must agree bit for bit with the two nodes it
+// replaces (the unfused graph is the independent check: aotc.QLinearAdd's reference on the
+// convolution's own output), on int8 and on uint8 activations, with either operand order and a
+// fused ReLU; and the pass must not fire where the kernel cannot take it.
+#include <cstring>
+
+#include "opt/passes.h"
+#include "opt_test_util.h"
+
+namespace aotc {
+namespace {
+
+using testing_util::op_list;
+
+std::vector<Tensor> run(const Graph& g, const std::vector<Tensor>& feed) {
+  auto out = evaluate_graph(g, feed);
+  EXPECT_TRUE(out.is_ok()) << out.status().message();
+  return out.is_ok() ? *out : std::vector<Tensor>{};
+}
+
+// x float [8, 32, 34, 34] -> QuantizeLinear -> 3x3 conv (32 -> 64, ReLU clamp: the block's
+// input h) -> 1x1 conv (64 -> 64, no clamp: t) -> QLinearAdd(t, h) with a ReLU -> DequantizeLinear.
+// 9248 rows: the wgmma kernel's tiles fill a wave of 132 SMs. `swap`: QLinearAdd(h, t).
+// `runtime_scale`: the Add's output scale is a graph input (not a compile-time argument).
+std::string block(int zp, bool swap, const std::string& extra_output = "", bool runtime_scale = false) {
+  const std::string z = std::to_string(zp);
+  const std::string add_args = swap ? "%h, %s, %z, %t, %st, %z" : "%t, %st, %z, %h, %s, %z";
+  const std::string add_scale = runtime_scale ? "%sx" : "%sa";
+  return std::string(runtime_scale ? "input %sx : float[scalar]\n" : "") + R"(
+    input %x : float[8x32x34x34]
+    const %s : float[scalar] = [0.03]
+    const %st : float[scalar] = [0.05]
+    const %sa : float[scalar] = [0.04]
+    const %z : int8[scalar] = [)" + z + R"(]
+    const %w1 : int8[64x32x3x3] = random(1, -127, 128)
+    const %ws1 : float[64] = random(2, 0.001, 0.01)
+    const %b1 : int32[64] = random(3, -300, 300)
+    const %w2 : int8[64x64x1x1] = random(4, -127, 128)
+    const %ws2 : float[64] = random(5, 0.001, 0.01)
+    const %b2 : int32[64] = random(6, -300, 300)
+    %xq : int8[?] = QuantizeLinear(%x, %s, %z)  # q
+    %h : int8[?] = aotc.QLinearConv(%xq, %s, %z, %w1, %ws1, _, %s, %z, %b1) {pads=[1,1,1,1], qmin=)" + z + R"(}  # conv1
+    %t : int8[?] = aotc.QLinearConv(%h, %s, %z, %w2, %ws2, _, %st, %z, %b2)  # conv2
+    %a : int8[?] = aotc.QLinearAdd()" + add_args + ", " + add_scale + R"(, %z) {qmin=)" + std::to_string(zp + 2) + R"(}  # add
+    %y : float[?] = DequantizeLinear(%a, )" + add_scale + R"(, %z)  # dq
+    output %y
+  )" + extra_output;
+}
+
+// The pipeline's order up to the pass: uint8 re-encoding, NHWC with the epilogue words.
+Graph prepared(const std::string& text, const std::vector<std::string>& archs, bool uint8) {
+  auto g = testing_util::build(text);
+  EXPECT_TRUE(g.is_ok()) << g.status().message();
+  g->target = target_from_archs(archs);
+  g->target.conv_wgmma_int8 = true;  // --conv-wgmma-int8 on (off by default)
+  if (uint8) {
+    EXPECT_TRUE(reencode_uint8(*g).is_ok());
+  }
+  auto laid = layout_nhwc(*g);
+  EXPECT_TRUE(laid.is_ok()) << laid.status().message();
+  return std::move(*g);
+}
+
+int count(const Graph& g, const std::string& op) {
+  int n = 0;
+  for (const Node& node : g.nodes) n += node.op_type == op ? 1 : 0;
+  return n;
+}
+
+void expect_same_outputs(const Graph& before, const Graph& after, int64_t seeds) {
+  for (uint64_t seed = 31; seed < 31 + static_cast<uint64_t>(seeds); ++seed) {
+    // Inputs past the int8 range of the scale: saturation in the quantization too.
+    std::vector<Tensor> feed = {seeded_random_tensor(DType::kFloat32, {8, 32, 34, 34}, seed, -5, 5)};
+    std::vector<Tensor> want = run(before, feed), got = run(after, feed);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(got[i].byte_size(), want[i].byte_size());
+      EXPECT_EQ(std::memcmp(got[i].raw(), want[i].raw(), static_cast<size_t>(got[i].byte_size())), 0) << "seed " << seed;
+    }
+  }
+}
+
+struct Case {
+  int zp;
+  bool swap, uint8;
+};
+
+class FuseResidualQadd : public ::testing::TestWithParam<Case> {};
+
+TEST_P(FuseResidualQadd, FiresOnSm90AndMatchesTheUnfusedGraphBitForBit) {
+  AOTC_REQUIRE_OPS("QuantizeLinear", "DequantizeLinear", "aotc.QLinearConv", "aotc.QLinearAdd");
+  const Case c = GetParam();
+  Graph g = prepared(block(c.zp, c.swap), {"sm_90"}, c.uint8);
+  const Graph before = g;
+  auto changed = fuse_residual_qadd(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(infer_shapes(g).is_ok());
+  ASSERT_TRUE(verify(g).is_ok());
+  EXPECT_EQ(count(g, "QLinearAdd"), 0);
+  EXPECT_EQ(count(g, "QLinearConv"), 2);
+  const Node* fused = nullptr;
+  for (const Node& n : g.nodes)
+    if (n.op_type == "QLinearConv" && n.inputs.size() > 10) fused = &n;
+  ASSERT_NE(fused, nullptr);
+  EXPECT_EQ(fused->name, "conv2");
+  // r is the block's input h: conv1's output.
+  const std::vector<int> producers = g.producers();
+  const int hp = producers[static_cast<size_t>(fused->inputs[10])];
+  ASSERT_GE(hp, 0);
+  EXPECT_EQ(g.nodes[static_cast<size_t>(hp)].name, "conv1");
+  EXPECT_EQ(fused->attr_int("add_qmin", -1000), c.uint8 ? 2 : c.zp + 2);  // the Add's ReLU bound
+  auto lowered = default_registry().find("QLinearConv", "aotc")->lower(*fused, g);
+  ASSERT_TRUE(lowered.is_ok()) << lowered.status().message();
+  EXPECT_EQ(lowered->steps[0].kernel.template_name, "cutlass_conv2d_fprop_sm90_i8");
+  EXPECT_EQ(lowered->steps[0].kernel.builder_args.size(), 23u);
+  EXPECT_EQ(lowered->steps[0].kernel.args[3], fused->inputs[10]);
+  expect_same_outputs(before, g, 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, FuseResidualQadd,
+                         ::testing::Values(Case{0, false, false}, Case{0, true, false}, Case{-128, false, true},
+                                           Case{-128, true, true}));
+
+TEST(FuseResidualQaddRefusals, MustNotFireWhereTheWgmmaKernelCannotTakeIt) {
+  AOTC_REQUIRE_OPS("QuantizeLinear", "DequantizeLinear", "aotc.QLinearConv", "aotc.QLinearAdd");
+  auto unchanged = [](Graph g, const std::string& why) {
+    const size_t nodes = g.nodes.size();
+    auto changed = fuse_residual_qadd(g);
+    ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+    EXPECT_FALSE(*changed) << why;
+    EXPECT_EQ(g.nodes.size(), nodes) << why;
+  };
+  // Jetson in the target list: the Sm80 int8 kernel, which has no residual epilogue.
+  unchanged(prepared(block(0, false), {"sm_87", "sm_90"}, false), "sm_87 target");
+  // t read by another node too (a graph output: its DequantizeLinear).
+  unchanged(prepared(block(0, false, "%tq : float[?] = DequantizeLinear(%t, %st, %z)  # dqt\noutput %tq\n"), {"sm_90"}, false),
+            "t has a second reader");
+  // The Add's output scale computed at run time (not a compile-time argument).
+  unchanged(prepared(block(0, false, "", true), {"sm_90"}, false), "run-time scale");
+  // Turned off: --conv-wgmma-int8 off.
+  Graph off = prepared(block(0, false), {"sm_90"}, false);
+  off.target.conv_wgmma_int8 = false;
+  unchanged(off, "wgmma off");
+}
+
+// The fused node's lowering on a target where the wgmma kernel does not take it is an error, not
+// a silent drop of the Add.
+TEST(FuseResidualQaddRefusals, LoweringRefusesAFusedNodeOffTheWgmmaKernel) {
+  AOTC_REQUIRE_OPS("QuantizeLinear", "DequantizeLinear", "aotc.QLinearConv", "aotc.QLinearAdd");
+  Graph g = prepared(block(0, false), {"sm_90"}, false);
+  auto changed = fuse_residual_qadd(g);
+  ASSERT_TRUE(changed.is_ok() && *changed);
+  g.target = target_from_archs({"sm_87", "sm_90"});
+  int fused = 0;
+  for (const Node& n : g.nodes) {
+    if (n.op_type != "QLinearConv" || n.inputs.size() <= 10) continue;
+    ++fused;
+    auto lowered = default_registry().find("QLinearConv", "aotc")->lower(n, g);
+    ASSERT_FALSE(lowered.is_ok());
+    EXPECT_NE(lowered.status().message().find("sm_90a int8 wgmma kernel only"), std::string::npos);
+  }
+  EXPECT_EQ(fused, 1);
+}
+
+}  // namespace
+}  // namespace aotc
