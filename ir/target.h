@@ -91,6 +91,10 @@ struct Target {
   // than CUTLASS 2.x mma.sync on ResNet-50 int8 bs32 (H200: 1.85 ms, 3.38 with the fused Adds,
   // against 1.62; docs/perf_notes.md v48).
   bool conv_wgmma_int8 = false;
+  // opt/fuse_residual_qadd: int8 residual Adds in the producing convolution's epilogue (either
+  // int8 tensor-core kernel; --int8-fuse-residual on). Off by default: with the wgmma kernel it
+  // measured slower (docs/perf_notes.md v48); with the Sm80 kernel not yet run on a GPU.
+  bool int8_fuse_residual = false;
   // The stem + max pool on sm_90a's warpgroup MMA where it applies (ir/ops/conv_configs.h:
   // stem_wgmma_applies; templates/conv_stem_pool_wgmma_nhwc.cu.in). Off: the mma.sync stem kernel
   // (--conv-stem-wgmma off).

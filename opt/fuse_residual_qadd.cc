@@ -9,11 +9,12 @@
 // with the output), r's scale and zero point, the Add's y_scale and y_zero_point; attributes
 // add_qmin / add_qmax = the Add's clamp (a fused Relu); its output becomes the Add's output
 // (ir/ops/integer_matmul.cc: reference and lowering). The fused node takes the Add's place in the
-// node order (after the residual's producer). Only the sm_90a int8 wgmma kernel implements it: the
-// pass asks the convolution's lowering and keeps the fusion only where that kernel takes it.
+// node order (after the residual's producer). Both int8 tensor-core kernels implement it (the Sm80
+// one for r of the output's type): the pass asks the convolution's lowering and keeps the fusion
+// only where it takes it. Off by default (Target::int8_fuse_residual, --int8-fuse-residual on).
 // Must not fire: an operand read by another node or a graph output, an Add output that is a
-// graph output or lives in another value's rows, scales that are not constants, a convolution
-// that lowers to another kernel (Sm80 targets, too few tiles).
+// graph output or lives in another value's rows, scales that are not constants, a lowering that
+// refuses (r of another type than the output on the Sm80 kernel).
 #include "ir/layout.h"
 #include "ir/op_registry.h"
 #include "ir/ops/op_helpers.h"
@@ -38,7 +39,7 @@ bool fusable_conv(const Graph& graph, const Node& c) {
 Expected<bool> fuse_residual_qadd(Graph& graph) {
   const OpRegistry& registry = default_registry();
   const OpDef* conv_def = registry.find("QLinearConv", "aotc");
-  if (!conv_def || !conv_def->lower) return false;
+  if (!conv_def || !conv_def->lower || !graph.target.int8_fuse_residual) return false;
   bool changed = false;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& add = graph.nodes[i];
@@ -65,8 +66,8 @@ Expected<bool> fuse_residual_qadd(Graph& graph) {
       fused.attrs["add_qmax"] = Attribute::of_int(hi);
       fused.outputs = {out};
       auto lowered = conv_def->lower(fused, graph);
-      if (!lowered || lowered->steps.size() != 1 ||
-          lowered->steps[0].kernel.template_name != "cutlass_conv2d_fprop_sm90_i8")
+      if (!lowered || lowered->steps.size() != 1 || lowered->steps[0].kernel.args.size() < 4 ||
+          lowered->steps[0].kernel.args[3] != r)
         continue;
       graph.nodes[i] = std::move(fused);
       graph.nodes.erase(graph.nodes.begin() + p);

@@ -88,6 +88,10 @@ options:
                            GEMM when every --arch is sm_90, the requantization and the residual
                            Add in its epilogue; off (default: measured slower so far): CUTLASS
                            2.x mma.sync
+  --int8-fuse-residual on|off
+                           on: an int8 residual Add runs in the epilogue of the int8
+                           convolution that produces one operand (both roundings kept: the same
+                           results); off (default: not yet faster where measured)
   --conv-wgmma-fill half|wave
                            half (default): that kernel takes convolutions with tiles for at
                            least half a wave of SMs; wave: a whole wave

@@ -25,7 +25,8 @@
 // input 9): inputs 10-14 = r, r_scale, r_zero_point, y_scale, y_zero_point of the aotc.QLinearAdd
 // it absorbed, attributes add_qmin / add_qmax its clamp. The output is that Add applied to the
 // convolution's requantized value (rounded to the convolution's own int8 type first, clamped to
-// qmin..qmax) and r: bit for bit the two nodes it replaces. Only the wgmma kernel implements it.
+// qmin..qmax) and r: bit for bit the two nodes it replaces. Both int8 tensor-core kernels
+// implement it (the Sm80 one only for r of the output's type: its epilogue source).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -487,6 +488,8 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
   }
   const bool requant = om == OutMode::kRequantize;
   const bool residual = is_conv(node) && has_fused_residual(node);
+  if (residual && !requant) return node_error(node, "a fused residual Add needs a requantizing convolution");
+  std::vector<int64_t> sm80_res_args;  // the fused Add's arguments for the Sm80 kernel below
   if (requant) {
     // sm_90a: the int8 wgmma kernel where it applies; its params (TMA descriptors) are built at
     // compile time, so its operands must live at addresses fixed at create.
@@ -496,7 +499,7 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
     // A fused residual Add's scalars are compile-time arguments: constants only.
     std::vector<int64_t> res_args;
     bool res_ok = !residual;
-    if (residual && fixed_address(graph, node.inputs[kResidualInput])) {
+    if (residual) {
       auto scalar = [&](size_t i, double absent) -> std::optional<double> {
         if (node.input(i) == kNoValue) return absent;
         const Value& v = graph.value(node.inputs[i]);
@@ -526,7 +529,9 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
         res_ok = true;
       }
     }
-    if (wg && res_ok && fixed_address(graph, node.inputs[static_cast<size_t>(r.a)]) && fixed_address(graph, node.outputs[0])) {
+    if (residual && !res_ok) return node_error(node, "a fused residual Add needs constant scales and zero points");
+    if (wg && fixed_address(graph, node.inputs[static_cast<size_t>(r.a)]) && fixed_address(graph, node.outputs[0]) &&
+        (!residual || fixed_address(graph, node.inputs[kResidualInput]))) {
       KernelStep k;
       k.template_name = "cutlass_conv2d_fprop_sm90_i8";
       k.holes = {{"comment", std::string(is_conv(node) ? "aotc.QLinearConv NHWC " : "aotc.QLinearMatMul as a 1x1 convolution ") +
@@ -558,8 +563,11 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
       l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
       return l;
     }
+    // The Sm80 kernel reads the residual as its epilogue's source, which has the output's type.
+    if (residual && input_value(graph, node, kResidualInput).dtype != y.dtype)
+      return node_error(node, "a fused residual Add on the Sm80 int8 kernel needs r of the output's type");
+    sm80_res_args = res_args;
   }
-  if (residual) return node_error(node, "a fused residual Add runs on the sm_90a int8 wgmma kernel only, which does not take this convolution");
   KernelStep k;
   k.template_name = "cutlass_conv2d_fprop_i8";
   k.holes = {{"comment", std::string(is_conv(node) ? "aotc.QLinearConv NHWC " : "aotc.QLinearMatMul as a 1x1 convolution ") +
@@ -569,6 +577,7 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
              {"ELEMENT_OUT", requant ? (y.dtype == DType::kUInt8 ? "uint8_t" : "int8_t") : "float"},
              {"REQUANTIZE", requant ? "true" : "false"},
              {"REQUANT_FP32", graph.target.int8_requant_fp32 ? "true" : "false"},
+             {"HAS_RESIDUAL", residual ? "true" : "false"},
              {"ALIGN_C", requant ? "8" : "4"},
              {"TB_M", int_literal(cfg.tb_m)}, {"TB_N", int_literal(cfg.tb_n)}, {"TB_K", int_literal(cfg.tb_k)},
              {"WARP_M", int_literal(cfg.warp_m)}, {"WARP_N", int_literal(cfg.warp_n)}, {"WARP_K", int_literal(cfg.warp_k)},
@@ -577,8 +586,10 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
   k.builder_args = {d->batch, g.in[1], g.in[2], d->cin, d->cout, g.kernel[1], g.kernel[2], g.out[1], g.out[2],
                     g.pad_begin[1], g.pad_begin[2], g.strides[1], g.strides[2], g.dilations[1], g.dilations[2],
                     zp, qlo, qhi};
+  k.builder_args.insert(k.builder_args.end(), sm80_res_args.begin(), sm80_res_args.end());
   k.args = {node.inputs[static_cast<size_t>(r.a)], node.inputs[static_cast<size_t>(r.b)], node.inputs[kEpilogueWordsInput],
-            kNullArg, node.outputs[0]};
+            residual ? node.inputs[kResidualInput] : kNullArg, node.outputs[0]};
+  if (residual) k.holes[0].second += " + the residual aotc.QLinearAdd";
   // Informative only: the builder reports the real launch shape.
   k.grid = Dim3{conv_config_tiles(cfg, gemm_m, d->cout), 1, 1};
   k.block = Dim3{32 * (cfg.tb_m / cfg.warp_m) * (cfg.tb_n / cfg.warp_n), 1, 1};

@@ -797,6 +797,44 @@ TEST(CutlassConv, Int8RequantFp32RouteRendersAndCompiles) {
   EXPECT_NE(sources.find("#include \"int8_requant.cuh\""), std::string::npos);
 }
 
+// --int8-fuse-residual on for Jetson: a residual block's QLinearAdd goes into the Sm80 int8
+// kernel's epilogue (r read as its source; opt/fuse_residual_qadd) and nvcc compiles the fused
+// instantiation for sm_87 (run on a GPU by GpuQuantizedConv.Sm80Int8FusedResidualAdd*).
+TEST(CutlassConv, Int8FusedResidualAddCompilesForJetson) {
+  AOTC_REQUIRE_CUTLASS_BUILD(include);
+  auto g = parse_text_ir(R"(
+    input %x : float[1x32x8x8]
+    const %s : float[scalar] = [0.05]
+    const %st : float[scalar] = [0.07]
+    const %z : int8[scalar] = [0]
+    const %w1 : int8[32x32x3x3] = random(5, -127, 128)
+    const %ws1 : float[32] = random(6, 0.001, 0.01)
+    const %w2 : int8[32x32x1x1] = random(8, -127, 128)
+    const %ws2 : float[32] = random(9, 0.001, 0.01)
+    %xq : int8[?] = QuantizeLinear(%x, %s, %z)  # q
+    %h : int8[?] = aotc.QLinearConv(%xq, %s, %z, %w1, %ws1, _, %s, %z) {pads=[1,1,1,1], qmin=0}  # conv1
+    %t : int8[?] = aotc.QLinearConv(%h, %s, %z, %w2, %ws2, _, %st, %z)  # conv2
+    %a : int8[?] = aotc.QLinearAdd(%t, %st, %z, %h, %s, %z, %s, %z) {qmin=0}  # add
+    %f : float[?] = DequantizeLinear(%a, %s, %z)  # dq
+    output %f
+  )");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  g->opset = 17;
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  g->target = target_from_archs({"sm_87"});
+  g->target.int8_fuse_residual = true;
+  ASSERT_TRUE(layout_nhwc(*g).is_ok());
+  auto fused = fuse_residual_qadd(*g);
+  ASSERT_TRUE(fused.is_ok() && *fused);
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  int adds = 0;
+  for (const Node& n : g->nodes) adds += n.op_type == "QLinearAdd" ? 1 : 0;
+  EXPECT_EQ(adds, 0);
+  const std::string sources = test::compile_block_sources(*g, test::linear_plan(*g), {"sm_87"}, include, "cutlass-int8-res");
+  ASSERT_FALSE(sources.empty());
+  EXPECT_NE(sources.find("constexpr bool kResidual = true;"), std::string::npos);
+}
+
 // ONNX Runtime's zero point -128 activations: reencode_uint8 makes them uint8 at zero point 0 and
 // layout_nhwc puts both convolutions (requantizing, dequantizing) on the u8 x s8 instantiation,
 // which nvcc compiles for sm_87 and sm_90 (run on a GPU by

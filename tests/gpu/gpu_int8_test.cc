@@ -249,7 +249,7 @@ namespace {
 // ResNet block's shape in int8, x -> 3x3 (ReLU clamp: h) -> 1x1 (t) -> QLinearAdd(t, h) with a
 // ReLU -> DequantizeLinear. The reference is the unfused graph; no qlinear_add kernel may run.
 // `swap`: QLinearAdd(h, t). Zero point -128: uint8 activations and residual.
-Graph residual_block(int64_t zero_point, bool swap) {
+Graph residual_block(int64_t zero_point, bool swap, bool wgmma = true) {
   GraphBuilder b(29);
   ValueId xf = b.input("x", {8, 32, 34, 34});
   ValueId s = scalar(b, "s", 0.03);
@@ -271,12 +271,14 @@ Graph residual_block(int64_t zero_point, bool swap) {
   ValueId a = b.node("QLinearAdd", add_in, {{"qmin", Attribute::of_int(zero_point + 2)}}, "aotc");
   b.output(b.node("DequantizeLinear", {a, sa, zp}));
   Graph g = b.graph();
-  g.target.conv_wgmma_int8 = true;  // --conv-wgmma-int8 on (off by default)
+  g.target.conv_wgmma_int8 = wgmma;     // --conv-wgmma-int8 on (off by default)
+  g.target.int8_fuse_residual = true;  // --int8-fuse-residual on (off by default)
   return g;
 }
 
-CaseOptions fused_residual() {
+CaseOptions fused_residual(bool wgmma = true) {
   CaseOptions o = wgmma_int8();
+  if (!wgmma) o.expect_templates = {"cutlass_conv2d_fprop_i8"};
   o.input_lo = -5;
   o.input_hi = 5;
   o.absent_ops_after_pipeline = {"QLinearAdd"};
@@ -292,6 +294,17 @@ TEST(GpuQuantizedConv, WgmmaInt8FusedResidualAddInt8) {
 TEST(GpuQuantizedConv, WgmmaInt8FusedResidualAddUint8Swapped) {
   AOTC_REQUIRE_GPU();
   run_case(residual_block(-128, true), "qconv_wgmma_residual_u8", fused_residual());
+}
+
+// The same blocks on the Sm80 int8 kernel (Jetson's): r read as the epilogue's source.
+TEST(GpuQuantizedConv, Sm80Int8FusedResidualAddInt8) {
+  AOTC_REQUIRE_GPU();
+  run_case(residual_block(0, false, false), "qconv_sm80_residual_s8", fused_residual(false));
+}
+
+TEST(GpuQuantizedConv, Sm80Int8FusedResidualAddUint8Swapped) {
+  AOTC_REQUIRE_GPU();
+  run_case(residual_block(-128, true, false), "qconv_sm80_residual_u8", fused_residual(false));
 }
 
 }  // namespace

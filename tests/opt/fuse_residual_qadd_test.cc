@@ -1,6 +1,6 @@
 // fuse_residual_qadd: the int8 residual Add absorbed into the epilogue of the requantizing
-// convolution that produces one operand, where the sm_90a int8 wgmma kernel takes that
-// convolution. The reference of the fused node must agree bit for bit with the two nodes it
+// convolution that produces one operand (--int8-fuse-residual on), on either int8 tensor-core
+// kernel (the sm_90a wgmma one, the Sm80 one when r has the output's type). The reference of the fused node must agree bit for bit with the two nodes it
 // replaces (the unfused graph is the independent check: aotc.QLinearAdd's reference on the
 // convolution's own output), on int8 and on uint8 activations, with either operand order and a
 // fused ReLU; and the pass must not fire where the kernel cannot take it.
@@ -24,8 +24,11 @@ std::vector<Tensor> run(const Graph& g, const std::vector<Tensor>& feed) {
 // input h) -> 1x1 conv (64 -> 64, no clamp: t) -> QLinearAdd(t, h) with a ReLU -> DequantizeLinear.
 // 9248 rows: the wgmma kernel's tiles fill a wave of 132 SMs. `swap`: QLinearAdd(h, t).
 // `runtime_scale`: the Add's output scale is a graph input (not a compile-time argument).
-std::string block(int zp, bool swap, const std::string& extra_output = "", bool runtime_scale = false) {
+// `out_uint8`: the Add's output at a uint8 zero point (another type than r: the Sm80 kernel refuses).
+std::string block(int zp, bool swap, const std::string& extra_output = "", bool runtime_scale = false,
+                  bool out_uint8 = false) {
   const std::string z = std::to_string(zp);
+  const std::string out_zp = out_uint8 ? "%zu" : "%z";
   const std::string add_args = swap ? "%h, %s, %z, %t, %st, %z" : "%t, %st, %z, %h, %s, %z";
   const std::string add_scale = runtime_scale ? "%sx" : "%sa";
   return std::string(runtime_scale ? "input %sx : float[scalar]\n" : "") + R"(
@@ -34,6 +37,7 @@ std::string block(int zp, bool swap, const std::string& extra_output = "", bool 
     const %st : float[scalar] = [0.05]
     const %sa : float[scalar] = [0.04]
     const %z : int8[scalar] = [)" + z + R"(]
+    const %zu : uint8[scalar] = [0]
     const %w1 : int8[64x32x3x3] = random(1, -127, 128)
     const %ws1 : float[64] = random(2, 0.001, 0.01)
     const %b1 : int32[64] = random(3, -300, 300)
@@ -43,8 +47,8 @@ std::string block(int zp, bool swap, const std::string& extra_output = "", bool 
     %xq : int8[?] = QuantizeLinear(%x, %s, %z)  # q
     %h : int8[?] = aotc.QLinearConv(%xq, %s, %z, %w1, %ws1, _, %s, %z, %b1) {pads=[1,1,1,1], qmin=)" + z + R"(}  # conv1
     %t : int8[?] = aotc.QLinearConv(%h, %s, %z, %w2, %ws2, _, %st, %z, %b2)  # conv2
-    %a : int8[?] = aotc.QLinearAdd()" + add_args + ", " + add_scale + R"(, %z) {qmin=)" + std::to_string(zp + 2) + R"(}  # add
-    %y : float[?] = DequantizeLinear(%a, )" + add_scale + R"(, %z)  # dq
+    %a : int8[?] = aotc.QLinearAdd()" + add_args + ", " + add_scale + ", " + out_zp + R"() {qmin=)" + std::to_string(out_uint8 ? 2 : zp + 2) + R"(}  # add
+    %y : float[?] = DequantizeLinear(%a, )" + add_scale + ", " + out_zp + R"()  # dq
     output %y
   )" + extra_output;
 }
@@ -54,7 +58,8 @@ Graph prepared(const std::string& text, const std::vector<std::string>& archs, b
   auto g = testing_util::build(text);
   EXPECT_TRUE(g.is_ok()) << g.status().message();
   g->target = target_from_archs(archs);
-  g->target.conv_wgmma_int8 = true;  // --conv-wgmma-int8 on (off by default)
+  g->target.conv_wgmma_int8 = true;     // --conv-wgmma-int8 on (off by default)
+  g->target.int8_fuse_residual = true;  // --int8-fuse-residual on (off by default)
   if (uint8) {
     EXPECT_TRUE(reencode_uint8(*g).is_ok());
   }
@@ -85,14 +90,16 @@ void expect_same_outputs(const Graph& before, const Graph& after, int64_t seeds)
 struct Case {
   int zp;
   bool swap, uint8;
+  bool sm80;  // a target list with sm_87: the Sm80 int8 kernel
 };
 
 class FuseResidualQadd : public ::testing::TestWithParam<Case> {};
 
-TEST_P(FuseResidualQadd, FiresOnSm90AndMatchesTheUnfusedGraphBitForBit) {
+TEST_P(FuseResidualQadd, FiresAndMatchesTheUnfusedGraphBitForBit) {
   AOTC_REQUIRE_OPS("QuantizeLinear", "DequantizeLinear", "aotc.QLinearConv", "aotc.QLinearAdd");
   const Case c = GetParam();
-  Graph g = prepared(block(c.zp, c.swap), {"sm_90"}, c.uint8);
+  Graph g = prepared(block(c.zp, c.swap), c.sm80 ? std::vector<std::string>{"sm_87", "sm_90"} : std::vector<std::string>{"sm_90"},
+                     c.uint8);
   const Graph before = g;
   auto changed = fuse_residual_qadd(g);
   ASSERT_TRUE(changed.is_ok()) << changed.status().message();
@@ -114,17 +121,18 @@ TEST_P(FuseResidualQadd, FiresOnSm90AndMatchesTheUnfusedGraphBitForBit) {
   EXPECT_EQ(fused->attr_int("add_qmin", -1000), c.uint8 ? 2 : c.zp + 2);  // the Add's ReLU bound
   auto lowered = default_registry().find("QLinearConv", "aotc")->lower(*fused, g);
   ASSERT_TRUE(lowered.is_ok()) << lowered.status().message();
-  EXPECT_EQ(lowered->steps[0].kernel.template_name, "cutlass_conv2d_fprop_sm90_i8");
+  EXPECT_EQ(lowered->steps[0].kernel.template_name, c.sm80 ? "cutlass_conv2d_fprop_i8" : "cutlass_conv2d_fprop_sm90_i8");
   EXPECT_EQ(lowered->steps[0].kernel.builder_args.size(), 23u);
   EXPECT_EQ(lowered->steps[0].kernel.args[3], fused->inputs[10]);
   expect_same_outputs(before, g, 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, FuseResidualQadd,
-                         ::testing::Values(Case{0, false, false}, Case{0, true, false}, Case{-128, false, true},
-                                           Case{-128, true, true}));
+                         ::testing::Values(Case{0, false, false, false}, Case{0, true, false, false},
+                                           Case{-128, false, true, false}, Case{-128, true, true, false},
+                                           Case{0, false, false, true}, Case{-128, true, true, true}));
 
-TEST(FuseResidualQaddRefusals, MustNotFireWhereTheWgmmaKernelCannotTakeIt) {
+TEST(FuseResidualQaddRefusals, MustNotFireWhereNoKernelTakesIt) {
   AOTC_REQUIRE_OPS("QuantizeLinear", "DequantizeLinear", "aotc.QLinearConv", "aotc.QLinearAdd");
   auto unchanged = [](Graph g, const std::string& why) {
     const size_t nodes = g.nodes.size();
@@ -133,24 +141,29 @@ TEST(FuseResidualQaddRefusals, MustNotFireWhereTheWgmmaKernelCannotTakeIt) {
     EXPECT_FALSE(*changed) << why;
     EXPECT_EQ(g.nodes.size(), nodes) << why;
   };
-  // Jetson in the target list: the Sm80 int8 kernel, which has no residual epilogue.
-  unchanged(prepared(block(0, false), {"sm_87", "sm_90"}, false), "sm_87 target");
+  // The Sm80 kernel reads r as its epilogue source, of the output's type: an Add writing uint8 from
+  // an int8 r stays (the wgmma kernel, on an sm_90-only target, takes it).
+  unchanged(prepared(block(0, false, "", false, true), {"sm_87", "sm_90"}, false), "Sm80, r of another type");
+  // Off by default.
+  Graph plain = prepared(block(0, false), {"sm_90"}, false);
+  plain.target.int8_fuse_residual = false;
+  unchanged(plain, "--int8-fuse-residual off");
   // t read by another node too (a graph output: its DequantizeLinear).
   unchanged(prepared(block(0, false, "%tq : float[?] = DequantizeLinear(%t, %st, %z)  # dqt\noutput %tq\n"), {"sm_90"}, false),
             "t has a second reader");
   // The Add's output scale computed at run time (not a compile-time argument).
   unchanged(prepared(block(0, false, "", true), {"sm_90"}, false), "run-time scale");
-  // Turned off: --conv-wgmma-int8 off.
-  Graph off = prepared(block(0, false), {"sm_90"}, false);
+  // The wgmma kernel off, r of another type: the Sm80 kernel cannot take it either.
+  Graph off = prepared(block(0, false, "", false, true), {"sm_90"}, false);
   off.target.conv_wgmma_int8 = false;
-  unchanged(off, "wgmma off");
+  unchanged(off, "wgmma off, r of another type");
 }
 
-// The fused node's lowering on a target where the wgmma kernel does not take it is an error, not
-// a silent drop of the Add.
-TEST(FuseResidualQaddRefusals, LoweringRefusesAFusedNodeOffTheWgmmaKernel) {
+// A fused node whose r has another type than its output, lowered for a target where only the Sm80
+// kernel runs, is an error, not a silent drop of the Add.
+TEST(FuseResidualQaddRefusals, LoweringRefusesWhatTheSm80KernelCannotRead) {
   AOTC_REQUIRE_OPS("QuantizeLinear", "DequantizeLinear", "aotc.QLinearConv", "aotc.QLinearAdd");
-  Graph g = prepared(block(0, false), {"sm_90"}, false);
+  Graph g = prepared(block(0, false, "", false, true), {"sm_90"}, false);
   auto changed = fuse_residual_qadd(g);
   ASSERT_TRUE(changed.is_ok() && *changed);
   g.target = target_from_archs({"sm_87", "sm_90"});
@@ -160,7 +173,7 @@ TEST(FuseResidualQaddRefusals, LoweringRefusesAFusedNodeOffTheWgmmaKernel) {
     ++fused;
     auto lowered = default_registry().find("QLinearConv", "aotc")->lower(n, g);
     ASSERT_FALSE(lowered.is_ok());
-    EXPECT_NE(lowered.status().message().find("sm_90a int8 wgmma kernel only"), std::string::npos);
+    EXPECT_NE(lowered.status().message().find("needs r of the output's type"), std::string::npos);
   }
   EXPECT_EQ(fused, 1);
 }
