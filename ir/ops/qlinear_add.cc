@@ -6,8 +6,14 @@
 // it, so the two agree bit for bit:
 //   y = clamp(rint(((a - a_zp) * a_scale + (b - b_zp) * b_scale) / y_scale) + y_zp, qmin, qmax)
 // qmin / qmax: the attributes (a fused Relu or Clip in the quantized domain), else the type's range.
+// The kernel's division by y_scale: IEEE (__fdiv_rn), or - where every scale and zero point is a
+// constant and it is proven exact for every pair of 8-bit inputs at compile time (below) - the
+// product with the rounded reciprocal and one FMA correction, three instructions instead of the
+// division's sequence (an arithmetic-bound kernel, docs/perf_notes.md v24).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <optional>
 
 #include "ir/op_registry.h"
 #include "ir/ops/op_helpers.h"
@@ -64,6 +70,41 @@ Status qlinear_add_reference(const Node& node, const std::vector<const Tensor*>&
   return Status::ok();
 }
 
+// IEEE single operations the compiler may not contract (the kernel's __fmul_rn / __fadd_rn).
+float mul_rn(float a, float b) {
+  volatile float r = a * b;
+  return r;
+}
+float add_rn(float a, float b) {
+  volatile float r = a + b;
+  return r;
+}
+
+// The reciprocal of sy when q0 = s * r, e = fma(-q0, sy, s), q = fma(e, r, q0) equals s / sy
+// (rounded once) for every s the kernel can form from 8-bit a and b with these scales and zero
+// points: checked over all 256 x 256 pairs; nullopt where it is not, or sy is not a normal float.
+std::optional<float> exact_reciprocal(float sa, float za, float sb, float zb, float sy, DType ta, DType tb) {
+  if (!std::isnormal(sy) || !std::isfinite(sa) || !std::isfinite(sb)) return std::nullopt;
+  const float r = 1.0f / sy;
+  if (!std::isnormal(r)) return std::nullopt;
+  const int a_lo = ta == DType::kInt8 ? -128 : 0, b_lo = tb == DType::kInt8 ? -128 : 0;
+  for (int a = a_lo; a < a_lo + 256; ++a) {
+    const float fa = mul_rn(add_rn(static_cast<float>(a), -za), sa);
+    for (int b = b_lo; b < b_lo + 256; ++b) {
+      const float s = add_rn(fa, mul_rn(add_rn(static_cast<float>(b), -zb), sb));
+      volatile float exact = s / sy;
+      const float q0 = mul_rn(s, r);
+      const float q = std::fma(std::fma(-q0, sy, s), r, q0);
+      uint32_t x, y;
+      const float e = exact;
+      std::memcpy(&x, &e, sizeof x);
+      std::memcpy(&y, &q, sizeof y);
+      if (x != y) return std::nullopt;
+    }
+  }
+  return r;
+}
+
 Expected<Lowering> qlinear_add_lower(const Node& node, const Graph& graph) {
   const Value& a = input_value(graph, node, 0);
   const Value& y = output_value(graph, node, 0);
@@ -74,6 +115,19 @@ Expected<Lowering> qlinear_add_lower(const Node& node, const Graph& graph) {
   // (arena and I/O pointers are 256-byte aligned, so every 16-element group is 16-byte aligned).
   const bool bytes = dtype_size(a.dtype) == 1 && dtype_size(input_value(graph, node, 3).dtype) == 1 && dtype_size(y.dtype) == 1;
   const int64_t vec = bytes && y.numel() % 16 == 0 && a.numel() == y.numel() && input_value(graph, node, 3).numel() == y.numel() ? 16 : 1;
+  // The reciprocal route where every scale and zero point is a constant and it is exact.
+  auto constant = [&](size_t i, float absent) -> std::optional<float> {
+    if (node.input(i) == kNoValue) return absent;
+    const Value& v = graph.value(node.inputs[i]);
+    if (!v.is_constant() || v.numel() != 1) return std::nullopt;
+    return static_cast<float>(v.constant->get(0));
+  };
+  std::optional<float> rcp;
+  const auto sa = constant(1, 1), za = constant(2, 0), sb = constant(4, 1), zb = constant(5, 0), sy = constant(6, 1);
+  if (sa && za && sb && zb && sy)
+    rcp = exact_reciprocal(*sa, *za, *sb, *zb, *sy, a.dtype, input_value(graph, node, 3).dtype);
+  uint32_t rcp_bits = 0;
+  if (rcp) std::memcpy(&rcp_bits, &*rcp, sizeof rcp_bits);
   KernelStep k;
   k.template_name = "qlinear_add";
   k.holes = {{"TA", dtype_c_type(a.dtype)}, {"TB", dtype_c_type(input_value(graph, node, 3).dtype)},
@@ -84,6 +138,8 @@ Expected<Lowering> qlinear_add_lower(const Node& node, const Graph& graph) {
              {"qmin", std::to_string(lo) + ".0"}, {"qmax", std::to_string(hi) + ".0"},
              {"n", int_literal(y.numel())},
              {"VEC", int_literal(vec)},
+             {"RECIPROCAL", rcp ? "true" : "false"},
+             {"rcp_bits", std::to_string(rcp_bits) + "u"},
              {"comment", "aotc.QLinearAdd " + shape_str(y.shape) + " " + dtype_name(y.dtype)}};
   auto arg = [&](size_t i) { return node.input(i) != kNoValue ? node.inputs[i] : kNullArg; };
   k.args = {arg(0), arg(1), arg(2), arg(3), arg(4), arg(5), arg(6), arg(7), node.outputs[0]};

@@ -59,6 +59,12 @@ struct __half {
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
+inline float __uint_as_float(unsigned int bits) {
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
 inline float __int_as_float(unsigned int bits) {
   float f;
   memcpy(&f, &bits, sizeof f);

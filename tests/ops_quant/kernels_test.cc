@@ -322,6 +322,32 @@ TEST(QuantKernels, AllTemplatesCompileWithNvcc) {
   std::remove(("/tmp/aotc_ops_quant_" + std::to_string(getpid()) + ".o").c_str());
 }
 
+// aotc.QLinearAdd divides by y_scale with the reciprocal and one FMA correction only where the
+// lowering proved that exact for every pair of 8-bit inputs (the emulated and GPU runs above then
+// compare that route with the reference's IEEE division): constant scales and zero points give
+// the route for these scales; a y_scale that is a graph input (unknown at compile time) does not.
+TEST(QuantKernels, QLinearAddTakesTheReciprocalRouteOnlyWhereProvenExact) {
+  auto route = [](bool constant_y_scale, float sy) {
+    OneNode n("QLinearAdd");
+    n.node.domain = "aotc";
+    n.input(DType::kInt8, {4, 16}).constant(test::make_tensor(DType::kFloat32, {}, {0.021})).absent().input(DType::kInt8, {4, 16});
+    n.constant(test::make_tensor(DType::kFloat32, {}, {0.013})).absent();
+    if (constant_y_scale) n.constant(test::make_tensor(DType::kFloat32, {}, {sy}));
+    else n.input(DType::kFloat32, {});
+    n.constant(test::make_tensor(DType::kInt8, {}, {-7}));
+    EXPECT_TRUE(n.build().is_ok());
+    auto lowered = default_registry().find("QLinearAdd", "aotc")->lower(n.built(), n.graph);
+    EXPECT_TRUE(lowered.is_ok());
+    for (const auto& [hole, text] : lowered->steps[0].kernel.holes)
+      if (hole == "RECIPROCAL") return text;
+    return std::string("(none)");
+  };
+  EXPECT_EQ(route(true, 0.03f), "true");
+  EXPECT_EQ(route(true, 0.07f), "true");
+  EXPECT_EQ(route(false, 0.03f), "false");
+  EXPECT_EQ(route(true, 0.0f), "false");  // not a normal divisor
+}
+
 TEST(QuantKernels, EmulatedOnCpuMatchReference) {
   std::vector<Built> built = build_all();
   AOTC_COMPILE_FOR_CPU_OR_SKIP(handle, kernel_source(built, nullptr, true));
