@@ -490,6 +490,19 @@ constexpr int64_t kWgmmaMaxPad = 64;
 constexpr int64_t kWgmmaMaxWindowSpan = 64;  // (R - 1) * dilation
 constexpr int64_t kWgmmaMaxStride = 8;
 
+// A 2-D window (kernel, strides, dilations; pads begin h w, end h w) inside those limits.
+inline bool wgmma_window_applies(const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                                 const std::vector<int64_t>& dilations, const std::vector<int64_t>& pads) {
+  if (kernel.size() != 2 || strides.size() != 2 || dilations.size() != 2 || pads.size() != 4) return false;
+  for (size_t i = 0; i < 2; ++i)
+    if ((kernel[i] - 1) * dilations[i] > kWgmmaMaxWindowSpan || strides[i] < 1 || strides[i] > kWgmmaMaxStride ||
+        dilations[i] < 1)
+      return false;
+  for (int64_t p : pads)
+    if (p < 0 || p > kWgmmaMaxPad) return false;
+  return true;
+}
+
 // CTAs per SM its launch bounds ask for: two for the rows with an explicit stage count.
 inline int conv_wgmma_min_blocks(const ConvKernelConfig& c) { return c.stages > 0 ? 2 : 1; }
 
@@ -521,13 +534,7 @@ inline std::optional<ConvKernelConfig> conv_wgmma_config(const Target& target, D
   // The template reads the residual (C) at the output's row stride: with the output in a Concat's
   // rows (y_ld > K) a packed residual would be read wrong.
   if (residual && y_ld != cout) return std::nullopt;
-  if (kernel.size() != 2 || strides.size() != 2 || dilations.size() != 2 || pads.size() != 4) return std::nullopt;
-  for (size_t i = 0; i < 2; ++i)
-    if ((kernel[i] - 1) * dilations[i] > kWgmmaMaxWindowSpan || strides[i] < 1 || strides[i] > kWgmmaMaxStride ||
-        dilations[i] < 1)
-      return std::nullopt;
-  for (int64_t p : pads)
-    if (p < 0 || p > kWgmmaMaxPad) return std::nullopt;
+  if (!wgmma_window_applies(kernel, strides, dilations, pads)) return std::nullopt;
   const ConvKernelConfig& c = pick_conv_config(target, ConvMath::kWgmma, gemm_m, cout);
   if (static_cast<double>(conv_config_tiles(c, gemm_m, cout)) < target.conv_wgmma_fill * target.sm_count)
     return std::nullopt;
@@ -551,13 +558,7 @@ inline std::optional<ConvKernelConfig> conv_wgmma_int8_config(const Target& targ
   for (int sm : target.sms)
     if (sm != 90) return std::nullopt;
   if (group != 1 || cin % 16 != 0 || cout % 16 != 0) return std::nullopt;
-  if (kernel.size() != 2 || strides.size() != 2 || dilations.size() != 2 || pads.size() != 4) return std::nullopt;
-  for (size_t i = 0; i < 2; ++i)
-    if ((kernel[i] - 1) * dilations[i] > kWgmmaMaxWindowSpan || strides[i] < 1 || strides[i] > kWgmmaMaxStride ||
-        dilations[i] < 1)
-      return std::nullopt;
-  for (int64_t p : pads)
-    if (p < 0 || p > kWgmmaMaxPad) return std::nullopt;
+  if (!wgmma_window_applies(kernel, strides, dilations, pads)) return std::nullopt;
   const ConvKernelConfig& c = pick_conv_config(target, ConvMath::kWgmmaInt8, gemm_m, cout, cin % 128 == 0 ? 128 : 64);
   if (static_cast<double>(conv_config_tiles(c, gemm_m, cout)) < target.conv_wgmma_fill * target.sm_count)
     return std::nullopt;
