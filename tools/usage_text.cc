@@ -85,9 +85,9 @@ options:
                            here but nothing more at run time); off: CUTLASS 2.x mma.sync
   --conv-wgmma-int8 on|off on: requantizing int8 convolutions (--precision int8, QDQ models)
                            that fill half a wave run on CUTLASS 3.x's TMA + int8 wgmma implicit
-                           GEMM when every --arch is sm_90, the requantization and the residual
-                           Add in its epilogue; off (default: measured slower so far): CUTLASS
-                           2.x mma.sync
+                           GEMM when every --arch is sm_90, the requantization in its epilogue
+                           (and residual Adds with --int8-fuse-residual on); off (default:
+                           measured slower so far): CUTLASS 2.x mma.sync
   --int8-fuse-residual on|off
                            on: an int8 residual Add runs in the epilogue of the int8
                            convolution that produces one operand (both roundings kept: the same
