@@ -17,6 +17,7 @@
 // return false and the caller keeps the double path.
 #pragma once
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -41,6 +42,14 @@ AOTC_REQUANT_FN float aotc_rq_add(float a, float b) {
   return __fadd_rn(a, b);
 #else
   volatile float r = a + b;
+  return r;
+#endif
+}
+AOTC_REQUANT_FN float aotc_rq_div(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fdiv_rn(a, b);
+#else
+  volatile float r = a / b;
   return r;
 #endif
 }
@@ -123,4 +132,27 @@ AOTC_REQUANT_FN int32_t aotc_requant_rint_fp32_select(int32_t p, float m, bool* 
   const int32_t rounded = r + (tie ? (frac > 0.0f ? 1 : -1) : 0);
   const bool saturated = !(hi < 4194304.0f && hi > -4194304.0f);
   return saturated ? (hi > 0.0f ? (1 << 30) : -(1 << 30)) : rounded;
+}
+
+// aotc.QLinearAdd's rounded sum before its zero point and clamp, for its kernel and the fused
+// residual Adds of the int8 convolutions (one definition): rint(((va - za) * sa + (vb - zb) * sb) /
+// sy) in the CPU reference's order and IEEE roundings (ir/ops/qlinear_add.cc), 8-bit values as
+// floats. The quotient is clamped to +-1e6 first (aotc_rint_small's exact range), which changes no
+// clamped result (|y_zp| <= 255; NaN goes to -1e6 and so to qmin, as fmaxf(qmin, NaN) did).
+// rcp != 0: the quotient as s * rcp plus one FMA correction instead of the IEEE division, valid only
+// where the lowering proved it gives the same result for every pair of 8-bit inputs
+// (ir/ops/qlinear_add.cc exact_reciprocal, which calls this function).
+AOTC_REQUANT_FN int32_t aotc_qlinear_add_rint(float va, float za, float sa, float vb, float zb, float sb, float sy,
+                                              float rcp) {
+  const float fa = aotc_rq_mul(aotc_rq_add(va, -za), sa);
+  const float fb = aotc_rq_mul(aotc_rq_add(vb, -zb), sb);
+  const float s = aotc_rq_add(fa, fb);
+  float q;
+  if (rcp != 0.0f) {
+    const float q0 = aotc_rq_mul(s, rcp);
+    q = aotc_rq_fma(aotc_rq_fma(-q0, sy, s), rcp, q0);
+  } else {
+    q = aotc_rq_div(s, sy);
+  }
+  return aotc_rint_small(fminf(1e6f, fmaxf(-1e6f, q)));
 }

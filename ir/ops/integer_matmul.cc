@@ -500,12 +500,7 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
     std::vector<int64_t> res_args;
     bool res_ok = !residual;
     if (residual) {
-      auto scalar = [&](size_t i, double absent) -> std::optional<double> {
-        if (node.input(i) == kNoValue) return absent;
-        const Value& v = graph.value(node.inputs[i]);
-        if (!v.is_constant() || v.numel() != 1) return std::nullopt;
-        return v.constant->get(0);
-      };
+      auto scalar = [&](size_t i, double absent) { return constant_scalar(graph, node, i, absent); };
       auto bits = [](double v) {
         const float f = static_cast<float>(v);
         uint32_t u;

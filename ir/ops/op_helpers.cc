@@ -86,6 +86,13 @@ void set_output(Graph& graph, const Node& node, size_t index, DType dtype, Shape
   v.shape_known = true;
 }
 
+std::optional<double> constant_scalar(const Graph& graph, const Node& node, size_t i, double absent) {
+  if (node.input(i) == kNoValue) return absent;
+  const Value& v = graph.value(node.inputs[i]);
+  if (!v.is_constant() || v.numel() != 1) return std::nullopt;
+  return v.constant->get(0);
+}
+
 bool fixed_address(const Graph& graph, ValueId id) {
   for (int hops = 0; id != kNoValue && hops < 64; ++hops) {
     if (graph.is_graph_input(id) || graph.is_graph_output(id)) return false;

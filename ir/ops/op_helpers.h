@@ -2,6 +2,7 @@
 // with a precise reason, so an op's infer() reads as a list of requirements.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,6 +50,9 @@ std::string dims_literal(const std::vector<int64_t>& dims);  // "{1LL, 3LL}"
 // output (the caller's pointers change per run). A TMA descriptor built at compile time holds its
 // operand's address, so the CUTLASS 3.x kernels take only such operands.
 bool fixed_address(const Graph& graph, ValueId id);
+// Node input i's value when it is a one-element constant, `absent` when the input is absent,
+// nullopt otherwise (known only at run time): the scalars a kernel may take as compile-time values.
+std::optional<double> constant_scalar(const Graph& graph, const Node& node, size_t i, double absent);
 
 // CUTLASS's element type for a 16-bit or fp32 dtype ("cutlass::half_t", "cutlass::bfloat16_t",
 // "float").

@@ -7,9 +7,10 @@
 //   y = clamp(rint(((a - a_zp) * a_scale + (b - b_zp) * b_scale) / y_scale) + y_zp, qmin, qmax)
 // qmin / qmax: the attributes (a fused Relu or Clip in the quantized domain), else the type's range.
 // The kernel's division by y_scale: IEEE (__fdiv_rn), or - where every scale and zero point is a
-// constant and it is proven exact for every pair of 8-bit inputs at compile time (below) - the
-// product with the rounded reciprocal and one FMA correction, three instructions instead of the
-// division's sequence (an arithmetic-bound kernel, docs/perf_notes.md v24).
+// constant and the result is proven the same for every pair of 8-bit inputs at compile time
+// (exact_reciprocal below) - the product with the rounded reciprocal and one FMA correction,
+// three instructions instead of the division's sequence (an arithmetic-bound kernel,
+// docs/perf_notes.md v24).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -17,6 +18,7 @@
 
 #include "ir/op_registry.h"
 #include "ir/ops/op_helpers.h"
+#include "templates/int8_requant.cuh"
 
 namespace aotc {
 namespace {
@@ -70,38 +72,21 @@ Status qlinear_add_reference(const Node& node, const std::vector<const Tensor*>&
   return Status::ok();
 }
 
-// IEEE single operations the compiler may not contract (the kernel's __fmul_rn / __fadd_rn).
-float mul_rn(float a, float b) {
-  volatile float r = a * b;
-  return r;
-}
-float add_rn(float a, float b) {
-  volatile float r = a + b;
-  return r;
-}
-
-// The reciprocal of sy when q0 = s * r, e = fma(-q0, sy, s), q = fma(e, r, q0) equals s / sy
-// (rounded once) for every s the kernel can form from 8-bit a and b with these scales and zero
-// points: checked over all 256 x 256 pairs; nullopt where it is not, or sy is not a normal float.
+// The reciprocal of sy when aotc_qlinear_add_rint (the kernel's arithmetic, templates/
+// int8_requant.cuh) gives the same rounded value with it as with the IEEE division for every pair
+// of 8-bit a and b at these scales and zero points (all 256 x 256 checked); nullopt where it does
+// not, or sy or 1 / sy is not a normal float.
 std::optional<float> exact_reciprocal(float sa, float za, float sb, float zb, float sy, DType ta, DType tb) {
   if (!std::isnormal(sy) || !std::isfinite(sa) || !std::isfinite(sb)) return std::nullopt;
   const float r = 1.0f / sy;
   if (!std::isnormal(r)) return std::nullopt;
   const int a_lo = ta == DType::kInt8 ? -128 : 0, b_lo = tb == DType::kInt8 ? -128 : 0;
-  for (int a = a_lo; a < a_lo + 256; ++a) {
-    const float fa = mul_rn(add_rn(static_cast<float>(a), -za), sa);
+  for (int a = a_lo; a < a_lo + 256; ++a)
     for (int b = b_lo; b < b_lo + 256; ++b) {
-      const float s = add_rn(fa, mul_rn(add_rn(static_cast<float>(b), -zb), sb));
-      volatile float exact = s / sy;
-      const float q0 = mul_rn(s, r);
-      const float q = std::fma(std::fma(-q0, sy, s), r, q0);
-      uint32_t x, y;
-      const float e = exact;
-      std::memcpy(&x, &e, sizeof x);
-      std::memcpy(&y, &q, sizeof y);
-      if (x != y) return std::nullopt;
+      const float fa = static_cast<float>(a), fb = static_cast<float>(b);
+      if (aotc_qlinear_add_rint(fa, za, sa, fb, zb, sb, sy, 0.0f) != aotc_qlinear_add_rint(fa, za, sa, fb, zb, sb, sy, r))
+        return std::nullopt;
     }
-  }
   return r;
 }
 
@@ -116,16 +101,12 @@ Expected<Lowering> qlinear_add_lower(const Node& node, const Graph& graph) {
   const bool bytes = dtype_size(a.dtype) == 1 && dtype_size(input_value(graph, node, 3).dtype) == 1 && dtype_size(y.dtype) == 1;
   const int64_t vec = bytes && y.numel() % 16 == 0 && a.numel() == y.numel() && input_value(graph, node, 3).numel() == y.numel() ? 16 : 1;
   // The reciprocal route where every scale and zero point is a constant and it is exact.
-  auto constant = [&](size_t i, float absent) -> std::optional<float> {
-    if (node.input(i) == kNoValue) return absent;
-    const Value& v = graph.value(node.inputs[i]);
-    if (!v.is_constant() || v.numel() != 1) return std::nullopt;
-    return static_cast<float>(v.constant->get(0));
-  };
+  auto constant = [&](size_t i, double absent) { return constant_scalar(graph, node, i, absent); };
   std::optional<float> rcp;
   const auto sa = constant(1, 1), za = constant(2, 0), sb = constant(4, 1), zb = constant(5, 0), sy = constant(6, 1);
   if (sa && za && sb && zb && sy)
-    rcp = exact_reciprocal(*sa, *za, *sb, *zb, *sy, a.dtype, input_value(graph, node, 3).dtype);
+    rcp = exact_reciprocal(static_cast<float>(*sa), static_cast<float>(*za), static_cast<float>(*sb),
+                           static_cast<float>(*zb), static_cast<float>(*sy), a.dtype, input_value(graph, node, 3).dtype);
   uint32_t rcp_bits = 0;
   if (rcp) std::memcpy(&rcp_bits, &*rcp, sizeof rcp_bits);
   KernelStep k;

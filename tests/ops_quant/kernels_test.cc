@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -327,11 +328,11 @@ TEST(QuantKernels, AllTemplatesCompileWithNvcc) {
 // compare that route with the reference's IEEE division): constant scales and zero points give
 // the route for these scales; a y_scale that is a graph input (unknown at compile time) does not.
 TEST(QuantKernels, QLinearAddTakesTheReciprocalRouteOnlyWhereProvenExact) {
-  auto route = [](bool constant_y_scale, float sy) {
+  auto route = [](bool constant_y_scale, float sy, float sa = 0.021f, float sb = 0.013f) {
     OneNode n("QLinearAdd");
     n.node.domain = "aotc";
-    n.input(DType::kInt8, {4, 16}).constant(test::make_tensor(DType::kFloat32, {}, {0.021})).absent().input(DType::kInt8, {4, 16});
-    n.constant(test::make_tensor(DType::kFloat32, {}, {0.013})).absent();
+    n.input(DType::kInt8, {4, 16}).constant(test::make_tensor(DType::kFloat32, {}, {sa})).absent().input(DType::kInt8, {4, 16});
+    n.constant(test::make_tensor(DType::kFloat32, {}, {sb})).absent();
     if (constant_y_scale) n.constant(test::make_tensor(DType::kFloat32, {}, {sy}));
     else n.input(DType::kFloat32, {});
     n.constant(test::make_tensor(DType::kInt8, {}, {-7}));
@@ -346,6 +347,13 @@ TEST(QuantKernels, QLinearAddTakesTheReciprocalRouteOnlyWhereProvenExact) {
   EXPECT_EQ(route(true, 0.07f), "true");
   EXPECT_EQ(route(false, 0.03f), "false");
   EXPECT_EQ(route(true, 0.0f), "false");  // not a normal divisor
+  // Layers of random scales in [1e-3, 0.2] (docs/perf_notes.md v48 cites this count): the route
+  // applies to every one of them.
+  std::mt19937 rng(48);
+  std::uniform_real_distribution<float> scale(1e-3f, 0.2f);
+  int taken = 0;
+  for (int i = 0; i < 200; ++i) taken += route(true, scale(rng), scale(rng), scale(rng)) == "true" ? 1 : 0;
+  EXPECT_EQ(taken, 200);
 }
 
 TEST(QuantKernels, EmulatedOnCpuMatchReference) {
