@@ -80,6 +80,11 @@ AOTC_REQUANT_FN float aotc_rq_from_bits(int32_t b) {
 #endif
 }
 
+// a + b modulo 2^32, without signed overflow.
+AOTC_REQUANT_FN int32_t aotc_rq_wrap_add(int32_t a, int32_t b) {
+  return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
+}
+
 // Integer <-> float conversions on the full-rate float and integer pipes instead of the converter
 // (I2F / F2I run at a quarter of the FP32 rate on sm_80-sm_90).
 // rint(q) as an integer for |q| < 2^22: adding 1.5 * 2^23 rounds to the nearest integer, ties to
@@ -122,14 +127,17 @@ AOTC_REQUANT_FN bool aotc_requant_rint_fp32(int32_t p, float m, int32_t* out) {
 // takes the double path for that element; the result is meaningless there.
 AOTC_REQUANT_FN int32_t aotc_requant_rint_fp32_select(int32_t p, float m, bool* rare) {
   *rare = !(p < (1 << 22) && p > -(1 << 22)) || !(m - m == 0.0f);
-  const float f = aotc_rq_add(aotc_rq_from_bits(kAotcRoundMagicBits + p), -kAotcRoundMagic);  // p, exactly
+  // Every step runs for every element, also where its result is discarded (rare p up to INT32_MAX,
+  // saturated hi), so the integer steps wrap in unsigned arithmetic (as the hardware adds) instead
+  // of overflowing a signed int.
+  const float f = aotc_rq_add(aotc_rq_from_bits(aotc_rq_wrap_add(kAotcRoundMagicBits, p)), -kAotcRoundMagic);  // p, exactly
   const float hi = aotc_rq_mul(f, m);
   const float t = aotc_rq_add(hi, kAotcRoundMagic);
-  const int32_t r = aotc_rq_bits(t) - kAotcRoundMagicBits;
+  const int32_t r = aotc_rq_wrap_add(aotc_rq_bits(t), -kAotcRoundMagicBits);
   const float frac = aotc_rq_add(hi, -aotc_rq_add(t, -kAotcRoundMagic));  // hi - rint(hi)
   const float lo = aotc_rq_fma(f, m, -hi);                                 // p * m - hi, exactly
   const bool tie = (frac == 0.5f || frac == -0.5f) && lo != 0.0f && ((lo > 0.0f) == (frac > 0.0f));
-  const int32_t rounded = r + (tie ? (frac > 0.0f ? 1 : -1) : 0);
+  const int32_t rounded = aotc_rq_wrap_add(r, tie ? (frac > 0.0f ? 1 : -1) : 0);
   const bool saturated = !(hi < 4194304.0f && hi > -4194304.0f);
   return saturated ? (hi > 0.0f ? (1 << 30) : -(1 << 30)) : rounded;
 }
