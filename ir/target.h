@@ -13,6 +13,8 @@ namespace aotc {
 // The precision the library computes in (--precision, --keep-fp32), read by opt/precision.
 // The fused attention kernel's query blocks (Target::attention_blocks, --attention fused|fused64|fused32).
 enum class AttentionBlocks { kFillSms, k64, k32 };
+// The int8 epilogues' requantization route (Target::int8_requant, --int8-requant double|fp32|dmagic).
+enum class Int8Requant { kDouble, kFp32, kDoubleMagic };
 
 struct PrecisionOptions {
   DType dtype = DType::kFloat32;        // kFloat32 (no change), kFloat16 or kBFloat16
@@ -35,10 +37,13 @@ struct Target {
   // Force one tensor-core convolution configuration by name (--conv-config; for measuring the
   // table in ir/ops/conv_configs.h). Empty: the pick rule.
   std::string conv_config;
-  // The int8 tensor-core epilogue rounds its requantization in fp32 arithmetic where that equals
-  // the reference's double rounding (templates/int8_requant.cuh; --int8-requant fp32), else in
-  // double (default: the fp32 route is not measured yet, docs/perf_notes.md v24). Same results.
-  bool int8_requant_fp32 = false;
+  // How the int8 tensor-core epilogues round their requantization (--int8-requant; every route
+  // gives the reference's double rounding bit for bit, templates/int8_requant.cuh): kDouble in
+  // double with its conversions (the measured default, docs/perf_notes.md v24); kFp32 in fp32
+  // arithmetic where that is exact (the Sm80 kernel; measured slower there); kDoubleMagic the
+  // conversion-free double route, for the layers whose multipliers are all finite with |m| < 0.5
+  // (the others keep their default; not measured yet, v49).
+  Int8Requant int8_requant = Int8Requant::kDouble;
   // Pointwise NHWC convolutions (1x1, stride 1, no padding) run as cuBLASLt GEMMs with the bias /
   // ReLU / residual epilogue (ir/ops/conv_configs.h: conv_pointwise_gemm_applies). Off: they take
   // the CUTLASS implicit GEMM like the others (--conv-pointwise cutlass; forced by --conv-config).

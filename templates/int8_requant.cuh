@@ -142,21 +142,119 @@ AOTC_REQUANT_FN int32_t aotc_requant_rint_fp32_select(int32_t p, float m, bool* 
   return saturated ? (hi > 0.0f ? (1 << 30) : -(1 << 30)) : rounded;
 }
 
+// The same rounding as the double path for multipliers |m| < 0.5 (so |p * m| < 2^30 for every
+// int32 p), in three FP64 additions / multiplications and integer steps, no conversion instruction
+// (I2F.F64, FRND.F64 and F2I.F64 issue at a quarter of the FP64 rate or less on sm_80 / sm_90; the
+// double path needs three an element). double(p) exactly: the double with high word 0x43300000 and
+// low word p + 2^31 is 2^52 + 2^31 + p, minus 2^52 + 2^31. v = double(p) * dm is the double path's
+// own rounded product (dm = double(m), exact). rint(v): adding 1.5 * 2^52 leaves an exponent whose
+// unit is 1, so round-to-nearest-even picks rint(v) (1.5 * 2^52 is even: the tie goes to the even
+// integer) and the low word holds it in two's complement (|v| < 2^31). Only where the lowering
+// proved every multiplier of the layer finite with |m| < 0.5 (ir/ops/integer_matmul.cc); on FP64-
+// poor GPUs (sm_86 / sm_87 / sm_89: 1/64 of the FP32 rate) the fp32 route is the cheaper one.
+constexpr double kAotcDoubleOfIntBias = 4503601774854144.0;  // 2^52 + 2^31
+constexpr double kAotcDoubleRoundMagic = 6755399441055744.0;  // 1.5 * 2^52
+AOTC_REQUANT_FN double aotc_rq_dmul(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  volatile double r = a * b;
+  return r;
+#endif
+}
+AOTC_REQUANT_FN double aotc_rq_dadd(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dadd_rn(a, b);
+#else
+  volatile double r = a + b;
+  return r;
+#endif
+}
+AOTC_REQUANT_FN double aotc_rq_double_from_words(int32_t hi, int32_t lo) {
+#if defined(__CUDA_ARCH__)
+  return __hiloint2double(hi, lo);
+#else
+  const uint64_t b = (static_cast<uint64_t>(static_cast<uint32_t>(hi)) << 32) | static_cast<uint32_t>(lo);
+  double d;
+  memcpy(&d, &b, sizeof d);
+  return d;
+#endif
+}
+AOTC_REQUANT_FN int32_t aotc_rq_low_word(double d) {
+#if defined(__CUDA_ARCH__)
+  return __double2loint(d);
+#else
+  uint64_t b;
+  memcpy(&b, &d, sizeof b);
+  return static_cast<int32_t>(static_cast<uint32_t>(b));
+#endif
+}
+// True where aotc_requant_rint_dmagic applies to multiplier m.
+AOTC_REQUANT_FN bool aotc_requant_dmagic_applies(float m) { return m < 0.5f && m > -0.5f; }
+AOTC_REQUANT_FN int32_t aotc_requant_rint_dmagic(int32_t p, double dm) {
+  const double dp = aotc_rq_dadd(aotc_rq_double_from_words(0x43300000, aotc_rq_wrap_add(p, INT32_MIN)), -kAotcDoubleOfIntBias);
+  return aotc_rq_low_word(aotc_rq_dadd(aotc_rq_dmul(dp, dm), kAotcDoubleRoundMagic));
+}
+
+// The scalars of an aotc.QLinearAdd fused into an int8 convolution's epilogue (the residual r
+// added to the convolution's requantized output t), as the lowering hands them to the kernels'
+// compile-time params builders: six 64-bit arguments (the library protocol carries at most 24) -
+// the float bits of t_scale, r_scale and out_scale, the zero points t_zp | r_zp | out_zp and the
+// clamp add_qmin | add_qmax packed 10 bits each (value + 256, lowest first), and the float bits of
+// the proven-exact reciprocal of out_scale (0 where none is proven: the kernel divides; its
+// instantiation knows which, ADD_RECIPROCAL, ir/ops/qlinear_add.cc qlinear_add_exact_reciprocal).
+struct aotc_fused_add_scalars {
+  float t_scale = 1.f, t_zp = 0.f, r_scale = 1.f, r_zp = 0.f, out_scale = 1.f, rcp = 0.f;
+  int out_zp = 0, add_qmin = -128, add_qmax = 127;
+};
+constexpr int kAotcFusedAddArgs = 6;
+AOTC_REQUANT_FN void aotc_fused_add_pack(const aotc_fused_add_scalars& s, long long* out) {
+  auto pack = [](const int* v, int n) {
+    long long w = 0;
+    for (int i = 0; i < n; ++i) w |= static_cast<long long>(v[i] + 256) << (10 * i);
+    return w;
+  };
+  const int zps[3] = {static_cast<int>(s.t_zp), static_cast<int>(s.r_zp), s.out_zp};
+  const int clamp[2] = {s.add_qmin, s.add_qmax};
+  out[0] = static_cast<uint32_t>(aotc_rq_bits(s.t_scale));
+  out[1] = static_cast<uint32_t>(aotc_rq_bits(s.r_scale));
+  out[2] = static_cast<uint32_t>(aotc_rq_bits(s.out_scale));
+  out[3] = pack(zps, 3);
+  out[4] = pack(clamp, 2);
+  out[5] = static_cast<uint32_t>(aotc_rq_bits(s.rcp));
+}
+AOTC_REQUANT_FN aotc_fused_add_scalars aotc_fused_add_unpack(const long long* a) {
+  auto field = [](long long w, int i) { return static_cast<int>((w >> (10 * i)) & 1023) - 256; };
+  auto flt = [](long long bits) { return aotc_rq_from_bits(static_cast<int32_t>(static_cast<uint32_t>(bits))); };
+  aotc_fused_add_scalars s;
+  s.t_scale = flt(a[0]);
+  s.r_scale = flt(a[1]);
+  s.out_scale = flt(a[2]);
+  s.t_zp = static_cast<float>(field(a[3], 0));
+  s.r_zp = static_cast<float>(field(a[3], 1));
+  s.out_zp = field(a[3], 2);
+  s.add_qmin = field(a[4], 0);
+  s.add_qmax = field(a[4], 1);
+  s.rcp = flt(a[5]);
+  return s;
+}
+
 // aotc.QLinearAdd's rounded sum before its zero point and clamp, for its kernel and the fused
 // residual Adds of the int8 convolutions (one definition): rint(((va - za) * sa + (vb - zb) * sb) /
 // sy) in the CPU reference's order and IEEE roundings (ir/ops/qlinear_add.cc), 8-bit values as
 // floats. The quotient is clamped to +-1e6 first (aotc_rint_small's exact range), which changes no
 // clamped result (|y_zp| <= 255; NaN goes to -1e6 and so to qmin, as fmaxf(qmin, NaN) did).
-// rcp != 0: the quotient as s * rcp plus one FMA correction instead of the IEEE division, valid only
-// where the lowering proved it gives the same result for every pair of 8-bit inputs
-// (ir/ops/qlinear_add.cc exact_reciprocal, which calls this function).
+// by_reciprocal: the quotient as s * rcp plus one FMA correction instead of the IEEE division, valid
+// only where the lowering proved it gives the same result for every pair of 8-bit inputs
+// (ir/ops/qlinear_add.cc qlinear_add_exact_reciprocal, which calls this function both ways); the
+// kernels pass it as a compile-time constant, so only one of the two sequences is compiled.
 AOTC_REQUANT_FN int32_t aotc_qlinear_add_rint(float va, float za, float sa, float vb, float zb, float sb, float sy,
-                                              float rcp) {
+                                              bool by_reciprocal, float rcp) {
   const float fa = aotc_rq_mul(aotc_rq_add(va, -za), sa);
   const float fb = aotc_rq_mul(aotc_rq_add(vb, -zb), sb);
   const float s = aotc_rq_add(fa, fb);
   float q;
-  if (rcp != 0.0f) {
+  if (by_reciprocal) {
     const float q0 = aotc_rq_mul(s, rcp);
     q = aotc_rq_fma(aotc_rq_fma(-q0, sy, s), rcp, q0);
   } else {

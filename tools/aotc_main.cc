@@ -384,7 +384,7 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   graph.target.conv_config = o.conv_config;
   graph.target.conv_pointwise_gemm = o.conv_pointwise_gemm;
   graph.target.conv_im2col_gemm = o.conv_im2col_gemm;
-  graph.target.int8_requant_fp32 = o.int8_requant_fp32;
+  graph.target.int8_requant = o.int8_requant;
   graph.target.conv_strided_pointwise_gemm = o.conv_strided_pointwise_gemm;
   graph.target.conv_cluster_splitk = o.conv_cluster_splitk;
   graph.target.conv_cluster_max_split = o.conv_cluster_max_split;

@@ -303,8 +303,8 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       o.conv_pointwise_gemm = text == "cublaslt";
     } else if (opt == "--int8-requant") {
       std::string text;
-      AOTC_CHOOSE(text, {"double", "fp32"});
-      o.int8_requant_fp32 = text == "fp32";
+      AOTC_CHOOSE(text, {"double", "fp32", "dmagic"});
+      o.int8_requant = text == "fp32" ? Int8Requant::kFp32 : text == "dmagic" ? Int8Requant::kDoubleMagic : Int8Requant::kDouble;
     } else if (opt == "--conv-im2col") {
       std::string text;
       AOTC_CHOOSE(text, {"on", "off"});

@@ -32,7 +32,7 @@ struct AotcOptions {
   std::string conv_config;             // --conv-config NAME (force one CUTLASS conv configuration)
   bool conv_pointwise_gemm = true;     // --conv-pointwise cublaslt|cutlass (1x1 convs as cuBLASLt GEMMs)
   bool conv_im2col_gemm = true;        // --conv-im2col on|off (underfilled convs as im2col + cuBLASLt)
-  bool int8_requant_fp32 = false;      // --int8-requant double|fp32 (the int8 epilogue's rounding)
+  Int8Requant int8_requant = Int8Requant::kDouble;  // --int8-requant double|fp32|dmagic (the int8 epilogues' rounding)
   bool conv_strided_pointwise_gemm = true;  // --conv-strided-pointwise gemm|im2col
   bool conv_cluster_splitk = true;          // --conv-cluster on|off
   int conv_cluster_max_split = 6;           // --conv-cluster-max-split N

@@ -47,10 +47,12 @@ options:
                            activation run as cuBLASLt GEMMs; cutlass: as CUTLASS implicit GEMMs
   --conv-im2col on|off     on (default): NHWC convolutions too small to fill the GPU (batch 1)
                            run as im2col + a cuBLASLt GEMM; off: CUTLASS implicit GEMM
-  --int8-requant double|fp32
-                           how the int8 tensor-core epilogue rounds its requantization: double
-                           (default) or fp32 arithmetic where that gives the same result
-                           (identical outputs; fp32 measured slower, docs/perf_notes.md v24)
+  --int8-requant double|fp32|dmagic
+                           how the int8 tensor-core epilogues round their requantization (the
+                           same outputs bit for bit): double (default), fp32 arithmetic where
+                           that is exact (measured slower, docs/perf_notes.md v24), or dmagic:
+                           double without conversion instructions, for the layers whose
+                           multipliers are all below 0.5 (the others: default)
   --matmul-impl cublaslt|reference
                            cublaslt (default): GEMMs run on cuBLASLt; reference: on a plain aotc
                            kernel each (slow; a library with no cuBLASLt kernel, for

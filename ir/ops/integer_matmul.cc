@@ -38,6 +38,7 @@
 #include "ir/ops/conv_configs.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/window.h"
+#include "templates/int8_requant.cuh"
 
 namespace aotc {
 namespace {
@@ -442,6 +443,25 @@ void common_holes(const Node& node, const Graph& graph, KernelStep& k) {
   k.block = Dim3{128, 1, 1};
 }
 
+// The int8 epilogues' REQUANT_ROUTE (templates/cutlass_conv2d_fprop_i8.cu.in and _sm90_i8.cu.in):
+// 0 the kernel's default, 1 fp32 (the Sm80 kernel's --int8-requant fp32), 2 the conversion-free
+// double route - only where every per-channel multiplier in the node's constant epilogue words is
+// finite with |m| < 0.5 (aotc_requant_dmagic_applies), else the default.
+int requant_route(const Graph& graph, const Node& node) {
+  if (graph.target.int8_requant == Int8Requant::kFp32) return 1;
+  if (graph.target.int8_requant != Int8Requant::kDoubleMagic) return 0;
+  const Value& words = input_value(graph, node, kEpilogueWordsInput);
+  if (!words.is_constant() || words.dtype != DType::kUInt64) return 0;
+  const uint64_t* w = words.constant->data<uint64_t>();
+  for (int64_t i = 0; i < words.constant->numel(); ++i) {
+    const uint32_t bits = static_cast<uint32_t>(w[i] & 0xffffffffu);
+    float m;
+    std::memcpy(&m, &bits, sizeof m);
+    if (!aotc_requant_dmagic_applies(m)) return 0;
+  }
+  return 2;
+}
+
 // The int8 tensor-core implicit GEMM of a channels_last aotc.QLinearConv (a library kernel: its
 // params are built on the device at create), configuration picked for graph.target from the int8
 // rows of ir/ops/conv_configs.h.
@@ -490,6 +510,7 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
   const bool residual = is_conv(node) && has_fused_residual(node);
   if (residual && !requant) return node_error(node, "a fused residual Add needs a requantizing convolution");
   std::vector<int64_t> sm80_res_args;  // the fused Add's arguments for the Sm80 kernel below
+  bool sm80_add_reciprocal = false;
   if (requant) {
     // sm_90a: the int8 wgmma kernel where it applies; its params (TMA descriptors) are built at
     // compile time, so its operands must live at addresses fixed at create.
@@ -498,29 +519,31 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
                                      {g.strides[1], g.strides[2]}, {g.dilations[1], g.dilations[2]}, pads, gemm_m);
     // A fused residual Add's scalars are compile-time arguments: constants only.
     std::vector<int64_t> res_args;
-    bool res_ok = !residual;
+    bool res_ok = !residual, add_reciprocal = false;
     if (residual) {
       auto scalar = [&](size_t i, double absent) { return constant_scalar(graph, node, i, absent); };
-      auto bits = [](double v) {
-        const float f = static_cast<float>(v);
-        uint32_t u;
-        std::memcpy(&u, &f, sizeof u);
-        return static_cast<int64_t>(u);
-      };
       const auto ts = scalar(static_cast<size_t>(r.y_scale), 1), tz = scalar(static_cast<size_t>(r.y_zp), 0),
                  rs = scalar(kResidualInput + 1, 1), rz = scalar(kResidualInput + 2, 0),
                  os = scalar(kResidualInput + 3, 1), oz = scalar(kResidualInput + 4, 0);
       if (ts && tz && rs && rz && os && oz) {
-        // Zero points and clamp bounds (8-bit values) packed 10 bits each, offset by 256: the
-        // library protocol carries at most kLibraryMaxBuilderArgs arguments.
-        auto pack = [](std::initializer_list<int64_t> v) {
-          int64_t w = 0, shift = 0;
-          for (int64_t x : v) w |= (x + 256) << shift, shift += 10;
-          return w;
-        };
-        res_args = {bits(*ts), bits(*rs), bits(*os),
-                    pack({static_cast<int64_t>(*tz), static_cast<int64_t>(*rz), static_cast<int64_t>(*oz)}),
-                    pack({node.attr_int("add_qmin", 0), node.attr_int("add_qmax", 0)})};
+        aotc_fused_add_scalars add;
+        add.t_scale = static_cast<float>(*ts);
+        add.t_zp = static_cast<float>(*tz);
+        add.r_scale = static_cast<float>(*rs);
+        add.r_zp = static_cast<float>(*rz);
+        add.out_scale = static_cast<float>(*os);
+        add.out_zp = static_cast<int>(*oz);
+        add.add_qmin = static_cast<int>(node.attr_int("add_qmin", 0));
+        add.add_qmax = static_cast<int>(node.attr_int("add_qmax", 0));
+        // The division as a corrected reciprocal product where that is proven exact for every
+        // pair of 8-bit t and r (t of the convolution's own type, r of the residual's).
+        add.rcp = qlinear_add_exact_reciprocal(add.t_scale, add.t_zp, add.r_scale, add.r_zp, add.out_scale, conv_y,
+                                               input_value(graph, node, kResidualInput).dtype)
+                      .value_or(0.0f);
+        add_reciprocal = add.rcp != 0.0f;
+        long long words[kAotcFusedAddArgs];
+        aotc_fused_add_pack(add, words);
+        res_args.assign(words, words + kAotcFusedAddArgs);
         res_ok = true;
       }
     }
@@ -534,6 +557,8 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
                  {"ELEMENT_A", x.dtype == DType::kUInt8 ? "uint8_t" : "int8_t"},
                  {"ELEMENT_OUT", y.dtype == DType::kUInt8 ? "uint8_t" : "int8_t"},
                  {"HAS_RESIDUAL", residual ? "true" : "false"},
+                 {"REQUANT_ROUTE", requant_route(graph, node) == 2 ? "2" : "0"},
+                 {"ADD_RECIPROCAL", add_reciprocal ? "true" : "false"},
                  {"ELEMENT_C", !residual ? "void"
                                : input_value(graph, node, kResidualInput).dtype == DType::kUInt8 ? "uint8_t" : "int8_t"},
                  {"TILE_M", int_literal(wg->tb_m)}, {"TILE_N", int_literal(wg->tb_n)}, {"TILE_K", int_literal(wg->tb_k)},
@@ -562,6 +587,7 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
     if (residual && input_value(graph, node, kResidualInput).dtype != y.dtype)
       return node_error(node, "a fused residual Add on the Sm80 int8 kernel needs r of the output's type");
     sm80_res_args = res_args;
+    sm80_add_reciprocal = add_reciprocal;
   }
   KernelStep k;
   k.template_name = "cutlass_conv2d_fprop_i8";
@@ -571,8 +597,9 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
              {"ELEMENT_A", x.dtype == DType::kUInt8 ? "uint8_t" : "int8_t"},
              {"ELEMENT_OUT", requant ? (y.dtype == DType::kUInt8 ? "uint8_t" : "int8_t") : "float"},
              {"REQUANTIZE", requant ? "true" : "false"},
-             {"REQUANT_FP32", graph.target.int8_requant_fp32 ? "true" : "false"},
+             {"REQUANT_ROUTE", requant ? std::to_string(requant_route(graph, node)) : "0"},
              {"HAS_RESIDUAL", residual ? "true" : "false"},
+             {"ADD_RECIPROCAL", sm80_add_reciprocal ? "true" : "false"},
              {"ALIGN_C", requant ? "8" : "4"},
              {"TB_M", int_literal(cfg.tb_m)}, {"TB_N", int_literal(cfg.tb_n)}, {"TB_K", int_literal(cfg.tb_k)},
              {"WARP_M", int_literal(cfg.warp_m)}, {"WARP_N", int_literal(cfg.warp_n)}, {"WARP_K", int_literal(cfg.warp_k)},

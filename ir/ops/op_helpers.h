@@ -63,4 +63,11 @@ std::string cutlass_element(DType t);
 // where they hold a fused Relu / Clip in the quantized domain).
 std::pair<int64_t, int64_t> quantized_clamp(const Node& node, DType y, bool fused_activation);
 
+// aotc.QLinearAdd's division by sy as a corrected product with 1 / sy: the reciprocal where
+// templates/int8_requant.cuh aotc_qlinear_add_rint gives the same rounded value with it as with
+// the IEEE division for every pair of 8-bit inputs of types ta / tb at these scales and zero
+// points (all 256 x 256 checked, ir/ops/qlinear_add.cc); nullopt where it does not, or sy or 1 / sy
+// is not a normal float. For the Add's kernel and the int8 convolutions' fused residual Adds.
+std::optional<float> qlinear_add_exact_reciprocal(float sa, float za, float sb, float zb, float sy, DType ta, DType tb);
+
 }  // namespace aotc

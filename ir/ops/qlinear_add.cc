@@ -8,7 +8,7 @@
 // qmin / qmax: the attributes (a fused Relu or Clip in the quantized domain), else the type's range.
 // The kernel's division by y_scale: IEEE (__fdiv_rn), or - where every scale and zero point is a
 // constant and the result is proven the same for every pair of 8-bit inputs at compile time
-// (exact_reciprocal below) - the product with the rounded reciprocal and one FMA correction,
+// (qlinear_add_exact_reciprocal below) - the product with the rounded reciprocal and one FMA correction,
 // three instructions instead of the division's sequence (an arithmetic-bound kernel,
 // docs/perf_notes.md v24).
 #include <algorithm>
@@ -72,24 +72,6 @@ Status qlinear_add_reference(const Node& node, const std::vector<const Tensor*>&
   return Status::ok();
 }
 
-// The reciprocal of sy when aotc_qlinear_add_rint (the kernel's arithmetic, templates/
-// int8_requant.cuh) gives the same rounded value with it as with the IEEE division for every pair
-// of 8-bit a and b at these scales and zero points (all 256 x 256 checked); nullopt where it does
-// not, or sy or 1 / sy is not a normal float.
-std::optional<float> exact_reciprocal(float sa, float za, float sb, float zb, float sy, DType ta, DType tb) {
-  if (!std::isnormal(sy) || !std::isfinite(sa) || !std::isfinite(sb)) return std::nullopt;
-  const float r = 1.0f / sy;
-  if (!std::isnormal(r)) return std::nullopt;
-  const int a_lo = ta == DType::kInt8 ? -128 : 0, b_lo = tb == DType::kInt8 ? -128 : 0;
-  for (int a = a_lo; a < a_lo + 256; ++a)
-    for (int b = b_lo; b < b_lo + 256; ++b) {
-      const float fa = static_cast<float>(a), fb = static_cast<float>(b);
-      if (aotc_qlinear_add_rint(fa, za, sa, fb, zb, sb, sy, 0.0f) != aotc_qlinear_add_rint(fa, za, sa, fb, zb, sb, sy, r))
-        return std::nullopt;
-    }
-  return r;
-}
-
 Expected<Lowering> qlinear_add_lower(const Node& node, const Graph& graph) {
   const Value& a = input_value(graph, node, 0);
   const Value& y = output_value(graph, node, 0);
@@ -105,7 +87,7 @@ Expected<Lowering> qlinear_add_lower(const Node& node, const Graph& graph) {
   std::optional<float> rcp;
   const auto sa = constant(1, 1), za = constant(2, 0), sb = constant(4, 1), zb = constant(5, 0), sy = constant(6, 1);
   if (sa && za && sb && zb && sy)
-    rcp = exact_reciprocal(static_cast<float>(*sa), static_cast<float>(*za), static_cast<float>(*sb),
+    rcp = qlinear_add_exact_reciprocal(static_cast<float>(*sa), static_cast<float>(*za), static_cast<float>(*sb),
                            static_cast<float>(*zb), static_cast<float>(*sy), a.dtype, input_value(graph, node, 3).dtype);
   uint32_t rcp_bits = 0;
   if (rcp) std::memcpy(&rcp_bits, &*rcp, sizeof rcp_bits);
@@ -131,6 +113,22 @@ Expected<Lowering> qlinear_add_lower(const Node& node, const Graph& graph) {
 }
 
 }  // namespace
+
+// (op_helpers.h)
+std::optional<float> qlinear_add_exact_reciprocal(float sa, float za, float sb, float zb, float sy, DType ta, DType tb) {
+  if (!std::isnormal(sy) || !std::isfinite(sa) || !std::isfinite(sb)) return std::nullopt;
+  const float r = 1.0f / sy;
+  if (!std::isnormal(r)) return std::nullopt;
+  const int a_lo = ta == DType::kInt8 ? -128 : 0, b_lo = tb == DType::kInt8 ? -128 : 0;
+  for (int a = a_lo; a < a_lo + 256; ++a)
+    for (int b = b_lo; b < b_lo + 256; ++b) {
+      const float fa = static_cast<float>(a), fb = static_cast<float>(b);
+      if (aotc_qlinear_add_rint(fa, za, sa, fb, zb, sb, sy, false, 0.0f) !=
+          aotc_qlinear_add_rint(fa, za, sa, fb, zb, sb, sy, true, r))
+        return std::nullopt;
+    }
+  return r;
+}
 
 void register_qlinear_add_ops(OpRegistry& registry) {
   OpDef def;

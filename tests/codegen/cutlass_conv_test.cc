@@ -757,43 +757,54 @@ TEST(CutlassConv, Int8LibraryCompilesForJetsonAndHopper) {
   EXPECT_NE(sources.find("using ElementOut = int8_t;"), std::string::npos);
 }
 
-// --int8-requant fp32: the same int8 layer renders the epilogue's fp32 rounding route
-// (templates/int8_requant.cuh, checked bit for bit against the double path by Int8Requant.*) and
-// nvcc compiles it for Jetson's sm_87; the default keeps the double path.
-TEST(CutlassConv, Int8RequantFp32RouteRendersAndCompiles) {
+// --int8-requant: the int8 layer renders the epilogue route asked for (templates/int8_requant.cuh,
+// each checked bit for bit against the double path by Int8Requant.*) - fp32, or dmagic where every
+// multiplier of the layer is below 0.5 in magnitude and the default where one is not - and nvcc
+// compiles it for Jetson's sm_87 (the routes are ordinary branches of one function there, so one
+// build compiles all three); the default keeps the double path.
+TEST(CutlassConv, Int8RequantRoutesRenderAndCompile) {
   AOTC_REQUIRE_CUTLASS_BUILD(include);
-  auto g = parse_text_ir(R"(
-    input %x : int8[1x16x6x6]
-    const %xs : float[scalar] = [0.05]
-    const %w : int8[32x16x3x3] = random(5, -127, 128)
-    const %ws : float[32] = random(6, 0.001, 0.01)
-    const %ys : float[scalar] = [0.2]
-    const %yz : int8[scalar] = [0]
-    %y : int8[?] = aotc.QLinearConv(%x, %xs, _, %w, %ws, _, %ys, %yz) {pads=[1,1,1,1], qmin=0}  # qconv
-    output %y
-  )");
-  ASSERT_TRUE(g.is_ok()) << g.status().message();
-  g->opset = 17;
-  ASSERT_TRUE(infer_shapes(*g).is_ok());
-  g->target = target_from_archs({"sm_87"});
-  ASSERT_TRUE(layout_nhwc(*g).is_ok());
-  const Node* q = nullptr;
-  for (const Node& n : g->nodes)
-    if (n.op_type == "QLinearConv" && channels_last(n)) q = &n;
-  ASSERT_NE(q, nullptr);
-  auto hole = [&](const Graph& graph) {
-    auto lowered = default_registry().find("QLinearConv", "aotc")->lower(*q, graph);
-    EXPECT_TRUE(lowered.is_ok());
-    for (const auto& [name, value] : lowered->steps[0].kernel.holes)
-      if (name == "REQUANT_FP32") return value;
+  // y_scale 0.2: multipliers 0.05 * [0.001, 0.01] / 0.2 < 0.5; y_scale 0.0004: up to 1.25.
+  auto graph = [](const std::string& y_scale) {
+    auto g = parse_text_ir(R"(
+      input %x : int8[1x16x6x6]
+      const %xs : float[scalar] = [0.05]
+      const %w : int8[32x16x3x3] = random(5, -127, 128)
+      const %ws : float[32] = random(6, 0.001, 0.01)
+      const %ys : float[scalar] = [)" + y_scale + R"(]
+      const %yz : int8[scalar] = [0]
+      %y : int8[?] = aotc.QLinearConv(%x, %xs, _, %w, %ws, _, %ys, %yz) {pads=[1,1,1,1], qmin=0}  # qconv
+      output %y
+    )");
+    EXPECT_TRUE(g.is_ok()) << g.status().message();
+    g->opset = 17;
+    EXPECT_TRUE(infer_shapes(*g).is_ok());
+    g->target = target_from_archs({"sm_87"});
+    EXPECT_TRUE(layout_nhwc(*g).is_ok());
+    return std::move(*g);
+  };
+  auto hole = [](const Graph& g, Int8Requant route) {
+    Graph copy = g;
+    copy.target.int8_requant = route;
+    for (const Node& n : copy.nodes)
+      if (n.op_type == "QLinearConv" && channels_last(n)) {
+        auto lowered = default_registry().find("QLinearConv", "aotc")->lower(n, copy);
+        EXPECT_TRUE(lowered.is_ok());
+        for (const auto& [name, value] : lowered->steps[0].kernel.holes)
+          if (name == "REQUANT_ROUTE") return value;
+      }
     return std::string("(none)");
   };
-  EXPECT_EQ(hole(*g), "false");
-  g->target.int8_requant_fp32 = true;
-  EXPECT_EQ(hole(*g), "true");
-  const std::string sources = test::compile_block_sources(*g, test::linear_plan(*g), {"sm_87"}, include, "cutlass-int8-fp32");
+  Graph small = graph("0.2"), large = graph("0.0004");
+  EXPECT_EQ(hole(small, Int8Requant::kDouble), "0");
+  EXPECT_EQ(hole(small, Int8Requant::kFp32), "1");
+  EXPECT_EQ(hole(small, Int8Requant::kDoubleMagic), "2");
+  EXPECT_EQ(hole(large, Int8Requant::kDoubleMagic), "0");  // a multiplier >= 0.5: the default
+  EXPECT_EQ(hole(large, Int8Requant::kFp32), "1");
+  small.target.int8_requant = Int8Requant::kDoubleMagic;
+  const std::string sources = test::compile_block_sources(small, test::linear_plan(small), {"sm_87"}, include, "cutlass-int8-dmagic");
   ASSERT_FALSE(sources.empty());
-  EXPECT_NE(sources.find("constexpr bool kRequantFp32 = true;"), std::string::npos);
+  EXPECT_NE(sources.find("constexpr int kRequantRoute = 2;"), std::string::npos);
   EXPECT_NE(sources.find("#include \"int8_requant.cuh\""), std::string::npos);
 }
 

@@ -307,5 +307,25 @@ TEST(GpuQuantizedConv, Sm80Int8FusedResidualAddUint8Swapped) {
   run_case(residual_block(-128, true, false), "qconv_sm80_residual_u8", fused_residual(false));
 }
 
+// --int8-requant dmagic (every multiplier of these layers is below 0.5): the conversion-free double
+// route in both kernels' epilogues, plain and with the fused residual Add, bit for bit.
+Graph with_dmagic(Graph g) {
+  g.target.int8_requant = Int8Requant::kDoubleMagic;
+  return g;
+}
+
+TEST(GpuQuantizedConv, DmagicRouteSm80Kernel) {
+  AOTC_REQUIRE_GPU();
+  run_case(with_dmagic(qconv_chain({2, 32, 13, 11}, 48, 32, {{"pads", i64s({1, 1, 1, 1})}, {"strides", i64s({2, 2})}}, false)),
+           "qconv_tc_dmagic", int8_inputs());
+  run_case(with_dmagic(residual_block(-128, true, false)), "qconv_sm80_residual_u8_dmagic", fused_residual(false));
+}
+
+TEST(GpuQuantizedConv, DmagicRouteWgmmaKernel) {
+  AOTC_REQUIRE_GPU();
+  run_case(with_dmagic(qconv_wgmma_chain({8, 32, 34, 34}, 128, 1, 64, 0)), "qconv_wgmma_s8_dmagic", wgmma_int8());
+  run_case(with_dmagic(residual_block(0, false)), "qconv_wgmma_residual_s8_dmagic", fused_residual());
+}
+
 }  // namespace
 }  // namespace aotc::gpu_test

@@ -1,5 +1,5 @@
-// templates/int8_requant.cuh (aotc --int8-requant fp32, and its branch-free form in the sm_90a
-// int8 kernel's epilogue): the int8 epilogue's fp32 route must give
+// templates/int8_requant.cuh (aotc --int8-requant fp32, its branch-free form in the sm_90a int8
+// kernel's epilogue, and --int8-requant dmagic's conversion-free double route): every route must give
 // the CPU reference's result, clamp(rint(double(p) * double(m)) + zero_point, qmin, qmax), bit
 // for bit wherever it claims to apply, and decline where p is not exact in float or m is not
 // finite. Checked on the rounding corners (products exactly on k + 1/2 and one ulp either side,
@@ -39,6 +39,10 @@ void expect_same(int32_t p, float m) {
   bool rare = true;
   const int32_t rs = aotc_requant_rint_fp32_select(p, m, &rare);
   ASSERT_EQ(!rare, std::isfinite(m) && p < (1 << 22) && p > -(1 << 22)) << "p " << p << " m " << m;
+  // The conversion-free double route: every int32 p, multipliers below 0.5 in magnitude.
+  const bool dmagic = aotc_requant_dmagic_applies(m);
+  ASSERT_EQ(dmagic, std::fabs(m) < 0.5f) << "m " << m;
+  const int32_t rd = dmagic ? aotc_requant_rint_dmagic(p, static_cast<double>(m)) : 0;
   for (int64_t zp : {-128, -3, 0, 5, 127, 255})
     for (auto [lo, hi] : {std::pair<int64_t, int64_t>{-128, 127}, {0, 255}, {zp, 127}}) {
       if (lo > hi) continue;
@@ -49,12 +53,17 @@ void expect_same(int32_t p, float m) {
         ASSERT_EQ(clamp_to(int64_t{rs} + zp, lo, hi), reference(p, m, zp, lo, hi))
             << "select: p " << p << " m " << m << " zp " << zp;
       }
+      if (dmagic) {
+        ASSERT_EQ(clamp_to(int64_t{rd} + zp, lo, hi), reference(p, m, zp, lo, hi))
+            << "dmagic: p " << p << " m " << m << " zp " << zp;
+      }
     }
 }
 
 TEST(Int8Requant, HalfwayProductsAndTheirNeighboursRoundLikeTheDoublePath) {
   // p * m = k + 1/2 exactly (m = (2k + 1) / (2p) where representable), and m one ulp either side.
-  for (int32_t p : {1, 2, 3, 5, 7, 8, 96, 1000, 65535, 3999999, (1 << 22) - 1, 1 << 22, (1 << 24) - 1, 1 << 24}) {
+  for (int32_t p : {1, 2, 3, 5, 7, 8, 96, 1000, 65535, 3999999, (1 << 22) - 1, 1 << 22, (1 << 24) - 1, 1 << 24,
+                    (1 << 29) + 3, INT32_MAX}) {
     for (int32_t k : {0, 1, 2, 3, 10, 11, 126, 127, 1000}) {
       for (int sign : {1, -1}) {
         const float m = static_cast<float>((2.0 * k + 1.0) / (2.0 * p));
@@ -71,8 +80,8 @@ TEST(Int8Requant, HalfwayProductsAndTheirNeighboursRoundLikeTheDoublePath) {
 TEST(Int8Requant, EdgesSaturationAndUnsupportedInputs) {
   for (int32_t p : {0, 1, -1, 77, -77, (1 << 24) - 1, 1 << 24, -(1 << 24), (1 << 24) + 1, -(1 << 24) - 1, INT32_MAX,
                     INT32_MIN}) {
-    for (float m : {0.0f, -0.0f, 1e-45f, 3e-39f, 1.1754942e-38f, 1e-10f, 3.7e-4f, 0.0031f, 0.5f, 1.0f, 255.0f,
-                    8388608.0f, 3e38f, -0.0031f, INFINITY, -INFINITY, NAN}) {
+    for (float m : {0.0f, -0.0f, 1e-45f, 3e-39f, 1.1754942e-38f, 1e-10f, 3.7e-4f, 0.0031f, 0.49999997f, -0.49999997f,
+                    0.5f, -0.5f, 1.0f, 255.0f, 8388608.0f, 3e38f, -0.0031f, INFINITY, -INFINITY, NAN}) {
       expect_same(p, m);
     }
   }
@@ -88,6 +97,8 @@ TEST(Int8Requant, RandomPairsRoundLikeTheDoublePath) {
     expect_same(conv_p(rng), scale(rng));
     expect_same(small_p(rng), scale(rng) * 64.0f);
     expect_same(conv_p(rng) >> (i % 24), float_of(any_bits(rng)));
+    // Any int32 (the dmagic route's whole range) against multipliers below 0.5.
+    expect_same(static_cast<int32_t>(any_bits(rng)) >> (i % 31), (scale(rng) * 25.0f) * (i % 2 ? 1.0f : -1.0f));
     if (::testing::Test::HasFatalFailure()) return;
   }
 }

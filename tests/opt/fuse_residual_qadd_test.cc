@@ -6,8 +6,10 @@
 // fused ReLU; and the pass must not fire where the kernel cannot take it.
 #include <cstring>
 
+#include "ir/ops/op_helpers.h"
 #include "opt/passes.h"
 #include "opt_test_util.h"
+#include "templates/int8_requant.cuh"
 
 namespace aotc {
 namespace {
@@ -122,7 +124,29 @@ TEST_P(FuseResidualQadd, FiresAndMatchesTheUnfusedGraphBitForBit) {
   auto lowered = default_registry().find("QLinearConv", "aotc")->lower(*fused, g);
   ASSERT_TRUE(lowered.is_ok()) << lowered.status().message();
   EXPECT_EQ(lowered->steps[0].kernel.template_name, c.sm80 ? "cutlass_conv2d_fprop_i8" : "cutlass_conv2d_fprop_sm90_i8");
-  EXPECT_EQ(lowered->steps[0].kernel.builder_args.size(), 23u);
+  // The Add's scalars as the kernels' params builders decode them (int8_requant.cuh): t is conv2's
+  // output (scale st), r is h (scale s), the output's scale sa; the division's reciprocal where
+  // it is proven exact for these scales and zero points (0: the IEEE division).
+  const std::vector<int64_t>& args = lowered->steps[0].kernel.builder_args;
+  ASSERT_EQ(args.size(), 18u + kAotcFusedAddArgs);
+  std::vector<long long> words(args.begin() + 18, args.end());
+  const aotc_fused_add_scalars add = aotc_fused_add_unpack(words.data());
+  EXPECT_EQ(add.t_scale, 0.05f);
+  EXPECT_EQ(add.r_scale, 0.03f);
+  EXPECT_EQ(add.out_scale, 0.04f);
+  EXPECT_EQ(add.t_zp, add.r_zp);  // one zero point z in the graph (re-encoded alike for uint8)
+  EXPECT_EQ(add.add_qmin, fused->attr_int("add_qmin", -1000));
+  EXPECT_EQ(add.add_qmax, fused->attr_int("add_qmax", -1000));
+  const DType t8 = c.uint8 ? DType::kUInt8 : DType::kInt8;
+  const auto proven = qlinear_add_exact_reciprocal(0.05f, add.t_zp, 0.03f, add.r_zp, 0.04f, t8, t8);
+  EXPECT_EQ(add.rcp, proven.value_or(0.0f));
+  if (proven) {
+    EXPECT_EQ(*proven, 1.0f / 0.04f);
+  }
+  std::string add_reciprocal = "(none)";
+  for (const auto& [name, value] : lowered->steps[0].kernel.holes)
+    if (name == "ADD_RECIPROCAL") add_reciprocal = value;
+  EXPECT_EQ(add_reciprocal, proven ? "true" : "false");
   EXPECT_EQ(lowered->steps[0].kernel.args[3], fused->inputs[10]);
   expect_same_outputs(before, g, 2);
 }
