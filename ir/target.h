@@ -13,8 +13,8 @@ namespace aotc {
 // The precision the library computes in (--precision, --keep-fp32), read by opt/precision.
 // The fused attention kernel's query blocks (Target::attention_blocks, --attention fused|fused64|fused32).
 enum class AttentionBlocks { kFillSms, k64, k32 };
-// The int8 epilogues' requantization route (Target::int8_requant, --int8-requant double|fp32|dmagic).
-enum class Int8Requant { kDouble, kFp32, kDoubleMagic };
+// The int8 epilogues' requantization route (Target::int8_requant, --int8-requant auto|fp32|dmagic).
+enum class Int8Requant { kAuto, kFp32, kDoubleMagic };
 
 struct PrecisionOptions {
   DType dtype = DType::kFloat32;        // kFloat32 (no change), kFloat16 or kBFloat16
@@ -38,12 +38,13 @@ struct Target {
   // table in ir/ops/conv_configs.h). Empty: the pick rule.
   std::string conv_config;
   // How the int8 tensor-core epilogues round their requantization (--int8-requant; every route
-  // gives the reference's double rounding bit for bit, templates/int8_requant.cuh): kDouble in
-  // double with its conversions (the measured default, docs/perf_notes.md v24); kFp32 in fp32
-  // arithmetic where that is exact (the Sm80 kernel; measured slower there); kDoubleMagic the
-  // conversion-free double route, for the layers whose multipliers are all finite with |m| < 0.5
-  // (the others keep their default; not measured yet, v49).
-  Int8Requant int8_requant = Int8Requant::kDouble;
+  // gives the reference's double rounding bit for bit, templates/int8_requant.cuh): kAuto by the
+  // GPU compiling the kernel - the double path where FP64 runs at half the FP32 rate or better
+  // (sm_80 / sm_90: the measured default, docs/perf_notes.md v24), the exact fp32 route where it
+  // runs at 1/64 (Jetson's sm_87, sm_86 / sm_89); kFp32 the fp32 route everywhere; kDoubleMagic
+  // the conversion-free double route, for the layers whose multipliers are all finite with
+  // |m| < 0.5 (the others: kAuto; FP64-poor GPUs: the fp32 route; not measured yet, v49).
+  Int8Requant int8_requant = Int8Requant::kAuto;
   // Pointwise NHWC convolutions (1x1, stride 1, no padding) run as cuBLASLt GEMMs with the bias /
   // ReLU / residual epilogue (ir/ops/conv_configs.h: conv_pointwise_gemm_applies). Off: they take
   // the CUTLASS implicit GEMM like the others (--conv-pointwise cutlass; forced by --conv-config).
@@ -107,6 +108,12 @@ struct Target {
   // 16-bit GEMMs of one row against a [N][K] weight run on aotc's warp-per-column kernel
   // (ir/ops/conv_configs.h: gemv_applies; templates/gemv_rows.cu.in). Off: cuBLASLt (--gemv off).
   bool gemm_gemv = true;
+  // A batch-1 CNN's head - a channels_last 16-bit GlobalAveragePool read only (through views) by a
+  // GEMM the GEMV takes - as one cluster kernel (opt/fuse_pool_gemm, aotc.PoolGemm;
+  // ir/ops/conv_configs.h pool_gemm_applies; templates/pool_gemv_cluster.cu.in) when every target
+  // is sm_90+ (--pool-gemm on). Off by default until measured (counted: -1.4 to -2 us of the two
+  // kernels' 5.0 on ResNet-50 bs1, docs/perf_notes.md v49).
+  bool pool_gemm = false;
   // Kernels that offer it (KernelStep::l2_prefetch_args: the batch-1 cluster split-K convolution)
   // prefetch into L2 the weights of the steps after them, up to the next such kernel, while they
   // run (--l2-prefetch on|off): at batch 1 each GEMM otherwise waits on its weights from DRAM.

@@ -115,6 +115,9 @@ Expected<bool> slab_into_producer(Graph& graph);
 // A 16-bit Gemm whose result is only converted to float32 (through views) writes float32 itself
 // (aotc.FusedGemm output_dtype), the Cast's output value in place.
 Expected<bool> fuse_output_cast(Graph& graph);
+// A batch-1 CNN's channels_last GlobalAveragePool read only (through views) by a Gemm becomes one
+// aotc.PoolGemm with it where its cluster kernel applies (fuse_pool_gemm.cc; --pool-gemm on).
+Expected<bool> fuse_pool_gemm(Graph& graph);
 // A 16-bit MatMul (or Gemm without C) by a constant [K, N] with N % 8 != 0 (large outputs): B zero-padded to a multiple
 // of 8 at compile time, then a Slice of the first N columns (aligned cuBLASLt kernels).
 Expected<bool> pad_gemm_n(Graph& graph);

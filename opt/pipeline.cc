@@ -50,6 +50,7 @@ const std::vector<Pass>& default_pipeline() {
       {"merge_strided_projection", merge_strided_projection},
       {"fuse_pointwise_pair", fuse_pointwise_pair},  // after the merges (a merged conv3 may be its first)
       {"fuse_output_cast", fuse_output_cast},
+      {"fuse_pool_gemm", fuse_pool_gemm},  // after fuse_output_cast (the classifier's float output)
       {"pad_gemm_n", pad_gemm_n},
       {"fuse_matmul_transpose", fuse_matmul_transpose},
       {"fuse_copy_chains", fuse_copy_chains},

@@ -1,20 +1,24 @@
-// int8 requantization in fp32 arithmetic, bit-identical to the CPU reference's double rounding,
-// for the int8 tensor-core kernels' epilogue (templates/cutlass_conv2d_fprop_i8.cu.in, with
-// aotc --int8-requant fp32), the exact conversions templates/qlinear_add.cu.in uses, and their
-// host test (tests/ops_quant/requant_test.cc).
+// int8 requantization: routes to the CPU reference's rounding, bit for bit, for the int8 kernels'
+// epilogues (templates/cutlass_conv2d_fprop_i8.cu.in, _sm90_i8.cu.in, integer_conv.cu.in,
+// integer_matmul.cu.in), the exact conversions templates/qlinear_add.cu.in uses, and their host
+// test (tests/ops_quant/requant_test.cc).
 //
 // The reference computes rint(double(p) * double(m)) for an int32 sum p and a float multiplier m
-// (ir/ops/integer_matmul.cc): on the GPU four double conversions / roundings per output, in an
-// epilogue that bounds ResNet-50's int8 1x1 convolutions (ncu: 61 us at 3% of DRAM bandwidth,
-// docs/perf_notes.md v24; whether this route is faster is not measured yet). Here, for |p| <= 2^24
-// (p exact in float): hi = fp32(p * m) and lo = fma(p, m, -hi) = the exact rounding error, so
-// p * m = hi + lo exactly. rint(hi) is the answer unless hi is exactly k + 1/2, where the sign
-// of lo decides (above: k + 1, below: k, zero: a true tie, to even). Rounding is monotonic, so
-// when hi is not a half-integer, p * m lies strictly between the same half-integers as hi. The
-// integer comes from adding 1.5 * 2^23 (exact round-to-nearest-even for |hi| < 2^22); beyond that
-// the result saturates at any int8 zero point and clamp. The double product is exact for
-// |p| < 2^29, so both round the same exact value. Other inputs (|p| > 2^24, m infinite or NaN)
-// return false and the caller keeps the double path.
+// (ir/ops/integer_matmul.cc), then adds the zero point and clamps. Routes (aotc_requant_fragment):
+// - the double path itself (I2F.F64, DMUL, FRND.F64, F2I.F64 an element): where FP64 runs at half
+//   the FP32 rate or better (sm_80, sm_90, sm_100);
+// - the fp32 route, branch-free (aotc_requant_rint_fp32_select): for |p| < 2^22 (p exact in float,
+//   converted by a magic-number add), hi = fp32(p * m) and lo = fma(p, m, -hi) = the exact rounding
+//   error, so p * m = hi + lo exactly. rint(hi) is the answer unless hi is exactly k + 1/2, where
+//   the sign of lo decides (above: k + 1, below: k, zero: a true tie, to even). Rounding is
+//   monotonic, so when hi is not a half-integer, p * m lies strictly between the same
+//   half-integers as hi. The integer comes from adding 1.5 * 2^23 (exact round-to-nearest-even for
+//   |hi| < 2^22); beyond that the result saturates at any int8 zero point and clamp. The double
+//   product is exact for |p| < 2^29, so both round the same exact value. The rare elements outside
+//   its range (|p| >= 2^22, m not finite) take the double path. The default where FP64 is slow
+//   (sm_86 / sm_87 / sm_89 and sm_110+: 1/64 of the FP32 rate; Jetson Orin is sm_87);
+// - the conversion-free double route (aotc_requant_rint_dmagic) where the lowering proved every
+//   |m| < 0.5 (aotc --int8-requant dmagic; on FP64-poor GPUs the fp32 route instead).
 #pragma once
 
 #include <math.h>
@@ -23,8 +27,10 @@
 
 #if defined(__CUDACC__)
 #define AOTC_REQUANT_FN __host__ __device__ __forceinline__
+#define AOTC_REQUANT_UNROLL _Pragma("unroll")
 #else
 #define AOTC_REQUANT_FN inline
+#define AOTC_REQUANT_UNROLL
 #endif
 
 // IEEE single operations that the compiler may not contract (an FMA in place of hi's product
@@ -95,36 +101,12 @@ AOTC_REQUANT_FN int32_t aotc_rint_small(float q) { return aotc_rq_bits(aotc_rq_a
 // An 8-bit integer v (int8 or uint8) as a float, exactly: 2^23 + (v + 128) - (2^23 + 128).
 AOTC_REQUANT_FN float aotc_int8_to_float(int v) { return aotc_rq_add(aotc_rq_from_bits(0x4B000000 | (v + 128)), -8388736.0f); }
 
-// *out = rint(double(p) * double(m)), saturated to +-2^30 (beyond any int8 result after its zero
-// point and clamp); false when the fp32 route does not apply.
-AOTC_REQUANT_FN bool aotc_requant_rint_fp32(int32_t p, float m, int32_t* out) {
-  if (p > (1 << 24) || p < -(1 << 24) || !(m - m == 0.0f)) return false;  // m - m: NaN for inf / NaN
-  // p as a float: for |p| < 2^22 (the common case) by the magic-number add, exact and on the
-  // full-rate pipes instead of the converter (a quarter of the FP32 rate).
-  const float f = (p < (1 << 22) && p > -(1 << 22)) ? aotc_rq_add(aotc_rq_from_bits(kAotcRoundMagicBits + p), -kAotcRoundMagic)
-                                                   : static_cast<float>(p);
-  const float hi = aotc_rq_mul(f, m);
-  if (!(hi < 4194304.0f && hi > -4194304.0f)) {  // |p * m| >= 2^22 (to within an ulp): saturated
-    *out = hi > 0.0f ? (1 << 30) : -(1 << 30);
-    return true;
-  }
-  const float t = aotc_rq_add(hi, kAotcRoundMagic);  // as aotc_rint_small; t is kept for frac
-  int32_t r = aotc_rq_bits(t) - kAotcRoundMagicBits;
-  const float frac = aotc_rq_add(hi, -aotc_rq_add(t, -kAotcRoundMagic));  // hi - rint(hi), exact
-  if (frac == 0.5f || frac == -0.5f) {  // hi = k + 1/2: the exact product's side of it decides
-    const float lo = aotc_rq_fma(f, m, -hi);
-    if (lo != 0.0f) r = (lo > 0.0f) == (frac > 0.0f) ? r + (frac > 0.0f ? 1 : -1) : r;
-  }
-  *out = r;
-  return true;
-}
-
-// The same rounding without branches, for epilogues that requantize many elements in a row
-// (templates/cutlass_conv2d_fprop_sm90_i8.cu.in): every step runs for every element and selects
-// replace the branches, so the compiler interleaves elements (the branchy form measured 2x slower
-// than double arithmetic there, docs/perf_notes.md v48). *rare is set where this route does not
-// apply - |p| >= 2^22 (beyond the magic-number conversion) or m not finite - and the caller then
-// takes the double path for that element; the result is meaningless there.
+// The fp32 route (see the top): rint(double(p) * double(m)) saturated to +-2^30, without branches -
+// every step runs for every element and selects replace the branches, so the compiler interleaves
+// elements (a branchy form measured 2x slower than double arithmetic in the sm_90a kernel,
+// docs/perf_notes.md v48). *rare is set where this route does not apply - |p| >= 2^22 (beyond the
+// magic-number conversion) or m not finite - and the caller then takes the double path for that
+// element; the result is meaningless there.
 AOTC_REQUANT_FN int32_t aotc_requant_rint_fp32_select(int32_t p, float m, bool* rare) {
   *rare = !(p < (1 << 22) && p > -(1 << 22)) || !(m - m == 0.0f);
   // Every step runs for every element, also where its result is discarded (rare p up to INT32_MAX,
@@ -194,6 +176,74 @@ AOTC_REQUANT_FN bool aotc_requant_dmagic_applies(float m) { return m < 0.5f && m
 AOTC_REQUANT_FN int32_t aotc_requant_rint_dmagic(int32_t p, double dm) {
   const double dp = aotc_rq_dadd(aotc_rq_double_from_words(0x43300000, aotc_rq_wrap_add(p, INT32_MIN)), -kAotcDoubleOfIntBias);
   return aotc_rq_low_word(aotc_rq_dadd(aotc_rq_dmul(dp, dm), kAotcDoubleRoundMagic));
+}
+
+// The double path: rint(double(p) * double(m)) saturated to +-2^30 (beyond every 8-bit result after
+// a zero point and clamp); NaN to -2^30 (fmax returns its other operand), which clamps to qmin as
+// the reference's fmax(qmin, NaN) does. fmin / fmax rather than branches: selects, no divergence.
+AOTC_REQUANT_FN int32_t aotc_requant_rint_double_sat(int32_t p, float m) {
+  const double d = rint(static_cast<double>(p) * static_cast<double>(m));
+  return static_cast<int32_t>(fmin(1073741824.0, fmax(-1073741824.0, d)));
+}
+
+// 1 where the GPU compiling this runs FP64 at 1/64 of the FP32 rate (sm_86 / sm_87 / sm_89,
+// sm_110+): the double path's arithmetic is then the epilogue's bottleneck; 0 on sm_80 / sm_90 /
+// sm_100 and on the host.
+#if defined(__CUDA_ARCH__) && ((__CUDA_ARCH__ >= 860 && __CUDA_ARCH__ < 900) || __CUDA_ARCH__ >= 1100)
+#define AOTC_REQUANT_FP64_POOR 1
+#else
+#define AOTC_REQUANT_FP64_POOR 0
+#endif
+
+// The requantization routes (the REQUANT_ROUTE of the int8 kernels, from ir/ops/integer_matmul.cc
+// requant_route): kAotcRequantAuto the double path, or the fp32 route where FP64 is poor;
+// kAotcRequantFp32 the fp32 route; kAotcRequantDmagic the conversion-free double route (the fp32
+// route where FP64 is poor).
+constexpr int kAotcRequantAuto = 0, kAotcRequantFp32 = 1, kAotcRequantDmagic = 2;
+
+// clamp(v, lo, hi) for lo <= hi: integer min / max on the GPU (two instructions).
+AOTC_REQUANT_FN int32_t aotc_rq_clamp(int32_t v, int32_t lo, int32_t hi) {
+#if defined(__CUDA_ARCH__)
+  return max(min(v, hi), lo);
+#else
+  return v < lo ? lo : (v > hi ? hi : v);
+#endif
+}
+
+// The requantized fragment: clamp(rint(double(p[i]) * double(m[i])) + zp, qmin, qmax) (qmin <= qmax),
+// by `route` as compiled for this GPU (fp64_poor: the arch's AOTC_REQUANT_FP64_POOR; a parameter
+// so the host test runs both). The double path is the reference's own arithmetic (zero point and
+// clamp in double); the fp32 route runs for the whole fragment before the double path fixes its
+// rare elements, so the common case has no branch between elements.
+template <int N>
+AOTC_REQUANT_FN void aotc_requant_fragment(int route, bool fp64_poor, const int32_t (&p)[N], const float (&m)[N],
+                                           int32_t zp, int32_t qmin, int32_t qmax, int32_t (&v)[N]) {
+  if (route == kAotcRequantAuto && !fp64_poor) {
+    const double dz = static_cast<double>(zp), dlo = static_cast<double>(qmin), dhi = static_cast<double>(qmax);
+    AOTC_REQUANT_UNROLL
+    for (int i = 0; i < N; ++i)
+      v[i] = static_cast<int32_t>(fmin(dhi, fmax(dlo, rint(static_cast<double>(p[i]) * static_cast<double>(m[i])) + dz)));
+    return;
+  }
+  if (route == kAotcRequantDmagic && !fp64_poor) {
+    AOTC_REQUANT_UNROLL
+    for (int i = 0; i < N; ++i) v[i] = aotc_requant_rint_dmagic(p[i], static_cast<double>(m[i]));
+  } else {
+    bool any_rare = false;
+    bool rare[N];
+    AOTC_REQUANT_UNROLL
+    for (int i = 0; i < N; ++i) {
+      v[i] = aotc_requant_rint_fp32_select(p[i], m[i], &rare[i]);
+      any_rare |= rare[i];
+    }
+    if (any_rare) {
+      AOTC_REQUANT_UNROLL
+      for (int i = 0; i < N; ++i)
+        if (rare[i]) v[i] = aotc_requant_rint_double_sat(p[i], m[i]);
+    }
+  }
+  AOTC_REQUANT_UNROLL
+  for (int i = 0; i < N; ++i) v[i] = aotc_rq_clamp(v[i] + zp, qmin, qmax);
 }
 
 // The scalars of an aotc.QLinearAdd fused into an int8 convolution's epilogue (the residual r

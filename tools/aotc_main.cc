@@ -397,6 +397,7 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   graph.target.conv_wgmma_pointwise = o.conv_wgmma_pointwise;
   graph.target.conv_stem_wgmma = o.conv_stem_wgmma;
   graph.target.gemm_gemv = o.gemm_gemv;
+  graph.target.pool_gemm = o.pool_gemm;
   graph.target.gemm_wgmma = o.gemm_wgmma;
   graph.target.gemm_wgmma_config = o.gemm_wgmma_config;
   graph.target.l2_prefetch = o.l2_prefetch;

@@ -303,8 +303,8 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       o.conv_pointwise_gemm = text == "cublaslt";
     } else if (opt == "--int8-requant") {
       std::string text;
-      AOTC_CHOOSE(text, {"double", "fp32", "dmagic"});
-      o.int8_requant = text == "fp32" ? Int8Requant::kFp32 : text == "dmagic" ? Int8Requant::kDoubleMagic : Int8Requant::kDouble;
+      AOTC_CHOOSE(text, {"auto", "fp32", "dmagic"});
+      o.int8_requant = text == "fp32" ? Int8Requant::kFp32 : text == "dmagic" ? Int8Requant::kDoubleMagic : Int8Requant::kAuto;
     } else if (opt == "--conv-im2col") {
       std::string text;
       AOTC_CHOOSE(text, {"on", "off"});
@@ -380,6 +380,10 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       std::string text;
       AOTC_CHOOSE(text, {"on", "off"});
       o.gemm_gemv = text == "on";
+    } else if (opt == "--pool-gemm") {
+      std::string text;
+      AOTC_CHOOSE(text, {"on", "off"});
+      o.pool_gemm = text == "on";
     } else if (opt == "--gemm-wgmma-config") {
       AOTC_TAKE(o.gemm_wgmma_config);
     } else if (opt == "--gemm-wgmma") {

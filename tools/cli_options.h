@@ -32,7 +32,7 @@ struct AotcOptions {
   std::string conv_config;             // --conv-config NAME (force one CUTLASS conv configuration)
   bool conv_pointwise_gemm = true;     // --conv-pointwise cublaslt|cutlass (1x1 convs as cuBLASLt GEMMs)
   bool conv_im2col_gemm = true;        // --conv-im2col on|off (underfilled convs as im2col + cuBLASLt)
-  Int8Requant int8_requant = Int8Requant::kDouble;  // --int8-requant double|fp32|dmagic (the int8 epilogues' rounding)
+  Int8Requant int8_requant = Int8Requant::kAuto;  // --int8-requant auto|fp32|dmagic (the int8 epilogues' rounding)
   bool conv_strided_pointwise_gemm = true;  // --conv-strided-pointwise gemm|im2col
   bool conv_cluster_splitk = true;          // --conv-cluster on|off
   int conv_cluster_max_split = 6;           // --conv-cluster-max-split N
@@ -45,6 +45,7 @@ struct AotcOptions {
   bool conv_wgmma_pointwise = false;        // --conv-wgmma-pointwise on|off
   bool conv_stem_wgmma = true;              // --conv-stem-wgmma on|off
   bool gemm_gemv = true;                    // --gemv on|off
+  bool pool_gemm = false;                   // --pool-gemm on|off
   bool gemm_wgmma = false;                  // --gemm-wgmma on|off
   std::string gemm_wgmma_config;            // --gemm-wgmma-config NAME
   bool l2_prefetch = true;                  // --l2-prefetch on|off

@@ -47,12 +47,13 @@ options:
                            activation run as cuBLASLt GEMMs; cutlass: as CUTLASS implicit GEMMs
   --conv-im2col on|off     on (default): NHWC convolutions too small to fill the GPU (batch 1)
                            run as im2col + a cuBLASLt GEMM; off: CUTLASS implicit GEMM
-  --int8-requant double|fp32|dmagic
+  --int8-requant auto|fp32|dmagic
                            how the int8 tensor-core epilogues round their requantization (the
-                           same outputs bit for bit): double (default), fp32 arithmetic where
-                           that is exact (measured slower, docs/perf_notes.md v24), or dmagic:
-                           double without conversion instructions, for the layers whose
-                           multipliers are all below 0.5 (the others: default)
+                           same outputs bit for bit): auto (default) by the GPU - double where
+                           FP64 is fast (sm_80, sm_90), exact fp32 arithmetic where it is not
+                           (sm_86/87/89, Jetson Orin); fp32 everywhere; or dmagic: double without
+                           conversion instructions, for layers whose multipliers are all below
+                           0.5 (the others: auto)
   --matmul-impl cublaslt|reference
                            cublaslt (default): GEMMs run on cuBLASLt; reference: on a plain aotc
                            kernel each (slow; a library with no cuBLASLt kernel, for
@@ -107,6 +108,9 @@ options:
   --gemv on|off            on (default): a 16-bit Gemm of one row against a [N][K] weight (a
                            batch-1 classifier) runs on aotc's warp-per-column kernel; off:
                            cuBLASLt
+  --pool-gemm on|off       on: a batch-1 CNN's global average pool and the classifier GEMV
+                           after it run as one cluster kernel (every --arch sm_90+); off
+                           (default): two kernels
   --gemm-wgmma on|off      on: an fp16 GEMM with an activation cuBLASLt's epilogues lack (the erf
                            GELU of BERT / ViT, SiLU, ...) runs on CUTLASS 3.x's sm_90a GEMM with
                            the activation in its epilogue, when every --arch is sm_90 and its

@@ -75,6 +75,7 @@ void register_scatter_elements_ops(OpRegistry& registry);
 void register_quantize_ops(OpRegistry& registry);
 void register_integer_matmul_ops(OpRegistry& registry);
 void register_qlinear_add_ops(OpRegistry& registry);
+void register_pool_gemm_ops(OpRegistry& registry);
 void register_tfidf_ops(OpRegistry& registry);
 void register_rotary_embedding_ops(OpRegistry& registry);
 void register_attention_ops(OpRegistry& registry);
@@ -152,6 +153,7 @@ void register_all_ops(OpRegistry& registry) {
   register_quantize_ops(registry);
   register_integer_matmul_ops(registry);
   register_qlinear_add_ops(registry);
+  register_pool_gemm_ops(registry);
   register_tfidf_ops(registry);
   register_rotary_embedding_ops(registry);
   register_attention_ops(registry);

@@ -657,6 +657,16 @@ inline bool gemv_applies(const Target& target, DType dtype, int64_t m, int64_t n
   return m >= 1 && m <= kGemvMaxRows && n >= 1 && k >= 8 && k % 8 == 0;
 }
 
+// The pooled head of a batch-1 CNN (aotc.PoolGemm: GlobalAveragePool of [1, H, W, C] then the
+// one-row GEMV against a [N][C] weight) on templates/pool_gemv_cluster.cu.in: clusters of
+// kPoolGemmCluster CTAs share the pooling through distributed shared memory, so every target must
+// be sm_90+; the weight row's vectors sit in registers (C <= 4096: 16 a lane); --pool-gemm on.
+constexpr int64_t kPoolGemmCluster = 8, kPoolGemmMaxC = 4096;
+inline bool pool_gemm_applies(const Target& target, DType dtype, int64_t batch, int64_t n, int64_t c) {
+  if (!target.pool_gemm || target.min_sm() < 90 || !gemv_applies(target, dtype, batch, n, c)) return false;
+  return batch == 1 && c <= kPoolGemmMaxC;
+}
+
 // 16-bit GEMMs whose epilogue activation cuBLASLt lacks (its epilogues have ReLU and the tanh
 // GELU only: BERT's and ViT's erf GELU, SiLU, Clip, ...) on CUTLASS 3.x's sm_90a GEMM
 // (templates/cutlass_gemm_sm90.cu.in: TMA + wgmma, persistent tiles) with bias and activation in

@@ -443,23 +443,23 @@ void common_holes(const Node& node, const Graph& graph, KernelStep& k) {
   k.block = Dim3{128, 1, 1};
 }
 
-// The int8 epilogues' REQUANT_ROUTE (templates/cutlass_conv2d_fprop_i8.cu.in and _sm90_i8.cu.in):
-// 0 the kernel's default, 1 fp32 (the Sm80 kernel's --int8-requant fp32), 2 the conversion-free
-// double route - only where every per-channel multiplier in the node's constant epilogue words is
-// finite with |m| < 0.5 (aotc_requant_dmagic_applies), else the default.
+// The int8 epilogues' REQUANT_ROUTE (templates/int8_requant.cuh aotc_requant_fragment, for
+// cutlass_conv2d_fprop_i8.cu.in and _sm90_i8.cu.in): kAotcRequantAuto (each GPU's own choice),
+// kAotcRequantFp32, or kAotcRequantDmagic - only where every per-channel multiplier in the node's
+// constant epilogue words is finite with |m| < 0.5 (aotc_requant_dmagic_applies), else auto.
 int requant_route(const Graph& graph, const Node& node) {
-  if (graph.target.int8_requant == Int8Requant::kFp32) return 1;
-  if (graph.target.int8_requant != Int8Requant::kDoubleMagic) return 0;
+  if (graph.target.int8_requant == Int8Requant::kFp32) return kAotcRequantFp32;
+  if (graph.target.int8_requant != Int8Requant::kDoubleMagic) return kAotcRequantAuto;
   const Value& words = input_value(graph, node, kEpilogueWordsInput);
-  if (!words.is_constant() || words.dtype != DType::kUInt64) return 0;
+  if (!words.is_constant() || words.dtype != DType::kUInt64) return kAotcRequantAuto;
   const uint64_t* w = words.constant->data<uint64_t>();
   for (int64_t i = 0; i < words.constant->numel(); ++i) {
     const uint32_t bits = static_cast<uint32_t>(w[i] & 0xffffffffu);
     float m;
     std::memcpy(&m, &bits, sizeof m);
-    if (!aotc_requant_dmagic_applies(m)) return 0;
+    if (!aotc_requant_dmagic_applies(m)) return kAotcRequantAuto;
   }
-  return 2;
+  return kAotcRequantDmagic;
 }
 
 // The int8 tensor-core implicit GEMM of a channels_last aotc.QLinearConv (a library kernel: its
@@ -557,7 +557,7 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
                  {"ELEMENT_A", x.dtype == DType::kUInt8 ? "uint8_t" : "int8_t"},
                  {"ELEMENT_OUT", y.dtype == DType::kUInt8 ? "uint8_t" : "int8_t"},
                  {"HAS_RESIDUAL", residual ? "true" : "false"},
-                 {"REQUANT_ROUTE", requant_route(graph, node) == 2 ? "2" : "0"},
+                 {"REQUANT_ROUTE", std::to_string(requant_route(graph, node))},
                  {"ADD_RECIPROCAL", add_reciprocal ? "true" : "false"},
                  {"ELEMENT_C", !residual ? "void"
                                : input_value(graph, node, kResidualInput).dtype == DType::kUInt8 ? "uint8_t" : "int8_t"},
@@ -597,7 +597,7 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
              {"ELEMENT_A", x.dtype == DType::kUInt8 ? "uint8_t" : "int8_t"},
              {"ELEMENT_OUT", requant ? (y.dtype == DType::kUInt8 ? "uint8_t" : "int8_t") : "float"},
              {"REQUANTIZE", requant ? "true" : "false"},
-             {"REQUANT_ROUTE", requant ? std::to_string(requant_route(graph, node)) : "0"},
+             {"REQUANT_ROUTE", std::to_string(requant ? requant_route(graph, node) : kAotcRequantAuto)},
              {"HAS_RESIDUAL", residual ? "true" : "false"},
              {"ADD_RECIPROCAL", sm80_add_reciprocal ? "true" : "false"},
              {"ALIGN_C", requant ? "8" : "4"},

@@ -796,7 +796,7 @@ TEST(CutlassConv, Int8RequantRoutesRenderAndCompile) {
     return std::string("(none)");
   };
   Graph small = graph("0.2"), large = graph("0.0004");
-  EXPECT_EQ(hole(small, Int8Requant::kDouble), "0");
+  EXPECT_EQ(hole(small, Int8Requant::kAuto), "0");
   EXPECT_EQ(hole(small, Int8Requant::kFp32), "1");
   EXPECT_EQ(hole(small, Int8Requant::kDoubleMagic), "2");
   EXPECT_EQ(hole(large, Int8Requant::kDoubleMagic), "0");  // a multiplier >= 0.5: the default

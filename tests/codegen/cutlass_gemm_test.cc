@@ -17,6 +17,7 @@
 #include "ir/text_ir.h"
 #include "opt/memory_plan.h"
 #include "opt/passes.h"
+#include "opt/pipeline.h"
 
 namespace aotc {
 namespace {
@@ -362,6 +363,51 @@ TEST(CutlassGemm, OneRowSixteenBitGemmIsAGemv) {
     const std::string sources = test::compile_block_sources(*graph, *plan, {"sm_87", "sm_90"}, "", "gemv");
     EXPECT_NE(sources.find("One warp per output column n"), std::string::npos);
   }
+}
+
+// --pool-gemm on: a batch-1 CNN's head (1x1 conv + ReLU6, GlobalAveragePool, Flatten, the
+// classifier Gemm, fp16) becomes one aotc.PoolGemm through the whole pipeline, and nvcc compiles its
+// cluster kernel (templates/pool_gemv_cluster.cu.in: 8 CTAs a cluster, the classifier's float
+// output; the pool's clamp is compiled either way) for sm_90.
+TEST(CutlassGemm, PooledHeadClusterKernelCompilesForHopper) {
+  auto g = parse_text_ir(R"(
+    input %x : float[1x32x7x7]
+    const %w1 : float[2048x32x1x1] = random(1, -0.3, 0.3)
+    const %b1 : float[2048] = random(2, -0.2, 1)
+    const %lo : float[scalar] = [0]
+    const %hi : float[scalar] = [6]
+    const %w2 : float[1000x2048] = random(3, -0.2, 0.2)
+    const %b2 : float[1000] = random(4, -1, 1)
+    %e : float[?] = Conv(%x, %w1, %b1)  # last_conv
+    %r : float[?] = Clip(%e, %lo, %hi)  # relu6
+    %p : float[?] = GlobalAveragePool(%r)  # pool
+    %f : float[?] = Flatten(%p) {axis=1}  # flatten
+    %y : float[?] = Gemm(%f, %w2, %b2) {transB=1}  # fc
+    output %y
+  )");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  g->opset = 17;
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  g->target = target_from_archs({"sm_90"});
+  g->target.precision.dtype = DType::kFloat16;
+  g->target.pool_gemm = true;
+  auto stats = run_pipeline(*g, PipelineOptions{});
+  ASSERT_TRUE(stats.is_ok()) << stats.status().message();
+  const std::vector<LoweredStep> steps = lowered_steps(*g);
+  bool cluster = false;
+  for (const LoweredStep& s : steps)
+    if (s.kind == LoweredStep::Kind::kKernel && s.kernel.template_name == "pool_gemv_cluster") {
+      cluster = true;
+      EXPECT_EQ(s.kernel.cluster_size, kPoolGemmCluster);
+      EXPECT_EQ(hole(s.kernel, "TD"), "float");  // fuse_output_cast's float classifier output
+    }
+  EXPECT_TRUE(cluster);
+  const std::string nvcc = test::find_nvcc();
+  if (!test::tool_runs(nvcc) || !test::tool_runs("cc")) GTEST_SKIP() << "nvcc or cc not available";
+  auto plan = plan_memory(*g);
+  ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+  const std::string sources = test::compile_block_sources(*g, *plan, {"sm_90"}, "", "pool-gemm");
+  EXPECT_NE(sources.find("__cluster_dims__(8LL, 1, 1)"), std::string::npos);
 }
 
 // nvcc compiles the cluster split-K kernel for sm_90 (GPT-2's MLP projection with its residual, 8

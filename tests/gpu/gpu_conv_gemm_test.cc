@@ -796,3 +796,38 @@ TEST(GpuMatMul, Plain2D) {
 
 }  // namespace
 }  // namespace aotc::gpu_test
+
+namespace aotc::gpu_test {
+namespace {
+
+// A batch-1 CNN's head as one cluster kernel (--pool-gemm on: opt/fuse_pool_gemm, aotc.PoolGemm,
+// templates/pool_gemv_cluster.cu.in): 1x1 conv + ReLU (or ReLU6, whose clamp clip_into_pool moves
+// into the pool), GlobalAveragePool, Flatten, the classifier Gemm. ResNet-50's 2048 -> 1000 at 7x7,
+// MobileNetV2's 1280 -> 37 classes with the ReLU6 (N not a multiple of the 8 columns a CTA), and
+// a bf16 64 -> 5 (one cluster, most warps idle).
+Graph pooled_head(int64_t c, int64_t n, DType t, bool relu6) {
+  GraphBuilder b;
+  b.graph().opset = 17;
+  ValueId x = b.input("x", {1, 32, 7, 7}, t);
+  ValueId e = b.node("Conv", {x, b.weight("w", {c, 32, 1, 1}, -0.3, 0.3, t), b.weight("b", {c}, -0.2, 1.0, t)});
+  ValueId r = relu6 ? b.node("Clip", {e, b.weight("lo", {}, 0, 0, t), b.weight("hi", {}, 0.5, 0.5, t)}) : b.node("Relu", {e});
+  ValueId f = b.node("Flatten", {b.node("GlobalAveragePool", {r})}, {{"axis", i64(1)}});
+  b.output(b.node("Gemm", {f, b.weight("fc", {n, c}, -0.2, 0.2, t), b.weight("fb", {n}, -1.0, 1.0, t)}, {{"transB", i64(1)}}));
+  Graph g = b.graph();
+  g.target.pool_gemm = true;
+  return g;
+}
+
+TEST(GpuCnnHead, PoolAndClassifierAsOneClusterKernel) {
+  AOTC_REQUIRE_GPU();
+  CaseOptions o;
+  o.expect_ops_after_pipeline = {"PoolGemm"};
+  o.absent_ops_after_pipeline = {"GlobalAveragePool"};
+  o.expect_templates = {"pool_gemv_cluster"};
+  run_case(pooled_head(2048, 1000, DType::kFloat16, false), "pool_gemm_resnet", o);
+  run_case(pooled_head(1280, 37, DType::kFloat16, true), "pool_gemm_mobilenet_relu6", o);
+  run_case(pooled_head(64, 5, DType::kBFloat16, false), "pool_gemm_bf16", o);
+}
+
+}  // namespace
+}  // namespace aotc::gpu_test

@@ -74,6 +74,9 @@ struct CaseOptions {
   // Kernel templates no step of the compiled graph may run (e.g. "gemm_splitk_reduce" where the
   // split-K slices are summed inside the GEMM kernel).
   std::vector<std::string> absent_templates;
+  // The library's --arch list instead of this GPU's own (e.g. {"compute_87"}: Jetson's kernels as
+  // PTX, JIT-compiled by the driver here, so their sm_87 code paths run).
+  std::vector<std::string> archs;
 };
 
 // Infers shapes, evaluates the reference, compiles, runs twice (two input sets, host outputs

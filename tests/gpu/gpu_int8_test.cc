@@ -127,8 +127,7 @@ namespace {
 // bottleneck at zero point 5 (pointwise, so the zero point folds into the tensor-core kernel's bias
 // word), the ReLU6 outputs sit at zero point -128 (uint8 after reencode_uint8), the depthwise layer
 // runs the direct kernel in NHWC between the two tensor-core convolutions.
-TEST(GpuQuantizedConv, InvertedResidualPointwiseZeroPointAndNhwcDepthwise) {
-  AOTC_REQUIRE_GPU();
+Graph inverted_residual() {
   GraphBuilder b(13);
   ValueId x = b.input("x", {2, 16, 10, 10});
   ValueId s = scalar(b, "s", 0.04);
@@ -147,7 +146,12 @@ TEST(GpuQuantizedConv, InvertedResidualPointwiseZeroPointAndNhwcDepthwise) {
   ValueId wp = b.weight("wp", {16, 64, 1, 1}, -127, 128, DType::kInt8);
   ValueId wsp = b.weight("wsp", {16}, 0.001, 0.01);
   b.output(b.node("QLinearConv", {d, s, zm, wp, wsp}, {}, "aotc"));
-  run_case(b.graph(), "qconv_inverted_residual");
+  return b.graph();
+}
+
+TEST(GpuQuantizedConv, InvertedResidualPointwiseZeroPointAndNhwcDepthwise) {
+  AOTC_REQUIRE_GPU();
+  run_case(inverted_residual(), "qconv_inverted_residual");
 }
 
 }  // namespace
@@ -319,6 +323,25 @@ TEST(GpuQuantizedConv, DmagicRouteSm80Kernel) {
   run_case(with_dmagic(qconv_chain({2, 32, 13, 11}, 48, 32, {{"pads", i64s({1, 1, 1, 1})}, {"strides", i64s({2, 2})}}, false)),
            "qconv_tc_dmagic", int8_inputs());
   run_case(with_dmagic(residual_block(-128, true, false)), "qconv_sm80_residual_u8_dmagic", fused_residual(false));
+}
+
+// Jetson's route: the library built as compute_87 PTX (the Sm80 kernel, the direct kernel of a
+// depthwise layer), JIT-compiled here, where __CUDA_ARCH__ is 870 - the exact fp32 requantization
+// of an FP64-poor GPU, with the double path for its rare elements - bit for bit the reference.
+TEST(GpuQuantizedConv, JetsonFp32RouteAsPtx) {
+  AOTC_REQUIRE_GPU();
+  CaseOptions o = int8_inputs();
+  o.archs = {"compute_87"};
+  o.expect_templates = {"cutlass_conv2d_fprop_i8"};
+  run_case(qconv_chain({2, 32, 13, 11}, 48, 32, {{"pads", i64s({1, 1, 1, 1})}, {"strides", i64s({2, 2})}}, false),
+           "qconv_tc_sm87_ptx", o);
+  CaseOptions r = fused_residual(false);
+  r.archs = {"compute_87"};
+  run_case(residual_block(-128, true, false), "qconv_sm80_residual_u8_sm87_ptx", r);
+  CaseOptions d;
+  d.archs = {"compute_87"};
+  d.expect_templates = {"integer_conv", "cutlass_conv2d_fprop_i8"};
+  run_case(inverted_residual(), "qconv_inverted_residual_sm87_ptx", d);
 }
 
 TEST(GpuQuantizedConv, DmagicRouteWgmmaKernel) {

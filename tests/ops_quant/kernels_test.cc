@@ -16,6 +16,7 @@
 
 #include "tests/ops_basic/ops_test_util.h"
 #include "tests/ops_compute/kernel_harness.h"
+#include "templates/int8_requant.cuh"
 
 namespace aotc {
 namespace {
@@ -321,6 +322,36 @@ TEST(QuantKernels, AllTemplatesCompileWithNvcc) {
   Status s = testing_util::nvcc_compile(source, "sm_90", false, "/tmp/aotc_ops_quant_" + std::to_string(getpid()) + ".o");
   EXPECT_TRUE(s.is_ok()) << s.message();
   std::remove(("/tmp/aotc_ops_quant_" + std::to_string(getpid()) + ".o").c_str());
+}
+
+// The requantization's route per GPU (int8_requant.cuh AOTC_REQUANT_FP64_POOR): the exact fp32 route
+// where FP64 runs at 1/64 of the FP32 rate (Jetson Orin's sm_87, sm_86, sm_89), the double path on
+// sm_80 / sm_90 / sm_100 - checked by compiling the header for each arch with nvcc, where a
+// static_assert states the expected choice (the host side's is 0).
+TEST(QuantKernels, RequantRouteFollowsTheArchitecturesFp64Rate) {
+  static_assert(AOTC_REQUANT_FP64_POOR == 0, "the host takes the double path");
+  if (testing_util::find_nvcc().empty()) GTEST_SKIP() << "no nvcc";
+  const std::string source = R"(
+#include "int8_requant.cuh"
+#if defined(__CUDA_ARCH__)
+#if __CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 890
+static_assert(AOTC_REQUANT_FP64_POOR == 1, "FP64-poor GPU: the fp32 route");
+#elif __CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000
+static_assert(AOTC_REQUANT_FP64_POOR == 0, "fast FP64: the double path");
+#else
+#error "an architecture this test does not list"
+#endif
+#endif
+extern "C" __global__ void requant_route_probe(int* out) { *out = AOTC_REQUANT_FP64_POOR; }
+)";
+  for (const char* arch : {"sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_100"}) {
+    const std::string out = "/tmp/aotc_requant_route_" + std::string(arch) + "_" + std::to_string(getpid()) + ".o";
+    Status s = testing_util::nvcc_compile(source, arch, false, out);
+    EXPECT_TRUE(s.is_ok()) << arch << ": " << s.message();
+    std::remove(out.c_str());
+    std::remove((out + ".cu").c_str());
+    std::remove((out + ".log").c_str());
+  }
 }
 
 // aotc.QLinearAdd divides by y_scale with the reciprocal and one FMA correction only where the

@@ -1,8 +1,10 @@
-// templates/int8_requant.cuh (aotc --int8-requant fp32, its branch-free form in the sm_90a int8
-// kernel's epilogue, and --int8-requant dmagic's conversion-free double route): every route must give
+// templates/int8_requant.cuh's requantization routes (the double path with its saturation, the
+// branch-free fp32 route - the default on FP64-poor GPUs such as Jetson's sm_87 - and --int8-requant
+// dmagic's conversion-free double route, alone and as aotc_requant_fragment composes them for each
+// kind of GPU): every route must give
 // the CPU reference's result, clamp(rint(double(p) * double(m)) + zero_point, qmin, qmax), bit
-// for bit wherever it claims to apply, and decline where p is not exact in float or m is not
-// finite. Checked on the rounding corners (products exactly on k + 1/2 and one ulp either side,
+// for bit wherever it claims to apply, and decline where it does not (the fp32 route: p not exact in
+// float, m not finite; dmagic: |m| >= 0.5). Checked on the rounding corners (products exactly on k + 1/2 and one ulp either side,
 // both signs, both parities), saturation, subnormal and huge multipliers, and millions of random
 // pairs of realistic and arbitrary magnitude.
 #include <cmath>
@@ -32,10 +34,7 @@ int64_t reference(int32_t p, float m, int64_t zp, int64_t lo, int64_t hi) {
 }
 
 void expect_same(int32_t p, float m) {
-  int32_t r = 0;
-  const bool applies = aotc_requant_rint_fp32(p, m, &r);
-  ASSERT_EQ(applies, std::isfinite(m) && p <= (1 << 24) && p >= -(1 << 24)) << "p " << p << " m " << m;
-  // The branch-free form: its own, narrower range (|p| < 2^22).
+  // The branch-free fp32 route: its own range (|p| < 2^22, m finite).
   bool rare = true;
   const int32_t rs = aotc_requant_rint_fp32_select(p, m, &rare);
   ASSERT_EQ(!rare, std::isfinite(m) && p < (1 << 22) && p > -(1 << 22)) << "p " << p << " m " << m;
@@ -43,20 +42,47 @@ void expect_same(int32_t p, float m) {
   const bool dmagic = aotc_requant_dmagic_applies(m);
   ASSERT_EQ(dmagic, std::fabs(m) < 0.5f) << "m " << m;
   const int32_t rd = dmagic ? aotc_requant_rint_dmagic(p, static_cast<double>(m)) : 0;
+  // The double path with its saturation, and every route of a one-element fragment as compiled
+  // for a GPU with fast FP64 and for one without (the fp32 route there, the double path for the
+  // rare elements).
+  const int32_t rdouble = aotc_requant_rint_double_sat(p, m);
+  const int32_t p1[1] = {p};
+  const float m1[1] = {m};
+  // Each route once with a wide clamp (zero point 0, +-2^30: the rounded value itself), compared
+  // below after every zero point and clamp; and once with a real one.
+  struct Route {
+    int route;
+    bool poor;
+    int32_t v, clamped;
+  };
+  Route routes[6];
+  int n_routes = 0;
+  for (int route : {kAotcRequantAuto, kAotcRequantFp32, kAotcRequantDmagic})
+    for (bool poor : {false, true}) {
+      if (route == kAotcRequantDmagic && !poor && !dmagic) continue;  // the lowering never picks it there
+      int32_t v1[1] = {0}, c1[1] = {0};
+      aotc_requant_fragment(route, poor, p1, m1, 0, -(1 << 30), 1 << 30, v1);
+      aotc_requant_fragment(route, poor, p1, m1, 5, -128, 100, c1);
+      routes[n_routes++] = {route, poor, v1[0], c1[0]};
+    }
+  for (int k = 0; k < n_routes; ++k)
+    ASSERT_EQ(int64_t{routes[k].clamped}, reference(p, m, 5, -128, 100))
+        << "fragment route " << routes[k].route << (routes[k].poor ? " fp64-poor" : "") << ": p " << p << " m " << m;
   for (int64_t zp : {-128, -3, 0, 5, 127, 255})
     for (auto [lo, hi] : {std::pair<int64_t, int64_t>{-128, 127}, {0, 255}, {zp, 127}}) {
       if (lo > hi) continue;
-      if (applies) {
-        ASSERT_EQ(clamp_to(int64_t{r} + zp, lo, hi), reference(p, m, zp, lo, hi)) << "p " << p << " m " << m << " zp " << zp;
-      }
+      const int64_t want = reference(p, m, zp, lo, hi);
       if (!rare) {
-        ASSERT_EQ(clamp_to(int64_t{rs} + zp, lo, hi), reference(p, m, zp, lo, hi))
-            << "select: p " << p << " m " << m << " zp " << zp;
+        ASSERT_EQ(clamp_to(int64_t{rs} + zp, lo, hi), want) << "select: p " << p << " m " << m << " zp " << zp;
       }
       if (dmagic) {
-        ASSERT_EQ(clamp_to(int64_t{rd} + zp, lo, hi), reference(p, m, zp, lo, hi))
-            << "dmagic: p " << p << " m " << m << " zp " << zp;
+        ASSERT_EQ(clamp_to(int64_t{rd} + zp, lo, hi), want) << "dmagic: p " << p << " m " << m << " zp " << zp;
       }
+      ASSERT_EQ(clamp_to(int64_t{rdouble} + zp, lo, hi), want) << "double: p " << p << " m " << m << " zp " << zp;
+      for (int k = 0; k < n_routes; ++k)
+        ASSERT_EQ(clamp_to(int64_t{routes[k].v} + zp, lo, hi), want)
+            << "fragment route " << routes[k].route << (routes[k].poor ? " fp64-poor" : "") << ": p " << p << " m " << m
+            << " zp " << zp;
     }
 }
 
@@ -84,6 +110,33 @@ TEST(Int8Requant, EdgesSaturationAndUnsupportedInputs) {
                     0.5f, -0.5f, 1.0f, 255.0f, 8388608.0f, 3e38f, -0.0031f, INFINITY, -INFINITY, NAN}) {
       expect_same(p, m);
     }
+  }
+}
+
+// A fragment of eight whose elements mix the fp32 route's range and the rare ones (|p| >= 2^22, m
+// infinite or NaN): on an FP64-poor GPU the rare ones are fixed by the double path after the
+// branch-free pass, and none of the others may be touched.
+TEST(Int8Requant, FragmentsMixingRareAndCommonElements) {
+  std::mt19937_64 rng(20261130);
+  std::uniform_int_distribution<int32_t> small_p(-(1 << 21), 1 << 21);
+  std::uniform_int_distribution<uint32_t> any_bits(0, 0xffffffffu);
+  std::uniform_real_distribution<float> scale(1e-6f, 2e-2f);
+  for (int iter = 0; iter < 20000; ++iter) {
+    int32_t p[8];
+    float m[8];
+    for (int i = 0; i < 8; ++i) {
+      const int kind = static_cast<int>(any_bits(rng) % 6);
+      p[i] = kind == 0 ? static_cast<int32_t>(any_bits(rng)) : small_p(rng);
+      m[i] = kind == 1 ? INFINITY : kind == 2 ? NAN : scale(rng);
+    }
+    for (int route : {kAotcRequantAuto, kAotcRequantFp32})
+      for (bool poor : {false, true}) {
+        int32_t v[8];
+        aotc_requant_fragment(route, poor, p, m, 3, -128, 127, v);
+        for (int i = 0; i < 8; ++i)
+          ASSERT_EQ(int64_t{v[i]}, reference(p[i], m[i], 3, -128, 127))
+              << "route " << route << (poor ? " fp64-poor" : "") << " element " << i << ": p " << p[i] << " m " << m[i];
+      }
   }
 }
 

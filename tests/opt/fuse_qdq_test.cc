@@ -24,12 +24,6 @@ Graph fused(const Graph& before, bool* changed) {
   return g;
 }
 
-std::vector<Tensor> run(const Graph& g, const std::vector<Tensor>& feed) {
-  auto out = evaluate_graph(g, feed);
-  EXPECT_TRUE(out.is_ok()) << out.status().message();
-  return out.is_ok() ? *out : std::vector<Tensor>{};
-}
-
 // Fused and unfused outputs: at most `step` apart everywhere, identical in at least
 // `min_equal` of the elements.
 void expect_within_one_step(const Tensor& got, const Tensor& want, double step, double min_equal) {
@@ -76,7 +70,7 @@ TEST(FuseQdq, ConvReluQuantizeRequantizesOnceWithTheReluAsAClamp) {
   EXPECT_EQ(f.value(conv.inputs[8]).constant->get_int(1), static_cast<int64_t>(std::nearbyint(-0.3 / (0.02f * 0.002f))));
   for (uint64_t seed : {11u, 12u, 13u}) {
     std::vector<Tensor> feed = {random_input({2, 3, 6, 6}, seed)};
-    std::vector<Tensor> want = run(g, feed), got = run(f, feed);
+    std::vector<Tensor> want = testing_util::evaluated(g, feed), got = testing_util::evaluated(f, feed);
     ASSERT_EQ(got.size(), 1u);
     expect_within_one_step(got[0], want[0], 0.01, 0.97);
     for (int64_t i = 0; i < got[0].numel(); ++i) EXPECT_GE(got[0].get(i), 0.0) << i;  // the clamp holds
@@ -119,7 +113,7 @@ TEST(FuseQdq, ClipBoundsBecomeQuantizedClampsAndGemmWeightsAreTransposed) {
   EXPECT_EQ(f.value(mm.inputs[8]).constant->get_int(1), -2000);
   for (uint64_t seed : {21u, 22u}) {
     std::vector<Tensor> feed = {seeded_random_tensor(DType::kFloat32, {3, 8}, seed, -3, 3)};
-    expect_within_one_step(run(f, feed)[0], run(g, feed)[0], 0.03, 0.9);
+    expect_within_one_step(testing_util::evaluated(f, feed)[0], testing_util::evaluated(g, feed)[0], 0.03, 0.9);
   }
 }
 
@@ -147,7 +141,7 @@ TEST(FuseQdq, ALayerWithFloatReadersKeepsAFloatOutput) {
   EXPECT_EQ(op_list(f), "QuantizeLinear,aotc.QLinearMatMul,QuantizeLinear,Add");
   EXPECT_EQ(f.value(f.nodes[1].outputs[0]).dtype, DType::kFloat32);
   std::vector<Tensor> feed = {random_input({2, 4, 6}, 31)};
-  std::vector<Tensor> want = run(g, feed), got = run(f, feed);
+  std::vector<Tensor> want = testing_util::evaluated(g, feed), got = testing_util::evaluated(f, feed);
   ASSERT_EQ(got.size(), 2u);
   // Dequantize mode: the exact integer sum times x_scale * w_scale in float, against a float
   // sum of six products: the fp32 single-op tolerance.
@@ -183,7 +177,7 @@ TEST(FuseQdq, ResidualAddReluQuantizeRunsOnTheInt8TensorsBitExactly) {
   // The fused op computes the unfused float reading in the same order: identical results.
   for (uint64_t seed : {41u, 42u, 43u}) {
     std::vector<Tensor> feed = {random_input({2, 5, 3, 4}, seed), random_input({2, 5, 3, 4}, seed + 100)};
-    std::vector<Tensor> want = run(g, feed), got = run(f, feed);
+    std::vector<Tensor> want = testing_util::evaluated(g, feed), got = testing_util::evaluated(f, feed);
     ASSERT_EQ(got.size(), 1u);
     for (int64_t i = 0; i < got[0].numel(); ++i) EXPECT_EQ(got[0].get(i), want[0].get(i)) << i;
   }
@@ -239,7 +233,7 @@ TEST(FuseQdq, MaxPoolBetweenEqualQuantizationsRunsOnTheInt8Tensor) {
     }
     for (uint64_t seed : {51u, 52u}) {
       std::vector<Tensor> feed = {random_input({2, 3, 7, 6}, seed)};
-      std::vector<Tensor> want = run(g, feed), got = run(f, feed);
+      std::vector<Tensor> want = testing_util::evaluated(g, feed), got = testing_util::evaluated(f, feed);
       ASSERT_EQ(got.size(), 1u);
       for (int64_t i = 0; i < got[0].numel(); ++i) EXPECT_EQ(got[0].get(i), want[0].get(i)) << i;
     }

@@ -4,8 +4,6 @@
 // replaces (the unfused graph is the independent check: aotc.QLinearAdd's reference on the
 // convolution's own output), on int8 and on uint8 activations, with either operand order and a
 // fused ReLU; and the pass must not fire where the kernel cannot take it.
-#include <cstring>
-
 #include "ir/ops/op_helpers.h"
 #include "opt/passes.h"
 #include "opt_test_util.h"
@@ -15,12 +13,6 @@ namespace aotc {
 namespace {
 
 using testing_util::op_list;
-
-std::vector<Tensor> run(const Graph& g, const std::vector<Tensor>& feed) {
-  auto out = evaluate_graph(g, feed);
-  EXPECT_TRUE(out.is_ok()) << out.status().message();
-  return out.is_ok() ? *out : std::vector<Tensor>{};
-}
 
 // x float [8, 32, 34, 34] -> QuantizeLinear -> 3x3 conv (32 -> 64, ReLU clamp: the block's
 // input h) -> 1x1 conv (64 -> 64, no clamp: t) -> QLinearAdd(t, h) with a ReLU -> DequantizeLinear.
@@ -77,16 +69,10 @@ int count(const Graph& g, const std::string& op) {
 }
 
 void expect_same_outputs(const Graph& before, const Graph& after, int64_t seeds) {
-  for (uint64_t seed = 31; seed < 31 + static_cast<uint64_t>(seeds); ++seed) {
-    // Inputs past the int8 range of the scale: saturation in the quantization too.
-    std::vector<Tensor> feed = {seeded_random_tensor(DType::kFloat32, {8, 32, 34, 34}, seed, -5, 5)};
-    std::vector<Tensor> want = run(before, feed), got = run(after, feed);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-      ASSERT_EQ(got[i].byte_size(), want[i].byte_size());
-      EXPECT_EQ(std::memcmp(got[i].raw(), want[i].raw(), static_cast<size_t>(got[i].byte_size())), 0) << "seed " << seed;
-    }
-  }
+  // Inputs past the int8 range of the scale: saturation in the quantization too.
+  for (uint64_t seed = 31; seed < 31 + static_cast<uint64_t>(seeds); ++seed)
+    testing_util::expect_same_bytes(before, after, {seeded_random_tensor(DType::kFloat32, {8, 32, 34, 34}, seed, -5, 5)},
+                                    "seed " + std::to_string(seed));
 }
 
 struct Case {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,25 @@ inline ::testing::AssertionResult same_outputs(const Graph& before, const Graph&
 }
 
 // Op types of the nodes, in order, e.g. "Conv,Relu"; domains as "aotc.FusedConv".
+// g's reference outputs for `feed` (a test failure, and none, where evaluation fails).
+inline std::vector<Tensor> evaluated(const Graph& g, const std::vector<Tensor>& feed) {
+  auto out = evaluate_graph(g, feed);
+  EXPECT_TRUE(out.is_ok()) << out.status().message();
+  return out.is_ok() ? *out : std::vector<Tensor>{};
+}
+
+// `after` gives `before`'s outputs for `feed` byte for byte (an exact rewrite); `what` names the run.
+inline void expect_same_bytes(const Graph& before, const Graph& after, const std::vector<Tensor>& feed,
+                              const std::string& what) {
+  const std::vector<Tensor> want = evaluated(before, feed), got = evaluated(after, feed);
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].dtype(), want[i].dtype()) << what << " output " << i;
+    ASSERT_EQ(got[i].byte_size(), want[i].byte_size()) << what << " output " << i;
+    EXPECT_EQ(std::memcmp(got[i].raw(), want[i].raw(), static_cast<size_t>(got[i].byte_size())), 0) << what << " output " << i;
+  }
+}
+
 inline std::string op_list(const Graph& g) {
   std::string s;
   for (const Node& n : g.nodes) s += (s.empty() ? "" : ",") + (n.domain.empty() ? "" : n.domain + ".") + n.op_type;

@@ -3,7 +3,6 @@
 // must agree bit for bit (every op computes q - zp and saturates to its type's range), the fused
 // ReLU bound moves with the zero point, and where one participant disagrees nothing changes.
 #include <algorithm>
-#include <cstring>
 
 #include "opt/passes.h"
 #include "opt/pipeline.h"
@@ -13,12 +12,6 @@ namespace aotc {
 namespace {
 
 using testing_util::op_list;
-
-std::vector<Tensor> run(const Graph& g, const std::vector<Tensor>& feed) {
-  auto out = evaluate_graph(g, feed);
-  EXPECT_TRUE(out.is_ok()) << out.status().message();
-  return out.is_ok() ? *out : std::vector<Tensor>{};
-}
 
 // QuantizeLinear -> conv (ReLU clamp) -> MaxPool -> conv -> residual QLinearAdd (ReLU) ->
 // DequantizeLinear, every activation at zero point -128 as ONNX Runtime writes a ReLU output.
@@ -63,12 +56,8 @@ TEST(ReencodeUint8, ZeroPointMinus128ChainBecomesUint8BitExactly) {
   EXPECT_EQ(g.nodes[4].attr_int("qmin", -1), 28);    // -100 + 128
   EXPECT_EQ(g.value(g.find_value("z")).dtype, DType::kInt8);  // the shared constant is untouched
   for (uint64_t seed : {21u, 22u, 23u}) {
-    std::vector<Tensor> feed = {seeded_random_tensor(DType::kFloat32, {2, 8, 6, 6}, seed, -3, 4)};
-    std::vector<Tensor> want = run(before, feed), got = run(g, feed);
-    ASSERT_EQ(got.size(), 1u);
-    ASSERT_EQ(want.size(), 1u);
-    ASSERT_EQ(got[0].numel(), want[0].numel());
-    EXPECT_EQ(std::memcmp(got[0].raw(), want[0].raw(), static_cast<size_t>(got[0].byte_size())), 0) << "seed " << seed;
+    testing_util::expect_same_bytes(before, g, {seeded_random_tensor(DType::kFloat32, {2, 8, 6, 6}, seed, -3, 4)},
+                                    "seed " + std::to_string(seed));
   }
 }
 
