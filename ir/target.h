@@ -111,8 +111,8 @@ struct Target {
   // A batch-1 CNN's head - a channels_last 16-bit GlobalAveragePool read only (through views) by a
   // GEMM the GEMV takes - as one cluster kernel (opt/fuse_pool_gemm, aotc.PoolGemm;
   // ir/ops/conv_configs.h pool_gemm_applies; templates/pool_gemv_cluster.cu.in) when every target
-  // is sm_90+ (--pool-gemm on). Off by default until measured (counted: -1.4 to -2 us of the two
-  // kernels' 5.0 on ResNet-50 bs1, docs/perf_notes.md v49).
+  // is sm_90+ (--pool-gemm on). Off by default until measured (predicted, not measured: -2 us of
+  // the two kernels' 5.0 us measured on ResNet-50 bs1, docs/perf_notes.md v50).
   bool pool_gemm = false;
   // Kernels that offer it (KernelStep::l2_prefetch_args: the batch-1 cluster split-K convolution)
   // prefetch into L2 the weights of the steps after them, up to the next such kernel, while they

@@ -23,6 +23,7 @@
 #include "ir/op_registry.h"
 #include "ir/ops/conv_configs.h"
 #include "ir/ops/window.h"
+#include "templates/int8_requant.cuh"
 #include "opt/passes.h"
 
 namespace aotc {
@@ -348,15 +349,12 @@ class LayoutRewriter {
     for (int64_t k = 0; k < cout; ++k) {
       float m = static_cast<float>(xs.get(0)) * static_cast<float>(ws.get(ws.numel() == 1 ? 0 : k));
       if (ys) m = m / static_cast<float>(ys->get(0));
-      uint32_t mbits;
-      std::memcpy(&mbits, &m, 4);
       int64_t wsum = 0;
       if (xzp != 0)
         for (int64_t c = 0; c < per_k; ++c) wsum += w.get_int(k_major ? k * per_k + c : c * cout + k);
       const int64_t b64 = (bias ? bias->get_int(k) : 0) - xzp * wsum;
       if (b64 < INT32_MIN || b64 > INT32_MAX) *fits = false;
-      const uint32_t b = static_cast<uint32_t>(static_cast<int32_t>(b64));
-      const uint64_t word = (uint64_t{b} << 32) | mbits;
+      const uint64_t word = aotc_epilogue_word(m, static_cast<int32_t>(b64));
       std::memcpy(words.raw() + k * 8, &word, 8);
     }
     return words;

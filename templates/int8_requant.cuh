@@ -126,8 +126,9 @@ AOTC_REQUANT_FN int32_t aotc_requant_rint_fp32_select(int32_t p, float m, bool* 
 
 // The same rounding as the double path for multipliers |m| < 0.5 (so |p * m| < 2^30 for every
 // int32 p), in three FP64 additions / multiplications and integer steps, no conversion instruction
-// (I2F.F64, FRND.F64 and F2I.F64 issue at a quarter of the FP64 rate or less on sm_80 / sm_90; the
-// double path needs three an element). double(p) exactly: the double with high word 0x43300000 and
+// (I2F.F64, FRND.F64 and F2I.F64 issue at a quarter of the FP64 rate or less on sm_80 / sm_90 by
+// the CUDA C++ Programming Guide's throughput table, not measured here; the double path needs
+// three an element). double(p) exactly: the double with high word 0x43300000 and
 // low word p + 2^31 is 2^52 + 2^31 + p, minus 2^52 + 2^31. v = double(p) * dm is the double path's
 // own rounded product (dm = double(m), exact). rint(v): adding 1.5 * 2^52 leaves an exponent whose
 // unit is 1, so round-to-nearest-even picks rint(v) (1.5 * 2^52 is even: the tie goes to the even
@@ -187,8 +188,9 @@ AOTC_REQUANT_FN int32_t aotc_requant_rint_double_sat(int32_t p, float m) {
 }
 
 // 1 where the GPU compiling this runs FP64 at 1/64 of the FP32 rate (sm_86 / sm_87 / sm_89,
-// sm_110+): the double path's arithmetic is then the epilogue's bottleneck; 0 on sm_80 / sm_90 /
-// sm_100 and on the host.
+// sm_110+, by the CUDA C++ Programming Guide's throughput table): the double path's arithmetic is
+// then the epilogue's bottleneck (predicted from instruction counts, not measured: no such GPU
+// here); 0 on sm_80 / sm_90 / sm_100 and on the host.
 #if defined(__CUDA_ARCH__) && ((__CUDA_ARCH__ >= 860 && __CUDA_ARCH__ < 900) || __CUDA_ARCH__ >= 1100)
 #define AOTC_REQUANT_FP64_POOR 1
 #else
@@ -244,6 +246,41 @@ AOTC_REQUANT_FN void aotc_requant_fragment(int route, bool fp64_poor, const int3
   }
   AOTC_REQUANT_UNROLL
   for (int i = 0; i < N; ++i) v[i] = aotc_rq_clamp(v[i] + zp, qmin, qmax);
+}
+
+// The int8 tensor-core kernels' per-output-channel epilogue word (built by opt/layout_nhwc): the
+// low 32 bits the float multiplier m, the high 32 bits the int32 bias b.
+AOTC_REQUANT_FN float aotc_epilogue_word_multiplier(uint64_t w) {
+  return aotc_rq_from_bits(static_cast<int32_t>(static_cast<uint32_t>(w & 0xffffffffu)));
+}
+AOTC_REQUANT_FN int32_t aotc_epilogue_word_bias(uint64_t w) { return static_cast<int32_t>(static_cast<uint32_t>(w >> 32)); }
+AOTC_REQUANT_FN uint64_t aotc_epilogue_word(float m, int32_t b) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(b)) << 32) | static_cast<uint32_t>(aotc_rq_bits(m));
+}
+
+// A fragment of accumulators requantized with their channels' words: aotc_requant_fragment of
+// (acc[i] + b[i], m[i]).
+template <int N>
+AOTC_REQUANT_FN void aotc_requant_words(int route, bool fp64_poor, const int32_t* acc, const uint64_t* words, int32_t zp,
+                                        int32_t qmin, int32_t qmax, int32_t (&v)[N]) {
+  int32_t p[N];
+  float m[N];
+  AOTC_REQUANT_UNROLL
+  for (int i = 0; i < N; ++i) {
+    m[i] = aotc_epilogue_word_multiplier(words[i]);
+    p[i] = aotc_rq_wrap_add(acc[i], aotc_epilogue_word_bias(words[i]));
+  }
+  aotc_requant_fragment(route, fp64_poor, p, m, zp, qmin, qmax, v);
+}
+
+// One value (the direct int8 kernels, a thread an output).
+AOTC_REQUANT_FN int32_t aotc_requant_one(int route, bool fp64_poor, int32_t p, float m, int32_t zp, int32_t qmin,
+                                         int32_t qmax) {
+  const int32_t p1[1] = {p};
+  const float m1[1] = {m};
+  int32_t v[1];
+  aotc_requant_fragment(route, fp64_poor, p1, m1, zp, qmin, qmax, v);
+  return v[0];
 }
 
 // The scalars of an aotc.QLinearAdd fused into an int8 convolution's epilogue (the residual r
@@ -311,4 +348,13 @@ AOTC_REQUANT_FN int32_t aotc_qlinear_add_rint(float va, float za, float sa, floa
     q = aotc_rq_div(s, sy);
   }
   return aotc_rint_small(fminf(1e6f, fmaxf(-1e6f, q)));
+}
+
+// The residual Add fused into an int8 convolution's epilogue: aotc.QLinearAdd on the
+// convolution's requantized value t and the residual r (either operand order: IEEE addition
+// commutes), its zero point and clamp - for both int8 tensor-core kernels.
+AOTC_REQUANT_FN int32_t aotc_fused_add(int32_t t, int32_t r, const aotc_fused_add_scalars& s, bool by_reciprocal) {
+  return aotc_rq_clamp(aotc_qlinear_add_rint(aotc_int8_to_float(t), s.t_zp, s.t_scale, aotc_int8_to_float(r), s.r_zp,
+                                             s.r_scale, s.out_scale, by_reciprocal, s.rcp) + s.out_zp,
+                       s.add_qmin, s.add_qmax);
 }

@@ -453,12 +453,8 @@ int requant_route(const Graph& graph, const Node& node) {
   const Value& words = input_value(graph, node, kEpilogueWordsInput);
   if (!words.is_constant() || words.dtype != DType::kUInt64) return kAotcRequantAuto;
   const uint64_t* w = words.constant->data<uint64_t>();
-  for (int64_t i = 0; i < words.constant->numel(); ++i) {
-    const uint32_t bits = static_cast<uint32_t>(w[i] & 0xffffffffu);
-    float m;
-    std::memcpy(&m, &bits, sizeof m);
-    if (!aotc_requant_dmagic_applies(m)) return kAotcRequantAuto;
-  }
+  for (int64_t i = 0; i < words.constant->numel(); ++i)
+    if (!aotc_requant_dmagic_applies(aotc_epilogue_word_multiplier(w[i]))) return kAotcRequantAuto;
   return kAotcRequantDmagic;
 }
 
