@@ -14,7 +14,7 @@ namespace aotc {
 // The fused attention kernel's query blocks (Target::attention_blocks, --attention fused|fused64|fused32).
 enum class AttentionBlocks { kFillSms, k64, k32 };
 // The int8 epilogues' requantization route (Target::int8_requant, --int8-requant auto|fp32|dmagic).
-enum class Int8Requant { kAuto, kFp32, kDoubleMagic };
+enum class Int8Requant { kAuto, kDouble, kFp32 };
 
 struct PrecisionOptions {
   DType dtype = DType::kFloat32;        // kFloat32 (no change), kFloat16 or kBFloat16
@@ -38,12 +38,13 @@ struct Target {
   // table in ir/ops/conv_configs.h). Empty: the pick rule.
   std::string conv_config;
   // How the int8 tensor-core epilogues round their requantization (--int8-requant; every route
-  // gives the reference's double rounding bit for bit, templates/int8_requant.cuh): kAuto by the
-  // GPU compiling the kernel - the double path where FP64 runs at half the FP32 rate or better
-  // (sm_80 / sm_90: the measured default, docs/perf_notes.md v24), the exact fp32 route where it
-  // runs at 1/64 (Jetson's sm_87, sm_86 / sm_89); kFp32 the fp32 route everywhere; kDoubleMagic
-  // the conversion-free double route, for the layers whose multipliers are all finite with
-  // |m| < 0.5 (the others: kAuto; FP64-poor GPUs: the fp32 route; not measured yet, v49).
+  // gives the reference's double rounding bit for bit, templates/int8_requant.cuh). kAuto (default):
+  // the conversion-free double route (dmagic) for the layers whose multipliers are all finite with
+  // |m| < 0.5, the double path for the others, and on GPUs whose FP64 runs at 1/64 (Jetson's sm_87,
+  // sm_86 / sm_89; chosen per arch inside the fatbin) the exact fp32 route. Measured on an H200,
+  // ResNet-50 int8 bs32: 1.576 ms with the double path everywhere, 1.328 with dmagic (Sm80 kernel),
+  // 1.081 with dmagic on the wgmma kernel (docs/perf_notes.md v51). kDouble: the double path where
+  // FP64 is fast (the earlier default); kFp32: the fp32 route everywhere.
   Int8Requant int8_requant = Int8Requant::kAuto;
   // Pointwise NHWC convolutions (1x1, stride 1, no padding) run as cuBLASLt GEMMs with the bias /
   // ReLU / residual epilogue (ir/ops/conv_configs.h: conv_pointwise_gemm_applies). Off: they take
@@ -93,10 +94,11 @@ struct Target {
   // TMA + wgmma implicit GEMM with the requantization (and a fused residual Add,
   // opt/fuse_residual_qadd) in its epilogue, when every target is sm_90 and the tiles fill
   // Target::conv_wgmma_fill of a wave (conv_wgmma_int8_config; templates/
-  // cutlass_conv2d_fprop_sm90_i8.cu.in; --conv-wgmma-int8 on). Off by default: measured slower
-  // than CUTLASS 2.x mma.sync on ResNet-50 int8 bs32 (H200: 1.85 ms, 3.38 with the fused Adds,
-  // against 1.62; docs/perf_notes.md v48).
-  bool conv_wgmma_int8 = false;
+  // cutlass_conv2d_fprop_sm90_i8.cu.in; --conv-wgmma-int8 off to keep CUTLASS 2.x mma.sync). On by
+  // default since the conversion-free requantization took its register spills away: ResNet-50 int8
+  // bs32 on an H200 1.081 ms against the Sm80 kernel's 1.328 (docs/perf_notes.md v51; with the
+  // double path it was slower, 1.85 against 1.62, v48).
+  bool conv_wgmma_int8 = true;
   // opt/fuse_residual_qadd: int8 residual Adds in the producing convolution's epilogue (either
   // int8 tensor-core kernel; --int8-fuse-residual on). Off by default: with the wgmma kernel it
   // measured slower (docs/perf_notes.md v48); with the Sm80 kernel not yet run on a GPU.

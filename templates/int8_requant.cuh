@@ -18,7 +18,7 @@
 //   its range (|p| >= 2^22, m not finite) take the double path. The default where FP64 is slow
 //   (sm_86 / sm_87 / sm_89 and sm_110+: 1/64 of the FP32 rate; Jetson Orin is sm_87);
 // - the conversion-free double route (aotc_requant_rint_dmagic) where the lowering proved every
-//   |m| < 0.5 (aotc --int8-requant dmagic; on FP64-poor GPUs the fp32 route instead).
+//   |m| < 0.5 (aotc's default for such layers; on FP64-poor GPUs the fp32 route instead).
 #pragma once
 
 #include <math.h>

@@ -303,8 +303,8 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       o.conv_pointwise_gemm = text == "cublaslt";
     } else if (opt == "--int8-requant") {
       std::string text;
-      AOTC_CHOOSE(text, {"auto", "fp32", "dmagic"});
-      o.int8_requant = text == "fp32" ? Int8Requant::kFp32 : text == "dmagic" ? Int8Requant::kDoubleMagic : Int8Requant::kAuto;
+      AOTC_CHOOSE(text, {"auto", "double", "fp32", "dmagic"});  // dmagic: auto's name in v49-v50
+      o.int8_requant = text == "fp32" ? Int8Requant::kFp32 : text == "double" ? Int8Requant::kDouble : Int8Requant::kAuto;
     } else if (opt == "--conv-im2col") {
       std::string text;
       AOTC_CHOOSE(text, {"on", "off"});

@@ -32,14 +32,14 @@ struct AotcOptions {
   std::string conv_config;             // --conv-config NAME (force one CUTLASS conv configuration)
   bool conv_pointwise_gemm = true;     // --conv-pointwise cublaslt|cutlass (1x1 convs as cuBLASLt GEMMs)
   bool conv_im2col_gemm = true;        // --conv-im2col on|off (underfilled convs as im2col + cuBLASLt)
-  Int8Requant int8_requant = Int8Requant::kAuto;  // --int8-requant auto|fp32|dmagic (the int8 epilogues' rounding)
+  Int8Requant int8_requant = Int8Requant::kAuto;  // --int8-requant auto|double|fp32 (the int8 epilogues' rounding)
   bool conv_strided_pointwise_gemm = true;  // --conv-strided-pointwise gemm|im2col
   bool conv_cluster_splitk = true;          // --conv-cluster on|off
   int conv_cluster_max_split = 6;           // --conv-cluster-max-split N
   int conv_cluster_warp_groups = 2;         // --conv-cluster-warp-groups 2|4
   bool conv_pw_pair = false;                // --conv-pw-pair on|off
   bool conv_wgmma = true;                   // --conv-wgmma on|off
-  bool conv_wgmma_int8 = false;             // --conv-wgmma-int8 on|off
+  bool conv_wgmma_int8 = true;              // --conv-wgmma-int8 on|off
   bool int8_fuse_residual = false;          // --int8-fuse-residual on|off
   double conv_wgmma_fill = 0.5;             // --conv-wgmma-fill half|wave
   bool conv_wgmma_pointwise = false;        // --conv-wgmma-pointwise on|off

@@ -47,13 +47,13 @@ options:
                            activation run as cuBLASLt GEMMs; cutlass: as CUTLASS implicit GEMMs
   --conv-im2col on|off     on (default): NHWC convolutions too small to fill the GPU (batch 1)
                            run as im2col + a cuBLASLt GEMM; off: CUTLASS implicit GEMM
-  --int8-requant auto|fp32|dmagic
+  --int8-requant auto|double|fp32
                            how the int8 tensor-core epilogues round their requantization (the
-                           same outputs bit for bit): auto (default) by the GPU - double where
-                           FP64 is fast (sm_80, sm_90), exact fp32 arithmetic where it is not
-                           (sm_86/87/89, Jetson Orin); fp32 everywhere; or dmagic: double without
-                           conversion instructions, for layers whose multipliers are all below
-                           0.5 (the others: auto)
+                           same outputs bit for bit): auto (default) double without conversion
+                           instructions for layers whose multipliers are all below 0.5, double
+                           for the others, exact fp32 arithmetic on GPUs with slow FP64
+                           (sm_86/87/89, Jetson Orin); double: the double path for every layer
+                           (fp32 on those GPUs); fp32: fp32 arithmetic everywhere
   --matmul-impl cublaslt|reference
                            cublaslt (default): GEMMs run on cuBLASLt; reference: on a plain aotc
                            kernel each (slow; a library with no cuBLASLt kernel, for
@@ -89,8 +89,8 @@ options:
   --conv-wgmma-int8 on|off on: requantizing int8 convolutions (--precision int8, QDQ models)
                            that fill half a wave run on CUTLASS 3.x's TMA + int8 wgmma implicit
                            GEMM when every --arch is sm_90, the requantization in its epilogue
-                           (and residual Adds with --int8-fuse-residual on); off (default:
-                           measured slower so far): CUTLASS 2.x mma.sync
+                           (and residual Adds with --int8-fuse-residual on; default on);
+                           off: CUTLASS 2.x mma.sync
   --int8-fuse-residual on|off
                            on: an int8 residual Add runs in the epilogue of the int8
                            convolution that produces one operand (both roundings kept: the same

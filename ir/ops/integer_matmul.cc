@@ -444,12 +444,14 @@ void common_holes(const Node& node, const Graph& graph, KernelStep& k) {
 }
 
 // The int8 epilogues' REQUANT_ROUTE (templates/int8_requant.cuh aotc_requant_fragment, for
-// cutlass_conv2d_fprop_i8.cu.in and _sm90_i8.cu.in): kAotcRequantAuto (each GPU's own choice),
-// kAotcRequantFp32, or kAotcRequantDmagic - only where every per-channel multiplier in the node's
-// constant epilogue words is finite with |m| < 0.5 (aotc_requant_dmagic_applies), else auto.
+// cutlass_conv2d_fprop_i8.cu.in and _sm90_i8.cu.in): kAotcRequantFp32 (--int8-requant fp32),
+// kAotcRequantAuto (the double path, or the fp32 route on FP64-poor GPUs: --int8-requant double,
+// and the default's fallback) or, by default, kAotcRequantDmagic - only where every per-channel
+// multiplier in the node's constant epilogue words is finite with |m| < 0.5
+// (aotc_requant_dmagic_applies; FP64-poor GPUs take the fp32 route there too).
 int requant_route(const Graph& graph, const Node& node) {
   if (graph.target.int8_requant == Int8Requant::kFp32) return kAotcRequantFp32;
-  if (graph.target.int8_requant != Int8Requant::kDoubleMagic) return kAotcRequantAuto;
+  if (graph.target.int8_requant == Int8Requant::kDouble) return kAotcRequantAuto;
   const Value& words = input_value(graph, node, kEpilogueWordsInput);
   if (!words.is_constant() || words.dtype != DType::kUInt64) return kAotcRequantAuto;
   const uint64_t* w = words.constant->data<uint64_t>();

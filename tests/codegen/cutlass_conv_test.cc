@@ -758,10 +758,11 @@ TEST(CutlassConv, Int8LibraryCompilesForJetsonAndHopper) {
 }
 
 // --int8-requant: the int8 layer renders the epilogue route asked for (templates/int8_requant.cuh,
-// each checked bit for bit against the double path by Int8Requant.*) - fp32, or dmagic where every
-// multiplier of the layer is below 0.5 in magnitude and the default where one is not - and nvcc
+// each checked bit for bit against the double path by Int8Requant.*) - by default dmagic where every
+// multiplier of the layer is below 0.5 in magnitude and the double path where one is not, or the
+// double path / fp32 route everywhere when asked - and nvcc
 // compiles it for Jetson's sm_87 (the routes are ordinary branches of one function there, so one
-// build compiles all three); the default keeps the double path.
+// build compiles all three).
 TEST(CutlassConv, Int8RequantRoutesRenderAndCompile) {
   AOTC_REQUIRE_CUTLASS_BUILD(include);
   // y_scale 0.2: multipliers 0.05 * [0.001, 0.01] / 0.2 < 0.5; y_scale 0.0004: up to 1.25.
@@ -796,12 +797,13 @@ TEST(CutlassConv, Int8RequantRoutesRenderAndCompile) {
     return std::string("(none)");
   };
   Graph small = graph("0.2"), large = graph("0.0004");
-  EXPECT_EQ(hole(small, Int8Requant::kAuto), "0");
+  EXPECT_EQ(hole(small, Int8Requant::kAuto), "2");    // dmagic
+  EXPECT_EQ(hole(small, Int8Requant::kDouble), "0");
   EXPECT_EQ(hole(small, Int8Requant::kFp32), "1");
-  EXPECT_EQ(hole(small, Int8Requant::kDoubleMagic), "2");
-  EXPECT_EQ(hole(large, Int8Requant::kDoubleMagic), "0");  // a multiplier >= 0.5: the default
+  EXPECT_EQ(hole(large, Int8Requant::kAuto), "0");    // a multiplier >= 0.5: the double path
+  EXPECT_EQ(hole(large, Int8Requant::kDouble), "0");
   EXPECT_EQ(hole(large, Int8Requant::kFp32), "1");
-  small.target.int8_requant = Int8Requant::kDoubleMagic;
+  small.target.int8_requant = Int8Requant::kAuto;
   const std::string sources = test::compile_block_sources(small, test::linear_plan(small), {"sm_87"}, include, "cutlass-int8-dmagic");
   ASSERT_FALSE(sources.empty());
   EXPECT_NE(sources.find("constexpr int kRequantRoute = 2;"), std::string::npos);

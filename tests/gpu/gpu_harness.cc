@@ -84,12 +84,12 @@ void run_case(Graph graph, const std::string& label, const CaseOptions& options)
   // kernel (docs/reliability.md).
   if (const char* e = std::getenv("AOTC_TEST_MATMUL_REFERENCE"); e && *e && std::string(e) != "0")
     graph.target.matmul_reference = true;
-  // AOTC_TEST_INT8_REQUANT=fp32|dmagic: the int8 epilogues requantize on that route
+  // AOTC_TEST_INT8_REQUANT=fp32|double: the int8 epilogues requantize on that route
   // (--int8-requant), which must give the reference's int8 outputs bit for bit as well.
   if (const char* e = std::getenv("AOTC_TEST_INT8_REQUANT"); e && std::string(e) == "fp32")
     graph.target.int8_requant = Int8Requant::kFp32;
-  else if (e && std::string(e) == "dmagic")
-    graph.target.int8_requant = Int8Requant::kDoubleMagic;
+  else if (e && std::string(e) == "double")
+    graph.target.int8_requant = Int8Requant::kDouble;
   Status inferred = infer_shapes(graph);
   ASSERT_TRUE(inferred.is_ok()) << label << ": " << inferred.message();
   Status verified = verify(graph);

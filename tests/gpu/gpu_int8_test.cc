@@ -219,7 +219,7 @@ Graph qconv_wgmma_chain(Shape x, int64_t k1, int64_t stride, int64_t k2, int64_t
   ValueId y2 = b.node("QLinearConv", {y, ys, zp, w2, ws2, kNoValue, zs, zp}, {}, "aotc");
   b.output(b.node("DequantizeLinear", {y2, zs, zp}));
   Graph g = b.graph();
-  g.target.conv_wgmma_int8 = true;  // --conv-wgmma-int8 on (off by default)
+  g.target.conv_wgmma_int8 = true;  // --conv-wgmma-int8 on (the default)
   return g;
 }
 
@@ -275,7 +275,7 @@ Graph residual_block(int64_t zero_point, bool swap, bool wgmma = true) {
   ValueId a = b.node("QLinearAdd", add_in, {{"qmin", Attribute::of_int(zero_point + 2)}}, "aotc");
   b.output(b.node("DequantizeLinear", {a, sa, zp}));
   Graph g = b.graph();
-  g.target.conv_wgmma_int8 = wgmma;     // --conv-wgmma-int8 on (off by default)
+  g.target.conv_wgmma_int8 = wgmma;     // --conv-wgmma-int8 on|off
   g.target.int8_fuse_residual = true;  // --int8-fuse-residual on (off by default)
   return g;
 }
@@ -311,18 +311,20 @@ TEST(GpuQuantizedConv, Sm80Int8FusedResidualAddUint8Swapped) {
   run_case(residual_block(-128, true, false), "qconv_sm80_residual_u8", fused_residual(false));
 }
 
-// --int8-requant dmagic (every multiplier of these layers is below 0.5): the conversion-free double
-// route in both kernels' epilogues, plain and with the fused residual Add, bit for bit.
-Graph with_dmagic(Graph g) {
-  g.target.int8_requant = Int8Requant::kDoubleMagic;
+// The default route of these layers (every multiplier below 0.5) is the conversion-free double one
+// (dmagic), which the other GpuQuantizedConv tests run; --int8-requant double keeps the double
+// path with its conversions, in both kernels' epilogues, plain and with the fused residual Add,
+// bit for bit as well (layers with a multiplier of 0.5 or more take it by default).
+Graph with_double(Graph g) {
+  g.target.int8_requant = Int8Requant::kDouble;
   return g;
 }
 
-TEST(GpuQuantizedConv, DmagicRouteSm80Kernel) {
+TEST(GpuQuantizedConv, DoublePathSm80Kernel) {
   AOTC_REQUIRE_GPU();
-  run_case(with_dmagic(qconv_chain({2, 32, 13, 11}, 48, 32, {{"pads", i64s({1, 1, 1, 1})}, {"strides", i64s({2, 2})}}, false)),
-           "qconv_tc_dmagic", int8_inputs());
-  run_case(with_dmagic(residual_block(-128, true, false)), "qconv_sm80_residual_u8_dmagic", fused_residual(false));
+  run_case(with_double(qconv_chain({2, 32, 13, 11}, 48, 32, {{"pads", i64s({1, 1, 1, 1})}, {"strides", i64s({2, 2})}}, false)),
+           "qconv_tc_double", int8_inputs());
+  run_case(with_double(residual_block(-128, true, false)), "qconv_sm80_residual_u8_double", fused_residual(false));
 }
 
 // Jetson's route: the library built as compute_87 PTX (the Sm80 kernel, the direct kernel of a
@@ -344,10 +346,10 @@ TEST(GpuQuantizedConv, JetsonFp32RouteAsPtx) {
   run_case(inverted_residual(), "qconv_inverted_residual_sm87_ptx", d);
 }
 
-TEST(GpuQuantizedConv, DmagicRouteWgmmaKernel) {
+TEST(GpuQuantizedConv, DoublePathWgmmaKernel) {
   AOTC_REQUIRE_GPU();
-  run_case(with_dmagic(qconv_wgmma_chain({8, 32, 34, 34}, 128, 1, 64, 0)), "qconv_wgmma_s8_dmagic", wgmma_int8());
-  run_case(with_dmagic(residual_block(0, false)), "qconv_wgmma_residual_s8_dmagic", fused_residual());
+  run_case(with_double(qconv_wgmma_chain({8, 32, 34, 34}, 128, 1, 64, 0)), "qconv_wgmma_s8_double", wgmma_int8());
+  run_case(with_double(residual_block(0, false)), "qconv_wgmma_residual_s8_double", fused_residual());
 }
 
 }  // namespace

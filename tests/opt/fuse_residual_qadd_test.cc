@@ -52,7 +52,7 @@ Graph prepared(const std::string& text, const std::vector<std::string>& archs, b
   auto g = testing_util::build(text);
   EXPECT_TRUE(g.is_ok()) << g.status().message();
   g->target = target_from_archs(archs);
-  g->target.conv_wgmma_int8 = true;     // --conv-wgmma-int8 on (off by default)
+  g->target.conv_wgmma_int8 = true;     // --conv-wgmma-int8 on (the default)
   g->target.int8_fuse_residual = true;  // --int8-fuse-residual on (off by default)
   if (uint8) {
     EXPECT_TRUE(reencode_uint8(*g).is_ok());
