@@ -99,6 +99,14 @@ struct Target {
   // bs32 on an H200 1.081 ms against the Sm80 kernel's 1.328 (docs/perf_notes.md v51; with the
   // double path it was slower, 1.85 against 1.62, v48).
   bool conv_wgmma_int8 = true;
+  // Expanding pointwise int8 convolutions (1x1, Cout >= 4 Cin: ResNet's conv3 / layer-1
+  // projection, whose time is the requantizing epilogue's, not the MMA's) take the 128x64 tile two
+  // CTAs an SM (i8wg128x64x64_s4_2cta: twice the warps in the epilogue) instead of the rule's
+  // largest tile; --conv-wgmma-int8-expand off: the rule's. Measured per layer on an H200
+  // (ResNet-50 int8 bs32, that tile forced everywhere against the rule, docs/perf_notes.md v51):
+  // layer1 conv3 41.5 -> 34 us, layer2 conv3 22.5 -> 20.5, layer3 13.7 -> 12.9, layer4 11.3 ->
+  // 10.8; slower on the 3x3s and the reducing 1x1s, which keep the rule's.
+  bool conv_wgmma_int8_expand_2cta = true;
   // opt/fuse_residual_qadd: int8 residual Adds in the producing convolution's epilogue (either
   // int8 tensor-core kernel; --int8-fuse-residual on). Off by default: with the wgmma kernel it
   // measured slower (docs/perf_notes.md v48); with the Sm80 kernel not yet run on a GPU.

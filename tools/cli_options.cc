@@ -364,6 +364,10 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       std::string text;
       AOTC_CHOOSE(text, {"on", "off"});
       o.conv_wgmma_int8 = text == "on";
+    } else if (opt == "--conv-wgmma-int8-expand") {
+      std::string text;
+      AOTC_CHOOSE(text, {"on", "off"});
+      o.conv_wgmma_int8_expand_2cta = text == "on";
     } else if (opt == "--int8-fuse-residual") {
       std::string text;
       AOTC_CHOOSE(text, {"on", "off"});

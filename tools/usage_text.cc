@@ -91,6 +91,9 @@ options:
                            GEMM when every --arch is sm_90, the requantization in its epilogue
                            (and residual Adds with --int8-fuse-residual on; default on);
                            off: CUTLASS 2.x mma.sync
+  --conv-wgmma-int8-expand on|off
+                           on (default): expanding 1x1 int8 convolutions (Cout >= 4 Cin) on
+                           that kernel take a 128x64 tile, two CTAs an SM; off: the rule's tile
   --int8-fuse-residual on|off
                            on: an int8 residual Add runs in the epilogue of the int8
                            convolution that produces one operand (both roundings kept: the same

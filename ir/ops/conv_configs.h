@@ -559,10 +559,15 @@ inline std::optional<ConvKernelConfig> conv_wgmma_int8_config(const Target& targ
     if (sm != 90) return std::nullopt;
   if (group != 1 || cin % 16 != 0 || cout % 16 != 0) return std::nullopt;
   if (!wgmma_window_applies(kernel, strides, dilations, pads)) return std::nullopt;
-  const ConvKernelConfig& c = pick_conv_config(target, ConvMath::kWgmmaInt8, gemm_m, cout, cin % 128 == 0 ? 128 : 64);
-  if (static_cast<double>(conv_config_tiles(c, gemm_m, cout)) < target.conv_wgmma_fill * target.sm_count)
+  const ConvKernelConfig* c = &pick_conv_config(target, ConvMath::kWgmmaInt8, gemm_m, cout, cin % 128 == 0 ? 128 : 64);
+  // An expanding pointwise layer (Target::conv_wgmma_int8_expand_2cta): its epilogue is its time,
+  // so the tile that puts two consumer warp groups on an SM (measured, ir/target.h).
+  const bool pointwise = kernel.size() == 2 && kernel[0] == 1 && kernel[1] == 1;
+  if (target.conv_wgmma_int8_expand_2cta && pointwise && cout >= 4 * cin && !forced_conv_config(target, ConvMath::kWgmmaInt8))
+    if (const ConvKernelConfig* wide = find_conv_config("i8wg128x64x64_s4_2cta")) c = wide;
+  if (static_cast<double>(conv_config_tiles(*c, gemm_m, cout)) < target.conv_wgmma_fill * target.sm_count)
     return std::nullopt;
-  return c;
+  return *c;
 }
 
 // A convolution that would take im2col + GEMM (above) and is a strided pointwise one - 1x1

@@ -437,6 +437,27 @@ TEST(WgmmaConvInt8, ConfigurationRuleAndRefusals) {
   EXPECT_EQ(pick(t, 64, 64, 32 * 56 * 56), "i8wg128x64x64_s4_2cta");
   EXPECT_EQ(pick(t, 192, 128, 32 * 14 * 14), "i8wg64x128x64_auto");
   EXPECT_EQ(pick(t, 512, 512, 1 * 7 * 7), "none");                     // batch 1, layer 4: 8 tiles
+  // Expanding pointwise layers (Cout >= 4 Cin) take the 128x64 tile two CTAs an SM
+  // (Target::conv_wgmma_int8_expand_2cta); reducing ones, 3x3s and --conv-wgmma-int8-expand off
+  // the rule's.
+  const std::vector<int64_t> k1{1, 1}, p0{0, 0, 0, 0};
+  auto pick1 = [&](const Target& target, int64_t cin, int64_t cout, int64_t m) {
+    auto c = conv_wgmma_int8_config(target, 1, cin, cout, k1, s1, d1, p0, m);
+    return c ? std::string(c->name) : std::string("none");
+  };
+  EXPECT_EQ(pick1(t, 64, 256, 32 * 56 * 56), "i8wg128x64x64_s4_2cta");   // layer1 conv3
+  EXPECT_EQ(pick1(t, 128, 512, 32 * 28 * 28), "i8wg128x64x64_s4_2cta");  // layer2 conv3
+  EXPECT_EQ(pick1(t, 512, 2048, 32 * 7 * 7), "i8wg128x64x64_s4_2cta");   // layer4 conv3
+  EXPECT_EQ(pick1(t, 256, 128, 32 * 28 * 28), pick(t, 256, 128, 32 * 28 * 28));  // reducing: the rule's
+  EXPECT_EQ(pick1(t, 256, 512, 32 * 28 * 28), "i8wg128x128x128_auto");  // 2x: the rule's
+  EXPECT_EQ(pick(t, 64, 256, 32 * 56 * 56), "i8wg128x128x64_auto");     // 3x3: the rule's
+  EXPECT_EQ(pick1(t, 16, 256, 1 * 2 * 2), "none");                      // a tiny layer: still refused
+  Target rule_only = t;
+  rule_only.conv_wgmma_int8_expand_2cta = false;
+  EXPECT_EQ(pick1(rule_only, 64, 256, 32 * 56 * 56), "i8wg128x128x64_auto");
+  Target forced_wg = t;
+  forced_wg.conv_config = "i8wg64x128x64_auto";  // a forced wgmma row wins over the expansion rule
+  EXPECT_EQ(pick1(forced_wg, 64, 256, 32 * 56 * 56), "i8wg64x128x64_auto");
   EXPECT_EQ(pick(t, 24, 128, 32 * 28 * 28), "none");                   // channels not 16-aligned
   EXPECT_FALSE(conv_wgmma_int8_config(t, 2, 64, 64, k3, s1, d1, p1, 32 * 56 * 56));  // groups
   Target mixed = target_from_archs({"sm_90", "sm_87"});
