@@ -107,6 +107,12 @@ struct Target {
   // layer1 conv3 41.5 -> 34 us, layer2 conv3 22.5 -> 20.5, layer3 13.7 -> 12.9, layer4 11.3 ->
   // 10.8; slower on the 3x3s and the reducing 1x1s, which keep the rule's.
   bool conv_wgmma_int8_expand_2cta = true;
+  // Pointwise int8 layers (1x1, stride 1, no padding; aotc.QLinearMatMul too) that take the wgmma
+  // int8 kernel run as CUTLASS 3.x's GEMM instead, with the same requantizing epilogue tree: two
+  // consumer warp groups and a persistent tile scheduler (ping-pong), which CUTLASS's convolution
+  // kernel lacks (--conv-gemm-int8 on; off by default: built, not yet measured, docs/perf_notes.md
+  // v52).
+  bool conv_gemm_int8 = false;
   // opt/fuse_residual_qadd: int8 residual Adds in the producing convolution's epilogue (either
   // int8 tensor-core kernel; --int8-fuse-residual on). Off by default: with the wgmma kernel it
   // measured slower (docs/perf_notes.md v48); with the Sm80 kernel not yet run on a GPU.

@@ -368,6 +368,10 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       std::string text;
       AOTC_CHOOSE(text, {"on", "off"});
       o.conv_wgmma_int8_expand_2cta = text == "on";
+    } else if (opt == "--conv-gemm-int8") {
+      std::string text;
+      AOTC_CHOOSE(text, {"on", "off"});
+      o.conv_gemm_int8 = text == "on";
     } else if (opt == "--int8-fuse-residual") {
       std::string text;
       AOTC_CHOOSE(text, {"on", "off"});

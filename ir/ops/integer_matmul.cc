@@ -548,6 +548,12 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
     if (residual && !res_ok) return node_error(node, "a fused residual Add needs constant scales and zero points");
     if (wg && fixed_address(graph, node.inputs[static_cast<size_t>(r.a)]) && fixed_address(graph, node.outputs[0]) &&
         (!residual || fixed_address(graph, node.inputs[kResidualInput]))) {
+      // --conv-gemm-int8 on: a pointwise layer as the GEMM [N*H*W, C] x [K, C]^T on CUTLASS 3.x's
+      // persistent ping-pong GEMM (the template's GEMM mode), 128-row tiles.
+      const bool as_gemm = graph.target.conv_gemm_int8 && g.kernel[1] == 1 && g.kernel[2] == 1 && g.strides[1] == 1 &&
+                           g.strides[2] == 1 && g.pad_begin[1] == 0 && g.pad_begin[2] == 0 && g.pad_end[1] == 0 &&
+                           g.pad_end[2] == 0;
+      const int64_t gemm_tile_n = d->cout % 128 == 0 ? 128 : 64, gemm_tile_k = d->cin % 128 == 0 ? 128 : 64;
       KernelStep k;
       k.template_name = "cutlass_conv2d_fprop_sm90_i8";
       k.holes = {{"comment", std::string(is_conv(node) ? "aotc.QLinearConv NHWC " : "aotc.QLinearMatMul as a 1x1 convolution ") +
@@ -559,24 +565,37 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
                  {"ADD_RECIPROCAL", add_reciprocal ? "true" : "false"},
                  {"ELEMENT_C", !residual ? "void"
                                : input_value(graph, node, kResidualInput).dtype == DType::kUInt8 ? "uint8_t" : "int8_t"},
-                 {"TILE_M", int_literal(wg->tb_m)}, {"TILE_N", int_literal(wg->tb_n)}, {"TILE_K", int_literal(wg->tb_k)},
+                 {"TILE_M", int_literal(as_gemm ? 128 : wg->tb_m)},
+                 {"TILE_N", int_literal(as_gemm ? gemm_tile_n : wg->tb_n)},
+                 {"TILE_K", int_literal(as_gemm ? gemm_tile_k : wg->tb_k)},
                  {"STAGES", wg->stages > 0 ? "cutlass::conv::collective::StageCount<" + std::to_string(wg->stages) + ">"
                                            : "cutlass::conv::collective::StageCountAutoCarveout<(int)sizeof(typename "
                                              "Epilogue::SharedStorage)>"},
-                 {"STAGES_NOTE", wg->stages > 0 ? std::to_string(wg->stages) + " stages" : "as many stages as fit"},
-                 {"MIN_BLOCKS", int_literal(conv_wgmma_min_blocks(*wg))}};
+                 {"STAGES_NOTE", as_gemm ? "as many stages as fit"
+                                 : wg->stages > 0 ? std::to_string(wg->stages) + " stages" : "as many stages as fit"},
+                 {"MIN_BLOCKS", int_literal(as_gemm ? 1 : conv_wgmma_min_blocks(*wg))},
+                 {"AS_GEMM", as_gemm ? "1" : "0"},
+                 {"PINGPONG", "true"},
+                 {"SCHEDULE_NOTE", "ping-pong"}};
+      if (as_gemm) k.holes[0].second += " as a GEMM (128x" + std::to_string(gemm_tile_n) + "x" + std::to_string(gemm_tile_k) + " ping-pong)";
       k.library_params = true;
       k.host_params = true;
-      k.builder_args = {d->batch, g.in[1], g.in[2], d->cin, d->cout, g.kernel[1], g.kernel[2], g.pad_begin[1],
-                        g.pad_begin[2], g.pad_end[1], g.pad_end[2], g.strides[1], g.strides[2], g.dilations[1],
-                        g.dilations[2], zp, qlo, qhi};
+      if (as_gemm)
+        k.builder_args = {gemm_m, d->cout, d->cin, zp, qlo, qhi, graph.target.sm_count};
+      else
+        k.builder_args = {d->batch, g.in[1], g.in[2], d->cin, d->cout, g.kernel[1], g.kernel[2], g.pad_begin[1],
+                          g.pad_begin[2], g.pad_end[1], g.pad_end[2], g.strides[1], g.strides[2], g.dilations[1],
+                          g.dilations[2], zp, qlo, qhi};
       k.builder_args.insert(k.builder_args.end(), res_args.begin(), res_args.end());
       k.args = {node.inputs[static_cast<size_t>(r.a)], node.inputs[static_cast<size_t>(r.b)],
                 node.inputs[kEpilogueWordsInput], residual ? node.inputs[kResidualInput] : kNullArg, node.outputs[0]};
       if (residual) k.holes[0].second += " + the residual aotc.QLinearAdd";
-      // Informative only: the compile-time builder reports the real launch shape.
-      k.grid = Dim3{conv_config_tiles(*wg, gemm_m, d->cout), 1, 1};
-      k.block = Dim3{256, 1, 1};
+      // Informative only: the compile-time builder reports the real launch shape (GEMM mode:
+      // persistent, at most one CTA an SM; one producer and two consumer warp groups).
+      k.grid = as_gemm ? Dim3{std::min<int64_t>(((gemm_m + 127) / 128) * ((d->cout + gemm_tile_n - 1) / gemm_tile_n),
+                                                graph.target.sm_count), 1, 1}
+                       : Dim3{conv_config_tiles(*wg, gemm_m, d->cout), 1, 1};
+      k.block = Dim3{as_gemm ? 384 : 256, 1, 1};
       Lowering l;
       l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
       return l;

@@ -18,6 +18,7 @@
 #include "library_build.h"
 #include "opt/memory_plan.h"
 #include "opt/passes.h"
+#include "templates/int8_requant.cuh"
 
 namespace aotc {
 namespace {
@@ -513,6 +514,135 @@ TEST(WgmmaConvInt8, HostProgramRecordsAndSm90aLibraryBuild) {
     EXPECT_NE(sources.find("using ElementA = uint8_t;"), std::string::npos);
     EXPECT_NE(sources.find("cutlass::conv::KernelImplicitTmaWarpSpecializedSm90"), std::string::npos);
   }
+}
+
+// --conv-gemm-int8 on: a requantizing pointwise layer (1x1, stride 1, unpadded) renders the int8
+// wgmma template's GEMM mode - CUTLASS 3.x's persistent ping-pong GEMM with the same requantizing
+// epilogue tree - and a 3x3 keeps the convolution; off (the default), the pointwise one keeps it
+// too. x float [16, 64, 28, 28] -> QuantizeLinear -> requantizing 1x1 64 -> 256 (12544 rows: pw)
+// -> requantizing 3x3 256 -> 64 (h) -> requantizing 1x1 64 -> 64 (t) -> QLinearAdd(t, h), fused
+// into t's epilogue (--int8-fuse-residual on) -> dequantizing 1x1 to the float output.
+Expected<Graph> pointwise_int8_block(bool as_gemm) {
+  auto g = parse_text_ir(R"(
+    input %x : float[16x64x28x28]
+    const %s : float[scalar] = [0.05]
+    const %st : float[scalar] = [0.04]
+    const %sa : float[scalar] = [0.06]
+    const %z : int8[scalar] = [0]
+    const %w : int8[256x64x1x1] = random(5, -127, 128)
+    const %ws : float[256] = random(6, 0.001, 0.01)
+    const %b : int32[256] = random(7, -500, 500)
+    const %w3 : int8[64x256x3x3] = random(10, -127, 128)
+    const %ws3 : float[64] = random(11, 0.001, 0.01)
+    const %wt : int8[64x64x1x1] = random(12, -127, 128)
+    const %wst : float[64] = random(13, 0.001, 0.01)
+    const %w2 : int8[16x64x1x1] = random(8, -127, 128)
+    const %ws2 : float[16] = random(9, 0.001, 0.01)
+    %xq : int8[?] = QuantizeLinear(%x, %s, %z)  # q
+    %y : int8[?] = aotc.QLinearConv(%xq, %s, %z, %w, %ws, _, %s, %z, %b) {qmin=0}  # pw
+    %h : int8[?] = aotc.QLinearConv(%y, %s, %z, %w3, %ws3, _, %s, %z) {pads=[1,1,1,1], qmin=0}  # c3
+    %t : int8[?] = aotc.QLinearConv(%h, %s, %z, %wt, %wst, _, %st, %z)  # t
+    %a : int8[?] = aotc.QLinearAdd(%t, %st, %z, %h, %s, %z, %sa, %z) {qmin=0}  # add
+    %f : float[?] = aotc.QLinearConv(%a, %sa, %z, %w2, %ws2)  # deq
+    output %f
+  )");
+  if (!g) return g;
+  g->opset = 17;
+  AOTC_RETURN_IF_ERROR(infer_shapes(*g));
+  g->target = target_from_archs({"sm_90"});
+  g->target.conv_gemm_int8 = as_gemm;
+  g->target.int8_fuse_residual = true;
+  auto laid = layout_nhwc(*g);
+  if (!laid) return laid.status();
+  auto fused = fuse_residual_qadd(*g);
+  if (!fused) return fused.status();
+  if (!*fused) return Status::error("the residual Add was not fused");
+  return g;
+}
+
+std::vector<std::string> qconv_hole(const Graph& g, const std::string& hole) {
+  std::vector<std::string> out;
+  for (const Node& n : g.nodes) {
+    if (n.op_type != "QLinearConv") continue;
+    auto lowered = default_registry().find("QLinearConv", "aotc")->lower(n, g);
+    EXPECT_TRUE(lowered.is_ok()) << lowered.status().message();
+    if (!lowered.is_ok()) continue;
+    std::string v = "(none)";
+    for (const auto& [name, value] : lowered->steps[0].kernel.holes)
+      if (name == hole) v = value;
+    out.push_back(v);
+  }
+  return out;
+}
+
+TEST(WgmmaConvInt8, PointwiseLayersAsPersistentGemmWhenAsked) {
+  auto on = pointwise_int8_block(true);
+  ASSERT_TRUE(on.is_ok()) << on.status().message();
+  EXPECT_EQ(qconv_templates(*on), (std::vector<std::string>{"cutlass_conv2d_fprop_sm90_i8", "cutlass_conv2d_fprop_sm90_i8",
+                                                            "cutlass_conv2d_fprop_sm90_i8", "cutlass_conv2d_fprop_i8"}));
+  // The pointwise layers in GEMM mode (pw: 128 x 128 x 64 tiles, Cout 256, Cin 64; t: 128 x 64 x
+  // 64 with the fused Add), the 3x3 not; the dequantizing Sm80 kernel has no such hole.
+  EXPECT_EQ(qconv_hole(*on, "AS_GEMM"), (std::vector<std::string>{"1", "0", "1", "(none)"}));
+  EXPECT_EQ(qconv_hole(*on, "TILE_N"), (std::vector<std::string>{"128LL", "64LL", "64LL", "(none)"}));
+  EXPECT_EQ(qconv_hole(*on, "HAS_RESIDUAL"), (std::vector<std::string>{"false", "false", "true", "false"}));
+  EXPECT_EQ(qconv_hole(*on, "MIN_BLOCKS")[0], "1LL");
+  for (const Node& n : on->nodes)
+    if (n.name == "pw") {
+      auto lowered = default_registry().find("QLinearConv", "aotc")->lower(n, *on);
+      ASSERT_TRUE(lowered.is_ok());
+      const KernelStep& k = lowered->steps[0].kernel;
+      // M N K zero_point qmin qmax sm_count.
+      EXPECT_EQ(k.builder_args, (std::vector<int64_t>{16 * 28 * 28, 256, 64, 0, 0, 127, on->target.sm_count}));
+      EXPECT_EQ(k.block.x, 384);
+    } else if (n.name == "t") {
+      auto lowered = default_registry().find("QLinearConv", "aotc")->lower(n, *on);
+      ASSERT_TRUE(lowered.is_ok());
+      EXPECT_EQ(lowered->steps[0].kernel.builder_args.size(), 7u + kAotcFusedAddArgs);  // + the Add's words
+    }
+  auto off = pointwise_int8_block(false);
+  ASSERT_TRUE(off.is_ok()) << off.status().message();
+  EXPECT_EQ(qconv_hole(*off, "AS_GEMM"), (std::vector<std::string>{"0", "0", "0", "(none)"}));
+}
+
+// The GEMM mode's compile-time params builder runs (CUTLASS's GEMM host code: TMA descriptors of
+// x, w and y, the persistent grid of at most one CTA an SM, 384 threads) and nvcc builds the
+// whole library for sm_90a.
+TEST(WgmmaConvInt8, PersistentGemmHostProgramAndSm90aLibraryBuild) {
+  AOTC_REQUIRE_CUTLASS_BUILD(include);
+  auto g = pointwise_int8_block(true);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  auto src = test::render_sm90_sources(*g, test::linear_plan(*g), include, "wgmma-i8-gemm");
+  ASSERT_TRUE(src.is_ok()) << src.status().message();
+  const ProgramKernel* k = nullptr;
+  int gemm_kernels = 0;
+  for (const ProgramKernel& pk : src->program.kernels)
+    if (pk.template_name == "cutlass_conv2d_fprop_sm90_i8")
+      for (const auto& [name, value] : pk.holes)
+        if (name == "AS_GEMM" && value == "1") {
+          ++gemm_kernels;
+          if (!k) k = &pk;
+        }
+  EXPECT_EQ(gemm_kernels, 2);  // pw, and t with the fused Add (its own instantiation)
+  ASSERT_NE(k, nullptr);
+  ASSERT_GT(k->prebuilt.size(), 256u);
+  uint32_t header[64];
+  std::memcpy(header, k->prebuilt.data(), sizeof header);
+  EXPECT_EQ(header[0], 0x41505248u);  // magic
+  const uint32_t grid = header[2] * header[3] * header[4];
+  EXPECT_GE(grid, 1u);
+  EXPECT_LE(grid, static_cast<uint32_t>(g->target.sm_count));  // persistent
+  EXPECT_EQ(header[5], 384u);                                   // producer + two consumer warp groups
+  EXPECT_NE(header[10 + 2], 0xffffffffu);                       // the words are a raw pointer
+  EXPECT_EQ(header[10 + 0], 0xffffffffu);                       // x only inside its descriptor
+  int x_maps = 0;
+  for (const TensorMapRecord& m : k->tensor_maps) {
+    EXPECT_FALSE(m.im2col);
+    if (m.arg == 0) ++x_maps;
+  }
+  EXPECT_EQ(x_maps, 1);
+  Graph again = *g;
+  const std::string sources = test::compile_block_sources(again, test::linear_plan(again), {"sm_90"}, include, "wgmma-i8-gemm");
+  EXPECT_NE(sources.find("cutlass::gemm::KernelTmaWarpSpecializedPingpong"), std::string::npos);
 }
 
 }  // namespace

@@ -135,15 +135,21 @@ void run_case(Graph graph, const std::string& label, const CaseOptions& options)
     for (const Value& v : compiled.values) stored += v.stored_in != kNoValue ? 1 : 0;
     EXPECT_EQ(stored, options.expect_stored_values) << label << ": values written into a Concat's rows";
   }
-  if (!options.expect_templates.empty() || !options.absent_templates.empty()) {
+  if (!options.expect_templates.empty() || !options.absent_templates.empty() || !options.expect_holes.empty()) {
     std::set<std::string> ran;  // the templates of every kernel step of the compiled graph
+    std::set<std::pair<std::string, std::string>> holes;  // and their holes' values
     for (const Node& n : compiled.nodes) {
       const OpDef* def = default_registry().find(n.op_type, n.domain);
       Expected<Lowering> low = def && def->lower ? def->lower(n, compiled) : Expected<Lowering>(Lowering{});
       if (!low) continue;
       for (const LoweredStep& s : low->steps)
-        if (s.kind == LoweredStep::Kind::kKernel) ran.insert(s.kernel.template_name);
+        if (s.kind == LoweredStep::Kind::kKernel) {
+          ran.insert(s.kernel.template_name);
+          for (const auto& h : s.kernel.holes) holes.insert(h);
+        }
     }
+    for (const auto& [hole, value] : options.expect_holes)
+      EXPECT_TRUE(holes.count({hole, value})) << label << ": no kernel step of the compiled graph has " << hole << " = " << value;
     for (const std::string& name : options.expect_templates)
       EXPECT_TRUE(ran.count(name)) << label << ": no step of the compiled graph runs template " << name;
     for (const std::string& name : options.absent_templates)

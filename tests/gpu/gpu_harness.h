@@ -71,6 +71,9 @@ struct CaseOptions {
   // Kernel templates (templates/<name>.cu.in) some node of the compiled graph must lower to: proves
   // which implementation ran (e.g. "cutlass_gemm", not a cuBLASLt call).
   std::vector<std::string> expect_templates;
+  // Template holes (name, rendered value) some kernel step must have: which mode of a template ran
+  // (e.g. {"AS_GEMM", "1"}: the int8 wgmma template's GEMM mode).
+  std::vector<std::pair<std::string, std::string>> expect_holes;
   // Kernel templates no step of the compiled graph may run (e.g. "gemm_splitk_reduce" where the
   // split-K slices are summed inside the GEMM kernel).
   std::vector<std::string> absent_templates;

@@ -300,6 +300,31 @@ TEST(GpuQuantizedConv, WgmmaInt8FusedResidualAddUint8Swapped) {
   run_case(residual_block(-128, true), "qconv_wgmma_residual_u8", fused_residual());
 }
 
+// --conv-gemm-int8 on: the pointwise layers of these chains and blocks (1x1 128 -> 64, 128 -> 128,
+// the residual block's 64 -> 64 with the fused Add) on the template's GEMM mode - CUTLASS 3.x's
+// persistent ping-pong GEMM, the same requantizing epilogue tree - bit for bit the reference.
+Graph as_gemm(Graph g) {
+  g.target.conv_gemm_int8 = true;
+  return g;
+}
+
+CaseOptions gemm_mode(CaseOptions o) {
+  o.expect_holes = {{"AS_GEMM", "1"}};
+  return o;
+}
+
+TEST(GpuQuantizedConv, PointwiseAsPersistentGemm) {
+  AOTC_REQUIRE_GPU();
+  run_case(as_gemm(qconv_wgmma_chain({8, 32, 34, 34}, 128, 1, 64, 0)), "qconv_gemm_s8", gemm_mode(wgmma_int8()));
+  run_case(as_gemm(qconv_wgmma_chain({16, 48, 34, 34}, 128, 2, 128, -128)), "qconv_gemm_u8", gemm_mode(wgmma_int8()));
+}
+
+TEST(GpuQuantizedConv, PointwiseAsPersistentGemmFusedResidualAdd) {
+  AOTC_REQUIRE_GPU();
+  run_case(as_gemm(residual_block(0, false)), "qconv_gemm_residual_s8", gemm_mode(fused_residual()));
+  run_case(as_gemm(residual_block(-128, true)), "qconv_gemm_residual_u8", gemm_mode(fused_residual()));
+}
+
 // The same blocks on the Sm80 int8 kernel (Jetson's): r read as the epilogue's source.
 TEST(GpuQuantizedConv, Sm80Int8FusedResidualAddInt8) {
   AOTC_REQUIRE_GPU();
