@@ -113,6 +113,9 @@ struct Target {
   // kernel lacks (--conv-gemm-int8 on; off by default: built, not yet measured, docs/perf_notes.md
   // v52).
   bool conv_gemm_int8 = false;
+  // With conv_gemm_int8: CUTLASS's cooperative schedule (both consumer warp groups on one tile's
+  // halves, their epilogues at the same time) instead of ping-pong (--conv-gemm-int8 coop).
+  bool conv_gemm_int8_cooperative = false;
   // opt/fuse_residual_qadd: int8 residual Adds in the producing convolution's epilogue (either
   // int8 tensor-core kernel; --int8-fuse-residual on). Off by default: with the wgmma kernel it
   // measured slower (docs/perf_notes.md v48); with the Sm80 kernel not yet run on a GPU.

@@ -370,8 +370,9 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       o.conv_wgmma_int8_expand_2cta = text == "on";
     } else if (opt == "--conv-gemm-int8") {
       std::string text;
-      AOTC_CHOOSE(text, {"on", "off"});
-      o.conv_gemm_int8 = text == "on";
+      AOTC_CHOOSE(text, {"on", "coop", "off"});
+      o.conv_gemm_int8 = text != "off";
+      o.conv_gemm_int8_cooperative = text == "coop";
     } else if (opt == "--int8-fuse-residual") {
       std::string text;
       AOTC_CHOOSE(text, {"on", "off"});

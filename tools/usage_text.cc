@@ -94,9 +94,11 @@ options:
   --conv-wgmma-int8-expand on|off
                            on (default): expanding 1x1 int8 convolutions (Cout >= 4 Cin) on
                            that kernel take a 128x64 tile, two CTAs an SM; off: the rule's tile
-  --conv-gemm-int8 on|off  on: pointwise int8 layers (1x1, stride 1, unpadded) on that kernel
+  --conv-gemm-int8 on|coop|off
+                           on: pointwise int8 layers (1x1, stride 1, unpadded) on that kernel
                            run as CUTLASS 3.x's persistent ping-pong GEMM with the same
-                           requantizing epilogue; off (default: not yet measured)
+                           requantizing epilogue; coop: its cooperative schedule; off (default:
+                           not yet measured)
   --int8-fuse-residual on|off
                            on: an int8 residual Add runs in the epilogue of the int8
                            convolution that produces one operand (both roundings kept: the same

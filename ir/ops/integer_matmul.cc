@@ -548,8 +548,8 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
     if (residual && !res_ok) return node_error(node, "a fused residual Add needs constant scales and zero points");
     if (wg && fixed_address(graph, node.inputs[static_cast<size_t>(r.a)]) && fixed_address(graph, node.outputs[0]) &&
         (!residual || fixed_address(graph, node.inputs[kResidualInput]))) {
-      // --conv-gemm-int8 on: a pointwise layer as the GEMM [N*H*W, C] x [K, C]^T on CUTLASS 3.x's
-      // persistent ping-pong GEMM (the template's GEMM mode), 128-row tiles.
+      // --conv-gemm-int8 on|coop: a pointwise layer as the GEMM [N*H*W, C] x [K, C]^T on CUTLASS
+      // 3.x's persistent ping-pong (or cooperative) GEMM (the template's GEMM mode), 128-row tiles.
       const bool as_gemm = graph.target.conv_gemm_int8 && g.kernel[1] == 1 && g.kernel[2] == 1 && g.strides[1] == 1 &&
                            g.strides[2] == 1 && g.pad_begin[1] == 0 && g.pad_begin[2] == 0 && g.pad_end[1] == 0 &&
                            g.pad_end[2] == 0;
@@ -575,9 +575,11 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
                                  : wg->stages > 0 ? std::to_string(wg->stages) + " stages" : "as many stages as fit"},
                  {"MIN_BLOCKS", int_literal(as_gemm ? 1 : conv_wgmma_min_blocks(*wg))},
                  {"AS_GEMM", as_gemm ? "1" : "0"},
-                 {"PINGPONG", "true"},
-                 {"SCHEDULE_NOTE", "ping-pong"}};
-      if (as_gemm) k.holes[0].second += " as a GEMM (128x" + std::to_string(gemm_tile_n) + "x" + std::to_string(gemm_tile_k) + " ping-pong)";
+                 {"PINGPONG", graph.target.conv_gemm_int8_cooperative ? "false" : "true"},
+                 {"SCHEDULE_NOTE", graph.target.conv_gemm_int8_cooperative ? "cooperative" : "ping-pong"}};
+      if (as_gemm)
+        k.holes[0].second += " as a GEMM (128x" + std::to_string(gemm_tile_n) + "x" + std::to_string(gemm_tile_k) +
+                             (graph.target.conv_gemm_int8_cooperative ? " cooperative)" : " ping-pong)");
       k.library_params = true;
       k.host_params = true;
       if (as_gemm)

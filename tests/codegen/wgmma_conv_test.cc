@@ -522,7 +522,7 @@ TEST(WgmmaConvInt8, HostProgramRecordsAndSm90aLibraryBuild) {
 // too. x float [16, 64, 28, 28] -> QuantizeLinear -> requantizing 1x1 64 -> 256 (12544 rows: pw)
 // -> requantizing 3x3 256 -> 64 (h) -> requantizing 1x1 64 -> 64 (t) -> QLinearAdd(t, h), fused
 // into t's epilogue (--int8-fuse-residual on) -> dequantizing 1x1 to the float output.
-Expected<Graph> pointwise_int8_block(bool as_gemm) {
+Expected<Graph> pointwise_int8_block(bool as_gemm, bool cooperative = false) {
   auto g = parse_text_ir(R"(
     input %x : float[16x64x28x28]
     const %s : float[scalar] = [0.05]
@@ -551,6 +551,7 @@ Expected<Graph> pointwise_int8_block(bool as_gemm) {
   AOTC_RETURN_IF_ERROR(infer_shapes(*g));
   g->target = target_from_archs({"sm_90"});
   g->target.conv_gemm_int8 = as_gemm;
+  g->target.conv_gemm_int8_cooperative = cooperative;
   g->target.int8_fuse_residual = true;
   auto laid = layout_nhwc(*g);
   if (!laid) return laid.status();
@@ -586,6 +587,11 @@ TEST(WgmmaConvInt8, PointwiseLayersAsPersistentGemmWhenAsked) {
   EXPECT_EQ(qconv_hole(*on, "TILE_N"), (std::vector<std::string>{"128LL", "64LL", "64LL", "(none)"}));
   EXPECT_EQ(qconv_hole(*on, "HAS_RESIDUAL"), (std::vector<std::string>{"false", "false", "true", "false"}));
   EXPECT_EQ(qconv_hole(*on, "MIN_BLOCKS")[0], "1LL");
+  EXPECT_EQ(qconv_hole(*on, "PINGPONG")[0], "true");
+  auto coop = pointwise_int8_block(true, true);  // --conv-gemm-int8 coop
+  ASSERT_TRUE(coop.is_ok()) << coop.status().message();
+  EXPECT_EQ(qconv_hole(*coop, "AS_GEMM"), (std::vector<std::string>{"1", "0", "1", "(none)"}));
+  EXPECT_EQ(qconv_hole(*coop, "PINGPONG")[0], "false");
   for (const Node& n : on->nodes)
     if (n.name == "pw") {
       auto lowered = default_registry().find("QLinearConv", "aotc")->lower(n, *on);
@@ -609,40 +615,46 @@ TEST(WgmmaConvInt8, PointwiseLayersAsPersistentGemmWhenAsked) {
 // whole library for sm_90a.
 TEST(WgmmaConvInt8, PersistentGemmHostProgramAndSm90aLibraryBuild) {
   AOTC_REQUIRE_CUTLASS_BUILD(include);
-  auto g = pointwise_int8_block(true);
-  ASSERT_TRUE(g.is_ok()) << g.status().message();
-  auto src = test::render_sm90_sources(*g, test::linear_plan(*g), include, "wgmma-i8-gemm");
-  ASSERT_TRUE(src.is_ok()) << src.status().message();
-  const ProgramKernel* k = nullptr;
-  int gemm_kernels = 0;
-  for (const ProgramKernel& pk : src->program.kernels)
-    if (pk.template_name == "cutlass_conv2d_fprop_sm90_i8")
-      for (const auto& [name, value] : pk.holes)
-        if (name == "AS_GEMM" && value == "1") {
-          ++gemm_kernels;
-          if (!k) k = &pk;
-        }
-  EXPECT_EQ(gemm_kernels, 2);  // pw, and t with the fused Add (its own instantiation)
-  ASSERT_NE(k, nullptr);
-  ASSERT_GT(k->prebuilt.size(), 256u);
-  uint32_t header[64];
-  std::memcpy(header, k->prebuilt.data(), sizeof header);
-  EXPECT_EQ(header[0], 0x41505248u);  // magic
-  const uint32_t grid = header[2] * header[3] * header[4];
-  EXPECT_GE(grid, 1u);
-  EXPECT_LE(grid, static_cast<uint32_t>(g->target.sm_count));  // persistent
-  EXPECT_EQ(header[5], 384u);                                   // producer + two consumer warp groups
-  EXPECT_NE(header[10 + 2], 0xffffffffu);                       // the words are a raw pointer
-  EXPECT_EQ(header[10 + 0], 0xffffffffu);                       // x only inside its descriptor
-  int x_maps = 0;
-  for (const TensorMapRecord& m : k->tensor_maps) {
-    EXPECT_FALSE(m.im2col);
-    if (m.arg == 0) ++x_maps;
+  for (bool cooperative : {false, true}) {
+    SCOPED_TRACE(cooperative ? "cooperative" : "ping-pong");
+    auto g = pointwise_int8_block(true, cooperative);
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    const std::string tag = cooperative ? "wgmma-i8-gemm-coop" : "wgmma-i8-gemm";
+    auto src = test::render_sm90_sources(*g, test::linear_plan(*g), include, tag);
+    ASSERT_TRUE(src.is_ok()) << src.status().message();
+    const ProgramKernel* k = nullptr;
+    int gemm_kernels = 0;
+    for (const ProgramKernel& pk : src->program.kernels)
+      if (pk.template_name == "cutlass_conv2d_fprop_sm90_i8")
+        for (const auto& [name, value] : pk.holes)
+          if (name == "AS_GEMM" && value == "1") {
+            ++gemm_kernels;
+            if (!k) k = &pk;
+          }
+    EXPECT_EQ(gemm_kernels, 2);  // pw, and t with the fused Add (its own instantiation)
+    ASSERT_NE(k, nullptr);
+    ASSERT_GT(k->prebuilt.size(), 256u);
+    uint32_t header[64];
+    std::memcpy(header, k->prebuilt.data(), sizeof header);
+    EXPECT_EQ(header[0], 0x41505248u);  // magic
+    const uint32_t grid = header[2] * header[3] * header[4];
+    EXPECT_GE(grid, 1u);
+    EXPECT_LE(grid, static_cast<uint32_t>(g->target.sm_count));  // persistent
+    EXPECT_EQ(header[5], 384u);                                   // producer + two consumer warp groups
+    EXPECT_NE(header[10 + 2], 0xffffffffu);                       // the words are a raw pointer
+    EXPECT_EQ(header[10 + 0], 0xffffffffu);                       // x only inside its descriptor
+    int x_maps = 0;
+    for (const TensorMapRecord& m : k->tensor_maps) {
+      EXPECT_FALSE(m.im2col);
+      if (m.arg == 0) ++x_maps;
+    }
+    EXPECT_EQ(x_maps, 1);
+    Graph again = *g;
+    const std::string sources = test::compile_block_sources(again, test::linear_plan(again), {"sm_90"}, include, tag);
+    EXPECT_NE(sources.find("cutlass::gemm::KernelTmaWarpSpecializedPingpong"), std::string::npos);
+    EXPECT_NE(sources.find(cooperative ? "constexpr bool kPingpong = false;" : "constexpr bool kPingpong = true;"),
+              std::string::npos);
   }
-  EXPECT_EQ(x_maps, 1);
-  Graph again = *g;
-  const std::string sources = test::compile_block_sources(again, test::linear_plan(again), {"sm_90"}, include, "wgmma-i8-gemm");
-  EXPECT_NE(sources.find("cutlass::gemm::KernelTmaWarpSpecializedPingpong"), std::string::npos);
 }
 
 }  // namespace
