@@ -15,6 +15,8 @@ namespace aotc {
 enum class AttentionBlocks { kFillSms, k64, k32 };
 // The int8 epilogues' requantization route (Target::int8_requant, --int8-requant auto|fp32|dmagic).
 enum class Int8Requant { kAuto, kDouble, kFp32 };
+// --conv-gemm-int8: CUTLASS 3.x GEMM schedule for pointwise int8 layers (Target::conv_gemm_int8).
+enum class ConvGemmInt8 { kOff, kPingpong, kCooperative };
 
 struct PrecisionOptions {
   DType dtype = DType::kFloat32;        // kFloat32 (no change), kFloat16 or kBFloat16
@@ -109,13 +111,11 @@ struct Target {
   bool conv_wgmma_int8_expand_2cta = true;
   // Pointwise int8 layers (1x1, stride 1, no padding; aotc.QLinearMatMul too) that take the wgmma
   // int8 kernel run as CUTLASS 3.x's GEMM instead, with the same requantizing epilogue tree: two
-  // consumer warp groups and a persistent tile scheduler (ping-pong), which CUTLASS's convolution
-  // kernel lacks (--conv-gemm-int8 on; off by default: built, not yet measured, docs/perf_notes.md
-  // v52).
-  bool conv_gemm_int8 = false;
-  // With conv_gemm_int8: CUTLASS's cooperative schedule (both consumer warp groups on one tile's
-  // halves, their epilogues at the same time) instead of ping-pong (--conv-gemm-int8 coop).
-  bool conv_gemm_int8_cooperative = false;
+  // consumer warp groups and a persistent tile scheduler, which CUTLASS's convolution kernel lacks
+  // (conv_gemm_int8_applies). kPingpong (--conv-gemm-int8 on): one consumer's epilogue overlaps the
+  // other's main loop; kCooperative (coop): both requantize halves of one tile at once. Off by
+  // default: built, not yet measured (docs/perf_notes.md v52).
+  ConvGemmInt8 conv_gemm_int8 = ConvGemmInt8::kOff;
   // opt/fuse_residual_qadd: int8 residual Adds in the producing convolution's epilogue (either
   // int8 tensor-core kernel; --int8-fuse-residual on). Off by default: with the wgmma kernel it
   // measured slower (docs/perf_notes.md v48); with the Sm80 kernel not yet run on a GPU.

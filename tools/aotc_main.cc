@@ -394,7 +394,6 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   graph.target.conv_wgmma_int8 = o.conv_wgmma_int8;
   graph.target.conv_wgmma_int8_expand_2cta = o.conv_wgmma_int8_expand_2cta;
   graph.target.conv_gemm_int8 = o.conv_gemm_int8;
-  graph.target.conv_gemm_int8_cooperative = o.conv_gemm_int8_cooperative;
   graph.target.int8_fuse_residual = o.int8_fuse_residual;
   graph.target.conv_wgmma_fill = o.conv_wgmma_fill;
   graph.target.conv_wgmma_pointwise = o.conv_wgmma_pointwise;

@@ -371,8 +371,7 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
     } else if (opt == "--conv-gemm-int8") {
       std::string text;
       AOTC_CHOOSE(text, {"on", "coop", "off"});
-      o.conv_gemm_int8 = text != "off";
-      o.conv_gemm_int8_cooperative = text == "coop";
+      o.conv_gemm_int8 = text == "on" ? ConvGemmInt8::kPingpong : text == "coop" ? ConvGemmInt8::kCooperative : ConvGemmInt8::kOff;
     } else if (opt == "--int8-fuse-residual") {
       std::string text;
       AOTC_CHOOSE(text, {"on", "off"});

@@ -41,8 +41,7 @@ struct AotcOptions {
   bool conv_wgmma = true;                   // --conv-wgmma on|off
   bool conv_wgmma_int8 = true;              // --conv-wgmma-int8 on|off
   bool conv_wgmma_int8_expand_2cta = true;  // --conv-wgmma-int8-expand on|off
-  bool conv_gemm_int8 = false;              // --conv-gemm-int8 on|coop|off
-  bool conv_gemm_int8_cooperative = false;  // (coop)
+  ConvGemmInt8 conv_gemm_int8 = ConvGemmInt8::kOff;  // --conv-gemm-int8 on|coop|off
   bool int8_fuse_residual = false;          // --int8-fuse-residual on|off
   double conv_wgmma_fill = 0.5;             // --conv-wgmma-fill half|wave
   bool conv_wgmma_pointwise = false;        // --conv-wgmma-pointwise on|off

@@ -363,6 +363,18 @@ inline bool conv_depthwise_nhwc_applies(const Target& target, DType dtype, int64
 // type CUBLAS_COMPUTE_32F, no TF32), with its bias and ReLU epilogue and the residual as the C
 // matrix (beta = 1); other activations keep the CUTLASS kernel, whose epilogue takes any scalar
 // expression. `relu_or_none`: the fused activation is absent or a plain Relu.
+// A 1x1 window, stride 1, no padding: the convolution is the GEMM [N*H*W, C] x [K, C]^T.
+inline bool pointwise_window(const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                             const std::vector<int64_t>& pads) {
+  for (int64_t k : kernel)
+    if (k != 1) return false;
+  for (int64_t s : strides)
+    if (s != 1) return false;
+  for (int64_t p : pads)
+    if (p != 0) return false;
+  return kernel.size() == 2;
+}
+
 inline bool conv_pointwise_gemm_applies(const Target& target, DType dtype, int64_t group, int64_t cin,
                                         int64_t cout, const std::vector<int64_t>& kernel,
                                         const std::vector<int64_t>& strides, const std::vector<int64_t>& pads,
@@ -372,13 +384,7 @@ inline bool conv_pointwise_gemm_applies(const Target& target, DType dtype, int64
       forced_conv_config(target, math))
     return false;
   if (!conv_implicit_gemm_applies(target, dtype, group, cin, cout)) return false;
-  for (int64_t k : kernel)
-    if (k != 1) return false;
-  for (int64_t s : strides)
-    if (s != 1) return false;
-  for (int64_t p : pads)
-    if (p != 0) return false;
-  return kernel.size() == 2;
+  return pointwise_window(kernel, strides, pads);
 }
 
 // Largest im2col matrix (bytes) a batch-1 convolution may materialise in its scratch.
@@ -568,6 +574,18 @@ inline std::optional<ConvKernelConfig> conv_wgmma_int8_config(const Target& targ
   if (static_cast<double>(conv_config_tiles(*c, gemm_m, cout)) < target.conv_wgmma_fill * target.sm_count)
     return std::nullopt;
   return *c;
+}
+
+// A layer that conv_wgmma_int8_config gave the wgmma int8 kernel runs as that template's GEMM mode
+// (Target::conv_gemm_int8) where its window is pointwise: a 128-row tile, 128 or 64 wide by Cout,
+// a 128- or 64-deep K step by Cin (the return value), else nullopt.
+inline std::optional<ConvKernelConfig> conv_gemm_int8_config(const Target& target, int64_t cin, int64_t cout,
+                                                             const std::vector<int64_t>& kernel,
+                                                             const std::vector<int64_t>& strides,
+                                                             const std::vector<int64_t>& pads) {
+  if (target.conv_gemm_int8 == ConvGemmInt8::kOff || !pointwise_window(kernel, strides, pads)) return std::nullopt;
+  const int tn = cout % 128 == 0 ? 128 : 64, tk = cin % 128 == 0 ? 128 : 64;
+  return ConvKernelConfig{"i8gemm_sm90", ConvMath::kWgmmaInt8, 128, tn, tk, 128, tn, tk, 0, 90};
 }
 
 // A convolution that would take im2col + GEMM (above) and is a strided pointwise one - 1x1

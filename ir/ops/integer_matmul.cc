@@ -548,12 +548,12 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
     if (residual && !res_ok) return node_error(node, "a fused residual Add needs constant scales and zero points");
     if (wg && fixed_address(graph, node.inputs[static_cast<size_t>(r.a)]) && fixed_address(graph, node.outputs[0]) &&
         (!residual || fixed_address(graph, node.inputs[kResidualInput]))) {
-      // --conv-gemm-int8 on|coop: a pointwise layer as the GEMM [N*H*W, C] x [K, C]^T on CUTLASS
-      // 3.x's persistent ping-pong (or cooperative) GEMM (the template's GEMM mode), 128-row tiles.
-      const bool as_gemm = graph.target.conv_gemm_int8 && g.kernel[1] == 1 && g.kernel[2] == 1 && g.strides[1] == 1 &&
-                           g.strides[2] == 1 && g.pad_begin[1] == 0 && g.pad_begin[2] == 0 && g.pad_end[1] == 0 &&
-                           g.pad_end[2] == 0;
-      const int64_t gemm_tile_n = d->cout % 128 == 0 ? 128 : 64, gemm_tile_k = d->cin % 128 == 0 ? 128 : 64;
+      // --conv-gemm-int8 on|coop: a pointwise layer as the template's GEMM mode (conv_gemm_int8_config).
+      const auto gm = conv_gemm_int8_config(graph.target, d->cin, d->cout, {g.kernel[1], g.kernel[2]},
+                                            {g.strides[1], g.strides[2]}, pads);
+      const bool as_gemm = gm.has_value();
+      const ConvKernelConfig& tile = as_gemm ? *gm : *wg;
+      const bool coop = graph.target.conv_gemm_int8 == ConvGemmInt8::kCooperative;
       KernelStep k;
       k.template_name = "cutlass_conv2d_fprop_sm90_i8";
       k.holes = {{"comment", std::string(is_conv(node) ? "aotc.QLinearConv NHWC " : "aotc.QLinearMatMul as a 1x1 convolution ") +
@@ -565,9 +565,7 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
                  {"ADD_RECIPROCAL", add_reciprocal ? "true" : "false"},
                  {"ELEMENT_C", !residual ? "void"
                                : input_value(graph, node, kResidualInput).dtype == DType::kUInt8 ? "uint8_t" : "int8_t"},
-                 {"TILE_M", int_literal(as_gemm ? 128 : wg->tb_m)},
-                 {"TILE_N", int_literal(as_gemm ? gemm_tile_n : wg->tb_n)},
-                 {"TILE_K", int_literal(as_gemm ? gemm_tile_k : wg->tb_k)},
+                 {"TILE_M", int_literal(tile.tb_m)}, {"TILE_N", int_literal(tile.tb_n)}, {"TILE_K", int_literal(tile.tb_k)},
                  {"STAGES", wg->stages > 0 ? "cutlass::conv::collective::StageCount<" + std::to_string(wg->stages) + ">"
                                            : "cutlass::conv::collective::StageCountAutoCarveout<(int)sizeof(typename "
                                              "Epilogue::SharedStorage)>"},
@@ -575,11 +573,11 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
                                  : wg->stages > 0 ? std::to_string(wg->stages) + " stages" : "as many stages as fit"},
                  {"MIN_BLOCKS", int_literal(as_gemm ? 1 : conv_wgmma_min_blocks(*wg))},
                  {"AS_GEMM", as_gemm ? "1" : "0"},
-                 {"PINGPONG", graph.target.conv_gemm_int8_cooperative ? "false" : "true"},
-                 {"SCHEDULE_NOTE", graph.target.conv_gemm_int8_cooperative ? "cooperative" : "ping-pong"}};
+                 {"PINGPONG", coop ? "false" : "true"},
+                 {"SCHEDULE_NOTE", coop ? "cooperative" : "ping-pong"}};
       if (as_gemm)
-        k.holes[0].second += " as a GEMM (128x" + std::to_string(gemm_tile_n) + "x" + std::to_string(gemm_tile_k) +
-                             (graph.target.conv_gemm_int8_cooperative ? " cooperative)" : " ping-pong)");
+        k.holes[0].second += " as a GEMM (" + std::to_string(tile.tb_m) + "x" + std::to_string(tile.tb_n) + "x" +
+                             std::to_string(tile.tb_k) + (coop ? " cooperative)" : " ping-pong)");
       k.library_params = true;
       k.host_params = true;
       if (as_gemm)
@@ -594,9 +592,8 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
       if (residual) k.holes[0].second += " + the residual aotc.QLinearAdd";
       // Informative only: the compile-time builder reports the real launch shape (GEMM mode:
       // persistent, at most one CTA an SM; one producer and two consumer warp groups).
-      k.grid = as_gemm ? Dim3{std::min<int64_t>(((gemm_m + 127) / 128) * ((d->cout + gemm_tile_n - 1) / gemm_tile_n),
-                                                graph.target.sm_count), 1, 1}
-                       : Dim3{conv_config_tiles(*wg, gemm_m, d->cout), 1, 1};
+      const int64_t tiles = conv_config_tiles(tile, gemm_m, d->cout);
+      k.grid = Dim3{as_gemm ? std::min<int64_t>(tiles, graph.target.sm_count) : tiles, 1, 1};
       k.block = Dim3{as_gemm ? 384 : 256, 1, 1};
       Lowering l;
       l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});

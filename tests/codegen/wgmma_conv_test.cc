@@ -550,8 +550,7 @@ Expected<Graph> pointwise_int8_block(bool as_gemm, bool cooperative = false) {
   g->opset = 17;
   AOTC_RETURN_IF_ERROR(infer_shapes(*g));
   g->target = target_from_archs({"sm_90"});
-  g->target.conv_gemm_int8 = as_gemm;
-  g->target.conv_gemm_int8_cooperative = cooperative;
+  g->target.conv_gemm_int8 = !as_gemm ? ConvGemmInt8::kOff : cooperative ? ConvGemmInt8::kCooperative : ConvGemmInt8::kPingpong;
   g->target.int8_fuse_residual = true;
   auto laid = layout_nhwc(*g);
   if (!laid) return laid.status();

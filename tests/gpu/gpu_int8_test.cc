@@ -304,7 +304,7 @@ TEST(GpuQuantizedConv, WgmmaInt8FusedResidualAddUint8Swapped) {
 // the residual block's 64 -> 64 with the fused Add) on the template's GEMM mode - CUTLASS 3.x's
 // persistent ping-pong GEMM, the same requantizing epilogue tree - bit for bit the reference.
 Graph as_gemm(Graph g) {
-  g.target.conv_gemm_int8 = true;
+  g.target.conv_gemm_int8 = ConvGemmInt8::kPingpong;
   return g;
 }
 
