@@ -17,6 +17,10 @@ enum class AttentionBlocks { kFillSms, k64, k32 };
 enum class Int8Requant { kAuto, kDouble, kFp32 };
 // --conv-gemm-int8: CUTLASS 3.x GEMM schedule for pointwise int8 layers (Target::conv_gemm_int8).
 enum class ConvGemmInt8 { kOff, kPingpong, kCooperative };
+// --int8-fuse-residual: which int8 residual Adds opt/fuse_residual_qadd moves into the producing
+// convolution's epilogue (Target::int8_fuse_residual): none, those whose convolution runs as the
+// persistent GEMM (kGemm, auto), or every one a kernel takes.
+enum class Int8FuseResidual { kOff, kGemm, kOn };
 
 struct PrecisionOptions {
   DType dtype = DType::kFloat32;        // kFloat32 (no change), kFloat16 or kBFloat16
@@ -112,14 +116,20 @@ struct Target {
   // Pointwise int8 layers (1x1, stride 1, no padding; aotc.QLinearMatMul too) that take the wgmma
   // int8 kernel run as CUTLASS 3.x's GEMM instead, with the same requantizing epilogue tree: two
   // consumer warp groups and a persistent tile scheduler, which CUTLASS's convolution kernel lacks
-  // (conv_gemm_int8_applies). kPingpong (--conv-gemm-int8 on): one consumer's epilogue overlaps the
-  // other's main loop; kCooperative (coop): both requantize halves of one tile at once. Off by
-  // default: built, not yet measured (docs/perf_notes.md v52).
-  ConvGemmInt8 conv_gemm_int8 = ConvGemmInt8::kOff;
-  // opt/fuse_residual_qadd: int8 residual Adds in the producing convolution's epilogue (either
-  // int8 tensor-core kernel; --int8-fuse-residual on). Off by default: with the wgmma kernel it
-  // measured slower (docs/perf_notes.md v48); with the Sm80 kernel not yet run on a GPU.
-  bool int8_fuse_residual = false;
+  // (conv_gemm_int8_config: pointwise, a wave of tiles at least). kPingpong (--conv-gemm-int8 on,
+  // the default): one consumer's epilogue overlaps the other's main loop, except in layers with a
+  // fused residual Add, which take the cooperative schedule; kCooperative (coop): every layer
+  // cooperative, both consumers requantizing halves of one tile at once; kOff: the convolution
+  // kernel. Measured on an H200 (ResNet-50 int8 bs32, docs/perf_notes.md v53): 1.050 ms (off) ->
+  // 0.980 (ping-pong), 1.016 (coop) without fused Adds; with them coop 0.936-0.979 and ping-pong
+  // 1.178 (its fused layers 2-3.5x slower: hence cooperative there).
+  ConvGemmInt8 conv_gemm_int8 = ConvGemmInt8::kPingpong;
+  // opt/fuse_residual_qadd: int8 residual Adds in the producing convolution's epilogue. kGemm
+  // (--int8-fuse-residual auto, the default): only where that convolution runs as the persistent
+  // GEMM above, whose producer warp loads the residual while the consumers compute (v53: coop
+  // 1.016 -> 0.979 ms with them); kOn: on every int8 tensor-core kernel that takes it (the wgmma
+  // convolution kernel measured slower with them, v48 / v51: 1.081 -> 1.285 ms); kOff: none.
+  Int8FuseResidual int8_fuse_residual = Int8FuseResidual::kGemm;
   // The stem + max pool on sm_90a's warpgroup MMA where it applies (ir/ops/conv_configs.h:
   // stem_wgmma_applies; templates/conv_stem_pool_wgmma_nhwc.cu.in). Off: the mma.sync stem kernel
   // (--conv-stem-wgmma off).

@@ -11,7 +11,10 @@
 // (ir/ops/integer_matmul.cc: reference and lowering). The fused node takes the Add's place in the
 // node order (after the residual's producer). Both int8 tensor-core kernels implement it (the Sm80
 // one for r of the output's type): the pass asks the convolution's lowering and keeps the fusion
-// only where it takes it. Off by default (Target::int8_fuse_residual, --int8-fuse-residual on).
+// only where it takes it - by default (Int8FuseResidual::kGemm, --int8-fuse-residual auto) only
+// where it takes it as the persistent GEMM (hole AS_GEMM = 1: its producer warp loads r while the
+// consumers compute; on the convolution kernels the fused Adds measured slower, ir/target.h);
+// --int8-fuse-residual on: wherever a kernel takes it; off: never.
 // Must not fire: an operand read by another node or a graph output, an Add output that is a
 // graph output or lives in another value's rows, scales that are not constants, a lowering that
 // refuses (r of another type than the output on the Sm80 kernel).
@@ -26,6 +29,12 @@ namespace {
 constexpr size_t kWordsInput = 9;      // channels_last aotc.QLinearConv's epilogue words
 constexpr size_t kResidualInput = 10;  // then r, r_scale, r_zero_point, y_scale, y_zero_point
 
+bool as_gemm(const KernelStep& k) {
+  for (const auto& [name, value] : k.holes)
+    if (name == "AS_GEMM") return value == "1";
+  return false;
+}
+
 bool constant_or_absent(const Graph& graph, ValueId v) { return v == kNoValue || graph.value(v).is_constant(); }
 
 bool fusable_conv(const Graph& graph, const Node& c) {
@@ -39,11 +48,13 @@ bool fusable_conv(const Graph& graph, const Node& c) {
 Expected<bool> fuse_residual_qadd(Graph& graph) {
   const OpRegistry& registry = default_registry();
   const OpDef* conv_def = registry.find("QLinearConv", "aotc");
-  if (!conv_def || !conv_def->lower || !graph.target.int8_fuse_residual) return false;
+  const Int8FuseResidual mode = graph.target.int8_fuse_residual;
+  if (!conv_def || !conv_def->lower || mode == Int8FuseResidual::kOff) return false;
   bool changed = false;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& add = graph.nodes[i];
     if (add.op_type != "QLinearAdd" || add.domain != "aotc" || add.outputs.size() != 1) continue;
+    if (add.input(6) == kNoValue) continue;  // the dequantizing form (float result): no int8 epilogue for it
     const ValueId out = add.outputs[0];
     if (out == kNoValue || graph.is_graph_output(out) || graph.value(out).stored_in != kNoValue) continue;
     bool scalars = true;
@@ -69,6 +80,7 @@ Expected<bool> fuse_residual_qadd(Graph& graph) {
       if (!lowered || lowered->steps.size() != 1 || lowered->steps[0].kernel.args.size() < 4 ||
           lowered->steps[0].kernel.args[3] != r)
         continue;
+      if (mode == Int8FuseResidual::kGemm && !as_gemm(lowered->steps[0].kernel)) continue;
       graph.nodes[i] = std::move(fused);
       graph.nodes.erase(graph.nodes.begin() + p);
       --i;  // the fused node moved up one place with the erase

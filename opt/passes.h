@@ -81,6 +81,11 @@ Expected<bool> layout_nhwc(Graph& graph);
 // add_qmax) where the sm_90a int8 wgmma kernel takes it; bit for bit the unfused result
 // (opt/fuse_residual_qadd.cc).
 Expected<bool> fuse_residual_qadd(Graph& graph);
+
+// DequantizeLinear(a) + DequantizeLinear(b) [-> Relu] with a float result -> one dequantizing
+// aotc.QLinearAdd (no y_scale; attributes to / relu): the same roundings as the unfused kernels
+// (opt/fuse_dequantize_add.cc).
+Expected<bool> fuse_dequantize_add(Graph& graph);
 // A channels_last conv ending in Clip(0, M) read only by a depthwise channels_last conv keeps
 // Relu (so it can run on cuBLASLt) and the depthwise conv clamps its input at M (input_max).
 Expected<bool> clip_into_depthwise(Graph& graph);

@@ -38,6 +38,7 @@ const std::vector<Pass>& default_pipeline() {
       {"precision", convert_precision},
       {"drop_exact_casts", drop_exact_casts},
       {"fold_quantize_casts", fold_quantize_casts},  // the int8 regions' edge Casts, after precision
+      {"fuse_dequantize_add", fuse_dequantize_add},  // after fold_quantize_casts: the float types are final
       {"fuse_attention", fuse_attention},
       {"merge_qkv_projections", merge_qkv_projections},
       {"layout_nhwc", layout_nhwc},

@@ -290,9 +290,12 @@ AOTC_REQUANT_FN int32_t aotc_requant_one(int route, bool fp64_poor, int32_t p, f
 // clamp add_qmin | add_qmax packed 10 bits each (value + 256, lowest first), and the float bits of
 // the proven-exact reciprocal of out_scale (0 where none is proven: the kernel divides; its
 // instantiation knows which, ADD_RECIPROCAL, ir/ops/qlinear_add.cc qlinear_add_exact_reciprocal).
+// The integer form where one is proven (ADD_FIXED, ir/ops/qlinear_add.cc qlinear_add_exact_fixed):
+// fx_a, fx_b, fx_c in the high halves of the three scale words, fx_k as the clamp word's third field.
 struct aotc_fused_add_scalars {
   float t_scale = 1.f, t_zp = 0.f, r_scale = 1.f, r_zp = 0.f, out_scale = 1.f, rcp = 0.f;
   int out_zp = 0, add_qmin = -128, add_qmax = 127;
+  int fx_a = 0, fx_b = 0, fx_c = 0, fx_k = 0;  // aotc_qlinear_add_fixed's constants (fx_k 0: none)
 };
 constexpr int kAotcFusedAddArgs = 6;
 AOTC_REQUANT_FN void aotc_fused_add_pack(const aotc_fused_add_scalars& s, long long* out) {
@@ -301,13 +304,17 @@ AOTC_REQUANT_FN void aotc_fused_add_pack(const aotc_fused_add_scalars& s, long l
     for (int i = 0; i < n; ++i) w |= static_cast<long long>(v[i] + 256) << (10 * i);
     return w;
   };
+  auto word = [](float low, int high) {
+    return static_cast<long long>(static_cast<uint64_t>(static_cast<uint32_t>(aotc_rq_bits(low))) |
+                                  (static_cast<uint64_t>(static_cast<uint32_t>(high)) << 32));
+  };
   const int zps[3] = {static_cast<int>(s.t_zp), static_cast<int>(s.r_zp), s.out_zp};
-  const int clamp[2] = {s.add_qmin, s.add_qmax};
-  out[0] = static_cast<uint32_t>(aotc_rq_bits(s.t_scale));
-  out[1] = static_cast<uint32_t>(aotc_rq_bits(s.r_scale));
-  out[2] = static_cast<uint32_t>(aotc_rq_bits(s.out_scale));
+  const int clamp[3] = {s.add_qmin, s.add_qmax, s.fx_k};
+  out[0] = word(s.t_scale, s.fx_a);
+  out[1] = word(s.r_scale, s.fx_b);
+  out[2] = word(s.out_scale, s.fx_c);
   out[3] = pack(zps, 3);
-  out[4] = pack(clamp, 2);
+  out[4] = pack(clamp, 3);
   out[5] = static_cast<uint32_t>(aotc_rq_bits(s.rcp));
 }
 AOTC_REQUANT_FN aotc_fused_add_scalars aotc_fused_add_unpack(const long long* a) {
@@ -323,6 +330,11 @@ AOTC_REQUANT_FN aotc_fused_add_scalars aotc_fused_add_unpack(const long long* a)
   s.add_qmin = field(a[4], 0);
   s.add_qmax = field(a[4], 1);
   s.rcp = flt(a[5]);
+  auto high = [](long long w) { return static_cast<int>(static_cast<uint32_t>(static_cast<uint64_t>(w) >> 32)); };
+  s.fx_a = high(a[0]);
+  s.fx_b = high(a[1]);
+  s.fx_c = high(a[2]);
+  s.fx_k = field(a[4], 2);
   return s;
 }
 
@@ -350,10 +362,23 @@ AOTC_REQUANT_FN int32_t aotc_qlinear_add_rint(float va, float za, float sa, floa
   return aotc_rint_small(fminf(1e6f, fmaxf(-1e6f, q)));
 }
 
+// aotc.QLinearAdd in integers, where the lowering proved it equal to aotc_qlinear_add_rint plus the
+// output zero point, then the clamp, for every pair of 8-bit inputs of the layer's types and scales
+// (ir/ops/qlinear_add.cc qlinear_add_exact_fixed, which calls this function): floor((a * va + b *
+// vb + c) / 2^k), no product or sum beyond int32 for 8-bit va, vb (checked there). Two integer
+// multiply-adds and a shift where the float form takes ~15 instructions (int8_to_float, the zero
+// points, the scales, the division, the rounding).
+AOTC_REQUANT_FN int32_t aotc_qlinear_add_fixed(int32_t va, int32_t vb, int32_t a, int32_t b, int32_t c, int k) {
+  return (a * va + b * vb + c) >> k;
+}
+
 // The residual Add fused into an int8 convolution's epilogue: aotc.QLinearAdd on the
 // convolution's requantized value t and the residual r (either operand order: IEEE addition
-// commutes), its zero point and clamp - for both int8 tensor-core kernels.
-AOTC_REQUANT_FN int32_t aotc_fused_add(int32_t t, int32_t r, const aotc_fused_add_scalars& s, bool by_reciprocal) {
+// commutes), its zero point and clamp - for both int8 tensor-core kernels. fixed: the integer form
+// (only where the lowering proved it: ADD_FIXED; the zero point is inside fx_c).
+AOTC_REQUANT_FN int32_t aotc_fused_add(int32_t t, int32_t r, const aotc_fused_add_scalars& s, bool by_reciprocal,
+                                       bool fixed = false) {
+  if (fixed) return aotc_rq_clamp(aotc_qlinear_add_fixed(t, r, s.fx_a, s.fx_b, s.fx_c, s.fx_k), s.add_qmin, s.add_qmax);
   return aotc_rq_clamp(aotc_qlinear_add_rint(aotc_int8_to_float(t), s.t_zp, s.t_scale, aotc_int8_to_float(r), s.r_zp,
                                              s.r_scale, s.out_scale, by_reciprocal, s.rcp) + s.out_zp,
                        s.add_qmin, s.add_qmax);

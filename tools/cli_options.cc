@@ -374,8 +374,10 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       o.conv_gemm_int8 = text == "on" ? ConvGemmInt8::kPingpong : text == "coop" ? ConvGemmInt8::kCooperative : ConvGemmInt8::kOff;
     } else if (opt == "--int8-fuse-residual") {
       std::string text;
-      AOTC_CHOOSE(text, {"on", "off"});
-      o.int8_fuse_residual = text == "on";
+      AOTC_CHOOSE(text, {"auto", "on", "off"});
+      o.int8_fuse_residual = text == "on"    ? Int8FuseResidual::kOn
+                             : text == "off" ? Int8FuseResidual::kOff
+                                             : Int8FuseResidual::kGemm;
     } else if (opt == "--conv-wgmma-fill") {
       std::string text;
       AOTC_CHOOSE(text, {"half", "wave"});

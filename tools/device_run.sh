@@ -4,6 +4,8 @@
 # references, compile each with aotc, check it against ONNX Runtime, time it against PyTorch eager
 # and torch.compile, and print ONE table. Each step is timed; a failing step is reported and the
 # rest goes on. Usage (repo root):  OUT=/some/dir bash tools/device_run.sh
+# The dependencies it carries in .deps/ (Debian packages, the nvidia-cutlass wheel) are fetched on
+# the build machine by tools/device/fetch_deps.sh (once per checkout; the device tool's carry: .deps).
 # Env: MODELS="resnet50 mobilenet_v2"  BATCHES="1 32" (default: each model's own)  SKIP_BUILD=1
 #      BUILD_TARGETS="aotc aotc-run gpu_tests" (build only these)
 #      SKIP_CTEST=1  SKIP_EXPORT=1 (reuse $WORK/models)  SKIP_AOTC=1 (no compile / check / bench)  SKIP_PEERS=1  AOTC_PARALLEL=0 (compile
@@ -44,7 +46,8 @@
 #      with these aotc arguments appended, into CASE/ab/; the two libraries are timed in turn,
 #      twice each, and the four medians are on the progress line; compile-time A/Bs in one call;
 #      several variants separated by ';' are each compiled (CASE/ab, CASE/ab2, ...) and timed in
-#      the same turns: "as built / A / B" medians)
+#      the same turns: "as built / A / B" medians; AB_CASES="resnet50_bs32_int8": only those
+#      cases get the variants)
 #      RELIABILITY=1 (issue 10, after the cases are compiled: tools/device/reliability.sh on
 #      RELIABILITY_CASES="resnet50_bs1_fp16 gpt2_bs1_fp16", which must be among the cases, e.g.
 #      MODELS="resnet50 gpt2" PRECISIONS=fp16 BATCHES=1: abi_stress stress (STRESS_RUNS=10000 per
@@ -349,7 +352,8 @@ step_aotc() {
         --bench "$BENCH_ITERS" --json "$c/bench_ab.json" </dev/null >"$c/bench_ab.log" 2>&1 || true
       ab="; with $AB_ENV: $(grep -o -m1 'median [0-9.]* ms' "$c/bench_ab.log")"
     fi
-    if [ -n "${AB_AOTC_ARGS:-}" ] && [ "$role" = main ]; then
+    if [ -n "${AB_AOTC_ARGS:-}" ] && [ "$role" = main ] &&
+       { [ -z "${AB_CASES:-}" ] || [[ " $AB_CASES " == *" $name "* ]]; }; then
       # One library per ';'-separated variant (CASE/ab, CASE/ab2, ...), all timed in the same turns.
       local variants=() v vdirs=() vnames=() ok_variants=()
       IFS=';' read -r -a variants <<<"$AB_AOTC_ARGS"

@@ -89,20 +89,22 @@ options:
   --conv-wgmma-int8 on|off on: requantizing int8 convolutions (--precision int8, QDQ models)
                            that fill half a wave run on CUTLASS 3.x's TMA + int8 wgmma implicit
                            GEMM when every --arch is sm_90, the requantization in its epilogue
-                           (and residual Adds with --int8-fuse-residual on; default on);
+                           (and residual Adds, --int8-fuse-residual); default on;
                            off: CUTLASS 2.x mma.sync
   --conv-wgmma-int8-expand on|off
                            on (default): expanding 1x1 int8 convolutions (Cout >= 4 Cin) on
                            that kernel take a 128x64 tile, two CTAs an SM; off: the rule's tile
   --conv-gemm-int8 on|coop|off
-                           on: pointwise int8 layers (1x1, stride 1, unpadded) on that kernel
-                           run as CUTLASS 3.x's persistent ping-pong GEMM with the same
-                           requantizing epilogue; coop: its cooperative schedule; off (default:
-                           not yet measured)
-  --int8-fuse-residual on|off
-                           on: an int8 residual Add runs in the epilogue of the int8
-                           convolution that produces one operand (both roundings kept: the same
-                           results); off (default: not yet faster where measured)
+                           on (default): pointwise int8 layers (1x1, stride 1, unpadded) on
+                           that kernel whose tiles fill a wave run as CUTLASS 3.x's persistent
+                           ping-pong GEMM with the same requantizing epilogue (its cooperative
+                           schedule where a residual Add is fused); coop: cooperative for all;
+                           off: the convolution kernel
+  --int8-fuse-residual auto|on|off
+                           an int8 residual Add runs in the epilogue of the int8 convolution
+                           that produces one operand (both roundings kept: the same results):
+                           auto (default) where that convolution runs as the persistent GEMM,
+                           on: wherever a kernel takes it, off: never
   --conv-wgmma-fill half|wave
                            half (default): that kernel takes convolutions with tiles for at
                            least half a wave of SMs; wave: a whole wave

@@ -577,15 +577,21 @@ inline std::optional<ConvKernelConfig> conv_wgmma_int8_config(const Target& targ
 }
 
 // A layer that conv_wgmma_int8_config gave the wgmma int8 kernel runs as that template's GEMM mode
-// (Target::conv_gemm_int8) where its window is pointwise: a 128-row tile, 128 or 64 wide by Cout,
-// a 128- or 64-deep K step by Cin (the return value), else nullopt.
+// (Target::conv_gemm_int8) where its window is pointwise and its tiles fill at least one wave of
+// the target's SMs: a 128-row tile, 128 or 64 wide by Cout, a 128- or 64-deep K step by Cin (the
+// return value), else nullopt. The wave floor is measured (H200, ResNet-50 int8 bs32,
+// docs/perf_notes.md v53): every pointwise layer of at least a wave of tiles was faster as the
+// persistent GEMM (layer1 conv3 34 -> 26.5 us, layer2 conv1 27.8 -> 19.9), the two below it slower
+// (layer4's 2048 -> 512, 52 tiles: 6.8 -> 10.0 us; layer3's 1024 -> 256, 98 tiles: 7.7 -> 7.9).
 inline std::optional<ConvKernelConfig> conv_gemm_int8_config(const Target& target, int64_t cin, int64_t cout,
                                                              const std::vector<int64_t>& kernel,
                                                              const std::vector<int64_t>& strides,
-                                                             const std::vector<int64_t>& pads) {
+                                                             const std::vector<int64_t>& pads, int64_t gemm_m) {
   if (target.conv_gemm_int8 == ConvGemmInt8::kOff || !pointwise_window(kernel, strides, pads)) return std::nullopt;
   const int tn = cout % 128 == 0 ? 128 : 64, tk = cin % 128 == 0 ? 128 : 64;
-  return ConvKernelConfig{"i8gemm_sm90", ConvMath::kWgmmaInt8, 128, tn, tk, 128, tn, tk, 0, 90};
+  ConvKernelConfig c{"i8gemm_sm90", ConvMath::kWgmmaInt8, 128, tn, tk, 128, tn, tk, 0, 90};
+  if (conv_config_tiles(c, gemm_m, cout) < target.sm_count) return std::nullopt;
+  return c;
 }
 
 // A convolution that would take im2col + GEMM (above) and is a strided pointwise one - 1x1

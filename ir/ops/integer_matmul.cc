@@ -508,7 +508,7 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
   const bool residual = is_conv(node) && has_fused_residual(node);
   if (residual && !requant) return node_error(node, "a fused residual Add needs a requantizing convolution");
   std::vector<int64_t> sm80_res_args;  // the fused Add's arguments for the Sm80 kernel below
-  bool sm80_add_reciprocal = false;
+  bool sm80_add_reciprocal = false, sm80_add_fixed = false;
   if (requant) {
     // sm_90a: the int8 wgmma kernel where it applies; its params (TMA descriptors) are built at
     // compile time, so its operands must live at addresses fixed at create.
@@ -517,7 +517,7 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
                                      {g.strides[1], g.strides[2]}, {g.dilations[1], g.dilations[2]}, pads, gemm_m);
     // A fused residual Add's scalars are compile-time arguments: constants only.
     std::vector<int64_t> res_args;
-    bool res_ok = !residual, add_reciprocal = false;
+    bool res_ok = !residual, add_reciprocal = false, add_fixed = false;
     if (residual) {
       auto scalar = [&](size_t i, double absent) { return constant_scalar(graph, node, i, absent); };
       const auto ts = scalar(static_cast<size_t>(r.y_scale), 1), tz = scalar(static_cast<size_t>(r.y_zp), 0),
@@ -539,6 +539,16 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
                                                input_value(graph, node, kResidualInput).dtype)
                       .value_or(0.0f);
         add_reciprocal = add.rcp != 0.0f;
+        // The integer form where it is proven for every pair (ADD_FIXED; the kernels' cheapest).
+        if (const auto fx = qlinear_add_exact_fixed(add.t_scale, add.t_zp, add.r_scale, add.r_zp, add.out_scale,
+                                                    add.out_zp, add.add_qmin, add.add_qmax, conv_y,
+                                                    input_value(graph, node, kResidualInput).dtype)) {
+          add.fx_a = fx->a;
+          add.fx_b = fx->b;
+          add.fx_c = fx->c;
+          add.fx_k = fx->k;
+          add_fixed = true;
+        }
         long long words[kAotcFusedAddArgs];
         aotc_fused_add_pack(add, words);
         res_args.assign(words, words + kAotcFusedAddArgs);
@@ -550,10 +560,14 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
         (!residual || fixed_address(graph, node.inputs[kResidualInput]))) {
       // --conv-gemm-int8 on|coop: a pointwise layer as the template's GEMM mode (conv_gemm_int8_config).
       const auto gm = conv_gemm_int8_config(graph.target, d->cin, d->cout, {g.kernel[1], g.kernel[2]},
-                                            {g.strides[1], g.strides[2]}, pads);
+                                            {g.strides[1], g.strides[2]}, pads, gemm_m);
       const bool as_gemm = gm.has_value();
       const ConvKernelConfig& tile = as_gemm ? *gm : *wg;
-      const bool coop = graph.target.conv_gemm_int8 == ConvGemmInt8::kCooperative;
+      // The cooperative schedule for --conv-gemm-int8 coop, and for a layer with a fused residual
+      // Add under ping-pong too: measured on an H200 (ResNet-50 int8 bs32, docs/perf_notes.md v53),
+      // ping-pong with the fused Add took 93 us for layer1's conv3 where the unfused conv3 + Add
+      // took 26 + 27 (1.178 ms in all), the cooperative one with it 0.936 ms.
+      const bool coop = graph.target.conv_gemm_int8 == ConvGemmInt8::kCooperative || (as_gemm && residual);
       KernelStep k;
       k.template_name = "cutlass_conv2d_fprop_sm90_i8";
       k.holes = {{"comment", std::string(is_conv(node) ? "aotc.QLinearConv NHWC " : "aotc.QLinearMatMul as a 1x1 convolution ") +
@@ -563,6 +577,7 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
                  {"HAS_RESIDUAL", residual ? "true" : "false"},
                  {"REQUANT_ROUTE", std::to_string(requant_route(graph, node))},
                  {"ADD_RECIPROCAL", add_reciprocal ? "true" : "false"},
+                 {"ADD_FIXED", add_fixed ? "true" : "false"},
                  {"ELEMENT_C", !residual ? "void"
                                : input_value(graph, node, kResidualInput).dtype == DType::kUInt8 ? "uint8_t" : "int8_t"},
                  {"TILE_M", int_literal(tile.tb_m)}, {"TILE_N", int_literal(tile.tb_n)}, {"TILE_K", int_literal(tile.tb_k)},
@@ -573,7 +588,7 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
                                  : wg->stages > 0 ? std::to_string(wg->stages) + " stages" : "as many stages as fit"},
                  {"MIN_BLOCKS", int_literal(as_gemm ? 1 : conv_wgmma_min_blocks(*wg))},
                  {"AS_GEMM", as_gemm ? "1" : "0"},
-                 {"PINGPONG", coop ? "false" : "true"},
+                 {"PINGPONG", as_gemm && !coop ? "true" : "false"},
                  {"SCHEDULE_NOTE", coop ? "cooperative" : "ping-pong"}};
       if (as_gemm)
         k.holes[0].second += " as a GEMM (" + std::to_string(tile.tb_m) + "x" + std::to_string(tile.tb_n) + "x" +
@@ -604,6 +619,7 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
       return node_error(node, "a fused residual Add on the Sm80 int8 kernel needs r of the output's type");
     sm80_res_args = res_args;
     sm80_add_reciprocal = add_reciprocal;
+    sm80_add_fixed = add_fixed;
   }
   KernelStep k;
   k.template_name = "cutlass_conv2d_fprop_i8";
@@ -616,6 +632,7 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
              {"REQUANT_ROUTE", std::to_string(requant ? requant_route(graph, node) : kAotcRequantAuto)},
              {"HAS_RESIDUAL", residual ? "true" : "false"},
              {"ADD_RECIPROCAL", sm80_add_reciprocal ? "true" : "false"},
+             {"ADD_FIXED", sm80_add_fixed ? "true" : "false"},
              {"ALIGN_C", requant ? "8" : "4"},
              {"TB_M", int_literal(cfg.tb_m)}, {"TB_N", int_literal(cfg.tb_n)}, {"TB_K", int_literal(cfg.tb_k)},
              {"WARP_M", int_literal(cfg.warp_m)}, {"WARP_N", int_literal(cfg.warp_n)}, {"WARP_K", int_literal(cfg.warp_k)},

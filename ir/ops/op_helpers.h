@@ -70,4 +70,17 @@ std::pair<int64_t, int64_t> quantized_clamp(const Node& node, DType y, bool fuse
 // is not a normal float. For the Add's kernel and the int8 convolutions' fused residual Adds.
 std::optional<float> qlinear_add_exact_reciprocal(float sa, float za, float sb, float zb, float sy, DType ta, DType tb);
 
+// aotc.QLinearAdd in integers: constants a, b, c, k with clamp(floor((a va + b vb + c) / 2^k), qmin,
+// qmax) equal to clamp(aotc_qlinear_add_rint(va, vb, ...) + zy, qmin, qmax) for every pair of 8-bit
+// inputs of types ta / tb (all 256 x 256 checked, ir/ops/qlinear_add.cc; every product and sum
+// within int32); nullopt where no k in 8..24 with the rounded ratios (and c within +-2 of its
+// rounding) gives them all - e.g. scales whose ratios make exact halves, where rint rounds to even.
+// For the Add's kernel and the int8 convolutions' fused residual Adds.
+struct QLinearAddFixed {
+  int32_t a = 0, b = 0, c = 0;
+  int k = 0;
+};
+std::optional<QLinearAddFixed> qlinear_add_exact_fixed(float sa, float za, float sb, float zb, float sy, int zy,
+                                                       int qmin, int qmax, DType ta, DType tb);
+
 }  // namespace aotc

@@ -835,7 +835,7 @@ TEST(CutlassConv, Int8FusedResidualAddCompilesForJetson) {
   g->opset = 17;
   ASSERT_TRUE(infer_shapes(*g).is_ok());
   g->target = target_from_archs({"sm_87"});
-  g->target.int8_fuse_residual = true;
+  g->target.int8_fuse_residual = Int8FuseResidual::kOn;
   ASSERT_TRUE(layout_nhwc(*g).is_ok());
   auto fused = fuse_residual_qadd(*g);
   ASSERT_TRUE(fused.is_ok() && *fused);

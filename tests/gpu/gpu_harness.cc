@@ -119,6 +119,7 @@ void run_case(Graph graph, const std::string& label, const CaseOptions& options)
   build.output_path = dir + "/lib" + label + ".so";
   build.name = "m";
   build.archs = options.archs.empty() ? std::vector<std::string>{probe().arch} : options.archs;
+  build.sm_count = options.sm_count;
   Graph compiled = graph;
   conformance::BuildOutcome b = conformance::build_library(compiled, build);
   ASSERT_EQ(b.kind, conformance::BuildOutcome::Kind::kBuilt) << label << ": " << b.message;

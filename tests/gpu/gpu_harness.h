@@ -74,6 +74,8 @@ struct CaseOptions {
   // Template holes (name, rendered value) some kernel step must have: which mode of a template ran
   // (e.g. {"AS_GEMM", "1"}: the int8 wgmma template's GEMM mode).
   std::vector<std::pair<std::string, std::string>> expect_holes;
+  // The SM count the library is planned for (GpuBuildOptions::sm_count; 0 = this GPU's).
+  int sm_count = 0;
   // Kernel templates no step of the compiled graph may run (e.g. "gemm_splitk_reduce" where the
   // split-K slices are summed inside the GEMM kernel).
   std::vector<std::string> absent_templates;

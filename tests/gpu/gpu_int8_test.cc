@@ -253,12 +253,14 @@ namespace {
 // ResNet block's shape in int8, x -> 3x3 (ReLU clamp: h) -> 1x1 (t) -> QLinearAdd(t, h) with a
 // ReLU -> DequantizeLinear. The reference is the unfused graph; no qlinear_add kernel may run.
 // `swap`: QLinearAdd(h, t). Zero point -128: uint8 activations and residual.
-Graph residual_block(int64_t zero_point, bool swap, bool wgmma = true) {
+// `integer_scales`: scales whose fused Add has a proven integer form (ADD_FIXED; the default ones
+// make exact halves, so the float form runs).
+Graph residual_block(int64_t zero_point, bool swap, bool wgmma = true, bool integer_scales = false) {
   GraphBuilder b(29);
   ValueId xf = b.input("x", {8, 32, 34, 34});
-  ValueId s = scalar(b, "s", 0.03);
-  ValueId st = scalar(b, "st", 0.05);
-  ValueId sa = scalar(b, "sa", 0.04);
+  ValueId s = scalar(b, "s", integer_scales ? 0.0371 : 0.03);
+  ValueId st = scalar(b, "st", integer_scales ? 0.0529 : 0.05);
+  ValueId sa = scalar(b, "sa", integer_scales ? 0.0611 : 0.04);
   ValueId zp = scalar(b, "zp", static_cast<double>(zero_point), DType::kInt8);
   ValueId xq = b.node("QuantizeLinear", {xf, s, zp});
   ValueId w1 = b.weight("w1", {64, 32, 3, 3}, -127, 128, DType::kInt8);
@@ -276,7 +278,7 @@ Graph residual_block(int64_t zero_point, bool swap, bool wgmma = true) {
   b.output(b.node("DequantizeLinear", {a, sa, zp}));
   Graph g = b.graph();
   g.target.conv_wgmma_int8 = wgmma;     // --conv-wgmma-int8 on|off
-  g.target.int8_fuse_residual = true;  // --int8-fuse-residual on (off by default)
+  g.target.int8_fuse_residual = Int8FuseResidual::kOn;  // --int8-fuse-residual on (default auto: GEMM mode only)
   return g;
 }
 
@@ -300,16 +302,19 @@ TEST(GpuQuantizedConv, WgmmaInt8FusedResidualAddUint8Swapped) {
   run_case(residual_block(-128, true), "qconv_wgmma_residual_u8", fused_residual());
 }
 
-// --conv-gemm-int8 on: the pointwise layers of these chains and blocks (1x1 128 -> 64, 128 -> 128,
-// the residual block's 64 -> 64 with the fused Add) on the template's GEMM mode - CUTLASS 3.x's
-// persistent ping-pong GEMM, the same requantizing epilogue tree - bit for bit the reference.
+// --conv-gemm-int8 on (the default): the pointwise layers of these chains and blocks (1x1 128 ->
+// 64, 128 -> 128, the residual block's 64 -> 64 with the fused Add) on the template's GEMM mode -
+// CUTLASS 3.x's persistent ping-pong GEMM, the same requantizing epilogue tree - bit for bit the
+// reference. Planned for 16 SMs (37-73 tiles: the mode's one-wave floor holds, and the persistent
+// grid of 16 CTAs loops over several tiles each).
 Graph as_gemm(Graph g) {
   g.target.conv_gemm_int8 = ConvGemmInt8::kPingpong;
   return g;
 }
 
 CaseOptions gemm_mode(CaseOptions o) {
-  o.expect_holes = {{"AS_GEMM", "1"}};
+  o.expect_holes = {{"AS_GEMM", "1"}, {"PINGPONG", "true"}};
+  o.sm_count = 16;
   return o;
 }
 
@@ -319,10 +324,39 @@ TEST(GpuQuantizedConv, PointwiseAsPersistentGemm) {
   run_case(as_gemm(qconv_wgmma_chain({16, 48, 34, 34}, 128, 2, 128, -128)), "qconv_gemm_u8", gemm_mode(wgmma_int8()));
 }
 
+// Under ping-pong a layer with the fused Add takes the cooperative schedule (PINGPONG false: the
+// block's only GEMM-mode layer is t, the one with the Add).
 TEST(GpuQuantizedConv, PointwiseAsPersistentGemmFusedResidualAdd) {
   AOTC_REQUIRE_GPU();
-  run_case(as_gemm(residual_block(0, false)), "qconv_gemm_residual_s8", gemm_mode(fused_residual()));
-  run_case(as_gemm(residual_block(-128, true)), "qconv_gemm_residual_u8", gemm_mode(fused_residual()));
+  CaseOptions o = gemm_mode(fused_residual());
+  o.expect_holes = {{"AS_GEMM", "1"}, {"HAS_RESIDUAL", "true"}, {"PINGPONG", "false"}};
+  run_case(as_gemm(residual_block(0, false)), "qconv_gemm_residual_s8", o);
+  run_case(as_gemm(residual_block(-128, true)), "qconv_gemm_residual_u8", o);
+}
+
+// --conv-gemm-int8 coop: the same cases on CUTLASS's cooperative schedule (both consumer warp
+// groups on one tile's halves); PINGPONG = false proves that schedule ran.
+Graph as_coop_gemm(Graph g) {
+  g.target.conv_gemm_int8 = ConvGemmInt8::kCooperative;
+  return g;
+}
+
+CaseOptions coop_mode(CaseOptions o) {
+  o.expect_holes = {{"AS_GEMM", "1"}, {"PINGPONG", "false"}};
+  o.sm_count = 16;
+  return o;
+}
+
+TEST(GpuQuantizedConv, PointwiseAsCooperativeGemm) {
+  AOTC_REQUIRE_GPU();
+  run_case(as_coop_gemm(qconv_wgmma_chain({8, 32, 34, 34}, 128, 1, 64, 0)), "qconv_coop_s8", coop_mode(wgmma_int8()));
+  run_case(as_coop_gemm(qconv_wgmma_chain({16, 48, 34, 34}, 128, 2, 128, -128)), "qconv_coop_u8", coop_mode(wgmma_int8()));
+}
+
+TEST(GpuQuantizedConv, PointwiseAsCooperativeGemmFusedResidualAdd) {
+  AOTC_REQUIRE_GPU();
+  run_case(as_coop_gemm(residual_block(0, false)), "qconv_coop_residual_s8", coop_mode(fused_residual()));
+  run_case(as_coop_gemm(residual_block(-128, true)), "qconv_coop_residual_u8", coop_mode(fused_residual()));
 }
 
 // The same blocks on the Sm80 int8 kernel (Jetson's): r read as the epilogue's source.
@@ -375,6 +409,55 @@ TEST(GpuQuantizedConv, DoublePathWgmmaKernel) {
   AOTC_REQUIRE_GPU();
   run_case(with_double(qconv_wgmma_chain({8, 32, 34, 34}, 128, 1, 64, 0)), "qconv_wgmma_s8_double", wgmma_int8());
   run_case(with_double(residual_block(0, false)), "qconv_wgmma_residual_s8_double", fused_residual());
+}
+
+// The fused Adds in integers (ADD_FIXED: int8_requant.cuh aotc_qlinear_add_fixed, proven for every
+// pair of 8-bit inputs by the lowering) on the three kernels that fuse them: the wgmma
+// convolution, the persistent GEMM (cooperative for a fused Add), the Sm80 convolution.
+TEST(GpuQuantizedConv, FusedResidualAddInIntegers) {
+  AOTC_REQUIRE_GPU();
+  CaseOptions o = fused_residual();
+  o.expect_holes = {{"ADD_FIXED", "true"}};
+  run_case(residual_block(0, false, true, true), "qconv_wgmma_residual_fixed_s8", o);
+  run_case(residual_block(-128, true, true, true), "qconv_wgmma_residual_fixed_u8", o);
+  CaseOptions gm = gemm_mode(fused_residual());
+  gm.expect_holes = {{"AS_GEMM", "1"}, {"HAS_RESIDUAL", "true"}, {"ADD_FIXED", "true"}};
+  run_case(as_gemm(residual_block(0, false, true, true)), "qconv_gemm_residual_fixed_s8", gm);
+  CaseOptions s80 = fused_residual(false);
+  s80.expect_holes = {{"ADD_FIXED", "true"}};
+  run_case(residual_block(-128, true, false, true), "qconv_sm80_residual_fixed_u8", s80);
+}
+
+// opt/fuse_dequantize_add: DequantizeLinear(a) + DequantizeLinear(b) -> Relu with a float result
+// (an int8 network's last residual Add) as one dequantizing aotc.QLinearAdd, in float32 and
+// float16 (the graph written in fp16, as the precision pass leaves it); 16 elements a thread
+// where the count divides (8 x 64 x 7 x 7), one where it does not (3 x 5 x 7).
+Graph dequantize_add(Shape shape, DType to) {
+  GraphBuilder b(41);
+  ValueId a = b.input("a", shape, DType::kInt8);
+  ValueId r = b.input("r", shape, DType::kUInt8);
+  ValueId sa = scalar(b, "sa", 0.043), sr = scalar(b, "sr", 0.029);
+  ValueId za = scalar(b, "za", 5, DType::kInt8), zr = scalar(b, "zr", 131, DType::kUInt8);
+  Attributes out{{"output_dtype", Attribute::of_int(static_cast<int64_t>(to))}};
+  ValueId da = b.node("DequantizeLinear", {a, sa, za}, out);
+  ValueId dr = b.node("DequantizeLinear", {r, sr, zr}, out);
+  b.output(b.node("Relu", {b.node("Add", {da, dr})}));
+  return b.graph();
+}
+
+TEST(GpuQuantizedAdd, DequantizingAddAsOneKernel) {
+  AOTC_REQUIRE_GPU();
+  CaseOptions o;
+  o.input_lo = 0;  // [0, 256): uint8 r over its range, int8 a too (Tensor::set wraps 128-255 to -128..-1)
+  o.input_hi = 256;
+  o.expect_ops_after_pipeline = {"QLinearAdd"};
+  o.absent_ops_after_pipeline = {"DequantizeLinear", "Add", "Relu"};
+  o.expect_holes = {{"FLOAT_OUT", "true"}, {"RELU", "true"}};
+  for (DType to : {DType::kFloat32, DType::kFloat16}) {
+    const std::string t = to == DType::kFloat32 ? "f32" : "f16";
+    run_case(dequantize_add({8, 64, 7, 7}, to), "dequantize_add_vec_" + t, o);
+    run_case(dequantize_add({3, 5, 7}, to), "dequantize_add_" + t, o);
+  }
 }
 
 }  // namespace

@@ -53,7 +53,7 @@ Graph prepared(const std::string& text, const std::vector<std::string>& archs, b
   EXPECT_TRUE(g.is_ok()) << g.status().message();
   g->target = target_from_archs(archs);
   g->target.conv_wgmma_int8 = true;     // --conv-wgmma-int8 on (the default)
-  g->target.int8_fuse_residual = true;  // --int8-fuse-residual on (off by default)
+  g->target.int8_fuse_residual = Int8FuseResidual::kOn;  // --int8-fuse-residual on (default auto: GEMM mode only)
   if (uint8) {
     EXPECT_TRUE(reencode_uint8(*g).is_ok());
   }
@@ -156,7 +156,7 @@ TEST(FuseResidualQaddRefusals, MustNotFireWhereNoKernelTakesIt) {
   unchanged(prepared(block(0, false, "", false, true), {"sm_87", "sm_90"}, false), "Sm80, r of another type");
   // Off by default.
   Graph plain = prepared(block(0, false), {"sm_90"}, false);
-  plain.target.int8_fuse_residual = false;
+  plain.target.int8_fuse_residual = Int8FuseResidual::kOff;
   unchanged(plain, "--int8-fuse-residual off");
   // t read by another node too (a graph output: its DequantizeLinear).
   unchanged(prepared(block(0, false, "%tq : float[?] = DequantizeLinear(%t, %st, %z)  # dqt\noutput %tq\n"), {"sm_90"}, false),

@@ -54,7 +54,7 @@ BuildOutcome build_library(Graph& graph, const GpuBuildOptions& options) {
   // Only the GPU facts (archs, SM count) change; every strategy switch the caller set stays.
   const Target probed = target_from_archs(options.archs.empty() ? std::vector<std::string>{"sm_90"} : options.archs);
   graph.target.sms = probed.sms;
-  graph.target.sm_count = probed.sm_count;
+  graph.target.sm_count = options.sm_count > 0 ? options.sm_count : probed.sm_count;
   Expected<std::vector<PassStats>> stats = run_pipeline(graph, PipelineOptions{});
   if (!stats) {
     out.message = "pipeline: " + stats.status().message();

@@ -20,6 +20,10 @@ struct GpuBuildOptions {
   std::vector<std::string> archs;   // e.g. {"sm_90"}; empty = {"sm_90"}
   std::string nvcc;                 // empty = $CUDA_HOME/bin/nvcc or /usr/local/cuda/bin/nvcc
   std::string cuda_include_dir;     // empty = next to nvcc's ../include
+  // The SM count the strategy rules plan for instead of the arch table's (0 = the table's): a test
+  // makes small problems take a rule meant for a full GPU (e.g. the persistent int8 GEMM's
+  // one-wave floor), whose persistent grid then loops over several tiles a CTA.
+  int sm_count = 0;
 };
 
 // Why a build did not happen: kUnsupported = an op has no GPU lowering or its lowering refused
