@@ -571,7 +571,7 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
       KernelStep k;
       k.template_name = "cutlass_conv2d_fprop_sm90_i8";
       k.holes = {{"comment", std::string(is_conv(node) ? "aotc.QLinearConv NHWC " : "aotc.QLinearMatMul as a 1x1 convolution ") +
-                                 shape_str(x.shape) + " -> " + shape_str(y.shape) + " config " + wg->name + " requantized"},
+                                 shape_str(x.shape) + " -> " + shape_str(y.shape) + " config " + tile.name + " requantized"},
                  {"ELEMENT_A", x.dtype == DType::kUInt8 ? "uint8_t" : "int8_t"},
                  {"ELEMENT_OUT", y.dtype == DType::kUInt8 ? "uint8_t" : "int8_t"},
                  {"HAS_RESIDUAL", residual ? "true" : "false"},

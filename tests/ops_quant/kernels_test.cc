@@ -57,6 +57,15 @@ std::vector<Case> cases() {
   add("QuantizeLinear f32 -> int8 per axis", [=](OneNode& n) {
     set_op(n, "QuantizeLinear").input(f32, {2, 3, 5}).constant(fvec({0.01f, 0.02f, 0.5f})).constant(zp(i8, {3}, {-3, 0, 7}));
   });
+  // Counts that are multiples of 16: 16 elements a thread (VEC 16).
+  add("QuantizeLinear f32 -> int8 per tensor 16-element vectors", [=](OneNode& n) {
+    set_op(n, "QuantizeLinear").input(f32, {4, 48}).constant(scalar(0.013f)).constant(zp(i8, {}, {-3}));
+  });
+  add("QuantizeLinear f16 -> uint8 per tensor 16-element vectors", [=](OneNode& n) {
+    Tensor s(f16, {});
+    s.set(0, 0.0213);
+    set_op(n, "QuantizeLinear").input(f16, {2, 5, 32}).constant(s).constant(zp(u8, {}, {128}));
+  }, 19);
   add("QuantizeLinear int32 no zero point", [=](OneNode& n) { set_op(n, "QuantizeLinear").input(i32, {11}).constant(scalar(0.5f)); });
   add("QuantizeLinear f16 opset 19", [=](OneNode& n) {
     Tensor s(f16, {});
@@ -490,6 +499,28 @@ TEST(QuantKernels, QLinearAddIntegerFormMatchesTheReferenceOnEveryPair) {
   EXPECT_EQ(back.fx_c, s.fx_c);
   EXPECT_EQ(back.fx_k, s.fx_k);
   EXPECT_EQ(back.add_qmin, s.add_qmin);
+}
+
+// QuantizeLinear takes 16 elements a thread only for a per-tensor 8-bit quantization of a float x
+// whose count divides by 16 (the emulated / GPU runs above check the values).
+TEST(QuantKernels, QuantizeLinearVectorsOnlyWhereTheyApply) {
+  auto vec = [](DType x, Shape shape, std::vector<double> scales, DType q) {
+    OneNode n("QuantizeLinear");
+    n.input(x, shape).constant(test::make_tensor(DType::kFloat32, {static_cast<int64_t>(scales.size())}, scales));
+    n.constant(Tensor(q, {static_cast<int64_t>(scales.size())}));
+    if (scales.size() > 1) n.node.attrs["axis"] = Attribute::of_int(1);
+    EXPECT_TRUE(n.build().is_ok());
+    auto lowered = default_registry().find("QuantizeLinear")->lower(n.built(), n.graph);
+    EXPECT_TRUE(lowered.is_ok());
+    for (const auto& [hole, text] : lowered->steps[0].kernel.holes)
+      if (hole == "VEC") return text;
+    return std::string("(none)");
+  };
+  EXPECT_EQ(vec(DType::kFloat16, {2, 64}, {0.02f}, DType::kInt8), "16LL");
+  EXPECT_EQ(vec(DType::kFloat32, {2, 64}, {0.02f}, DType::kUInt8), "16LL");
+  EXPECT_EQ(vec(DType::kFloat16, {2, 63}, {0.02f}, DType::kInt8), "1LL");               // count
+  EXPECT_EQ(vec(DType::kFloat16, {2, 2, 32}, {0.02f, 0.03f}, DType::kInt8), "1LL");    // per axis
+  EXPECT_EQ(vec(DType::kFloat32, {2, 64}, {0.02f}, DType::kInt16), "1LL");             // 16-bit y
 }
 
 TEST(QuantKernels, EmulatedOnCpuMatchReference) {
