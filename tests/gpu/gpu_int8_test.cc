@@ -307,13 +307,13 @@ TEST(GpuQuantizedConv, WgmmaInt8FusedResidualAddUint8Swapped) {
 // CUTLASS 3.x's persistent ping-pong GEMM, the same requantizing epilogue tree - bit for bit the
 // reference. Planned for 16 SMs (37-73 tiles: the mode's one-wave floor holds, and the persistent
 // grid of 16 CTAs loops over several tiles each).
-Graph as_gemm(Graph g) {
-  g.target.conv_gemm_int8 = ConvGemmInt8::kPingpong;
+Graph as_gemm(Graph g, ConvGemmInt8 schedule = ConvGemmInt8::kPingpong) {
+  g.target.conv_gemm_int8 = schedule;
   return g;
 }
 
-CaseOptions gemm_mode(CaseOptions o) {
-  o.expect_holes = {{"AS_GEMM", "1"}, {"PINGPONG", "true"}};
+CaseOptions gemm_mode(CaseOptions o, bool pingpong = true) {
+  o.expect_holes = {{"AS_GEMM", "1"}, {"PINGPONG", pingpong ? "true" : "false"}};
   o.sm_count = 16;
   return o;
 }
@@ -335,28 +335,20 @@ TEST(GpuQuantizedConv, PointwiseAsPersistentGemmFusedResidualAdd) {
 }
 
 // --conv-gemm-int8 coop: the same cases on CUTLASS's cooperative schedule (both consumer warp
-// groups on one tile's halves); PINGPONG = false proves that schedule ran.
-Graph as_coop_gemm(Graph g) {
-  g.target.conv_gemm_int8 = ConvGemmInt8::kCooperative;
-  return g;
-}
-
-CaseOptions coop_mode(CaseOptions o) {
-  o.expect_holes = {{"AS_GEMM", "1"}, {"PINGPONG", "false"}};
-  o.sm_count = 16;
-  return o;
-}
+// groups on one tile's halves); PINGPONG = false.
+constexpr ConvGemmInt8 kCoop = ConvGemmInt8::kCooperative;
 
 TEST(GpuQuantizedConv, PointwiseAsCooperativeGemm) {
   AOTC_REQUIRE_GPU();
-  run_case(as_coop_gemm(qconv_wgmma_chain({8, 32, 34, 34}, 128, 1, 64, 0)), "qconv_coop_s8", coop_mode(wgmma_int8()));
-  run_case(as_coop_gemm(qconv_wgmma_chain({16, 48, 34, 34}, 128, 2, 128, -128)), "qconv_coop_u8", coop_mode(wgmma_int8()));
+  run_case(as_gemm(qconv_wgmma_chain({8, 32, 34, 34}, 128, 1, 64, 0), kCoop), "qconv_coop_s8", gemm_mode(wgmma_int8(), false));
+  run_case(as_gemm(qconv_wgmma_chain({16, 48, 34, 34}, 128, 2, 128, -128), kCoop), "qconv_coop_u8",
+           gemm_mode(wgmma_int8(), false));
 }
 
 TEST(GpuQuantizedConv, PointwiseAsCooperativeGemmFusedResidualAdd) {
   AOTC_REQUIRE_GPU();
-  run_case(as_coop_gemm(residual_block(0, false)), "qconv_coop_residual_s8", coop_mode(fused_residual()));
-  run_case(as_coop_gemm(residual_block(-128, true)), "qconv_coop_residual_u8", coop_mode(fused_residual()));
+  run_case(as_gemm(residual_block(0, false), kCoop), "qconv_coop_residual_s8", gemm_mode(fused_residual(), false));
+  run_case(as_gemm(residual_block(-128, true), kCoop), "qconv_coop_residual_u8", gemm_mode(fused_residual(), false));
 }
 
 // The same blocks on the Sm80 int8 kernel (Jetson's): r read as the epilogue's source.

@@ -377,21 +377,30 @@ extern "C" __global__ void requant_route_probe(int* out) { *out = AOTC_REQUANT_F
 // lowering proved that exact for every pair of 8-bit inputs (the emulated and GPU runs above then
 // compare that route with the reference's IEEE division): constant scales and zero points give
 // the route for these scales; a y_scale that is a graph input (unknown at compile time) does not.
+// The value of `hole` in the lowering of an int8 aotc.QLinearAdd [4, 16] with scales sa, sb and
+// y_scale sy (a graph input where !constant_y_scale), y_zero_point -7 and clamp [qmin, 127].
+std::string qlinear_add_hole(const std::string& hole, bool constant_y_scale, float sy, float sa, float sb,
+                             int64_t qmin = -128) {
+  OneNode n("QLinearAdd");
+  n.node.domain = "aotc";
+  n.input(DType::kInt8, {4, 16}).constant(test::make_tensor(DType::kFloat32, {}, {sa})).absent().input(DType::kInt8, {4, 16});
+  n.constant(test::make_tensor(DType::kFloat32, {}, {sb})).absent();
+  if (constant_y_scale) n.constant(test::make_tensor(DType::kFloat32, {}, {sy}));
+  else n.input(DType::kFloat32, {});
+  n.constant(test::make_tensor(DType::kInt8, {}, {-7}));
+  n.node.attrs["qmin"] = Attribute::of_int(qmin);
+  EXPECT_TRUE(n.build().is_ok());
+  auto lowered = default_registry().find("QLinearAdd", "aotc")->lower(n.built(), n.graph);
+  EXPECT_TRUE(lowered.is_ok());
+  if (!lowered.is_ok()) return "(failed)";
+  for (const auto& [name, text] : lowered->steps[0].kernel.holes)
+    if (name == hole) return text;
+  return "(none)";
+}
+
 TEST(QuantKernels, QLinearAddTakesTheReciprocalRouteOnlyWhereProvenExact) {
   auto route = [](bool constant_y_scale, float sy, float sa = 0.021f, float sb = 0.013f) {
-    OneNode n("QLinearAdd");
-    n.node.domain = "aotc";
-    n.input(DType::kInt8, {4, 16}).constant(test::make_tensor(DType::kFloat32, {}, {sa})).absent().input(DType::kInt8, {4, 16});
-    n.constant(test::make_tensor(DType::kFloat32, {}, {sb})).absent();
-    if (constant_y_scale) n.constant(test::make_tensor(DType::kFloat32, {}, {sy}));
-    else n.input(DType::kFloat32, {});
-    n.constant(test::make_tensor(DType::kInt8, {}, {-7}));
-    EXPECT_TRUE(n.build().is_ok());
-    auto lowered = default_registry().find("QLinearAdd", "aotc")->lower(n.built(), n.graph);
-    EXPECT_TRUE(lowered.is_ok());
-    for (const auto& [hole, text] : lowered->steps[0].kernel.holes)
-      if (hole == "RECIPROCAL") return text;
-    return std::string("(none)");
+    return qlinear_add_hole("RECIPROCAL", constant_y_scale, sy, sa, sb);
   };
   EXPECT_EQ(route(true, 0.03f), "true");
   EXPECT_EQ(route(true, 0.07f), "true");
@@ -413,20 +422,7 @@ TEST(QuantKernels, QLinearAddTakesTheReciprocalRouteOnlyWhereProvenExact) {
 // the reference in EmulatedOnCpuMatchReference / GpuMatchesReference.
 TEST(QuantKernels, QLinearAddInIntegersOnlyWhereProvenExact) {
   auto route = [](bool constant_y_scale, float sy, float sa, float sb, int64_t qmin = -128) {
-    OneNode n("QLinearAdd");
-    n.node.domain = "aotc";
-    n.input(DType::kInt8, {4, 16}).constant(test::make_tensor(DType::kFloat32, {}, {sa})).absent().input(DType::kInt8, {4, 16});
-    n.constant(test::make_tensor(DType::kFloat32, {}, {sb})).absent();
-    if (constant_y_scale) n.constant(test::make_tensor(DType::kFloat32, {}, {sy}));
-    else n.input(DType::kFloat32, {});
-    n.constant(test::make_tensor(DType::kInt8, {}, {-7}));
-    n.node.attrs["qmin"] = Attribute::of_int(qmin);
-    EXPECT_TRUE(n.build().is_ok());
-    auto lowered = default_registry().find("QLinearAdd", "aotc")->lower(n.built(), n.graph);
-    EXPECT_TRUE(lowered.is_ok());
-    for (const auto& [hole, text] : lowered->steps[0].kernel.holes)
-      if (hole == "FIXED") return text;
-    return std::string("(none)");
+    return qlinear_add_hole("FIXED", constant_y_scale, sy, sa, sb, qmin);
   };
   EXPECT_EQ(route(true, 0.0611f, 0.0529f, 0.0371f), "true");
   EXPECT_EQ(route(true, 0.0611f, 0.0529f, 0.0371f, -7), "true");
