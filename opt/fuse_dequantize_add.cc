@@ -80,11 +80,10 @@ Expected<bool> fuse_dequantize_add(Graph& graph) {
     f.attrs["relu"] = Attribute::of_int(relu >= 0 ? 1 : 0);
     const Value before = graph.value(f.outputs[0]);
     Status st = infer_node(f, graph, registry);
-    if (!st.is_ok() || graph.value(f.outputs[0]).shape != before.shape || graph.value(f.outputs[0]).dtype != before.dtype) {
-      graph.value(f.outputs[0]) = before;
-      continue;
-    }
-    graph.value(f.outputs[0]) = before;  // keeps the value's other traits (layout) as they were
+    const bool same = st.is_ok() && graph.value(f.outputs[0]).shape == before.shape &&
+                      graph.value(f.outputs[0]).dtype == before.dtype;
+    graph.value(f.outputs[0]) = before;  // the value keeps its other traits (layout) either way
+    if (!same) continue;
     // The fused node at the last node's place (the Relu's, else the Add's); the others go.
     const int pa = producers[static_cast<size_t>(add.inputs[0])], pb = producers[static_cast<size_t>(add.inputs[1])];
     const size_t place = relu >= 0 ? static_cast<size_t>(relu) : i;
