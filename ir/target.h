@@ -14,7 +14,7 @@ namespace aotc {
 // The fused attention kernel's query blocks (Target::attention_blocks, --attention fused|fused64|fused32).
 enum class AttentionBlocks { kFillSms, k64, k32 };
 // The int8 epilogues' requantization route (Target::int8_requant, --int8-requant auto|fp32|dmagic).
-enum class Int8Requant { kAuto, kDouble, kFp32 };
+enum class Int8Requant { kAuto, kDouble, kFp32, kDmagic };
 // --conv-gemm-int8: CUTLASS 3.x GEMM schedule for pointwise int8 layers (Target::conv_gemm_int8).
 enum class ConvGemmInt8 { kOff, kPingpong, kCooperative };
 // --int8-fuse-residual: which int8 residual Adds opt/fuse_residual_qadd moves into the producing
@@ -49,8 +49,10 @@ struct Target {
   // |m| < 0.5, the double path for the others, and on GPUs whose FP64 runs at 1/64 (Jetson's sm_87,
   // sm_86 / sm_89; chosen per arch inside the fatbin) the exact fp32 route. Measured on an H200,
   // ResNet-50 int8 bs32: 1.576 ms with the double path everywhere, 1.328 with dmagic (Sm80 kernel),
-  // 1.081 with dmagic on the wgmma kernel (docs/perf_notes.md v51). kDouble: the double path where
-  // FP64 is fast (the earlier default); kFp32: the fp32 route everywhere.
+  // 1.081 with dmagic on the wgmma kernel (docs/perf_notes.md v51); dmagic as one FMA (dfma) where
+  // every |acc + b| < 2^29 is proven from the constant weights (v56). kDouble: the double path
+  // where FP64 is fast (the earlier default); kFp32: the fp32 route everywhere; kDmagic: dmagic
+  // without the FMA form.
   Int8Requant int8_requant = Int8Requant::kAuto;
   // Pointwise NHWC convolutions (1x1, stride 1, no padding) run as cuBLASLt GEMMs with the bias /
   // ReLU / residual epilogue (ir/ops/conv_configs.h: conv_pointwise_gemm_applies). Off: they take
@@ -130,6 +132,11 @@ struct Target {
   // 1.016 -> 0.979 ms with them); kOn: on every int8 tensor-core kernel that takes it (the wgmma
   // convolution kernel measured slower with them, v48 / v51: 1.081 -> 1.285 ms); kOff: none.
   Int8FuseResidual int8_fuse_residual = Int8FuseResidual::kGemm;
+  // The persistent int8 GEMM's epilogue subtile width in output channels (--int8-epilogue-tile):
+  // 0 (auto) the configuration's (ir/ops/conv_configs.h conv_gemm_int8_config: 64); 32, 64 or 128
+  // (at most the tile's width; for measuring, docs/perf_notes.md v56): larger subtiles, fewer a
+  // tile, each one barrier and TMA store.
+  int int8_epilogue_tile_n = 0;
   // The stem + max pool on sm_90a's warpgroup MMA where it applies (ir/ops/conv_configs.h:
   // stem_wgmma_applies; templates/conv_stem_pool_wgmma_nhwc.cu.in). Off: the mma.sync stem kernel
   // (--conv-stem-wgmma off).

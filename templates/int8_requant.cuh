@@ -18,7 +18,8 @@
 //   its range (|p| >= 2^22, m not finite) take the double path. The default where FP64 is slow
 //   (sm_86 / sm_87 / sm_89 and sm_110+: 1/64 of the FP32 rate; Jetson Orin is sm_87);
 // - the conversion-free double route (aotc_requant_rint_dmagic) where the lowering proved every
-//   |m| < 0.5 (aotc's default for such layers; on FP64-poor GPUs the fp32 route instead).
+//   |m| < 0.5 (aotc's default for such layers; on FP64-poor GPUs the fp32 route instead), and its
+//   one-FMA form (aotc_requant_rint_dfma) where the lowering also proved every |p| < 2^29.
 #pragma once
 
 #include <math.h>
@@ -172,12 +173,40 @@ AOTC_REQUANT_FN int32_t aotc_rq_low_word(double d) {
   return static_cast<int32_t>(static_cast<uint32_t>(b));
 #endif
 }
+AOTC_REQUANT_FN double aotc_rq_dfma(double a, double b, double c) {
+#if defined(__CUDA_ARCH__)
+  return __fma_rn(a, b, c);
+#else
+  return fma(a, b, c);
+#endif
+}
 // True where aotc_requant_rint_dmagic applies to multiplier m.
 AOTC_REQUANT_FN bool aotc_requant_dmagic_applies(float m) { return m < 0.5f && m > -0.5f; }
-AOTC_REQUANT_FN int32_t aotc_requant_rint_dmagic(int32_t p, double dm) {
-  const double dp = aotc_rq_dadd(aotc_rq_double_from_words(0x43300000, aotc_rq_wrap_add(p, INT32_MIN)), -kAotcDoubleOfIntBias);
+// dmagic from low = p + 2^31 modulo 2^32 (the double's low word; aotc_requant_words adds the offset
+// once a channel).
+AOTC_REQUANT_FN int32_t aotc_requant_rint_dmagic_low(int32_t low, double dm) {
+  const double dp = aotc_rq_dadd(aotc_rq_double_from_words(0x43300000, low), -kAotcDoubleOfIntBias);
   return aotc_rq_low_word(aotc_rq_dadd(aotc_rq_dmul(dp, dm), kAotcDoubleRoundMagic));
 }
+AOTC_REQUANT_FN int32_t aotc_requant_rint_dmagic(int32_t p, double dm) {
+  return aotc_requant_rint_dmagic_low(aotc_rq_wrap_add(p, INT32_MIN), dm);
+}
+
+// dmagic with the product and the rounding add as one FMA (kAotcRequantDfma): fma(double(p), dm,
+// 1.5 * 2^52) rounds p * m + 1.5 * 2^52 once where dmagic rounds the product first. The two agree
+// where the product is exact in double: |p| < 2^29 (29 significant bits and m's 24 fit in the 53 of
+// a double), which the lowering proves for every output from the layer's constant weights and
+// biases (ir/ops/integer_matmul.cc requant_route), and |m| < 0.5 as for dmagic. One FP64
+// instruction fewer an element.
+AOTC_REQUANT_FN int32_t aotc_requant_rint_dfma_low(int32_t low, double dm) {
+  const double dp = aotc_rq_dadd(aotc_rq_double_from_words(0x43300000, low), -kAotcDoubleOfIntBias);
+  return aotc_rq_low_word(aotc_rq_dfma(dp, dm, kAotcDoubleRoundMagic));
+}
+AOTC_REQUANT_FN int32_t aotc_requant_rint_dfma(int32_t p, double dm) {
+  return aotc_requant_rint_dfma_low(aotc_rq_wrap_add(p, INT32_MIN), dm);
+}
+// The bound under which aotc_requant_rint_dfma equals the double path: |p| < 2^29.
+constexpr int64_t kAotcRequantDfmaBound = int64_t{1} << 29;
 
 // The double path: rint(double(p) * double(m)) saturated to +-2^30 (beyond every 8-bit result after
 // a zero point and clamp); NaN to -2^30 (fmax returns its other operand), which clamps to qmin as
@@ -200,8 +229,9 @@ AOTC_REQUANT_FN int32_t aotc_requant_rint_double_sat(int32_t p, float m) {
 // The requantization routes (the REQUANT_ROUTE of the int8 kernels, from ir/ops/integer_matmul.cc
 // requant_route): kAotcRequantAuto the double path, or the fp32 route where FP64 is poor;
 // kAotcRequantFp32 the fp32 route; kAotcRequantDmagic the conversion-free double route (the fp32
-// route where FP64 is poor).
-constexpr int kAotcRequantAuto = 0, kAotcRequantFp32 = 1, kAotcRequantDmagic = 2;
+// route where FP64 is poor); kAotcRequantDfma dmagic's product and rounding as one FMA (only
+// where every |p| < 2^29 is proven; the fp32 route where FP64 is poor).
+constexpr int kAotcRequantAuto = 0, kAotcRequantFp32 = 1, kAotcRequantDmagic = 2, kAotcRequantDfma = 3;
 
 // clamp(v, lo, hi) for lo <= hi: integer min / max on the GPU (two instructions).
 AOTC_REQUANT_FN int32_t aotc_rq_clamp(int32_t v, int32_t lo, int32_t hi) {
@@ -230,6 +260,9 @@ AOTC_REQUANT_FN void aotc_requant_fragment(int route, bool fp64_poor, const int3
   if (route == kAotcRequantDmagic && !fp64_poor) {
     AOTC_REQUANT_UNROLL
     for (int i = 0; i < N; ++i) v[i] = aotc_requant_rint_dmagic(p[i], static_cast<double>(m[i]));
+  } else if (route == kAotcRequantDfma && !fp64_poor) {
+    AOTC_REQUANT_UNROLL
+    for (int i = 0; i < N; ++i) v[i] = aotc_requant_rint_dfma(p[i], static_cast<double>(m[i]));
   } else {
     bool any_rare = false;
     bool rare[N];
@@ -259,10 +292,23 @@ AOTC_REQUANT_FN uint64_t aotc_epilogue_word(float m, int32_t b) {
 }
 
 // A fragment of accumulators requantized with their channels' words: aotc_requant_fragment of
-// (acc[i] + b[i], m[i]).
+// (acc[i] + b[i], m[i]). The conversion-free double routes take p + 2^31 (their double's low word)
+// as acc + (b + 2^31): the offset added to a channel's bias, once a channel (a thread's fragment
+// holds each channel for several rows), instead of to every element.
 template <int N>
 AOTC_REQUANT_FN void aotc_requant_words(int route, bool fp64_poor, const int32_t* acc, const uint64_t* words, int32_t zp,
                                         int32_t qmin, int32_t qmax, int32_t (&v)[N]) {
+  if ((route == kAotcRequantDmagic || route == kAotcRequantDfma) && !fp64_poor) {
+    AOTC_REQUANT_UNROLL
+    for (int i = 0; i < N; ++i) {
+      const double dm = static_cast<double>(aotc_epilogue_word_multiplier(words[i]));
+      const int32_t low = aotc_rq_wrap_add(acc[i], aotc_rq_wrap_add(aotc_epilogue_word_bias(words[i]), INT32_MIN));
+      v[i] = route == kAotcRequantDfma ? aotc_requant_rint_dfma_low(low, dm) : aotc_requant_rint_dmagic_low(low, dm);
+    }
+    AOTC_REQUANT_UNROLL
+    for (int i = 0; i < N; ++i) v[i] = aotc_rq_clamp(v[i] + zp, qmin, qmax);
+    return;
+  }
   int32_t p[N];
   float m[N];
   AOTC_REQUANT_UNROLL

@@ -304,7 +304,10 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
     } else if (opt == "--int8-requant") {
       std::string text;
       AOTC_CHOOSE(text, {"auto", "double", "fp32", "dmagic"});  // dmagic: auto's name in v49-v50
-      o.int8_requant = text == "fp32" ? Int8Requant::kFp32 : text == "double" ? Int8Requant::kDouble : Int8Requant::kAuto;
+      o.int8_requant = text == "fp32"     ? Int8Requant::kFp32
+                       : text == "double" ? Int8Requant::kDouble
+                       : text == "dmagic" ? Int8Requant::kDmagic
+                                          : Int8Requant::kAuto;
     } else if (opt == "--conv-im2col") {
       std::string text;
       AOTC_CHOOSE(text, {"on", "off"});
@@ -378,6 +381,10 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       o.int8_fuse_residual = text == "on"    ? Int8FuseResidual::kOn
                              : text == "off" ? Int8FuseResidual::kOff
                                              : Int8FuseResidual::kGemm;
+    } else if (opt == "--int8-epilogue-tile") {
+      std::string text;
+      AOTC_CHOOSE(text, {"auto", "32", "64", "128"});
+      o.int8_epilogue_tile_n = text == "auto" ? 0 : std::stoi(text);
     } else if (opt == "--conv-wgmma-fill") {
       std::string text;
       AOTC_CHOOSE(text, {"half", "wave"});

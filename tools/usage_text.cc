@@ -47,13 +47,15 @@ options:
                            activation run as cuBLASLt GEMMs; cutlass: as CUTLASS implicit GEMMs
   --conv-im2col on|off     on (default): NHWC convolutions too small to fill the GPU (batch 1)
                            run as im2col + a cuBLASLt GEMM; off: CUTLASS implicit GEMM
-  --int8-requant auto|double|fp32
+  --int8-requant auto|double|fp32|dmagic
                            how the int8 tensor-core epilogues round their requantization (the
                            same outputs bit for bit): auto (default) double without conversion
-                           instructions for layers whose multipliers are all below 0.5, double
-                           for the others, exact fp32 arithmetic on GPUs with slow FP64
+                           instructions for layers whose multipliers are all below 0.5 (one
+                           fused multiply-add where the weights prove every sum under 2^29),
+                           double for the others, exact fp32 arithmetic on GPUs with slow FP64
                            (sm_86/87/89, Jetson Orin); double: the double path for every layer
-                           (fp32 on those GPUs); fp32: fp32 arithmetic everywhere
+                           (fp32 on those GPUs); fp32: fp32 arithmetic everywhere; dmagic: auto
+                           without the fused multiply-add
   --matmul-impl cublaslt|reference
                            cublaslt (default): GEMMs run on cuBLASLt; reference: on a plain aotc
                            kernel each (slow; a library with no cuBLASLt kernel, for
@@ -105,6 +107,10 @@ options:
                            that produces one operand (both roundings kept: the same results):
                            auto (default) where that convolution runs as the persistent GEMM,
                            on: wherever a kernel takes it, off: never
+  --int8-epilogue-tile auto|32|64|128
+                           the persistent int8 GEMM's epilogue subtile width in output channels:
+                           auto (default) the kernel table's (64); a wider one (at most the
+                           tile's) has fewer barriers a tile; for measuring
   --conv-wgmma-fill half|wave
                            half (default): that kernel takes convolutions with tiles for at
                            least half a wave of SMs; wave: a whole wave

@@ -31,6 +31,9 @@ struct ConvKernelConfig {
   int warp_m, warp_n, warp_k;  // warp tile
   int stages;                  // cp.async pipeline depth
   int min_sm;                  // lowest compute capability it runs on
+  // The persistent int8 GEMM's epilogue subtile width in output channels (0: CUTLASS's choice;
+  // templates/cutlass_conv2d_fprop_sm90_i8.cu.in EPI_TILE; Target::int8_epilogue_tile_n overrides).
+  int epi_n = 0;
 };
 
 // The math a dtype's NHWC convolutions use; false for a dtype without one (fp64, integers).
@@ -589,7 +592,10 @@ inline std::optional<ConvKernelConfig> conv_gemm_int8_config(const Target& targe
                                                              const std::vector<int64_t>& pads, int64_t gemm_m) {
   if (target.conv_gemm_int8 == ConvGemmInt8::kOff || !pointwise_window(kernel, strides, pads)) return std::nullopt;
   const int tn = cout % 128 == 0 ? 128 : 64, tk = cin % 128 == 0 ? 128 : 64;
-  ConvKernelConfig c{"i8gemm_sm90", ConvMath::kWgmmaInt8, 128, tn, tk, 128, tn, tk, 0, 90};
+  // Epilogue subtiles 64 channels wide: the cooperative schedule's own choice (128 x 32) measured
+  // slower (H200, ResNet-50 int8 bs32, docs/perf_notes.md v56: layer1's fused conv3 42.2 -> 36.9
+  // us, 0.825 -> 0.797 ms); ping-pong's own choice is 64 x 64 already.
+  ConvKernelConfig c{"i8gemm_sm90", ConvMath::kWgmmaInt8, 128, tn, tk, 128, tn, tk, 0, 90, 64};
   if (conv_config_tiles(c, gemm_m, cout) < target.sm_count) return std::nullopt;
   return c;
 }

@@ -448,15 +448,54 @@ void common_holes(const Node& node, const Graph& graph, KernelStep& k) {
 // kAotcRequantAuto (the double path, or the fp32 route on FP64-poor GPUs: --int8-requant double,
 // and the default's fallback) or, by default, kAotcRequantDmagic - only where every per-channel
 // multiplier in the node's constant epilogue words is finite with |m| < 0.5
-// (aotc_requant_dmagic_applies; FP64-poor GPUs take the fp32 route there too).
+// (aotc_requant_dmagic_applies; FP64-poor GPUs take the fp32 route there too) - and its one-FMA
+// form kAotcRequantDfma where every output's p = acc + b is also proven under 2^29 in magnitude
+// (dfma_bound_holds; --int8-requant dmagic keeps dmagic).
+// True where |acc[n] + b[n]| < 2^29 for every 8-bit input: acc[n] = sum_j x_j * w[n][j] over the
+// constant int8 weights of the two CUTLASS int8 kernels (rows of the output channel n first: KRSC,
+// or [N, K] for a matrix product; zero point 0, the activations' own zero point folded into b),
+// |x_j| <= 255 (uint8) or 128 (int8).
+bool dfma_bound_holds(const Graph& graph, const Node& node, const uint64_t* words, int64_t channels) {
+  const Roles r = roles_of(node);
+  const Value& wv = input_value(graph, node, static_cast<size_t>(r.b));
+  const Value& xv = input_value(graph, node, static_cast<size_t>(r.a));
+  if (!wv.is_constant() || wv.dtype != DType::kInt8 || wv.shape.empty() || wv.shape[0] != channels || channels <= 0)
+    return false;
+  const int64_t xmax = xv.dtype == DType::kUInt8 ? 255 : xv.dtype == DType::kInt8 ? 128 : 0;
+  if (xmax == 0) return false;
+  const int8_t* w = wv.constant->data<int8_t>();
+  const int64_t per = wv.constant->numel() / channels;
+  for (int64_t n = 0; n < channels; ++n) {
+    int64_t sum = 0;
+    for (int64_t j = 0; j < per; ++j) sum += std::abs(static_cast<int64_t>(w[n * per + j]));
+    const int64_t bound = xmax * sum + std::abs(static_cast<int64_t>(aotc_epilogue_word_bias(words[n])));
+    if (bound >= kAotcRequantDfmaBound) return false;
+  }
+  return true;
+}
+
+// The persistent int8 GEMM's epilogue subtile (the template's EPI_TILE): the configuration's
+// epi_n channels, or Target::int8_epilogue_tile_n's where set, by the schedule's rows (128
+// cooperative, 64 ping-pong: one consumer warp group's); CUTLASS's own choice where neither is set
+// or the width does not divide the tile's.
+std::string epilogue_tile(const Target& target, const ConvKernelConfig& tile, bool coop) {
+  const int n = target.int8_epilogue_tile_n > 0 ? target.int8_epilogue_tile_n : tile.epi_n;
+  if (n <= 0 || tile.tb_n % n != 0) return "cutlass::epilogue::collective::EpilogueTileAuto";
+  return "cute::Shape<cute::Int<" + std::to_string(coop ? std::min(128, tile.tb_m) : std::min(64, tile.tb_m)) +
+         ">, cute::Int<" + std::to_string(n) + ">>";
+}
+
 int requant_route(const Graph& graph, const Node& node) {
   if (graph.target.int8_requant == Int8Requant::kFp32) return kAotcRequantFp32;
   if (graph.target.int8_requant == Int8Requant::kDouble) return kAotcRequantAuto;
   const Value& words = input_value(graph, node, kEpilogueWordsInput);
   if (!words.is_constant() || words.dtype != DType::kUInt64) return kAotcRequantAuto;
   const uint64_t* w = words.constant->data<uint64_t>();
-  for (int64_t i = 0; i < words.constant->numel(); ++i)
+  const int64_t channels = words.constant->numel();
+  for (int64_t i = 0; i < channels; ++i)
     if (!aotc_requant_dmagic_applies(aotc_epilogue_word_multiplier(w[i]))) return kAotcRequantAuto;
+  if (graph.target.int8_requant != Int8Requant::kDmagic && dfma_bound_holds(graph, node, w, channels))
+    return kAotcRequantDfma;
   return kAotcRequantDmagic;
 }
 
@@ -589,7 +628,9 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
                  {"MIN_BLOCKS", int_literal(as_gemm ? 1 : conv_wgmma_min_blocks(*wg))},
                  {"AS_GEMM", as_gemm ? "1" : "0"},
                  {"PINGPONG", as_gemm && !coop ? "true" : "false"},
-                 {"SCHEDULE_NOTE", coop ? "cooperative" : "ping-pong"}};
+                 {"SCHEDULE_NOTE", coop ? "cooperative" : "ping-pong"},
+                 {"EPI_TILE", as_gemm ? epilogue_tile(graph.target, tile, coop)
+                                      : "cutlass::epilogue::collective::EpilogueTileAuto"}};
       if (as_gemm)
         k.holes[0].second += " as a GEMM (" + std::to_string(tile.tb_m) + "x" + std::to_string(tile.tb_n) + "x" +
                              std::to_string(tile.tb_k) + (coop ? " cooperative)" : " ping-pong)");

@@ -759,14 +759,16 @@ TEST(CutlassConv, Int8LibraryCompilesForJetsonAndHopper) {
 
 // --int8-requant: the int8 layer renders the epilogue route asked for (templates/int8_requant.cuh,
 // each checked bit for bit against the double path by Int8Requant.*) - by default dmagic where every
-// multiplier of the layer is below 0.5 in magnitude and the double path where one is not, or the
-// double path / fp32 route everywhere when asked - and nvcc
+// multiplier of the layer is below 0.5 in magnitude, as one FMA (dfma) where the weights and biases
+// also bound every |acc + b| under 2^29, and the double path where a multiplier is not below 0.5,
+// or the double path / fp32 route / dmagic everywhere when asked - and nvcc
 // compiles it for Jetson's sm_87 (the routes are ordinary branches of one function there, so one
-// build compiles all three).
+// build compiles all of them).
 TEST(CutlassConv, Int8RequantRoutesRenderAndCompile) {
   AOTC_REQUIRE_CUTLASS_BUILD(include);
   // y_scale 0.2: multipliers 0.05 * [0.001, 0.01] / 0.2 < 0.5; y_scale 0.0004: up to 1.25.
-  auto graph = [](const std::string& y_scale) {
+  // |acc| <= 128 * 127 * 144 (under 2^21); a bias from 2^29 up puts |acc + b| past dfma's bound.
+  auto graph = [](const std::string& y_scale, const std::string& bias = "random(7, -1000, 1000)") {
     auto g = parse_text_ir(R"(
       input %x : int8[1x16x6x6]
       const %xs : float[scalar] = [0.05]
@@ -774,7 +776,8 @@ TEST(CutlassConv, Int8RequantRoutesRenderAndCompile) {
       const %ws : float[32] = random(6, 0.001, 0.01)
       const %ys : float[scalar] = [)" + y_scale + R"(]
       const %yz : int8[scalar] = [0]
-      %y : int8[?] = aotc.QLinearConv(%x, %xs, _, %w, %ws, _, %ys, %yz) {pads=[1,1,1,1], qmin=0}  # qconv
+      const %b : int32[32] = )" + bias + R"(
+      %y : int8[?] = aotc.QLinearConv(%x, %xs, _, %w, %ws, _, %ys, %yz, %b) {pads=[1,1,1,1], qmin=0}  # qconv
       output %y
     )");
     EXPECT_TRUE(g.is_ok()) << g.status().message();
@@ -796,8 +799,10 @@ TEST(CutlassConv, Int8RequantRoutesRenderAndCompile) {
       }
     return std::string("(none)");
   };
-  Graph small = graph("0.2"), large = graph("0.0004");
-  EXPECT_EQ(hole(small, Int8Requant::kAuto), "2");    // dmagic
+  Graph small = graph("0.2"), large = graph("0.0004"), big_bias = graph("0.2", "random(7, 536870912, 600000000)");
+  EXPECT_EQ(hole(small, Int8Requant::kAuto), "3");    // dfma
+  EXPECT_EQ(hole(small, Int8Requant::kDmagic), "2");  // dmagic
+  EXPECT_EQ(hole(big_bias, Int8Requant::kAuto), "2");  // |b| >= 2^29: dmagic, not its FMA form
   EXPECT_EQ(hole(small, Int8Requant::kDouble), "0");
   EXPECT_EQ(hole(small, Int8Requant::kFp32), "1");
   EXPECT_EQ(hole(large, Int8Requant::kAuto), "0");    // a multiplier >= 0.5: the double path
@@ -806,7 +811,7 @@ TEST(CutlassConv, Int8RequantRoutesRenderAndCompile) {
   small.target.int8_requant = Int8Requant::kAuto;
   const std::string sources = test::compile_block_sources(small, test::linear_plan(small), {"sm_87"}, include, "cutlass-int8-dmagic");
   ASSERT_FALSE(sources.empty());
-  EXPECT_NE(sources.find("constexpr int kRequantRoute = 2;"), std::string::npos);
+  EXPECT_NE(sources.find("constexpr int kRequantRoute = 3;"), std::string::npos);
   EXPECT_NE(sources.find("#include \"int8_requant.cuh\""), std::string::npos);
 }
 

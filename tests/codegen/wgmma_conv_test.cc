@@ -593,10 +593,21 @@ TEST(WgmmaConvInt8, PointwiseLayersAsPersistentGemmWhenAsked) {
   // Ping-pong for pw; t, whose residual Add is fused, takes the cooperative schedule (ping-pong
   // with the fused Add measured 2-3.5x slower, ir/ops/integer_matmul.cc); the 3x3 has none.
   EXPECT_EQ(qconv_hole(*on, "PINGPONG"), (std::vector<std::string>{"true", "false", "false", "(none)"}));
+  // Epilogue subtiles 64 channels wide (the table's epi_n): by one consumer warp group's 64 rows
+  // under ping-pong, by the tile's 128 rows for the cooperative t; the convolution mode keeps
+  // CUTLASS's own (the hole is unused there).
+  const std::string kAuto = "cutlass::epilogue::collective::EpilogueTileAuto";
+  EXPECT_EQ(qconv_hole(*on, "EPI_TILE"),
+            (std::vector<std::string>{"cute::Shape<cute::Int<64>, cute::Int<64>>", kAuto,
+                                      "cute::Shape<cute::Int<128>, cute::Int<64>>", "(none)"}));
   auto coop = pointwise_int8_block(true, true);  // --conv-gemm-int8 coop
   ASSERT_TRUE(coop.is_ok()) << coop.status().message();
   EXPECT_EQ(qconv_hole(*coop, "AS_GEMM"), (std::vector<std::string>{"1", "0", "1", "(none)"}));
   EXPECT_EQ(qconv_hole(*coop, "PINGPONG"), (std::vector<std::string>{"false", "false", "false", "(none)"}));
+  // --int8-epilogue-tile 128: pw's 128-wide tile takes it, t's 64-wide one cannot (CUTLASS's own).
+  coop->target.int8_epilogue_tile_n = 128;
+  EXPECT_EQ(qconv_hole(*coop, "EPI_TILE"),
+            (std::vector<std::string>{"cute::Shape<cute::Int<128>, cute::Int<128>>", kAuto, kAuto, "(none)"}));
   for (const Node& n : on->nodes)
     if (n.name == "pw") {
       auto lowered = default_registry().find("QLinearConv", "aotc")->lower(n, *on);
