@@ -137,6 +137,9 @@ struct Target {
   // (at most the tile's width; for measuring, docs/perf_notes.md v56): larger subtiles, fewer a
   // tile, each one barrier and TMA store.
   int int8_epilogue_tile_n = 0;
+  // The cooperative persistent int8 GEMM's tile width where Cout divides by it
+  // (--int8-gemm-tile-n auto|256): 0 the table's (128 or 64); 256 for measuring (v57).
+  int int8_gemm_tile_n = 0;
   // The stem + max pool on sm_90a's warpgroup MMA where it applies (ir/ops/conv_configs.h:
   // stem_wgmma_applies; templates/conv_stem_pool_wgmma_nhwc.cu.in). Off: the mma.sync stem kernel
   // (--conv-stem-wgmma off).

@@ -385,6 +385,10 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       std::string text;
       AOTC_CHOOSE(text, {"auto", "32", "64", "128"});
       o.int8_epilogue_tile_n = text == "auto" ? 0 : std::stoi(text);
+    } else if (opt == "--int8-gemm-tile-n") {
+      std::string text;
+      AOTC_CHOOSE(text, {"auto", "256"});
+      o.int8_gemm_tile_n = text == "auto" ? 0 : 256;
     } else if (opt == "--conv-wgmma-fill") {
       std::string text;
       AOTC_CHOOSE(text, {"half", "wave"});

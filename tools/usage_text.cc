@@ -111,6 +111,10 @@ options:
                            the persistent int8 GEMM's epilogue subtile width in output channels:
                            auto (default) the kernel table's (64); a wider one (at most the
                            tile's) has fewer barriers a tile; for measuring
+  --int8-gemm-tile-n auto|256
+                           the cooperative persistent int8 GEMM's tile width: auto (default)
+                           the kernel table's (128 or 64); 256 where Cout divides by it (half
+                           the tiles); for measuring
   --conv-wgmma-fill half|wave
                            half (default): that kernel takes convolutions with tiles for at
                            least half a wave of SMs; wave: a whole wave

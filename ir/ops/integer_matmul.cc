@@ -601,12 +601,17 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
       const auto gm = conv_gemm_int8_config(graph.target, d->cin, d->cout, {g.kernel[1], g.kernel[2]},
                                             {g.strides[1], g.strides[2]}, pads, gemm_m);
       const bool as_gemm = gm.has_value();
-      const ConvKernelConfig& tile = as_gemm ? *gm : *wg;
+      ConvKernelConfig tile = as_gemm ? *gm : *wg;
       // The cooperative schedule for --conv-gemm-int8 coop, and for a layer with a fused residual
       // Add under ping-pong too: measured on an H200 (ResNet-50 int8 bs32, docs/perf_notes.md v53),
       // ping-pong with the fused Add took 93 us for layer1's conv3 where the unfused conv3 + Add
       // took 26 + 27 (1.178 ms in all), the cooperative one with it 0.936 ms.
       const bool coop = graph.target.conv_gemm_int8 == ConvGemmInt8::kCooperative || (as_gemm && residual);
+      // --int8-gemm-tile-n 256 (for measuring): a cooperative GEMM-mode layer whose Cout divides by
+      // 256 takes 128 x 256 tiles (each consumer warp group 64 x 256: half the tiles, A read once
+      // for 256 channels). Ping-pong cannot: one warp group holds a whole tile's accumulators.
+      if (as_gemm && coop && graph.target.int8_gemm_tile_n > tile.tb_n && d->cout % graph.target.int8_gemm_tile_n == 0)
+        tile.tb_n = tile.warp_n = graph.target.int8_gemm_tile_n;
       KernelStep k;
       k.template_name = "cutlass_conv2d_fprop_sm90_i8";
       k.holes = {{"comment", std::string(is_conv(node) ? "aotc.QLinearConv NHWC " : "aotc.QLinearMatMul as a 1x1 convolution ") +

@@ -608,6 +608,14 @@ TEST(WgmmaConvInt8, PointwiseLayersAsPersistentGemmWhenAsked) {
   coop->target.int8_epilogue_tile_n = 128;
   EXPECT_EQ(qconv_hole(*coop, "EPI_TILE"),
             (std::vector<std::string>{"cute::Shape<cute::Int<128>, cute::Int<128>>", kAuto, kAuto, "(none)"}));
+  // --int8-gemm-tile-n 256: pw (Cout 256, cooperative here) takes 128 x 256 tiles, t (Cout 64) and
+  // the 3x3 keep theirs; under ping-pong pw keeps 128 (one warp group holds a whole tile).
+  coop->target.int8_epilogue_tile_n = 0;
+  coop->target.int8_gemm_tile_n = 256;
+  EXPECT_EQ(qconv_hole(*coop, "TILE_N"), (std::vector<std::string>{"256LL", "64LL", "64LL", "(none)"}));
+  on->target.int8_gemm_tile_n = 256;
+  EXPECT_EQ(qconv_hole(*on, "TILE_N"), (std::vector<std::string>{"128LL", "64LL", "64LL", "(none)"}));
+  on->target.int8_gemm_tile_n = 0;
   for (const Node& n : on->nodes)
     if (n.name == "pw") {
       auto lowered = default_registry().find("QLinearConv", "aotc")->lower(n, *on);
