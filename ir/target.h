@@ -140,6 +140,9 @@ struct Target {
   // The cooperative persistent int8 GEMM's tile width where Cout divides by it
   // (--int8-gemm-tile-n auto|256): 0 the table's (128 or 64); 256 for measuring (v57).
   int int8_gemm_tile_n = 0;
+  // The int8 wgmma convolution mode's thread-block cluster along M (--int8-conv-cluster 1|2): 1
+  // (default) none; 2 pairs of CTAs sharing each filter tile by TMA multicast (for measuring, v58).
+  int int8_conv_cluster_m = 1;
   // The stem + max pool on sm_90a's warpgroup MMA where it applies (ir/ops/conv_configs.h:
   // stem_wgmma_applies; templates/conv_stem_pool_wgmma_nhwc.cu.in). Off: the mma.sync stem kernel
   // (--conv-stem-wgmma off).

@@ -389,6 +389,10 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       std::string text;
       AOTC_CHOOSE(text, {"auto", "256"});
       o.int8_gemm_tile_n = text == "auto" ? 0 : 256;
+    } else if (opt == "--int8-conv-cluster") {
+      std::string text;
+      AOTC_CHOOSE(text, {"1", "2"});
+      o.int8_conv_cluster_m = text == "2" ? 2 : 1;
     } else if (opt == "--conv-wgmma-fill") {
       std::string text;
       AOTC_CHOOSE(text, {"half", "wave"});

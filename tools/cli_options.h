@@ -45,6 +45,7 @@ struct AotcOptions {
   Int8FuseResidual int8_fuse_residual = Int8FuseResidual::kGemm;  // --int8-fuse-residual auto|on|off
   int int8_epilogue_tile_n = 0;  // --int8-epilogue-tile auto|32|64|128
   int int8_gemm_tile_n = 0;      // --int8-gemm-tile-n auto|256
+  int int8_conv_cluster_m = 1;   // --int8-conv-cluster 1|2
   double conv_wgmma_fill = 0.5;             // --conv-wgmma-fill half|wave
   bool conv_wgmma_pointwise = false;        // --conv-wgmma-pointwise on|off
   bool conv_stem_wgmma = true;              // --conv-stem-wgmma on|off

@@ -115,6 +115,9 @@ options:
                            the cooperative persistent int8 GEMM's tile width: auto (default)
                            the kernel table's (128 or 64); 256 where Cout divides by it (half
                            the tiles); for measuring
+  --int8-conv-cluster 1|2  the int8 wgmma convolutions' CTAs in clusters of 2 along M that
+                           share each filter tile by TMA multicast (where the M tiles pair up);
+                           1 (default) none; for measuring
   --conv-wgmma-fill half|wave
                            half (default): that kernel takes convolutions with tiles for at
                            least half a wave of SMs; wave: a whole wave

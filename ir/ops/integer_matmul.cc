@@ -612,6 +612,12 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
       // for 256 channels). Ping-pong cannot: one warp group holds a whole tile's accumulators.
       if (as_gemm && coop && graph.target.int8_gemm_tile_n > tile.tb_n && d->cout % graph.target.int8_gemm_tile_n == 0)
         tile.tb_n = tile.warp_n = graph.target.int8_gemm_tile_n;
+      // --int8-conv-cluster 2 (for measuring, v58): the convolution mode's CTAs in pairs along M that
+      // share each filter tile by TMA multicast, where the M tiles are even in number.
+      const int cluster_m = !as_gemm && graph.target.int8_conv_cluster_m > 1 &&
+                                    ((gemm_m + tile.tb_m - 1) / tile.tb_m) % graph.target.int8_conv_cluster_m == 0
+                                ? graph.target.int8_conv_cluster_m
+                                : 1;
       KernelStep k;
       k.template_name = "cutlass_conv2d_fprop_sm90_i8";
       k.holes = {{"comment", std::string(is_conv(node) ? "aotc.QLinearConv NHWC " : "aotc.QLinearMatMul as a 1x1 convolution ") +
@@ -635,7 +641,9 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
                  {"PINGPONG", as_gemm && !coop ? "true" : "false"},
                  {"SCHEDULE_NOTE", coop ? "cooperative" : "ping-pong"},
                  {"EPI_TILE", as_gemm ? epilogue_tile(graph.target, tile, coop)
-                                      : "cutlass::epilogue::collective::EpilogueTileAuto"}};
+                                      : "cutlass::epilogue::collective::EpilogueTileAuto"},
+                 {"CLUSTER_M", std::to_string(cluster_m)},
+                 {"CLUSTER_DIMS", cluster_m > 1 ? "__cluster_dims__(" + std::to_string(cluster_m) + ", 1, 1)" : ""}};
       if (as_gemm)
         k.holes[0].second += " as a GEMM (" + std::to_string(tile.tb_m) + "x" + std::to_string(tile.tb_n) + "x" +
                              std::to_string(tile.tb_k) + (coop ? " cooperative)" : " ping-pong)");

@@ -616,6 +616,14 @@ TEST(WgmmaConvInt8, PointwiseLayersAsPersistentGemmWhenAsked) {
   on->target.int8_gemm_tile_n = 256;
   EXPECT_EQ(qconv_hole(*on, "TILE_N"), (std::vector<std::string>{"128LL", "64LL", "64LL", "(none)"}));
   on->target.int8_gemm_tile_n = 0;
+  // --int8-conv-cluster 2: the 3x3 (convolution mode, 12544 rows: an even count of M tiles) in
+  // clusters of two CTAs; the GEMM-mode layers never (their persistent grid is the SM count).
+  EXPECT_EQ(qconv_hole(*on, "CLUSTER_M"), (std::vector<std::string>{"1", "1", "1", "(none)"}));
+  EXPECT_EQ(qconv_hole(*on, "CLUSTER_DIMS"), (std::vector<std::string>{"", "", "", "(none)"}));
+  on->target.int8_conv_cluster_m = 2;
+  EXPECT_EQ(qconv_hole(*on, "CLUSTER_M"), (std::vector<std::string>{"1", "2", "1", "(none)"}));
+  EXPECT_EQ(qconv_hole(*on, "CLUSTER_DIMS"), (std::vector<std::string>{"", "__cluster_dims__(2, 1, 1)", "", "(none)"}));
+  on->target.int8_conv_cluster_m = 1;
   for (const Node& n : on->nodes)
     if (n.name == "pw") {
       auto lowered = default_registry().find("QLinearConv", "aotc")->lower(n, *on);

@@ -243,6 +243,17 @@ TEST(GpuQuantizedConv, WgmmaInt8Stride2Uint8Activations) {
   run_case(qconv_wgmma_chain({16, 48, 34, 34}, 128, 2, 128, -128), "qconv_wgmma_u8", wgmma_int8());
 }
 
+// --int8-conv-cluster 2: the convolution mode in clusters of two CTAs along M sharing each filter
+// tile by TMA multicast (8 x 32 x 32 = 8192 rows: an even count of M tiles for both layers).
+TEST(GpuQuantizedConv, WgmmaInt8ConvClusterOfTwo) {
+  AOTC_REQUIRE_GPU();
+  Graph g = qconv_wgmma_chain({8, 32, 32, 32}, 128, 1, 64, 0);
+  g.target.int8_conv_cluster_m = 2;
+  CaseOptions o = wgmma_int8();
+  o.expect_holes = {{"CLUSTER_M", "2"}};
+  run_case(g, "qconv_wgmma_cluster2", o);
+}
+
 }  // namespace
 }  // namespace aotc::gpu_test
 
