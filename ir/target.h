@@ -143,6 +143,8 @@ struct Target {
   // The int8 wgmma convolution mode's thread-block cluster along M (--int8-conv-cluster 1|2): 1
   // (default) none; 2 pairs of CTAs sharing each filter tile by TMA multicast (for measuring, v58).
   int int8_conv_cluster_m = 1;
+  // The same for the fp16 / bf16 wgmma convolutions (--conv-wgmma-cluster 1|2; v58).
+  int conv_wgmma_cluster_m = 1;
   // The stem + max pool on sm_90a's warpgroup MMA where it applies (ir/ops/conv_configs.h:
   // stem_wgmma_applies; templates/conv_stem_pool_wgmma_nhwc.cu.in). Off: the mma.sync stem kernel
   // (--conv-stem-wgmma off).

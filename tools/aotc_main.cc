@@ -398,6 +398,7 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   graph.target.int8_epilogue_tile_n = o.int8_epilogue_tile_n;
   graph.target.int8_gemm_tile_n = o.int8_gemm_tile_n;
   graph.target.int8_conv_cluster_m = o.int8_conv_cluster_m;
+  graph.target.conv_wgmma_cluster_m = o.conv_wgmma_cluster_m;
   graph.target.conv_wgmma_fill = o.conv_wgmma_fill;
   graph.target.conv_wgmma_pointwise = o.conv_wgmma_pointwise;
   graph.target.conv_stem_wgmma = o.conv_stem_wgmma;

@@ -393,6 +393,10 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       std::string text;
       AOTC_CHOOSE(text, {"1", "2"});
       o.int8_conv_cluster_m = text == "2" ? 2 : 1;
+    } else if (opt == "--conv-wgmma-cluster") {
+      std::string text;
+      AOTC_CHOOSE(text, {"1", "2"});
+      o.conv_wgmma_cluster_m = text == "2" ? 2 : 1;
     } else if (opt == "--conv-wgmma-fill") {
       std::string text;
       AOTC_CHOOSE(text, {"half", "wave"});

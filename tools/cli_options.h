@@ -46,6 +46,7 @@ struct AotcOptions {
   int int8_epilogue_tile_n = 0;  // --int8-epilogue-tile auto|32|64|128
   int int8_gemm_tile_n = 0;      // --int8-gemm-tile-n auto|256
   int int8_conv_cluster_m = 1;   // --int8-conv-cluster 1|2
+  int conv_wgmma_cluster_m = 1;  // --conv-wgmma-cluster 1|2
   double conv_wgmma_fill = 0.5;             // --conv-wgmma-fill half|wave
   bool conv_wgmma_pointwise = false;        // --conv-wgmma-pointwise on|off
   bool conv_stem_wgmma = true;              // --conv-stem-wgmma on|off

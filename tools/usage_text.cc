@@ -118,6 +118,7 @@ options:
   --int8-conv-cluster 1|2  the int8 wgmma convolutions' CTAs in clusters of 2 along M that
                            share each filter tile by TMA multicast (where the M tiles pair up);
                            1 (default) none; for measuring
+  --conv-wgmma-cluster 1|2 the same for the fp16 / bf16 wgmma convolutions; for measuring
   --conv-wgmma-fill half|wave
                            half (default): that kernel takes convolutions with tiles for at
                            least half a wave of SMs; wave: a whole wave

@@ -311,6 +311,10 @@ Lowering lower_wgmma(const NhwcConv& c, const ConvKernelConfig& cfg) {
   const WindowGeometry& g = cs.geo;
   const Node& node = c.node;
   const int min_blocks = conv_wgmma_min_blocks(cfg);
+  // --conv-wgmma-cluster 2 (for measuring, perf_notes v58): CTAs in pairs along M sharing each
+  // filter tile by TMA multicast, where the M tiles are even in number.
+  const int cm = c.graph.target.conv_wgmma_cluster_m;
+  const int cluster_m = cm > 1 && ((c.gemm_m + cfg.tb_m - 1) / cfg.tb_m) % cm == 0 ? cm : 1;
   KernelStep k;
   k.template_name = "cutlass_conv2d_fprop_sm90";
   k.holes = {{"comment", c.comment + " config " + cfg.name},
@@ -321,6 +325,8 @@ Lowering lower_wgmma(const NhwcConv& c, const ConvKernelConfig& cfg) {
                                          "Epilogue::SharedStorage)>"},
              {"STAGES_NOTE", cfg.stages > 0 ? std::to_string(cfg.stages) + " stages" : "as many stages as fit"},
              {"MIN_BLOCKS", int_literal(min_blocks)},
+             {"CLUSTER_M", std::to_string(cluster_m)},
+             {"CLUSTER_DIMS", cluster_m > 1 ? "__cluster_dims__(" + std::to_string(cluster_m) + ", 1, 1)" : ""},
              {"act_expr", activation_expr(node, c.graph, "v")}};
   k.library_params = true;
   k.host_params = true;

@@ -101,6 +101,42 @@ TEST(WgmmaConv, OnlyFullConvolutionsOnSm90OnlyTargets) {
   }
 }
 
+// --conv-wgmma-cluster 2: the kernel in clusters of two CTAs along M (__cluster_dims__, filter
+// tiles shared by TMA multicast) where the M tiles pair up - 8 x 48 x 48 = 18432 rows (144 tiles of
+// 128) do, 8 x 34 x 34 = 9248 (73) do not; off by default.
+TEST(WgmmaConv, ClusterOfTwoOnlyWhereTheMTilesPairUp) {
+  auto holes = [](int64_t hw, int cluster_m) {
+    auto g = parse_text_ir(R"(
+      input %x : float16[8x64x)" + std::to_string(hw) + "x" + std::to_string(hw) + R"(]
+      const %w : float16[64x64x3x3] = random(1)
+      const %b : float16[64] = random(2)
+      %c : float16[?] = Conv(%x, %w, %b) {pads=[1,1,1,1]}  # conv
+      output %c
+    )");
+    EXPECT_TRUE(g.is_ok()) << g.status().message();
+    g->opset = 17;
+    EXPECT_TRUE(infer_shapes(*g).is_ok());
+    g->target = target_from_archs({"sm_90"});
+    g->target.conv_wgmma_cluster_m = cluster_m;
+    EXPECT_TRUE(fuse_epilogue(*g).is_ok());
+    EXPECT_TRUE(layout_nhwc(*g).is_ok());
+    auto plan = plan_memory(*g);
+    EXPECT_TRUE(plan.is_ok()) << plan.status().message();
+    auto program = build_launch_program(*g, *plan);
+    EXPECT_TRUE(program.is_ok()) << program.status().message();
+    std::pair<std::string, std::string> out{"(none)", "(none)"};
+    for (const ProgramKernel* k : wgmma_kernels(*program))
+      for (const auto& [key, value] : k->holes) {
+        if (key == "CLUSTER_M") out.first = value;
+        if (key == "CLUSTER_DIMS") out.second = value;
+      }
+    return out;
+  };
+  EXPECT_EQ(holes(48, 1), (std::pair<std::string, std::string>{"1", ""}));
+  EXPECT_EQ(holes(48, 2), (std::pair<std::string, std::string>{"2", "__cluster_dims__(2, 1, 1)"}));
+  EXPECT_EQ(holes(34, 2), (std::pair<std::string, std::string>{"1", ""}));
+}
+
 // --conv-wgmma-pointwise on: a 1x1 stride-1 convolution (one cuBLASLt GEMM otherwise) runs on the
 // sm_90a kernel too, with its 1x1 window in the builder args; off (default): the GEMM.
 TEST(WgmmaConv, PointwiseConvolutionsOnlyWhenAsked) {
