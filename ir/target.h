@@ -137,13 +137,15 @@ struct Target {
   // (at most the tile's width; for measuring, docs/perf_notes.md v56): larger subtiles, fewer a
   // tile, each one barrier and TMA store.
   int int8_epilogue_tile_n = 0;
-  // The cooperative persistent int8 GEMM's tile width where Cout divides by it
-  // (--int8-gemm-tile-n auto|256): 0 the table's (128 or 64); 256 for measuring (v57).
+  // The cooperative persistent int8 GEMM's tile width (--int8-gemm-tile-n auto|128|256): 0 (auto)
+  // 256 where Cout divides by it and the persistent grid's waves allow (ir/ops/conv_configs.h
+  // int8_gemm_tile_n, v59); 128 the table's (128 or 64) everywhere; 256 wherever Cout divides.
   int int8_gemm_tile_n = 0;
   // The int8 wgmma convolution mode's thread-block cluster along M (--int8-conv-cluster 1|2): 1
-  // (default) none; 2 pairs of CTAs sharing each filter tile by TMA multicast (for measuring, v58).
+  // (default) none; 2 pairs of CTAs sharing each filter tile by TMA multicast (for measuring:
+  // slower on ResNet-50 bs32, H200, docs/perf_notes.md v59).
   int int8_conv_cluster_m = 1;
-  // The same for the fp16 / bf16 wgmma convolutions (--conv-wgmma-cluster 1|2; v58).
+  // The same for the fp16 / bf16 wgmma convolutions (--conv-wgmma-cluster 1|2; slower too, v59).
   int conv_wgmma_cluster_m = 1;
   // The stem + max pool on sm_90a's warpgroup MMA where it applies (ir/ops/conv_configs.h:
   // stem_wgmma_applies; templates/conv_stem_pool_wgmma_nhwc.cu.in). Off: the mma.sync stem kernel

@@ -387,8 +387,8 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       o.int8_epilogue_tile_n = text == "auto" ? 0 : std::stoi(text);
     } else if (opt == "--int8-gemm-tile-n") {
       std::string text;
-      AOTC_CHOOSE(text, {"auto", "256"});
-      o.int8_gemm_tile_n = text == "auto" ? 0 : 256;
+      AOTC_CHOOSE(text, {"auto", "128", "256"});
+      o.int8_gemm_tile_n = text == "auto" ? 0 : std::stoi(text);
     } else if (opt == "--int8-conv-cluster") {
       std::string text;
       AOTC_CHOOSE(text, {"1", "2"});

@@ -44,7 +44,7 @@ struct AotcOptions {
   ConvGemmInt8 conv_gemm_int8 = ConvGemmInt8::kPingpong;  // --conv-gemm-int8 on|coop|off
   Int8FuseResidual int8_fuse_residual = Int8FuseResidual::kGemm;  // --int8-fuse-residual auto|on|off
   int int8_epilogue_tile_n = 0;  // --int8-epilogue-tile auto|32|64|128
-  int int8_gemm_tile_n = 0;      // --int8-gemm-tile-n auto|256
+  int int8_gemm_tile_n = 0;      // --int8-gemm-tile-n auto|128|256
   int int8_conv_cluster_m = 1;   // --int8-conv-cluster 1|2
   int conv_wgmma_cluster_m = 1;  // --conv-wgmma-cluster 1|2
   double conv_wgmma_fill = 0.5;             // --conv-wgmma-fill half|wave

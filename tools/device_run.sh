@@ -47,7 +47,8 @@
 #      twice each, and the four medians are on the progress line; compile-time A/Bs in one call;
 #      several variants separated by ';' are each compiled (CASE/ab, CASE/ab2, ...) and timed in
 #      the same turns: "as built / A / B" medians; AB_CASES="resnet50_bs32_int8": only those
-#      cases get the variants)
+#      cases get the variants; a variant written "int8:--flag" applies only to the int8 cases
+#      (any precision name works as the prefix), so one call can A/B per-precision switches)
 #      RELIABILITY=1 (issue 10, after the cases are compiled: tools/device/reliability.sh on
 #      RELIABILITY_CASES="resnet50_bs1_fp16 gpt2_bs1_fp16", which must be among the cases, e.g.
 #      MODELS="resnet50 gpt2" PRECISIONS=fp16 BATCHES=1: abi_stress stress (STRESS_RUNS=10000 per
@@ -361,6 +362,11 @@ step_aotc() {
         args="$args --calib-cache $(calib_cache "$model")"
       fi
       for v in "${!variants[@]}"; do
+        # A "precision:" prefix limits the variant to that precision's cases.
+        if [[ "${variants[v]}" =~ ^(fp32|fp16|bf16|int8):(.*)$ ]]; then
+          [ "${BASH_REMATCH[1]}" = "$precision" ] || continue
+          variants[v]="${BASH_REMATCH[2]}"
+        fi
         local vd="$c/ab$([ "$v" -gt 0 ] && echo $((v + 1)))" vn="${lib}_ab$([ "$v" -gt 0 ] && echo $((v + 1)))"
         mkdir -p "$vd"
         # shellcheck disable=SC2086  # args and the variant are argument lists

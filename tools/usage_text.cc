@@ -111,14 +111,16 @@ options:
                            the persistent int8 GEMM's epilogue subtile width in output channels:
                            auto (default) the kernel table's (64); a wider one (at most the
                            tile's) has fewer barriers a tile; for measuring
-  --int8-gemm-tile-n auto|256
+  --int8-gemm-tile-n auto|128|256
                            the cooperative persistent int8 GEMM's tile width: auto (default)
-                           the kernel table's (128 or 64); 256 where Cout divides by it (half
-                           the tiles); for measuring
+                           256 where Cout divides by it and the GPU's waves of tiles allow
+                           (half the tiles), else the kernel table's (128 or 64); 128: the
+                           table's everywhere; 256: wherever Cout divides by it
   --int8-conv-cluster 1|2  the int8 wgmma convolutions' CTAs in clusters of 2 along M that
                            share each filter tile by TMA multicast (where the M tiles pair up);
-                           1 (default) none; for measuring
+                           1 (default) none; for measuring (2 measured slower)
   --conv-wgmma-cluster 1|2 the same for the fp16 / bf16 wgmma convolutions; for measuring
+                           (2 measured slower)
   --conv-wgmma-fill half|wave
                            half (default): that kernel takes convolutions with tiles for at
                            least half a wave of SMs; wave: a whole wave

@@ -135,6 +135,9 @@ inline const std::vector<ConvKernelConfig>& conv_candidate_configs() {
       {"i8tc128x128x64_w64x64_s4", ConvMath::kTensorOpInt8, 128, 128, 64, 64, 64, 64, 4, 80},
       // sm_90a: the twenty-second session's layer-4 row (two CTAs a SM, 4 stages; v39, v40).
       {"wg64x128x64_s4_2cta", ConvMath::kWgmma, 64, 128, 64, 64, 128, 64, 4, 90},
+      // sm_90a int8: layer1's 3x3 row with 8 stages (two CTAs a SM, 96 KB each): ncu of that 3x3
+      // (docs/perf_notes.md v59) has its consumer waiting on the TMA loads in 36% of the samples.
+      {"i8wg128x64x64_s8_2cta", ConvMath::kWgmmaInt8, 128, 64, 64, 128, 64, 64, 8, 90},
   };
   return kCandidates;
 }
@@ -598,6 +601,26 @@ inline std::optional<ConvKernelConfig> conv_gemm_int8_config(const Target& targe
   ConvKernelConfig c{"i8gemm_sm90", ConvMath::kWgmmaInt8, 128, tn, tk, 128, tn, tk, 0, 90, 64};
   if (conv_config_tiles(c, gemm_m, cout) < target.sm_count) return std::nullopt;
   return c;
+}
+
+// The cooperative int8 GEMM's tile width (Target::int8_gemm_tile_n, --int8-gemm-tile-n): where
+// Cout divides by 256, a 128 x 256 tile (each consumer warp group 64 x 256) halves the tiles and
+// reads A once for 256 channels. auto (0) takes it where the persistent grid's waves of 256-wide
+// tiles carry no more columns than those of `c`'s width (ceil(T256 / SMs) * 256 <=
+// ceil(T / SMs) * tb_n), i.e. where it costs no wave quantisation. Measured (H200, ResNet-50 int8
+// bs32, docs/perf_notes.md v59, 256 forced everywhere): layer1's fused conv3s 37.8 -> 33.7 us
+// (1568 -> 784 tiles: 12 -> 6 waves), layer2's 20.3 -> 18.3 (6 -> 3), layer4's 11.4 -> 10.2
+// (2 -> 1), layer3's 12.8 -> 14.5 (392 -> 196 tiles: 3 -> 2 waves of twice the work): the rule
+// keeps 128 there. 128 keeps the table's width, 256 forces it wherever Cout divides.
+inline int64_t int8_gemm_tile_n(const Target& target, const ConvKernelConfig& c, int64_t gemm_m, int64_t cout) {
+  constexpr int64_t kWide = 256;
+  if (target.int8_gemm_tile_n == 128 || c.tb_n >= kWide || cout % kWide != 0) return c.tb_n;
+  if (target.int8_gemm_tile_n == kWide) return kWide;
+  ConvKernelConfig wide = c;
+  wide.tb_n = wide.warp_n = kWide;
+  const int64_t sms = std::max<int64_t>(1, target.sm_count);
+  const auto waves = [&](const ConvKernelConfig& k) { return (conv_config_tiles(k, gemm_m, cout) + sms - 1) / sms; };
+  return waves(wide) * kWide <= waves(c) * c.tb_n ? kWide : c.tb_n;
 }
 
 // A convolution that would take im2col + GEMM (above) and is a strided pointwise one - 1x1

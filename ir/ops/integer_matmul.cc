@@ -607,11 +607,9 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
       // ping-pong with the fused Add took 93 us for layer1's conv3 where the unfused conv3 + Add
       // took 26 + 27 (1.178 ms in all), the cooperative one with it 0.936 ms.
       const bool coop = graph.target.conv_gemm_int8 == ConvGemmInt8::kCooperative || (as_gemm && residual);
-      // --int8-gemm-tile-n 256 (for measuring): a cooperative GEMM-mode layer whose Cout divides by
-      // 256 takes 128 x 256 tiles (each consumer warp group 64 x 256: half the tiles, A read once
-      // for 256 channels). Ping-pong cannot: one warp group holds a whole tile's accumulators.
-      if (as_gemm && coop && graph.target.int8_gemm_tile_n > tile.tb_n && d->cout % graph.target.int8_gemm_tile_n == 0)
-        tile.tb_n = tile.warp_n = graph.target.int8_gemm_tile_n;
+      // 128 x 256 tiles for a cooperative GEMM-mode layer where they cost no wave quantisation
+      // (int8_gemm_tile_n). Ping-pong cannot: one warp group holds a whole tile's accumulators.
+      if (as_gemm && coop) tile.tb_n = tile.warp_n = static_cast<int>(int8_gemm_tile_n(graph.target, tile, gemm_m, d->cout));
       // --int8-conv-cluster 2 (for measuring, v58): the convolution mode's CTAs in pairs along M that
       // share each filter tile by TMA multicast, where the M tiles are even in number.
       const int cluster_m = !as_gemm && graph.target.int8_conv_cluster_m > 1 &&

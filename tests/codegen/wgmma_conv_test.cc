@@ -512,6 +512,40 @@ TEST(WgmmaConvInt8, ConfigurationRuleAndRefusals) {
   }
 }
 
+// The cooperative GEMM's 256-wide tiles where the persistent grid's waves allow (int8_gemm_tile_n),
+// on ResNet-50's fused conv3 shapes at batch 32 on 132 SMs (H200) and 16 (Jetson Orin).
+TEST(WgmmaConvInt8, WideGemmTilesOnlyWithoutWaveLoss) {
+  Target t = target_from_archs({"sm_90"});
+  t.sm_count = 132;
+  const ConvKernelConfig c{"i8gemm_sm90", ConvMath::kWgmmaInt8, 128, 128, 64, 128, 128, 64, 0, 90, 64};
+  // layer1: 1568 -> 784 tiles, 12 -> 6 waves; layer2: 784 -> 392, 6 -> 3; layer4: 208 -> 104,
+  // 2 -> 1: 256. layer3: 392 -> 196 tiles, 3 waves of 128 columns against 2 of 256: 128.
+  EXPECT_EQ(int8_gemm_tile_n(t, c, 32 * 56 * 56, 256), 256);
+  EXPECT_EQ(int8_gemm_tile_n(t, c, 32 * 28 * 28, 512), 256);
+  EXPECT_EQ(int8_gemm_tile_n(t, c, 32 * 14 * 14, 1024), 128);
+  EXPECT_EQ(int8_gemm_tile_n(t, c, 32 * 7 * 7, 2048), 256);
+  // Batch 1's layer1 (25 x 2 tiles: one wave either way, 50 SMs busy against 25): 128.
+  EXPECT_EQ(int8_gemm_tile_n(t, c, 56 * 56, 256), 128);
+  // Cout not a multiple of 256, or a 64-wide row: the table's width.
+  EXPECT_EQ(int8_gemm_tile_n(t, c, 32 * 56 * 56, 384), 128);
+  ConvKernelConfig narrow = c;
+  narrow.tb_n = narrow.warp_n = 64;
+  EXPECT_EQ(int8_gemm_tile_n(t, narrow, 32 * 56 * 56, 64), 64);
+  // 16 SMs: layer3's 392 -> 196 tiles are 25 -> 13 waves (3200 against 3328 columns): 128.
+  Target orin = t;
+  orin.sm_count = 16;
+  EXPECT_EQ(int8_gemm_tile_n(orin, c, 32 * 56 * 56, 256), 256);
+  EXPECT_EQ(int8_gemm_tile_n(orin, c, 32 * 14 * 14, 1024), 128);
+  // --int8-gemm-tile-n 128 / 256 override the rule.
+  Target keep = t;
+  keep.int8_gemm_tile_n = 128;
+  EXPECT_EQ(int8_gemm_tile_n(keep, c, 32 * 56 * 56, 256), 128);
+  Target wide = t;
+  wide.int8_gemm_tile_n = 256;
+  EXPECT_EQ(int8_gemm_tile_n(wide, c, 32 * 14 * 14, 1024), 256);
+  EXPECT_EQ(int8_gemm_tile_n(wide, c, 32 * 56 * 56, 384), 128);
+}
+
 // The host program builds the int8 kernel's params (x through its im2col descriptor, the per-channel
 // words as a raw pointer) and nvcc builds the library for sm_90a, int8 and uint8 activations.
 TEST(WgmmaConvInt8, HostProgramRecordsAndSm90aLibraryBuild) {
@@ -644,9 +678,17 @@ TEST(WgmmaConvInt8, PointwiseLayersAsPersistentGemmWhenAsked) {
   coop->target.int8_epilogue_tile_n = 128;
   EXPECT_EQ(qconv_hole(*coop, "EPI_TILE"),
             (std::vector<std::string>{"cute::Shape<cute::Int<128>, cute::Int<128>>", kAuto, kAuto, "(none)"}));
+  // auto on 16 SMs: pw's 196 tiles of 128 are 13 waves, 98 of 256 are 7 (1792 against 1664
+  // columns): 128; on 49 SMs 4 against 2 waves (512 columns each): 256.
+  coop->target.int8_epilogue_tile_n = 0;
+  EXPECT_EQ(qconv_hole(*coop, "TILE_N"), (std::vector<std::string>{"128LL", "64LL", "64LL", "(none)"}));
+  coop->target.sm_count = 49;
+  EXPECT_EQ(qconv_hole(*coop, "TILE_N"), (std::vector<std::string>{"256LL", "64LL", "64LL", "(none)"}));
+  coop->target.int8_gemm_tile_n = 128;
+  EXPECT_EQ(qconv_hole(*coop, "TILE_N"), (std::vector<std::string>{"128LL", "64LL", "64LL", "(none)"}));
+  coop->target.sm_count = 16;
   // --int8-gemm-tile-n 256: pw (Cout 256, cooperative here) takes 128 x 256 tiles, t (Cout 64) and
   // the 3x3 keep theirs; under ping-pong pw keeps 128 (one warp group holds a whole tile).
-  coop->target.int8_epilogue_tile_n = 0;
   coop->target.int8_gemm_tile_n = 256;
   EXPECT_EQ(qconv_hole(*coop, "TILE_N"), (std::vector<std::string>{"256LL", "64LL", "64LL", "(none)"}));
   on->target.int8_gemm_tile_n = 256;

@@ -266,7 +266,7 @@ namespace {
 // `swap`: QLinearAdd(h, t). Zero point -128: uint8 activations and residual.
 // `integer_scales`: scales whose fused Add has a proven integer form (ADD_FIXED; the default ones
 // make exact halves, so the float form runs).
-Graph residual_block(int64_t zero_point, bool swap, bool wgmma = true, bool integer_scales = false) {
+Graph residual_block(int64_t zero_point, bool swap, bool wgmma = true, bool integer_scales = false, int64_t c = 64) {
   GraphBuilder b(29);
   ValueId xf = b.input("x", {8, 32, 34, 34});
   ValueId s = scalar(b, "s", integer_scales ? 0.0371 : 0.03);
@@ -274,14 +274,14 @@ Graph residual_block(int64_t zero_point, bool swap, bool wgmma = true, bool inte
   ValueId sa = scalar(b, "sa", integer_scales ? 0.0611 : 0.04);
   ValueId zp = scalar(b, "zp", static_cast<double>(zero_point), DType::kInt8);
   ValueId xq = b.node("QuantizeLinear", {xf, s, zp});
-  ValueId w1 = b.weight("w1", {64, 32, 3, 3}, -127, 128, DType::kInt8);
-  ValueId ws1 = b.weight("ws1", {64}, 0.001, 0.01);
-  ValueId b1 = b.weight("b1", {64}, -300, 300, DType::kInt32);
+  ValueId w1 = b.weight("w1", {c, 32, 3, 3}, -127, 128, DType::kInt8);
+  ValueId ws1 = b.weight("ws1", {c}, 0.001, 0.01);
+  ValueId b1 = b.weight("b1", {c}, -300, 300, DType::kInt32);
   ValueId h = b.node("QLinearConv", {xq, s, zp, w1, ws1, kNoValue, s, zp, b1},
                      {{"pads", i64s({1, 1, 1, 1})}, {"qmin", Attribute::of_int(zero_point)}}, "aotc");
-  ValueId w2 = b.weight("w2", {64, 64, 1, 1}, -127, 128, DType::kInt8);
-  ValueId ws2 = b.weight("ws2", {64}, 0.001, 0.01);
-  ValueId b2 = b.weight("b2", {64}, -300, 300, DType::kInt32);
+  ValueId w2 = b.weight("w2", {c, c, 1, 1}, -127, 128, DType::kInt8);
+  ValueId ws2 = b.weight("ws2", {c}, 0.001, 0.01);
+  ValueId b2 = b.weight("b2", {c}, -300, 300, DType::kInt32);
   ValueId t = b.node("QLinearConv", {h, s, zp, w2, ws2, kNoValue, st, zp, b2}, {}, "aotc");
   std::vector<ValueId> add_in = swap ? std::vector<ValueId>{h, s, zp, t, st, zp, sa, zp}
                                      : std::vector<ValueId>{t, st, zp, h, s, zp, sa, zp};
@@ -360,6 +360,19 @@ TEST(GpuQuantizedConv, PointwiseAsCooperativeGemmFusedResidualAdd) {
   AOTC_REQUIRE_GPU();
   run_case(as_gemm(residual_block(0, false), kCoop), "qconv_coop_residual_s8", gemm_mode(fused_residual(), false));
   run_case(as_gemm(residual_block(-128, true), kCoop), "qconv_coop_residual_u8", gemm_mode(fused_residual(), false));
+}
+
+// The cooperative GEMM's 128 x 256 tiles (ir/ops/conv_configs.h int8_gemm_tile_n), chosen by the
+// wave rule on 16 SMs: the chain's 1x1 128 -> 256 over 8192 rows (128 tiles of 128: 8 waves; 64
+// of 256: 4), the block's 256 -> 256 with the fused Add over 9248 rows (146 / 73 tiles: 10 / 5).
+TEST(GpuQuantizedConv, CooperativeGemmTilesOf256Channels) {
+  AOTC_REQUIRE_GPU();
+  CaseOptions o = gemm_mode(wgmma_int8(), false);
+  o.expect_holes = {{"AS_GEMM", "1"}, {"PINGPONG", "false"}, {"TILE_N", "256LL"}};
+  run_case(as_gemm(qconv_wgmma_chain({8, 32, 32, 32}, 128, 1, 256, 0), kCoop), "qconv_coop256_s8", o);
+  CaseOptions r = gemm_mode(fused_residual(), false);
+  r.expect_holes = {{"AS_GEMM", "1"}, {"HAS_RESIDUAL", "true"}, {"TILE_N", "256LL"}};
+  run_case(as_gemm(residual_block(-128, true, true, false, 256)), "qconv_coop256_residual_u8", r);
 }
 
 // The same blocks on the Sm80 int8 kernel (Jetson's): r read as the epilogue's source.
