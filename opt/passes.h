@@ -95,6 +95,9 @@ Expected<bool> clip_into_depthwise(Graph& graph);
 Expected<bool> clip_into_pool(Graph& graph);
 // The stem kernel's conv absorbs the channels_last MaxPool that alone reads it (fuse_stem_pool.cc).
 Expected<bool> fuse_stem_pool(Graph& graph);
+// The wgmma stem + pool writes the quantized tensor of the QuantizeLinear that alone reads it
+// (fuse_stem_quantize.cc).
+Expected<bool> fuse_stem_quantize(Graph& graph);
 // A channels_last depthwise conv and the pointwise conv that alone reads it become one
 // aotc.DepthwisePointwise node where the target has its kernel (fuse_depthwise_pointwise.cc).
 Expected<bool> fuse_depthwise_pointwise(Graph& graph);

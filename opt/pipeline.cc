@@ -46,6 +46,7 @@ const std::vector<Pass>& default_pipeline() {
       {"clip_into_depthwise", clip_into_depthwise},
       {"clip_into_pool", clip_into_pool},
       {"fuse_stem_pool", fuse_stem_pool},
+      {"fuse_stem_quantize", fuse_stem_quantize},  // after fuse_stem_pool: the pool is the stem's
       {"fuse_depthwise_pointwise", fuse_depthwise_pointwise},
       {"merge_projection_shortcut", merge_projection_shortcut},
       {"merge_strided_projection", merge_strided_projection},

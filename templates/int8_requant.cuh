@@ -184,9 +184,12 @@ AOTC_REQUANT_FN double aotc_rq_dfma(double a, double b, double c) {
 AOTC_REQUANT_FN bool aotc_requant_dmagic_applies(float m) { return m < 0.5f && m > -0.5f; }
 // dmagic from low = p + 2^31 modulo 2^32 (the double's low word; aotc_requant_words adds the offset
 // once a channel).
+// p as a double from low = p + 2^31 (2^52 + low, less the bias 2^52 + 2^31: exact).
+AOTC_REQUANT_FN double aotc_rq_double_of_low(int32_t low) {
+  return aotc_rq_dadd(aotc_rq_double_from_words(0x43300000, low), -kAotcDoubleOfIntBias);
+}
 AOTC_REQUANT_FN int32_t aotc_requant_rint_dmagic_low(int32_t low, double dm) {
-  const double dp = aotc_rq_dadd(aotc_rq_double_from_words(0x43300000, low), -kAotcDoubleOfIntBias);
-  return aotc_rq_low_word(aotc_rq_dadd(aotc_rq_dmul(dp, dm), kAotcDoubleRoundMagic));
+  return aotc_rq_low_word(aotc_rq_dadd(aotc_rq_dmul(aotc_rq_double_of_low(low), dm), kAotcDoubleRoundMagic));
 }
 AOTC_REQUANT_FN int32_t aotc_requant_rint_dmagic(int32_t p, double dm) {
   return aotc_requant_rint_dmagic_low(aotc_rq_wrap_add(p, INT32_MIN), dm);
@@ -199,8 +202,7 @@ AOTC_REQUANT_FN int32_t aotc_requant_rint_dmagic(int32_t p, double dm) {
 // biases (ir/ops/integer_matmul.cc requant_route), and |m| < 0.5 as for dmagic. One FP64
 // instruction fewer an element.
 AOTC_REQUANT_FN int32_t aotc_requant_rint_dfma_low(int32_t low, double dm) {
-  const double dp = aotc_rq_dadd(aotc_rq_double_from_words(0x43300000, low), -kAotcDoubleOfIntBias);
-  return aotc_rq_low_word(aotc_rq_dfma(dp, dm, kAotcDoubleRoundMagic));
+  return aotc_rq_low_word(aotc_rq_dfma(aotc_rq_double_of_low(low), dm, kAotcDoubleRoundMagic));
 }
 AOTC_REQUANT_FN int32_t aotc_requant_rint_dfma(int32_t p, double dm) {
   return aotc_requant_rint_dfma_low(aotc_rq_wrap_add(p, INT32_MIN), dm);

@@ -100,11 +100,18 @@ Status conv_infer(Node& node, Graph& graph) {
     return node_error(node, "input 3 (Residual) has shape " + shape_str(input_value(graph, node, kResidualInput).shape) +
                                 ", expected the output shape " + shape_str(out));
   AOTC_RETURN_IF_ERROR(check_activation_known(node, node));
+  if (has_quantize(node) && !has_pool(node)) return node_error(node, "an absorbed QuantizeLinear needs an absorbed pool");
   if (has_pool(node)) {
     auto pooled = pooled_shape(node, cs->out);
     if (!pooled) return pooled.status();
     if (node.input(kResidualInput) != kNoValue) return node_error(node, "an absorbed pool with a residual input is not supported");
-    set_output(graph, node, 0, t, channels_last(node) ? nchw_to_nhwc(*pooled) : *pooled);
+    DType stored = t;
+    if (has_quantize(node)) {
+      stored = load_quantize(node).dtype;
+      if (stored != DType::kInt8 && stored != DType::kUInt8)
+        return node_error(node, "an absorbed QuantizeLinear writes int8 or uint8, not " + dtype_name(stored));
+    }
+    set_output(graph, node, 0, stored, channels_last(node) ? nchw_to_nhwc(*pooled) : *pooled);
     return Status::ok();
   }
   set_output(graph, node, 0, t, out);
@@ -169,7 +176,25 @@ Status conv_pool_reference(const Node& node, const std::vector<const Tensor*>& i
   return def->reference(pool, {&full[0]}, outputs);
 }
 
+// An absorbed QuantizeLinear (opt/fuse_stem_quantize): the convolution and pool's output in the
+// convolution's own type, as the two nodes stored it, through QuantizeLinear's reference.
+Status conv_quantize_reference(const Node& node, const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) {
+  const AbsorbedQuantize q = load_quantize(node);
+  std::vector<Tensor> stored = {Tensor(inputs[0]->dtype(), outputs[0].shape())};
+  AOTC_RETURN_IF_ERROR(conv_reference(without_quantize(node), inputs, stored));
+  Tensor scale(DType::kFloat32, Shape{}), zero_point(q.dtype, Shape{});
+  scale.set(0, q.scale);
+  zero_point.set_int(0, q.zero_point);
+  Node quantize;
+  quantize.name = node.name;
+  quantize.op_type = "QuantizeLinear";
+  const OpDef* def = default_registry().find("QuantizeLinear");
+  if (!def || !def->reference) return node_error(node, "QuantizeLinear has no reference");
+  return def->reference(quantize, {&stored[0], &scale, &zero_point}, outputs);
+}
+
 Status conv_reference(const Node& node, const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) {
+  if (has_quantize(node)) return conv_quantize_reference(node, inputs, outputs);
   if (has_pool(node)) return conv_pool_reference(node, inputs, outputs);
   const Tensor* b = inputs.size() > 2 ? inputs[2] : nullptr;
   const Tensor* r = inputs.size() > kResidualInput ? inputs[kResidualInput] : nullptr;

@@ -623,6 +623,17 @@ inline int64_t int8_gemm_tile_n(const Target& target, const ConvKernelConfig& c,
   return waves(wide) * kWide <= waves(c) * c.tb_n ? kWide : c.tb_n;
 }
 
+// The thread-block cluster along M of a wgmma convolution (--int8-conv-cluster,
+// --conv-wgmma-cluster: `want` CTAs sharing each filter tile by TMA multicast; measured slower on
+// ResNet-50, docs/perf_notes.md v59): `want` where the M tiles group evenly, else 1 (none).
+inline int conv_cluster_m(int want, const ConvKernelConfig& c, int64_t gemm_m) {
+  return want > 1 && ((gemm_m + c.tb_m - 1) / c.tb_m) % want == 0 ? want : 1;
+}
+// The kernel attribute of that cluster ("" for none): the CLUSTER_DIMS hole of the templates.
+inline std::string cluster_dims_attribute(int cluster_m) {
+  return cluster_m > 1 ? "__cluster_dims__(" + std::to_string(cluster_m) + ", 1, 1)" : "";
+}
+
 // A convolution that would take im2col + GEMM (above) and is a strided pointwise one - 1x1
 // window, no padding, one group, strides (SH, SW) - reads its input in place instead: output row
 // (n, p) is a GEMM over the Q input pixels (n, p*SH, q*SW), rows SW*C elements apart, and the

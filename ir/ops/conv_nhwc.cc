@@ -311,10 +311,7 @@ Lowering lower_wgmma(const NhwcConv& c, const ConvKernelConfig& cfg) {
   const WindowGeometry& g = cs.geo;
   const Node& node = c.node;
   const int min_blocks = conv_wgmma_min_blocks(cfg);
-  // --conv-wgmma-cluster 2 (for measuring, perf_notes v58): CTAs in pairs along M sharing each
-  // filter tile by TMA multicast, where the M tiles are even in number.
-  const int cm = c.graph.target.conv_wgmma_cluster_m;
-  const int cluster_m = cm > 1 && ((c.gemm_m + cfg.tb_m - 1) / cfg.tb_m) % cm == 0 ? cm : 1;
+  const int cluster_m = conv_cluster_m(c.graph.target.conv_wgmma_cluster_m, cfg, c.gemm_m);  // --conv-wgmma-cluster
   KernelStep k;
   k.template_name = "cutlass_conv2d_fprop_sm90";
   k.holes = {{"comment", c.comment + " config " + cfg.name},
@@ -326,7 +323,7 @@ Lowering lower_wgmma(const NhwcConv& c, const ConvKernelConfig& cfg) {
              {"STAGES_NOTE", cfg.stages > 0 ? std::to_string(cfg.stages) + " stages" : "as many stages as fit"},
              {"MIN_BLOCKS", int_literal(min_blocks)},
              {"CLUSTER_M", std::to_string(cluster_m)},
-             {"CLUSTER_DIMS", cluster_m > 1 ? "__cluster_dims__(" + std::to_string(cluster_m) + ", 1, 1)" : ""},
+             {"CLUSTER_DIMS", cluster_dims_attribute(cluster_m)},
              {"act_expr", activation_expr(node, c.graph, "v")}};
   k.library_params = true;
   k.host_params = true;
@@ -616,6 +613,18 @@ std::optional<Expected<Lowering>> lower_stem_pool_wgmma(const NhwcConv& c) {
   add_pool_holes(k, c, *pgeo, cfg->pth, cfg->ptw, cfg->tiles_w);
   k.holes.insert(k.holes.end(), {{"MF", "2"}, {"MIN_BLOCKS", int_literal(kStemWgmmaBlocksPerSm)},
                                  {"SMEM_BYTES", int_literal(cfg->smem_bytes)}});
+  // An absorbed QuantizeLinear (opt/fuse_stem_quantize): the pooled values, rounded to T, quantized
+  // as templates/quantize_linear.cu.in does (float division, rint, the type's saturation).
+  const bool quantized = has_quantize(node);
+  const AbsorbedQuantize q = quantized ? load_quantize(node) : AbsorbedQuantize{};
+  const bool u8 = q.dtype == DType::kUInt8;
+  k.holes.insert(k.holes.end(), {{"QUANT", quantized ? "true" : "false"},
+                                 {"TO", quantized ? dtype_c_type(q.dtype) : dtype_c_type(c.x.dtype)},
+                                 {"QSCALE", float_literal(q.scale)},
+                                 {"QZP", float_literal(static_cast<float>(q.zero_point))},
+                                 {"QLO", float_literal(u8 ? 0.0f : -128.0f)},
+                                 {"QHI", float_literal(u8 ? 255.0f : 127.0f)}});
+  if (quantized) k.holes[0].second += " + QuantizeLinear to " + dtype_name(q.dtype);
   k.block = Dim3{kStemWgmmaRows, 1, 1};
   k.grid = Dim3{cfg->blocks, 1, 1};
   k.shared_bytes = cfg->smem_bytes;
@@ -723,6 +732,7 @@ Expected<Lowering> conv_lower_channels_last_strategy(const Node& node, const Gra
   if (has_pool(node)) {
     if (!stem) return node_error(node, "an absorbed pool runs only on the stem kernel");
     if (auto l = lower_stem_pool_wgmma(c)) return std::move(*l);
+    if (has_quantize(node)) return node_error(node, "an absorbed QuantizeLinear runs only on the sm_90a stem + pool kernel");
     return lower_stem_pool(c);
   }
   if (stem) return lower_stem(c);

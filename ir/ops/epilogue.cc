@@ -50,6 +50,26 @@ void store_pool(Node& fused, const Node& pool) { store_absorbed(fused, pool, "po
 bool has_pool(const Node& fused) { return !fused.attr_string("pool", "").empty(); }
 Node load_pool(const Node& fused) { return load_absorbed(fused, "pool", kPoolPrefix); }
 
+void store_quantize(Node& fused, const AbsorbedQuantize& q) {
+  fused.attrs["quantize"] = Attribute::of_string("QuantizeLinear");
+  fused.attrs["quantize.scale"] = Attribute::of_float(q.scale);
+  fused.attrs["quantize.zero_point"] = Attribute::of_int(q.zero_point);
+  fused.attrs["quantize.dtype"] = Attribute::of_int(static_cast<int64_t>(q.dtype));
+}
+bool has_quantize(const Node& fused) { return !fused.attr_string("quantize", "").empty(); }
+AbsorbedQuantize load_quantize(const Node& fused) {
+  AbsorbedQuantize q;
+  q.scale = fused.attr_float("quantize.scale", 1.0f);
+  q.zero_point = fused.attr_int("quantize.zero_point", 0);
+  q.dtype = static_cast<DType>(fused.attr_int("quantize.dtype", static_cast<int64_t>(DType::kInt8)));
+  return q;
+}
+Node without_quantize(const Node& fused) {
+  Node n = fused;
+  erase_absorbed(n, "quantize", "quantize.");
+  return n;
+}
+
 void store_depthwise(Node& fused, const Node& depthwise) { store_conv(fused, depthwise, "depthwise", kDepthwisePrefix); }
 Node load_depthwise(const Node& fused) { return load_conv(fused, "depthwise", kDepthwisePrefix); }
 void erase_depthwise(Node& fused) { erase_absorbed(fused, "depthwise", kDepthwisePrefix); }

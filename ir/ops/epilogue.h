@@ -35,6 +35,21 @@ bool has_pool(const Node& fused);
 // The absorbed pool as a stand-alone single-input node (op_type and attributes only).
 Node load_pool(const Node& fused);
 
+// A per-tensor QuantizeLinear absorbed after the pool (opt/fuse_stem_quantize: aotc.FusedConv with
+// a pool only): attributes "quantize" (= "QuantizeLinear"), "quantize.scale" (float32),
+// "quantize.zero_point" and "quantize.dtype" (int8 or uint8). The fused node's output is the
+// quantized tensor; the value before it has the convolution's own type.
+struct AbsorbedQuantize {
+  float scale = 1.0f;
+  int64_t zero_point = 0;
+  DType dtype = DType::kInt8;
+};
+void store_quantize(Node& fused, const AbsorbedQuantize& q);
+bool has_quantize(const Node& fused);
+AbsorbedQuantize load_quantize(const Node& fused);
+// The node without it (the convolution and pool whose output the quantization reads).
+Node without_quantize(const Node& fused);
+
 // A depthwise convolution absorbed before the pointwise one that alone read it
 // (opt/fuse_depthwise_pointwise: aotc.DepthwisePointwise): attribute "depthwise" and its
 // attributes (all but channels_last) as "dw.<name>". load_depthwise gives it back as a

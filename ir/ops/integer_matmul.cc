@@ -610,12 +610,9 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
       // 128 x 256 tiles for a cooperative GEMM-mode layer where they cost no wave quantisation
       // (int8_gemm_tile_n). Ping-pong cannot: one warp group holds a whole tile's accumulators.
       if (as_gemm && coop) tile.tb_n = tile.warp_n = static_cast<int>(int8_gemm_tile_n(graph.target, tile, gemm_m, d->cout));
-      // --int8-conv-cluster 2 (for measuring, v58): the convolution mode's CTAs in pairs along M that
-      // share each filter tile by TMA multicast, where the M tiles are even in number.
-      const int cluster_m = !as_gemm && graph.target.int8_conv_cluster_m > 1 &&
-                                    ((gemm_m + tile.tb_m - 1) / tile.tb_m) % graph.target.int8_conv_cluster_m == 0
-                                ? graph.target.int8_conv_cluster_m
-                                : 1;
+      // --int8-conv-cluster 2 (for measuring): the convolution mode only (the GEMM mode's grid is
+      // persistent).
+      const int cluster_m = as_gemm ? 1 : conv_cluster_m(graph.target.int8_conv_cluster_m, tile, gemm_m);
       KernelStep k;
       k.template_name = "cutlass_conv2d_fprop_sm90_i8";
       k.holes = {{"comment", std::string(is_conv(node) ? "aotc.QLinearConv NHWC " : "aotc.QLinearMatMul as a 1x1 convolution ") +
@@ -641,7 +638,7 @@ Expected<Lowering> lower_qconv_nhwc(const Node& node, const Graph& graph) {
                  {"EPI_TILE", as_gemm ? epilogue_tile(graph.target, tile, coop)
                                       : "cutlass::epilogue::collective::EpilogueTileAuto"},
                  {"CLUSTER_M", std::to_string(cluster_m)},
-                 {"CLUSTER_DIMS", cluster_m > 1 ? "__cluster_dims__(" + std::to_string(cluster_m) + ", 1, 1)" : ""}};
+                 {"CLUSTER_DIMS", cluster_dims_attribute(cluster_m)}};
       if (as_gemm)
         k.holes[0].second += " as a GEMM (" + std::to_string(tile.tb_m) + "x" + std::to_string(tile.tb_n) + "x" +
                              std::to_string(tile.tb_k) + (coop ? " cooperative)" : " ping-pong)");

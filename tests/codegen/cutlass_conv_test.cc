@@ -582,6 +582,45 @@ TEST(CutlassConv, RgbStemPoolOnWgmmaWhereTheBatchFillsAnSm90) {
   EXPECT_NE(sources.find("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"), std::string::npos);
 }
 
+// The wgmma stem + pool with an absorbed QuantizeLinear (opt/fuse_stem_quantize): the kernel
+// writes int8 (its comment says so, its pooled store is the quantizing one) and nvcc compiles it
+// for sm_90a; no quantize_linear kernel is left. Run on the GPU in tests/gpu
+// (GpuQuantizedConv.StemPoolWritesTheQuantizedTensor).
+TEST(CutlassConv, StemPoolWritesTheQuantizedTensorOnWgmma) {
+  auto g = parse_text_ir(R"(
+    input %x : float[8x3x224x224]
+    const %w : float16[64x3x7x7] = random(1)
+    const %b : float16[64] = random(2)
+    const %s : float[scalar] = [0.05]
+    const %z : int8[scalar] = [0]
+    %h : float16[?] = Cast(%x) {to=10}  # cast
+    %c : float16[?] = Conv(%h, %w, %b) {strides=[2,2], pads=[3,3,3,3]}  # stem
+    %r : float16[?] = Relu(%c)  # relu
+    %p : float16[?] = MaxPool(%r) {kernel_shape=[3,3], pads=[1,1,1,1], strides=[2,2]}  # pool
+    %q : int8[?] = QuantizeLinear(%p, %s, %z)  # quant
+    output %q
+  )");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  g->opset = 17;
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  g->target = target_from_archs({"sm_90"});
+  for (auto pass : {fuse_epilogue, layout_nhwc, fuse_stem_pool}) ASSERT_TRUE(pass(*g).is_ok());
+  auto fused = fuse_stem_quantize(*g);
+  ASSERT_TRUE(fused.is_ok() && *fused);
+  auto program = build_launch_program(*g, test::linear_plan(*g));
+  ASSERT_TRUE(program.is_ok()) << program.status().message();
+  std::vector<std::string> templates;
+  for (const ProgramKernel& k : program->kernels) templates.push_back(k.template_name);
+  EXPECT_EQ(std::count(templates.begin(), templates.end(), "conv_stem_pool_wgmma_nhwc"), 1);
+  EXPECT_EQ(std::count(templates.begin(), templates.end(), "quantize_linear"), 0);
+  const std::string nvcc = test::find_nvcc();
+  if (!test::tool_runs(nvcc) || !test::tool_runs("cc")) GTEST_SKIP() << "nvcc or cc not available";
+  const std::string sources = test::compile_block_sources(*g, test::linear_plan(*g), {"sm_90"}, "", "stem-pool-quantize");
+  EXPECT_NE(sources.find("+ QuantizeLinear to int8"), std::string::npos);
+  EXPECT_NE(sources.find("if constexpr (true)"), std::string::npos);
+  EXPECT_NE(sources.find("signed char* __restrict__ y"), std::string::npos);
+}
+
 // stem_wgmma_config (ir/ops/conv_configs.h), counted by hand: ResNet-50's stem + pool at batch 32
 // on 132 SMs: 8 x 7 pooled tiles (conv tile 17 x 15 = 255 rows of 256), 56 a 56 x 56 image, 1792
 // tiles, 7 a block (1792 / 264 slots = 6.8), 256 blocks; 7x7 taps padded to 8 a row: 14 K steps.

@@ -104,6 +104,8 @@ void run_case(Graph graph, const std::string& label, const CaseOptions& options)
     for (ValueId id : graph.inputs) {
       const Value& v = graph.value(id);
       ins.push_back(random_tensor(v.dtype, v.shape, options.input_lo, options.input_hi, rng));
+      if (options.integer_inputs)
+        for (int64_t i = 0; i < ins.back().numel(); ++i) ins.back().set(i, std::nearbyint(ins.back().get(i)));
       runs[r][v.name] = ins.back();
     }
     Expected<std::vector<Tensor>> ref = evaluate_graph(graph, ins);

@@ -56,6 +56,7 @@ class GraphBuilder {
 struct CaseOptions {
   uint64_t seed = 7;
   double input_lo = -1, input_hi = 1;  // range of the random inputs
+  bool integer_inputs = false;         // the random inputs rounded to integers
   // Ops that must appear in the graph the pipeline produced (e.g. "FusedConv"): proves that
   // the path under test (fusion) was taken, not only that the numbers match.
   std::vector<std::string> expect_ops_after_pipeline;

@@ -375,6 +375,36 @@ TEST(GpuQuantizedConv, CooperativeGemmTilesOf256Channels) {
   run_case(as_gemm(residual_block(-128, true, true, false, 256)), "qconv_coop256_residual_u8", r);
 }
 
+// The stem + pool's absorbed QuantizeLinear (opt/fuse_stem_quantize) on sm_90a's wgmma stem, as
+// ResNet's int8 libraries run it: integer inputs and filter, so every sum is exact in the
+// kernel's fp32 and in fp16 and the quantized bytes must equal the reference's; scale 2 makes
+// exact halves (rint's ties to even) and saturates both ways; no Relu, so negative values too.
+TEST(GpuQuantizedConv, StemPoolWritesTheQuantizedTensor) {
+  AOTC_REQUIRE_GPU();
+  GraphBuilder b(31);
+  ValueId x = b.input("x", {4, 3, 64, 60});
+  ValueId xh = b.node("Cast", {x}, {{"to", i64(static_cast<int64_t>(DType::kFloat16))}});
+  ValueId w = b.weight("w", {64, 3, 7, 7}, -2.4, 2.4, DType::kFloat16);
+  ValueId bias = b.weight("bias", {64}, -8, 8, DType::kFloat16);
+  ValueId c = b.node("Conv", {xh, w, bias}, {{"strides", ints({2, 2})}, {"pads", ints({3, 3, 3, 3})}});
+  ValueId p = b.node("MaxPool", {c}, {{"kernel_shape", ints({3, 3})}, {"pads", ints({1, 1, 1, 1})}, {"strides", ints({2, 2})}});
+  b.output(b.node("QuantizeLinear", {p, scalar(b, "s", 2.0), scalar(b, "z", -5, DType::kInt8)}));
+  Graph g = b.graph();
+  for (ValueId id : {w, bias}) {  // integer filter and bias: |sum| <= 147 * 2 * 3 + 8, exact in fp16
+    Tensor t = *g.value(id).constant;
+    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, std::nearbyint(t.get(i)));
+    g.value(id).constant = std::make_shared<const Tensor>(std::move(t));
+  }
+  CaseOptions o;
+  o.input_lo = -3.4;
+  o.input_hi = 3.4;
+  o.integer_inputs = true;
+  o.expect_templates = {"conv_stem_pool_wgmma_nhwc"};
+  o.absent_templates = {"quantize_linear"};
+  o.expect_holes = {{"QUANT", "true"}};
+  run_case(g, "stem_pool_quantize_s8", o);
+}
+
 // The same blocks on the Sm80 int8 kernel (Jetson's): r read as the epilogue's source.
 TEST(GpuQuantizedConv, Sm80Int8FusedResidualAddInt8) {
   AOTC_REQUIRE_GPU();
