@@ -614,16 +614,23 @@ std::optional<Expected<Lowering>> lower_stem_pool_wgmma(const NhwcConv& c) {
   k.holes.insert(k.holes.end(), {{"MF", "2"}, {"MIN_BLOCKS", int_literal(kStemWgmmaBlocksPerSm)},
                                  {"SMEM_BYTES", int_literal(cfg->smem_bytes)}});
   // An absorbed QuantizeLinear (opt/fuse_stem_quantize): the pooled values, rounded to T, quantized
-  // as templates/quantize_linear.cu.in does (float division, rint, the type's saturation).
+  // as templates/quantize_linear.cu.in does (float division, rint, the type's saturation); the
+  // division as a product with 1 / scale where that is proven equal for every fp16 value
+  // (fp16_quantize_reciprocal: one FMUL instead of the division's sequence).
   const bool quantized = has_quantize(node);
   const AbsorbedQuantize q = quantized ? load_quantize(node) : AbsorbedQuantize{};
   const bool u8 = q.dtype == DType::kUInt8;
+  const float qlo = u8 ? 0.0f : -128.0f, qhi = u8 ? 255.0f : 127.0f;
+  const std::optional<float> rcp = c.x.dtype == DType::kFloat16 && quantized
+                                       ? fp16_quantize_reciprocal(q.scale, static_cast<float>(q.zero_point), qlo, qhi)
+                                       : std::nullopt;
   k.holes.insert(k.holes.end(), {{"QUANT", quantized ? "true" : "false"},
                                  {"TO", quantized ? dtype_c_type(q.dtype) : dtype_c_type(c.x.dtype)},
-                                 {"QSCALE", float_literal(q.scale)},
+                                 {"QDIVIDE", rcp ? "__fmul_rn(v, " + float_literal(*rcp) + ")"
+                                                 : "__fdiv_rn(v, " + float_literal(q.scale) + ")"},
                                  {"QZP", float_literal(static_cast<float>(q.zero_point))},
-                                 {"QLO", float_literal(u8 ? 0.0f : -128.0f)},
-                                 {"QHI", float_literal(u8 ? 255.0f : 127.0f)}});
+                                 {"QLO", float_literal(qlo)},
+                                 {"QHI", float_literal(qhi)}});
   if (quantized) k.holes[0].second += " + QuantizeLinear to " + dtype_name(q.dtype);
   k.block = Dim3{kStemWgmmaRows, 1, 1};
   k.grid = Dim3{cfg->blocks, 1, 1};

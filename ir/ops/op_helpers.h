@@ -70,6 +70,13 @@ std::pair<int64_t, int64_t> quantized_clamp(const Node& node, DType y, bool fuse
 // is not a normal float. For the Add's kernel and the int8 convolutions' fused residual Adds.
 std::optional<float> qlinear_add_exact_reciprocal(float sa, float za, float sb, float zb, float sy, DType ta, DType tb);
 
+// QuantizeLinear's division x / scale of a 16-bit float x as the product x * (1 / scale): the
+// reciprocal where clamp(rint(x * r) + zp, lo, hi) equals the reference's clamp(rint(x / scale) +
+// zp, lo, hi) for every one of the 65536 fp16 bit patterns (NaN and infinities included; all
+// checked, ir/ops/quantize.cc), else nullopt (or where scale or 1 / scale is not a normal float).
+// For the stem + pool kernel's absorbed QuantizeLinear (opt/fuse_stem_quantize).
+std::optional<float> fp16_quantize_reciprocal(float scale, float zp, float lo, float hi);
+
 // aotc.QLinearAdd in integers: constants a, b, c, k with clamp(floor((a va + b vb + c) / 2^k), qmin,
 // qmax) equal to clamp(aotc_qlinear_add_rint(va, vb, ...) + zy, qmin, qmax) for every pair of 8-bit
 // inputs of types ta / tb (all 256 x 256 checked, ir/ops/qlinear_add.cc; every product and sum

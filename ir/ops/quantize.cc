@@ -366,6 +366,19 @@ Expected<Lowering> dynamic_quantize_lower(const Node& node, const Graph& graph) 
 
 }  // namespace
 
+std::optional<float> fp16_quantize_reciprocal(float scale, float zp, float lo, float hi) {
+  const float r = 1.0f / scale;
+  if (!std::isnormal(scale) || !std::isnormal(r)) return std::nullopt;
+  for (uint32_t bits = 0; bits <= 0xffff; ++bits) {
+    const float x = half_to_float(static_cast<uint16_t>(bits));
+    volatile float product = x * r;  // one rounding, as the kernel's __fmul_rn
+    const float by_product = std::min(hi, std::max(lo, std::nearbyint(static_cast<float>(product)) + zp));
+    const float by_division = quantize_value(x, scale, zp, lo, hi);
+    if (!(by_product == by_division)) return std::nullopt;  // every x clamps to a number: no NaN here
+  }
+  return r;
+}
+
 void register_quantize_ops(OpRegistry& registry) {
   OpDef q;
   q.op_type = "QuantizeLinear";

@@ -619,6 +619,7 @@ TEST(CutlassConv, StemPoolWritesTheQuantizedTensorOnWgmma) {
   EXPECT_NE(sources.find("+ QuantizeLinear to int8"), std::string::npos);
   EXPECT_NE(sources.find("if constexpr (true)"), std::string::npos);
   EXPECT_NE(sources.find("signed char* __restrict__ y"), std::string::npos);
+  EXPECT_NE(sources.find("rintf(__fmul_rn(v, 0x1.4p+4f))"), std::string::npos);  // 0.05: by 20, proven
 }
 
 // stem_wgmma_config (ir/ops/conv_configs.h), counted by hand: ResNet-50's stem + pool at batch 32

@@ -379,8 +379,9 @@ TEST(GpuQuantizedConv, CooperativeGemmTilesOf256Channels) {
 // ResNet's int8 libraries run it: integer inputs and filter, so every sum is exact in the
 // kernel's fp32 and in fp16 and the quantized bytes must equal the reference's; scale 2 makes
 // exact halves (rint's ties to even) and saturates both ways; no Relu, so negative values too.
-TEST(GpuQuantizedConv, StemPoolWritesTheQuantizedTensor) {
-  AOTC_REQUIRE_GPU();
+// Scale 2 quantizes by the proven reciprocal product, 0.3 by the division (fp16_quantize_reciprocal
+// refuses it).
+void run_stem_pool_quantize(double scale, const std::string& label) {
   GraphBuilder b(31);
   ValueId x = b.input("x", {4, 3, 64, 60});
   ValueId xh = b.node("Cast", {x}, {{"to", i64(static_cast<int64_t>(DType::kFloat16))}});
@@ -388,7 +389,7 @@ TEST(GpuQuantizedConv, StemPoolWritesTheQuantizedTensor) {
   ValueId bias = b.weight("bias", {64}, -8, 8, DType::kFloat16);
   ValueId c = b.node("Conv", {xh, w, bias}, {{"strides", ints({2, 2})}, {"pads", ints({3, 3, 3, 3})}});
   ValueId p = b.node("MaxPool", {c}, {{"kernel_shape", ints({3, 3})}, {"pads", ints({1, 1, 1, 1})}, {"strides", ints({2, 2})}});
-  b.output(b.node("QuantizeLinear", {p, scalar(b, "s", 2.0), scalar(b, "z", -5, DType::kInt8)}));
+  b.output(b.node("QuantizeLinear", {p, scalar(b, "s", scale), scalar(b, "z", -5, DType::kInt8)}));
   Graph g = b.graph();
   for (ValueId id : {w, bias}) {  // integer filter and bias: |sum| <= 147 * 2 * 3 + 8, exact in fp16
     Tensor t = *g.value(id).constant;
@@ -402,7 +403,13 @@ TEST(GpuQuantizedConv, StemPoolWritesTheQuantizedTensor) {
   o.expect_templates = {"conv_stem_pool_wgmma_nhwc"};
   o.absent_templates = {"quantize_linear"};
   o.expect_holes = {{"QUANT", "true"}};
-  run_case(g, "stem_pool_quantize_s8", o);
+  run_case(g, label, o);
+}
+
+TEST(GpuQuantizedConv, StemPoolWritesTheQuantizedTensor) {
+  AOTC_REQUIRE_GPU();
+  run_stem_pool_quantize(2.0, "stem_pool_quantize_s8");
+  run_stem_pool_quantize(0.3, "stem_pool_quantize_div_s8");
 }
 
 // The same blocks on the Sm80 int8 kernel (Jetson's): r read as the epilogue's source.

@@ -6,7 +6,10 @@
 // float16 scale, a target list with sm_87 (the lowering would not take the wgmma stem) or
 // --conv-stem-wgmma off. The kernel is compiled by nvcc in tests/codegen
 // (CutlassConv.StemPoolWritesTheQuantizedTensorOnWgmma) and run in tests/gpu.
+#include <cmath>
+
 #include "ir/ops/epilogue.h"
+#include "ir/ops/op_helpers.h"
 #include "ir/target.h"
 #include "opt/passes.h"
 #include "opt_test_util.h"
@@ -74,6 +77,21 @@ TEST(FuseStemQuantize, WgmmaStemWritesTheQuantizedTensor) {
       testing_util::expect_same_bytes(before, g, feed, "seed " + std::to_string(seed));
     }
   }
+}
+
+// The kernel's division by the scale as a product with its reciprocal only where all 65536 fp16
+// values quantize alike: powers of two and many scales do; 0.03 does not (0.375 / 0.03f =
+// 12.4999995 rounds to 12, 0.375 * (1 / 0.03f) = 12.500001 to 13), nor 0.3 (at 2.25).
+TEST(FuseStemQuantize, ReciprocalOnlyWhereEveryFp16ValueQuantizesAlike) {
+  EXPECT_EQ(fp16_quantize_reciprocal(0.0625f, 3.0f, -128.0f, 127.0f), std::optional<float>(16.0f));
+  EXPECT_EQ(fp16_quantize_reciprocal(0.05f, 0.0f, -128.0f, 127.0f), std::optional<float>(1.0f / 0.05f));
+  EXPECT_EQ(fp16_quantize_reciprocal(0.0371f, 128.0f, 0.0f, 255.0f), std::optional<float>(1.0f / 0.0371f));
+  EXPECT_EQ(fp16_quantize_reciprocal(0.03f, 0.0f, -128.0f, 127.0f), std::nullopt);
+  volatile float x = 0.375f, s = 0.03f;
+  EXPECT_NE(std::nearbyint(x / s), std::nearbyint(x * (1.0f / s)));  // the case that refuses it
+  EXPECT_EQ(fp16_quantize_reciprocal(0.3f, 0.0f, -128.0f, 127.0f), std::nullopt);
+  EXPECT_EQ(fp16_quantize_reciprocal(0.0f, 0.0f, -128.0f, 127.0f), std::nullopt);
+  EXPECT_EQ(fp16_quantize_reciprocal(1e-40f, 0.0f, -128.0f, 127.0f), std::nullopt);  // subnormal
 }
 
 TEST(FuseStemQuantize, MustNotFire) {
