@@ -136,7 +136,8 @@ inline const std::vector<ConvKernelConfig>& conv_candidate_configs() {
       // sm_90a: the twenty-second session's layer-4 row (two CTAs a SM, 4 stages; v39, v40).
       {"wg64x128x64_s4_2cta", ConvMath::kWgmma, 64, 128, 64, 64, 128, 64, 4, 90},
       // sm_90a int8: layer1's 3x3 row with 8 stages (two CTAs a SM, 96 KB each): ncu of that 3x3
-      // (docs/perf_notes.md v59) has its consumer waiting on the TMA loads in 36% of the samples.
+      // (docs/perf_notes.md v59) has its consumer waiting on the TMA loads in 36% of the samples;
+      // forced on ResNet-50 int8 bs32 (v59, call 3) no faster there (19.1 -> 19.4 us), slower elsewhere.
       {"i8wg128x64x64_s8_2cta", ConvMath::kWgmmaInt8, 128, 64, 64, 128, 64, 64, 8, 90},
   };
   return kCandidates;

@@ -619,8 +619,8 @@ std::optional<Expected<Lowering>> lower_stem_pool_wgmma(const NhwcConv& c) {
   // (fp16_quantize_reciprocal: one FMUL instead of the division's sequence).
   const bool quantized = has_quantize(node);
   const AbsorbedQuantize q = quantized ? load_quantize(node) : AbsorbedQuantize{};
-  const bool u8 = q.dtype == DType::kUInt8;
-  const float qlo = u8 ? 0.0f : -128.0f, qhi = u8 ? 255.0f : 127.0f;
+  float qlo = 0.0f, qhi = 0.0f;
+  quant_range(q.dtype, &qlo, &qhi);
   const std::optional<float> rcp = c.x.dtype == DType::kFloat16 && quantized
                                        ? fp16_quantize_reciprocal(q.scale, static_cast<float>(q.zero_point), qlo, qhi)
                                        : std::nullopt;

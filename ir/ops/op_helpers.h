@@ -70,6 +70,10 @@ std::pair<int64_t, int64_t> quantized_clamp(const Node& node, DType y, bool fuse
 // is not a normal float. For the Add's kernel and the int8 convolutions' fused residual Adds.
 std::optional<float> qlinear_add_exact_reciprocal(float sa, float za, float sb, float zb, float sy, DType ta, DType tb);
 
+// The saturation range of a quantized integer type (int8, uint8, the 16-, 4- and 2-bit integers) in
+// *lo, *hi; false for the float types (rounded by small_float_encode, no range).
+bool quant_range(DType t, float* lo, float* hi);
+
 // QuantizeLinear's division x / scale of a 16-bit float x as the product x * (1 / scale): the
 // reciprocal where clamp(rint(x * r) + zp, lo, hi) equals the reference's clamp(rint(x / scale) +
 // zp, lo, hi) for every one of the 65536 fp16 bit patterns (NaN and infinities included; all

@@ -71,19 +71,6 @@ Expected<AxisLayout> axis_layout(const Node& node, const Shape& x, const Shape& 
   return l;
 }
 
-bool quant_range(DType t, float* lo, float* hi) {
-  switch (t) {
-    case DType::kInt8: *lo = -128.f; *hi = 127.f; return true;
-    case DType::kUInt8: *lo = 0.f; *hi = 255.f; return true;
-    case DType::kInt16: *lo = -32768.f; *hi = 32767.f; return true;
-    case DType::kUInt16: *lo = 0.f; *hi = 65535.f; return true;
-    case DType::kInt4: case DType::kUInt4: case DType::kInt2: case DType::kUInt2:
-      *lo = static_cast<float>(small_int_min(t));
-      *hi = static_cast<float>(small_int_max(t));
-      return true;
-    default: return false;  // the float types: rounded by small_float_encode
-  }
-}
 
 // The spec's saturate(round(x / scale) + zero_point), in float (exact for these ranges).
 float quantize_value(float x, float scale, float zp, float lo, float hi) {
@@ -365,6 +352,20 @@ Expected<Lowering> dynamic_quantize_lower(const Node& node, const Graph& graph) 
 }
 
 }  // namespace
+
+bool quant_range(DType t, float* lo, float* hi) {
+  switch (t) {
+    case DType::kInt8: *lo = -128.f; *hi = 127.f; return true;
+    case DType::kUInt8: *lo = 0.f; *hi = 255.f; return true;
+    case DType::kInt16: *lo = -32768.f; *hi = 32767.f; return true;
+    case DType::kUInt16: *lo = 0.f; *hi = 65535.f; return true;
+    case DType::kInt4: case DType::kUInt4: case DType::kInt2: case DType::kUInt2:
+      *lo = static_cast<float>(small_int_min(t));
+      *hi = static_cast<float>(small_int_max(t));
+      return true;
+    default: return false;  // the float types: rounded by small_float_encode
+  }
+}
 
 std::optional<float> fp16_quantize_reciprocal(float scale, float zp, float lo, float hi) {
   const float r = 1.0f / scale;
