@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <cctype>
 #include <cerrno>
 #include <algorithm>
 #include <atomic>
@@ -15,7 +16,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <thread>
 #include <unistd.h>
@@ -69,11 +69,18 @@ Status write_text(const fs::path& path, const std::string& text) {
   return write_file(path, text.data(), text.size());
 }
 
+// [A-Za-z_][A-Za-z0-9_]*, in the "C" locale's character classes.
+bool is_c_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
 // The ABI prefix: --name, or the output file name without "lib" and ".so".
 Expected<std::string> choose_prefix(const CodegenOptions& options) {
   if (!options.name.empty()) {
-    static const std::regex kIdent("[A-Za-z_][A-Za-z0-9_]*");
-    if (!std::regex_match(options.name, kIdent) || options.name.size() > 64)
+    if (!is_c_identifier(options.name) || options.name.size() > 64)
       return Status::error("--name '" + escape_for_message(options.name) +
                            "' is not a C identifier ([A-Za-z_][A-Za-z0-9_]*, at most 64 chars)");
     return options.name;
@@ -86,9 +93,15 @@ Expected<std::string> choose_prefix(const CodegenOptions& options) {
 
 // "sm_90" -> "90"; also "sm_90a" and "compute_87" (PTX only). Empty on a malformed arch.
 std::string arch_number(const std::string& arch) {
-  static const std::regex kArch("(?:sm|compute)_([0-9]{2,3}[af]?)");
-  std::smatch m;
-  return std::regex_match(arch, m, kArch) ? m[1].str() : "";
+  std::string rest;
+  if (arch.rfind("sm_", 0) == 0) rest = arch.substr(3);
+  else if (arch.rfind("compute_", 0) == 0) rest = arch.substr(8);
+  else return "";
+  size_t digits = 0;
+  while (digits < rest.size() && std::isdigit(static_cast<unsigned char>(rest[digits]))) ++digits;
+  if (digits < 2 || digits > 3) return "";
+  if (rest.size() == digits) return rest;
+  return rest.size() == digits + 1 && (rest[digits] == 'a' || rest[digits] == 'f') ? rest : "";
 }
 
 // A device file with a kernel for sm_90a only (wgmma, TMA im2col: templates/

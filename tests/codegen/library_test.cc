@@ -65,6 +65,41 @@ Built& built() {
     ASSERT_TRUE(built().status.is_ok()) << built().status.message();        \
   } while (0)
 
+// Rendering alone (no nvcc): --arch must be sm_/compute_ with 2-3 digits and an optional a or f,
+// --name a C identifier of at most 64 characters; anything else is refused before a file is written.
+TEST(Library, ArchAndNameAreCheckedBeforeRendering) {
+  Graph g = test::relu_sigmoid_graph(kShape);
+  ASSERT_TRUE(infer_shapes(g).is_ok());
+  MemoryPlan plan = test::linear_plan(g);
+  auto render = [&](std::vector<std::string> archs, std::string name) {
+    CodegenOptions o;
+    o.archs = std::move(archs);
+    o.name = std::move(name);
+    o.output_path = "libm.so";
+    return render_library_sources(g, plan, o);
+  };
+  for (const char* arch : {"sm_87", "sm_90", "sm_90a", "sm_100f", "compute_87", "sm_120"})
+    EXPECT_TRUE(render({arch}, "").is_ok()) << arch << ": " << render({arch}, "").status().message();
+  for (const char* arch : {"", "sm_", "sm_9", "sm_9000", "sm_90b", "sm_90aa", "sm_a90", "SM_90", "sm90",
+                           "compute_9", "compute_", "cm_90", "sm_90 ", " sm_90", "sm_+90", "sm_9a"}) {
+    auto r = render({arch}, "");
+    ASSERT_FALSE(r.is_ok()) << "'" << arch << "'";
+    EXPECT_NE(r.status().message().find("is not of the form sm_XX"), std::string::npos) << r.status().message();
+  }
+  for (const char* name : {"m", "_", "model_1", "_9", "A"}) {
+    auto r = render({"sm_90"}, name);
+    ASSERT_TRUE(r.is_ok()) << name << ": " << r.status().message();
+    EXPECT_EQ(r->prefix, name);
+  }
+  EXPECT_TRUE(render({"sm_90"}, std::string(64, 'x')).is_ok());
+  for (std::string name : {std::string("9m"), std::string("a-b"), std::string("a b"), std::string("m\n"),
+                           std::string("\xc3\xa9"), std::string(65, 'x'), std::string("a\0b", 3)}) {
+    auto r = render({"sm_90"}, name);
+    ASSERT_FALSE(r.is_ok()) << name;
+    EXPECT_NE(r.status().message().find("is not a C identifier"), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(Library, IsProducedWithHeaderAndSources) {
   REQUIRE_BUILT();
   EXPECT_TRUE(fs::exists(built().lib));
