@@ -65,7 +65,8 @@ std::vector<std::string> cutlass_extra_include_dirs(const std::string& include_d
   if (include_dir.empty()) return dirs;
   const fs::path root = fs::path(include_dir).parent_path();
   // tools/util/include: cutlass/util/packed_stride.hpp, which CUTLASS 3.x's convolutions include.
-  for (const char* sub : {"examples/41_fused_multi_head_attention", "tools/util/include"}) {
+  // examples/88_hopper_fmha: the sm_90a FMHA (templates/cutlass_fmha_sm90.cu.in).
+  for (const char* sub : {"examples/41_fused_multi_head_attention", "examples/88_hopper_fmha", "tools/util/include"}) {
     std::error_code ec;
     const fs::path d = root / sub;
     if (fs::is_directory(d, ec)) dirs.push_back(d.string());

@@ -310,9 +310,19 @@ class ProgramBuilder {
           k.grid.z > 65535 || k.grid.x > 0x7fffffffLL || k.shared_bytes < 0)
         return node_error(node, "lowering gives an invalid launch shape");
     }
-    for (ValueId arg : k.args) {
-      auto loc = locate_arg(arg, node_index, lowering);
+    if (!k.arg_byte_offsets.empty() && k.arg_byte_offsets.size() != k.args.size())
+      return node_error(node, "lowering gives " + std::to_string(k.arg_byte_offsets.size()) + " arg offsets for " +
+                                  std::to_string(k.args.size()) + " args");
+    for (size_t i = 0; i < k.args.size(); ++i) {
+      auto loc = locate_arg(k.args[i], node_index, lowering);
       if (!loc) return loc.status();
+      const int64_t extra = k.arg_byte_offsets.empty() ? 0 : k.arg_byte_offsets[i];
+      if (extra != 0) {
+        if (extra < 0 || loc->space == Location::Space::kNull)
+          return node_error(node, "lowering gives arg " + std::to_string(i) + " an invalid byte offset");
+        loc->offset += extra;
+        if (!loc->symbol.empty()) loc->symbol = "(" + loc->symbol + " + " + std::to_string(extra) + "ULL)";
+      }
       pk.args.push_back(*loc);
     }
     pk.l2_prefetch_args = k.l2_prefetch_args;

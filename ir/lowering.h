@@ -33,6 +33,10 @@ struct KernelStep {
   std::string template_name;  // templates/<template_name>.cu.in
   std::vector<std::pair<std::string, std::string>> holes;
   std::vector<ValueId> args;  // one pointer parameter each, in the kernel's parameter order
+  // Bytes added to each arg's address (empty: none; else one per arg, >= 0, not for null args): a
+  // pointer into a buffer, e.g. K's columns of a packed QKV matrix for a kernel whose TMA
+  // descriptors must start at the operand.
+  std::vector<int64_t> arg_byte_offsets;
   Dim3 grid, block;
   int64_t shared_bytes = 0;
   // A library kernel (CUTLASS): the __global__ takes ONE parameter, a params struct that the

@@ -178,12 +178,14 @@ inline int run_problem(const char* name, int index, int num_pointers, const long
       std::memcpy(&rec, p + off + 8, sizeof rec);
       if (std::memcmp(p + off, "AOTCTMAP", 8) == 0 && rec >= 0 && rec < b.num_records) ++found[rec];
     }
+    // A descriptor CUTLASS's host code made and did not keep (the sm_90a FMHA builds its P V
+    // operand's A-side descriptor from a stand-in and keeps only the B side) is not in the struct:
+    // nothing to re-encode. One the struct holds must describe a pointer argument.
     for (int r = 0; r < b.num_records && status == 0; ++r) {
       int arg = -1;
       for (int i = 0; i < num_pointers; ++i)
         if (b.records[r].address == pointers[i]) arg = i;
-      if (found[r] == 0) status = 96, error = "a tensor map is not in the params struct";
-      if (arg < 0) status = 97, error = "a tensor map describes memory that is no pointer argument";
+      if (found[r] != 0 && arg < 0) status = 97, error = "a tensor map describes memory that is no pointer argument";
     }
   }
   h.status = status;

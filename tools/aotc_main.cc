@@ -416,6 +416,7 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   graph.target.conv_stem_kernel = o.conv_stem_kernel;
   graph.target.attention_fused = o.attention_fused;
   graph.target.attention_blocks = o.attention_blocks;
+  graph.target.attention_sm90 = o.attention_sm90;
   graph.target.conv_fp32_nhwc = o.conv_fp32_nhwc;
   // The CUTLASS headers, needed by the NHWC implicit-GEMM convolutions. Without them fp32 models
   // keep the NCHW convolution kernels (which need none); 16-bit ones fail in codegen with a hint.

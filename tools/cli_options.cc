@@ -485,6 +485,10 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       o.attention_blocks = text == "fused64"   ? AttentionBlocks::k64
                            : text == "fused32" ? AttentionBlocks::k32
                                                : AttentionBlocks::kFillSms;
+    } else if (opt == "--attention-sm90") {
+      std::string text;
+      AOTC_CHOOSE(text, {"on", "off"});
+      o.attention_sm90 = text == "on";
     } else if (opt == "--conv-fp32") {
       std::string text;
       AOTC_CHOOSE(text, {"nhwc", "nchw"});

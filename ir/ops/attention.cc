@@ -506,10 +506,73 @@ Lowering fmha_lowering(const Node& node, const Graph& graph, const AttnDims& a) 
   return l;
 }
 
+// ---- the Hopper strategy (templates/cutlass_fmha_sm90.cu.in) ----
+// CUTLASS's sm_90a FMHA (examples/88_hopper_fmha, its TMA schedule: TMA tile loads, wgmma) computes
+// exactly what the op asks when: every target is sm_90, Q/K/V are fp16 with D == Dv == the tile's
+// head dim (64), each query head has its own K/V head, there is no mask, past, nonpad, window,
+// softcap or extra output (causal only with Sq == Sk and no past: CUTLASS's CausalFusion masks key
+// j > query i, the op's upper-left diagonal), Sq is a multiple of 8 (CUTLASS's can_implement;
+// without it, ViT-B/16's 197 tokens ran correctly but made the model 2x slower, v61), every stride and base offset is a multiple of 8 elements (16-byte TMA rows), and Q, K, V and Y
+// have addresses fixed at create (the TMA descriptors hold them). Keys past a multiple of the
+// 128-key tile are masked by CUTLASS's ResidualFusion. Measured against the Sm80 kernel in
+// docs/perf_notes.md v61.
+constexpr int64_t kSm90FmhaTileQ = 64, kSm90FmhaTileK = 128, kSm90FmhaHeadDim = 64;
+
+bool sm90_fmha_applies(const Node& node, const Graph& graph, const AttnDims& a) {
+  const Target& target = graph.target;
+  if (!target.attention_sm90 || target.sms.empty()) return false;
+  for (int sm : target.sms)
+    if (sm != 90) return false;
+  if (input_value(graph, node, kQ).dtype != DType::kFloat16) return false;
+  if (a.d != kSm90FmhaHeadDim || a.dv != kSm90FmhaHeadDim || a.q_heads != a.kv_heads) return false;
+  if (a.has_mask || a.has_past || a.has_nonpad || a.left != -1 || a.right != -1 || a.softcap > 0 ||
+      has_output(node, kQk) || has_output(node, kPresentKey) || has_output(node, kPresentValue))
+    return false;
+  if (a.causal && a.q_len != a.kv_len) return false;
+  if (a.q_len % 8 != 0 || a.batch > 65535 || a.q_heads > 65535) return false;
+  for (int64_t v : {a.q_base, a.k_base, a.v_base, a.q.b, a.q.h, a.q.s, a.k.b, a.k.h, a.k.s, a.v.b, a.v.h, a.v.s,
+                    a.y.b, a.y.h, a.y.s})
+    if (v % 8 != 0 || v < 0 || v > 0x7fffffffLL) return false;
+  return fixed_address(graph, node.inputs[kQ]) && fixed_address(graph, node.inputs[kK]) &&
+         fixed_address(graph, node.inputs[kV]) && fixed_address(graph, node.outputs[kY]);
+}
+
+Lowering sm90_fmha_lowering(const Node& node, const AttnDims& a) {
+  const char* fusion = a.causal ? "CausalFusion" : a.kv_len % kSm90FmhaTileK != 0 ? "ResidualFusion" : "DefaultFusion";
+  KernelStep k;
+  k.template_name = "cutlass_fmha_sm90";
+  k.holes = {{"comment", "fused attention (sm_90a) " + layout_comment(a) + " float16"},
+             {"ELEMENT", "cutlass::half_t"},
+             {"TILE_Q", int_literal(kSm90FmhaTileQ)},
+             {"TILE_K", int_literal(kSm90FmhaTileK)},
+             {"TILE_D", int_literal(kSm90FmhaHeadDim)},
+             {"FUSION", fusion},
+             {"FUSION_NOTE", a.causal ? "causal: key j > query i masked (CausalFusion)"
+                             : a.kv_len % kSm90FmhaTileK != 0
+                                 ? "keys past the last whole 128-key tile masked (ResidualFusion)"
+                                 : "no mask (DefaultFusion)"}};
+  k.library_params = true;
+  k.host_params = true;
+  k.builder_args = {a.batch, a.q_heads, a.q_len, a.kv_len, a.d, a.q.s, a.q.b, a.q.h, a.k.s, a.k.b, a.k.h,
+                    a.v.s, a.v.b, a.v.h, a.y.s, a.y.b, a.y.h, float_builder_arg(static_cast<float>(a.scale))};
+  k.args = {node.inputs[kQ], node.inputs[kK], node.inputs[kV], node.outputs[kY], kScratchArg};
+  // Q/K/V may start inside their buffers (aotc.StridedAttention over a packed QKV matrix): the
+  // pointers themselves carry the offsets, so the TMA descriptors start there.
+  k.arg_byte_offsets = {2 * a.q_base, 2 * a.k_base, 2 * a.v_base, 0, 0};
+  k.grid = Dim3{(a.q_len + kSm90FmhaTileQ - 1) / kSm90FmhaTileQ, a.q_heads, a.batch};  // informative
+  k.block = Dim3{128, 1, 1};
+  Lowering l;
+  l.scratch_bytes = a.batch * a.q_heads * a.q_len * 4;  // the rows' log-sum-exp (fp32)
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  return l;
+}
+
 Expected<Lowering> attention_lower(const Node& node, const Graph& graph) {
   Expected<AttnDims> ad = dims_of_graph(node, graph);
   if (!ad) return ad.status();
   const AttnDims& a = *ad;
+  if (a.batch * a.q_heads * a.q_len > 0 && graph.target.attention_fused && sm90_fmha_applies(node, graph, a))
+    return sm90_fmha_lowering(node, a);
   if (a.batch * a.q_heads * a.q_len > 0 && graph.target.attention_fused && fmha_applies(node, graph, a))
     return fmha_lowering(node, graph, a);
   const DType t = input_value(graph, node, kQ).dtype;
@@ -632,7 +695,8 @@ void register_attention_ops(OpRegistry& registry) {
 
 bool attention_runs_fused(const Node& node, const Graph& graph) {
   Expected<AttnDims> ad = dims_of_graph(node, graph);
-  return ad && ad->batch * ad->q_heads * ad->q_len > 0 && graph.target.attention_fused && fmha_applies(node, graph, *ad);
+  return ad && ad->batch * ad->q_heads * ad->q_len > 0 && graph.target.attention_fused &&
+         (sm90_fmha_applies(node, graph, *ad) || fmha_applies(node, graph, *ad));
 }
 
 }  // namespace aotc

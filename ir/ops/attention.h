@@ -6,7 +6,7 @@
 namespace aotc {
 
 // True when the Attention / aotc.StridedAttention node (shapes inferred) lowers to the fused
-// tensor-core kernel (CUTLASS memory-efficient attention) on graph.target.
+// tensor-core kernel on graph.target (CUTLASS's sm_90a FMHA or its memory-efficient attention).
 bool attention_runs_fused(const Node& node, const Graph& graph);
 
 }  // namespace aotc

@@ -29,8 +29,12 @@ Expected<Graph> attention_graph(const std::string& body, const std::vector<std::
   return g;
 }
 
+// With the real memory plan (scratch buffers placed; the linear test plan places none).
 std::vector<ProgramKernel> kernels_of(Graph& g) {
-  auto program = build_launch_program(g, test::linear_plan(g));
+  auto plan = plan_memory(g);
+  EXPECT_TRUE(plan.is_ok()) << plan.status().message();
+  if (!plan.is_ok()) return {};
+  auto program = build_launch_program(g, *plan);
   EXPECT_TRUE(program.is_ok()) << program.status().message();
   return program.is_ok() ? program->kernels : std::vector<ProgramKernel>{};
 }
@@ -313,6 +317,111 @@ TEST(FusedAttention, SwitchedOffKeepsTheRowKernel) {
   ASSERT_TRUE(g.is_ok());
   g->target.attention_fused = false;
   for (const ProgramKernel& k : kernels_of(*g)) EXPECT_EQ(k.template_name, "attention_rows");
+}
+
+// CUTLASS's sm_90a FMHA (templates/cutlass_fmha_sm90.cu.in): fp16, head dim 64, no mask but
+// causal, Q/K/V/Y produced inside the library (TMA descriptors need addresses fixed at create).
+std::string sm90_attention_text(const std::string& dtype, int64_t seq, int64_t d, const std::string& attrs,
+                                bool with_mask = false) {
+  const std::string s = std::to_string(seq), hd = std::to_string(4 * d);
+  std::string t = "input %qi : " + dtype + "[2x" + s + "x" + hd + "]\n";
+  t += "input %ki : " + dtype + "[2x" + s + "x" + hd + "]\n";
+  t += "input %vi : " + dtype + "[2x" + s + "x" + hd + "]\n";
+  if (with_mask) t += "input %m : " + dtype + "[2x1x1x" + s + "]\n";
+  t += "%q : " + dtype + "[?] = Neg(%qi)\n%k : " + dtype + "[?] = Neg(%ki)\n%v : " + dtype + "[?] = Neg(%vi)\n";
+  t += "%y : " + dtype + "[?] = Attention(%q, %k, %v" + std::string(with_mask ? ", %m" : "") +
+       ") {q_num_heads=4, kv_num_heads=4" + attrs + "}  # attn\n";
+  t += "%o : " + dtype + "[?] = Neg(%y)\noutput %o\n";
+  return t;
+}
+
+const ProgramKernel* find_template(const std::vector<ProgramKernel>& ks, const std::string& name) {
+  for (const ProgramKernel& k : ks)
+    if (k.template_name == name) return &k;
+  return nullptr;
+}
+
+TEST(FusedAttention, Sm90FmhaTakesFp16HeadDim64WithFixedOperands) {
+  auto g = attention_graph(sm90_attention_text("float16", 200, 64, ", scale=0.1"));
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  auto ks = kernels_of(*g);
+  const ProgramKernel* f = find_template(ks, "cutlass_fmha_sm90");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(find_template(ks, "cutlass_fmha_forward"), nullptr);
+  EXPECT_TRUE(f->library_params);
+  EXPECT_TRUE(f->host_params);
+  ASSERT_EQ(f->builder_args.size(), 18u);
+  // B H Sq Sk D, then (row, batch, head) strides of Q, K, V, Y: 3-D inputs are (B, S, H*D) rows.
+  EXPECT_EQ(std::vector<int64_t>(f->builder_args.begin(), f->builder_args.begin() + 8),
+            (std::vector<int64_t>{2, 4, 200, 200, 64, 256, 200 * 256, 64}));
+  EXPECT_EQ(f->builder_args[17], float_builder_arg(0.1f));  // the op's scale, not 1 / sqrt(64)
+  ASSERT_EQ(f->args.size(), 5u);                            // Q K V Y and the log-sum-exp scratch
+  EXPECT_EQ(f->args[4].space, Location::Space::kArena);
+  bool residual = false;
+  for (const auto& h : f->holes) residual = residual || (h.first == "FUSION" && h.second == "ResidualFusion");
+  EXPECT_TRUE(residual) << "200 keys: the last 128-key tile is partial";
+}
+
+TEST(FusedAttention, Sm90FmhaCausalWithWholeKeyTiles) {
+  auto g = attention_graph(sm90_attention_text("float16", 128, 64, ", is_causal=1"));
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  auto ks = kernels_of(*g);
+  const ProgramKernel* f = find_template(ks, "cutlass_fmha_sm90");
+  ASSERT_NE(f, nullptr);
+  bool causal = false;
+  for (const auto& h : f->holes) causal = causal || (h.first == "FUSION" && h.second == "CausalFusion");
+  EXPECT_TRUE(causal);
+  EXPECT_EQ(f->builder_args[17], float_builder_arg(0.125f));  // the op's default 1 / sqrt(D)
+}
+
+// Cases the sm_90a FMHA must leave to the Sm80 kernel (which handles them exactly).
+TEST(FusedAttention, Sm90FmhaMustNotFire) {
+  struct Case {
+    const char* why;
+    std::string text;
+    std::vector<std::string> archs;
+    bool switched_off;
+  };
+  const std::vector<Case> cases = {
+      {"a mask", sm90_attention_text("float16", 128, 64, "", true), {"sm_90"}, false},
+      {"head dim 32", sm90_attention_text("float16", 128, 32, ""), {"sm_90"}, false},
+      {"head dim 128", sm90_attention_text("float16", 128, 128, ""), {"sm_90"}, false},
+      {"197 queries (not a multiple of 8: CUTLASS's can_implement; measured slower, v61)",
+       sm90_attention_text("float16", 197, 64, ""), {"sm_90"}, false},
+      {"an sm_87 target too", sm90_attention_text("float16", 128, 64, ""), {"sm_87", "sm_90"}, false},
+      {"bf16", sm90_attention_text("bfloat16", 128, 64, ""), {"sm_90"}, false},
+      {"--attention-sm90 off", sm90_attention_text("float16", 128, 64, ""), {"sm_90"}, true},
+      {"graph inputs (addresses not fixed at create)", R"(
+        input %q : float16[2x128x256]
+        input %k : float16[2x128x256]
+        input %v : float16[2x128x256]
+        %y : float16[?] = Attention(%q, %k, %v) {q_num_heads=4, kv_num_heads=4}
+        output %y)", {"sm_90"}, false},
+  };
+  for (const Case& c : cases) {
+    auto g = attention_graph(c.text, c.archs);
+    ASSERT_TRUE(g.is_ok()) << c.why << ": " << g.status().message();
+    if (c.switched_off) g->target.attention_sm90 = false;
+    auto ks = kernels_of(*g);
+    EXPECT_EQ(find_template(ks, "cutlass_fmha_sm90"), nullptr) << c.why;
+    EXPECT_NE(find_template(ks, "cutlass_fmha_forward"), nullptr) << c.why;
+  }
+}
+
+TEST(FusedAttention, Sm90FmhaHostParamsAndLibraryBuild) {
+  AOTC_REQUIRE_CUTLASS_BUILD(include);
+  bool has_fmha88 = false;
+  for (const std::string& d : cutlass_extra_include_dirs(include)) has_fmha88 = has_fmha88 || d.find("88_hopper_fmha") != std::string::npos;
+  if (!has_fmha88)
+    GTEST_SKIP() << "CUTLASS's examples/88_hopper_fmha is not next to " << include;
+  auto g = attention_graph(sm90_attention_text("float16", 128, 64, ", is_causal=1"));
+  ASSERT_TRUE(g.is_ok());
+  auto plan = plan_memory(*g);
+  ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+  const std::string sources = test::compile_block_sources(*g, *plan, {"sm_90"}, include, "fmha_sm90");
+  ASSERT_FALSE(sources.empty());
+  EXPECT_NE(sources.find("cutlass::fmha::collective::CausalFusion"), std::string::npos);
+  EXPECT_NE(sources.find("FmhaBuilder"), std::string::npos);
 }
 
 TEST(FusedAttention, LibraryCompilesForAmpereAndHopper) {

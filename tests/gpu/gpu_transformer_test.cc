@@ -206,6 +206,54 @@ TEST(GpuAttention, PackedQkvReadInPlaceWithCausalMask) {
   run_case(g, "attn_f16_packed_qkv_causal", opt);
 }
 
+// CUTLASS's sm_90a FMHA (templates/cutlass_fmha_sm90.cu.in: fp16, head dim 64, no mask but
+// causal; Q/K/V/Y in the library's own buffers, so Abs / Neg around the Attention): causal over
+// 128 keys; 200 keys (a partial last key tile) with the op's own scale; batch 3 of 4-D inputs with
+// 8 queries; a packed QKV projection split in place (K and V start 256 / 512 elements into its
+// rows: the pointers carry the offsets into the TMA descriptors).
+TEST(GpuAttention, Sm90FmhaCausalPartialTilesAndPackedQkv) {
+  AOTC_REQUIRE_GPU();
+  const DType t = DType::kFloat16;
+  auto three_d = [&](int64_t batch, int64_t seq, Attributes attrs) {
+    GraphBuilder b;
+    b.graph().opset = 23;
+    const int64_t e = 4 * 64;
+    std::vector<ValueId> in;
+    for (const char* n : {"q", "k", "v"}) in.push_back(b.node("Abs", {b.input(n, {batch, seq, e}, t)}));
+    attrs["q_num_heads"] = i64(4);
+    attrs["kv_num_heads"] = i64(4);
+    b.output(b.node("Neg", {b.node("Attention", in, attrs)}));
+    return b.graph();
+  };
+  CaseOptions opt;
+  opt.expect_templates = {"cutlass_fmha_sm90"};
+  opt.absent_templates = {"cutlass_fmha_forward"};
+  run_case(three_d(2, 128, {{"is_causal", i64(1)}}), "attn_sm90_causal_128", opt);
+  run_case(three_d(1, 200, {{"scale", f32(0.2f)}}), "attn_sm90_200_keys_scale", opt);
+  {
+    GraphBuilder b;
+    b.graph().opset = 23;
+    std::vector<ValueId> in;
+    for (const char* n : {"q", "k", "v"}) in.push_back(b.node("Abs", {b.input(n, {3, 2, 8, 64}, t)}));
+    b.output(b.node("Neg", {b.node("Attention", in, {})}));
+    run_case(b.graph(), "attn_sm90_4d_8_queries", opt);
+  }
+  {
+    GraphBuilder b;
+    Graph& g = b.graph();
+    g.opset = 23;
+    const int64_t batch = 2, seq = 136, heads = 4, e = heads * 64;
+    ValueId p = b.node("Abs", {b.input("p", {batch, seq, 3 * e}, t)});
+    ValueId sp = g.add_constant("sp", Tensor::from_int64s({3}, {e, e, e}));
+    std::vector<ValueId> qkv = b.node_outputs("Split", {p, sp}, 3, {{"axis", i64(2)}});
+    b.output(b.node("Neg", {b.node("Attention", {qkv[0], qkv[1], qkv[2]},
+                                   {{"q_num_heads", i64(heads)}, {"kv_num_heads", i64(heads)}, {"is_causal", i64(1)}})}));
+    CaseOptions packed = opt;
+    packed.expect_ops_after_pipeline = {"StridedAttention"};
+    run_case(g, "attn_sm90_packed_qkv_causal_136", packed);
+  }
+}
+
 // torch's sequence-first nn.MultiheadAttention as TorchScript exports it (ViT), from the packed
 // [S, B, 3E] projection p: q/k/v sliced and viewed as [B, H, S, D] (batch stride 3E), both scaled
 // by sqrt(1/sqrt(D)), the dense attention, and the output as [S*B, E] rows.

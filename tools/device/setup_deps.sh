@@ -44,7 +44,7 @@ echo "unpacked $debs .deb file(s) from $deps into $prefix"
 cutlass_dir=""
 wheel="$(find "$deps" -maxdepth 1 -name 'nvidia_cutlass-*.whl' 2>/dev/null | sort | tail -n 1)"
 if [ -n "$wheel" ] && command -v python3 >/dev/null 2>&1; then
-  python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); [z.extract(n, sys.argv[2]) for n in z.namelist() if n.startswith(("cutlass_library/source/include/", "cutlass_library/source/examples/41_fused_multi_head_attention/", "cutlass_library/source/tools/util/include/"))]' \
+  python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); [z.extract(n, sys.argv[2]) for n in z.namelist() if n.startswith(("cutlass_library/source/include/", "cutlass_library/source/examples/41_fused_multi_head_attention/", "cutlass_library/source/examples/88_hopper_fmha/", "cutlass_library/source/tools/util/include/"))]' \
     "$wheel" "$prefix/cutlass" && cutlass_dir="$prefix/cutlass/cutlass_library/source/include" &&
     echo "CUTLASS headers from $(basename "$wheel")"
 fi
