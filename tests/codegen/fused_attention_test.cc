@@ -16,6 +16,7 @@
 #include "ir/op_registry.h"
 #include "ir/text_ir.h"
 #include "opt/memory_plan.h"
+#include "opt/pipeline.h"
 
 namespace aotc {
 namespace {
@@ -372,6 +373,38 @@ TEST(FusedAttention, Sm90FmhaCausalWithWholeKeyTiles) {
   for (const auto& h : f->holes) causal = causal || (h.first == "FUSION" && h.second == "CausalFusion");
   EXPECT_TRUE(causal);
   EXPECT_EQ(f->builder_args[17], float_builder_arg(0.125f));  // the op's default 1 / sqrt(D)
+}
+
+// A packed QKV projection split in place (GPT-2's c_attn): after the pipeline the attention reads
+// the projection's buffer, and the FMHA's K / V pointers start H*D / 2*H*D elements into its rows
+// (KernelStep::arg_byte_offsets, added to the arena offsets in the launch program).
+TEST(FusedAttention, Sm90FmhaPackedQkvPointersCarryTheOffsets) {
+  auto g = parse_text_ir(R"(
+    input %x : float16[2x128x256]
+    input %w : float16[256x768]
+    const %sp : int64[3] = [256,256,256]
+    %p : float16[?] = MatMul(%x, %w)
+    %q : float16[?], %k : float16[?], %v : float16[?] = Split(%p, %sp) {axis=2}
+    %y : float16[?] = Attention(%q, %k, %v) {q_num_heads=4, kv_num_heads=4, is_causal=1}  # attn
+    %o : float16[?] = Neg(%y)
+    output %o
+  )");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  g->opset = 23;
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  g->target = target_from_archs({"sm_90"});
+  auto stats = run_pipeline(*g, PipelineOptions{});
+  ASSERT_TRUE(stats.is_ok()) << stats.status().message();
+  auto ks = kernels_of(*g);
+  const ProgramKernel* f = find_template(ks, "cutlass_fmha_sm90");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->args.size(), 5u);
+  EXPECT_EQ(f->args[0].space, Location::Space::kArena);
+  EXPECT_EQ(f->args[1].space, Location::Space::kArena);
+  EXPECT_EQ(f->args[1].offset - f->args[0].offset, 256 * 2);  // K: 256 halves into each row
+  EXPECT_EQ(f->args[2].offset - f->args[0].offset, 512 * 2);  // V
+  EXPECT_NE(f->args[1].symbol.find("+ 512ULL"), std::string::npos) << f->args[1].symbol;
+  EXPECT_EQ(f->builder_args[5], 768);  // each operand's row stride: the packed row
 }
 
 // Cases the sm_90a FMHA must leave to the Sm80 kernel (which handles them exactly).
