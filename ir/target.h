@@ -234,6 +234,13 @@ struct Target {
   // Sm80-class CUTLASS 2.x kernels (cp.async pipelines; mma.sync tensor cores for 16-bit, FFMA
   // for fp32) run on every target.
   bool has_sm80_tensor_cores() const { return min_sm() >= 80; }
+  // Every target is sm_90 (compiled as sm_90a): the wgmma / TMA kernels' applicability.
+  bool all_sm90() const {
+    if (sms.empty()) return false;
+    for (int s : sms)
+      if (s != 90) return false;
+    return true;
+  }
 };
 
 // SM count of the reference GPU of an architecture (for heuristics only).

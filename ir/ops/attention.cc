@@ -512,7 +512,8 @@ Lowering fmha_lowering(const Node& node, const Graph& graph, const AttnDims& a) 
 // head dim (64), each query head has its own K/V head, there is no mask, past, nonpad, window,
 // softcap or extra output (causal only with Sq == Sk and no past: CUTLASS's CausalFusion masks key
 // j > query i, the op's upper-left diagonal), Sq is a multiple of 8 (CUTLASS's can_implement;
-// without it, ViT-B/16's 197 tokens ran correctly but made the model 2x slower, v61), every stride and base offset is a multiple of 8 elements (16-byte TMA rows), and Q, K, V and Y
+// without it, ViT-B/16's 197 tokens ran correctly but made the model 2x slower, v61), every
+// stride and base offset is a multiple of 8 elements (16-byte TMA rows), and Q, K, V and Y
 // have addresses fixed at create (the TMA descriptors hold them). Keys past a multiple of the
 // 128-key tile are masked by CUTLASS's ResidualFusion. Measured against the Sm80 kernel in
 // docs/perf_notes.md v61.
@@ -520,9 +521,7 @@ constexpr int64_t kSm90FmhaTileQ = 64, kSm90FmhaTileK = 128, kSm90FmhaHeadDim = 
 
 bool sm90_fmha_applies(const Node& node, const Graph& graph, const AttnDims& a) {
   const Target& target = graph.target;
-  if (!target.attention_sm90 || target.sms.empty()) return false;
-  for (int sm : target.sms)
-    if (sm != 90) return false;
+  if (!target.attention_sm90 || !target.all_sm90()) return false;
   if (input_value(graph, node, kQ).dtype != DType::kFloat16) return false;
   if (a.d != kSm90FmhaHeadDim || a.dv != kSm90FmhaHeadDim || a.q_heads != a.kv_heads) return false;
   if (a.has_mask || a.has_past || a.has_nonpad || a.left != -1 || a.right != -1 || a.softcap > 0 ||
@@ -538,7 +537,15 @@ bool sm90_fmha_applies(const Node& node, const Graph& graph, const AttnDims& a) 
 }
 
 Lowering sm90_fmha_lowering(const Node& node, const AttnDims& a) {
-  const char* fusion = a.causal ? "CausalFusion" : a.kv_len % kSm90FmhaTileK != 0 ? "ResidualFusion" : "DefaultFusion";
+  struct FusionChoice {
+    const char* type;
+    const char* note;
+  };
+  const FusionChoice fusion = a.causal ? FusionChoice{"CausalFusion", "causal: key j > query i masked (CausalFusion)"}
+                              : a.kv_len % kSm90FmhaTileK != 0
+                                  ? FusionChoice{"ResidualFusion",
+                                                 "keys past the last whole 128-key tile masked (ResidualFusion)"}
+                                  : FusionChoice{"DefaultFusion", "no mask (DefaultFusion)"};
   KernelStep k;
   k.template_name = "cutlass_fmha_sm90";
   k.holes = {{"comment", "fused attention (sm_90a) " + layout_comment(a) + " float16"},
@@ -546,11 +553,8 @@ Lowering sm90_fmha_lowering(const Node& node, const AttnDims& a) {
              {"TILE_Q", int_literal(kSm90FmhaTileQ)},
              {"TILE_K", int_literal(kSm90FmhaTileK)},
              {"TILE_D", int_literal(kSm90FmhaHeadDim)},
-             {"FUSION", fusion},
-             {"FUSION_NOTE", a.causal ? "causal: key j > query i masked (CausalFusion)"
-                             : a.kv_len % kSm90FmhaTileK != 0
-                                 ? "keys past the last whole 128-key tile masked (ResidualFusion)"
-                                 : "no mask (DefaultFusion)"}};
+             {"FUSION", fusion.type},
+             {"FUSION_NOTE", fusion.note}};
   k.library_params = true;
   k.host_params = true;
   k.builder_args = {a.batch, a.q_heads, a.q_len, a.kv_len, a.d, a.q.s, a.q.b, a.q.h, a.k.s, a.k.b, a.k.h,
@@ -567,14 +571,23 @@ Lowering sm90_fmha_lowering(const Node& node, const AttnDims& a) {
   return l;
 }
 
+// The fused strategies in order of preference; kNone: the row-tile kernel.
+enum class AttentionStrategy { kNone, kSm90, kSm80 };
+AttentionStrategy fused_attention_strategy(const Node& node, const Graph& graph, const AttnDims& a) {
+  if (a.batch * a.q_heads * a.q_len <= 0 || !graph.target.attention_fused) return AttentionStrategy::kNone;
+  if (sm90_fmha_applies(node, graph, a)) return AttentionStrategy::kSm90;
+  return fmha_applies(node, graph, a) ? AttentionStrategy::kSm80 : AttentionStrategy::kNone;
+}
+
 Expected<Lowering> attention_lower(const Node& node, const Graph& graph) {
   Expected<AttnDims> ad = dims_of_graph(node, graph);
   if (!ad) return ad.status();
   const AttnDims& a = *ad;
-  if (a.batch * a.q_heads * a.q_len > 0 && graph.target.attention_fused && sm90_fmha_applies(node, graph, a))
-    return sm90_fmha_lowering(node, a);
-  if (a.batch * a.q_heads * a.q_len > 0 && graph.target.attention_fused && fmha_applies(node, graph, a))
-    return fmha_lowering(node, graph, a);
+  switch (fused_attention_strategy(node, graph, a)) {
+    case AttentionStrategy::kSm90: return sm90_fmha_lowering(node, a);
+    case AttentionStrategy::kSm80: return fmha_lowering(node, graph, a);
+    case AttentionStrategy::kNone: break;
+  }
   const DType t = input_value(graph, node, kQ).dtype;
   const std::string ct = t == DType::kFloat64 ? "double" : "float";
   const int64_t ct_size = t == DType::kFloat64 ? 8 : 4;
@@ -695,8 +708,7 @@ void register_attention_ops(OpRegistry& registry) {
 
 bool attention_runs_fused(const Node& node, const Graph& graph) {
   Expected<AttnDims> ad = dims_of_graph(node, graph);
-  return ad && ad->batch * ad->q_heads * ad->q_len > 0 && graph.target.attention_fused &&
-         (sm90_fmha_applies(node, graph, *ad) || fmha_applies(node, graph, *ad));
+  return ad && fused_attention_strategy(node, graph, *ad) != AttentionStrategy::kNone;
 }
 
 }  // namespace aotc

@@ -320,9 +320,7 @@ inline std::optional<StemWgmmaConfig> stem_wgmma_config(const Target& target, in
 // 4-byte cp.async). At any batch: ResNet-50's at batch 1 (56 tiles, one a block) measured 11.6 us
 // against the mma.sync kernel's 12.1 (tools/device/stem_bench). --conv-stem-wgmma off turns it off.
 inline bool stem_wgmma_applies(const Target& target, DType dtype, int64_t cout, int64_t packed_src_bytes) {
-  if (!target.conv_stem_wgmma || target.sms.empty()) return false;
-  for (int sm : target.sms)
-    if (sm != 90) return false;
+  if (!target.conv_stem_wgmma || !target.all_sm90()) return false;
   if (dtype != DType::kFloat16 || cout != kStemWgmmaCout) return false;
   return packed_src_bytes == 0 || packed_src_bytes == 4;
 }
@@ -534,9 +532,7 @@ inline std::optional<ConvKernelConfig> conv_wgmma_config(const Target& target, D
                                                          const std::vector<int64_t>& strides,
                                                          const std::vector<int64_t>& dilations,
                                                          const std::vector<int64_t>& pads, int64_t gemm_m) {
-  if (!target.conv_wgmma || target.sms.empty() || forced_conv_config(target, ConvMath::kTensorOp)) return std::nullopt;
-  for (int sm : target.sms)
-    if (sm != 90) return std::nullopt;
+  if (!target.conv_wgmma || !target.all_sm90() || forced_conv_config(target, ConvMath::kTensorOp)) return std::nullopt;
   // fp16 only: the bf16 instantiation compiles, but is not yet checked on a GPU (per-element
   // comparisons cannot tell its roundings from the reference's at bf16's precision; a whole-model
   // check is the next step).
@@ -566,10 +562,8 @@ inline std::optional<ConvKernelConfig> conv_wgmma_int8_config(const Target& targ
                                                               const std::vector<int64_t>& strides,
                                                               const std::vector<int64_t>& dilations,
                                                               const std::vector<int64_t>& pads, int64_t gemm_m) {
-  if (!target.conv_wgmma_int8 || target.sms.empty() || forced_conv_config(target, ConvMath::kTensorOpInt8))
+  if (!target.conv_wgmma_int8 || !target.all_sm90() || forced_conv_config(target, ConvMath::kTensorOpInt8))
     return std::nullopt;
-  for (int sm : target.sms)
-    if (sm != 90) return std::nullopt;
   if (group != 1 || cin % 16 != 0 || cout % 16 != 0) return std::nullopt;
   if (!wgmma_window_applies(kernel, strides, dilations, pads)) return std::nullopt;
   const ConvKernelConfig* c = &pick_conv_config(target, ConvMath::kWgmmaInt8, gemm_m, cout, cin % 128 == 0 ? 128 : 64);
@@ -773,9 +767,7 @@ inline int64_t gemm_wgmma_tiles(const GemmWgmmaConfig& c, int64_t m, int64_t n) 
 
 inline std::optional<GemmWgmmaConfig> gemm_wgmma_config(const Target& target, DType dtype, int64_t m, int64_t n,
                                                         int64_t k) {
-  if (!target.gemm_wgmma || target.matmul_reference || target.sms.empty()) return std::nullopt;
-  for (int sm : target.sms)
-    if (sm != 90) return std::nullopt;
+  if (!target.gemm_wgmma || target.matmul_reference || !target.all_sm90()) return std::nullopt;
   if (dtype != DType::kFloat16 || m < 1 || n < 8 || k < 8 || n % 8 != 0 || k % 8 != 0) return std::nullopt;
   if (m >= (int64_t{1} << 31) || n >= (int64_t{1} << 31) || k >= (int64_t{1} << 31)) return std::nullopt;
   const std::vector<GemmWgmmaConfig>& rows = gemm_wgmma_configs();

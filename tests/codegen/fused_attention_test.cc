@@ -342,6 +342,12 @@ const ProgramKernel* find_template(const std::vector<ProgramKernel>& ks, const s
   return nullptr;
 }
 
+std::string hole_of(const ProgramKernel& k, const std::string& name) {
+  for (const auto& h : k.holes)
+    if (h.first == name) return h.second;
+  return "";
+}
+
 TEST(FusedAttention, Sm90FmhaTakesFp16HeadDim64WithFixedOperands) {
   auto g = attention_graph(sm90_attention_text("float16", 200, 64, ", scale=0.1"));
   ASSERT_TRUE(g.is_ok()) << g.status().message();
@@ -358,9 +364,7 @@ TEST(FusedAttention, Sm90FmhaTakesFp16HeadDim64WithFixedOperands) {
   EXPECT_EQ(f->builder_args[17], float_builder_arg(0.1f));  // the op's scale, not 1 / sqrt(64)
   ASSERT_EQ(f->args.size(), 5u);                            // Q K V Y and the log-sum-exp scratch
   EXPECT_EQ(f->args[4].space, Location::Space::kArena);
-  bool residual = false;
-  for (const auto& h : f->holes) residual = residual || (h.first == "FUSION" && h.second == "ResidualFusion");
-  EXPECT_TRUE(residual) << "200 keys: the last 128-key tile is partial";
+  EXPECT_EQ(hole_of(*f, "FUSION"), "ResidualFusion") << "200 keys: the last 128-key tile is partial";
 }
 
 TEST(FusedAttention, Sm90FmhaCausalWithWholeKeyTiles) {
@@ -369,9 +373,7 @@ TEST(FusedAttention, Sm90FmhaCausalWithWholeKeyTiles) {
   auto ks = kernels_of(*g);
   const ProgramKernel* f = find_template(ks, "cutlass_fmha_sm90");
   ASSERT_NE(f, nullptr);
-  bool causal = false;
-  for (const auto& h : f->holes) causal = causal || (h.first == "FUSION" && h.second == "CausalFusion");
-  EXPECT_TRUE(causal);
+  EXPECT_EQ(hole_of(*f, "FUSION"), "CausalFusion");
   EXPECT_EQ(f->builder_args[17], float_builder_arg(0.125f));  // the op's default 1 / sqrt(D)
 }
 
