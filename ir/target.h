@@ -201,10 +201,13 @@ struct Target {
   // wherever it allows (--attention fused32; for measuring: one key block of 128 for BERT's and
   // GPT-2's 128 tokens, measured 2-4% slower at batch 32).
   AttentionBlocks attention_blocks = AttentionBlocks::kFillSms;
-  // 16-bit attention with head dim 64 and no mask other than causal runs as CUTLASS's sm_90a FMHA
-  // (TMA + wgmma; ir/ops/attention.cc sm90_fmha_applies) when every target is sm_90. Off: the Sm80
-  // kernel above (--attention-sm90 off).
+  // 16-bit attention with head dim 64 (causal or an additive fp16 mask) runs as CUTLASS's sm_90a
+  // FMHA (TMA + wgmma; ir/ops/attention.cc sm90_fmha_applies) when every target is sm_90. Off: the
+  // Sm80 kernel above (--attention-sm90 off). any_length: also where the query count is not a
+  // multiple of 8 (CUTLASS's can_implement asks it; the kernel's loads and stores are bounded by
+  // the tensor maps; measured 2x slower on ViT, v61; --attention-sm90 any-length, for measuring).
   bool attention_sm90 = true;
+  bool attention_sm90_any_length = false;
   // fp32 convolution chains move to NHWC like 16-bit ones (opt/layout_nhwc), with fp32 kernels:
   // cuBLASLt SGEMM (no TF32) for 1x1 and under-filled convolutions, the CUTLASS SIMT implicit GEMM
   // for the rest, the NHWC depthwise and pooling kernels. Off: fp32 graphs keep the NCHW kernels

@@ -431,6 +431,30 @@ bool constant_mask_leaves_a_key_in_every_row(const Node& node, const Graph& grap
   return true;
 }
 
+// A runtime mask, or a constant one with a row of -inf only, may disallow every key of a row: the
+// fused kernels leave such rows undefined, and this step after them writes the op's zeros.
+void add_masked_rows_fixup(const Node& node, const Graph& graph, const AttnDims& a, DType t, Lowering& l) {
+  if (!a.has_mask || constant_mask_leaves_a_key_in_every_row(node, graph, a)) return;
+  const Layout& m = a.mask;
+  // One block per distinct mask row (broadcast dims counted once).
+  const int64_t rows = (m.b ? a.batch : 1) * (m.h ? a.q_heads : 1) * (m.s ? a.q_len : 1);
+  KernelStep z;
+  z.template_name = "attention_zero_masked_rows";
+  z.holes = {{"comment", "rows with every key masked -> zeros, after " + layout_comment(a)},
+             {"T", dtype_c_type(t)},
+             {"BATCH", int_literal(a.batch)},
+             {"HEADS", int_literal(a.q_heads)},
+             {"SQ", int_literal(a.q_len)},
+             {"KEYS", int_literal(a.total)},
+             {"DV", int_literal(a.dv)},
+             {"MSB", int_literal(m.b)}, {"MSH", int_literal(m.h)}, {"MSS", int_literal(m.s)},
+             {"YSB", int_literal(a.y.b)}, {"YSH", int_literal(a.y.h)}, {"YSS", int_literal(a.y.s)}};
+  z.args = {node.inputs[kMask], node.outputs[kY]};
+  z.block = Dim3{256, 1, 1};
+  z.grid = Dim3{rows, 1, 1};
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, z, {}});
+}
+
 Lowering fmha_lowering(const Node& node, const Graph& graph, const AttnDims& a) {
   const DType t = input_value(graph, node, kQ).dtype;
   const FmhaConfig& c = *fmha_config(a, graph.target);
@@ -483,35 +507,18 @@ Lowering fmha_lowering(const Node& node, const Graph& graph, const AttnDims& a) 
   k.block = Dim3{32, 4, 1};
   Lowering l;
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
-  // A runtime mask, or a constant one with a row of -inf only, may disallow every key of a row.
-  if (a.has_mask && !constant_mask_leaves_a_key_in_every_row(node, graph, a)) {
-    // One block per distinct mask row (broadcast dims counted once).
-    const int64_t rows = (m.b ? a.batch : 1) * (m.h ? a.q_heads : 1) * (m.s ? a.q_len : 1);
-    KernelStep z;
-    z.template_name = "attention_zero_masked_rows";
-    z.holes = {{"comment", "rows with every key masked -> zeros, after " + layout_comment(a)},
-               {"T", dtype_c_type(t)},
-               {"BATCH", int_literal(a.batch)},
-               {"HEADS", int_literal(a.q_heads)},
-               {"SQ", int_literal(a.q_len)},
-               {"KEYS", int_literal(a.total)},
-               {"DV", int_literal(a.dv)},
-               {"MSB", int_literal(m.b)}, {"MSH", int_literal(m.h)}, {"MSS", int_literal(m.s)},
-               {"YSB", int_literal(a.y.b)}, {"YSH", int_literal(a.y.h)}, {"YSS", int_literal(a.y.s)}};
-    z.args = {node.inputs[kMask], node.outputs[kY]};
-    z.block = Dim3{256, 1, 1};
-    z.grid = Dim3{rows, 1, 1};
-    l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, z, {}});
-  }
+  add_masked_rows_fixup(node, graph, a, t, l);
   return l;
 }
 
 // ---- the Hopper strategy (templates/cutlass_fmha_sm90.cu.in) ----
 // CUTLASS's sm_90a FMHA (examples/88_hopper_fmha, its TMA schedule: TMA tile loads, wgmma) computes
 // exactly what the op asks when: every target is sm_90, Q/K/V are fp16 with D == Dv == the tile's
-// head dim (64), each query head has its own K/V head, there is no mask, past, nonpad, window,
-// softcap or extra output (causal only with Sq == Sk and no past: CUTLASS's CausalFusion masks key
-// j > query i, the op's upper-left diagonal), Sq is a multiple of 8 (CUTLASS's can_implement;
+// head dim (64), each query head has its own K/V head, there is no past, nonpad, window, softcap or
+// extra output (causal only with Sq == Sk and no past: CUTLASS's CausalFusion masks key j > query
+// i, the op's upper-left diagonal), a mask (not with causal) is additive fp16 over every key with a
+// positive finite scale (the template's MaskFusion adds mask / scale to the raw products; rows
+// with every key at -inf are zeroed by the fix-up step after it, as for the Sm80 kernel), Sq is a multiple of 8 (CUTLASS's can_implement;
 // without it, ViT-B/16's 197 tokens ran correctly but made the model 2x slower, v61), every
 // stride and base offset is a multiple of 8 elements (16-byte TMA rows), and Q, K, V and Y
 // have addresses fixed at create (the TMA descriptors hold them). Keys past a multiple of the
@@ -524,11 +531,17 @@ bool sm90_fmha_applies(const Node& node, const Graph& graph, const AttnDims& a) 
   if (!target.attention_sm90 || !target.all_sm90()) return false;
   if (input_value(graph, node, kQ).dtype != DType::kFloat16) return false;
   if (a.d != kSm90FmhaHeadDim || a.dv != kSm90FmhaHeadDim || a.q_heads != a.kv_heads) return false;
-  if (a.has_mask || a.has_past || a.has_nonpad || a.left != -1 || a.right != -1 || a.softcap > 0 ||
-      has_output(node, kQk) || has_output(node, kPresentKey) || has_output(node, kPresentValue))
+  if (a.has_past || a.has_nonpad || a.left != -1 || a.right != -1 || a.softcap > 0 || has_output(node, kQk) ||
+      has_output(node, kPresentKey) || has_output(node, kPresentValue))
     return false;
   if (a.causal && a.q_len != a.kv_len) return false;
-  if (a.q_len % 8 != 0 || a.batch > 65535 || a.q_heads > 65535) return false;
+  if (a.has_mask) {
+    if (a.causal || a.mask_bool || graph.value(node.inputs[kMask]).dtype != DType::kFloat16 || a.mask_len != a.total)
+      return false;
+    if (!(a.scale > 0) || !std::isfinite(1.0 / a.scale)) return false;
+    if (a.mask.b < 0 || a.mask.h < 0 || a.mask.s < 0) return false;
+  }
+  if ((a.q_len % 8 != 0 && !target.attention_sm90_any_length) || a.batch > 65535 || a.q_heads > 65535) return false;
   for (int64_t v : {a.q_base, a.k_base, a.v_base, a.q.b, a.q.h, a.q.s, a.k.b, a.k.h, a.k.s, a.v.b, a.v.h, a.v.s,
                     a.y.b, a.y.h, a.y.s})
     if (v % 8 != 0 || v < 0 || v > 0x7fffffffLL) return false;
@@ -536,16 +549,19 @@ bool sm90_fmha_applies(const Node& node, const Graph& graph, const AttnDims& a) 
          fixed_address(graph, node.inputs[kV]) && fixed_address(graph, node.outputs[kY]);
 }
 
-Lowering sm90_fmha_lowering(const Node& node, const AttnDims& a) {
+Lowering sm90_fmha_lowering(const Node& node, const Graph& graph, const AttnDims& a) {
   struct FusionChoice {
     const char* type;
     const char* note;
   };
-  const FusionChoice fusion = a.causal ? FusionChoice{"CausalFusion", "causal: key j > query i masked (CausalFusion)"}
-                              : a.kv_len % kSm90FmhaTileK != 0
-                                  ? FusionChoice{"ResidualFusion",
-                                                 "keys past the last whole 128-key tile masked (ResidualFusion)"}
-                                  : FusionChoice{"DefaultFusion", "no mask (DefaultFusion)"};
+  const FusionChoice fusion =
+      a.has_mask ? FusionChoice{"MaskFusion", "the additive mask read per key, keys past Sk masked (MaskFusion)"}
+      : a.causal ? FusionChoice{"cutlass::fmha::collective::CausalFusion", "causal: key j > query i masked (CausalFusion)"}
+      : a.kv_len % kSm90FmhaTileK != 0
+          ? FusionChoice{"cutlass::fmha::collective::ResidualFusion",
+                         "keys past the last whole 128-key tile masked (ResidualFusion)"}
+          : FusionChoice{"cutlass::fmha::collective::DefaultFusion", "no mask (DefaultFusion)"};
+  const Layout m = a.has_mask ? a.mask : Layout{0, 0, 0};
   KernelStep k;
   k.template_name = "cutlass_fmha_sm90";
   k.holes = {{"comment", "fused attention (sm_90a) " + layout_comment(a) + " float16"},
@@ -554,20 +570,28 @@ Lowering sm90_fmha_lowering(const Node& node, const AttnDims& a) {
              {"TILE_K", int_literal(kSm90FmhaTileK)},
              {"TILE_D", int_literal(kSm90FmhaHeadDim)},
              {"FUSION", fusion.type},
-             {"FUSION_NOTE", fusion.note}};
+             {"FUSION_NOTE", fusion.note},
+             {"MSB", int_literal(m.b)},
+             {"MSH", int_literal(m.h)},
+             {"MSS", int_literal(m.s)},
+             {"INV_SCALE", a.has_mask ? float_literal(static_cast<float>(1.0 / a.scale)) : "1.0f"}};
   k.library_params = true;
   k.host_params = true;
   k.builder_args = {a.batch, a.q_heads, a.q_len, a.kv_len, a.d, a.q.s, a.q.b, a.q.h, a.k.s, a.k.b, a.k.h,
-                    a.v.s, a.v.b, a.v.h, a.y.s, a.y.b, a.y.h, float_builder_arg(static_cast<float>(a.scale))};
+                    a.v.s, a.v.b, a.v.h, a.y.s, a.y.b, a.y.h, float_builder_arg(static_cast<float>(a.scale)),
+                    a.has_mask ? 1 : 0, a.q_len % 8 != 0 ? 1 : 0};
   k.args = {node.inputs[kQ], node.inputs[kK], node.inputs[kV], node.outputs[kY], kScratchArg};
+  if (a.has_mask) k.args.push_back(node.inputs[kMask]);
   // Q/K/V may start inside their buffers (aotc.StridedAttention over a packed QKV matrix): the
   // pointers themselves carry the offsets, so the TMA descriptors start there.
   k.arg_byte_offsets = {2 * a.q_base, 2 * a.k_base, 2 * a.v_base, 0, 0};
+  if (a.has_mask) k.arg_byte_offsets.push_back(0);
   k.grid = Dim3{(a.q_len + kSm90FmhaTileQ - 1) / kSm90FmhaTileQ, a.q_heads, a.batch};  // informative
   k.block = Dim3{128, 1, 1};
   Lowering l;
   l.scratch_bytes = a.batch * a.q_heads * a.q_len * 4;  // the rows' log-sum-exp (fp32)
   l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  add_masked_rows_fixup(node, graph, a, DType::kFloat16, l);
   return l;
 }
 
@@ -584,7 +608,7 @@ Expected<Lowering> attention_lower(const Node& node, const Graph& graph) {
   if (!ad) return ad.status();
   const AttnDims& a = *ad;
   switch (fused_attention_strategy(node, graph, a)) {
-    case AttentionStrategy::kSm90: return sm90_fmha_lowering(node, a);
+    case AttentionStrategy::kSm90: return sm90_fmha_lowering(node, graph, a);
     case AttentionStrategy::kSm80: return fmha_lowering(node, graph, a);
     case AttentionStrategy::kNone: break;
   }

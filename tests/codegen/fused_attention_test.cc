@@ -14,6 +14,7 @@
 #include "codegen_test_util.h"
 #include "library_build.h"
 #include "ir/op_registry.h"
+#include "ir/ops/op_helpers.h"
 #include "ir/text_ir.h"
 #include "opt/memory_plan.h"
 #include "opt/pipeline.h"
@@ -320,8 +321,8 @@ TEST(FusedAttention, SwitchedOffKeepsTheRowKernel) {
   for (const ProgramKernel& k : kernels_of(*g)) EXPECT_EQ(k.template_name, "attention_rows");
 }
 
-// CUTLASS's sm_90a FMHA (templates/cutlass_fmha_sm90.cu.in): fp16, head dim 64, no mask but
-// causal, Q/K/V/Y produced inside the library (TMA descriptors need addresses fixed at create).
+// CUTLASS's sm_90a FMHA (templates/cutlass_fmha_sm90.cu.in): fp16, head dim 64, causal or an
+// additive fp16 mask, Q/K/V/Y produced inside the library (TMA descriptors need addresses fixed at create).
 std::string sm90_attention_text(const std::string& dtype, int64_t seq, int64_t d, const std::string& attrs,
                                 bool with_mask = false) {
   const std::string s = std::to_string(seq), hd = std::to_string(4 * d);
@@ -357,14 +358,16 @@ TEST(FusedAttention, Sm90FmhaTakesFp16HeadDim64WithFixedOperands) {
   EXPECT_EQ(find_template(ks, "cutlass_fmha_forward"), nullptr);
   EXPECT_TRUE(f->library_params);
   EXPECT_TRUE(f->host_params);
-  ASSERT_EQ(f->builder_args.size(), 18u);
+  ASSERT_EQ(f->builder_args.size(), 20u);
   // B H Sq Sk D, then (row, batch, head) strides of Q, K, V, Y: 3-D inputs are (B, S, H*D) rows.
   EXPECT_EQ(std::vector<int64_t>(f->builder_args.begin(), f->builder_args.begin() + 8),
             (std::vector<int64_t>{2, 4, 200, 200, 64, 256, 200 * 256, 64}));
   EXPECT_EQ(f->builder_args[17], float_builder_arg(0.1f));  // the op's scale, not 1 / sqrt(64)
+  EXPECT_EQ(f->builder_args[18], 0);                        // no mask
   ASSERT_EQ(f->args.size(), 5u);                            // Q K V Y and the log-sum-exp scratch
   EXPECT_EQ(f->args[4].space, Location::Space::kArena);
-  EXPECT_EQ(hole_of(*f, "FUSION"), "ResidualFusion") << "200 keys: the last 128-key tile is partial";
+  EXPECT_EQ(hole_of(*f, "FUSION"), "cutlass::fmha::collective::ResidualFusion")
+      << "200 keys: the last 128-key tile is partial";
 }
 
 TEST(FusedAttention, Sm90FmhaCausalWithWholeKeyTiles) {
@@ -373,8 +376,29 @@ TEST(FusedAttention, Sm90FmhaCausalWithWholeKeyTiles) {
   auto ks = kernels_of(*g);
   const ProgramKernel* f = find_template(ks, "cutlass_fmha_sm90");
   ASSERT_NE(f, nullptr);
-  EXPECT_EQ(hole_of(*f, "FUSION"), "CausalFusion");
+  EXPECT_EQ(hole_of(*f, "FUSION"), "cutlass::fmha::collective::CausalFusion");
   EXPECT_EQ(f->builder_args[17], float_builder_arg(0.125f));  // the op's default 1 / sqrt(D)
+}
+
+// BERT's key-padding mask [B, 1, 1, S] (a runtime input): MaskFusion reads row b * S of it for
+// every head and query (strides 0 over both), adds mask * 8 (1 / the default scale 1/8) to the raw
+// products, and the fix-up step zeroes rows the mask leaves no key in.
+TEST(FusedAttention, Sm90FmhaTakesAnAdditivePaddingMask) {
+  auto g = attention_graph(sm90_attention_text("float16", 128, 64, "", true));
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  auto ks = kernels_of(*g);
+  const ProgramKernel* f = find_template(ks, "cutlass_fmha_sm90");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(find_template(ks, "cutlass_fmha_forward"), nullptr);
+  EXPECT_NE(find_template(ks, "attention_zero_masked_rows"), nullptr) << "a runtime mask may mask a whole row";
+  EXPECT_EQ(hole_of(*f, "FUSION"), "MaskFusion");
+  EXPECT_EQ(hole_of(*f, "MSB"), "128LL");
+  EXPECT_EQ(hole_of(*f, "MSH"), "0LL");
+  EXPECT_EQ(hole_of(*f, "MSS"), "0LL");
+  EXPECT_EQ(hole_of(*f, "INV_SCALE"), float_literal(8.0f));
+  ASSERT_EQ(f->builder_args.size(), 20u);
+  EXPECT_EQ(f->builder_args[18], 1);
+  ASSERT_EQ(f->args.size(), 6u);  // Q K V Y, the log-sum-exp scratch, the mask
 }
 
 // A packed QKV projection split in place (GPT-2's c_attn): after the pipeline the attention reads
@@ -409,6 +433,21 @@ TEST(FusedAttention, Sm90FmhaPackedQkvPointersCarryTheOffsets) {
   EXPECT_EQ(f->builder_args[5], 768);  // each operand's row stride: the packed row
 }
 
+// --attention-sm90 any-length (for measuring): 197 queries take the sm_90a FMHA, and the builder
+// is told to ask CUTLASS's can_implement about 200 (its last argument); without it they do not
+// (Sm90FmhaMustNotFire).
+TEST(FusedAttention, Sm90FmhaAnyLengthTakes197Queries) {
+  auto g = attention_graph(sm90_attention_text("float16", 197, 64, ""));
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  g->target.attention_sm90_any_length = true;
+  auto ks = kernels_of(*g);
+  const ProgramKernel* f = find_template(ks, "cutlass_fmha_sm90");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->builder_args.size(), 20u);
+  EXPECT_EQ(f->builder_args[2], 197);
+  EXPECT_EQ(f->builder_args[19], 1);
+}
+
 // Cases the sm_90a FMHA must leave to the Sm80 kernel (which handles them exactly).
 TEST(FusedAttention, Sm90FmhaMustNotFire) {
   struct Case {
@@ -418,7 +457,9 @@ TEST(FusedAttention, Sm90FmhaMustNotFire) {
     bool switched_off;
   };
   const std::vector<Case> cases = {
-      {"a mask", sm90_attention_text("float16", 128, 64, "", true), {"sm_90"}, false},
+      {"a mask with causal", sm90_attention_text("float16", 128, 64, ", is_causal=1", true), {"sm_90"}, false},
+      {"a negative scale with a mask", sm90_attention_text("float16", 128, 64, ", scale=-0.125", true), {"sm_90"},
+       false},
       {"head dim 32", sm90_attention_text("float16", 128, 32, ""), {"sm_90"}, false},
       {"head dim 128", sm90_attention_text("float16", 128, 128, ""), {"sm_90"}, false},
       {"197 queries (not a multiple of 8: CUTLASS's can_implement; measured slower, v61)",

@@ -254,6 +254,44 @@ TEST(GpuAttention, Sm90FmhaCausalPartialTilesAndPackedQkv) {
   }
 }
 
+// The sm_90a FMHA with an additive fp16 mask (MaskFusion): BERT's padding mask [B, 1, 1, S] as a
+// constant with finite values, a batch whose keys are all -inf (zeros: the fix-up step) and one
+// masked from key 130 on, over 200 keys (a partial last key tile); and a runtime mask per
+// (batch, head, query) of 4-D inputs with 72 queries (a partial query tile: rows past Sq must not
+// read the mask) and the op's own scale.
+TEST(GpuAttention, Sm90FmhaAdditiveMasks) {
+  AOTC_REQUIRE_GPU();
+  const DType t = DType::kFloat16;
+  CaseOptions opt;
+  opt.expect_templates = {"cutlass_fmha_sm90"};
+  opt.absent_templates = {"cutlass_fmha_forward"};
+  {
+    GraphBuilder b;
+    b.graph().opset = 23;
+    const int64_t batch = 3, seq = 200, heads = 4, e = heads * 64;
+    std::vector<ValueId> in;
+    for (const char* n : {"q", "k", "v"}) in.push_back(b.node("Abs", {b.input(n, {batch, seq, e}, t)}));
+    Tensor m(t, {batch, 1, 1, seq});
+    for (int64_t bi = 0; bi < batch; ++bi)
+      for (int64_t j = 0; j < seq; ++j)
+        m.set(bi * seq + j, bi == 1 || (bi == 2 && j >= 130) ? -INFINITY : 0.5 * ((bi + 3 * j) % 5) - 1.0);
+    in.push_back(b.graph().add_constant("mask", m));
+    b.output(b.node("Neg", {b.node("Attention", in, {{"q_num_heads", i64(heads)}, {"kv_num_heads", i64(heads)}})}));
+    CaseOptions padded = opt;
+    padded.expect_templates = {"cutlass_fmha_sm90", "attention_zero_masked_rows"};
+    run_case(b.graph(), "attn_sm90_padding_mask_200", padded);
+  }
+  {
+    GraphBuilder b;
+    b.graph().opset = 23;
+    std::vector<ValueId> in;
+    for (const char* n : {"q", "k", "v"}) in.push_back(b.node("Abs", {b.input(n, {2, 3, 72, 64}, t)}));
+    in.push_back(b.input("mask", {2, 3, 72, 72}, t));
+    b.output(b.node("Neg", {b.node("Attention", in, {{"scale", f32(0.3f)}})}));
+    run_case(b.graph(), "attn_sm90_runtime_mask_per_query", opt);
+  }
+}
+
 // torch's sequence-first nn.MultiheadAttention as TorchScript exports it (ViT), from the packed
 // [S, B, 3E] projection p: q/k/v sliced and viewed as [B, H, S, D] (batch stride 3E), both scaled
 // by sqrt(1/sqrt(D)), the dense attention, and the output as [S*B, E] rows.
