@@ -574,7 +574,9 @@ Lowering sm90_fmha_lowering(const Node& node, const Graph& graph, const AttnDims
              {"MSB", int_literal(m.b)},
              {"MSH", int_literal(m.h)},
              {"MSS", int_literal(m.s)},
-             {"INV_SCALE", a.has_mask ? float_literal(static_cast<float>(1.0 / a.scale)) : "1.0f"}};
+             {"INV_SCALE", a.has_mask ? float_literal(static_cast<float>(1.0 / a.scale)) : "1.0f"},
+             // The mask row pointer's slot in front of CUTLASS's shared storage (aligned as the base).
+             {"SMEM_HEAD", a.has_mask ? "1024" : "0"}};
   k.library_params = true;
   k.host_params = true;
   k.builder_args = {a.batch, a.q_heads, a.q_len, a.kv_len, a.d, a.q.s, a.q.b, a.q.h, a.k.s, a.k.b, a.k.h,

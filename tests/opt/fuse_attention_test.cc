@@ -82,6 +82,52 @@ TEST(FuseAttention, WrittenOutAttentionBecomesOneAttentionNode) {
   }
 }
 
+// BERT's shapes (head dim 64, an additive mask [B, 1, 1, S], Q/K/V made inside the library) on
+// sm_90: the Attention node runs as CUTLASS's sm_90a FMHA, not the Sm80 kernel, and the pass must
+// fire for it too (it once asked for the Sm80 template only and left BERT written out: 263
+// kernels instead of 131 on the H200, docs/perf_notes.md v62).
+TEST(FuseAttention, FiresWhereTheSm90FmhaRunsIt) {
+  AOTC_REQUIRE_OPS("Attention", "Softmax", "MatMul", "Transpose", "Reshape", "Abs");
+  AOTC_BUILD(g, R"(
+    input %qi : float16[2x128x128]
+    input %ki : float16[2x128x128]
+    input %vi : float16[2x128x128]
+    input %m : float16[2x1x1x128]
+    const %hs : int64[4] = [2,128,2,64]
+    const %es : int64[3] = [2,128,128]
+    const %c : float16[] = [0.125]
+    %q3 : float16[?] = Abs(%qi)
+    %k3 : float16[?] = Abs(%ki)
+    %v3 : float16[?] = Abs(%vi)
+    %q4 : float16[?] = Reshape(%q3, %hs)
+    %q : float16[?] = Transpose(%q4) {perm=[0,2,1,3]}
+    %k4 : float16[?] = Reshape(%k3, %hs)
+    %kt : float16[?] = Transpose(%k4) {perm=[0,2,3,1]}
+    %v4 : float16[?] = Reshape(%v3, %hs)
+    %v : float16[?] = Transpose(%v4) {perm=[0,2,1,3]}
+    %qk : float16[?] = MatMul(%q, %kt)
+    %s : float16[?] = Mul(%qk, %c)
+    %a : float16[?] = Add(%s, %m)
+    %p : float16[?] = Softmax(%a) {axis=-1}
+    %o : float16[?] = MatMul(%p, %v)
+    %ot : float16[?] = Transpose(%o) {perm=[0,2,1,3]}
+    %y : float16[?] = Reshape(%ot, %es)
+    output %y
+  )");
+  auto changed = run(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_TRUE(*changed);
+  EXPECT_EQ(op_list(g), "Abs,Abs,Abs,Attention,Reshape,Reshape");
+  const Node* attn = nullptr;
+  for (const Node& n : g.nodes)
+    if (n.op_type == "Attention") attn = &n;
+  ASSERT_NE(attn, nullptr);
+  auto low = default_registry().find("Attention")->lower(*attn, g);
+  ASSERT_TRUE(low.is_ok()) << low.status().message();
+  ASSERT_FALSE(low->steps.empty());
+  EXPECT_EQ(low->steps[0].kernel.template_name, "cutlass_fmha_sm90");
+}
+
 TEST(FuseAttention, ScalesOnBothOperandsAndDivisionMultiplyIntoOneScale) {
   AOTC_REQUIRE_OPS("Attention", "Softmax", "MatMul", "Transpose", "Reshape", "Div");
   // K transposed in two steps (HF: transpose(1,2) then transpose(-1,-2)), the scale a division.
