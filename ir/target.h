@@ -203,11 +203,8 @@ struct Target {
   AttentionBlocks attention_blocks = AttentionBlocks::kFillSms;
   // 16-bit attention with head dim 64 (causal or an additive fp16 mask) runs as CUTLASS's sm_90a
   // FMHA (TMA + wgmma; ir/ops/attention.cc sm90_fmha_applies) when every target is sm_90. Off: the
-  // Sm80 kernel above (--attention-sm90 off). any_length: also where the query count is not a
-  // multiple of 8 (CUTLASS's can_implement asks it; the kernel's loads and stores are bounded by
-  // the tensor maps; measured 2x slower on ViT, v61; --attention-sm90 any-length, for measuring).
+  // Sm80 kernel above (--attention-sm90 off).
   bool attention_sm90 = true;
-  bool attention_sm90_any_length = false;
   // fp32 convolution chains move to NHWC like 16-bit ones (opt/layout_nhwc), with fp32 kernels:
   // cuBLASLt SGEMM (no TF32) for 1x1 and under-filled convolutions, the CUTLASS SIMT implicit GEMM
   // for the rest, the NHWC depthwise and pooling kernels. Off: fp32 graphs keep the NCHW kernels

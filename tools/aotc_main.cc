@@ -417,7 +417,6 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   graph.target.attention_fused = o.attention_fused;
   graph.target.attention_blocks = o.attention_blocks;
   graph.target.attention_sm90 = o.attention_sm90;
-  graph.target.attention_sm90_any_length = o.attention_sm90_any_length;
   graph.target.conv_fp32_nhwc = o.conv_fp32_nhwc;
   // The CUTLASS headers, needed by the NHWC implicit-GEMM convolutions. Without them fp32 models
   // keep the NCHW convolution kernels (which need none); 16-bit ones fail in codegen with a hint.

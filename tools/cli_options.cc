@@ -487,9 +487,8 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
                                                : AttentionBlocks::kFillSms;
     } else if (opt == "--attention-sm90") {
       std::string text;
-      AOTC_CHOOSE(text, {"on", "off", "any-length"});
-      o.attention_sm90 = text != "off";
-      o.attention_sm90_any_length = text == "any-length";
+      AOTC_CHOOSE(text, {"on", "off"});
+      o.attention_sm90 = text == "on";
     } else if (opt == "--conv-fp32") {
       std::string text;
       AOTC_CHOOSE(text, {"nhwc", "nchw"});

@@ -68,8 +68,7 @@ struct AotcOptions {
   // --attention fused (kFillSms) | fused64 (its 64-query blocks even where they leave SMs idle) |
   // fused32 (its 32-query blocks everywhere)
   AttentionBlocks attention_blocks = AttentionBlocks::kFillSms;
-  bool attention_sm90 = true;          // --attention-sm90 on|off|any-length (CUTLASS's sm_90a FMHA where it applies)
-  bool attention_sm90_any_length = false;  // --attention-sm90 any-length: also query counts not a multiple of 8
+  bool attention_sm90 = true;          // --attention-sm90 on|off (CUTLASS's sm_90a FMHA where it applies)
   bool conv_fp32_nhwc = true;          // --conv-fp32 nhwc|nchw (fp32 conv chains on the NHWC kernels)
   int max_split_k = 1;                 // --max-split-k N (serial split-K for underfilled convs; 1 = off)
   std::vector<std::string> disabled_passes;  // --disable-pass NAME (repeatable; ablation)

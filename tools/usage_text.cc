@@ -202,12 +202,9 @@ options:
                            queries where blocks of 64 would leave SMs idle; fused64: always 64-query
                            blocks where the head dim allows; fused32: always 32-query blocks of
                            128 keys; rows: the row-tile kernel everywhere
-  --attention-sm90 on|off|any-length
-                           on (default): fp16 attention with head dim 64 (causal, or an additive
+  --attention-sm90 on|off  on (default): fp16 attention with head dim 64 (causal, or an additive
                            fp16 mask) runs as CUTLASS's sm_90a FMHA (TMA + wgmma) when every --arch
-                           is sm_90 and the query count is a multiple of 8; off: the kernel
-                           --attention picks; any-length: on, for any query count (for measuring:
-                           ViT's 197 tokens ran 2x slower that way, docs/perf_notes.md v61)
+                           is sm_90; off: the kernel --attention picks
   --conv-fp32 nhwc|nchw    nhwc (default): fp32 convolution chains run channels-last on fp32
                            kernels (cuBLASLt SGEMM and CUTLASS SIMT implicit GEMM, no TF32; NHWC
                            depthwise and pooling); nchw: the NCHW fp32 kernels

@@ -518,12 +518,14 @@ Lowering fmha_lowering(const Node& node, const Graph& graph, const AttnDims& a) 
 // extra output (causal only with Sq == Sk and no past: CUTLASS's CausalFusion masks key j > query
 // i, the op's upper-left diagonal), a mask (not with causal) is additive fp16 over every key with a
 // positive finite scale (the template's MaskFusion adds mask / scale to the raw products; rows
-// with every key at -inf are zeroed by the fix-up step after it, as for the Sm80 kernel), Sq is a multiple of 8 (CUTLASS's can_implement;
-// without it, ViT-B/16's 197 tokens ran correctly but made the model 2x slower, v61), every
-// stride and base offset is a multiple of 8 elements (16-byte TMA rows), and Q, K, V and Y
-// have addresses fixed at create (the TMA descriptors hold them). Keys past a multiple of the
-// 128-key tile are masked by CUTLASS's ResidualFusion. Measured against the Sm80 kernel in
-// docs/perf_notes.md v61.
+// with every key at -inf are zeroed by the fix-up step after it, as for the Sm80 kernel), every
+// stride and base offset is a multiple of 8 elements (16-byte TMA rows), and Q, K, V and Y have
+// addresses fixed at create (the TMA descriptors hold them). Any query count: CUTLASS's
+// can_implement asks Sq % 8 == 0, but the Q loads, Y stores (tensor maps) and log-sum-exp stores
+// are bounded by Sq, so the builder asks it about Sq rounded up (ViT's 197 tokens: v61's GPU test,
+// and 6-10% faster than the Sm80 kernel once fuse_attention fired for it, v62). Keys past a
+// multiple of the 128-key tile are masked by CUTLASS's ResidualFusion (and by MaskFusion).
+// Measured against the Sm80 kernel in docs/perf_notes.md v61, v62.
 constexpr int64_t kSm90FmhaTileQ = 64, kSm90FmhaTileK = 128, kSm90FmhaHeadDim = 64;
 
 bool sm90_fmha_applies(const Node& node, const Graph& graph, const AttnDims& a) {
@@ -541,7 +543,7 @@ bool sm90_fmha_applies(const Node& node, const Graph& graph, const AttnDims& a) 
     if (!(a.scale > 0) || !std::isfinite(1.0 / a.scale)) return false;
     if (a.mask.b < 0 || a.mask.h < 0 || a.mask.s < 0) return false;
   }
-  if ((a.q_len % 8 != 0 && !target.attention_sm90_any_length) || a.batch > 65535 || a.q_heads > 65535) return false;
+  if (a.batch > 65535 || a.q_heads > 65535) return false;
   for (int64_t v : {a.q_base, a.k_base, a.v_base, a.q.b, a.q.h, a.q.s, a.k.b, a.k.h, a.k.s, a.v.b, a.v.h, a.v.s,
                     a.y.b, a.y.h, a.y.s})
     if (v % 8 != 0 || v < 0 || v > 0x7fffffffLL) return false;

@@ -206,7 +206,7 @@ TEST(GpuAttention, PackedQkvReadInPlaceWithCausalMask) {
   run_case(g, "attn_f16_packed_qkv_causal", opt);
 }
 
-// CUTLASS's sm_90a FMHA (templates/cutlass_fmha_sm90.cu.in: fp16, head dim 64, no mask but
+// CUTLASS's sm_90a FMHA (templates/cutlass_fmha_sm90.cu.in: fp16, head dim 64, here without a mask:
 // causal; Q/K/V/Y in the library's own buffers, so Abs / Neg around the Attention): causal over
 // 128 keys; 200 keys (a partial last key tile) with the op's own scale; batch 3 of 4-D inputs with
 // 8 queries; a packed QKV projection split in place (K and V start 256 / 512 elements into its
@@ -230,6 +230,7 @@ TEST(GpuAttention, Sm90FmhaCausalPartialTilesAndPackedQkv) {
   opt.absent_templates = {"cutlass_fmha_forward"};
   run_case(three_d(2, 128, {{"is_causal", i64(1)}}), "attn_sm90_causal_128", opt);
   run_case(three_d(1, 200, {{"scale", f32(0.2f)}}), "attn_sm90_200_keys_scale", opt);
+  run_case(three_d(2, 197, {}), "attn_sm90_197_tokens", opt);  // ViT's: not a multiple of 8
   {
     GraphBuilder b;
     b.graph().opset = 23;
@@ -257,8 +258,8 @@ TEST(GpuAttention, Sm90FmhaCausalPartialTilesAndPackedQkv) {
 // The sm_90a FMHA with an additive fp16 mask (MaskFusion): BERT's padding mask [B, 1, 1, S] as a
 // constant with finite values, a batch whose keys are all -inf (zeros: the fix-up step) and one
 // masked from key 130 on, over 200 keys (a partial last key tile); and a runtime mask per
-// (batch, head, query) of 4-D inputs with 72 queries (a partial query tile: rows past Sq must not
-// read the mask) and the op's own scale.
+// (batch, head, query) of 4-D inputs with 77 queries (a partial query tile, not a multiple of 8:
+// rows past Sq must not read the mask) and the op's own scale.
 TEST(GpuAttention, Sm90FmhaAdditiveMasks) {
   AOTC_REQUIRE_GPU();
   const DType t = DType::kFloat16;
@@ -285,8 +286,8 @@ TEST(GpuAttention, Sm90FmhaAdditiveMasks) {
     GraphBuilder b;
     b.graph().opset = 23;
     std::vector<ValueId> in;
-    for (const char* n : {"q", "k", "v"}) in.push_back(b.node("Abs", {b.input(n, {2, 3, 72, 64}, t)}));
-    in.push_back(b.input("mask", {2, 3, 72, 72}, t));
+    for (const char* n : {"q", "k", "v"}) in.push_back(b.node("Abs", {b.input(n, {2, 3, 77, 64}, t)}));
+    in.push_back(b.input("mask", {2, 3, 77, 77}, t));
     b.output(b.node("Neg", {b.node("Attention", in, {{"scale", f32(0.3f)}})}));
     run_case(b.graph(), "attn_sm90_runtime_mask_per_query", opt);
   }
