@@ -215,8 +215,7 @@ bool match_dense(const Ctx& c, int softmax_index, Match& m) {
 
 Expected<bool> fuse_attention(Graph& graph) {
   const OpRegistry& registry = default_registry();
-  const OpDef* attention = registry.find("Attention");
-  if (!attention || !attention->lower) return false;
+  if (!registry.find("Attention")) return false;
   bool changed = false;
   for (bool again = true; again;) {
     again = false;

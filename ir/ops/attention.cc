@@ -563,7 +563,7 @@ Lowering sm90_fmha_lowering(const Node& node, const Graph& graph, const AttnDims
           ? FusionChoice{"cutlass::fmha::collective::ResidualFusion",
                          "keys past the last whole 128-key tile masked (ResidualFusion)"}
           : FusionChoice{"cutlass::fmha::collective::DefaultFusion", "no mask (DefaultFusion)"};
-  const Layout m = a.has_mask ? a.mask : Layout{0, 0, 0};
+  const Layout& m = a.mask;  // {0, 0, 0} without a mask
   KernelStep k;
   k.template_name = "cutlass_fmha_sm90";
   k.holes = {{"comment", "fused attention (sm_90a) " + layout_comment(a) + " float16"},

@@ -206,9 +206,10 @@ TEST(GpuAttention, PackedQkvReadInPlaceWithCausalMask) {
   run_case(g, "attn_f16_packed_qkv_causal", opt);
 }
 
-// CUTLASS's sm_90a FMHA (templates/cutlass_fmha_sm90.cu.in: fp16, head dim 64, here without a mask:
-// causal; Q/K/V/Y in the library's own buffers, so Abs / Neg around the Attention): causal over
-// 128 keys; 200 keys (a partial last key tile) with the op's own scale; batch 3 of 4-D inputs with
+// CUTLASS's sm_90a FMHA (templates/cutlass_fmha_sm90.cu.in: fp16, head dim 64; masks are in
+// Sm90FmhaAdditiveMasks below; Q/K/V/Y in the library's own buffers, so Abs / Neg around the
+// Attention): causal over 128 keys; 200 keys (a partial last key tile) with the op's own scale;
+// 197 tokens (ViT's, not a multiple of 8); batch 3 of 4-D inputs with
 // 8 queries; a packed QKV projection split in place (K and V start 256 / 512 elements into its
 // rows: the pointers carry the offsets into the TMA descriptors).
 TEST(GpuAttention, Sm90FmhaCausalPartialTilesAndPackedQkv) {
