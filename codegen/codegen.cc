@@ -316,6 +316,20 @@ static void remove_stale_build_dirs() {
 
 namespace {
 
+// The kernel-cache key of a device file (codegen/kernel_cache.h): its text, nvcc's version and
+// command, and the headers it includes (CUTLASS's version where it uses CUTLASS).
+std::string device_file_key(const std::string& source, const std::string& nvcc_version,
+                            const std::string& cutlass_version, const std::vector<std::string>& nvcc_argv) {
+  return kernel_cache_key(source, nvcc_version, nvcc_argv,
+                          (source_uses_cutlass(source) ? cutlass_version : "") + included_device_headers(source));
+}
+
+// `nvcc --version`, or "" where it does not run (no cache then).
+std::string nvcc_version_text(const CodegenOptions& options) {
+  auto version = run_process({options.nvcc, "--version"});
+  return version.is_ok() && version->exit_code == 0 ? version->output : "";
+}
+
 HostSourceInfo host_source_info(const LibrarySources& sources, const Graph& graph, const CodegenOptions& options) {
   return {sources.prefix, options.archs, options.aotc_version, options.model_hash, graph.name,
           static_cast<int>(sources.device.size()), tune_matmuls_for(options.tune_matmuls, graph)};
@@ -338,9 +352,23 @@ Expected<LibrarySources> render_library_sources(const Graph& graph, const Memory
       graph, plan, options.registry ? *options.registry : default_registry());
   if (!program) return program.status();
   out.program = std::move(*program);
-  auto device = render_device_sources(
-      out.program, graph,
-      {options.aotc_version, options.model_hash, graph.name, &options.extra_templates, options.pdl});
+  DeviceSourceInfo device_info{options.aotc_version, options.model_hash, graph.name, &options.extra_templates,
+                               options.pdl, {}};
+  std::string nvcc_version;
+  const std::string cutlass_version = cutlass_headers_version(options.cutlass_include_dir);
+  if (!options.kernel_library_dirs.empty()) {
+    nvcc_version = nvcc_version_text(options);
+    if (!nvcc_version.empty())
+      device_info.standalone = [&](const std::string& file) {
+        if (options.add_to_kernel_library) return true;
+        const std::string key = device_file_key(file, nvcc_version, cutlass_version,
+                                                nvcc_command(options, out.prefix, 0, source_requires_sm90a(file)));
+        for (const std::string& d : options.kernel_library_dirs)
+          if (KernelCache(d).contains(key)) return true;
+        return false;
+      };
+  }
+  auto device = render_device_sources(out.program, graph, device_info);
   if (!device) return device.status();
   out.device = std::move(*device);
   const int files = static_cast<int>(out.device.size());
@@ -397,7 +425,6 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
   const std::string& prefix = rendered->prefix;
   LaunchProgram* program = &rendered->program;
   const std::vector<std::string>* device = &rendered->device;
-  const std::vector<bool>& needs_cutlass = rendered->needs_cutlass;
   const HostSources& host = rendered->host;
   const int files = static_cast<int>(device->size());
   std::set<std::string> functions;  // distinct __global__ functions (identical kernels share one)
@@ -489,26 +516,37 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
   std::vector<std::string> keys(static_cast<size_t>(files));
   std::vector<std::vector<std::string>> to_compile;
   std::vector<int> compiled_files;
-  if (!options.kernel_cache_dir.empty()) {
-    auto version = run_process({options.nvcc, "--version"});
-    stats.cache_enabled = version.is_ok() && version->exit_code == 0;
-    std::string cutlass_version = cutlass_headers_version(options.cutlass_include_dir);
-    for (int f = 0; stats.cache_enabled && f < files; ++f)
-      keys[static_cast<size_t>(f)] = kernel_cache_key(
-          (*device)[static_cast<size_t>(f)], version->output, nvcc_commands[static_cast<size_t>(f)],
-          (needs_cutlass[static_cast<size_t>(f)] ? cutlass_version : "") +
-              included_device_headers((*device)[static_cast<size_t>(f)]));
+  const bool libraries = !options.kernel_library_dirs.empty();
+  if (!options.kernel_cache_dir.empty() || libraries) {
+    const std::string version = nvcc_version_text(options);
+    stats.cache_enabled = !version.empty() && !options.kernel_cache_dir.empty();
+    const std::string cutlass_version = cutlass_headers_version(options.cutlass_include_dir);
+    for (int f = 0; !version.empty() && f < files; ++f)
+      keys[static_cast<size_t>(f)] = device_file_key((*device)[static_cast<size_t>(f)], version, cutlass_version,
+                                                     nvcc_commands[static_cast<size_t>(f)]);
   }
   for (int f = 0; f < files; ++f) {
-    if (stats.cache_enabled &&
-        cache.fetch(keys[static_cast<size_t>(f)], (dir / fatbin_file(prefix, f)).string())) {
+    const std::string& key = keys[static_cast<size_t>(f)];
+    const std::string fatbin = (dir / fatbin_file(prefix, f)).string();
+    if (stats.cache_enabled && cache.fetch(key, fatbin)) {
       ++stats.cache_hits;
+      continue;
+    }
+    bool from_library = false;
+    if (!key.empty() && is_kernel_library_file((*device)[static_cast<size_t>(f)]))
+      for (const std::string& d : options.kernel_library_dirs)
+        if (!from_library && KernelCache(d).fetch(key, fatbin)) from_library = true;
+    if (from_library) {
+      ++stats.library_hits;
       continue;
     }
     to_compile.push_back(nvcc_commands[static_cast<size_t>(f)]);
     compiled_files.push_back(f);
   }
   stats.cache_misses = stats.cache_enabled ? static_cast<int>(to_compile.size()) : 0;
+  if (stats.library_hits > 0 || options.add_to_kernel_library)
+    report("kernel library: " + std::to_string(stats.library_hits) + " kernel file(s) from " +
+           options.kernel_library_dirs.front() + (stats.library_hits > 0 && options.kernel_library_dirs.size() > 1 ? " and others" : ""));
   int parallel = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   std::string cache_note =
       stats.cache_enabled ? "; kernel cache: " + std::to_string(stats.cache_hits) + " hit(s), " +
@@ -552,6 +590,14 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
         render_host_sources(*program, graph, host_source_info(*rendered, graph, options)).model_c;
     AOTC_RETURN_IF_ERROR(write_text(dir / model_c_file(prefix), model_c));
     AOTC_RETURN_IF_ERROR(emit({model_c_file(prefix)}));
+  }
+  for (int f : compiled_files) {
+    const std::string& key = keys[static_cast<size_t>(f)];
+    if (!options.add_to_kernel_library || key.empty() || !is_kernel_library_file((*device)[static_cast<size_t>(f)]))
+      continue;
+    Status s = KernelCache(options.kernel_library_dirs.front()).store(key, (dir / fatbin_file(prefix, f)).string());
+    if (!s.is_ok()) return Status::error("kernel library: " + s.message());
+    ++stats.library_added;
   }
   for (int f : compiled_files) {
     if (!stats.cache_enabled) break;

@@ -35,6 +35,15 @@ struct CodegenOptions {
   std::string cutlass_include_dir;
   // nvcc output cache (codegen/kernel_cache.h); "" = no cache (--no-cache).
   std::string kernel_cache_dir;
+  // Kernel libraries: read-only folders in the cache's format holding fatbins of heavy (CUTLASS
+  // 3.x) kernels, each compiled alone from a file that names nothing of a model
+  // (codegen/device_source.h: kernel_library_file), e.g. the one tools/build_kernel_library.sh
+  // installs. A heavy kernel a library holds gets that file of its own and its fatbin is copied
+  // instead of compiled; the others are compiled together as before. With
+  // add_to_kernel_library, every heavy kernel gets a file of its own and the fatbins compiled for
+  // them are added to the first folder (a build that populates the library).
+  std::vector<std::string> kernel_library_dirs;
+  bool add_to_kernel_library = false;
   std::string model_hash;                  // provenance: hash of the model file
   std::string aotc_version;
   std::function<void(const std::string&)> progress;  // one line per long step
@@ -69,6 +78,8 @@ struct CodegenStats {
   bool cache_enabled = false;  // a cache dir was given and `nvcc --version` ran
   int cache_hits = 0;          // device files whose fatbin came from the cache
   int cache_misses = 0;        // device files compiled by nvcc
+  int library_hits = 0;        // device files whose fatbin came from a kernel library
+  int library_added = 0;       // fatbins added to the kernel library (add_to_kernel_library)
   double host_cc_seconds = 0;
   // The compile-time params builder (codegen/host_params.h): compile (or cache hit) and run.
   int host_params_kernels = 0;

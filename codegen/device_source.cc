@@ -6,6 +6,7 @@
 
 #include "codegen/embedded_files.h"
 #include "codegen/identifiers.h"
+#include "codegen/sha256.h"
 #include "codegen/template_renderer.h"
 
 namespace aotc {
@@ -23,7 +24,13 @@ struct UniqueKernel {
   std::string name;                   // the first kernel's name: the __global__ function
   std::string code;                   // rendered under that name
   std::vector<std::string> comments;  // one per kernel it covers
+  std::string standalone;             // a kernel-library file of its own (kernel_library_file), or ""
 };
+
+bool uses_small_dtype_helpers(const std::string& code) {
+  return code.find("aotc_sf_") != std::string::npos || code.find("aotc_si_") != std::string::npos ||
+         code.find("aotc_saturate_ll") != std::string::npos;
+}
 
 // A rough relative cost of compiling a rendered kernel with nvcc (an ordering for the balance
 // below, not a time). nvcc 13 on the 2-core machine, one file at a time (docs/results.md,
@@ -64,7 +71,30 @@ Expected<std::string> render_kernel(const ProgramKernel& k, const Graph& graph,
   return rendered;
 }
 
+const char* const kKernelLibraryFileHeader = "// aotc kernel library file v1\n";
+
 }  // namespace
+
+bool is_kernel_library_file(const std::string& source) {
+  return source.rfind(kKernelLibraryFileHeader, 0) == 0;
+}
+
+std::string kernel_library_file(const std::string& code, const std::string& common) {
+  std::string out = kKernelLibraryFileHeader;
+  out +=
+      "// A kernel-library file of aotc (codegen/device_source.h): one kernel, named by a hash of its\n"
+      "// code, nothing of the model it was first compiled for. Do not edit: regenerate with aotc.\n\n";
+  out += common;
+  if (uses_small_dtype_helpers(code)) {
+    const EmbeddedFile* helpers = find_embedded_file("templates/small_dtypes.cuh");
+    out += "\n";
+    out += helpers ? helpers->text() : std::string("#error templates/small_dtypes.cuh is not embedded\n");
+  }
+  out += "\n";
+  out += code;
+  if (out.back() != '\n') out += '\n';
+  return out;
+}
 
 Expected<std::vector<std::string>> render_device_sources(LaunchProgram& program, const Graph& graph,
                                                          const DeviceSourceInfo& info) {
@@ -81,13 +111,31 @@ Expected<std::vector<std::string>> render_device_sources(LaunchProgram& program,
     if (fresh) {
       auto code = render_kernel(k, graph, k.name, false, info.extra_templates);
       if (!code) return code.status();
-      unique.push_back({k.name, *code, {}});
+      unique.push_back({k.name, *code, {}, {}});
+      // A heavy kernel the kernel library holds (or is to hold) gets a file of its own whose text
+      // depends on nothing of the model: named by a hash of its code, without the node comments.
+      if (info.standalone && compile_weight(*code) >= kHeavyCompileWeight) {
+        Sha256 h;
+        h.update(key->data(), key->size());
+        const std::string name = "aotc_lib_" + h.hex_digest().substr(0, 20);
+        auto lib_code = render_kernel(k, graph, name, true, info.extra_templates);
+        if (!lib_code) return lib_code.status();
+        std::string file = kernel_library_file(*lib_code, common->text());
+        if (info.standalone(file)) {
+          unique.back().name = name;
+          unique.back().code = *lib_code;
+          unique.back().standalone = std::move(file);
+        }
+      }
     }
     unique_of[i] = it->second;
     unique[static_cast<size_t>(it->second)].comments.push_back(k.name + ": " + k.comment);
   }
-  int files = std::clamp((static_cast<int>(unique.size()) + kKernelsPerDeviceFile - 1) / kKernelsPerDeviceFile,
-                         1, kMaxDeviceFiles);
+  int grouped = 0;
+  for (const UniqueKernel& u : unique) grouped += u.standalone.empty() ? 1 : 0;
+  int files = grouped == 0 && !unique.empty()
+                  ? 0
+                  : std::clamp((grouped + kKernelsPerDeviceFile - 1) / kKernelsPerDeviceFile, 1, kMaxDeviceFiles);
   // Files compile in parallel, so their nvcc times should be even: heaviest kernels first, each to
   // the least loaded file (ties: the lowest index; with equal weights this is u % files). The
   // CUTLASS 3.x kernels all go to one file: most of their cost is parsing the same headers, which
@@ -105,7 +153,11 @@ Expected<std::vector<std::string>> render_device_sources(LaunchProgram& program,
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return weight[a] > weight[b]; });
     std::vector<int64_t> load(static_cast<size_t>(files), 0);
     int heavy_file = -1;
+    int next_standalone = files;  // kernel-library files come after the grouped ones
+    for (size_t u : order)
+      if (!unique[u].standalone.empty()) file_of[u] = next_standalone++;
     for (size_t u : order) {
+      if (!unique[u].standalone.empty()) continue;
       const int64_t w = weight[u];
       int f = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
       if (w >= kHeavyCompileWeight) {
@@ -125,7 +177,11 @@ Expected<std::vector<std::string>> render_device_sources(LaunchProgram& program,
     program.kernels[i].pdl = info.pdl != PdlMode::kOff &&
                              unique[static_cast<size_t>(u)].code.find("AOTC_PDL_ENTER();") != std::string::npos;
   }
-  std::vector<std::string> sources(static_cast<size_t>(files));
+  int standalone_files = 0;
+  for (const UniqueKernel& u : unique) standalone_files += u.standalone.empty() ? 0 : 1;
+  std::vector<std::string> sources(static_cast<size_t>(files + standalone_files));
+  for (size_t u = 0; u < unique.size(); ++u)
+    if (!unique[u].standalone.empty()) sources[static_cast<size_t>(file_of[u])] = unique[u].standalone;
   for (int f = 0; f < files; ++f) {
     std::string& out = sources[static_cast<size_t>(f)];
     int count = 0;
@@ -141,9 +197,7 @@ Expected<std::vector<std::string>> render_device_sources(LaunchProgram& program,
     // their kernel-cache keys, stay as they were).
     bool small = false;
     for (size_t u = 0; u < unique.size(); ++u)
-      small = small || (file_of[u] == f && (unique[u].code.find("aotc_sf_") != std::string::npos ||
-                                            unique[u].code.find("aotc_si_") != std::string::npos ||
-                                            unique[u].code.find("aotc_saturate_ll") != std::string::npos));
+      small = small || (file_of[u] == f && uses_small_dtype_helpers(unique[u].code));
     if (small) {
       const EmbeddedFile* helpers = find_embedded_file("templates/small_dtypes.cuh");
       if (!helpers) return Status::error("internal: templates/small_dtypes.cuh is not embedded");

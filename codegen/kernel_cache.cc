@@ -40,6 +40,28 @@ std::string default_kernel_cache_dir() {
   return "";
 }
 
+std::vector<std::string> default_kernel_library_dirs() {
+  const char* env = std::getenv("AOTC_KERNEL_LIBRARY");
+  if (env) {  // set (even empty: no library)
+    std::vector<std::string> out;
+    std::string s = env;
+    size_t start = 0;
+    while (start <= s.size()) {
+      size_t colon = s.find(':', start);
+      if (colon == std::string::npos) colon = s.size();
+      if (colon > start) out.push_back(s.substr(start, colon - start));
+      start = colon + 1;
+    }
+    return out;
+  }
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  const fs::path lib = exe.parent_path().parent_path() / "share" / "aotc" / "kernels";
+  if (fs::is_directory(lib, ec)) return {lib.string()};
+  return {};
+}
+
 std::string kernel_cache_key(const std::string& source, const std::string& nvcc_version,
                              const std::vector<std::string>& nvcc_argv,
                              const std::string& headers_version) {
@@ -66,6 +88,12 @@ std::string kernel_cache_key(const std::string& source, const std::string& nvcc_
 
 std::string KernelCache::path(const std::string& key) const {
   return (fs::path(dir_) / (key + ".fatbin")).string();
+}
+
+bool KernelCache::contains(const std::string& key) const {
+  if (dir_.empty()) return false;
+  std::error_code ec;
+  return fs::is_regular_file(path(key), ec) && fs::file_size(path(key), ec) > 0 && !ec;
 }
 
 bool KernelCache::fetch(const std::string& key, const std::string& dest) const {

@@ -17,6 +17,12 @@ namespace aotc {
 // $XDG_CACHE_HOME/aotc, else $HOME/.cache/aotc; "" when neither variable is set.
 std::string default_kernel_cache_dir();
 
+// The kernel libraries aotc reads by default (CodegenOptions::kernel_library_dirs; the same
+// format as the cache): $AOTC_KERNEL_LIBRARY's colon-separated folders where it is set (set and
+// empty: none), else <the folder of aotc's executable>/../share/aotc/kernels where that exists
+// (tools/build_kernel_library.sh installs it there).
+std::vector<std::string> default_kernel_library_dirs();
+
 // The key (64 hex digits). `nvcc_argv` is the full command: argv[0], the `-o` value, the input
 // file (the last argument) and the values of -I are left out (paths differ between runs; what is
 // behind an -I is covered by `headers_version`).
@@ -30,6 +36,8 @@ class KernelCache {
   const std::string& dir() const { return dir_; }
   // Copies the entry to `dest` (through a temp file next to it); false on a miss or any error.
   bool fetch(const std::string& key, const std::string& dest) const;
+  // Whether an entry for `key` is there (a non-empty file); a later fetch may still miss.
+  bool contains(const std::string& key) const;
   // Stores `src` under `key`: temp file in the cache dir, then rename(). Creates the directory.
   Status store(const std::string& key, const std::string& src) const;
 

@@ -465,6 +465,8 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   cg.cuda_include_dir = slash == std::string::npos ? "/usr/local/cuda/include" : o.nvcc.substr(0, slash) + "/../include";
   cg.host_cc = o.host_cc;
   if (!o.no_cache) cg.kernel_cache_dir = o.cache_dir.empty() ? default_kernel_cache_dir() : o.cache_dir;
+  if (!o.no_kernel_library) cg.kernel_library_dirs = o.kernel_library_dirs.empty() ? default_kernel_library_dirs() : o.kernel_library_dirs;
+  cg.add_to_kernel_library = o.add_to_kernel_library;
   cg.cutlass_include_dir = *cutlass;
   cg.pdl = o.pdl;
   cg.tune_matmuls = o.tune_matmuls == "on"    ? CodegenOptions::TuneMatmuls::kOn
@@ -478,11 +480,11 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   report.codegen = *cstats;
   report.have_codegen = true;
   report.total_s = seconds_since(t_start);
-  std::snprintf(buf, sizeof(buf), "codegen: %d kernels, %d matmul calls, %lld weight bytes; render %.2f s, compile-time params %.2f s (%d kernel(s)%s), nvcc %.2f s (cache %d hit(s), %d miss(es)), host cc %.2f s",
+  std::snprintf(buf, sizeof(buf), "codegen: %d kernels, %d matmul calls, %lld weight bytes; render %.2f s, compile-time params %.2f s (%d kernel(s)%s), nvcc %.2f s (cache %d hit(s), %d miss(es); kernel library %d hit(s), %d added), host cc %.2f s",
                 cstats->kernels, cstats->matmul_calls, static_cast<long long>(cstats->weight_bytes),
                 cstats->render_seconds, cstats->host_params_seconds, cstats->host_params_kernels,
                 cstats->host_params_cache_hit ? ", cached" : "", cstats->nvcc_seconds, cstats->cache_hits,
-                cstats->cache_misses, cstats->host_cc_seconds);
+                cstats->cache_misses, cstats->library_hits, cstats->library_added, cstats->host_cc_seconds);
   progress(buf);
   std::string where = o.output_path.empty() ? o.emit_source_dir : o.output_path;
   std::snprintf(buf, sizeof(buf), "wrote %s in %.2f s total", escape_for_message(where).c_str(), report.total_s);

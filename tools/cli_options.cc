@@ -521,6 +521,17 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
     } else if (opt == "--no-cache") {
       if (cur.has_inline_value()) return cur.usage("option --no-cache takes no value");
       o.no_cache = true;
+    } else if (opt == "--kernel-library") {
+      std::string dir;
+      AOTC_TAKE(dir);
+      if (dir.empty()) return cur.usage("--kernel-library needs a directory");
+      o.kernel_library_dirs.push_back(dir);
+    } else if (opt == "--add-to-kernel-library") {
+      if (cur.has_inline_value()) return cur.usage("option --add-to-kernel-library takes no value");
+      o.add_to_kernel_library = true;
+    } else if (opt == "--no-kernel-library") {
+      if (cur.has_inline_value()) return cur.usage("option --no-kernel-library takes no value");
+      o.no_kernel_library = true;
     } else if (opt == "--cutlass-dir") {
       AOTC_TAKE(o.cutlass_dir);
       if (o.cutlass_dir.empty()) return cur.usage("--cutlass-dir needs a directory");
@@ -564,6 +575,10 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
     return cur.usage("--calib and --calib-cache are for --precision int8 (or `aotc calibrate`)");
   if (o.precision != "int8" && o.sensitivity)
     return cur.usage("--accuracy-budget and --sensitivity are for --precision int8 (or `aotc calibrate`)");
+  if (o.no_kernel_library && (!o.kernel_library_dirs.empty() || o.add_to_kernel_library))
+    return cur.usage("--no-kernel-library contradicts --kernel-library / --add-to-kernel-library");
+  if (o.add_to_kernel_library && o.kernel_library_dirs.empty())
+    return cur.usage("--add-to-kernel-library needs --kernel-library DIR (the library to add to)");
   if (o.output_path.empty() && o.emit_source_dir.empty()) {
     return cur.usage("no output given; pass -o libNAME.so (or --emit-source DIR)");
   }

@@ -80,6 +80,11 @@ struct AotcOptions {
   std::string host_cc;                 // --host-cc, else $CC, else "cc"
   std::string cache_dir;               // --cache-dir, else default_kernel_cache_dir()
   bool no_cache = false;               // --no-cache
+  // --kernel-library DIR (repeatable), else $AOTC_KERNEL_LIBRARY, else <aotc's folder>/../share/aotc/kernels
+  // where it exists; --no-kernel-library: none. --add-to-kernel-library adds to the first.
+  std::vector<std::string> kernel_library_dirs;
+  bool add_to_kernel_library = false;
+  bool no_kernel_library = false;
   std::string cutlass_dir;             // --cutlass-dir, else $CUTLASS_DIR, else pip nvidia-cutlass
   bool quiet = false;
   // aotc calibrate (issue 8): --calib DIR, --calibrator NAME, --percentile P, --calib-cache FILE,

@@ -224,6 +224,13 @@ options:
   --cache-dir DIR          nvcc output cache (default $XDG_CACHE_HOME/aotc, else ~/.cache/aotc);
                            keyed by the .cu source, nvcc --version, nvcc flags, CUTLASS version
   --no-cache               always run nvcc; read and write no cache
+  --kernel-library DIR     a kernel library to read (repeatable): fatbins of CUTLASS 3.x kernels
+                           compiled once, model-independent (default $AOTC_KERNEL_LIBRARY, else
+                           <aotc's folder>/../share/aotc/kernels if it exists; made by
+                           tools/build_kernel_library.sh); a kernel it holds is not compiled
+  --add-to-kernel-library  compile each CUTLASS 3.x kernel alone and add it to the first
+                           --kernel-library DIR
+  --no-kernel-library      read no kernel library
   --cutlass-dir DIR        CUTLASS headers (DIR/cutlass/cutlass.h or DIR/include/...) for models
                            that need them (default $CUTLASS_DIR, else pip package nvidia-cutlass)
   -q, --quiet              no progress lines

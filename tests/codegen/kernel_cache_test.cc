@@ -89,6 +89,35 @@ TEST(KernelCache, DefaultDirFollowsXdgThenHome) {
   if (old_home) setenv("HOME", saved_home.c_str(), 1);
 }
 
+// $AOTC_KERNEL_LIBRARY's folders where it is set (set and empty: none); else the folder beside
+// the executable's, only where it exists (this test binary has none beside it).
+TEST(KernelCache, DefaultKernelLibraryDirs) {
+  const char* old = std::getenv("AOTC_KERNEL_LIBRARY");
+  const std::string saved = old ? old : "";
+  setenv("AOTC_KERNEL_LIBRARY", "/a/lib::/b/lib", 1);
+  EXPECT_EQ(default_kernel_library_dirs(), (std::vector<std::string>{"/a/lib", "/b/lib"}));
+  setenv("AOTC_KERNEL_LIBRARY", "", 1);
+  EXPECT_TRUE(default_kernel_library_dirs().empty());
+  unsetenv("AOTC_KERNEL_LIBRARY");
+  std::error_code ec;
+  const fs::path beside = fs::read_symlink("/proc/self/exe", ec).parent_path().parent_path() / "share" / "aotc" / "kernels";
+  EXPECT_EQ(default_kernel_library_dirs().empty(), !fs::is_directory(beside, ec));
+  if (old) setenv("AOTC_KERNEL_LIBRARY", saved.c_str(), 1);
+}
+
+TEST(KernelCache, ContainsOnlyNonEmptyEntries) {
+  fs::path dir = fresh_dir("contains");
+  KernelCache cache((dir / "cache").string());
+  EXPECT_FALSE(cache.contains("k"));
+  std::ofstream(dir / "src", std::ios::binary) << "fatbin";
+  ASSERT_TRUE(cache.store("k", (dir / "src").string()).is_ok());
+  EXPECT_TRUE(cache.contains("k"));
+  EXPECT_FALSE(cache.contains("other"));
+  std::ofstream(dir / "cache" / "empty.fatbin", std::ios::binary);
+  EXPECT_FALSE(cache.contains("empty"));
+  EXPECT_FALSE(KernelCache("").contains("k"));
+}
+
 TEST(KernelCache, ConcurrentWritersAndReadersSeeWholeEntries) {
   fs::path dir = fresh_dir("concurrent");
   const size_t kBytes = 1 << 20;

@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
+#include <functional>
 
 #include "codegen/codegen.h"
 #include "codegen/cutlass_dir.h"
+#include "codegen/device_source.h"
 #include "codegen/host_params.h"
 #include "codegen/launch_program.h"
 #include "codegen_test_util.h"
@@ -372,6 +375,111 @@ TEST(WgmmaConv, HostProgramRecordsAndSm90aLibraryBuild) {
   Graph again = *g;
   const std::string sources = test::compile_block_sources(again, test::linear_plan(again), {"sm_90"}, include, "wgmma");
   EXPECT_NE(sources.find("AOTC_REQUIRES_SM90A"), std::string::npos);
+}
+
+// The kernel library (CodegenOptions::kernel_library_dirs, codegen/device_source.h): a heavy
+// (CUTLASS 3.x) kernel gets a file of its own only where the library says it holds that file;
+// the file names nothing of the model (the same text for another model with the same kernel), and
+// the other kernels stay in the grouped file.
+TEST(KernelLibrary, HeavyKernelsGetModelFreeFilesOnlyWhereTheLibraryHoldsThem) {
+  auto render = [](Graph& g, const std::function<bool(const std::string&)>& standalone, LaunchProgram* out) {
+    auto program = build_launch_program(g, test::linear_plan(g), default_registry());
+    EXPECT_TRUE(program.is_ok()) << program.status().message();
+    if (!program.is_ok()) return std::vector<std::string>{};
+    DeviceSourceInfo info{"test", "hash-" + g.name, g.name, nullptr, PdlMode::kOff, standalone};
+    auto sources = render_device_sources(*program, g, info);
+    EXPECT_TRUE(sources.is_ok()) << sources.status().message();
+    *out = std::move(*program);
+    return sources.is_ok() ? *sources : std::vector<std::string>{};
+  };
+  auto g = two_convs({"sm_90"});
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  g->name = "first_model";
+  LaunchProgram plain, declined, held;
+  const std::vector<std::string> base = render(*g, nullptr, &plain);
+  ASSERT_EQ(base.size(), 1u);
+  ASSERT_EQ(wgmma_kernels(plain).size(), 1u);
+  const std::string grouped_name = wgmma_kernels(plain)[0]->function;
+  // The library does not hold it: nothing changes.
+  int asked = 0;
+  EXPECT_EQ(render(*g, [&](const std::string&) { return ++asked, false; }, &declined), base);
+  EXPECT_EQ(asked, 1);  // only the heavy kernel is offered
+  EXPECT_EQ(wgmma_kernels(declined)[0]->function, grouped_name);
+  // It does: a file of its own, after the grouped one.
+  std::string offered;
+  const std::vector<std::string> with = render(*g, [&](const std::string& f) { offered = f; return true; }, &held);
+  ASSERT_EQ(with.size(), 2u);
+  EXPECT_EQ(with[1], offered);
+  EXPECT_TRUE(is_kernel_library_file(with[1]));
+  EXPECT_FALSE(is_kernel_library_file(with[0]));
+  EXPECT_FALSE(is_kernel_library_file(base[0]));
+  const ProgramKernel& k = *wgmma_kernels(held)[0];
+  EXPECT_EQ(k.module, 1);
+  EXPECT_EQ(k.function.rfind("aotc_lib_", 0), 0u) << k.function;
+  EXPECT_NE(with[1].find(k.function + "("), std::string::npos);
+  EXPECT_NE(with[1].find("cute/tensor.hpp"), std::string::npos);
+  EXPECT_EQ(with[0].find("cute/tensor.hpp"), std::string::npos);  // the CUTLASS 2.x conv2 stays grouped
+  for (const char* model_text : {"first_model", "conv1", "hash-", "clip"})
+    EXPECT_EQ(with[1].find(model_text), std::string::npos) << model_text;
+  for (const ProgramKernel& other : held.kernels) {
+    if (&other != &k) {
+      EXPECT_EQ(other.module, 0);
+    }
+  }
+  // Another model with the same convolution under other names: the same library file.
+  auto g2 = two_convs({"sm_90"});
+  ASSERT_TRUE(g2.is_ok());
+  g2->name = "second_model";
+  for (Node& n : g2->nodes) n.name = "renamed_" + n.name;
+  LaunchProgram held2;
+  const std::vector<std::string> with2 = render(*g2, [](const std::string&) { return true; }, &held2);
+  ASSERT_EQ(with2.size(), 2u);
+  EXPECT_EQ(with2[1], with[1]);
+  EXPECT_NE(with2[0], with[0]);  // the grouped file names its model
+}
+
+// Added to a library by one build, read by the next instead of compiled (nvcc, CUTLASS): the
+// second build compiles only the grouped file, and both emit the same kernel-library source.
+TEST(KernelLibrary, AddedByOneBuildReadByTheNext) {
+  AOTC_REQUIRE_CUTLASS_BUILD(include);
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("aotc-klib-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  auto build = [&](const std::string& tag, bool add, const std::string& cache) -> Expected<CodegenStats> {
+    auto g = two_convs({"sm_90"});
+    if (!g) return g.status();
+    g->name = tag;
+    CodegenOptions o;
+    o.name = "block";
+    o.output_path = (dir / tag / "libblock.so").string();
+    o.emit_source_dir = (dir / tag / "src").string();
+    o.nvcc = test::find_nvcc();
+    o.archs = {"sm_90"};
+    o.aotc_version = "test";
+    o.cutlass_include_dir = include;
+    o.kernel_cache_dir = cache;
+    o.kernel_library_dirs = {(dir / "library").string()};
+    o.add_to_kernel_library = add;
+    fs::create_directories(dir / tag);
+    return compile_library(*g, test::linear_plan(*g), o);
+  };
+  auto first = build("adds", true, "");
+  ASSERT_TRUE(first.is_ok()) << first.status().message();
+  EXPECT_EQ(first->library_added, 1);
+  EXPECT_EQ(first->library_hits, 0);
+  int entries = 0;
+  for (const auto& e : fs::directory_iterator(dir / "library")) entries += e.path().extension() == ".fatbin" ? 1 : 0;
+  EXPECT_EQ(entries, 1);
+  auto second = build("reads", false, (dir / "empty_cache").string());
+  ASSERT_TRUE(second.is_ok()) << second.status().message();
+  EXPECT_EQ(second->library_hits, 1);
+  EXPECT_EQ(second->library_added, 0);
+  EXPECT_EQ(second->cache_hits, 0);
+  EXPECT_EQ(second->cache_misses, 1);  // the grouped file only
+  EXPECT_TRUE(fs::exists(dir / "reads" / "libblock.so"));
+  EXPECT_EQ(test::read_file(dir / "adds" / "src" / "block_dev1.cu"), test::read_file(dir / "reads" / "src" / "block_dev1.cu"));
+  EXPECT_TRUE(is_kernel_library_file(test::read_file(dir / "reads" / "src" / "block_dev1.cu")));
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -374,5 +374,29 @@ TEST(AotcArgs, KernelCacheAndCutlassOptions) {
     EXPECT_NE(aotc_usage().find(opt), std::string::npos) << opt;
 }
 
+TEST(CliOptions, KernelLibraryOptions) {
+  auto plain = parse_aotc_args({"m.onnx", "-o", "libm.so"});
+  ASSERT_TRUE(plain.is_ok());
+  EXPECT_TRUE(plain->kernel_library_dirs.empty());
+  EXPECT_FALSE(plain->add_to_kernel_library);
+  EXPECT_FALSE(plain->no_kernel_library);
+  auto two = parse_aotc_args({"m.onnx", "-o", "libm.so", "--kernel-library", "/a", "--kernel-library=/b",
+                              "--add-to-kernel-library"});
+  ASSERT_TRUE(two.is_ok()) << two.status().message();
+  EXPECT_EQ(two->kernel_library_dirs, (std::vector<std::string>{"/a", "/b"}));
+  EXPECT_TRUE(two->add_to_kernel_library);
+  auto off = parse_aotc_args({"m.onnx", "-o", "libm.so", "--no-kernel-library"});
+  ASSERT_TRUE(off.is_ok());
+  EXPECT_TRUE(off->no_kernel_library);
+  auto add_alone = parse_aotc_args({"m.onnx", "-o", "libm.so", "--add-to-kernel-library"});
+  ASSERT_FALSE(add_alone.is_ok());
+  EXPECT_NE(add_alone.status().message().find("needs --kernel-library"), std::string::npos);
+  EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--no-kernel-library", "--kernel-library", "/a"}).is_ok());
+  EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--kernel-library="}).is_ok());
+  EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--add-to-kernel-library=1", "--kernel-library", "/a"}).is_ok());
+  for (const char* opt : {"--kernel-library", "--add-to-kernel-library", "--no-kernel-library", "AOTC_KERNEL_LIBRARY"})
+    EXPECT_NE(aotc_usage().find(opt), std::string::npos) << opt;
+}
+
 }  // namespace
 }  // namespace aotc
