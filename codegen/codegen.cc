@@ -584,6 +584,8 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
   if (!host_params) return host_params.status();
   stats.host_params_kernels = host_params->kernels;
   stats.host_params_cache_hit = host_params->cache_hit;
+  stats.host_params_library_hits = host_params->library_hits;
+  stats.host_params_library_added = host_params->library_added;
   stats.host_params_seconds = host_params->seconds;
   if (host_params->kernels > 0) {
     const std::string model_c =

@@ -84,6 +84,8 @@ struct CodegenStats {
   // The compile-time params builder (codegen/host_params.h): compile (or cache hit) and run.
   int host_params_kernels = 0;
   bool host_params_cache_hit = false;
+  int host_params_library_hits = 0;   // builder programs copied from a kernel library
+  int host_params_library_added = 0;  // builder programs added to it
   double host_params_seconds = 0;
   // The launch sequence, one entry per step as the profiling extension numbers them: its label,
   // kind ("kernel", "matmul", "copy"), the function a kernel step launches (an identical earlier

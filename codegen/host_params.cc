@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -39,6 +40,16 @@ std::vector<ProgramKernel*> host_params_kernels(LaunchProgram& program) {
     if (k.host_params) out.push_back(&k);
   return out;
 }
+
+std::vector<const ProgramKernel*> host_params_kernels(const LaunchProgram& program) {
+  std::vector<const ProgramKernel*> out;
+  for (const ProgramKernel& k : program.kernels)
+    if (k.host_params) out.push_back(&k);
+  return out;
+}
+
+// A kernel-library kernel (codegen/device_source.h: its function is named by a hash of its code).
+bool is_library_function(const std::string& function) { return function.rfind("aotc_lib_", 0) == 0; }
 
 Status write_text_file(const fs::path& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);
@@ -107,10 +118,11 @@ Status check_kernel_result(const ProgramKernel& k) {
 
 }  // namespace
 
-std::string host_params_program_source(const LaunchProgram& program) {
+std::string host_params_program_source(const std::vector<const ProgramKernel*>& kernels) {
   std::string out;
   std::set<std::string> seen;
-  for (const ProgramKernel& k : program.kernels) {
+  for (const ProgramKernel* kp : kernels) {
+    const ProgramKernel& k = *kp;
     if (!k.host_params || !seen.insert(k.function).second) continue;
     if (out.empty())
       out = "// The compile-time params builder of this model's host-params library kernels\n"
@@ -126,9 +138,14 @@ std::string host_params_program_source(const LaunchProgram& program) {
   return out;
 }
 
-std::string host_params_program_input(const LaunchProgram& program) {
+std::string host_params_program_source(const LaunchProgram& program) {
+  return host_params_program_source(host_params_kernels(program));
+}
+
+std::string host_params_program_input(const std::vector<const ProgramKernel*>& kernels) {
   std::string out;
-  for (const ProgramKernel& k : program.kernels) {
+  for (const ProgramKernel* kp : kernels) {
+    const ProgramKernel& k = *kp;
     if (!k.host_params) continue;
     out += k.function + " " + std::to_string(k.args.size()) + " " + std::to_string(k.builder_args.size());
     for (int64_t v : k.builder_args) out += " " + std::to_string(v);
@@ -137,8 +154,15 @@ std::string host_params_program_input(const LaunchProgram& program) {
   return out;
 }
 
+std::string host_params_program_input(const LaunchProgram& program) {
+  return host_params_program_input(host_params_kernels(program));
+}
+
 Status parse_host_params_output(const std::string& text, LaunchProgram& program) {
-  std::vector<ProgramKernel*> kernels = host_params_kernels(program);
+  return parse_host_params_output(text, host_params_kernels(program));
+}
+
+Status parse_host_params_output(const std::string& text, const std::vector<ProgramKernel*>& kernels) {
   std::istringstream lines(text);
   std::string line;
   size_t next = 0;
@@ -207,12 +231,20 @@ Status check_host_params_headers(const LaunchProgram& program, const std::string
                        "CUTLASS checkout has it; --conv-wgmma off does without)");
 }
 
+namespace {
+
+std::vector<const ProgramKernel*> const_kernels(const std::vector<ProgramKernel*>& kernels) {
+  return std::vector<const ProgramKernel*>(kernels.begin(), kernels.end());
+}
+
+}  // namespace
+
 Expected<HostParamsStats> build_host_params(LaunchProgram& program, const CodegenOptions& options) {
   HostParamsStats stats;
-  const std::string source = host_params_program_source(program);
-  if (source.empty()) return stats;
+  const std::vector<ProgramKernel*> all = host_params_kernels(program);
+  if (all.empty()) return stats;
   const auto t0 = std::chrono::steady_clock::now();
-  stats.kernels = static_cast<int>(host_params_kernels(program).size());
+  stats.kernels = static_cast<int>(all.size());
   AOTC_RETURN_IF_ERROR(check_host_params_headers(program, options.cutlass_include_dir));
 
   ScopedDir tmp;
@@ -227,51 +259,111 @@ Expected<HostParamsStats> build_host_params(LaunchProgram& program, const Codege
     AOTC_RETURN_IF_ERROR(write_text_file(dir / name, f->text()));
     headers += std::string("\n") + name + "\n" + f->text();
   }
-  AOTC_RETURN_IF_ERROR(write_text_file(dir / "host_params.cu", source));
-  AOTC_RETURN_IF_ERROR(write_text_file(dir / "host_params.in", host_params_program_input(program)));
-
+  std::string nvcc_version;
+  if (!options.kernel_cache_dir.empty() || !options.kernel_library_dirs.empty()) {
+    auto version = run_process({options.nvcc, "--version"});
+    if (version.is_ok() && version->exit_code == 0) nvcc_version = version->output;
+  }
   // Host code only (its templates define no __global__ under AOTC_HOST_PARAMS); -O1 is plenty for
   // a program that builds a few structs (-O0 measured slower to compile: 93 s against 34 s here).
-  // One device pass: -arch=sm_90a also runs cicc for compute_90 over the whole translation unit
-  // (ResNet-50's builder: 40.9 -> 34.2 s on this 2-core machine, the same params).
-  std::vector<std::string> argv = {options.nvcc, "-std=c++17", "--expt-relaxed-constexpr", "-O1", "-DNDEBUG",
-                                   "-gencode", "arch=compute_90a,code=sm_90a", "-I" + dir.string(),
-                                   "-I" + options.cutlass_include_dir};
-  for (const std::string& d : cutlass_extra_include_dirs(options.cutlass_include_dir)) argv.push_back("-I" + d);
-  argv.insert(argv.end(), {"-o", (dir / "host_params").string(), (dir / "host_params.cu").string()});
+  // One device pass (-arch=sm_90a alone), which the source's #ifndef __CUDA_ARCH__ leaves empty.
+  auto nvcc_argv = [&](const std::string& name) {
+    std::vector<std::string> argv = {options.nvcc, "-std=c++17", "--expt-relaxed-constexpr", "-O1", "-DNDEBUG",
+                                     "-gencode", "arch=compute_90a,code=sm_90a", "-I" + dir.string(),
+                                     "-I" + options.cutlass_include_dir};
+    for (const std::string& d : cutlass_extra_include_dirs(options.cutlass_include_dir)) argv.push_back("-I" + d);
+    argv.insert(argv.end(), {"-o", (dir / name).string(), (dir / (name + ".cu")).string()});
+    return argv;
+  };
+  auto key_of = [&](const std::string& source, const std::vector<std::string>& argv) {
+    return nvcc_version.empty() ? std::string() : kernel_cache_key(source, nvcc_version + "\nhost program", argv, headers);
+  };
+
+  // The programs: a kernel-library kernel's builder is a program of its own, model-independent
+  // like its device file, where a library holds it (or the build adds to a library); every other
+  // host-params kernel goes into one program, as without a library.
+  std::vector<std::vector<ProgramKernel*>> groups;
+  std::vector<bool> library_group;
+  std::vector<ProgramKernel*> rest;
+  {
+    std::vector<std::string> order;
+    std::map<std::string, std::vector<ProgramKernel*>> by_function;
+    for (ProgramKernel* k : all) {
+      if (!is_library_function(k->function)) continue;
+      if (by_function[k->function].empty()) order.push_back(k->function);
+      by_function[k->function].push_back(k);
+    }
+    std::set<std::string> own;
+    for (const std::string& f : order) {
+      const std::vector<ProgramKernel*>& ks = by_function[f];
+      bool held = options.add_to_kernel_library && !options.kernel_library_dirs.empty();
+      const std::string key = key_of(host_params_program_source(const_kernels(ks)), nvcc_argv("probe"));
+      for (const std::string& d : options.kernel_library_dirs) held = held || (!key.empty() && KernelCache(d).contains(key));
+      if (!held || key.empty()) continue;
+      own.insert(f);
+      groups.push_back(ks);
+      library_group.push_back(true);
+    }
+    for (ProgramKernel* k : all)
+      if (!own.count(k->function)) rest.push_back(k);
+  }
+  if (!rest.empty()) {
+    groups.push_back(rest);
+    library_group.push_back(false);
+  }
 
   KernelCache cache(options.kernel_cache_dir);
-  std::string key;
-  if (!options.kernel_cache_dir.empty()) {
-    auto version = run_process({options.nvcc, "--version"});
-    if (version.is_ok() && version->exit_code == 0)
-      key = kernel_cache_key(source, version->output + "\nhost program", argv, headers);
-  }
-  const std::string exe = (dir / "host_params").string();
-  stats.cache_hit = !key.empty() && cache.fetch(key, exe);
-  if (!stats.cache_hit) {
-    if (options.progress) options.progress("nvcc: the compile-time params builder of " + std::to_string(stats.kernels) + " kernel(s)");
-    auto r = run_process(argv, dir.string());
-    if (!r) return r.status();
-    if (r->exit_code != 0)
-      return Status::error("nvcc failed on the compile-time params builder (exit " + std::to_string(r->exit_code) +
-                           "):\n" + r->output);
-    stats.compiled = true;
-    if (!key.empty()) {
-      Status s = cache.store(key, exe);
-      if (!s.is_ok() && options.progress) options.progress(s.message() + " (continuing without caching)");
+  bool all_hits = true;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const std::vector<const ProgramKernel*> kernels = const_kernels(groups[g]);
+    const std::string name = "host_params" + (g + 1 == groups.size() && !library_group[g] ? std::string() : "_" + std::to_string(g));
+    const std::string source = host_params_program_source(kernels);
+    AOTC_RETURN_IF_ERROR(write_text_file(dir / (name + ".cu"), source));
+    AOTC_RETURN_IF_ERROR(write_text_file(dir / (name + ".in"), host_params_program_input(kernels)));
+    const std::vector<std::string> argv = nvcc_argv(name);
+    const std::string key = key_of(source, argv);
+    const std::string exe = (dir / name).string();
+    bool hit = !key.empty() && !options.kernel_cache_dir.empty() && cache.fetch(key, exe);
+    if (!hit && library_group[g])
+      for (const std::string& d : options.kernel_library_dirs)
+        if (!hit && KernelCache(d).fetch(key, exe)) {
+          hit = true;
+          ++stats.library_hits;
+        }
+    if (!hit) {
+      if (options.progress)
+        options.progress("nvcc: the compile-time params builder of " + std::to_string(kernels.size()) + " kernel(s)" +
+                         (library_group[g] ? " (" + groups[g].front()->function + ")" : ""));
+      auto r = run_process(argv, dir.string());
+      if (!r) return r.status();
+      if (r->exit_code != 0)
+        return Status::error("nvcc failed on the compile-time params builder (exit " + std::to_string(r->exit_code) +
+                             "):\n" + r->output);
+      stats.compiled = true;
+      if (!key.empty() && library_group[g] && options.add_to_kernel_library) {
+        Status s = KernelCache(options.kernel_library_dirs.front()).store(key, exe);
+        if (!s.is_ok()) return Status::error("kernel library: " + s.message());
+        ++stats.library_added;
+      }
+      if (!key.empty() && !options.kernel_cache_dir.empty()) {
+        Status s = cache.store(key, exe);
+        if (!s.is_ok() && options.progress) options.progress(s.message() + " (continuing without caching)");
+      }
     }
+    all_hits = all_hits && hit;
+    std::error_code ec;
+    fs::permissions(exe, fs::perms::owner_exec | fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace, ec);
+    auto run = run_process({exe, (dir / (name + ".in")).string(), (dir / (name + ".out")).string()}, dir.string());
+    if (!run) return run.status();
+    if (run->exit_code != 0)
+      return Status::error("the compile-time params builder failed (exit " + std::to_string(run->exit_code) + "):\n" +
+                           run->output);
+    auto out = read_text_file(dir / (name + ".out"));
+    if (!out) return out.status();
+    AOTC_RETURN_IF_ERROR(parse_host_params_output(*out, groups[g]));
   }
-  std::error_code ec;
-  fs::permissions(exe, fs::perms::owner_exec | fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace, ec);
-  auto run = run_process({exe, (dir / "host_params.in").string(), (dir / "host_params.out").string()}, dir.string());
-  if (!run) return run.status();
-  if (run->exit_code != 0)
-    return Status::error("the compile-time params builder failed (exit " + std::to_string(run->exit_code) + "):\n" +
-                         run->output);
-  auto out = read_text_file(dir / "host_params.out");
-  if (!out) return out.status();
-  AOTC_RETURN_IF_ERROR(parse_host_params_output(*out, program));
+  stats.cache_hit = all_hits;
+  stats.programs = static_cast<int>(groups.size());
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return stats;
 }

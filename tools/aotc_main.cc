@@ -480,10 +480,11 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   report.codegen = *cstats;
   report.have_codegen = true;
   report.total_s = seconds_since(t_start);
-  std::snprintf(buf, sizeof(buf), "codegen: %d kernels, %d matmul calls, %lld weight bytes; render %.2f s, compile-time params %.2f s (%d kernel(s)%s), nvcc %.2f s (cache %d hit(s), %d miss(es); kernel library %d hit(s), %d added), host cc %.2f s",
+  std::snprintf(buf, sizeof(buf), "codegen: %d kernels, %d matmul calls, %lld weight bytes; render %.2f s, compile-time params %.2f s (%d kernel(s)%s; kernel library %d hit(s), %d added), nvcc %.2f s (cache %d hit(s), %d miss(es); kernel library %d hit(s), %d added), host cc %.2f s",
                 cstats->kernels, cstats->matmul_calls, static_cast<long long>(cstats->weight_bytes),
                 cstats->render_seconds, cstats->host_params_seconds, cstats->host_params_kernels,
-                cstats->host_params_cache_hit ? ", cached" : "", cstats->nvcc_seconds, cstats->cache_hits,
+                cstats->host_params_cache_hit ? ", cached" : "", cstats->host_params_library_hits,
+                cstats->host_params_library_added, cstats->nvcc_seconds, cstats->cache_hits,
                 cstats->cache_misses, cstats->library_hits, cstats->library_added, cstats->host_cc_seconds);
   progress(buf);
   std::string where = o.output_path.empty() ? o.emit_source_dir : o.output_path;

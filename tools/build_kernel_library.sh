@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds aotc's kernel library: the CUTLASS 3.x kernels (sm_90a wgmma convolutions, GEMMs,
 # attention) that the given models use, each compiled alone from a file that names nothing of a
-# model, stored in the kernel cache's format (codegen/device_source.h, codegen/kernel_cache.h).
+# model, and each one's compile-time params builder (a host program, codegen/host_params.h),
+# stored in the kernel cache's format (codegen/device_source.h, codegen/kernel_cache.h).
 # aotc reads the library by default from <its folder>/../share/aotc/kernels (or $AOTC_KERNEL_LIBRARY,
 # or --kernel-library DIR) and copies a kernel it holds instead of compiling it: the kernels that
 # dominate a cold build (about 50 s of nvcc each on a 2-core machine) are then paid once, here.
@@ -56,4 +57,4 @@ for m in "${models[@]}"; do
     rm -f "$work/lib.so"
   done
 done
-echo "[build_kernel_library] $(ls "$out" | grep -c '\.fatbin$') kernel(s) in $out, $((SECONDS - start)) s"
+echo "[build_kernel_library] $(ls "$out" | grep -c '\.fatbin$') entries (kernels and their params builders) in $out, $((SECONDS - start)) s"

@@ -120,6 +120,9 @@ std::string report_to_json(const CompileReport& r) {
     j.key("weight_bytes").value(r.codegen.weight_bytes);
     j.key("kernel_cache").begin_object().key("enabled").value(r.codegen.cache_enabled);
     j.key("hits").value(r.codegen.cache_hits).key("misses").value(r.codegen.cache_misses).end_object();
+    j.key("kernel_library").begin_object().key("hits").value(r.codegen.library_hits);
+    j.key("added").value(r.codegen.library_added).key("params_builder_hits").value(r.codegen.host_params_library_hits);
+    j.key("params_builders_added").value(r.codegen.host_params_library_added).end_object();
     j.key("steps").begin_array();
     for (const CodegenStats::Step& s : r.codegen.steps)
       j.begin_object().key("label").value(s.label).key("kind").value(s.kind).key("function").value(s.function)

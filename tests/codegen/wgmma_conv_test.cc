@@ -467,18 +467,31 @@ TEST(KernelLibrary, AddedByOneBuildReadByTheNext) {
   ASSERT_TRUE(first.is_ok()) << first.status().message();
   EXPECT_EQ(first->library_added, 1);
   EXPECT_EQ(first->library_hits, 0);
+  EXPECT_EQ(first->host_params_library_added, 1);  // the kernel's params builder, alone
+  EXPECT_EQ(first->host_params_library_hits, 0);
   int entries = 0;
   for (const auto& e : fs::directory_iterator(dir / "library")) entries += e.path().extension() == ".fatbin" ? 1 : 0;
-  EXPECT_EQ(entries, 1);
+  EXPECT_EQ(entries, 2);  // the device file and the params builder (the cache's format names both .fatbin)
   auto second = build("reads", false, (dir / "empty_cache").string());
   ASSERT_TRUE(second.is_ok()) << second.status().message();
   EXPECT_EQ(second->library_hits, 1);
   EXPECT_EQ(second->library_added, 0);
+  EXPECT_EQ(second->host_params_library_hits, 1);
+  EXPECT_EQ(second->host_params_library_added, 0);
+  EXPECT_TRUE(second->host_params_cache_hit);  // nothing of the builder compiled
   EXPECT_EQ(second->cache_hits, 0);
   EXPECT_EQ(second->cache_misses, 1);  // the grouped file only
   EXPECT_TRUE(fs::exists(dir / "reads" / "libblock.so"));
   EXPECT_EQ(test::read_file(dir / "adds" / "src" / "block_dev1.cu"), test::read_file(dir / "reads" / "src" / "block_dev1.cu"));
   EXPECT_TRUE(is_kernel_library_file(test::read_file(dir / "reads" / "src" / "block_dev1.cu")));
+  // The params the library's builder gave are the ones the compiled builder gave.
+  auto prebuilt = [&](const std::string& tag) {
+    const std::string c = test::read_file(dir / tag / "src" / "block_model.c");
+    const size_t at = c.find("kPrebuilt_");
+    return at == std::string::npos ? std::string() : c.substr(at, c.find("};", at) - at);
+  };
+  EXPECT_FALSE(prebuilt("adds").empty());
+  EXPECT_EQ(prebuilt("adds"), prebuilt("reads"));
   fs::remove_all(dir);
 }
 

@@ -211,7 +211,7 @@ TEST(AotcCli, CompilesAndReports) {
       dir);
   EXPECT_EQ(keys,
             "True 64 tiny x [1, 4] float True ['arena_bytes', 'linear_bytes', 'lower_bound_bytes', "
-            "'ratio_to_lower_bound'] ['kernel_cache', 'kernels', 'matmul_calls', 'steps', 'weight_bytes'] "
+            "'ratio_to_lower_bound'] ['kernel_cache', 'kernel_library', 'kernels', 'matmul_calls', 'steps', 'weight_bytes'] "
             "['frontend', 'host_cc', 'host_params', "
             "'memory_plan', 'nvcc', 'passes', 'render', 'total'] 0 True\n");
   // The launch sequence as the profiling extension numbers it: label, kind, launched function,
