@@ -323,44 +323,56 @@ Expected<HostParamsStats> build_host_params(LaunchProgram& program, const Codege
     const std::vector<std::string> argv = nvcc_argv(name);
     const std::string key = key_of(source, argv);
     const std::string exe = (dir / name).string();
+    // A program from the cache or a library that does not run or says nothing parseable (a
+    // truncated entry, a library built where another C library is installed) is compiled afresh,
+    // once; the fresh one replaces the cache's entry.
+    auto run_program = [&]() -> Status {
+      std::error_code ec;
+      fs::permissions(exe, fs::perms::owner_exec | fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace, ec);
+      auto run = run_process({exe, (dir / (name + ".in")).string(), (dir / (name + ".out")).string()}, dir.string());
+      if (!run) return run.status();
+      if (run->exit_code != 0)
+        return Status::error("the compile-time params builder failed (exit " + std::to_string(run->exit_code) + "):\n" +
+                             run->output);
+      auto out = read_text_file(dir / (name + ".out"));
+      if (!out) return out.status();
+      return parse_host_params_output(*out, groups[g]);
+    };
     bool hit = !key.empty() && !options.kernel_cache_dir.empty() && cache.fetch(key, exe);
+    bool from_library = false;
     if (!hit && library_group[g])
       for (const std::string& d : options.kernel_library_dirs)
-        if (!hit && KernelCache(d).fetch(key, exe)) {
-          hit = true;
-          ++stats.library_hits;
-        }
-    if (!hit) {
+        if (!hit && KernelCache(d).fetch(key, exe)) hit = from_library = true;
+    if (hit) {
+      Status ran = run_program();
+      if (ran.is_ok()) {
+        stats.library_hits += from_library ? 1 : 0;
+        continue;
+      }
       if (options.progress)
-        options.progress("nvcc: the compile-time params builder of " + std::to_string(kernels.size()) + " kernel(s)" +
-                         (library_group[g] ? " (" + groups[g].front()->function + ")" : ""));
-      auto r = run_process(argv, dir.string());
-      if (!r) return r.status();
-      if (r->exit_code != 0)
-        return Status::error("nvcc failed on the compile-time params builder (exit " + std::to_string(r->exit_code) +
-                             "):\n" + r->output);
-      stats.compiled = true;
-      if (!key.empty() && library_group[g] && options.add_to_kernel_library) {
-        Status s = KernelCache(options.kernel_library_dirs.front()).store(key, exe);
-        if (!s.is_ok()) return Status::error("kernel library: " + s.message());
-        ++stats.library_added;
-      }
-      if (!key.empty() && !options.kernel_cache_dir.empty()) {
-        Status s = cache.store(key, exe);
-        if (!s.is_ok() && options.progress) options.progress(s.message() + " (continuing without caching)");
-      }
+        options.progress("the " + std::string(from_library ? "kernel library's" : "cached") +
+                         " params builder did not run (" + sanitize_comment(ran.message(), 100) + "); compiling it");
     }
-    all_hits = all_hits && hit;
-    std::error_code ec;
-    fs::permissions(exe, fs::perms::owner_exec | fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace, ec);
-    auto run = run_process({exe, (dir / (name + ".in")).string(), (dir / (name + ".out")).string()}, dir.string());
-    if (!run) return run.status();
-    if (run->exit_code != 0)
-      return Status::error("the compile-time params builder failed (exit " + std::to_string(run->exit_code) + "):\n" +
-                           run->output);
-    auto out = read_text_file(dir / (name + ".out"));
-    if (!out) return out.status();
-    AOTC_RETURN_IF_ERROR(parse_host_params_output(*out, groups[g]));
+    all_hits = false;
+    if (options.progress)
+      options.progress("nvcc: the compile-time params builder of " + std::to_string(kernels.size()) + " kernel(s)" +
+                       (library_group[g] ? " (" + groups[g].front()->function + ")" : ""));
+    auto r = run_process(argv, dir.string());
+    if (!r) return r.status();
+    if (r->exit_code != 0)
+      return Status::error("nvcc failed on the compile-time params builder (exit " + std::to_string(r->exit_code) +
+                           "):\n" + r->output);
+    stats.compiled = true;
+    if (!key.empty() && library_group[g] && options.add_to_kernel_library) {
+      Status st = KernelCache(options.kernel_library_dirs.front()).store(key, exe);
+      if (!st.is_ok()) return Status::error("kernel library: " + st.message());
+      ++stats.library_added;
+    }
+    if (!key.empty() && !options.kernel_cache_dir.empty()) {
+      Status st = cache.store(key, exe);
+      if (!st.is_ok() && options.progress) options.progress(st.message() + " (continuing without caching)");
+    }
+    AOTC_RETURN_IF_ERROR(run_program());
   }
   stats.cache_hit = all_hits;
   stats.programs = static_cast<int>(groups.size());

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 
 #include "codegen/codegen.h"
@@ -492,6 +493,21 @@ TEST(KernelLibrary, AddedByOneBuildReadByTheNext) {
   };
   EXPECT_FALSE(prebuilt("adds").empty());
   EXPECT_EQ(prebuilt("adds"), prebuilt("reads"));
+  // A library builder that does not run (a program built where another C library is installed,
+  // say) is compiled afresh, and the build still succeeds with the same params.
+  int replaced = 0;
+  for (const auto& e : fs::directory_iterator(dir / "library")) {
+    if (test::read_file(e.path()).rfind("\x7f" "ELF", 0) != 0) continue;  // the fatbin
+    std::ofstream(e.path(), std::ios::binary | std::ios::trunc) << "#!/bin/sh\nexit 3\n";
+    ++replaced;
+  }
+  ASSERT_EQ(replaced, 1);
+  auto third = build("falls_back", false, "");
+  ASSERT_TRUE(third.is_ok()) << third.status().message();
+  EXPECT_EQ(third->library_hits, 1);  // the kernel's fatbin still
+  EXPECT_EQ(third->host_params_library_hits, 0);
+  EXPECT_FALSE(third->host_params_cache_hit);
+  EXPECT_EQ(prebuilt("falls_back"), prebuilt("adds"));
   fs::remove_all(dir);
 }
 
