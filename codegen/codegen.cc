@@ -354,18 +354,16 @@ Expected<LibrarySources> render_library_sources(const Graph& graph, const Memory
   out.program = std::move(*program);
   DeviceSourceInfo device_info{options.aotc_version, options.model_hash, graph.name, &options.extra_templates,
                                options.pdl, {}};
-  std::string nvcc_version;
-  const std::string cutlass_version = cutlass_headers_version(options.cutlass_include_dir);
+  std::string nvcc_version, cutlass_version;
   if (!options.kernel_library_dirs.empty()) {
     nvcc_version = nvcc_version_text(options);
+    cutlass_version = cutlass_headers_version(options.cutlass_include_dir);
     if (!nvcc_version.empty())
       device_info.standalone = [&](const std::string& file) {
-        if (options.add_to_kernel_library) return true;
-        const std::string key = device_file_key(file, nvcc_version, cutlass_version,
-                                                nvcc_command(options, out.prefix, 0, source_requires_sm90a(file)));
-        for (const std::string& d : options.kernel_library_dirs)
-          if (KernelCache(d).contains(key)) return true;
-        return false;
+        return options.add_to_kernel_library ||
+               libraries_contain(options.kernel_library_dirs,
+                                 device_file_key(file, nvcc_version, cutlass_version,
+                                                 nvcc_command(options, out.prefix, 0, source_requires_sm90a(file))));
       };
   }
   auto device = render_device_sources(out.program, graph, device_info);
@@ -532,11 +530,8 @@ Expected<CodegenStats> compile_library(const Graph& graph, const MemoryPlan& pla
       ++stats.cache_hits;
       continue;
     }
-    bool from_library = false;
-    if (!key.empty() && is_kernel_library_file((*device)[static_cast<size_t>(f)]))
-      for (const std::string& d : options.kernel_library_dirs)
-        if (!from_library && KernelCache(d).fetch(key, fatbin)) from_library = true;
-    if (from_library) {
+    if (!key.empty() && is_kernel_library_file((*device)[static_cast<size_t>(f)]) &&
+        fetch_from_libraries(options.kernel_library_dirs, key, fatbin)) {
       ++stats.library_hits;
       continue;
     }

@@ -296,10 +296,10 @@ Expected<HostParamsStats> build_host_params(LaunchProgram& program, const Codege
     std::set<std::string> own;
     for (const std::string& f : order) {
       const std::vector<ProgramKernel*>& ks = by_function[f];
-      bool held = options.add_to_kernel_library && !options.kernel_library_dirs.empty();
       const std::string key = key_of(host_params_program_source(const_kernels(ks)), nvcc_argv("probe"));
-      for (const std::string& d : options.kernel_library_dirs) held = held || (!key.empty() && KernelCache(d).contains(key));
-      if (!held || key.empty()) continue;
+      const bool held = !key.empty() && ((options.add_to_kernel_library && !options.kernel_library_dirs.empty()) ||
+                                         libraries_contain(options.kernel_library_dirs, key));
+      if (!held) continue;
       own.insert(f);
       groups.push_back(ks);
       library_group.push_back(true);
@@ -339,10 +339,9 @@ Expected<HostParamsStats> build_host_params(LaunchProgram& program, const Codege
       return parse_host_params_output(*out, groups[g]);
     };
     bool hit = !key.empty() && !options.kernel_cache_dir.empty() && cache.fetch(key, exe);
-    bool from_library = false;
-    if (!hit && library_group[g])
-      for (const std::string& d : options.kernel_library_dirs)
-        if (!hit && KernelCache(d).fetch(key, exe)) hit = from_library = true;
+    const bool from_library = !hit && !key.empty() && library_group[g] &&
+                              fetch_from_libraries(options.kernel_library_dirs, key, exe);
+    hit = hit || from_library;
     if (hit) {
       Status ran = run_program();
       if (ran.is_ok()) {

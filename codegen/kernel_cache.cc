@@ -90,6 +90,18 @@ std::string KernelCache::path(const std::string& key) const {
   return (fs::path(dir_) / (key + ".fatbin")).string();
 }
 
+bool libraries_contain(const std::vector<std::string>& dirs, const std::string& key) {
+  for (const std::string& d : dirs)
+    if (KernelCache(d).contains(key)) return true;
+  return false;
+}
+
+bool fetch_from_libraries(const std::vector<std::string>& dirs, const std::string& key, const std::string& dest) {
+  for (const std::string& d : dirs)
+    if (KernelCache(d).fetch(key, dest)) return true;
+  return false;
+}
+
 bool KernelCache::contains(const std::string& key) const {
   if (dir_.empty()) return false;
   std::error_code ec;

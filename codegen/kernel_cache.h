@@ -46,4 +46,9 @@ class KernelCache {
   std::string dir_;
 };
 
+// The kernel libraries (read-only caches, CodegenOptions::kernel_library_dirs), in order: whether
+// one holds `key`, and the first one's entry copied to `dest` (false when none has it).
+bool libraries_contain(const std::vector<std::string>& dirs, const std::string& key);
+bool fetch_from_libraries(const std::vector<std::string>& dirs, const std::string& key, const std::string& dest);
+
 }  // namespace aotc
