@@ -219,6 +219,14 @@ struct Target {
   // sums the slices' fp32 partials from the node's scratch (--fp32-gemm simt-reduce; the only way
   // before sm_90).
   bool gemm_fp32_cluster = true;
+  // fp16 GEMMs whose cuBLASLt tiles would not fill one wave (transformers at batch 1) run on the
+  // tensor-op form of the same CUTLASS GEMM, split-K summed in a cluster, when every target is
+  // sm_90+ (ir/ops/conv_configs.h: tc_gemm_plan; --gemm-16bit cutlass). Off by default: measured
+  // slower than cuBLASLt on GPT-2 / BERT / ViT at batch 1 (docs/perf_notes.md v64).
+  // Activation op types that stay out of conv / GEMM epilogues (opt/fuse_epilogue,
+  // opt/matmul_to_gemm) although their traits allow it (--epilogue-exclude OP; for measuring).
+  std::vector<std::string> epilogue_excluded;
+  bool gemm_16bit_cluster = false;
   // The most CTAs (K slices) in such a cluster (--fp32-gemm-max-cluster 8|16): 8, the portable
   // size, measured faster than 16 on GPT-2 / BERT / ViT at batch 1 (docs/perf_notes.md v36).
   int simt_gemm_max_cluster = 8;

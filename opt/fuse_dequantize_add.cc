@@ -51,14 +51,16 @@ const Node* usable_dq(const Graph& graph, const std::vector<int>& producers,
 Expected<bool> fuse_dequantize_add(Graph& graph) {
   const OpRegistry& registry = default_registry();
   bool changed = false;
+  // Computed once, and again only after a fusion: per Add they made the pass quadratic (a fuzzed
+  // model of many Adds took over 10 s here, tests/fuzz).
+  std::vector<int> producers = graph.producers();
+  std::vector<std::vector<int>> consumers = graph.consumers();
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& add = graph.nodes[i];
     if (!plain(add, "Add") || add.inputs.size() != 2 || add.outputs.size() != 1) continue;
     const Value& sum = graph.value(add.outputs[0]);
     if (sum.dtype != DType::kFloat32 && sum.dtype != DType::kFloat16 && sum.dtype != DType::kBFloat16) continue;
     if (add.inputs[0] == add.inputs[1]) continue;
-    const std::vector<int> producers = graph.producers();
-    const std::vector<std::vector<int>> consumers = graph.consumers();
     const int at = static_cast<int>(i);
     const Node* da = usable_dq(graph, producers, consumers, add.inputs[0], at, sum.shape, sum.dtype);
     const Node* db = usable_dq(graph, producers, consumers, add.inputs[1], at, sum.shape, sum.dtype);
@@ -93,6 +95,8 @@ Expected<bool> fuse_dequantize_add(Graph& graph) {
     std::sort(gone.begin(), gone.end(), std::greater<int>());
     for (int g : gone) graph.nodes.erase(graph.nodes.begin() + g);
     i = 0;  // indices moved: look again from the start (node 0 reads no producer; a match or two a model)
+    producers = graph.producers();
+    consumers = graph.consumers();
     changed = true;
   }
   return changed;

@@ -73,7 +73,7 @@ struct Chain {
 };
 
 Chain match_chain(const Graph& graph, const std::vector<std::vector<int>>& consumers, const Node& anchor,
-                  Anchor kind, const OpRegistry& registry) {
+                  Anchor kind) {
   Chain ch;
   bool fused = anchor.domain == "aotc";
   bool has_bias = anchor.input(2) != kNoValue;
@@ -120,9 +120,7 @@ Chain match_chain(const Graph& graph, const std::vector<std::vector<int>>& consu
   // 3. one activation the epilogue can compute from attributes alone.
   if (next >= 0) {
     const Node& act = graph.nodes[static_cast<size_t>(next)];
-    const OpDef* def = registry.find(act.op_type, act.domain);
-    if (def && def->traits.epilogue_activation && def->scalar_expr && act.inputs.size() == 1 &&
-        act.outputs.size() == 1 && act.outputs[0] != kNoValue &&
+    if (epilogue_may_absorb(graph, act) && act.outputs.size() == 1 && act.outputs[0] != kNoValue &&
         graph.value(act.outputs[0]).dtype == graph.value(y).dtype) {
       ch.activation = next;
       ch.nodes.push_back(next);
@@ -137,7 +135,7 @@ Chain match_chain(const Graph& graph, const std::vector<std::vector<int>>& consu
 // shape inference accepts the result; true if the graph changed.
 bool try_fuse(Graph& graph, size_t index, Anchor kind, const OpRegistry& registry) {
   std::vector<std::vector<int>> consumers = graph.consumers();
-  Chain ch = match_chain(graph, consumers, graph.nodes[index], kind, registry);
+  Chain ch = match_chain(graph, consumers, graph.nodes[index], kind);
   if (ch.nodes.empty()) return false;
 
   const Node& anchor = graph.nodes[index];

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ir/op_registry.h"
+#include "ir/ops/epilogue.h"
 #include "ir/shape_inference.h"
 #include "opt/passes.h"
 
@@ -136,8 +137,7 @@ Expected<bool> matmul_to_gemm(Graph& graph) {
           break;
         }
       } else {
-        const OpDef* def = registry.find(c.op_type, c.domain);
-        if (!def || !def->traits.epilogue_activation || c.inputs.size() != 1) break;
+        if (!epilogue_may_absorb(graph, c)) break;
         has_act = true;
       }
       sunk.push_back(s);

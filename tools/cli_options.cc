@@ -289,6 +289,17 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
         if (comma == std::string::npos) break;
         start = comma + 1;
       }
+    } else if (opt == "--epilogue-exclude") {
+      std::string text;
+      AOTC_TAKE(text);
+      for (size_t start = 0;;) {
+        const size_t comma = text.find(',', start);
+        const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (item.empty()) return cur.usage("empty op type in --epilogue-exclude");
+        o.epilogue_excluded.push_back(item);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
     } else if (opt == "--conv-config") {
       AOTC_TAKE(o.conv_config);
       if (!find_conv_config(o.conv_config) && !find_simt_gemm_config(o.conv_config)) {
@@ -329,6 +340,10 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
       AOTC_CHOOSE(text, {"auto", "cublaslt", "simt-reduce"});
       o.gemm_fp32_simt = text != "cublaslt";
       o.gemm_fp32_cluster = text == "auto";
+    } else if (opt == "--gemm-16bit") {
+      std::string text;
+      AOTC_CHOOSE(text, {"cublaslt", "cutlass"});
+      o.gemm_16bit_cluster = text == "cutlass";
     } else if (opt == "--fp32-gemm-blocks-per-sm") {
       std::string text;
       AOTC_TAKE(text);

@@ -155,6 +155,16 @@ options:
                            K slices of a tile are summed inside the kernel across a thread-block
                            cluster when every --arch is sm_90 or newer; simt-reduce: the same GEMM
                            with the slices summed by a second kernel; cublaslt: all on cuBLASLt
+  --epilogue-exclude OP    keep these activation op types (comma list, repeatable; e.g. Swish)
+                           out of convolution and GEMM epilogues: they run as their own kernels
+                           (for measuring)
+  --gemm-16bit cublaslt|cutlass
+                           cublaslt (default): every fp16 GEMM on cuBLASLt; cutlass: those too
+                           small for cuBLASLt's 128x128 tiles to fill the GPU (transformers at
+                           batch 1) on CUTLASS's tensor-op GEMM with 64x64 tiles, K split across a
+                           thread-block cluster (summed inside the kernel) and bias, residual and
+                           every activation in its epilogue, when every --arch is sm_90 or newer
+                           (measured slower on an H200; for measuring)
   --fp32-gemm-max-cluster 8|16
                            the most K slices summed in one cluster (default 8, the portable
                            cluster size; 16: sm_90's non-portable one)

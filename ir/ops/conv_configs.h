@@ -670,7 +670,7 @@ inline const std::vector<ConvKernelConfig>& simt_gemm_configs() {
   };
   return kConfigs;
 }
-constexpr int64_t kSimtGemmMinSliceKTiles = 8;  // K tiles (8 deep) per split-K slice, at least
+constexpr int64_t kGemmMinSliceK = 64;  // K elements per split-K slice, at least (8 SIMT K tiles)
 constexpr int64_t kSimtGemmMaxSplit = 16;
 // Cluster split-K (Target::gemm_fp32_cluster): the slices of a tile are the CTAs of one cluster,
 // so at most Target::simt_gemm_max_cluster of them (8: portable, the default; 16: sm_90's
@@ -697,7 +697,7 @@ inline const ConvKernelConfig* find_simt_gemm_config(const std::string& name) {
 }
 
 // The K slices for a tile count: enough for simt_gemm_blocks_per_sm blocks per SM, at least
-// kSimtGemmMinSliceKTiles K tiles each, then evened out so that no slice is empty (the params
+// kGemmMinSliceK K elements each (at least one K tile), then evened out so that no slice is empty (the params
 // builder cuts K into slices of ceil(k_tiles / split) tiles).
 inline int64_t simt_gemm_split(const Target& target, const ConvKernelConfig& c, int64_t m, int64_t n, int64_t k,
                                int64_t max_split = kSimtGemmMaxSplit) {
@@ -705,7 +705,8 @@ inline int64_t simt_gemm_split(const Target& target, const ConvKernelConfig& c, 
   const int64_t k_tiles = (k + c.tb_k - 1) / c.tb_k;
   const int64_t blocks = std::max<int64_t>(1, target.simt_gemm_blocks_per_sm) * target.sm_count;
   int64_t split = (blocks + tiles - 1) / tiles;
-  split = std::max<int64_t>(1, std::min({split, k_tiles / kSimtGemmMinSliceKTiles, max_split}));
+  const int64_t min_slice_tiles = std::max<int64_t>(1, kGemmMinSliceK / c.tb_k);
+  split = std::max<int64_t>(1, std::min({split, k_tiles / min_slice_tiles, max_split}));
   const int64_t slice = (k_tiles + split - 1) / split;
   return (k_tiles + slice - 1) / slice;
 }
@@ -878,21 +879,70 @@ inline bool dw_pw_fuses(const Target& target, DType dtype, int64_t cin, int64_t 
   return small || (strided && cin <= kDwPwMaxStridedChannels);
 }
 
-// Whether a GEMM (one matrix, row-major A, float) runs on the SIMT GEMM, and how. nullopt: cuBLASLt.
+// Whether a GEMM's sizes take a few-row CUTLASS GEMM: they fit its int offsets, and either a
+// configuration is forced or cuBLASLt's 128 x 128 tiles would not fill one wave of at least
+// kSimtGemmMinRows rows.
+inline bool few_row_gemm_sizes(const Target& target, int64_t m, int64_t n, int64_t k, bool forced) {
+  if (m <= 0 || n <= 0 || k <= 0 || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || m * n > INT32_MAX) return false;
+  const int64_t lt_tiles = ((m + kCublasLtFp32Tile - 1) / kCublasLtFp32Tile) * ((n + kCublasLtFp32Tile - 1) / kCublasLtFp32Tile);
+  return forced || (lt_tiles < target.sm_count && m >= kSimtGemmMinRows);
+}
 
+// Whether a GEMM (one matrix, row-major A, float) runs on the SIMT GEMM, and how. nullopt: cuBLASLt.
 inline std::optional<SimtGemmPlan> simt_gemm_plan(const Target& target, DType dtype, int64_t m, int64_t n, int64_t k) {
   if (!target.gemm_fp32_simt || target.matmul_reference || !target.has_sm80_tensor_cores()) return std::nullopt;
-  if (dtype != DType::kFloat32 || m <= 0 || n <= 0 || k <= 0) return std::nullopt;
-  if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || m * n > INT32_MAX) return std::nullopt;
-  const int64_t lt_tiles = ((m + kCublasLtFp32Tile - 1) / kCublasLtFp32Tile) * ((n + kCublasLtFp32Tile - 1) / kCublasLtFp32Tile);
   const ConvKernelConfig* forced = find_simt_gemm_config(target.conv_config);
-  if (!forced && (lt_tiles >= target.sm_count || m < kSimtGemmMinRows)) return std::nullopt;
+  if (dtype != DType::kFloat32 || !few_row_gemm_sizes(target, m, n, k, forced != nullptr)) return std::nullopt;
   SimtGemmPlan p;
   p.config = forced ? forced : &simt_gemm_configs().front();
   const bool cluster = target.gemm_fp32_cluster && target.min_sm() >= 90;
   p.split = simt_gemm_split(target, *p.config, m, n, k,
                             cluster ? std::min<int64_t>(target.simt_gemm_max_cluster, kSimtGemmMaxClusterSplit) : kSimtGemmMaxSplit);
   p.cluster = cluster && p.split > 1;
+  return p;
+}
+
+// ---- fp16 GEMMs of few rows: the same template's tensor-op form (--gemm-16bit cutlass) ----
+// GPT-2's GEMMs at batch 1 (M = 128 token rows) take 5-6 us each on cuBLASLt for 1.2-4.7 MB of
+// weights (a ~1 us transfer at the memory rate; H200 trace, docs/results.md "Thirty-ninth
+// session"). The hypothesis that more, smaller CTAs would cut that (v64): such a GEMM on
+// templates/cutlass_gemm.cu.in's tensor-op form, CUTLASS's Sm80 mma.sync main loop on 64 x 64
+// tiles, K split until there are Target::simt_gemm_blocks_per_sm blocks per SM, the slices of a
+// tile the CTAs of one thread-block cluster summed through distributed shared memory (no
+// reduction kernel), the bias, C / residual and any activation in its epilogue. Measured slower
+// (v64: GPT-2 bs1 0.553 ms against cuBLASLt's 0.449; its GEMMs 5.9-12.2 us against 5.2-6.1, whose
+// nvjet kernels already use 64 x 16-64 tiles), so off by default (Target::gemm_16bit_cluster).
+// Every target must be sm_90+ (clusters); fp16 only (the GPU test checks fp16); operands 16-byte
+// aligned (K, and N for a row-major B, multiples of 8). The first row is the rule's; the others
+// are for --conv-config.
+inline const std::vector<ConvKernelConfig>& tc_gemm_configs() {
+  static const std::vector<ConvKernelConfig> kConfigs = {
+      {"hgemm64x64x32_w32x32_s4", ConvMath::kTensorOp, 64, 64, 32, 32, 32, 32, 4, 80},
+      {"hgemm64x128x32_w32x64_s4", ConvMath::kTensorOp, 64, 128, 32, 32, 64, 32, 4, 80},
+      {"hgemm128x64x32_w64x32_s4", ConvMath::kTensorOp, 128, 64, 32, 64, 32, 32, 4, 80},
+  };
+  return kConfigs;
+}
+
+inline const ConvKernelConfig* find_tc_gemm_config(const std::string& name) {
+  for (const ConvKernelConfig& c : tc_gemm_configs())
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+// Whether a 16-bit GEMM (one matrix, row-major A) runs on the tensor-op cluster GEMM, and how
+// (plan.cluster is set whenever K is split; unsplit, the same kernel is a cluster of one).
+// nullopt: cuBLASLt.
+inline std::optional<SimtGemmPlan> tc_gemm_plan(const Target& target, DType dtype, int64_t m, int64_t n, int64_t k,
+                                                bool trans_b) {
+  if (!target.gemm_16bit_cluster || target.matmul_reference || target.min_sm() < 90) return std::nullopt;
+  if (dtype != DType::kFloat16 || k % 8 != 0 || (!trans_b && n % 8 != 0)) return std::nullopt;
+  const ConvKernelConfig* forced = find_tc_gemm_config(target.conv_config);
+  if (!few_row_gemm_sizes(target, m, n, k, forced != nullptr)) return std::nullopt;
+  SimtGemmPlan p;
+  p.config = forced ? forced : &tc_gemm_configs().front();
+  p.split = simt_gemm_split(target, *p.config, m, n, k, std::min<int64_t>(target.simt_gemm_max_cluster, kSimtGemmMaxClusterSplit));
+  p.cluster = p.split > 1;
   return p;
 }
 

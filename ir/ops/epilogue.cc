@@ -123,6 +123,14 @@ Status check_activation_known(const Node& node, const Node& fused) {
   return Status::ok();
 }
 
+bool epilogue_may_absorb(const Graph& graph, const Node& act) {
+  const OpDef* def = default_registry().find(act.op_type, act.domain);
+  if (!def || !def->traits.epilogue_activation || !def->scalar_expr || act.inputs.size() != 1) return false;
+  for (const std::string& op : graph.target.epilogue_excluded)
+    if (op == act.op_type) return false;
+  return true;
+}
+
 Status check_activation_lowerable(const Node& node, const Node& fused) {
   if (!has_activation(fused)) return Status::ok();
   const OpDef* def = default_registry().find(load_activation(fused).op_type);

@@ -26,6 +26,10 @@ Status apply_activation_reference(const Node& fused, Tensor& tensor);
 // holds `fused` (aotc.DepthwisePointwise's parts).
 Status check_activation_known(const Node& node, const Node& fused);
 Status check_activation_lowerable(const Node& node, const Node& fused);
+// Whether a conv / GEMM epilogue may absorb `act` (a single-input node): its op's traits say it is
+// an epilogue activation with a CUDA expression, and the target does not exclude its op type
+// (Target::epilogue_excluded, --epilogue-exclude).
+bool epilogue_may_absorb(const Graph& graph, const Node& act);
 
 // A max pooling absorbed after the activation (opt/fuse_stem_pool: aotc.FusedConv only): its op
 // type in attribute "pool" and its attributes as "pool.<name>". The fused node's output is the

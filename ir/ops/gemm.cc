@@ -9,7 +9,8 @@
 // float GEMM of few rows (cuBLASLt's tiles would not fill the GPU; ir/ops/conv_configs.h
 // simt_gemm_plan) runs on CUTLASS's SIMT GEMM with the whole epilogue (any activation) fused, split-K
 // slices summed inside the kernel across a thread-block cluster (sm_90+) or by
-// templates/gemm_splitk_reduce.cu.in (simt_gemm_lowering).
+// templates/gemm_splitk_reduce.cu.in (simt_gemm_lowering); a 16-bit one (tc_gemm_plan, sm_90+) on
+// the same template's tensor-op form, always summed in a cluster.
 #include <algorithm>
 
 #include "ir/op_registry.h"
@@ -197,7 +198,8 @@ LoweredStep matmul_step(MatmulStep m) {
 }
 
 // The float GEMM `m` (one matrix, row-major A; its epilogue field is not read: bias is m.bias) on
-// CUTLASS's SIMT GEMM (simt_gemm_plan): one library kernel whose epilogue computes
+// CUTLASS's SIMT GEMM (simt_gemm_plan), or the 16-bit one on its tensor-op form (tc_gemm_plan,
+// always a cluster kernel): one library kernel whose epilogue computes
 // act(alpha * AB + bias + beta * C) with `act` (a CUDA expression of v). When K is split: with a
 // cluster (plan.cluster) still that one kernel, its CTAs summing their slices through distributed
 // shared memory; else the kernel writing one fp32 partial product per slice to the node's scratch
@@ -205,6 +207,8 @@ LoweredStep matmul_step(MatmulStep m) {
 Lowering simt_gemm_lowering(const MatmulStep& m, const SimtGemmPlan& plan, const std::string& act,
                             const std::string& comment) {
   const ConvKernelConfig& cfg = *plan.config;
+  // The tensor-op form (16-bit operands, tc_gemm_plan) is always the cluster kernel.
+  const bool tensor_op = cfg.math == ConvMath::kTensorOp;
   // K slices summed by the reduction kernel (no cluster): the GEMM writes bare partials to the
   // scratch and the reduction applies the epilogue. With a cluster the kernel does both.
   const bool reduce = plan.split > 1 && !plan.cluster;
@@ -214,17 +218,18 @@ Lowering simt_gemm_lowering(const MatmulStep& m, const SimtGemmPlan& plan, const
   k.template_name = "cutlass_gemm";
   const std::string split_text = plan.split > 1 ? (plan.cluster ? " cluster split-K " : " split-K ") + std::to_string(plan.split) : "";
   k.holes = {{"comment", comment + " config " + cfg.name + split_text},
-             {"ELEMENT", "float"},
+             {"ELEMENT", tensor_op ? cutlass_element(m.dtype) : "float"},
+             {"TENSOR_OP", tensor_op ? "1" : "0"},
              {"CLUSTER", int_literal(plan.cluster ? plan.split : 1)},
              {"CLUSTER_DIMS", plan.cluster ? "__cluster_dims__(1, 1, " + std::to_string(plan.split) + ")" : ""},
              {"LAYOUT_B", m.trans_b ? "ColumnMajor" : "RowMajor"},
-             {"OP_CLASS", "cutlass::arch::OpClassSimt"},
-             {"INSTRUCTION", "1, 1, 1"},
+             {"OP_CLASS", tensor_op ? "cutlass::arch::OpClassTensorOp" : "cutlass::arch::OpClassSimt"},
+             {"INSTRUCTION", tensor_op ? "16, 8, 16" : "1, 1, 1"},
              {"TB_M", int_literal(cfg.tb_m)}, {"TB_N", int_literal(cfg.tb_n)}, {"TB_K", int_literal(cfg.tb_k)},
              {"WARP_M", int_literal(cfg.warp_m)}, {"WARP_N", int_literal(cfg.warp_n)}, {"WARP_K", int_literal(cfg.warp_k)},
              {"STAGES", int_literal(cfg.stages)},
-             {"ALIGN_A", "1"},
-             {"ALIGN_B", "1"},
+             {"ALIGN_A", tensor_op ? "8" : "1"},
+             {"ALIGN_B", tensor_op ? "8" : "1"},
              // The slices write the bare product: one instantiation serves every activation.
              {"act_expr", reduce ? "v" : act}};
   k.library_params = true;
@@ -363,8 +368,11 @@ Expected<Lowering> gemm_lower(const Node& node, const Graph& graph) {
     return l;
   }
   if (!kernel_c && !kernel_r && !mm.trans_a && out_t == av.dtype) {
-    // Few rows of float: the SIMT GEMM, every activation in its epilogue.
-    if (auto plan = simt_gemm_plan(graph.target, av.dtype, d.m, d.n, d.k))
+    // Few rows: float on the SIMT GEMM, 16-bit on its tensor-op form; every activation in the
+    // epilogue.
+    auto plan = simt_gemm_plan(graph.target, av.dtype, d.m, d.n, d.k);
+    if (!plan) plan = tc_gemm_plan(graph.target, av.dtype, d.m, d.n, d.k, mm.trans_b);
+    if (plan)
       return simt_gemm_lowering(mm, *plan, activation_expr(node, graph, "v"),
                                 node.op_type + " " + shape_str(full) + " K " + std::to_string(d.k));
   }
@@ -556,10 +564,11 @@ Expected<Lowering> matmul_lower(const Node& node, const Graph& graph) {
       mm.stride_b = b_one ? 0 : d.k * d.n;
       mm.stride_c = mm.stride_d = d.m * d.n;
     }
-    if (mm.batch == 1 && !ta)
-      if (auto plan = simt_gemm_plan(graph.target, av.dtype, mm.m, mm.n, mm.k))
-        return simt_gemm_lowering(mm, *plan, "v", node.op_type + " [" + std::to_string(mm.m) + "x" +
-                                                      std::to_string(mm.n) + "] K " + std::to_string(mm.k));
+    auto plan = mm.batch == 1 && !ta ? simt_gemm_plan(graph.target, av.dtype, mm.m, mm.n, mm.k) : std::nullopt;
+    if (!plan && mm.batch == 1 && !ta) plan = tc_gemm_plan(graph.target, av.dtype, mm.m, mm.n, mm.k, tb);
+    if (plan)
+      return simt_gemm_lowering(mm, *plan, "v", node.op_type + " [" + std::to_string(mm.m) + "x" +
+                                                    std::to_string(mm.n) + "] K " + std::to_string(mm.k));
     l.steps.push_back(matmul_step(mm));
     return l;
   }

@@ -245,25 +245,71 @@ Expected<Lowering> window_pool_lower(const Node& node, const Graph& graph) {
 }
 
 constexpr int64_t kGlobalPoolThreads = 256;
+// NHWC global pooling (templates/pool_global_nhwc.cu.in): the spatial rows are cut into slices
+// until there are kGlobalPoolBlocksPerSm blocks an SM, each slice at least kGlobalPoolMinRows rows.
+constexpr int64_t kGlobalPoolBlocksPerSm = 2, kGlobalPoolMinRows = 64;
+constexpr int64_t kPoolVectorBytes = 16;  // one uint4 load a thread where the channels allow
+
+struct GlobalPoolNhwcPlan {
+  int64_t vec = 1, cvb = 1, chunks = 1, split = 1;
+};
+
+GlobalPoolNhwcPlan global_pool_nhwc_plan(const Target& target, DType dtype, int64_t n, int64_t sp, int64_t c) {
+  GlobalPoolNhwcPlan p;
+  const int64_t esize = dtype_size(dtype);
+  p.vec = esize <= kPoolVectorBytes && c % (kPoolVectorBytes / esize) == 0 ? kPoolVectorBytes / esize : 1;
+  const int64_t cv = c / p.vec;
+  p.cvb = std::min<int64_t>(cv, kGlobalPoolThreads);
+  p.chunks = (cv + p.cvb - 1) / p.cvb;
+  const int64_t blocks = std::max<int64_t>(1, n * p.chunks);
+  const int64_t want = (kGlobalPoolBlocksPerSm * std::max(1, target.sm_count) + blocks - 1) / blocks;
+  p.split = std::max<int64_t>(1, std::min(want, sp / kGlobalPoolMinRows));
+  p.split = (sp + (sp + p.split - 1) / p.split - 1) / ((sp + p.split - 1) / p.split);  // no empty slice
+  return p;
+}
 
 Expected<Lowering> global_pool_lower(const Node& node, const Graph& graph) {
   const Value& x = input_value(graph, node, 0);
   if (channels_last(node)) {
+    const int64_t n = x.shape[0], sp = x.shape[1] * x.shape[2], c = x.shape[3];
+    Lowering l;
+    if (n * c == 0) return l;  // nothing to write
+    if (n > 65535) return node_error(node, "batch " + std::to_string(n) + " is over one launch's grid (65535)");
+    const GlobalPoolNhwcPlan p = global_pool_nhwc_plan(graph.target, x.dtype, n, sp, c);
+    const std::string acc = compute_type(x.dtype);
+    const std::string comment = node.op_type + " NHWC " + shape_str(x.shape);
     KernelStep k;
     k.template_name = "pool_global_nhwc";
-    k.holes = {{"comment", node.op_type + " NHWC " + shape_str(x.shape)},
+    k.holes = {{"comment", comment + (p.split > 1 ? ", " + std::to_string(p.split) + " row slices" : "")},
                {"T", dtype_c_type(x.dtype)},
-               {"ACC", compute_type(x.dtype)},
-               {"N", int_literal(x.shape[0])}, {"C", int_literal(x.shape[3])},
-               {"SP", int_literal(x.shape[1] * x.shape[2])},
+               {"ACC", acc},
+               {"OUT_T", p.split > 1 ? acc : dtype_c_type(x.dtype)},
+               {"C", int_literal(c)},
+               {"SP", int_literal(sp)},
+               {"VEC", int_literal(p.vec)},
+               {"CVB", int_literal(p.cvb)},
+               {"SPLIT", int_literal(p.split)},
                {"IS_MAX", is_max(node) ? "1" : "0"},
                {"HAS_INPUT_MAX", node.has_attr("input_max") ? "1" : "0"},
                {"INPUT_MAX", float_literal(node.attr_float("input_max", 0.0f))}};
-    k.args = {node.inputs[0], node.outputs[0]};
-    k.block = Dim3{256, 1, 1};
-    k.grid = grid_for(x.shape[0] * x.shape[3], 256);
-    Lowering l;
+    k.args = {node.inputs[0], p.split > 1 ? kScratchArg : node.outputs[0]};
+    k.block = Dim3{kGlobalPoolThreads, 1, 1};
+    k.grid = Dim3{p.split, n, p.chunks};
     l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+    if (p.split == 1) return l;
+    l.scratch_bytes = n * p.split * c * static_cast<int64_t>(acc == "double" ? sizeof(double) : sizeof(float));
+    KernelStep f;
+    f.template_name = "pool_global_nhwc_finish";
+    f.holes = {{"comment", comment + ": the " + std::to_string(p.split) + " slices combined"},
+               {"T", dtype_c_type(x.dtype)},
+               {"ACC", acc},
+               {"N", int_literal(n)}, {"C", int_literal(c)}, {"SP", int_literal(sp)},
+               {"SPLIT", int_literal(p.split)},
+               {"IS_MAX", is_max(node) ? "1" : "0"}};
+    f.args = {kScratchArg, node.outputs[0]};
+    f.block = Dim3{256, 1, 1};
+    f.grid = grid_for(n * c, 256);
+    l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, f, {}});
     return l;
   }
   const int64_t nc = x.shape[0] * x.shape[1];

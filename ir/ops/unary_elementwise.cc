@@ -249,7 +249,10 @@ const UnaryOp kUnaryOps[] = {
      [](const Node&, const std::string& x, bool) {
        return "(" + x + " * tanh(" + x + " > 0 ? " + x + " + log1p(exp(-" + x + ")) : log1p(exp(" + x + "))))";
      }},
-    // Swish-24: x * sigmoid(alpha * x).
+    // Swish-24: x * sigmoid(alpha * x). Not an epilogue activation: absorbed (the fortieth
+    // session), EfficientNet's 1x1 expansions left cuBLASLt for CUTLASS kernels that ran them far
+    // slower than cuBLASLt + this op's own kernel (B0 bs32 fp16 3.03 against 2.46 ms, H200,
+    // docs/perf_notes.md v64); its stem and depthwise convolutions did gain.
     {"Swish", false, &kFloatTypes, DType::kUndefined,
      [](double x, const Node& n) { return x / (1.0 + std::exp(-static_cast<double>(attr(n, "alpha", 1.0f)) * x)); },
      IntRule::kNone,

@@ -13,6 +13,7 @@
 #include "library_build.h"
 #include "ir/op_registry.h"
 #include "ir/ops/conv_configs.h"
+#include "ir/ops/op_helpers.h"
 #include "ir/shape_inference.h"
 #include "ir/text_ir.h"
 #include "opt/memory_plan.h"
@@ -175,7 +176,7 @@ TEST(CutlassGemm, Fp32ErfGeluInTheEpilogueWithoutSplit) {
 }
 
 // Split counts: never an empty slice, at most kSimtGemmMaxSplit, at least
-// kSimtGemmMinSliceKTiles K tiles a slice, about one wave of the target's SMs.
+// kGemmMinSliceK K elements (8 SIMT K tiles) a slice, about one wave of the target's SMs.
 TEST(CutlassGemm, SplitRuleFillsOneWaveWithoutEmptySlices) {
   const Target h200 = target_from_archs({"sm_90"});
   const Target orin = target_from_archs({"sm_87"});
@@ -207,7 +208,7 @@ TEST(CutlassGemm, SplitRuleFillsOneWaveWithoutEmptySlices) {
       EXPECT_LE(s, kSimtGemmMaxSplit);
       EXPECT_EQ((k_tiles + slice - 1) / slice, s) << "k " << k << " n " << n;  // no empty slice
       if (s > 1) {
-        EXPECT_GE(slice, kSimtGemmMinSliceKTiles) << "k " << k;
+        EXPECT_GE(slice * c.tb_k, kGemmMinSliceK) << "k " << k;
       }
     }
 }
@@ -223,7 +224,7 @@ TEST(CutlassGemm, MustNotFire) {
     std::function<void(Target&)> tweak;
   };
   const std::vector<Case> cases = {
-      {"fp16", 128, "float16", {}},
+      {"fp16 (--gemm-16bit cublaslt, the default)", 128, "float16", {}},
       {"batch 32 x 128 rows", 4096, "float", {}},
       {"one row (a classifier's fc)", 1, "float", {}},
       {"15 rows", 15, "float", {}},
@@ -426,6 +427,134 @@ TEST(CutlassGemm, ClusterLibraryCompilesForHopper) {
     EXPECT_NE(sources.find("__cluster_dims__(1, 1, " + std::to_string(max_cluster) + ")"), std::string::npos);
     EXPECT_EQ(sources.find("The second half of a parallel split-K GEMM"), std::string::npos);  // no reduction kernel
   }
+}
+
+// fp16 GEMMs of few rows on sm_90 with --gemm-16bit cutlass (tc_gemm_plan): the template's tensor-op form, 64 x 64 tiles,
+// K split across a cluster, bias, residual and activation in the kernel: one step. GPT-2's shapes
+// at batch 1 on 132 SMs and 3 blocks an SM (396 wanted): c_proj 128 x 768 x 768 has 24 tiles and
+// 24 K tiles of 32, so 8 slices (a portable cluster's most) of 3; c_fc 128 x 3072 x 768 (96 tiles)
+// 5 slices of 5 K tiles; the MLP projection 128 x 768 x 3072 8 slices of 12.
+TEST(CutlassGemm, SixteenBitFewRowsOnTensorOpsInACluster) {
+  struct Case {
+    int64_t m, k, n;
+    const char* act;
+    bool residual;
+    int64_t split;
+  };
+  for (const Case& c : {Case{128, 768, 768, "", true, 8}, Case{128, 768, 3072, "Gelu", false, 5},
+                        Case{128, 3072, 768, "", true, 8}}) {
+    {
+      auto g = mlp_projection(c.m, c.k, c.n, "float16", c.act, c.residual);
+      ASSERT_TRUE(g.is_ok()) << g.status().message();
+      g->target.gemm_16bit_cluster = true;
+      int64_t scratch = 0;
+      const std::vector<LoweredStep> steps = lowered_steps(*g, &scratch);
+      ASSERT_EQ(steps.size(), 1u) << c.n;
+      const KernelStep& k = steps[0].kernel;
+      EXPECT_EQ(k.template_name, "cutlass_gemm");
+      EXPECT_EQ(hole(k, "TENSOR_OP"), "1");
+      EXPECT_EQ(hole(k, "ELEMENT"), "cutlass::half_t");
+      EXPECT_EQ(hole(k, "OP_CLASS"), "cutlass::arch::OpClassTensorOp");
+      EXPECT_EQ(hole(k, "INSTRUCTION"), "16, 8, 16");
+      EXPECT_EQ(hole(k, "ALIGN_A"), "8");
+      EXPECT_EQ(hole(k, "TB_M"), "64LL");
+      EXPECT_EQ(hole(k, "TB_N"), "64LL");
+      EXPECT_EQ(hole(k, "CLUSTER"), int_literal(c.split));
+      EXPECT_EQ(k.builder_args[7], c.split) << c.n;
+      EXPECT_EQ(k.args[4], g->nodes.back().outputs[0]);  // D is the output
+      EXPECT_EQ(k.args[3] != kNullArg, c.residual);
+      EXPECT_EQ(scratch, 0);
+      if (*c.act) {
+        EXPECT_NE(hole(k, "act_expr").find("erf"), std::string::npos);
+      }
+    }
+  }
+  // Unsplit (K of 64: one slice), still the cluster kernel's code, as a cluster of one.
+  auto small = mlp_projection(16, 64, 3072, "float16", "", false);
+  ASSERT_TRUE(small.is_ok());
+  small->target.gemm_16bit_cluster = true;
+  const std::vector<LoweredStep> one = lowered_steps(*small);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(hole(one[0].kernel, "TENSOR_OP"), "1");
+  EXPECT_EQ(hole(one[0].kernel, "CLUSTER"), "1LL");
+  EXPECT_EQ(hole(one[0].kernel, "CLUSTER_DIMS"), "");
+  // --conv-config picks another row of its table.
+  auto forced = mlp_projection(128, 768, 768, "float16", "", true);
+  ASSERT_TRUE(forced.is_ok());
+  forced->target.gemm_16bit_cluster = true;
+  forced->target.conv_config = "hgemm64x128x32_w32x64_s4";
+  EXPECT_EQ(hole(lowered_steps(*forced).front().kernel, "TB_N"), "128LL");
+}
+
+// Where the tensor-op form must not fire, with --gemm-16bit cutlass: a target before sm_90 (no
+// clusters; a fat binary with sm_87 too), rows that fill cuBLASLt's tiles, fewer than
+// kSimtGemmMinRows rows, K or a row-major B's N not a multiple of 8 (16-byte cp.async), bf16 (not
+// checked on a GPU), --matmul-impl reference; and without the flag (the default).
+TEST(CutlassGemm, SixteenBitTensorOpMustNotFire) {
+  struct Case {
+    const char* why;
+    int64_t m, k, n;
+    std::vector<std::string> archs;
+    std::function<void(Target&)> tweak;
+    const char* dtype = "float16";
+  };
+  const std::vector<Case> cases = {
+      {"sm_87", 128, 768, 768, {"sm_87"}, {}},
+      {"sm_87 and sm_90", 128, 768, 768, {"sm_87", "sm_90"}, {}},
+      {"--gemm-16bit cublaslt (the default)", 128, 768, 768, {"sm_90"}, [](Target& t) { t.gemm_16bit_cluster = false; }},
+      {"batch 32 x 128 rows", 4096, 768, 768, {"sm_90"}, {}},
+      {"15 rows", 15, 768, 768, {"sm_90"}, {}},
+      {"K 764", 128, 764, 768, {"sm_90"}, {}},
+      {"N 764", 128, 768, 764, {"sm_90"}, {}},
+      {"bf16", 128, 768, 768, {"sm_90"}, {}, "bfloat16"},
+      {"--matmul-impl reference", 128, 768, 768, {"sm_90"}, [](Target& t) { t.matmul_reference = true; }},
+  };
+  for (const Case& c : cases) {
+    auto g = mlp_projection(c.m, c.k, c.n, c.dtype, "", /*residual=*/true, c.archs);
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    g->target.gemm_16bit_cluster = true;
+    if (c.tweak) c.tweak(g->target);
+    for (const LoweredStep& s : lowered_steps(*g))
+      EXPECT_FALSE(s.kind == LoweredStep::Kind::kKernel && s.kernel.template_name == "cutlass_gemm") << c.why;
+  }
+  Target on = target_from_archs({"sm_90"});
+  on.gemm_16bit_cluster = true;
+  EXPECT_FALSE(tc_gemm_plan(on, DType::kFloat32, 128, 768, 768, false).has_value());
+  // N need not be a multiple of 8 when B is column-major (its rows are K long).
+  EXPECT_TRUE(tc_gemm_plan(on, DType::kFloat16, 128, /*n=*/764, /*k=*/768, /*trans_b=*/true).has_value());
+  EXPECT_FALSE(tc_gemm_plan(target_from_archs({"sm_90"}), DType::kFloat16, 128, 768, 768, false).has_value());
+}
+
+// nvcc compiles the tensor-op form for sm_90: split across a cluster with a residual and the erf
+// GELU, and unsplit (a cluster of one) with a column-major B.
+TEST(CutlassGemm, SixteenBitTensorOpLibraryCompilesForHopper) {
+  AOTC_REQUIRE_CUTLASS_BUILD(include);
+  auto g = mlp_projection(128, 3072, 768, "float16", "Gelu", /*residual=*/true, {"sm_90"});
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  g->target.gemm_16bit_cluster = true;
+  auto plan = plan_memory(*g);
+  ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+  const std::string sources = test::compile_block_sources(*g, *plan, {"sm_90"}, include, "cutlass-gemm-tc");
+  ASSERT_FALSE(sources.empty());
+  EXPECT_NE(sources.find("__cluster_dims__(1, 1, 8)"), std::string::npos);
+  EXPECT_NE(sources.find("cutlass::arch::OpClassTensorOp"), std::string::npos);
+  EXPECT_NE(sources.find("#if 1\n// The main loop alone"), std::string::npos);  // TENSOR_OP: no CUTLASS epilogue
+  auto t = parse_text_ir(R"(
+    input %x : float16[16x64]
+    const %w : float16[3072x64] = random(1)
+    %y : float16[?] = Gemm(%x, %w) {transB=1}  # g
+    output %y
+  )");
+  ASSERT_TRUE(t.is_ok()) << t.status().message();
+  t->target = target_from_archs({"sm_90"});
+  t->target.gemm_16bit_cluster = true;
+  ASSERT_TRUE(infer_shapes(*t).is_ok());
+  auto tplan = plan_memory(*t);
+  ASSERT_TRUE(tplan.is_ok()) << tplan.status().message();
+  const std::string tsources = test::compile_block_sources(*t, *tplan, {"sm_90"}, include, "cutlass-gemm-tc-unsplit");
+  ASSERT_FALSE(tsources.empty());
+  EXPECT_NE(tsources.find("cutlass::half_t"), std::string::npos);
+  EXPECT_NE(tsources.find("ColumnMajor"), std::string::npos);
 }
 
 // nvcc compiles both templates (split and unsplit, row- and column-major B) for sm_87 and sm_90.

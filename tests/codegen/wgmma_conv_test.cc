@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <sstream>
 
 #include "codegen/codegen.h"
 #include "codegen/cutlass_dir.h"
@@ -437,6 +438,25 @@ TEST(KernelLibrary, HeavyKernelsGetModelFreeFilesOnlyWhereTheLibraryHoldsThem) {
   ASSERT_EQ(with2.size(), 2u);
   EXPECT_EQ(with2[1], with[1]);
   EXPECT_NE(with2[0], with[0]);  // the grouped file names its model
+}
+
+// tools/build_kernel_library.sh builds the library from the configuration table: its WGMMA_ROWS
+// must be the table's sm_90 wgmma rule rows, in order, so that a row added to (or renamed in)
+// ir/ops/conv_configs.h reaches the library too.
+TEST(KernelLibrary, TableScriptListsEveryWgmmaRuleRow) {
+  std::ifstream in(std::string(AOTC_TEST_SOURCE_DIR) + "/../../tools/build_kernel_library.sh");
+  ASSERT_TRUE(in.good());
+  std::string line, rows;
+  while (std::getline(in, line))
+    if (line.rfind("WGMMA_ROWS=\"", 0) == 0) rows = line.substr(12, line.size() - 13);
+  ASSERT_FALSE(rows.empty());
+  std::vector<std::string> listed;
+  std::istringstream words(rows);
+  for (std::string w; words >> w;) listed.push_back(w);
+  std::vector<std::string> table;
+  for (const ConvKernelConfig& c : conv_configs_of(ConvMath::kWgmma)) table.push_back(c.name);
+  ASSERT_FALSE(table.empty());
+  EXPECT_EQ(listed, table);
 }
 
 // Added to a library by one build, read by the next instead of compiled (nvcc, CUTLASS): the

@@ -719,6 +719,31 @@ TEST(GpuConvFp16, SqueezeExcitationGateChannelsLast) {
   run_case(b.graph(), "conv16_squeeze_excitation", options);
 }
 
+// NHWC global pooling with its rows cut into slices (templates/pool_global_nhwc.cu.in, then the
+// _finish kernel through the scratch): EfficientNet-B0's first squeeze-excitation pool (32
+// channels of 112 x 112, batch 4), a max pool of 24 channels, and a 7 x 7 pool of 1280 channels
+// (one slice: no scratch), each after an fp16 1x1 conv so that they run channels_last (the scalar
+// loads of a channel count that is not a multiple of 8: the CPU emulation, ConvNhwc tests).
+TEST(GpuConvFp16, GlobalPoolChannelsLastInRowSlices) {
+  AOTC_REQUIRE_GPU();
+  auto pooled = [](Shape x, int64_t cout, const char* pool) {
+    GraphBuilder b;
+    ValueId xi = b.input("x", x, DType::kFloat16);
+    ValueId c = b.node("Conv", {xi, b.weight("w", {cout, x[1], 1, 1}, -0.3, 0.3, DType::kFloat16),
+                                b.weight("b", {cout}, -1, 1, DType::kFloat16)});
+    b.output(b.node(pool, {b.node("Relu", {c})}));
+    return b.graph();
+  };
+  CaseOptions split;
+  split.expect_templates = {"pool_global_nhwc", "pool_global_nhwc_finish"};
+  run_case(pooled({4, 16, 112, 112}, 32, "GlobalAveragePool"), "gap_nhwc_slices", split);
+  run_case(pooled({2, 16, 40, 24}, 24, "GlobalMaxPool"), "gmp_nhwc_slices", split);
+  CaseOptions one;
+  one.expect_templates = {"pool_global_nhwc"};
+  one.absent_templates = {"pool_global_nhwc_finish"};
+  run_case(pooled({2, 320, 7, 7}, 1280, "GlobalAveragePool"), "gap_nhwc_head", one);
+}
+
 TEST(GpuConvFp16, DepthwiseStride2) {
   AOTC_REQUIRE_GPU();
   run_case(conv_fp16_graph({2, 24, 9, 10}, {24, 1, 3, 3},

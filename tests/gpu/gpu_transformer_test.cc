@@ -684,6 +684,72 @@ TEST(GpuMatmul, Fp32FewRowsOnTheSimtGemm) {
   bias_case(70, 2048, 130, 0.03, true, true, "simt_gemm_partial_tiles");
 }
 
+// fp16 GEMMs of few rows on the tensor-op form of the same CUTLASS GEMM (--gemm-16bit cutlass;
+// ir/ops/conv_configs.h tc_gemm_plan; sm_90+), against the CPU reference: GPT-2's batch-1 MLP (c_fc
+// 128x768x3072 in 5 K slices with the erf GELU in the epilogue, c_proj 128x3072x768 in 8 with bias
+// and residual), a Gemm with transB, alpha, beta and a full C (197 rows: a partial row tile), 70 x
+// 136 outputs (partial row and column tiles, N not a multiple of the 64-wide tile) with ReLU after
+// 8 slices, and K 64 unsplit (a cluster of one). Each also on cuBLASLt (the default), which must
+// not run the template.
+TEST(GpuMatmul, SixteenBitFewRowsOnTensorOps) {
+  AOTC_REQUIRE_GPU();
+  const std::string arch = gpu_arch();
+  if (!(arch.size() > 3 && std::atoi(arch.c_str() + 3) >= 90)) GTEST_SKIP() << "needs sm_90+ (clusters); GPU is " << arch;
+  auto both = [&](const Graph& graph, const std::string& label, CaseOptions options) {
+    Graph g = graph;
+    g.target.gemm_16bit_cluster = true;
+    options.expect_templates = {"cutlass_gemm"};
+    options.expect_holes = {{"TENSOR_OP", "1"}};
+    options.absent_templates = {"gemm_splitk_reduce"};
+    run_case(g, label, options);
+    Graph lt = g;
+    lt.target.gemm_16bit_cluster = false;
+    CaseOptions lt_options = options;
+    lt_options.expect_templates = {};
+    lt_options.expect_holes = {};
+    lt_options.absent_templates = {"cutlass_gemm"};
+    run_case(lt, label + "_cublaslt", lt_options);
+  };
+  {
+    const DType t = DType::kFloat16;
+    GraphBuilder b;
+    b.graph().opset = 20;
+    ValueId x = b.input("x", {1, 128, 768}, t);
+    ValueId w1 = b.weight("w1", {768, 3072}, -0.05, 0.05, t);
+    ValueId b1 = b.weight("b1", {3072}, -0.5, 0.5, t);
+    ValueId w2 = b.weight("w2", {3072, 768}, -0.03, 0.03, t);
+    ValueId b2 = b.weight("b2", {768}, -0.5, 0.5, t);
+    ValueId h = b.node("Gelu", {b.node("Add", {b.node("MatMul", {x, w1}), b1})});
+    b.output(b.node("Add", {b.node("Add", {b.node("MatMul", {h, w2}), b2}), x}));
+    CaseOptions options;
+    options.expect_ops_after_pipeline = {"FusedGemm"};
+    both(b.graph(), "tc_gemm_mlp", options);
+  }
+  {
+    GraphBuilder b;
+    b.graph().opset = 17;
+    const DType t = DType::kFloat16;
+    ValueId x = b.input("x", {197, 256}, t);
+    ValueId c = b.input("c", {197, 384}, t);
+    ValueId w = b.weight("w", {384, 256}, -0.1, 0.1, t);
+    b.output(b.node("Gemm", {x, w, c}, {{"transB", i64(1)}, {"alpha", f32(0.5f)}, {"beta", f32(2.0f)}}));
+    both(b.graph(), "tc_gemm_transb_alpha_beta", {});
+  }
+  auto bias_case = [&](int64_t m, int64_t k, int64_t n, double w_range, bool relu, const std::string& label) {
+    GraphBuilder b;
+    b.graph().opset = 17;
+    const DType t = DType::kFloat16;
+    ValueId x = b.input("x", {m, k}, t);
+    ValueId w = b.weight("w", {k, n}, -w_range, w_range, t);
+    ValueId bias = b.weight("bias", {n}, -1, 1, t);
+    ValueId y = b.node("Add", {b.node("MatMul", {x, w}), bias});
+    b.output(relu ? b.node("Relu", {y}) : y);
+    both(b.graph(), label, {});
+  };
+  bias_case(70, 2048, 136, 0.03, true, "tc_gemm_partial_tiles");
+  bias_case(16, 64, 3072, 0.3, false, "tc_gemm_unsplit");
+}
+
 TEST(GpuGelu, TanhApproximation) {
   AOTC_REQUIRE_GPU();
   GraphBuilder b;

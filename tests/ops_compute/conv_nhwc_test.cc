@@ -320,6 +320,12 @@ std::vector<PoolCase> pool_case_list() {
       {"global max fp32 1x1", "GlobalMaxPool", f32, {1, 1, 1, 7}, global, {1, 1, 1, 7}},
       {"global max fp16", "GlobalMaxPool", f16, {2, 7, 5, 9}, global, {2, 1, 1, 9}},
       {"global avg fp32 wide", "GlobalAveragePool", f32, {3, 4, 6, 300}, global, {3, 1, 1, 300}},
+      // Rows cut into slices (templates/pool_global_nhwc_finish.cu.in combines them): 256 rows in 4
+      // slices of 64 with 16-byte vectors, 144 rows in 2 slices with scalar loads (13 channels),
+      // and 1028 fp32 channels (257 vectors) in two channel chunks.
+      {"global avg fp16 split", "GlobalAveragePool", f16, {1, 16, 16, 8}, global, {1, 1, 1, 8}},
+      {"global max fp16 split", "GlobalMaxPool", f16, {2, 12, 12, 13}, global, {2, 1, 1, 13}},
+      {"global avg fp32 channel chunks split", "GlobalAveragePool", f32, {1, 8, 16, 1028}, global, {1, 1, 1, 1028}},
   };
 }
 
@@ -354,21 +360,25 @@ struct Built {
   Lowering lowering;
 };
 
-// Lowers every case (checking the chosen template) and renders its kernels as c<r>_k<i>.
+// Lowers every case (checking the first step's template) and renders its kernels as c<r>_k<i>
+// (a split global pool has two: the slices, then their combination through the scratch).
 ::testing::AssertionResult build(const std::vector<KernelCase>& cases, std::vector<Built>& built, std::string& source) {
   for (const KernelCase& c : cases) {
     OneNode g = c.build();
     auto l = lower(g);
     if (!l) return ::testing::AssertionFailure() << c.label << ": " << l.status().message();
-    if (l->steps.size() != 1 || l->steps[0].kind != LoweredStep::Kind::kKernel)
-      return ::testing::AssertionFailure() << c.label << ": expected one kernel step, got " << l->steps.size();
-    if (l->steps[0].kernel.template_name != c.template_name)
-      return ::testing::AssertionFailure() << c.label << ": template " << l->steps[0].kernel.template_name << ", expected "
-                                           << c.template_name;
+    if (l->steps.empty() || l->steps[0].kernel.template_name != c.template_name)
+      return ::testing::AssertionFailure() << c.label << ": template "
+                                           << (l->steps.empty() ? "<none>" : l->steps[0].kernel.template_name)
+                                           << ", expected " << c.template_name;
     const size_t r = built.size();
-    auto text = testing_util::render_kernel(l->steps[0].kernel, "c" + std::to_string(r) + "_k0");
-    if (!text) return ::testing::AssertionFailure() << c.label << ": " << text.status().message();
-    source += "// case: " + c.label + "\n" + *text + "\n";
+    for (size_t i = 0; i < l->steps.size(); ++i) {
+      if (l->steps[i].kind != LoweredStep::Kind::kKernel)
+        return ::testing::AssertionFailure() << c.label << ": step " << i << " is not a kernel";
+      auto text = testing_util::render_kernel(l->steps[i].kernel, "c" + std::to_string(r) + "_k" + std::to_string(i));
+      if (!text) return ::testing::AssertionFailure() << c.label << ": " << text.status().message();
+      source += "// case: " + c.label + "\n" + *text + "\n";
+    }
     built.push_back({c.label, g, *l});
   }
   return ::testing::AssertionSuccess();
@@ -480,6 +490,10 @@ TEST(ConvNhwc, PoolKernelsEmulatedMatchReference) {
     auto want = evaluate_graph(built[r].graph.graph, inputs);
     ASSERT_TRUE(want.is_ok()) << want.status().message();
     ASSERT_EQ(want.value()[0].shape(), p.y);
+    if (p.label.find("split") != std::string::npos) {  // the slices' path is the one tested
+      EXPECT_EQ(built[r].lowering.steps.size(), 2u);
+      EXPECT_GT(built[r].lowering.scratch_bytes, 0);
+    }
     // The kernel against the channels_last reference.
     EXPECT_TRUE(tensors_close(got, want.value()[0]));
     // The channels_last reference against a hand-written NHWC pool.

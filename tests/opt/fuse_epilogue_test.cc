@@ -164,6 +164,41 @@ TEST(FuseEpilogue, Float16ConvBiasSigmoid) {
   EXPECT_TRUE(testing_util::same_outputs(before, g, 42, 2.5e-3, 1e-3));
 }
 
+// --epilogue-exclude (Target::epilogue_excluded) keeps an activation the epilogue would take a
+// node of its own (the bias is still fused); the other op types stay absorbable. Swish (SiLU) is
+// not an epilogue activation (measured slower, ir/ops/unary_elementwise.cc).
+TEST(FuseEpilogue, ExcludedActivationStaysANodeOfItsOwn) {
+  AOTC_REQUIRE_OPS("Conv", "aotc.FusedConv", "Add", "Sigmoid", "Swish");
+  auto text = [](const std::string& act) {
+    return R"(
+    input %x : float[1x3x5x5]
+    const %w : float[4x3x3x3] = random(1)
+    const %b : float[4x1x1] = random(2)
+    %c : float[?] = Conv(%x, %w) {pads=[1,1,1,1]}
+    %s : float[?] = Add(%c, %b)
+    %y : float[?] = )" + act + R"((%s)
+    output %y
+  )";
+  };
+  AOTC_BUILD(g, text("Sigmoid"));
+  g.target.epilogue_excluded = {"Relu", "Gelu"};
+  Graph before = g;
+  auto changed = fuse_and_verify(g);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_EQ(op_list(g), "aotc.FusedConv");
+  EXPECT_EQ(g.nodes[0].attr_string("activation", ""), "Sigmoid");
+  AOTC_BUILD(excluded, text("Sigmoid"));
+  excluded.target.epilogue_excluded = {"Relu", "Sigmoid"};
+  changed = fuse_and_verify(excluded);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_EQ(op_list(excluded), "aotc.FusedConv,Sigmoid");
+  EXPECT_TRUE(testing_util::same_outputs(before, excluded));
+  AOTC_BUILD(swish, text("Swish"));
+  changed = fuse_and_verify(swish);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_EQ(op_list(swish), "aotc.FusedConv,Swish");
+}
+
 void expect_ops_after(const std::string& text, const std::string& ops) {
   auto built = testing_util::build(text);
   ASSERT_TRUE(built.is_ok()) << built.status().message();

@@ -133,6 +133,7 @@ TEST(AotcArgs, ChoiceOptionsAcceptTheirValuesAndListThemOnRefusal) {
       {"--conv-pw-pair", {"on", "off"}, "on or off"},
       {"--fp32-gemm", {"auto", "cublaslt", "simt-reduce"}, "auto, cublaslt or simt-reduce"},
       {"--fp32-gemm-max-cluster", {"8", "16"}, "8 or 16"},
+      {"--gemm-16bit", {"cublaslt", "cutlass"}, "cublaslt or cutlass"},
       {"--tune-matmuls", {"auto", "on", "off"}, "auto, on or off"},
       {"--pdl", {"off", "wait", "early"}, "off, wait or early"},
       {"--attention", {"fused", "fused64", "fused32", "rows"}, "fused, fused64, fused32 or rows"},
@@ -230,6 +231,14 @@ TEST(AotcArgs, ConvStrategySwitches) {
   EXPECT_EQ(d->simt_gemm_max_cluster, 8);
   EXPECT_EQ(parse_aotc_args({"m.onnx", "-o", "libm.so", "--fp32-gemm-max-cluster", "16"})->simt_gemm_max_cluster, 16);
   EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--fp32-gemm", "cublaslt"})->gemm_fp32_simt);
+  EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so"})->gemm_16bit_cluster);
+  EXPECT_TRUE(parse_aotc_args({"m.onnx", "-o", "libm.so"})->epilogue_excluded.empty());
+  EXPECT_EQ(parse_aotc_args({"m.onnx", "-o", "libm.so", "--epilogue-exclude", "Swish,Gelu", "--epilogue-exclude",
+                             "Relu"})->epilogue_excluded,
+            (std::vector<std::string>{"Swish", "Gelu", "Relu"}));
+  EXPECT_NE(error_of({"m.onnx", "-o", "libm.so", "--epilogue-exclude", "Swish,"}).find("--epilogue-exclude"),
+            std::string::npos);
+  EXPECT_TRUE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--gemm-16bit", "cutlass"})->gemm_16bit_cluster);
   auto reduce = parse_aotc_args({"m.onnx", "-o", "libm.so", "--fp32-gemm", "simt-reduce"});
   ASSERT_TRUE(reduce.is_ok());
   EXPECT_TRUE(reduce->gemm_fp32_simt);
