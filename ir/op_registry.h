@@ -19,6 +19,10 @@ struct OpTraits {
                                      // QuantizeLinear / DequantizeLinear: with a scalar scale)
   bool is_view = false;              // output 0 is input 0's bytes under a new shape
   bool epilogue_activation = false;  // unary op a conv/gemm epilogue may absorb (scalar_expr set)
+  // ... but only a convolution's that does not run as a GEMM (not a 1x1 stride-1 one, not a Gemm):
+  // cuBLASLt's epilogues lack it, and the GEMM would leave cuBLASLt for a slower kernel (Swish:
+  // EfficientNet's 1x1 expansions, docs/perf_notes.md v64).
+  bool epilogue_not_on_gemm = false;
   bool commutative = false;          // binary op with f(a, b) == f(b, a)
   bool shape_only = false;           // output depends only on input shapes (Shape, Size)
   bool data_dependent_shape = false; // output shape depends on input values (NonZero, Unique)

@@ -123,11 +123,27 @@ Status check_activation_known(const Node& node, const Node& fused) {
   return Status::ok();
 }
 
-bool epilogue_may_absorb(const Graph& graph, const Node& act) {
+bool epilogue_may_absorb(const Graph& graph, const Node& act, bool anchor_is_gemm) {
   const OpDef* def = default_registry().find(act.op_type, act.domain);
   if (!def || !def->traits.epilogue_activation || !def->scalar_expr || act.inputs.size() != 1) return false;
+  if (anchor_is_gemm && def->traits.epilogue_not_on_gemm) return false;
   for (const std::string& op : graph.target.epilogue_excluded)
     if (op == act.op_type) return false;
+  return true;
+}
+
+bool conv_runs_as_gemm(const Graph& graph, const Node& conv) {
+  if (conv.inputs.size() < 2 || conv.input(1) == kNoValue || conv.attr_int("group", 1) != 1) return false;
+  const Shape& w = graph.value(conv.inputs[1]).shape;
+  if (w.size() < 3) return false;
+  for (size_t i = 2; i < w.size(); ++i)
+    if (w[i] != 1) return false;
+  if (conv.has_attr("strides"))
+    for (int64_t s : conv.attr_ints("strides"))
+      if (s != 1) return false;
+  if (conv.has_attr("pads"))
+    for (int64_t p : conv.attr_ints("pads"))
+      if (p != 0) return false;
   return true;
 }
 

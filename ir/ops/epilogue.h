@@ -27,9 +27,13 @@ Status apply_activation_reference(const Node& fused, Tensor& tensor);
 Status check_activation_known(const Node& node, const Node& fused);
 Status check_activation_lowerable(const Node& node, const Node& fused);
 // Whether a conv / GEMM epilogue may absorb `act` (a single-input node): its op's traits say it is
-// an epilogue activation with a CUDA expression, and the target does not exclude its op type
-// (Target::epilogue_excluded, --epilogue-exclude).
-bool epilogue_may_absorb(const Graph& graph, const Node& act);
+// an epilogue activation with a CUDA expression (and, for an anchor that runs as a GEMM - a Gemm /
+// MatMul, or a convolution for which conv_runs_as_gemm holds - not epilogue_not_on_gemm), and the
+// target does not exclude its op type (Target::epilogue_excluded, --epilogue-exclude).
+bool epilogue_may_absorb(const Graph& graph, const Node& act, bool anchor_is_gemm);
+// A Conv / FusedConv whose weights are 1 x 1 (every spatial dim), strides 1, no padding, group 1:
+// the lowering's pointwise GEMM (cuBLASLt, NHWC) candidate.
+bool conv_runs_as_gemm(const Graph& graph, const Node& conv);
 
 // A max pooling absorbed after the activation (opt/fuse_stem_pool: aotc.FusedConv only): its op
 // type in attribute "pool" and its attributes as "pool.<name>". The fused node's output is the

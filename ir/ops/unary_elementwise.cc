@@ -37,6 +37,7 @@ struct UnaryOp {
   IntRule int_rule;
   // CUDA expression in terms of x (of compute type: float, double or the integer type).
   std::string (*expr)(const Node& node, const std::string& x, bool integer);
+  bool not_on_gemm = false;  // OpTraits::epilogue_not_on_gemm
 };
 
 float attr(const Node& n, const char* key, float fallback) { return n.attr_float(key, fallback); }
@@ -249,16 +250,18 @@ const UnaryOp kUnaryOps[] = {
      [](const Node&, const std::string& x, bool) {
        return "(" + x + " * tanh(" + x + " > 0 ? " + x + " + log1p(exp(-" + x + ")) : log1p(exp(" + x + "))))";
      }},
-    // Swish-24: x * sigmoid(alpha * x). Not an epilogue activation: absorbed (the fortieth
-    // session), EfficientNet's 1x1 expansions left cuBLASLt for CUTLASS kernels that ran them far
-    // slower than cuBLASLt + this op's own kernel (B0 bs32 fp16 3.03 against 2.46 ms, H200,
-    // docs/perf_notes.md v64); its stem and depthwise convolutions did gain.
-    {"Swish", false, &kFloatTypes, DType::kUndefined,
+    // Swish-24: x * sigmoid(alpha * x). An epilogue activation of the convolutions that do not
+    // run as GEMMs only (not_on_gemm): absorbed everywhere (the fortieth session), EfficientNet's
+    // 1x1 expansions left cuBLASLt for CUTLASS kernels far slower than cuBLASLt + this op's own
+    // kernel (B0 bs32 fp16 3.03 against 2.46 ms, H200, docs/perf_notes.md v64), while its stem and
+    // depthwise convolutions gained (36.9 us against 24.5 + 40.2; 28.8 against 22.6 + 42.4).
+    {"Swish", true, &kFloatTypes, DType::kUndefined,
      [](double x, const Node& n) { return x / (1.0 + std::exp(-static_cast<double>(attr(n, "alpha", 1.0f)) * x)); },
      IntRule::kNone,
      [](const Node& n, const std::string& x, bool) {
        return "(" + x + " / (1 + exp(-" + lit(n, "alpha", 1.0f) + " * " + x + ")))";
-     }},
+     },
+     /*not_on_gemm=*/true},
 };
 #undef AOTC_FN
 
@@ -367,6 +370,7 @@ void register_unary_elementwise_ops(OpRegistry& registry) {
     def.op_type = op.op_type;
     def.traits.elementwise = true;
     def.traits.epilogue_activation = op.epilogue_activation;
+    def.traits.epilogue_not_on_gemm = op.not_on_gemm;
     def.import = unary_import;
     def.infer = unary_infer;
     def.reference = unary_reference;

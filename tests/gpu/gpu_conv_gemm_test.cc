@@ -178,8 +178,37 @@ Graph conv16_act_graph(DType t, Shape x, Shape w, Attributes attrs, bool bias, b
   }
   if (act == "Relu") c = b.node("Relu", {c});
   if (act == "Clip") c = b.node("Clip", {c}, {{"min", f32(0.f)}, {"max", f32(1.5f)}});
+  if (act == "SiLU") c = b.node("Mul", {c, b.node("Sigmoid", {c})});  // as the exporters write it
   b.output(c);
   return b.graph();
+}
+
+// SiLU (Mul(x, Sigmoid(x)) -> Swish by opt/fuse_silu) inside the convolution's own kernel where
+// the convolution is not a pointwise GEMM: the cluster split-K 3x3 at batch 1 (with a residual
+// before it), the sm_90a wgmma 3x3 (98 tiles of 128 x 128 fill half a wave; sm_90 GPUs) and a
+// depthwise 3x3, with no Swish, Sigmoid or Mul kernel left; a 1x1 keeps its cuBLASLt GEMM and a
+// Swish kernel after it (OpTraits::epilogue_not_on_gemm).
+TEST(GpuConvFp16, SiluInsideTheConvolutionKernelsThatAreNotGemms) {
+  AOTC_REQUIRE_GPU();
+  CaseOptions options;
+  options.expect_ops_after_pipeline = {"FusedConv"};
+  options.absent_ops_after_pipeline = {"Swish", "Sigmoid", "Mul"};
+  const Attributes pad1 = {{"pads", ints({1, 1, 1, 1})}};
+  run_case(conv16_act_graph(DType::kFloat16, {1, 64, 14, 14}, {64, 64, 3, 3}, pad1, true, true, "SiLU"),
+           "conv16_silu_cluster", options);
+  if (gpu_arch() == "sm_90") {
+    CaseOptions wgmma = options;
+    wgmma.expect_templates = {"cutlass_conv2d_fprop_sm90"};
+    run_case(conv16_act_graph(DType::kFloat16, {16, 128, 28, 28}, {128, 128, 3, 3}, pad1, true, false, "SiLU"),
+             "conv16_silu_wgmma", wgmma);
+  }
+  run_case(conv16_act_graph(DType::kFloat16, {2, 64, 14, 14}, {64, 1, 3, 3}, {{"pads", ints({1, 1, 1, 1})}, {"group", i64(64)}},
+                            true, false, "SiLU"),
+           "conv16_silu_depthwise", options);
+  CaseOptions pointwise;
+  pointwise.expect_ops_after_pipeline = {"Swish"};
+  run_case(conv16_act_graph(DType::kFloat16, {4, 64, 14, 14}, {128, 64, 1, 1}, {}, true, false, "SiLU"),
+           "conv16_silu_pointwise", pointwise);
 }
 
 TEST(GpuConvFp16, ClusterSplitKResidualRelu) {
