@@ -264,7 +264,8 @@ GlobalPoolNhwcPlan global_pool_nhwc_plan(const Target& target, DType dtype, int6
   const int64_t blocks = std::max<int64_t>(1, n * p.chunks);
   const int64_t want = (kGlobalPoolBlocksPerSm * std::max(1, target.sm_count) + blocks - 1) / blocks;
   p.split = std::max<int64_t>(1, std::min(want, sp / kGlobalPoolMinRows));
-  p.split = (sp + (sp + p.split - 1) / p.split - 1) / ((sp + p.split - 1) / p.split);  // no empty slice
+  const int64_t rows = (sp + p.split - 1) / p.split;
+  if (rows > 0) p.split = (sp + rows - 1) / rows;  // no empty slice (no rows at all: one slice)
   return p;
 }
 

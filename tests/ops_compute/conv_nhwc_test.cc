@@ -628,6 +628,18 @@ TEST(ConvNhwc, PackSpaceToDepthEmulatedMatchesScatter) {
   });
 }
 
+// The NHWC global pool's slice plan on an empty spatial extent (no rows): one slice, no division
+// by zero in the plan (the kernel then writes the empty mean, NaN, as the reference does).
+TEST(ConvNhwc, GlobalPoolOfNoRowsIsOneSlice) {
+  OneNode g = one_node("GlobalAveragePool", {{"x", {2, 0, 5, 16}}}, {{"channels_last", Attribute::of_int(1)}}, 1,
+                       DType::kFloat16);
+  auto l = lower(g);
+  ASSERT_TRUE(l.is_ok()) << l.status().message();
+  ASSERT_EQ(l->steps.size(), 1u);
+  EXPECT_EQ(l->scratch_bytes, 0);
+  EXPECT_EQ(l->steps[0].kernel.grid.x, 1);
+}
+
 // ---- 5. nvcc ----
 
 TEST(ConvNhwc, KernelsCompileWithNvcc) {
