@@ -411,6 +411,7 @@ Status compile(const AotcOptions& o, CompileReport& report) {
   graph.target.gemm_fp32_cluster = o.gemm_fp32_cluster;
   graph.target.gemm_16bit_cluster = o.gemm_16bit_cluster;
   graph.target.epilogue_excluded = o.epilogue_excluded;
+  graph.target.depthwise_tile_tow_first = o.depthwise_tile_tow_first;
   graph.target.simt_gemm_max_cluster = o.simt_gemm_max_cluster;
   graph.target.simt_gemm_blocks_per_sm = o.simt_gemm_blocks_per_sm;
   graph.target.matmul_reference = o.matmul_reference;

@@ -289,6 +289,10 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
         if (comma == std::string::npos) break;
         start = comma + 1;
       }
+    } else if (opt == "--depthwise-tile") {
+      std::string text;
+      AOTC_CHOOSE(text, {"cb-first", "tow-first"});
+      o.depthwise_tile_tow_first = text == "tow-first";
     } else if (opt == "--epilogue-exclude") {
       std::string text;
       AOTC_TAKE(text);

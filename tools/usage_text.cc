@@ -155,6 +155,10 @@ options:
                            K slices of a tile are summed inside the kernel across a thread-block
                            cluster when every --arch is sm_90 or newer; simt-reduce: the same GEMM
                            with the slices summed by a second kernel; cublaslt: all on cuBLASLt
+  --depthwise-tile cb-first|tow-first
+                           how the depthwise tile kernel's tiles shrink until the grid has 2
+                           blocks an SM: cb-first (default) halves the channels of a tile first,
+                           tow-first its width (more threads a block; for measuring)
   --epilogue-exclude OP    keep these activation op types (comma list, repeatable; e.g. Swish)
                            out of convolution and GEMM epilogues: they run as their own kernels
                            (for measuring)

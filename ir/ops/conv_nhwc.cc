@@ -351,7 +351,8 @@ Lowering lower_wgmma(const NhwcConv& c, const ConvKernelConfig& cfg) {
 //  - CB: the largest of 64, 48, 32, 24, 16, 8 (4 for fp32) channels dividing C whose window fits
 //    kDepthwiseTileSmemBytes of shared memory;
 //  - while the grid has fewer than 2 blocks per SM: CB halves (down to one vector), then TOH (down
-//    to 1), then TOW (down to 4).
+//    to 1), then TOW (down to 4); with --depthwise-tile tow-first (Target::depthwise_tile_tow_first,
+//    not measured): TOW first, then TOH, then CB.
 struct DepthwiseTile {
   int64_t cb = 0, toh = 0, tow = 0;
 };
@@ -396,6 +397,15 @@ std::optional<DepthwiseTile> depthwise_tile(const NhwcConv& c) {
     else return std::nullopt;
   }
   const int64_t want = 2 * int64_t{c.graph.target.sm_count};
+  if (c.graph.target.depthwise_tile_tow_first) {  // --depthwise-tile tow-first
+    while (blocks(t) < want) {
+      if (t.tow > 4) t.tow = (t.tow + 1) / 2;
+      else if (t.toh > 1) t.toh = (t.toh + 1) / 2;
+      else if (ci + 1 < cbs.size()) t.cb = cbs[++ci];
+      else break;
+    }
+    return t;
+  }
   while (blocks(t) < want) {
     if (ci + 1 < cbs.size()) t.cb = cbs[++ci];
     else if (t.toh > 1) t.toh = (t.toh + 1) / 2;

@@ -239,6 +239,13 @@ std::vector<KernelCase> conv_cases() {
                  return wide(depthwise(f16, 2, 64, 20, 19, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, true, "Relu"));
                }, tile});
   c.push_back({"fp16 C48 21x18 3x3 s2 p1 bias", [=] { return depthwise(f16, 1, 48, 21, 18, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, true, false, ""); }, tile});
+  // --depthwise-tile tow-first on a 132-SM target: 4-column tiles (TILES_W 4) of one row, then
+  // the channels shrink (8 of 48).
+  c.push_back({"fp16 C48 14x14 5x5 p2 bias sigmoid tow-first", [=] {
+                 OneNode g = depthwise(f16, 1, 48, 14, 14, 5, 5, {1, 1}, {2, 2, 2, 2}, {1, 1}, true, false, "Sigmoid");
+                 g.graph.target.depthwise_tile_tow_first = true;
+                 return g;
+               }, tile});
   c.push_back({"fp32 C12 17x18 3x3 s1 p1 clip wide", [=] {
                  return wide(depthwise(f32, 1, 12, 17, 18, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, false, false, "Clip", clip));
                }, tile});
@@ -626,6 +633,33 @@ TEST(ConvNhwc, PackSpaceToDepthEmulatedMatchesScatter) {
       EXPECT_EQ(std::memcmp(t->raw(), expected.raw(), static_cast<size_t>(expected.byte_size())), 0) << what << " differs";
     }
   });
+}
+
+// The depthwise tile rule on EfficientNet-B0's batch-1 5x5 (672 channels, 14 x 14, a 132-SM
+// target): the default shrinks the channels to one vector and the rows to 4 (16-thread blocks,
+// 14 outputs a thread); tow-first keeps 48 channels and cuts the width to 4 columns and the rows
+// to 2 (48-thread blocks, 4 outputs a thread, 392 blocks).
+TEST(ConvNhwc, DepthwiseTileRules) {
+  auto holes = [](bool tow_first) {
+    OneNode g = depthwise(DType::kFloat16, 1, 672, 14, 14, 5, 5, {1, 1}, {2, 2, 2, 2}, {1, 1}, true, false, "");
+    g.graph.target.depthwise_tile_tow_first = tow_first;
+    auto l = lower(g);
+    EXPECT_TRUE(l.is_ok()) << l.status().message();
+    std::map<std::string, std::string> h;
+    if (l.is_ok())
+      for (const auto& kv : l->steps[0].kernel.holes) h[kv.first] = kv.second;
+    return h;
+  };
+  std::map<std::string, std::string> d = holes(false), t = holes(true);
+  EXPECT_EQ(d["CB"], "8LL");
+  EXPECT_EQ(d["TOH"], "4LL");
+  EXPECT_EQ(d["TOW"], "14LL");
+  EXPECT_EQ(d["THREADS"], "16LL");
+  EXPECT_EQ(t["CB"], "48LL");
+  EXPECT_EQ(t["TOH"], "2LL");
+  EXPECT_EQ(t["TOW"], "4LL");
+  EXPECT_EQ(t["TILES_W"], "4LL");
+  EXPECT_EQ(t["THREADS"], "48LL");
 }
 
 // The NHWC global pool's slice plan on an empty spatial extent (no rows): one slice, no division

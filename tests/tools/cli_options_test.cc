@@ -134,6 +134,7 @@ TEST(AotcArgs, ChoiceOptionsAcceptTheirValuesAndListThemOnRefusal) {
       {"--fp32-gemm", {"auto", "cublaslt", "simt-reduce"}, "auto, cublaslt or simt-reduce"},
       {"--fp32-gemm-max-cluster", {"8", "16"}, "8 or 16"},
       {"--gemm-16bit", {"cublaslt", "cutlass"}, "cublaslt or cutlass"},
+      {"--depthwise-tile", {"cb-first", "tow-first"}, "cb-first or tow-first"},
       {"--tune-matmuls", {"auto", "on", "off"}, "auto, on or off"},
       {"--pdl", {"off", "wait", "early"}, "off, wait or early"},
       {"--attention", {"fused", "fused64", "fused32", "rows"}, "fused, fused64, fused32 or rows"},
@@ -233,6 +234,8 @@ TEST(AotcArgs, ConvStrategySwitches) {
   EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--fp32-gemm", "cublaslt"})->gemm_fp32_simt);
   EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so"})->gemm_16bit_cluster);
   EXPECT_TRUE(parse_aotc_args({"m.onnx", "-o", "libm.so"})->epilogue_excluded.empty());
+  EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so"})->depthwise_tile_tow_first);
+  EXPECT_TRUE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--depthwise-tile", "tow-first"})->depthwise_tile_tow_first);
   EXPECT_EQ(parse_aotc_args({"m.onnx", "-o", "libm.so", "--epilogue-exclude", "Swish,Gelu", "--epilogue-exclude",
                              "Relu"})->epilogue_excluded,
             (std::vector<std::string>{"Swish", "Gelu", "Relu"}));
