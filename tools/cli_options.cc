@@ -45,6 +45,18 @@ bool parse_int(const std::string& text, int64_t min, int64_t max, int64_t* out) 
   return true;
 }
 
+// Appends the items of a comma list to `out`; false on an empty item ("a,,b", "a,").
+bool split_comma_list(const std::string& text, std::vector<std::string>& out) {
+  for (size_t start = 0;;) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (item.empty()) return false;
+    out.push_back(item);
+    if (comma == std::string::npos) return true;
+    start = comma + 1;
+  }
+}
+
 bool parse_double(const std::string& text, double* out) {
   if (text.empty()) return false;
   char* end = nullptr;
@@ -280,15 +292,7 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
     } else if (opt == "--keep-fp32") {
       std::string text;
       AOTC_TAKE(text);
-      size_t start = 0;
-      while (true) {
-        size_t comma = text.find(',', start);
-        std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        if (item.empty()) return cur.usage("empty name in --keep-fp32");
-        o.keep_fp32.push_back(item);
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-      }
+      if (!split_comma_list(text, o.keep_fp32)) return cur.usage("empty name in --keep-fp32");
     } else if (opt == "--depthwise-tile") {
       std::string text;
       AOTC_CHOOSE(text, {"cb-first", "tow-first"});
@@ -296,19 +300,14 @@ Expected<AotcOptions> parse_aotc_args(const std::vector<std::string>& args) {
     } else if (opt == "--epilogue-exclude") {
       std::string text;
       AOTC_TAKE(text);
-      for (size_t start = 0;;) {
-        const size_t comma = text.find(',', start);
-        const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        if (item.empty()) return cur.usage("empty op type in --epilogue-exclude");
-        o.epilogue_excluded.push_back(item);
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-      }
+      if (!split_comma_list(text, o.epilogue_excluded)) return cur.usage("empty op type in --epilogue-exclude");
     } else if (opt == "--conv-config") {
       AOTC_TAKE(o.conv_config);
-      if (!find_conv_config(o.conv_config) && !find_simt_gemm_config(o.conv_config)) {
+      if (!find_conv_config(o.conv_config) && !find_simt_gemm_config(o.conv_config) &&
+          !find_tc_gemm_config(o.conv_config)) {
         std::string names;
-        for (const auto* list : {&conv_kernel_configs(), &conv_candidate_configs(), &simt_gemm_configs()})
+        for (const auto* list :
+             {&conv_kernel_configs(), &conv_candidate_configs(), &simt_gemm_configs(), &tc_gemm_configs()})
           for (const ConvKernelConfig& c : *list) names += std::string(names.empty() ? "" : ", ") + c.name;
         return cur.usage("unknown --conv-config '" + escape_for_message(o.conv_config) + "'; known: " + names);
       }
