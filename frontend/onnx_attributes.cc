@@ -74,19 +74,29 @@ const char* kind_name(Attribute::Kind k) {
 
 // Attribute names aotc's passes and shape inference set on standard ops to carry internal state:
 // the NHWC layout (layout_nhwc), the depthwise input clamp (clip_into_depthwise), Softmax /
-// Hardmax / LogSoftmax over every trailing dim (their opset < 13 form), and absorbed activations
-// ("act." + the activation's fields; ir/ops/epilogue.h). No ONNX op defines them; one given by a
-// model would be read as that state and change what the node computes (a Conv with
-// channels_last=1 read its input as NHWC), so a model may not carry them.
-bool internal_attribute_name(const std::string& name) {
-  return name == "channels_last" || name == "input_max" || name == "reduce_trailing" || name.rfind("act.", 0) == 0;
+// Hardmax / LogSoftmax over every trailing dim (their opset < 13 form), and what fused nodes
+// absorbed (ir/ops/epilogue.h: "activation" / "act.", "input_activation" / "in_act.", "pool" /
+// "pool.", "quantize" / "quantize.", "depthwise" / "dw.", "next" / "next."; the readers of these
+// look at any node's attributes). No ONNX op defines them; one given by a model would be read as
+// that state and change what the node computes (a Conv with channels_last=1 read its input as
+// NHWC), so a model may not carry them. Except where an ONNX op defines the name itself: among
+// every schema of onnx 1.23.2 only CausalConvWithState's `activation` (its own attribute, read by
+// its own reference and kernel, which no fused-node reader sees).
+bool internal_attribute_name(const Node& node, const std::string& name) {
+  if (node.domain.empty() && node.op_type == "CausalConvWithState" && name == "activation") return false;
+  for (const char* exact : {"channels_last", "input_max", "reduce_trailing", "activation", "input_activation", "pool",
+                            "quantize", "depthwise", "next"})
+    if (name == exact) return true;
+  for (const char* prefix : {"act.", "in_act.", "pool.", "quantize.", "dw.", "next."})
+    if (name.rfind(prefix, 0) == 0) return true;
+  return false;
 }
 
 Status convert_attributes(const onnx::NodeProto& proto, const std::string& base_dir, Node& node) {
   for (const AttrProto& a : proto.attribute()) {
     const std::string quoted = "attribute '" + escape_for_message(a.name(), 60) + "'";
     if (a.name().empty()) return node_error(node, "has an attribute without a name");
-    if (internal_attribute_name(a.name()))
+    if (internal_attribute_name(node, a.name()))
       return node_error(node, quoted + " is not an ONNX attribute: aotc uses the name internally");
     if (node.attrs.count(a.name())) return node_error(node, quoted + " is given twice");
     if (a.has_ref_attr_name())

@@ -224,11 +224,12 @@ struct Target {
   // sm_90+ (ir/ops/conv_configs.h: tc_gemm_plan; --gemm-16bit cutlass). Off by default: measured
   // slower than cuBLASLt on GPT-2 / BERT / ViT at batch 1 (docs/perf_notes.md v64).
   // The depthwise tile kernel's shape rule (ir/ops/conv_nhwc.cc depthwise_tile) when the grid has
-  // fewer than 2 blocks an SM: false (the measured rule) shrinks the channels of a tile first,
-  // true shrinks its width first and keeps the channels (more threads a block, fewer outputs a
-  // thread: EfficientNet-B0's batch-1 5x5 depthwise gets 16-thread blocks of 700 taps a thread
-  // from the first, docs/perf_notes.md v64). --depthwise-tile cb-first|tow-first; not measured.
-  bool depthwise_tile_tow_first = false;
+  // fewer than 2 blocks an SM: true shrinks its width first and keeps the channels (more threads
+  // a block, fewer outputs a thread), false shrinks the channels first (the earlier rule:
+  // EfficientNet-B0's batch-1 5x5 depthwise got 16-thread blocks of 700 taps a thread). Measured
+  // on an H200 (docs/perf_notes.md v65): batch 1 EfficientNet-B0 0.750 -> 0.734 ms, MobileNetV2
+  // 0.1475 -> 0.1425; batch 32 unchanged (the grid is full there). --depthwise-tile cb-first|tow-first.
+  bool depthwise_tile_tow_first = true;
   // Activation op types that stay out of conv / GEMM epilogues (opt/fuse_epilogue,
   // opt/matmul_to_gemm) although their traits allow it (--epilogue-exclude OP; for measuring).
   std::vector<std::string> epilogue_excluded;

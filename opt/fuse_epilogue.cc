@@ -120,7 +120,7 @@ Chain match_chain(const Graph& graph, const std::vector<std::vector<int>>& consu
   // 3. one activation the epilogue can compute from attributes alone.
   if (next >= 0) {
     const Node& act = graph.nodes[static_cast<size_t>(next)];
-    const bool on_gemm = kind == Anchor::kGemm || conv_runs_as_gemm(graph, anchor);
+    const bool on_gemm = kind == Anchor::kGemm ? gemm_activation_changes_kernel(graph) : conv_runs_as_gemm(graph, anchor);
     if (epilogue_may_absorb(graph, act, on_gemm) && act.outputs.size() == 1 && act.outputs[0] != kNoValue &&
         graph.value(act.outputs[0]).dtype == graph.value(y).dtype) {
       ch.activation = next;

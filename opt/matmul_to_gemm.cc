@@ -137,7 +137,7 @@ Expected<bool> matmul_to_gemm(Graph& graph) {
           break;
         }
       } else {
-        if (!epilogue_may_absorb(graph, c, /*anchor_is_gemm=*/true)) break;
+        if (!epilogue_may_absorb(graph, c, gemm_activation_changes_kernel(graph))) break;
         has_act = true;
       }
       sunk.push_back(s);

@@ -31,6 +31,9 @@ Expected<bool> fold_matmul_scale(Graph& graph);
 // A Conv whose kernel equals its stride (ViT's patch embedding), read only by the flatten of its
 // spatial dims -> patch gather + Gemm (opt/patchify_conv.cc).
 Expected<bool> patchify_conv(Graph& graph);
+// A Conv over one pixel with a 1 x 1 kernel (squeeze-excitation's) -> Reshape + Gemm + Reshape
+// (opt/pixel_conv_to_gemm.cc).
+Expected<bool> pixel_conv_to_gemm(Graph& graph);
 // The written-out GELU formulas (erf and tanh forms) -> one Gelu node (approximate none / tanh).
 Expected<bool> fuse_gelu(Graph& graph);
 // Mul(Mul(g, Sigmoid(g)), u) (LLaMA's gated SiLU MLP) -> one SwiGLU(g, u) node (fuse_swiglu.cc).
@@ -98,6 +101,9 @@ Expected<bool> fuse_stem_pool(Graph& graph);
 // The wgmma stem + pool writes the quantized tensor of the QuantizeLinear that alone reads it
 // (fuse_stem_quantize.cc).
 Expected<bool> fuse_stem_quantize(Graph& graph);
+// An activation kernel read only by a channels_last depthwise conv becomes the conv's input
+// activation (attribute input_activation; activation_into_depthwise.cc).
+Expected<bool> activation_into_depthwise(Graph& graph);
 // A channels_last depthwise conv and the pointwise conv that alone reads it become one
 // aotc.DepthwisePointwise node where the target has its kernel (fuse_depthwise_pointwise.cc).
 Expected<bool> fuse_depthwise_pointwise(Graph& graph);

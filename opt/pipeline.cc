@@ -33,6 +33,7 @@ const std::vector<Pass>& default_pipeline() {
       {"fuse_rotary", fuse_rotary},
       {"fuse_swiglu", fuse_swiglu},
       {"fuse_silu", fuse_silu},  // after fuse_swiglu, which takes the gated form whole
+      {"pixel_conv_to_gemm", pixel_conv_to_gemm},  // after fuse_silu (one Swish to hoist), before fuse_epilogue
       {"matmul_to_gemm", matmul_to_gemm},
       {"fuse_epilogue", fuse_epilogue},
       {"precision", convert_precision},
@@ -48,6 +49,7 @@ const std::vector<Pass>& default_pipeline() {
       {"fuse_stem_pool", fuse_stem_pool},
       {"fuse_stem_quantize", fuse_stem_quantize},  // after fuse_stem_pool: the pool is the stem's
       {"fuse_depthwise_pointwise", fuse_depthwise_pointwise},
+      {"activation_into_depthwise", activation_into_depthwise},  // after it: aotc.DepthwisePointwise has no input activation
       {"merge_projection_shortcut", merge_projection_shortcut},
       {"merge_strided_projection", merge_strided_projection},
       {"fuse_pointwise_pair", fuse_pointwise_pair},  // after the merges (a merged conv3 may be its first)

@@ -58,7 +58,7 @@ struct AotcOptions {
   bool gemm_fp32_simt = true;               // --fp32-gemm auto|cublaslt|simt-reduce (few-row fp32 GEMMs on CUTLASS SIMT)
   bool gemm_fp32_cluster = true;            // --fp32-gemm simt-reduce: their split-K without clusters
   std::vector<std::string> epilogue_excluded;  // --epilogue-exclude OP[,...] (repeatable)
-  bool depthwise_tile_tow_first = false;      // --depthwise-tile cb-first|tow-first
+  bool depthwise_tile_tow_first = true;      // --depthwise-tile cb-first|tow-first
   bool gemm_16bit_cluster = false;          // --gemm-16bit cublaslt|cutlass (few-row fp16 GEMMs on CUTLASS tensor ops)
   int simt_gemm_max_cluster = 8;            // --fp32-gemm-max-cluster 8|16
   int simt_gemm_blocks_per_sm = 3;          // --fp32-gemm-blocks-per-sm N (their split-K's target)

@@ -157,8 +157,8 @@ options:
                            with the slices summed by a second kernel; cublaslt: all on cuBLASLt
   --depthwise-tile cb-first|tow-first
                            how the depthwise tile kernel's tiles shrink until the grid has 2
-                           blocks an SM: cb-first (default) halves the channels of a tile first,
-                           tow-first its width (more threads a block; for measuring)
+                           blocks an SM: tow-first (default) halves the width of a tile first
+                           (more threads a block), cb-first its channels (the earlier rule)
   --epilogue-exclude OP    keep these activation op types (comma list, repeatable; e.g. Swish)
                            out of convolution and GEMM epilogues: they run as their own kernels
                            (for measuring)

@@ -123,7 +123,16 @@ Status conv_reference_nchw(const Node& node, const ConvShape* csp, const Tensor&
                            const Tensor* r, Tensor& y) {
   const ConvShape* cs = csp;
   WindowGeometry g = to_rank3(cs->geo);
-  std::vector<double> xd = x.to_doubles(), wd = w.to_doubles();
+  std::vector<double> xd, wd = w.to_doubles();
+  if (has_input_activation(node)) {
+    // aotc.FusedConv input_activation (opt/activation_into_depthwise): the activation's reference
+    // in X's type on every input element; the taps outside the image stay zero (skipped below).
+    Tensor xa = x;
+    AOTC_RETURN_IF_ERROR(apply_input_activation_reference(node, xa));
+    xd = xa.to_doubles();
+  } else {
+    xd = x.to_doubles();
+  }
   if (node.has_attr("input_max")) {
     // aotc.FusedConv input_max (opt/clip_into_depthwise): min(x, M) on every input element.
     const double m = node.attr_float("input_max", 0.0f);
@@ -241,8 +250,8 @@ Expected<Lowering> conv_lower(const Node& node, const Graph& graph) {
   if (conv_asked_to_copy_slab(node, graph))  // opt/slab_into_producer: the NHWC cluster kernel's only
     return node_error(node, "a Concat's slab_copied is implemented by the cluster split-K convolution only");
   if (has_pool(node)) return node_error(node, "an absorbed pool runs only on the channels_last stem kernel");
-  if (node.has_attr("input_max"))
-    return node_error(node, "input_max is implemented by the depthwise NHWC kernels only");
+  if (node.has_attr("input_max") || has_input_activation(node))
+    return node_error(node, "input_max and input_activation are implemented by the depthwise NHWC kernels only");
   if (cs->geo.rank() > 3)
     return node_error(node, "the GPU kernel supports 1-, 2- and 3-D convolutions, not " + std::to_string(cs->geo.rank()) + "-D");
   WindowGeometry g = to_rank3(cs->geo);

@@ -714,12 +714,13 @@ inline int64_t simt_gemm_split(const Target& target, const ConvKernelConfig& c, 
 // A 16-bit GEMM of one row against a [N][K] weight (transB: the classifier of a batch-1 CNN) on
 // templates/gemv_rows.cu.in, one warp per output column: ResNet-50's 1 x 1000 x 2048 took 5.2 us
 // as a cuBLASLt GEMM in the batch-1 replay on an H200 (docs/results.md, twenty-fourth session).
-// --gemv off keeps cuBLASLt.
+// Any K (16-byte vectors when K % 8 == 0, else one element a lane: squeeze-excitation's small
+// expansions). --gemv off keeps cuBLASLt.
 constexpr int64_t kGemvMaxRows = 1;
 inline bool gemv_applies(const Target& target, DType dtype, int64_t m, int64_t n, int64_t k) {
   if (!target.gemm_gemv || target.matmul_reference) return false;
   if (dtype != DType::kFloat16 && dtype != DType::kBFloat16) return false;
-  return m >= 1 && m <= kGemvMaxRows && n >= 1 && k >= 8 && k % 8 == 0;
+  return m >= 1 && m <= kGemvMaxRows && n >= 1 && k >= 1;  // K % 8 != 0: the template's element-wise rows
 }
 
 // The pooled head of a batch-1 CNN (aotc.PoolGemm: GlobalAveragePool of [1, H, W, C] then the
@@ -728,7 +729,7 @@ inline bool gemv_applies(const Target& target, DType dtype, int64_t m, int64_t n
 // be sm_90+; the weight row's vectors sit in registers (C <= 4096: 16 a lane); --pool-gemm on.
 constexpr int64_t kPoolGemmCluster = 8, kPoolGemmMaxC = 4096;
 inline bool pool_gemm_applies(const Target& target, DType dtype, int64_t batch, int64_t n, int64_t c) {
-  if (!target.pool_gemm || target.min_sm() < 90 || !gemv_applies(target, dtype, batch, n, c)) return false;
+  if (!target.pool_gemm || target.min_sm() < 90 || !gemv_applies(target, dtype, batch, n, c) || c % 8 != 0) return false;
   return batch == 1 && c <= kPoolGemmMaxC;
 }
 

@@ -122,6 +122,7 @@ Expected<Lowering> dw_pw_lower(const Node& node, const Graph& graph) {
   for (const Node& part : {dw, pw}) AOTC_RETURN_IF_ERROR(check_activation_lowerable(node, part));
   if (dw.has_attr("input_max") && !(dw.attr_float("input_max", 0.0f) >= 0.0f))
     return node_error(node, "dw.input_max must be >= 0 (the zero padding stays zero under it)");
+  if (has_input_activation(dw)) return node_error(node, "dw.input_activation is not implemented by the depthwise + pointwise kernel");
   const int64_t y_stride = graph.row_stride(node.outputs[0]);
   const int64_t y_ld = y_stride != 0 ? y_stride : s->co;
   const bool has_dw_bias = node.input(2) != kNoValue, has_bias = node.input(4) != kNoValue, has_res = node.input(5) != kNoValue;

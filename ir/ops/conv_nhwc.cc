@@ -350,9 +350,9 @@ Lowering lower_wgmma(const NhwcConv& c, const ConvKernelConfig& cfg) {
 //    TOH: 8, 7, 6, 5 or 4 rows, whichever pads OH least (ties: the taller);
 //  - CB: the largest of 64, 48, 32, 24, 16, 8 (4 for fp32) channels dividing C whose window fits
 //    kDepthwiseTileSmemBytes of shared memory;
-//  - while the grid has fewer than 2 blocks per SM: CB halves (down to one vector), then TOH (down
-//    to 1), then TOW (down to 4); with --depthwise-tile tow-first (Target::depthwise_tile_tow_first,
-//    not measured): TOW first, then TOH, then CB.
+//  - while the grid has fewer than 2 blocks per SM (Target::depthwise_tile_tow_first, the
+//    default): TOW halves (down to 4), then TOH (down to 1), then CB (down to one vector); with
+//    --depthwise-tile cb-first: CB first, then TOH, then TOW (2-3% slower at batch 1, v65).
 struct DepthwiseTile {
   int64_t cb = 0, toh = 0, tow = 0;
 };
@@ -397,7 +397,7 @@ std::optional<DepthwiseTile> depthwise_tile(const NhwcConv& c) {
     else return std::nullopt;
   }
   const int64_t want = 2 * int64_t{c.graph.target.sm_count};
-  if (c.graph.target.depthwise_tile_tow_first) {  // --depthwise-tile tow-first
+  if (c.graph.target.depthwise_tile_tow_first) {  // the default; --depthwise-tile cb-first below
     while (blocks(t) < want) {
       if (t.tow > 4) t.tow = (t.tow + 1) / 2;
       else if (t.toh > 1) t.toh = (t.toh + 1) / 2;
@@ -422,11 +422,16 @@ Expected<Lowering> lower_depthwise(const NhwcConv& c) {
   const std::optional<DepthwiseTile> tile = depthwise_tile(c);
   KernelStep k;
   k.template_name = tile ? "conv_depthwise_nhwc_tile" : "conv_depthwise_nhwc";
-  k.holes = {{"comment", c.comment + (node.has_attr("input_max") ? " input_max" : "")},
+  if (node.has_attr("input_max") && has_input_activation(node))
+    return node_error(node, "input_max and input_activation together are not implemented");
+  k.holes = {{"comment", c.comment + (node.has_attr("input_max") ? " input_max" : "") +
+                             (has_input_activation(node) ? " input " + load_input_activation(node).op_type : "")},
              {"T", dtype_c_type(c.x.dtype)},
              {"ACC", c.x.dtype == DType::kFloat64 ? "double" : "float"},
              {"HAS_INPUT_MAX", node.has_attr("input_max") ? "1" : "0"},
-             {"INPUT_MAX", float_literal(node.attr_float("input_max", 0.0f))}};
+             {"INPUT_MAX", float_literal(node.attr_float("input_max", 0.0f))},
+             {"HAS_IN_ACT", has_input_activation(node) ? "1" : "0"},
+             {"in_act_expr", input_activation_expr(node, c.graph, "u")}};
   std::vector<std::pair<std::string, std::string>> shape_holes = window_2d_holes(cs);
   const std::vector<std::pair<std::string, std::string>> more_holes = {
       {"HAS_BIAS", c.has_bias ? "1" : "0"},
@@ -731,8 +736,8 @@ Expected<Lowering> conv_lower_channels_last(const Node& node, const Graph& graph
 Expected<Lowering> conv_lower_channels_last_strategy(const Node& node, const Graph& graph, const ConvShape& cs) {
   const Value& xv = input_value(graph, node, 0);
   const bool depthwise = cs.group == cs.cin && cs.cout == cs.cin;
-  if (node.has_attr("input_max") && !depthwise)
-    return node_error(node, "input_max is implemented by the depthwise NHWC kernels only");
+  if ((node.has_attr("input_max") || has_input_activation(node)) && !depthwise)
+    return node_error(node, "input_max and input_activation are implemented by the depthwise NHWC kernels only");
   const WindowGeometry& g = cs.geo;
   NhwcConv c{node, graph, cs, xv, node.input(2) != kNoValue, node.input(kConvResidualInput) != kNoValue,
              !has_activation(node) || (load_activation(node).op_type == "Relu" && load_activation(node).attrs.empty()),

@@ -7,6 +7,7 @@ namespace aotc {
 
 namespace {
 const std::string kPrefix = "act.";
+const std::string kInputPrefix = "in_act.";
 const std::string kPoolPrefix = "pool.";
 const std::string kDepthwisePrefix = "dw.";
 const std::string kNextPrefix = "next.";
@@ -93,24 +94,41 @@ void store_activation(Node& fused, const Node& activation) { store_absorbed(fuse
 bool has_activation(const Node& fused) { return !fused.attr_string("activation", "").empty(); }
 Node load_activation(const Node& fused) { return load_absorbed(fused, "activation", kPrefix); }
 
-std::string activation_expr(const Node& fused, const Graph& graph, const std::string& x) {
-  if (!has_activation(fused)) return x;
-  Node act = load_activation(fused);
+namespace {
+std::string expr_of(const Node& act, const Graph& graph, const std::string& x) {
   const OpDef* def = default_registry().find(act.op_type);
-  if (!def || !def->scalar_expr) return x;  // the fusion pass only absorbs ops that have one
+  if (!def || !def->scalar_expr) return x;  // the fusion passes only absorb ops that have one
   return def->scalar_expr(act, graph, x);
 }
-
-Status apply_activation_reference(const Node& fused, Tensor& tensor) {
-  if (!has_activation(fused)) return Status::ok();
-  Node act = load_activation(fused);
+Status reference_of(const Node& fused, const Node& act, Tensor& tensor) {
   const OpDef* def = default_registry().find(act.op_type);
-  if (!def) return node_error(fused, "unknown absorbed activation '" + act.op_type + "'");
+  if (!def) return node_error(fused, "unknown absorbed activation '" + escape_for_message(act.op_type) + "'");
   std::vector<const Tensor*> in = {&tensor};
   std::vector<Tensor> out = {Tensor(tensor.dtype(), tensor.shape())};
   AOTC_RETURN_IF_ERROR(def->reference(act, in, out));
   tensor = std::move(out[0]);
   return Status::ok();
+}
+}  // namespace
+
+std::string activation_expr(const Node& fused, const Graph& graph, const std::string& x) {
+  return has_activation(fused) ? expr_of(load_activation(fused), graph, x) : x;
+}
+
+Status apply_activation_reference(const Node& fused, Tensor& tensor) {
+  return has_activation(fused) ? reference_of(fused, load_activation(fused), tensor) : Status::ok();
+}
+
+void store_input_activation(Node& fused, const Node& activation) {
+  store_absorbed(fused, activation, "input_activation", kInputPrefix);
+}
+bool has_input_activation(const Node& fused) { return !fused.attr_string("input_activation", "").empty(); }
+Node load_input_activation(const Node& fused) { return load_absorbed(fused, "input_activation", kInputPrefix); }
+std::string input_activation_expr(const Node& fused, const Graph& graph, const std::string& x) {
+  return has_input_activation(fused) ? expr_of(load_input_activation(fused), graph, x) : x;
+}
+Status apply_input_activation_reference(const Node& fused, Tensor& tensor) {
+  return has_input_activation(fused) ? reference_of(fused, load_input_activation(fused), tensor) : Status::ok();
 }
 
 }  // namespace aotc
@@ -120,6 +138,12 @@ namespace aotc {
 Status check_activation_known(const Node& node, const Node& fused) {
   if (has_activation(fused) && !default_registry().find(load_activation(fused).op_type))
     return node_error(node, "absorbed activation '" + escape_for_message(load_activation(fused).op_type) + "' is unknown");
+  if (has_input_activation(fused)) {
+    const OpDef* def = default_registry().find(load_input_activation(fused).op_type);
+    if (!def || !def->traits.epilogue_activation)
+      return node_error(node, "absorbed input activation '" + escape_for_message(load_input_activation(fused).op_type) +
+                                  "' is not a unary epilogue activation");
+  }
   return Status::ok();
 }
 
@@ -147,7 +171,15 @@ bool conv_runs_as_gemm(const Graph& graph, const Node& conv) {
   return true;
 }
 
+bool gemm_activation_changes_kernel(const Graph& graph) { return graph.target.gemm_wgmma; }
+
 Status check_activation_lowerable(const Node& node, const Node& fused) {
+  if (has_input_activation(fused)) {
+    const OpDef* def = default_registry().find(load_input_activation(fused).op_type);
+    if (!def || !def->scalar_expr)
+      return node_error(node, "absorbed input activation '" + escape_for_message(load_input_activation(fused).op_type) +
+                                  "' has no CUDA expression");
+  }
   if (!has_activation(fused)) return Status::ok();
   const OpDef* def = default_registry().find(load_activation(fused).op_type);
   if (!def || !def->scalar_expr)

@@ -27,13 +27,33 @@ Status apply_activation_reference(const Node& fused, Tensor& tensor);
 Status check_activation_known(const Node& node, const Node& fused);
 Status check_activation_lowerable(const Node& node, const Node& fused);
 // Whether a conv / GEMM epilogue may absorb `act` (a single-input node): its op's traits say it is
-// an epilogue activation with a CUDA expression (and, for an anchor that runs as a GEMM - a Gemm /
-// MatMul, or a convolution for which conv_runs_as_gemm holds - not epilogue_not_on_gemm), and the
+// an epilogue activation with a CUDA expression (and, for an anchor that runs as a library GEMM the
+// activation would move it off - a convolution for which conv_runs_as_gemm holds, a Gemm / MatMul
+// where gemm_activation_changes_kernel - not epilogue_not_on_gemm), and the
 // target does not exclude its op type (Target::epilogue_excluded, --epilogue-exclude).
 bool epilogue_may_absorb(const Graph& graph, const Node& act, bool anchor_is_gemm);
 // A Conv / FusedConv whose weights are 1 x 1 (every spatial dim), strides 1, no padding, group 1:
 // the lowering's pointwise GEMM (cuBLASLt, NHWC) candidate.
 bool conv_runs_as_gemm(const Graph& graph, const Node& conv);
+// Whether an activation cuBLASLt's epilogue lacks moves a Gemm to another kernel when absorbed
+// (the anchor_is_gemm of epilogue_may_absorb for Gemm / MatMul anchors): only with --gemm-wgmma on,
+// whose CUTLASS 3.x GEMM takes it. Otherwise the activation runs in the kernel that computes the
+// product anyway (the one-row GEMV, the SIMT GEMM) or in the epilogue kernel after cuBLASLt, which
+// costs what the activation's own kernel would.
+bool gemm_activation_changes_kernel(const Graph& graph);
+
+// An activation absorbed *before* a channels_last depthwise convolution (opt/activation_into_depthwise:
+// the SiLU after a pointwise expansion that cuBLASLt runs without it): attribute
+// "input_activation" (its op type) and "in_act.<name>". The convolution applies it to every input
+// element inside the image and rounds the result to the input's type, as the activation's own
+// kernel stored it; the zero padding stays zero (it pads the activated tensor).
+void store_input_activation(Node& fused, const Node& activation);
+bool has_input_activation(const Node& fused);
+Node load_input_activation(const Node& fused);
+// CUDA expression of the input activation applied to `x`; `x` itself when there is none.
+std::string input_activation_expr(const Node& fused, const Graph& graph, const std::string& x);
+// The input activation's reference applied to `tensor` in place (its dtype kept; no-op when none).
+Status apply_input_activation_reference(const Node& fused, Tensor& tensor);
 
 // A max pooling absorbed after the activation (opt/fuse_stem_pool: aotc.FusedConv only): its op
 // type in attribute "pool" and its attributes as "pool.<name>". The fused node's output is the

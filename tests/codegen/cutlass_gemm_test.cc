@@ -305,8 +305,9 @@ Expected<Graph> classifier(int64_t m, int64_t k, int64_t n, const std::string& d
 
 // One row of a 16-bit Gemm against a [N][K] weight (a batch-1 classifier: ResNet-50's 1 x 1000 x
 // 2048) is one gemv_rows kernel: a warp per column, 8 a block (125 blocks), bias and activation
-// in it, the profile's FLOPs 2 M N K; must not fire for two rows, a [K][N] weight, float, K not a
-// multiple of 8, --gemv off, --matmul-impl reference. nvcc compiles it for sm_87 and sm_90.
+// in it, the profile's FLOPs 2 M N K; K not a multiple of 8 (squeeze-excitation's 28 -> 672
+// expansion) takes the template's element-wise rows; must not fire for two rows, a [K][N] weight,
+// float, --gemv off, --matmul-impl reference. nvcc compiles both forms for sm_87 and sm_90.
 TEST(CutlassGemm, OneRowSixteenBitGemmIsAGemv) {
   auto g = classifier(1, 2048, 1000, "float16", true, "Relu");
   ASSERT_TRUE(g.is_ok()) << g.status().message();
@@ -338,7 +339,6 @@ TEST(CutlassGemm, OneRowSixteenBitGemmIsAGemv) {
       {"two rows", 2, 2048, "float16", true, {}},
       {"[K][N] weight", 1, 2048, "float16", false, {}},
       {"float", 1, 2048, "float", true, {}},
-      {"K 12", 1, 12, "float16", true, {}},
       {"--gemv off", 1, 2048, "float16", true, [](Target& t) { t.gemm_gemv = false; }},
       {"--matmul-impl reference", 1, 2048, "float16", true, [](Target& t) { t.matmul_reference = true; }},
   };
@@ -355,10 +355,17 @@ TEST(CutlassGemm, OneRowSixteenBitGemmIsAGemv) {
   const std::vector<LoweredStep> bs = lowered_steps(*b16);
   ASSERT_EQ(bs.size(), 1u);
   EXPECT_EQ(bs[0].kernel.template_name, "gemv_rows");
+  auto k28 = classifier(1, 28, 672, "float16", true, "Sigmoid");
+  ASSERT_TRUE(k28.is_ok()) << k28.status().message();
+  const std::vector<LoweredStep> ks = lowered_steps(*k28);
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(ks[0].kernel.template_name, "gemv_rows");
+  EXPECT_EQ(hole(ks[0].kernel, "K"), "28LL");
   const std::string nvcc = test::find_nvcc();
   if (!test::tool_runs(nvcc) || !test::tool_runs("cc")) GTEST_SKIP() << "nvcc or cc not available";
   g->target = target_from_archs({"sm_87", "sm_90"});
-  for (Graph* graph : {&*g, &*b16}) {
+  k28->target = target_from_archs({"sm_87", "sm_90"});
+  for (Graph* graph : {&*g, &*b16, &*k28}) {
     auto plan = plan_memory(*graph);
     ASSERT_TRUE(plan.is_ok()) << plan.status().message();
     const std::string sources = test::compile_block_sources(*graph, *plan, {"sm_87", "sm_90"}, "", "gemv");

@@ -793,6 +793,33 @@ TEST(GpuConvFp16, DepthwiseTilesManyChannels) {
            "conv16_dw64_5x5");
 }
 
+// opt/activation_into_depthwise: the SiLU after a cuBLASLt 1x1 expansion, and a Sigmoid after an
+// Add (sigmoid(0) = 1/2: the padding must stay zero), applied by the depthwise kernel as it stages
+// its input; EfficientNet-like shapes (96 and 144 channels, 3x3 and 5x5, stride 1 and 2). Planned
+// for 2 SMs, so that these small grids pass the pass's four blocks an SM.
+TEST(GpuConvFp16, DepthwiseInputActivation) {
+  AOTC_REQUIRE_GPU();
+  auto block = [](int64_t n, int64_t c, int64_t hw, int64_t k, int64_t stride, const char* act, bool add) {
+    GraphBuilder b;
+    ValueId x = b.input("x", {n, 16, hw, hw}, DType::kFloat16);
+    ValueId e = b.node("Conv", {x, b.weight("we", {c, 16, 1, 1}, -0.4, 0.4, DType::kFloat16),
+                                b.weight("be", {c}, -1, 1, DType::kFloat16)});
+    if (add) e = b.node("Add", {e, e});
+    ValueId a = std::string(act) == "Silu" ? b.node("Mul", {e, b.node("Sigmoid", {e})}) : b.node(act, {e});
+    const int64_t p = k / 2;
+    b.output(b.node("Conv", {a, b.weight("wd", {c, 1, k, k}, -0.5, 0.5, DType::kFloat16), b.weight("bd", {c}, -0.5, 0.5, DType::kFloat16)},
+                    {{"group", i64(c)}, {"pads", ints({p, p, p, p})}, {"strides", ints({stride, stride})}}));
+    return b.graph();
+  };
+  CaseOptions o;
+  o.absent_ops_after_pipeline = {"Swish", "Sigmoid"};
+  o.expect_templates = {"conv_depthwise_nhwc_tile"};
+  o.sm_count = 2;
+  run_case(block(2, 96, 28, 3, 1, "Silu", false), "dw_in_silu_96_3x3", o);
+  run_case(block(4, 144, 15, 5, 2, "Silu", false), "dw_in_silu_144_5x5_s2", o);
+  run_case(block(2, 96, 14, 3, 1, "Sigmoid", true), "dw_in_sigmoid_after_add", o);
+}
+
 Graph gemm_graph(Shape a, Shape bshape, Shape c, Attributes attrs, bool b_const) {
   GraphBuilder b;
   ValueId ai = b.input("a", a);
@@ -870,6 +897,40 @@ Graph pooled_head(int64_t c, int64_t n, DType t, bool relu6) {
   Graph g = b.graph();
   g.target.pool_gemm = true;
   return g;
+}
+
+// Squeeze-excitation (EfficientNet's, MobileNetV3's): the global pool, a 1 x 1 conv over the
+// pooled pixel + SiLU, a 1 x 1 conv back + Sigmoid, the channel scale. opt/pixel_conv_to_gemm
+// turns both convs into Gemms where their channels are off the tensor-core alignment (28 and 10
+// in 16 bits; 10 in fp32, whose alignment is 4): at batch 1 in 16 bits two gemv_rows kernels
+// with the SiLU / Sigmoid inside (the expansion's K = 28 in element-wise rows), at batch 4 and
+// in fp32 the GEMM paths; EfficientNet-B0's 672 -> 28 -> 672 at 7 x 7 and a 40 -> 10 -> 40.
+// fp32's 672 -> 28 stays a convolution (the NHWC SIMT one) and is checked for its result.
+Graph squeeze_excitation(int64_t batch, int64_t c, int64_t r, DType t) {
+  GraphBuilder b;
+  b.graph().opset = 17;
+  ValueId x = b.input("x", {batch, c, 7, 7}, t);
+  ValueId p = b.node("GlobalAveragePool", {x});
+  ValueId s = b.node("Conv", {p, b.weight("w1", {r, c, 1, 1}, -0.3, 0.3, t), b.weight("b1", {r}, -0.5, 0.5, t)});
+  ValueId a = b.node("Mul", {s, b.node("Sigmoid", {s})});
+  ValueId e = b.node("Conv", {a, b.weight("w2", {c, r, 1, 1}, -0.5, 0.5, t), b.weight("b2", {c}, -0.5, 0.5, t)});
+  b.output(b.node("Mul", {x, b.node("Sigmoid", {e})}));
+  return b.graph();
+}
+
+TEST(GpuCnnHead, SqueezeExcitationConvsAsGemms) {
+  AOTC_REQUIRE_GPU();
+  CaseOptions o;
+  o.absent_ops_after_pipeline = {"Conv", "FusedConv"};
+  CaseOptions gemv = o;
+  gemv.expect_templates = {"gemv_rows"};
+  gemv.absent_ops_after_pipeline.push_back("Swish");  // inside the GEMV
+  run_case(squeeze_excitation(1, 672, 28, DType::kFloat16), "se_b0_fp16_bs1", gemv);
+  run_case(squeeze_excitation(1, 40, 10, DType::kFloat16), "se_small_fp16_bs1", gemv);
+  run_case(squeeze_excitation(4, 672, 28, DType::kFloat16), "se_b0_fp16_bs4", o);
+  run_case(squeeze_excitation(1, 40, 10, DType::kFloat32), "se_small_fp32_bs1", o);
+  run_case(squeeze_excitation(4, 40, 10, DType::kFloat32), "se_small_fp32_bs4", o);
+  run_case(squeeze_excitation(1, 672, 28, DType::kFloat32), "se_b0_fp32_bs1", CaseOptions{});
 }
 
 TEST(GpuCnnHead, PoolAndClassifierAsOneClusterKernel) {

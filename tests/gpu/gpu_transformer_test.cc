@@ -555,7 +555,8 @@ TEST(GpuMatmul, ClassifierBiasWritesFloatOutput) {
 // One row of a 16-bit Gemm against a [N][K] weight on templates/gemv_rows.cu.in (the batch-1
 // classifier): ResNet-50's 1 x 1000 x 2048 with a float16 bias and the float32 output
 // (fuse_output_cast), a 1 x 37 x 72 with alpha and a Relu in fp16 (N not a multiple of the 8
-// columns a block, K not of the 256 a warp pass covers), and a bf16 1 x 5 x 64 without bias.
+// columns a block, K not of the 256 a warp pass covers), a bf16 1 x 5 x 64 without bias, and a
+// 1 x 672 x 28 with a Sigmoid (K not a multiple of 8).
 TEST(GpuMatmul, OneRowGemv) {
   AOTC_REQUIRE_GPU();
   {
@@ -586,6 +587,19 @@ TEST(GpuMatmul, OneRowGemv) {
     ValueId w = b.weight("w", {5, 64}, -0.5, 0.5, DType::kBFloat16);
     b.output(b.node("Gemm", {x, w}, {{"transB", i64(1)}}));
     run_case(b.graph(), "gemv_bf16");
+  }
+  {
+    // K = 28 (not whole 16-byte rows: the element-wise form) with a Sigmoid.
+    GraphBuilder b;
+    b.graph().opset = 17;
+    ValueId x = b.input("x", {1, 28}, DType::kFloat16);
+    ValueId w = b.weight("w", {672, 28}, -0.5, 0.5, DType::kFloat16);
+    ValueId c = b.weight("c", {672}, -1.0, 1.0, DType::kFloat16);
+    b.output(b.node("Sigmoid", {b.node("Gemm", {x, w, c}, {{"transB", i64(1)}})}));
+    CaseOptions options;
+    options.expect_templates = {"gemv_rows"};
+    options.absent_ops_after_pipeline = {"Sigmoid"};
+    run_case(b.graph(), "gemv_k28_sigmoid", options);
   }
 }
 

@@ -239,11 +239,14 @@ std::vector<KernelCase> conv_cases() {
                  return wide(depthwise(f16, 2, 64, 20, 19, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, true, "Relu"));
                }, tile});
   c.push_back({"fp16 C48 21x18 3x3 s2 p1 bias", [=] { return depthwise(f16, 1, 48, 21, 18, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, true, false, ""); }, tile});
-  // --depthwise-tile tow-first on a 132-SM target: 4-column tiles (TILES_W 4) of one row, then
-  // the channels shrink (8 of 48).
+  // The default (tow-first) on a 132-SM target: 4-column tiles (TILES_W 4) of one row, then the
+  // channels shrink (8 of 48); --depthwise-tile cb-first: 8 channels, then rows.
   c.push_back({"fp16 C48 14x14 5x5 p2 bias sigmoid tow-first", [=] {
+                 return depthwise(f16, 1, 48, 14, 14, 5, 5, {1, 1}, {2, 2, 2, 2}, {1, 1}, true, false, "Sigmoid");
+               }, tile});
+  c.push_back({"fp16 C48 14x14 5x5 p2 bias sigmoid cb-first", [=] {
                  OneNode g = depthwise(f16, 1, 48, 14, 14, 5, 5, {1, 1}, {2, 2, 2, 2}, {1, 1}, true, false, "Sigmoid");
-                 g.graph.target.depthwise_tile_tow_first = true;
+                 g.graph.target.depthwise_tile_tow_first = false;
                  return g;
                }, tile});
   c.push_back({"fp32 C12 17x18 3x3 s1 p1 clip wide", [=] {
@@ -266,6 +269,30 @@ std::vector<KernelCase> conv_cases() {
   c.push_back({"fp16 C16 3x3 s2 input_max 0.5 wide", [=] {
                  return clamped(wide(depthwise(f16, 2, 16, 9, 11, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, true, true, "Clip", clip)), 0.5f);
                }, tile});
+  // input_activation (opt/activation_into_depthwise): the activation of every input element
+  // inside the image, rounded to the input type; the padding stays zero. Sigmoid (sigmoid(0) =
+  // 1/2) would change every border output if a kernel applied it to the padding.
+  auto activated = [](OneNode g, const char* op) {
+    Node a;
+    a.op_type = op;
+    store_input_activation(g.node(), a);
+    return g;
+  };
+  c.push_back({"fp16 C48 14x14 5x5 p2 bias input Swish", [=] {
+                 return activated(depthwise(f16, 1, 48, 14, 14, 5, 5, {1, 1}, {2, 2, 2, 2}, {1, 1}, true, false, "Swish"), "Swish");
+               }, tile});
+  c.push_back({"fp16 C16 3x3 s2 residual input Sigmoid wide", [=] {
+                 return activated(wide(depthwise(f16, 2, 16, 9, 11, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, true, true, "")), "Sigmoid");
+               }, tile});
+  c.push_back({"fp32 C12 3x3 s1 p1 input Sigmoid", [=] {
+                 return activated(depthwise(f32, 1, 12, 7, 6, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, false, false, "Relu"), "Sigmoid");
+               }, tile});
+  c.push_back({"fp16 C6 3x3 s1 input Sigmoid", [=] {
+                 return activated(depthwise(f16, 1, 6, 7, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, ""), "Sigmoid");
+               }, scalar});
+  c.push_back({"fp16 C6 5x5 s2 input Swish", [=] {
+                 return activated(depthwise(f16, 2, 6, 5, 7, 5, 5, {2, 2}, {2, 2, 2, 2}, {1, 1}, true, true, "Relu"), "Swish");
+               }, scalar});
   // The largest tiles (wide): OW not a multiple of anything, stride 2, dilation.
   c.push_back({"fp16 C16 3x3 s1 p1 bias wide", [=] { return wide(depthwise(f16, 2, 16, 7, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, false, "")); }, tile});
   c.push_back({"fp16 C24 3x3 s2 asym pads dil2 residual relu wide", [=] {
@@ -636,9 +663,9 @@ TEST(ConvNhwc, PackSpaceToDepthEmulatedMatchesScatter) {
 }
 
 // The depthwise tile rule on EfficientNet-B0's batch-1 5x5 (672 channels, 14 x 14, a 132-SM
-// target): the default shrinks the channels to one vector and the rows to 4 (16-thread blocks,
-// 14 outputs a thread); tow-first keeps 48 channels and cuts the width to 4 columns and the rows
-// to 2 (48-thread blocks, 4 outputs a thread, 392 blocks).
+// target): cb-first shrinks the channels to one vector and the rows to 4 (16-thread blocks, 14
+// outputs a thread); tow-first (the default) keeps 48 channels and cuts the width to 4 columns
+// and the rows to 2 (48-thread blocks, 4 outputs a thread, 392 blocks).
 TEST(ConvNhwc, DepthwiseTileRules) {
   auto holes = [](bool tow_first) {
     OneNode g = depthwise(DType::kFloat16, 1, 672, 14, 14, 5, 5, {1, 1}, {2, 2, 2, 2}, {1, 1}, true, false, "");
@@ -651,6 +678,7 @@ TEST(ConvNhwc, DepthwiseTileRules) {
     return h;
   };
   std::map<std::string, std::string> d = holes(false), t = holes(true);
+  EXPECT_TRUE(Target{}.depthwise_tile_tow_first);  // the default
   EXPECT_EQ(d["CB"], "8LL");
   EXPECT_EQ(d["TOH"], "4LL");
   EXPECT_EQ(d["TOW"], "14LL");

@@ -195,9 +195,11 @@ TEST(FuseEpilogue, ExcludedActivationStaysANodeOfItsOwn) {
 }
 
 // Swish (SiLU; epilogue_not_on_gemm): absorbed by a 3x3 and a depthwise convolution, not by a
-// 1x1 stride-1 one nor a Gemm (those run as cuBLASLt GEMMs, whose epilogues lack it: taking it
-// would move them to a slower kernel, docs/perf_notes.md v64); a strided or padded 1x1 is not a
-// pointwise GEMM and takes it.
+// 1x1 stride-1 one (it runs as a cuBLASLt GEMM, whose epilogues lack it: taking it would move it
+// to a slower CUTLASS convolution, docs/perf_notes.md v64); a strided or padded 1x1 is not a
+// pointwise GEMM and takes it. A Gemm takes it (its GEMV / SIMT kernels compute it, after
+// cuBLASLt the epilogue kernel replaces the Swish kernel), except with --gemm-wgmma on, where it
+// would move the Gemm to CUTLASS 3.x's kernel.
 TEST(FuseEpilogue, SwishOnlyIntoConvolutionsThatAreNotGemms) {
   AOTC_REQUIRE_OPS("Conv", "Gemm", "aotc.FusedConv", "aotc.FusedGemm", "Add", "Swish");
   auto conv = [](const std::string& w, const std::string& attrs) {
@@ -229,21 +231,25 @@ TEST(FuseEpilogue, SwishOnlyIntoConvolutionsThatAreNotGemms) {
     %gb : float[?] = Add(%g, %b)
     %y : float[?] = Swish(%gb) {alpha=1.0}
     output %y
-  )", "aotc.FusedGemm,Swish"},
+  )", "aotc.FusedGemm"},
   };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.why);
-    auto built = testing_util::build(c.text);
-    ASSERT_TRUE(built.is_ok()) << built.status().message();
-    Graph& g = *built;
-    Graph before = g;
-    auto changed = fuse_and_verify(g);
-    ASSERT_TRUE(changed.is_ok()) << changed.status().message();
-    EXPECT_EQ(op_list(g), c.ops);
-    if (op_list(g) == "aotc.FusedConv") {
-      EXPECT_EQ(g.nodes[0].attr_string("activation", ""), "Swish");
+  for (bool gemm_wgmma : {false, true}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(c.why) + (gemm_wgmma ? ", --gemm-wgmma on" : ""));
+      auto built = testing_util::build(c.text);
+      ASSERT_TRUE(built.is_ok()) << built.status().message();
+      Graph& g = *built;
+      g.target.gemm_wgmma = gemm_wgmma;
+      const std::string expected = gemm_wgmma && std::string(c.why) == "Gemm" ? "aotc.FusedGemm,Swish" : c.ops;
+      Graph before = g;
+      auto changed = fuse_and_verify(g);
+      ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+      EXPECT_EQ(op_list(g), expected);
+      if (op_list(g) == "aotc.FusedConv" || op_list(g) == "aotc.FusedGemm") {
+        EXPECT_EQ(g.nodes[0].attr_string("activation", ""), "Swish");
+      }
+      EXPECT_TRUE(testing_util::same_outputs(before, g));
     }
-    EXPECT_TRUE(testing_util::same_outputs(before, g));
   }
 }
 

@@ -234,8 +234,9 @@ TEST(AotcArgs, ConvStrategySwitches) {
   EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--fp32-gemm", "cublaslt"})->gemm_fp32_simt);
   EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so"})->gemm_16bit_cluster);
   EXPECT_TRUE(parse_aotc_args({"m.onnx", "-o", "libm.so"})->epilogue_excluded.empty());
-  EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so"})->depthwise_tile_tow_first);
+  EXPECT_TRUE(parse_aotc_args({"m.onnx", "-o", "libm.so"})->depthwise_tile_tow_first);
   EXPECT_TRUE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--depthwise-tile", "tow-first"})->depthwise_tile_tow_first);
+  EXPECT_FALSE(parse_aotc_args({"m.onnx", "-o", "libm.so", "--depthwise-tile", "cb-first"})->depthwise_tile_tow_first);
   // The tensor-op few-row GEMM table's rows are --conv-config names too (--gemm-16bit cutlass).
   EXPECT_EQ(parse_aotc_args({"m.onnx", "-o", "libm.so", "--conv-config", "hgemm64x128x32_w32x64_s4"})->conv_config,
             "hgemm64x128x32_w32x64_s4");
