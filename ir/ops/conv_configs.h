@@ -139,6 +139,11 @@ inline const std::vector<ConvKernelConfig>& conv_candidate_configs() {
       // (docs/perf_notes.md v59) has its consumer waiting on the TMA loads in 36% of the samples;
       // forced on ResNet-50 int8 bs32 (v59, call 3) no faster there (19.1 -> 19.4 us), slower elsewhere.
       {"i8wg128x64x64_s8_2cta", ConvMath::kWgmmaInt8, 128, 64, 64, 128, 64, 64, 8, 90},
+      // sm_90a fp16, few channels (forty-second session, not measured): EfficientNetV2-S's fused-
+      // MBConv 3x3s of 24 -> 24 and 24/48 -> 96 channels ran on wg128x64x64_s4_2cta at ~18
+      // TFLOP/s (its N and K tiles of 64 over 24 channels: ~14% of each wgmma used,
+      // docs/perf_notes.md v65); N and K tiles of 32, six stages (10 KB each), two CTAs an SM.
+      {"wg128x32x32_s6_2cta", ConvMath::kWgmma, 128, 32, 32, 128, 32, 32, 6, 90},
   };
   return kCandidates;
 }
