@@ -44,12 +44,9 @@ Expected<bool> activation_into_depthwise(Graph& graph) {
   bool changed = false;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& act = graph.nodes[i];
-    if (act.inputs.size() != 1 || act.outputs.size() != 1 || act.inputs[0] == kNoValue) continue;
-    const OpDef* def = default_registry().find(act.op_type, act.domain);
-    if (!def || !def->traits.epilogue_activation || !def->scalar_expr) continue;
-    bool excluded = false;
-    for (const std::string& op : graph.target.epilogue_excluded) excluded = excluded || op == act.op_type;
-    if (excluded) continue;
+    if (act.outputs.size() != 1 || !epilogue_may_absorb(graph, act, /*anchor_is_gemm=*/false) ||
+        act.inputs[0] == kNoValue)
+      continue;
     const Value& in = graph.value(act.inputs[0]);
     const Value& out = graph.value(act.outputs[0]);
     if (in.dtype != out.dtype || in.shape != out.shape || in.shape.size() != 4 ||

@@ -17,6 +17,7 @@
 // Gemm's output.
 #include "ir/op_registry.h"
 #include "ir/ops/conv_configs.h"
+#include "ir/ops/epilogue.h"
 #include "ir/shape_inference.h"
 #include "opt/passes.h"
 
@@ -52,12 +53,11 @@ Expected<bool> pixel_conv_to_gemm(Graph& graph) {
     if (ok && bias != kNoValue) ok = graph.value(bias).shape == Shape{oc};
     const DType planned = x.dtype == DType::kFloat32 ? graph.target.precision.dtype : x.dtype;
     if (!ok || (rank == 4 && conv_implicit_gemm_applies(graph.target, planned, 1, c, oc))) continue;
-    // The activation to hoist: the sole reader of y, unary, an epilogue activation, not moved yet.
+    // The activation to hoist: the sole reader of y, one the Gemm's epilogue may absorb, not moved yet.
     int act = graph.sole_reader(consumers, conv.outputs[0]);
     if (act >= 0) {
       const Node& a = graph.nodes[static_cast<size_t>(act)];
-      const OpDef* def = registry.find(a.op_type, a.domain);
-      if (!def || !def->traits.epilogue_activation || a.inputs.size() != 1 || a.outputs.size() != 1 || moved[act] ||
+      if (!epilogue_may_absorb(graph, a, gemm_activation_changes_kernel(graph)) || a.outputs.size() != 1 || moved[act] ||
           !replace[static_cast<size_t>(act)].empty())
         act = -1;
     }

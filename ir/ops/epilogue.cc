@@ -135,15 +135,31 @@ Status apply_input_activation_reference(const Node& fused, Tensor& tensor) {
 
 namespace aotc {
 
+namespace {
+// The checks of one absorbed activation, `act` (loaded from its attributes; `what` names it in the
+// messages: "activation" / "input activation"). An output activation must be a registered op; an
+// input activation, which the depthwise kernels apply while staging, an epilogue activation.
+Status check_absorbed_known(const Node& node, const Node& act, const std::string& what, bool need_epilogue_trait) {
+  const OpDef* def = default_registry().find(act.op_type);
+  if (!def) return node_error(node, "absorbed " + what + " '" + escape_for_message(act.op_type) + "' is unknown");
+  if (need_epilogue_trait && !def->traits.epilogue_activation)
+    return node_error(node, "absorbed " + what + " '" + escape_for_message(act.op_type) +
+                                "' is not a unary epilogue activation");
+  return Status::ok();
+}
+Status check_absorbed_lowerable(const Node& node, const Node& act, const std::string& what) {
+  const OpDef* def = default_registry().find(act.op_type);
+  if (!def || !def->scalar_expr)
+    return node_error(node, "absorbed " + what + " '" + escape_for_message(act.op_type) + "' has no CUDA expression");
+  return Status::ok();
+}
+}  // namespace
+
 Status check_activation_known(const Node& node, const Node& fused) {
-  if (has_activation(fused) && !default_registry().find(load_activation(fused).op_type))
-    return node_error(node, "absorbed activation '" + escape_for_message(load_activation(fused).op_type) + "' is unknown");
-  if (has_input_activation(fused)) {
-    const OpDef* def = default_registry().find(load_input_activation(fused).op_type);
-    if (!def || !def->traits.epilogue_activation)
-      return node_error(node, "absorbed input activation '" + escape_for_message(load_input_activation(fused).op_type) +
-                                  "' is not a unary epilogue activation");
-  }
+  if (has_activation(fused))
+    AOTC_RETURN_IF_ERROR(check_absorbed_known(node, load_activation(fused), "activation", /*need_epilogue_trait=*/false));
+  if (has_input_activation(fused))
+    AOTC_RETURN_IF_ERROR(check_absorbed_known(node, load_input_activation(fused), "input activation", true));
   return Status::ok();
 }
 
@@ -174,17 +190,9 @@ bool conv_runs_as_gemm(const Graph& graph, const Node& conv) {
 bool gemm_activation_changes_kernel(const Graph& graph) { return graph.target.gemm_wgmma; }
 
 Status check_activation_lowerable(const Node& node, const Node& fused) {
-  if (has_input_activation(fused)) {
-    const OpDef* def = default_registry().find(load_input_activation(fused).op_type);
-    if (!def || !def->scalar_expr)
-      return node_error(node, "absorbed input activation '" + escape_for_message(load_input_activation(fused).op_type) +
-                                  "' has no CUDA expression");
-  }
-  if (!has_activation(fused)) return Status::ok();
-  const OpDef* def = default_registry().find(load_activation(fused).op_type);
-  if (!def || !def->scalar_expr)
-    return node_error(node, "absorbed activation '" + escape_for_message(load_activation(fused).op_type) +
-                                "' has no CUDA expression");
+  if (has_input_activation(fused))
+    AOTC_RETURN_IF_ERROR(check_absorbed_lowerable(node, load_input_activation(fused), "input activation"));
+  if (has_activation(fused)) AOTC_RETURN_IF_ERROR(check_absorbed_lowerable(node, load_activation(fused), "activation"));
   return Status::ok();
 }
 
