@@ -25,7 +25,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The rule rows of ir/ops/conv_configs.h's kWgmma math (conv_configs_of(ConvMath::kWgmma)).
-WGMMA_ROWS="wg128x128x64_auto wg64x128x64_auto wg128x64x64_s4_2cta"
+WGMMA_ROWS="wg128x64x32_s6_2cta wg128x32x32_s6_2cta wg128x128x64_auto wg64x128x64_auto wg128x64x64_s4_2cta"
 aotc=build/bin/aotc
 out=""
 arch=sm_90

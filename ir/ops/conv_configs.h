@@ -34,6 +34,9 @@ struct ConvKernelConfig {
   // The persistent int8 GEMM's epilogue subtile width in output channels (0: CUTLASS's choice;
   // templates/cutlass_conv2d_fprop_sm90_i8.cu.in EPI_TILE; Target::int8_epilogue_tile_n overrides).
   int epi_n = 0;
+  // A few-channel row (> 0): the rule picks it only for convolutions of at most this many input
+  // channels (pick_conv_config's `cin`), and before the rows without a limit.
+  int max_cin = 0;
 };
 
 // The math a dtype's NHWC convolutions use; false for a dtype without one (fp64, integers).
@@ -93,6 +96,17 @@ inline const std::vector<ConvKernelConfig>& conv_kernel_configs() {
       // at most about one 64x128 tile per SM: a second CTA would have nothing to overlap);
       // 128x64 two a SM for 64 channels (layer1: 26.0 us, 128x128: 52.0, 256x64 auto: 28.1).
       // Picked by pick_conv_config's rule, in this order.
+      // Few input channels (at most 48: a 64-deep K step over one filter tap's 24 or 48 channels is
+      // 62% or 25% zero fill): K tiles of 32, six stages, two CTAs an SM; N tiles of 64, or 32 where
+      // the output channels round up to 32 (the few-channel rows' N cap: a 64-wide tile over 24
+      // channels measured 222 against 126 us). Measured on an H200, each forced on every
+      // convolution of EfficientNetV2-S fp16 bs32 (docs/perf_notes.md v66), against the rows below:
+      // 24 -> 24 channels at 112x112 233 us (wg128x64x64_s4_2cta) -> 127 (128x32); 48 -> 192 at
+      // 56x56 222 (wg128x128x64_auto) -> 177 (128x32) -> 135 (128x64); 48 -> 192 stride 2 62 -> 49
+      // -> 45; 24 -> 96 stride 2 136 -> 103 -> 106; but 64 -> 256 at 28x28 43 -> 50 (128x32),
+      // hence the limit (128x64x32 there: 40, unmeasured elsewhere at 64 channels).
+      {"wg128x64x32_s6_2cta", ConvMath::kWgmma, 128, 64, 32, 128, 64, 32, 6, 90, 0, 48},
+      {"wg128x32x32_s6_2cta", ConvMath::kWgmma, 128, 32, 32, 128, 32, 32, 6, 90, 0, 48},
       {"wg128x128x64_auto", ConvMath::kWgmma, 128, 128, 64, 128, 128, 64, 0, 90},
       {"wg64x128x64_auto", ConvMath::kWgmma, 64, 128, 64, 64, 128, 64, 0, 90},
       {"wg128x64x64_s4_2cta", ConvMath::kWgmma, 128, 64, 64, 128, 64, 64, 4, 90},
@@ -139,11 +153,6 @@ inline const std::vector<ConvKernelConfig>& conv_candidate_configs() {
       // (docs/perf_notes.md v59) has its consumer waiting on the TMA loads in 36% of the samples;
       // forced on ResNet-50 int8 bs32 (v59, call 3) no faster there (19.1 -> 19.4 us), slower elsewhere.
       {"i8wg128x64x64_s8_2cta", ConvMath::kWgmmaInt8, 128, 64, 64, 128, 64, 64, 8, 90},
-      // sm_90a fp16, few channels (forty-second session, not measured): EfficientNetV2-S's fused-
-      // MBConv 3x3s of 24 -> 24 and 24/48 -> 96 channels ran on wg128x64x64_s4_2cta at ~18
-      // TFLOP/s (its N and K tiles of 64 over 24 channels: ~14% of each wgmma used,
-      // docs/perf_notes.md v65); N and K tiles of 32, six stages (10 KB each), two CTAs an SM.
-      {"wg128x32x32_s6_2cta", ConvMath::kWgmma, 128, 32, 32, 128, 32, 32, 6, 90},
   };
   return kCandidates;
 }
@@ -178,9 +187,11 @@ inline int64_t conv_config_tiles(const ConvKernelConfig& c, int64_t gemm_m, int6
 
 // Configurations whose N tile is wider than the output channels (rounded up to 64) waste that part
 // of every tile (ResNet's 64-channel layers under a 128-wide tile): skipped. `only_tb_k` > 0: only
-// the rows with that K tile (the int8 wgmma rows come in two K-tile families).
+// the rows with that K tile (the int8 wgmma rows come in two K-tile families). `cin`: the input
+// channels, for the few-channel rows (ConvKernelConfig::max_cin; 0: unknown, those rows skipped),
+// whose N tile may exceed the output channels rounded up to 32 only (not 64).
 inline const ConvKernelConfig& pick_conv_config(const Target& target, ConvMath math, int64_t gemm_m, int64_t gemm_n,
-                                                int64_t only_tb_k = 0) {
+                                                int64_t only_tb_k = 0, int64_t cin = 0) {
   if (const ConvKernelConfig* forced = forced_conv_config(target, math)) return *forced;
   const ConvKernelConfig* last = nullptr;
   const int64_t n_cap = std::max<int64_t>(64, (gemm_n + 63) / 64 * 64);
@@ -188,6 +199,7 @@ inline const ConvKernelConfig& pick_conv_config(const Target& target, ConvMath m
   for (size_t i = 0; i < table.size(); ++i) {
     const ConvKernelConfig& c = table[i];
     if (c.math != math || (only_tb_k > 0 && c.tb_k != only_tb_k)) continue;
+    if (c.max_cin > 0 && (cin <= 0 || cin > c.max_cin || c.tb_n > (gemm_n + 31) / 32 * 32)) continue;
     // int8 (measured, see the table): a tile whose M rows alone give fewer than half a wave of
     // tiles loses to a shorter one further down (64x128 over 128x64 on ResNet-50's layer3/4).
     bool shorter_later = false;
@@ -549,7 +561,7 @@ inline std::optional<ConvKernelConfig> conv_wgmma_config(const Target& target, D
   // rows (y_ld > K) a packed residual would be read wrong.
   if (residual && y_ld != cout) return std::nullopt;
   if (!wgmma_window_applies(kernel, strides, dilations, pads)) return std::nullopt;
-  const ConvKernelConfig& c = pick_conv_config(target, ConvMath::kWgmma, gemm_m, cout);
+  const ConvKernelConfig& c = pick_conv_config(target, ConvMath::kWgmma, gemm_m, cout, 0, cin);
   if (static_cast<double>(conv_config_tiles(c, gemm_m, cout)) < target.conv_wgmma_fill * target.sm_count)
     return std::nullopt;
   return c;

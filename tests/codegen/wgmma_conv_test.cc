@@ -190,6 +190,24 @@ TEST(WgmmaConv, ConfigurationRuleAndRefusals) {
   };
   EXPECT_EQ(pick(t, DType::kFloat16, 64, 64, 32 * 56 * 56), "wg128x64x64_s4_2cta");
   EXPECT_EQ(pick(t, DType::kFloat16, 128, 128, 32 * 28 * 28), "wg128x128x64_auto");
+  // Few input channels (EfficientNetV2-S's fused-MBConv 3x3s, measured): the 32-deep rows up to 48
+  // channels, 64 wide unless the output channels round up to 32; 56 and 64 input channels keep the
+  // rule above (64 -> 256 measured slower on the 128x32 row).
+  EXPECT_EQ(pick(t, DType::kFloat16, 24, 24, 32 * 112 * 112), "wg128x32x32_s6_2cta");
+  EXPECT_EQ(pick(t, DType::kFloat16, 24, 96, 32 * 56 * 56, 0, s2), "wg128x64x32_s6_2cta");
+  EXPECT_EQ(pick(t, DType::kFloat16, 48, 192, 32 * 56 * 56), "wg128x64x32_s6_2cta");
+  EXPECT_EQ(pick(t, DType::kFloat16, 48, 40, 32 * 56 * 56), "wg128x64x32_s6_2cta");  // 40 rounds up to 64
+  EXPECT_EQ(pick(t, DType::kFloat16, 24, 24, 112 * 112), "wg128x32x32_s6_2cta");    // batch 1: 98 tiles
+  EXPECT_EQ(pick(t, DType::kFloat16, 24, 24, 8 * 56 * 56), "wg128x32x32_s6_2cta");  // GpuConvFp16.WgmmaFewChannels*
+  EXPECT_EQ(pick(t, DType::kFloat16, 40, 96, 16 * 29 * 28, 0, s2), "wg128x64x32_s6_2cta");
+  EXPECT_EQ(pick(t, DType::kFloat16, 56, 192, 32 * 56 * 56), "wg128x128x64_auto");
+  EXPECT_EQ(pick(t, DType::kFloat16, 64, 256, 32 * 28 * 28), "wg128x128x64_auto");
+  // Under half a wave of its tiles the few-channel row falls through to the rows below (and the
+  // wgmma kernel to none): 24 channels at 28x28, batch 1 (7 tiles).
+  EXPECT_EQ(pick(t, DType::kFloat16, 24, 24, 28 * 28), "none");
+  EXPECT_STREQ(pick_conv_config(t, ConvMath::kWgmma, 28 * 28, 24, 0, 24).name, "wg128x64x64_s4_2cta");
+  // Without the input channels (other callers) the few-channel row is never picked.
+  EXPECT_STREQ(pick_conv_config(t, ConvMath::kWgmma, 32 * 112 * 112, 24).name, "wg128x64x64_s4_2cta");
   EXPECT_EQ(pick(t, DType::kFloat16, 256, 256, 32 * 14 * 14, 0, s2), "wg128x128x64_auto");
   EXPECT_EQ(pick(t, DType::kBFloat16, 256, 256, 32 * 14 * 14, 0, s2), "none");  // not yet checked on a GPU
   // Layer4 (52 tiles of 128x128): 100 tiles of 64x128, one an SM, with the deepest pipeline.

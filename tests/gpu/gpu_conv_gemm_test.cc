@@ -366,6 +366,25 @@ TEST(GpuConvFp16, WgmmaOneTileAnSmDeepPipeline) {
   run_case(g, "conv16_wgmma_64x128_auto", wgmma_case(true));
 }
 
+// The few-channel rows (at most 48 input channels; EfficientNetV2-S's fused-MBConv 3x3s): 24
+// channels (one 32-deep K step a filter tap, 8 of it zero-filled) to 24 with a residual and ReLU
+// on wg128x32x32_s6_2cta; 40 channels (a second K step of 8) to 96 outputs (a partial second N
+// tile) with stride 2 and SiLU on wg128x64x32_s6_2cta. WgmmaConv.ConfigurationRuleAndRefusals
+// checks that the rule picks those rows for these shapes.
+TEST(GpuConvFp16, WgmmaFewChannelsResidualRelu) {
+  AOTC_REQUIRE_GPU();
+  Graph g = conv16_act_graph(DType::kFloat16, {8, 24, 56, 56}, {24, 24, 3, 3}, {{"pads", ints({1, 1, 1, 1})}}, true,
+                             true, "Relu");
+  run_case(g, "conv16_wgmma_few_k24", wgmma_case(true));
+}
+
+TEST(GpuConvFp16, WgmmaFewChannelsStride2SecondKStep) {
+  AOTC_REQUIRE_GPU();
+  Graph g = conv16_act_graph(DType::kFloat16, {16, 40, 57, 55}, {96, 40, 3, 3},
+                             {{"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}}, true, false, "SiLU");
+  run_case(g, "conv16_wgmma_few_c40_s2", wgmma_case(true));
+}
+
 TEST(GpuConvFp16, WgmmaOneBySevenWindow) {
   AOTC_REQUIRE_GPU();
   Graph g = conv16_act_graph(DType::kFloat16, {16, 64, 17, 17}, {128, 64, 1, 7}, {{"pads", ints({0, 3, 0, 3})}}, true,
