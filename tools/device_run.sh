@@ -32,7 +32,8 @@
 #      TRACE_CASES="resnet50_bs32_fp16" (tools/device/trace_replay.py: the kernels of graph replays;
 #      with the case also in PROFILE_CASES, tools/device/conv_rate.py: the convolutions' TFLOP/s
 #      in the replay, on the progress lines and in CASE/conv_rate.log; its AB_AOTC_ARGS libraries
-#      are traced too, CASE/ab*/trace.log)
+#      are traced too, CASE/ab*/trace.log; per kernel: python3 tools/device/trace_diff.py
+#      CASE/trace.json CASE/ab/trace.json --report CASE/report.json, here after the call)
 #      NCU_CASES="resnet50_bs1_fp16" NCU_KERNELS="regex:k1[67]_layer3" [NCU_COUNT=2] (Nsight
 #      Compute on those cases' libraries, plain launches: ncu's --kernel-name NCU_KERNELS, the
 #      first NCU_COUNT matching launches, sections SpeedOfLight, LaunchStats, Occupancy,
