@@ -63,6 +63,18 @@ KernelStep binary_kernel_step(const Graph& graph, ValueId a, ValueId b, ValueId 
   }
   StridedLayout layout{vy.shape, {broadcast_strides(va.shape, vy.shape), broadcast_strides(vb.shape, vy.shape)}};
   layout = collapse_layout(layout);
+  // 16-byte vectors when every operand has one element size of 2 or 4 bytes, both inputs are
+  // contiguous in the innermost (collapsed) dim and its extent and every stride are multiples of
+  // the vector (so every vector's offsets are too).
+  const int64_t es = dtype_size(vy.dtype);
+  int64_t vec = (es == 2 || es == 4) && dtype_size(va.dtype) == es && dtype_size(vb.dtype) == es ? 16 / es : 1;
+  if (layout.dims.empty() || layout.dims.back() % vec != 0) vec = 1;
+  for (const std::vector<int64_t>& st : layout.strides) {
+    if (st.size() != layout.dims.size() || st.back() != 1) vec = 1;
+    for (size_t d = 0; d + 1 < st.size(); ++d)
+      if (st[d] % vec != 0) vec = 1;
+  }
+  if (vec > 1) k.grid = grid_for(vy.numel() / vec, 256);
   k.template_name = "binary_broadcast";
   k.holes = types;
   k.holes.insert(k.holes.end(), {{"I", index_type_for(std::max({vy.numel(), va.numel(), vb.numel()}))},
@@ -71,6 +83,7 @@ KernelStep binary_kernel_step(const Graph& graph, ValueId a, ValueId b, ValueId 
                                  {"a_strides", dims_literal(layout.strides[0])},
                                  {"b_strides", dims_literal(layout.strides[1])},
                                  {"numel", int_literal(vy.numel())},
+                                 {"vec", std::to_string(vec)},
                                  {"expr", expr},
                                  {"comment", comment}});
   return k;

@@ -227,6 +227,27 @@ TEST(BinaryElementwise, LoweringPicksTemplateAndCollapsesDims) {
   EXPECT_EQ(hole(k, "b_strides"), "{0LL, 1LL}");
   EXPECT_EQ(hole(k, "I"), "int");
   EXPECT_TRUE(test::contains(hole(k, "expr"), "y == 0")) << hole(k, "expr");
+  // Both inputs contiguous in the innermost dim of 4 int32s: 16-byte vectors, a quarter of the threads.
+  EXPECT_EQ(hole(k, "vec"), "4");
+  EXPECT_EQ(k.grid.x, 1);
+
+  // The squeeze-excitation scale in channels-last (fp16): 8 halves a vector. Shapes that keep the
+  // element loop: a broadcast innermost dim, 12 halves there, operand types of different sizes.
+  auto vec_of = [](DType ta, Shape sa, DType tb, Shape sb) {
+    OneNode n("Mul");
+    n.input(ta, sa).input(tb, sb);
+    if (!n.build().is_ok()) return std::string("build failed");
+    auto low = default_registry().find("Mul")->lower(n.built(), n.graph);
+    if (!low.is_ok() || low->steps.size() != 1) return std::string("lower failed");
+    return low->steps[0].kernel.template_name == "binary_broadcast" ? hole(low->steps[0].kernel, "vec")
+                                                                   : low->steps[0].kernel.template_name;
+  };
+  EXPECT_EQ(vec_of(DType::kFloat16, {32, 14, 14, 960}, DType::kFloat16, {32, 1, 1, 960}), "8");
+  EXPECT_EQ(vec_of(DType::kFloat16, {2, 3, 16}, DType::kFloat16, {2, 3, 1}), "1");
+  EXPECT_EQ(vec_of(DType::kFloat16, {2, 3, 12}, DType::kFloat16, {2, 1, 12}), "1");
+  EXPECT_EQ(vec_of(DType::kFloat32, {4, 6}, DType::kFloat32, {6}), "1");  // 6 floats
+  EXPECT_EQ(vec_of(DType::kFloat32, {4, 8}, DType::kFloat32, {8}), "4");
+  EXPECT_EQ(vec_of(DType::kFloat64, {4, 8}, DType::kFloat64, {8}), "1");  // 8-byte elements: not vectorized
 
   OneNode empty("Mul");
   empty.input(DType::kFloat32, {0, 3}).input(DType::kFloat32, {3});

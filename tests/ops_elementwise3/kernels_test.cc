@@ -78,6 +78,15 @@ std::vector<KernelCase> kernel_cases() {
   add("Gelu f32 tanh", [=](OneNode& n) { n.input(f32, {257}).attr("approximate", Attribute::of_string("tanh")); }, 20);
   add("Gelu f16 none", [=](OneNode& n) { n.input(f16, {61}); }, 20);
   // Binary arithmetic.
+  // The broadcast kernel's 16-byte vector path (both inputs contiguous in the innermost dim, a
+  // multiple of 8 halves / 4 words there): the squeeze-excitation scale x[N,H,W,C] * s[N,1,1,C],
+  // a float Sub over a middle broadcast, an int32 Div with zero divisors; and beside them shapes
+  // that keep the element loop (C = 12 halves, a broadcast innermost dim).
+  add("Mul f16 vector bcast", [=](OneNode& n) { n.input(f16, {2, 5, 3, 24}).input(f16, {2, 1, 1, 24}); });
+  add("Sub f32 vector bcast", [=](OneNode& n) { n.input(f32, {3, 4, 8}).input(f32, {3, 1, 8}); });
+  add("Div int32 vector bcast specials", [=](OneNode& n) { n.input(i32, {5, 12}).input(i32, {12}); });
+  add("Mul f16 bcast twelve", [=](OneNode& n) { n.input(f16, {2, 3, 12}).input(f16, {2, 1, 12}); });
+  add("Mul f16 bcast innermost", [=](OneNode& n) { n.input(f16, {2, 3, 16}).input(f16, {2, 3, 1}); });
   add("Pow f32 f32 bcast positive", [=](OneNode& n) { n.input(f32, {3, 5}).input(f32, {5}); });
   add("Pow f32 int64 exponent", [=](OneNode& n) { n.input(f32, {7, 3}).input(i64, {3}); });
   add("Pow f16 f32 exponent positive", [=](OneNode& n) { n.input(f16, {17}).input(f32, {}); });
