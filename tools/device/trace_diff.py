@@ -6,14 +6,19 @@
 # names without their kNN_ / mmNN_ index prefixes (which shift between builds; cuBLASLt's kernels
 # count as one name): an A/B where a pass added or removed kernels; a kernel without a partner is
 # listed as only in A or only in B. With --report (a case's report.json,
-# codegen.steps: one step per launched kernel, in order) each row of A names its graph node, which
-# a library kernel's function name does not (it is named after the first node that uses it).
+# codegen.steps) each row of A names its graph node, which
+# a library kernel's function name does not (it is named after the first node that uses it);
+# steps and kernels are matched by conv_rate.py's assign.
 #   python3 tools/device/trace_diff.py A/trace.json B/trace.json [--report A/report.json] [--min-us 2]
 import argparse
 import difflib
 import json
-import re
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from conv_rate import assign, kPrefix  # noqa: E402
 
 
 def load(path):
@@ -22,20 +27,29 @@ def load(path):
 
 
 def key(name):
-    """What pairs kernels across builds: the name without its index prefix; cuBLASLt's kernels
-    (nvjet_*, sm90_xmma_*, ...: its heuristic's choice may differ between builds) as one name."""
-    if not re.match(r"^(k|mm)\d+_", name):
+    """What pairs kernels across builds: the name without its index prefix (conv_rate.kPrefix);
+    cuBLASLt's kernels (nvjet_*, sm90_xmma_*, ...: its heuristic's choice may differ between
+    builds) as one name."""
+    if not kPrefix.match(name):
         return "<library GEMM>"
-    return re.sub(r"^(k|mm)\d+_", "", name)
+    return kPrefix.sub("", name)
 
 
-def nodes_of(report_path, count):
-    """Graph node per kernel of the replay, from report.json's steps (None if they do not match)."""
+def nodes_of(report_path, kernels):
+    """Graph node per kernel of the replay `kernels` ((duration, name) pairs), the steps of
+    report.json matched to them as conv_rate.py does (by function; a matmul's kernels, memsets
+    included, by position); None when the report lists no steps."""
     with open(report_path) as f:
         steps = json.load(f).get("codegen", {}).get("steps", [])
-    if len(steps) != count:
+    if not steps:
         return None
-    return [s.get("node", "") or s.get("label", "") for s in steps]
+    functions = [s.get("function") if s.get("kind") == "kernel" else None for s in steps]
+    owned, _, _ = assign(steps, [(0.0, d, n) for d, n in kernels], functions)
+    nodes = [""] * len(kernels)
+    for s, ks in enumerate(owned):
+        for i in ks:
+            nodes[i] = steps[s].get("node", "") or steps[s].get("label", "")
+    return nodes
 
 
 def pair(a, b):
@@ -87,9 +101,9 @@ def main(argv=None):
     ap.add_argument("--min-us", type=float, default=2.0, help="list paired kernels that changed this much")
     args = ap.parse_args(argv)
     a, b = load(args.a), load(args.b)
-    nodes = nodes_of(args.report, len(a)) if args.report else None
+    nodes = nodes_of(args.report, a) if args.report else None
     if args.report and nodes is None:
-        print("trace_diff: the report's steps do not match A's kernels one to one; no node names", file=sys.stderr)
+        print("trace_diff: the report lists no steps; no node names", file=sys.stderr)
     print("\n".join(diff(a, b, nodes, args.min_us)))
     return 0
 

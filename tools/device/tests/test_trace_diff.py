@@ -1,7 +1,7 @@
 # Tests of tools/device/trace_diff.py on hand-made replays: pairing by position when both builds
 # launch as many kernels (index prefixes and cuBLASLt's kernel names may differ), by matching runs
 # when a pass removed kernels (the removed ones listed as only in A, totals split accordingly), and
-# node names from a report only when its steps match the kernels one to one.
+# node names from a report's steps matched to the kernels as conv_rate.py matches them.
 #   python3 -m unittest discover -s tools/device/tests
 import json
 import os
@@ -42,13 +42,23 @@ class TraceDiffTest(unittest.TestCase):
         self.assertIn("only in A -14.0", last)
         self.assertIn("only in B +0.0", last)
 
-    def test_report_names_nodes_only_when_steps_match(self):
+    def test_report_names_nodes_through_conv_rates_matching(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "report.json")
             with open(path, "w") as f:
-                json.dump({"codegen": {"steps": [{"label": "k0_x", "node": "/a"}, {"label": "k1_y", "node": ""}]}}, f)
-            self.assertEqual(trace_diff.nodes_of(path, 2), ["/a", "k1_y"])
-            self.assertIsNone(trace_diff.nodes_of(path, 3))
+                json.dump({"codegen": {"steps": [{"label": "k0_x", "kind": "kernel", "function": "k0_x", "node": "/a"},
+                                                 {"label": "k1_y", "kind": "kernel", "function": "k1_y", "node": ""}]}}, f)
+            self.assertEqual(trace_diff.nodes_of(path, [(1.0, "k0_x"), (2.0, "k1_y")]), ["/a", "k1_y"])
+            # A matmul step launching two kernels (a memset and cuBLASLt's GEMM) between kernel steps.
+            with open(path, "w") as f:
+                json.dump({"codegen": {"steps": [{"label": "k0_x", "kind": "kernel", "function": "k0_x", "node": "/a"},
+                                                 {"label": "mm1_fc", "kind": "matmul", "node": "/fc"},
+                                                 {"label": "k2_z", "kind": "kernel", "function": "k2_z", "node": "/z"}]}}, f)
+            kernels = [(1.0, "k0_x"), (0.5, "Memset (Device)"), (3.0, "nvjet_sm90_hsh"), (1.0, "k2_z")]
+            self.assertEqual(trace_diff.nodes_of(path, kernels), ["/a", "/fc", "/fc", "/z"])
+            with open(path, "w") as f:
+                json.dump({"codegen": {}}, f)
+            self.assertIsNone(trace_diff.nodes_of(path, kernels))
 
     def test_load_reads_the_median_replay(self):
         with tempfile.TemporaryDirectory() as d:
