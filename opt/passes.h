@@ -36,6 +36,9 @@ Expected<bool> patchify_conv(Graph& graph);
 Expected<bool> pixel_conv_to_gemm(Graph& graph);
 // The written-out GELU formulas (erf and tanh forms) -> one Gelu node (approximate none / tanh).
 Expected<bool> fuse_gelu(Graph& graph);
+// The written-out RMS normalisation (ReduceMean(Pow(x, 2)) + eps -> Sqrt -> reciprocal -> Mul by x
+// [-> Mul by a weight]; also inside Casts to float) -> one RMSNormalization node (fuse_rms_norm.cc).
+Expected<bool> fuse_rms_norm(Graph& graph);
 // Mul(Mul(g, Sigmoid(g)), u) (LLaMA's gated SiLU MLP) -> one SwiGLU(g, u) node (fuse_swiglu.cc).
 Expected<bool> fuse_swiglu(Graph& graph);
 // Mul(x, Sigmoid(x)) (the written-out SiLU) -> one Swish(x) {alpha = 1} node (in fuse_swiglu.cc: the same match).

@@ -25,6 +25,7 @@ const std::vector<Pass>& default_pipeline() {
       {"fold_matmul_scale", fold_matmul_scale},
       {"patchify_conv", patchify_conv},
       {"fuse_gelu", fuse_gelu},
+      {"fuse_rms_norm", fuse_rms_norm},  // before precision: the float32 Pow and its Casts never appear
       // After folding (cos / sin tables are constants by then); before precision, so the caches
       // convert with every other constant; before fuse_attention / fuse_attention_operands, which
       // read its moved head transposes as views of the rotary output; it matches Mul / Add /

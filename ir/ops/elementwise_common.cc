@@ -55,19 +55,23 @@ KernelStep binary_kernel_step(const Graph& graph, ValueId a, ValueId b, ValueId 
       {"TO", dtype_c_type(vy.dtype)},
       {"CT", elementwise_compute_type(va.dtype)},
       {"CTB", elementwise_compute_type(vb.dtype)}};
+  // 16-byte vectors when every operand has one element size of 2 or 4 bytes (and, below, the
+  // layout keeps each vector's elements contiguous in both inputs).
+  const int64_t es = dtype_size(vy.dtype);
+  int64_t vec = (es == 2 || es == 4) && dtype_size(va.dtype) == es && dtype_size(vb.dtype) == es ? 16 / es : 1;
   if (va.shape == vy.shape && vb.shape == vy.shape) {
+    if (vy.numel() % vec != 0) vec = 1;
+    if (vec > 1) k.grid = grid_for(vy.numel() / vec, 256);
     k.template_name = "binary_same_shape";
     k.holes = types;
-    k.holes.insert(k.holes.end(), {{"numel", int_literal(vy.numel())}, {"expr", expr}, {"comment", comment}});
+    k.holes.insert(k.holes.end(), {{"numel", int_literal(vy.numel())}, {"vec", std::to_string(vec)}, {"expr", expr},
+                                   {"comment", comment}});
     return k;
   }
   StridedLayout layout{vy.shape, {broadcast_strides(va.shape, vy.shape), broadcast_strides(vb.shape, vy.shape)}};
   layout = collapse_layout(layout);
-  // 16-byte vectors when every operand has one element size of 2 or 4 bytes, both inputs are
-  // contiguous in the innermost (collapsed) dim and its extent and every stride are multiples of
-  // the vector (so every vector's offsets are too).
-  const int64_t es = dtype_size(vy.dtype);
-  int64_t vec = (es == 2 || es == 4) && dtype_size(va.dtype) == es && dtype_size(vb.dtype) == es ? 16 / es : 1;
+  // Broadcast: both inputs contiguous in the innermost (collapsed) dim, its extent and every
+  // stride multiples of the vector (so every vector's offsets are too).
   if (layout.dims.empty() || layout.dims.back() % vec != 0) vec = 1;
   for (const std::vector<int64_t>& st : layout.strides) {
     if (st.size() != layout.dims.size() || st.back() != 1) vec = 1;

@@ -133,7 +133,8 @@ Expected<Lowering> layer_norm_lower(const Node& node, const Graph& graph) {
                {"ROWS", int_literal(rows)},
                {"N", int_literal(n)},
                {"PER_LANE", int_literal((n / 8 + 31) / 32)},
-               {"EPS", float_literal(node.attr_float("epsilon", 1e-5f))}};
+               {"EPS", float_literal(node.attr_float("epsilon", 1e-5f))},
+               {"RMS", "false"}};
     k.args = {node.inputs[0], node.inputs[1], b == kNoValue ? kNullArg : b, node.outputs[0],
               has_output(node, 1) ? node.outputs[1] : kNullArg, has_output(node, 2) ? node.outputs[2] : kNullArg};
     k.block = Dim3{256, 1, 1};
@@ -220,6 +221,28 @@ Expected<Lowering> rms_norm_lower(const Node& node, const Graph& graph) {
   if (!trailing_broadcast(scale.shape, norm))
     return node_error(node, "scale of shape " + shape_str(scale.shape) +
                                 " broadcasts in the middle of the normalized shape; the GPU kernel takes trailing broadcasts only");
+  // 16-bit rows of up to 2048 elements (multiples of 8) with a per-element scale: LayerNorm's
+  // warp-per-row kernel with the mean taken as 0 (a block per row and a shared-memory tree ran
+  // LLaMA's 4096 x 768 fp16 norm at 0.94 TB/s, 13.4 us, on an H200: docs/perf_notes.md v67).
+  const bool low = x.dtype == DType::kFloat16 || x.dtype == DType::kBFloat16;
+  if (low && n % 8 == 0 && n <= 2048 && scale.numel() == n) {
+    KernelStep k;
+    k.template_name = "norm_rows_warp";
+    k.holes = {{"comment", "RMSNormalization " + shape_str(x.shape) + " axis " + std::to_string(*axis) + " " +
+                               dtype_name(x.dtype) + ", a warp per row"},
+               {"T", dtype_c_type(x.dtype)},
+               {"ST", "float"},
+               {"ROWS", int_literal(rows)},
+               {"N", int_literal(n)},
+               {"PER_LANE", int_literal((n / 8 + 31) / 32)},
+               {"EPS", float_literal(node.attr_float("epsilon", 1e-5f))},
+               {"RMS", "true"}};
+    k.args = {node.inputs[0], node.inputs[1], kNullArg, node.outputs[0], kNullArg, kNullArg};
+    k.block = Dim3{256, 1, 1};
+    k.grid = Dim3{(rows + 7) / 8, 1, 1};
+    l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+    return l;
+  }
   KernelStep k;
   k.template_name = "rms_norm_rows";
   k.holes = {{"comment", "RMSNormalization " + shape_str(x.shape) + " axis " + std::to_string(*axis) + " " + dtype_name(x.dtype)},

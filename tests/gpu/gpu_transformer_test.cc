@@ -434,6 +434,13 @@ TEST(GpuNorms, RmsNormalizationFp32AndFp16) {
     b.output(b.node("RMSNormalization", {b.input("x", {3, 7, 771}, t), b.weight("scale", {771}, -1, 1, t)}));
     run_case(b.graph(), std::string("rms_") + dtype_name(t));
   }
+  // 16-bit rows of a multiple of 8: the warp-per-row kernel (LLaMA's hidden size; 21 rows leave
+  // inactive warps in the last block).
+  GraphBuilder b;
+  b.graph().opset = 23;
+  b.output(b.node("RMSNormalization", {b.input("x", {3, 7, 768}, DType::kFloat16), b.weight("scale", {768}, -1, 1, DType::kFloat16)},
+                  {{"epsilon", Attribute::of_float(1e-6f)}}));
+  run_case(b.graph(), "rms_warp_float16");
 }
 
 TEST(GpuRotary, HalvesAndInterleavedWithPositions) {

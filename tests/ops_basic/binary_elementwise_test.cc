@@ -211,6 +211,8 @@ TEST(BinaryElementwise, LoweringPicksTemplateAndCollapsesDims) {
   ASSERT_EQ(l->steps.size(), 1u);
   EXPECT_EQ(l->steps[0].kernel.template_name, "binary_same_shape");
   EXPECT_EQ(hole(l->steps[0].kernel, "numel"), "20LL");
+  // 20 floats: 16-byte vectors of 4, a quarter of the threads (one block either way).
+  EXPECT_EQ(hole(l->steps[0].kernel, "vec"), "4");
   EXPECT_EQ(l->steps[0].kernel.args, (std::vector<ValueId>{same.built().inputs[0], same.built().inputs[1],
                                                           same.built().outputs[0]}));
 
@@ -248,6 +250,31 @@ TEST(BinaryElementwise, LoweringPicksTemplateAndCollapsesDims) {
   EXPECT_EQ(vec_of(DType::kFloat32, {4, 6}, DType::kFloat32, {6}), "1");  // 6 floats
   EXPECT_EQ(vec_of(DType::kFloat32, {4, 8}, DType::kFloat32, {8}), "4");
   EXPECT_EQ(vec_of(DType::kFloat64, {4, 8}, DType::kFloat64, {8}), "1");  // 8-byte elements: not vectorized
+
+  // The same-shape kernel: 8 halves a vector where the count allows; 15 halves, doubles and
+  // operands of different sizes keep the element loop.
+  auto same_vec = [](DType ta, DType tb, Shape s, const char* op) {
+    OneNode n(op);
+    n.input(ta, s).input(tb, s);
+    if (!n.build().is_ok()) return std::string("build failed");
+    auto low = default_registry().find(op)->lower(n.built(), n.graph);
+    if (!low.is_ok() || low->steps.size() != 1) return std::string("lower failed");
+    return low->steps[0].kernel.template_name == "binary_same_shape" ? hole(low->steps[0].kernel, "vec")
+                                                                    : low->steps[0].kernel.template_name;
+  };
+  EXPECT_EQ(same_vec(DType::kFloat16, DType::kFloat16, {4096, 2048}, "Mul"), "8");
+  EXPECT_EQ(same_vec(DType::kFloat16, DType::kFloat16, {3, 5}, "Add"), "1");
+  EXPECT_EQ(same_vec(DType::kFloat64, DType::kFloat64, {4, 8}, "Add"), "1");
+  EXPECT_EQ(same_vec(DType::kFloat16, DType::kFloat32, {4, 8}, "Pow"), "1");
+  {
+    OneNode big("Mul");
+    big.input(DType::kFloat16, {4096, 2048}).input(DType::kFloat16, {4096, 2048});
+    ASSERT_TRUE(big.build().is_ok());
+    auto lb = default_registry().find("Mul")->lower(big.built(), big.graph);
+    ASSERT_TRUE(lb.is_ok());
+    // The grid counts vectors, not elements.
+    EXPECT_EQ(lb->steps[0].kernel.grid.x, grid_for(4096LL * 2048 / 8, 256).x);
+  }
 
   OneNode empty("Mul");
   empty.input(DType::kFloat32, {0, 3}).input(DType::kFloat32, {3});

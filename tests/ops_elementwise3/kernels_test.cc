@@ -85,6 +85,11 @@ std::vector<KernelCase> kernel_cases() {
   add("Mul f16 vector bcast", [=](OneNode& n) { n.input(f16, {2, 5, 3, 24}).input(f16, {2, 1, 1, 24}); });
   add("Sub f32 vector bcast", [=](OneNode& n) { n.input(f32, {3, 4, 8}).input(f32, {3, 1, 8}); });
   add("Div int32 vector bcast specials", [=](OneNode& n) { n.input(i32, {5, 12}).input(i32, {12}); });
+  // The same-shape kernel's vector path (the three types of one size, the count a multiple of the
+  // vector): fp16 Add, a float Mul, LLaMA's SwiGLU; 19 int32s keep the element loop.
+  add("Add f16 vector same", [=](OneNode& n) { n.input(f16, {3, 40}).input(f16, {3, 40}); });
+  add("Mul f32 vector same", [=](OneNode& n) { n.input(f32, {6, 4}).input(f32, {6, 4}); });
+  add("SwiGLU f16 vector same", [=](OneNode& n) { n.input(f16, {4, 16}).input(f16, {4, 16}); });
   add("Mul f16 bcast twelve", [=](OneNode& n) { n.input(f16, {2, 3, 12}).input(f16, {2, 1, 12}); });
   add("Mul f16 bcast innermost", [=](OneNode& n) { n.input(f16, {2, 3, 16}).input(f16, {2, 3, 1}); });
   add("Pow f32 f32 bcast positive", [=](OneNode& n) { n.input(f32, {3, 5}).input(f32, {5}); });

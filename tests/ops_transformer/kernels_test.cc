@@ -75,6 +75,15 @@ std::vector<Case> cases() {
     set_op(n, "RMSNormalization").input(f16, {4, 3, 101}).input(f16, {3, 101}).attr("axis", one(1)).attr("epsilon", Attribute::of_float(1e-3f));
   });
   add("RMSNorm f64 broadcast scale", [=](OneNode& n) { set_op(n, "RMSNormalization").input(f64, {2, 7}).input(f64, {1}); });
+  // 16-bit rows of a multiple of 8 up to 2048: the warp-per-row kernel (norm_rows_warp, RMS mode);
+  // 9 rows leave inactive warps in the second block, 64 elements inactive lanes.
+  add("RMSNorm f16 rows 768 warp", [=](OneNode& n) {
+    set_op(n, "RMSNormalization").input(f16, {3, 3, 768}).input(f16, {768}).attr("epsilon", Attribute::of_float(1e-6f));
+  });
+  add("RMSNorm f16 rows 64 warp", [=](OneNode& n) { set_op(n, "RMSNormalization").input(f16, {9, 64}).input(f16, {64}); });
+  add("RMSNorm f16 rows 2048 warp axis 1", [=](OneNode& n) {
+    set_op(n, "RMSNormalization").input(f16, {2, 16, 128}).input(f16, {16, 128}).attr("axis", one(1));
+  });
   // RotaryEmbedding
   add("Rotary f32 4-D halves positions", [=](OneNode& n) {
     set_op(n, "RotaryEmbedding").input(f32, {2, 3, 5, 16}).input(f32, {11, 8}).input(f32, {11, 8}).constant(positions(2, 5, 11));
@@ -237,7 +246,7 @@ TEST(TransformerKernels, AllTemplatesCompileWithNvcc) {
   std::vector<Built> built = build_all();
   std::set<std::string> used;
   std::string source = read_text(std::string(AOTC_SOURCE_DIR) + "/templates/common.cuh") + "\n" + kernel_source(built, &used);
-  for (const char* t : {"rms_norm_rows", "rotary_embedding", "attention_rows", "attention_kv_concat"})
+  for (const char* t : {"rms_norm_rows", "norm_rows_warp", "rotary_embedding", "attention_rows", "attention_kv_concat"})
     EXPECT_TRUE(used.count(t)) << "template not exercised: " << t;
   if (testing_util::find_nvcc().empty()) GTEST_SKIP() << "no nvcc: rendered, not compiled";
   const std::string out = "/tmp/aotc_ops_transformer_" + std::to_string(getpid()) + ".o";
