@@ -12,13 +12,14 @@
 #include <set>
 
 #include "opt/passes.h"
+#include "opt/pattern_match.h"
 
 namespace aotc {
 namespace {
 
-class GeluMatcher {
+class GeluMatcher : public ChainMatcher {
  public:
-  explicit GeluMatcher(Graph& g) : g_(g), producers_(g.producers()), consumers_(g.consumers()) {}
+  explicit GeluMatcher(Graph& g) : ChainMatcher(g) {}
 
   struct Match {
     ValueId x = kNoValue;
@@ -35,10 +36,10 @@ class GeluMatcher {
     m->nodes.insert(i);
     if (c.op_type == "Erf") {
       m->approximate = "none";
-      const int d = single_producer(c.inputs[0], m);
+      const int d = single_producer(c.inputs[0], &m->nodes);
       if (d < 0) return false;
       const Node& dn = node(d);
-      if (is(dn, "Div") && scalar_is(dn.input(1), std::sqrt(2.0))) {
+      if (is(dn, "Div") && near(dn.input(1), std::sqrt(2.0))) {
         m->x = dn.inputs[0];
       } else if (is(dn, "Mul")) {
         m->x = other_operand(dn, 1.0 / std::sqrt(2.0));
@@ -47,22 +48,22 @@ class GeluMatcher {
     } else if (c.op_type == "Tanh") {
       m->approximate = "tanh";
       // s = sqrt(2/pi) * r
-      const int s = single_producer(c.inputs[0], m);
+      const int s = single_producer(c.inputs[0], &m->nodes);
       if (s < 0 || !is(node(s), "Mul")) return false;
       const ValueId r = other_operand(node(s), std::sqrt(2.0 / M_PI));
       // r = x + q
-      const int ra = single_producer(r, m);
+      const int ra = single_producer(r, &m->nodes);
       if (ra < 0 || !is(node(ra), "Add")) return false;
       for (int side = 0; side < 2 && m->x == kNoValue; ++side) {
         const ValueId x = node(ra).inputs[static_cast<size_t>(side)], q = node(ra).inputs[static_cast<size_t>(1 - side)];
         std::set<int> saved = m->nodes;
         // q = 0.044715 * p, p = Pow(x, 3)
-        const int qm = single_producer(q, m);
+        const int qm = single_producer(q, &m->nodes);
         if (qm >= 0 && is(node(qm), "Mul")) {
           const ValueId p = other_operand(node(qm), 0.044715);
-          const int pw = single_producer(p, m);
+          const int pw = single_producer(p, &m->nodes);
           if (pw >= 0 && is(node(pw), "Pow") && node(pw).inputs.size() == 2 && node(pw).inputs[0] == x &&
-              scalar_is(node(pw).input(1), 3.0)) {
+              near(node(pw).input(1), 3.0)) {
             m->x = x;
             break;
           }
@@ -80,40 +81,17 @@ class GeluMatcher {
     return match_half_x_times(node(a).outputs[0], m);
   }
 
-  Graph& g_;
-
  private:
-  const Node& node(int i) const { return g_.nodes[static_cast<size_t>(i)]; }
   static bool is(const Node& n, const char* op) {
     return n.op_type == op && n.domain.empty() && n.inputs.size() == 2 && n.outputs.size() == 1;
   }
-  bool scalar_is(ValueId v, double want) const {
-    if (v == kNoValue) return false;
-    const Value& val = g_.value(v);
-    if (!val.is_constant() || val.constant->numel() != 1) return false;
-    const double got = val.constant->get(0);
-    return std::fabs(got - want) <= 1e-6 * std::fabs(want);
-  }
+  // Every constant of the formula to 1e-6 (relative).
+  bool near(ValueId v, double want) const { return scalar_is(v, want, 1e-6); }
   // The operand of binary `n` that is not the scalar constant `c` (kNoValue if neither side is).
   ValueId other_operand(const Node& n, double c) const {
-    if (scalar_is(n.input(1), c)) return n.inputs[0];
-    if (scalar_is(n.input(0), c)) return n.inputs[1];
+    if (near(n.input(1), c)) return n.inputs[0];
+    if (near(n.input(0), c)) return n.inputs[1];
     return kNoValue;
-  }
-  bool private_value(ValueId v) const {
-    return v != kNoValue && !g_.is_graph_output(v) && consumers_[static_cast<size_t>(v)].size() == 1;
-  }
-  // The producer of `v` when v is read only once; records it in the match.
-  int single_producer(ValueId v, Match* m) const {
-    if (!private_value(v)) return -1;
-    const int p = producers_[static_cast<size_t>(v)];
-    if (p < 0) return -1;
-    m->nodes.insert(p);
-    return p;
-  }
-  int single_consumer(ValueId v) const {
-    if (!private_value(v)) return -1;
-    return consumers_[static_cast<size_t>(v)][0];
   }
   // The rest: 0.5 * x * a, as (a * x) * 0.5, a * (x * 0.5) or (a * 0.5) * x.
   bool match_half_x_times(ValueId a, Match* m) {
@@ -129,7 +107,7 @@ class GeluMatcher {
       m->last = m2;
       return true;
     }
-    if (scalar_is(other, 0.5)) {  // (a * 0.5) * x
+    if (near(other, 0.5)) {  // (a * 0.5) * x
       const int m2 = single_consumer(n1.outputs[0]);
       if (m2 < 0 || !is(node(m2), "Mul")) return false;
       const Node& n2 = node(m2);
@@ -140,14 +118,12 @@ class GeluMatcher {
       return true;
     }
     // a * (x * 0.5)
-    const int h = single_producer(other, m);
+    const int h = single_producer(other, &m->nodes);
     if (h < 0 || !is(node(h), "Mul") || other_operand(node(h), 0.5) != m->x) return false;
     m->last = m1;
     return true;
   }
 
-  std::vector<int> producers_;
-  std::vector<std::vector<int>> consumers_;
 };
 
 }  // namespace
@@ -176,19 +152,7 @@ Expected<bool> fuse_gelu(Graph& graph) {
     }
   }
   if (replacements.empty()) return false;
-  std::vector<Node> nodes;
-  nodes.reserve(graph.nodes.size());
-  size_t r = 0;
-  std::sort(replacements.begin(), replacements.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (int i = 0; i < static_cast<int>(graph.nodes.size()); ++i) {
-    if (r < replacements.size() && replacements[r].first == i) {
-      nodes.push_back(std::move(replacements[r].second));
-      ++r;
-      continue;
-    }
-    if (!removed.count(i)) nodes.push_back(std::move(graph.nodes[static_cast<size_t>(i)]));
-  }
-  graph.nodes = std::move(nodes);
+  replace_matched_nodes(graph, removed, std::move(replacements));
   return true;
 }
 

@@ -19,6 +19,7 @@
 #include "ir/op_registry.h"
 #include "ir/shape_inference.h"
 #include "opt/passes.h"
+#include "opt/pattern_match.h"
 
 namespace aotc {
 namespace {
@@ -27,9 +28,9 @@ bool is_float(DType t) {
   return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16 || t == DType::kFloat64;
 }
 
-class RmsNormMatcher {
+class RmsNormMatcher : public ChainMatcher {
  public:
-  explicit RmsNormMatcher(Graph& g) : g_(g), producers_(g.producers()), consumers_(g.consumers()) {}
+  explicit RmsNormMatcher(Graph& g) : ChainMatcher(g) {}
 
   struct Match {
     ValueId x = kNoValue;      // the normalised input (x0 in the Cast form)
@@ -49,10 +50,10 @@ class RmsNormMatcher {
     *m = Match{};
     m->nodes.insert(i);
     // p = Pow(x, 2) or Mul(x, x)
-    const int p = single_producer(r.inputs[0], m);
+    const int p = single_producer(r.inputs[0], &m->nodes);
     if (p < 0) return false;
     const Node& pn = node(p);
-    if (is(pn, "Pow") && pn.inputs.size() == 2 && scalar_is(pn.input(1), 2.0)) {
+    if (is(pn, "Pow") && pn.inputs.size() == 2 && float_scalar_is(pn.input(1), 2.0)) {
       m->x = pn.inputs[0];
     } else if (is(pn, "Mul") && pn.inputs.size() == 2 && pn.inputs[0] == pn.inputs[1]) {
       m->x = pn.inputs[0];
@@ -67,7 +68,7 @@ class RmsNormMatcher {
     const int a = single_consumer(r.outputs[0]);
     if (a < 0 || !is(node(a), "Add") || node(a).inputs.size() != 2) return false;
     const ValueId eps_v = node(a).inputs[0] == r.outputs[0] ? node(a).inputs[1] : node(a).inputs[0];
-    if (!scalar_value(eps_v, &m->eps) || !(m->eps >= 0) || !std::isfinite(m->eps)) return false;
+    if (!float_scalar(eps_v, &m->eps) || !(m->eps >= 0) || !std::isfinite(m->eps)) return false;
     m->nodes.insert(a);
     // s = Sqrt(a)
     const int s = single_consumer(node(a).outputs[0]);
@@ -83,7 +84,7 @@ class RmsNormMatcher {
     if (is(dn, "Div") && dn.inputs.size() == 2 && dn.inputs[1] == sv && dn.inputs[0] == m->x) {
       h = d;
     } else {
-      const bool recip = (is(dn, "Div") && dn.inputs.size() == 2 && dn.inputs[1] == sv && scalar_is(dn.input(0), 1.0)) ||
+      const bool recip = (is(dn, "Div") && dn.inputs.size() == 2 && dn.inputs[1] == sv && float_scalar_is(dn.input(0), 1.0)) ||
                          (is(dn, "Reciprocal") && dn.inputs.size() == 1);
       if (!recip) return false;
       h = single_consumer(dn.outputs[0]);
@@ -152,18 +153,14 @@ class RmsNormMatcher {
   }
 
  private:
-  const Node& node(int i) const { return g_.nodes[static_cast<size_t>(i)]; }
   static bool is(const Node& n, const char* op) { return n.op_type == op && n.domain.empty() && n.outputs.size() == 1; }
-  bool scalar_value(ValueId v, double* out) const {
-    if (v == kNoValue) return false;
-    const Value& val = g_.value(v);
-    if (!val.is_constant() || val.constant->numel() != 1 || !is_float(val.constant->dtype())) return false;
-    *out = val.constant->get(0);
-    return true;
+  // A float scalar constant (eps, the exponent 2, the numerator 1).
+  bool float_scalar(ValueId v, double* out) const {
+    return v != kNoValue && is_float(g_.value(v).dtype) && scalar_value(v, out);
   }
-  bool scalar_is(ValueId v, double want) const {
+  bool float_scalar_is(ValueId v, double want) const {
     double got = 0;
-    return scalar_value(v, &got) && got == want;
+    return float_scalar(v, &got) && got == want;
   }
   // The ReduceMean's axes (constant input 1 after import; absent = every axis) are the trailing
   // dims from some axis on: that axis in *axis.
@@ -198,24 +195,6 @@ class RmsNormMatcher {
     return std::equal(s.begin() + static_cast<std::ptrdiff_t>(lead), s.end(),
                       norm.end() - static_cast<std::ptrdiff_t>(rest));
   }
-  bool private_value(ValueId v) const {
-    return v != kNoValue && !g_.is_graph_output(v) && consumers_[static_cast<size_t>(v)].size() == 1;
-  }
-  int single_producer(ValueId v, Match* m) const {
-    if (!private_value(v)) return -1;
-    const int p = producers_[static_cast<size_t>(v)];
-    if (p < 0) return -1;
-    m->nodes.insert(p);
-    return p;
-  }
-  int single_consumer(ValueId v) const {
-    if (!private_value(v)) return -1;
-    return consumers_[static_cast<size_t>(v)][0];
-  }
-
-  Graph& g_;
-  std::vector<int> producers_;
-  std::vector<std::vector<int>> consumers_;
 };
 
 }  // namespace
@@ -260,18 +239,7 @@ Expected<bool> fuse_rms_norm(Graph& graph) {
     }
   }
   if (replacements.empty()) return false;
-  std::sort(replacements.begin(), replacements.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<Node> nodes;
-  nodes.reserve(graph.nodes.size());
-  size_t r = 0;
-  for (int i = 0; i < static_cast<int>(graph.nodes.size()); ++i) {
-    if (r < replacements.size() && replacements[r].first == i) {
-      nodes.push_back(std::move(replacements[r++].second));
-      continue;
-    }
-    if (!removed.count(i)) nodes.push_back(std::move(graph.nodes[static_cast<size_t>(i)]));
-  }
-  graph.nodes = std::move(nodes);
+  replace_matched_nodes(graph, removed, std::move(replacements));
   return true;
 }
 

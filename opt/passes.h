@@ -76,6 +76,9 @@ Expected<bool> cancel_row_permutations(Graph& graph);
 // The Q / K / V projections of one Attention (Gemms of one input) -> one Gemm + Split
 // (merge_qkv_projections.cc); fuse_attention_operands then reads the parts in place.
 Expected<bool> merge_qkv_projections(Graph& graph);
+// SwiGLU(g, u) of two projections of one input (same N) -> one GEMM with the weights side by
+// side and aotc.SwiGLUPacked over its rows (opt/merge_qkv_projections.cc).
+Expected<bool> merge_swiglu_projections(Graph& graph);
 // The same merge where an aotc.StridedAttention reads the projections' outputs in place: one Gemm,
 // the operand views moved to its columns (merge_qkv_projections.cc).
 Expected<bool> merge_strided_qkv_projections(Graph& graph);

@@ -43,6 +43,7 @@ const std::vector<Pass>& default_pipeline() {
       {"fuse_dequantize_add", fuse_dequantize_add},  // after fold_quantize_casts: the float types are final
       {"fuse_attention", fuse_attention},
       {"merge_qkv_projections", merge_qkv_projections},
+      {"merge_swiglu_projections", merge_swiglu_projections},
       {"layout_nhwc", layout_nhwc},
       {"fuse_residual_qadd", fuse_residual_qadd},  // after layout_nhwc (the int8 kernels' epilogue words)
       {"clip_into_depthwise", clip_into_depthwise},

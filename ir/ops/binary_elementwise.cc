@@ -373,9 +373,65 @@ Expected<Lowering> binary_lower(const Node& node, const Graph& graph) {
   return l;
 }
 
+// aotc.SwiGLUPacked(X) {alpha}: SwiGLU of the two halves of X's last dim, Y[.., f] =
+// swish_alpha(X[.., f]) * X[.., F + f] with 2F the last dim: what opt/merge_swiglu_projections
+// writes for a gate and an up projection merged into one GEMM (weights side by side). One
+// binary_broadcast kernel reads the two column ranges of each row in place (16-byte vectors where
+// F allows), with the SwiGLU's expression and rounding.
+Status swiglu_packed_infer(Node& node, Graph& graph) {
+  AOTC_RETURN_IF_ERROR(expect_inputs(node, 1, 1));
+  if (node.outputs.size() != 1) return node_error(node, "expects 1 output");
+  AOTC_RETURN_IF_ERROR(expect_dtype(node, graph, 0, kFloatTypes));
+  const Value& x = input_value(graph, node, 0);
+  if (x.shape.empty() || x.shape.back() % 2 != 0)
+    return node_error(node, "X of shape " + shape_str(x.shape) + " has no even last dim to halve");
+  Shape y = x.shape;
+  y.back() /= 2;
+  set_output(graph, node, 0, x.dtype, y);
+  return Status::ok();
+}
+
+Status swiglu_packed_reference(const Node& node, const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) {
+  const Tensor& x = *inputs[0];
+  Tensor& y = outputs[0];
+  const int64_t f = x.shape().back() / 2;
+  const double alpha = node.attr_float("alpha", 1.0f);
+  for (int64_t i = 0; i < y.numel(); ++i) {  // in double, rounded once to the output type
+    const int64_t r = i / f, c = i % f;
+    const double g = x.get(r * 2 * f + c), u = x.get(r * 2 * f + f + c);
+    y.set(i, g / (1.0 + std::exp(-alpha * g)) * u);
+  }
+  return Status::ok();
+}
+
+Expected<Lowering> swiglu_packed_lower(const Node& node, const Graph& graph) {
+  const Value& x = input_value(graph, node, 0);
+  const Value& y = output_value(graph, node, 0);
+  Lowering l;
+  if (y.numel() == 0) return l;
+  const int64_t f = y.shape.back(), rows = y.numel() / f;
+  const std::string comment = "aotc.SwiGLUPacked " + shape_str(x.shape) + " " + dtype_name(x.dtype) + " -> " + shape_str(y.shape);
+  const std::string expr = binary_expr(node, BinaryKind::kSwiGLU, y.dtype, x.dtype, elementwise_compute_type(y.dtype));
+  StridedLayout layout{{rows, f}, {{2 * f, 1}, {2 * f, 1}}};
+  KernelStep k = binary_strided_kernel_step(graph, node.inputs[0], node.inputs[0], node.outputs[0], layout, expr, comment);
+  k.arg_byte_offsets = {0, f * dtype_size(x.dtype), 0};  // the up half starts F elements into each row
+  l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+  return l;
+}
+
 }  // namespace
 
 void register_binary_elementwise_ops(OpRegistry& registry) {
+  {
+    OpDef def;
+    def.op_type = "SwiGLUPacked";
+    def.domain = "aotc";
+    def.traits.elementwise = false;  // reads two elements of X per output element
+    def.infer = swiglu_packed_infer;
+    def.reference = swiglu_packed_reference;
+    def.lower = swiglu_packed_lower;
+    registry.add(def);
+  }
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "PRelu", "BitShift", "BitwiseAnd", "BitwiseOr",
                          "BitwiseXor", "SwiGLU"}) {
     OpDef def;

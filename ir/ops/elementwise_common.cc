@@ -40,8 +40,11 @@ std::string elementwise_compute_type(DType t) {
   return t == DType::kFloat16 || t == DType::kBFloat16 ? "float" : dtype_c_type(t);
 }
 
-KernelStep binary_kernel_step(const Graph& graph, ValueId a, ValueId b, ValueId out, const std::string& expr,
-                              const std::string& comment) {
+namespace {
+
+// The step both binary kernels start from: operands, one thread an element, the type holes; and in
+// *vec the 16-byte vector width when the three element sizes are one of 2 or 4 bytes (else 1).
+KernelStep binary_step_base(const Graph& graph, ValueId a, ValueId b, ValueId out, int64_t* vec) {
   const Value& va = graph.value(a);
   const Value& vb = graph.value(b);
   const Value& vy = graph.value(out);
@@ -49,29 +52,47 @@ KernelStep binary_kernel_step(const Graph& graph, ValueId a, ValueId b, ValueId 
   k.args = {a, b, out};
   k.block = Dim3{256, 1, 1};
   k.grid = grid_for(vy.numel(), 256);
-  std::vector<std::pair<std::string, std::string>> types = {
-      {"T", dtype_c_type(va.dtype)},
-      {"TB", dtype_c_type(vb.dtype)},
-      {"TO", dtype_c_type(vy.dtype)},
-      {"CT", elementwise_compute_type(va.dtype)},
-      {"CTB", elementwise_compute_type(vb.dtype)}};
-  // 16-byte vectors when every operand has one element size of 2 or 4 bytes (and, below, the
-  // layout keeps each vector's elements contiguous in both inputs).
+  k.holes = {{"T", dtype_c_type(va.dtype)},
+             {"TB", dtype_c_type(vb.dtype)},
+             {"TO", dtype_c_type(vy.dtype)},
+             {"CT", elementwise_compute_type(va.dtype)},
+             {"CTB", elementwise_compute_type(vb.dtype)}};
   const int64_t es = dtype_size(vy.dtype);
-  int64_t vec = (es == 2 || es == 4) && dtype_size(va.dtype) == es && dtype_size(vb.dtype) == es ? 16 / es : 1;
+  *vec = (es == 2 || es == 4) && dtype_size(va.dtype) == es && dtype_size(vb.dtype) == es ? 16 / es : 1;
+  return k;
+}
+
+}  // namespace
+
+KernelStep binary_kernel_step(const Graph& graph, ValueId a, ValueId b, ValueId out, const std::string& expr,
+                              const std::string& comment) {
+  const Value& va = graph.value(a);
+  const Value& vb = graph.value(b);
+  const Value& vy = graph.value(out);
   if (va.shape == vy.shape && vb.shape == vy.shape) {
+    int64_t vec = 1;
+    KernelStep k = binary_step_base(graph, a, b, out, &vec);
     if (vy.numel() % vec != 0) vec = 1;
     if (vec > 1) k.grid = grid_for(vy.numel() / vec, 256);
     k.template_name = "binary_same_shape";
-    k.holes = types;
     k.holes.insert(k.holes.end(), {{"numel", int_literal(vy.numel())}, {"vec", std::to_string(vec)}, {"expr", expr},
                                    {"comment", comment}});
     return k;
   }
   StridedLayout layout{vy.shape, {broadcast_strides(va.shape, vy.shape), broadcast_strides(vb.shape, vy.shape)}};
+  return binary_strided_kernel_step(graph, a, b, out, layout, expr, comment);
+}
+
+KernelStep binary_strided_kernel_step(const Graph& graph, ValueId a, ValueId b, ValueId out, StridedLayout layout,
+                                      const std::string& expr, const std::string& comment) {
+  const Value& va = graph.value(a);
+  const Value& vb = graph.value(b);
+  const Value& vy = graph.value(out);
+  int64_t vec = 1;
+  KernelStep k = binary_step_base(graph, a, b, out, &vec);
   layout = collapse_layout(layout);
-  // Broadcast: both inputs contiguous in the innermost (collapsed) dim, its extent and every
-  // stride multiples of the vector (so every vector's offsets are too).
+  // Both inputs contiguous in the innermost (collapsed) dim, its extent and every stride multiples
+  // of the vector (so every vector's offsets are too).
   if (layout.dims.empty() || layout.dims.back() % vec != 0) vec = 1;
   for (const std::vector<int64_t>& st : layout.strides) {
     if (st.size() != layout.dims.size() || st.back() != 1) vec = 1;
@@ -80,7 +101,6 @@ KernelStep binary_kernel_step(const Graph& graph, ValueId a, ValueId b, ValueId 
   }
   if (vec > 1) k.grid = grid_for(vy.numel() / vec, 256);
   k.template_name = "binary_broadcast";
-  k.holes = types;
   k.holes.insert(k.holes.end(), {{"I", index_type_for(std::max({vy.numel(), va.numel(), vb.numel()}))},
                                  {"rank", std::to_string(layout.dims.size())},
                                  {"dims", dims_literal(layout.dims)},

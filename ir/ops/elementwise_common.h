@@ -77,6 +77,12 @@ std::string elementwise_compute_type(DType t);
 KernelStep binary_kernel_step(const Graph& graph, ValueId a, ValueId b, ValueId out,
                               const std::string& expr, const std::string& comment);
 
+// binary_broadcast over an explicit layout: output dims (row-major, `out`'s element count) and each
+// operand's element stride per dim (0 = broadcast), e.g. two column ranges of one buffer (the
+// caller adds the operands' start offsets through KernelStep::arg_byte_offsets).
+KernelStep binary_strided_kernel_step(const Graph& graph, ValueId a, ValueId b, ValueId out, StridedLayout layout,
+                                      const std::string& expr, const std::string& comment);
+
 // out[i] = expr(x = out[i], y = b[broadcast i]): folds one more operand into an output that
 // already holds a partial result (variadic Min/Max/Sum/Mean).
 KernelStep accumulate_kernel_step(const Graph& graph, ValueId b, ValueId out, const std::string& expr,

@@ -105,6 +105,28 @@ bool trailing_broadcast(const Shape& s, const Shape& norm) {
   return rest.size() <= norm.size() && std::equal(rest.begin(), rest.end(), norm.end() - static_cast<std::ptrdiff_t>(rest.size()));
 }
 
+// The warp-per-row kernel (templates/norm_rows_warp.cu.in) over `rows` rows of `n` 16-bit
+// elements: LayerNormalization, or with `rms` RMSNormalization (the mean taken as 0). `args`: x,
+// scale, bias, y, mean, inv_std (kNullArg where absent).
+LoweredStep norm_rows_warp_step(const Node& node, const Value& x, int64_t rows, int64_t n, int64_t axis, bool rms,
+                                std::vector<ValueId> args) {
+  KernelStep k;
+  k.template_name = "norm_rows_warp";
+  k.holes = {{"comment", node.op_type + " " + shape_str(x.shape) + " axis " + std::to_string(axis) + " " +
+                             dtype_name(x.dtype) + ", a warp per row"},
+             {"T", dtype_c_type(x.dtype)},
+             {"ST", "float"},
+             {"ROWS", int_literal(rows)},
+             {"N", int_literal(n)},
+             {"PER_LANE", int_literal((n / 8 + 31) / 32)},
+             {"EPS", float_literal(node.attr_float("epsilon", 1e-5f))},
+             {"RMS", rms ? "true" : "false"}};
+  k.args = std::move(args);
+  k.block = Dim3{256, 1, 1};
+  k.grid = Dim3{(rows + 7) / 8, 1, 1};
+  return LoweredStep{LoweredStep::Kind::kKernel, k, {}};
+}
+
 Expected<Lowering> layer_norm_lower(const Node& node, const Graph& graph) {
   const Value& x = input_value(graph, node, 0);
   Expected<int64_t> axis = normalize_axis(node, node.attr_int("axis", -1), static_cast<int64_t>(x.shape.size()));
@@ -124,22 +146,10 @@ Expected<Lowering> layer_norm_lower(const Node& node, const Graph& graph) {
   const int64_t scale_n = graph.value(node.inputs[1]).numel(), bias_n = b == kNoValue ? n : graph.value(b).numel();
   const bool low = x.dtype == DType::kFloat16 || x.dtype == DType::kBFloat16;
   if (low && n % 8 == 0 && n <= 2048 && scale_n == n && bias_n == n) {
-    KernelStep k;
-    k.template_name = "norm_rows_warp";
-    k.holes = {{"comment", "LayerNormalization " + shape_str(x.shape) + " axis " + std::to_string(*axis) + " " +
-                               dtype_name(x.dtype) + ", a warp per row"},
-               {"T", dtype_c_type(x.dtype)},
-               {"ST", "float"},
-               {"ROWS", int_literal(rows)},
-               {"N", int_literal(n)},
-               {"PER_LANE", int_literal((n / 8 + 31) / 32)},
-               {"EPS", float_literal(node.attr_float("epsilon", 1e-5f))},
-               {"RMS", "false"}};
-    k.args = {node.inputs[0], node.inputs[1], b == kNoValue ? kNullArg : b, node.outputs[0],
-              has_output(node, 1) ? node.outputs[1] : kNullArg, has_output(node, 2) ? node.outputs[2] : kNullArg};
-    k.block = Dim3{256, 1, 1};
-    k.grid = Dim3{(rows + 7) / 8, 1, 1};
-    l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+    l.steps.push_back(norm_rows_warp_step(node, x, rows, n, *axis, false,
+                                          {node.inputs[0], node.inputs[1], b == kNoValue ? kNullArg : b, node.outputs[0],
+                                           has_output(node, 1) ? node.outputs[1] : kNullArg,
+                                           has_output(node, 2) ? node.outputs[2] : kNullArg}));
     return l;
   }
   KernelStep k;
@@ -226,21 +236,8 @@ Expected<Lowering> rms_norm_lower(const Node& node, const Graph& graph) {
   // LLaMA's 4096 x 768 fp16 norm at 0.94 TB/s, 13.4 us, on an H200: docs/perf_notes.md v67).
   const bool low = x.dtype == DType::kFloat16 || x.dtype == DType::kBFloat16;
   if (low && n % 8 == 0 && n <= 2048 && scale.numel() == n) {
-    KernelStep k;
-    k.template_name = "norm_rows_warp";
-    k.holes = {{"comment", "RMSNormalization " + shape_str(x.shape) + " axis " + std::to_string(*axis) + " " +
-                               dtype_name(x.dtype) + ", a warp per row"},
-               {"T", dtype_c_type(x.dtype)},
-               {"ST", "float"},
-               {"ROWS", int_literal(rows)},
-               {"N", int_literal(n)},
-               {"PER_LANE", int_literal((n / 8 + 31) / 32)},
-               {"EPS", float_literal(node.attr_float("epsilon", 1e-5f))},
-               {"RMS", "true"}};
-    k.args = {node.inputs[0], node.inputs[1], kNullArg, node.outputs[0], kNullArg, kNullArg};
-    k.block = Dim3{256, 1, 1};
-    k.grid = Dim3{(rows + 7) / 8, 1, 1};
-    l.steps.push_back(LoweredStep{LoweredStep::Kind::kKernel, k, {}});
+    l.steps.push_back(norm_rows_warp_step(node, x, rows, n, *axis, true,
+                                          {node.inputs[0], node.inputs[1], kNullArg, node.outputs[0], kNullArg, kNullArg}));
     return l;
   }
   KernelStep k;

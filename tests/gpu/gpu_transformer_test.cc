@@ -412,6 +412,24 @@ TEST(GpuAttention, PastAndPresentWithProbabilities) {
   run_case(g, "attn_f16_past_present_probs");
 }
 
+// LLaMA's MLP: the gate and up MatMuls of one input and the written-out gated SiLU -> one GEMM with
+// both weights side by side and aotc.SwiGLUPacked reading its two halves in place
+// (merge_swiglu_projections; 136 columns a half: fp16 vectors, the up half 272 bytes into a row).
+TEST(GpuActivations, GateAndUpProjectionsRunAsOneGemm) {
+  AOTC_REQUIRE_GPU();
+  for (DType t : {DType::kFloat32, DType::kFloat16}) {
+    GraphBuilder b;
+    b.graph().opset = 23;
+    ValueId x = b.input("x", {2, 9, 64}, t);
+    ValueId g = b.node("MatMul", {x, b.weight("wg", {64, 136}, -0.2, 0.2, t)});
+    ValueId u = b.node("MatMul", {x, b.weight("wu", {64, 136}, -0.2, 0.2, t)});
+    b.output(b.node("Mul", {b.node("Mul", {g, b.node("Sigmoid", {g})}), u}));
+    CaseOptions opt;
+    opt.expect_ops_after_pipeline = {"SwiGLUPacked"};
+    run_case(b.graph(), std::string("swiglu_merged_") + dtype_name(t), opt);
+  }
+}
+
 // LLaMA's MLP gate written out: Mul(Mul(g, Sigmoid(g)), u) -> one SwiGLU kernel (fuse_swiglu).
 TEST(GpuActivations, GatedSiluRunsAsOneSwiglu) {
   AOTC_REQUIRE_GPU();

@@ -276,6 +276,31 @@ TEST(BinaryElementwise, LoweringPicksTemplateAndCollapsesDims) {
     EXPECT_EQ(lb->steps[0].kernel.grid.x, grid_for(4096LL * 2048 / 8, 256).x);
   }
 
+  // aotc.SwiGLUPacked over [6, 2 x 16] halves: the broadcast kernel over [6, 16] with both operands
+  // at row stride 32, the up half one half-row (32 bytes) in, 8 halves a vector.
+  {
+    OneNode packed("SwiGLUPacked");
+    packed.node.domain = "aotc";
+    packed.input(DType::kFloat16, {2, 3, 32});
+    ASSERT_TRUE(packed.build().is_ok());
+    EXPECT_EQ(packed.out().shape, (Shape{2, 3, 16}));
+    auto lp = default_registry().find("SwiGLUPacked", "aotc")->lower(packed.built(), packed.graph);
+    ASSERT_TRUE(lp.is_ok()) << lp.status().message();
+    ASSERT_EQ(lp->steps.size(), 1u);
+    const KernelStep& pk = lp->steps[0].kernel;
+    EXPECT_EQ(pk.template_name, "binary_broadcast");
+    EXPECT_EQ(hole(pk, "dims"), "{6LL, 16LL}");
+    EXPECT_EQ(hole(pk, "a_strides"), "{32LL, 1LL}");
+    EXPECT_EQ(hole(pk, "b_strides"), "{32LL, 1LL}");
+    EXPECT_EQ(hole(pk, "vec"), "8");
+    EXPECT_EQ(pk.args, (std::vector<ValueId>{packed.built().inputs[0], packed.built().inputs[0], packed.built().outputs[0]}));
+    EXPECT_EQ(pk.arg_byte_offsets, (std::vector<int64_t>{0, 32, 0}));
+    OneNode odd("SwiGLUPacked");
+    odd.node.domain = "aotc";
+    odd.input(DType::kFloat32, {4, 7});
+    EXPECT_FALSE(odd.build().is_ok());  // no even last dim to halve
+  }
+
   OneNode empty("Mul");
   empty.input(DType::kFloat32, {0, 3}).input(DType::kFloat32, {3});
   ASSERT_TRUE(empty.build().is_ok());

@@ -160,8 +160,13 @@ Status run_on_cpu(void* handle, const std::string& prefix, const Lowering& lower
       return Status::error("CPU emulation takes kernels with 1 to 12 pointer parameters, got " +
                            std::to_string(k.args.size()));
     std::vector<void*> args;
-    for (ValueId id : k.args)
-      args.push_back(id == kNullArg ? nullptr : id == kScratchArg ? scratch.data() : values.at(id).raw());
+    for (size_t j = 0; j < k.args.size(); ++j) {
+      const ValueId id = k.args[j];
+      uint8_t* p = id == kNullArg ? nullptr : id == kScratchArg ? scratch.data() : values.at(id).raw();
+      // A pointer past the value's start (KernelStep::arg_byte_offsets, as the launch program adds).
+      if (p && !k.arg_byte_offsets.empty()) p += k.arg_byte_offsets[j];
+      args.push_back(p);
+    }
     launch(fn, static_cast<int>(args.size()), args.data(), static_cast<unsigned>(k.grid.x), static_cast<unsigned>(k.grid.y),
            static_cast<unsigned>(k.grid.z), static_cast<unsigned>(k.block.x), static_cast<unsigned>(k.block.y),
            static_cast<unsigned>(k.block.z));
@@ -301,8 +306,12 @@ Status Gpu::run(const Lowering& lowering, std::map<ValueId, Tensor>& values) {
     }
     void* fn = nullptr;
     if (result.is_ok()) result = a.check(a.cuModuleGetFunction(&fn, module, ("k" + std::to_string(i)).c_str()), "cuModuleGetFunction");
+    // The launch's pointers: each buffer's start plus the step's byte offset, where it gives one.
+    std::vector<CUdeviceptr> launch_ptrs = ptrs;
+    for (size_t j = 0; j < launch_ptrs.size(); ++j)
+      if (launch_ptrs[j] && !k.arg_byte_offsets.empty()) launch_ptrs[j] += static_cast<CUdeviceptr>(k.arg_byte_offsets[j]);
     std::vector<void*> params;
-    for (CUdeviceptr& p : ptrs) params.push_back(&p);
+    for (CUdeviceptr& p : launch_ptrs) params.push_back(&p);
     if (result.is_ok())
       result = a.check(a.cuLaunchKernel(fn, static_cast<unsigned>(k.grid.x), static_cast<unsigned>(k.grid.y), static_cast<unsigned>(k.grid.z),
                                         static_cast<unsigned>(k.block.x), static_cast<unsigned>(k.block.y), static_cast<unsigned>(k.block.z),

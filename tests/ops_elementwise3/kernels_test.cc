@@ -90,6 +90,15 @@ std::vector<KernelCase> kernel_cases() {
   add("Add f16 vector same", [=](OneNode& n) { n.input(f16, {3, 40}).input(f16, {3, 40}); });
   add("Mul f32 vector same", [=](OneNode& n) { n.input(f32, {6, 4}).input(f32, {6, 4}); });
   add("SwiGLU f16 vector same", [=](OneNode& n) { n.input(f16, {4, 16}).input(f16, {4, 16}); });
+  // aotc.SwiGLUPacked (opt/merge_swiglu_projections): the gate and up halves of each row read in
+  // place, the up half through the step's byte offset: fp16 with 16-element halves (vectors of 8,
+  // the up half 32 bytes in), float halves of 12 with alpha, fp16 halves of 5 (element loop).
+  add("SwiGLUPacked f16 vector halves", [=](OneNode& n) { n.node.domain = "aotc"; n.input(f16, {3, 32}); });
+  add("SwiGLUPacked f32 alpha", [=](OneNode& n) {
+    n.node.domain = "aotc";
+    n.input(f32, {2, 3, 24}).attr("alpha", Attribute::of_float(1.5f));
+  });
+  add("SwiGLUPacked f16 odd halves", [=](OneNode& n) { n.node.domain = "aotc"; n.input(f16, {4, 10}); });
   add("Mul f16 bcast twelve", [=](OneNode& n) { n.input(f16, {2, 3, 12}).input(f16, {2, 1, 12}); });
   add("Mul f16 bcast innermost", [=](OneNode& n) { n.input(f16, {2, 3, 16}).input(f16, {2, 3, 1}); });
   add("Pow f32 f32 bcast positive", [=](OneNode& n) { n.input(f32, {3, 5}).input(f32, {5}); });
@@ -266,7 +275,7 @@ std::vector<Prepared> prepare_all() {
     EXPECT_TRUE(s.is_ok()) << s.message();
     if (!s.is_ok()) continue;
     const Node& node = p.node->built();
-    auto l = default_registry().find(node.op_type)->lower(node, p.node->graph);
+    auto l = default_registry().find(node.op_type, node.domain)->lower(node, p.node->graph);
     EXPECT_TRUE(l.is_ok()) << l.status().message();
     if (!l.is_ok()) continue;
     p.lowering = *l;
