@@ -75,7 +75,7 @@ Tensor concat_weights(const std::vector<const Tensor*>& ws, bool trans_b) {
 // The projections `gs` (Gemm / FusedGemm of the same input) as one Gemm with the weights side by
 // side; nullopt when they differ in anything but their weights and biases. `ns`: each one's N.
 std::optional<Node> merged_projection(Graph& graph, const std::vector<int>& producers, const std::vector<int>& gs,
-                                      std::vector<int64_t>& ns) {
+                                      std::vector<int64_t>& ns, const std::string& suffix = "_qkv") {
   const Node& g0 = graph.nodes[static_cast<size_t>(gs[0])];
   const bool trans_b = g0.attr_int("transB", 0) != 0;
   const bool with_bias = g0.input(2) != kNoValue;
@@ -102,9 +102,9 @@ std::optional<Node> merged_projection(Graph& graph, const std::vector<int>& prod
     ns.push_back(y.shape[1]);
   }
   Node merged = g0;
-  merged.name = g0.name + "_qkv";
+  merged.name = g0.name + suffix;
   const std::string wname = graph.value(g0.inputs[1]).name;
-  merged.inputs[1] = graph.add_constant(graph.unique_name(wname + "_qkv"), concat_weights(ws, trans_b));
+  merged.inputs[1] = graph.add_constant(graph.unique_name(wname + suffix), concat_weights(ws, trans_b));
   if (with_bias) {
     int64_t total = 0;
     for (int64_t n : ns) total += n;
@@ -115,9 +115,9 @@ std::optional<Node> merged_projection(Graph& graph, const std::vector<int>& prod
       std::memcpy(bias.raw() + static_cast<size_t>(off) * es, bs[i]->raw(), static_cast<size_t>(ns[i]) * es);
       off += ns[i];
     }
-    merged.inputs[2] = graph.add_constant(graph.unique_name(wname + "_qkv_bias"), std::move(bias));
+    merged.inputs[2] = graph.add_constant(graph.unique_name(wname + suffix + "_bias"), std::move(bias));
   }
-  merged.outputs = {graph.add_value(graph.unique_name(graph.value(g0.outputs[0]).name + "_qkv"))};
+  merged.outputs = {graph.add_value(graph.unique_name(graph.value(g0.outputs[0]).name + suffix))};
   return merged;
 }
 
@@ -265,9 +265,9 @@ Expected<bool> merge_strided_qkv_projections(Graph& graph) {
 // input with the same N (Gemm / FusedGemm without activation or residual, constant weights, each
 // reached through reshape views read by the SwiGLU alone) becomes one GEMM with the weights side
 // by side, [K, 2F], and aotc.SwiGLUPacked over its [M, 2F] rows, reshaped (a view) to the
-// SwiGLU's output: one GEMM launch fewer per gated MLP and no copy (LLaMA at batch 1: ~4 us of
-// ~47 a layer, docs/perf_notes.md v67). Exact: the same dot products and the same SwiGLU
-// expression.
+// SwiGLU's output: one GEMM launch fewer per gated MLP and no copy, where the merged product is
+// at most one wave of 128 x 128 tiles (LLaMA bs1 on the H200: -41 us of 0.578 ms; docs/perf_notes.md
+// v67). Exact: the same dot products and the same SwiGLU expression.
 Expected<bool> merge_swiglu_projections(Graph& graph) {
   const OpRegistry& registry = default_registry();
   bool changed = false;
@@ -282,9 +282,18 @@ Expected<bool> merge_swiglu_projections(Graph& graph) {
       const int gp = projection_of(graph, producers, consumers, sw.inputs[0]);
       const int up = projection_of(graph, producers, consumers, sw.inputs[1]);
       if (gp < 0 || up < 0 || gp == up) continue;
+      // At most one wave of 128 x 128 output tiles on the target's SMs: measured on the H200
+      // (docs/perf_notes.md v67), LLaMA's batch 1 (1 x 32 tiles) ran 41 us faster with one GEMM
+      // than with two latency-bound ones, and its batch 32 (32 x 32 tiles) 20 us slower than with
+      // the two products, which then keep their own launches (side_branches may run them side by
+      // side).
+      const Shape& gshape = graph.value(graph.nodes[static_cast<size_t>(gp)].outputs[0]).shape;
+      if (gshape.size() != 2) continue;
+      const int64_t tiles = (gshape[0] + 127) / 128 * ((2 * gshape[1] + 127) / 128);
+      if (tiles > graph.target.sm_count) continue;
       const std::vector<int> gs = {gp, up};
       std::vector<int64_t> ns;
-      std::optional<Node> merged = merged_projection(graph, producers, gs, ns);
+      std::optional<Node> merged = merged_projection(graph, producers, gs, ns, "_gate_up");
       if (!merged || ns[0] != ns[1]) continue;
       if (!infer_node(*merged, graph, registry).is_ok()) continue;
       // Copies: adding values below may move the graph's value storage.

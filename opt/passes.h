@@ -76,8 +76,9 @@ Expected<bool> cancel_row_permutations(Graph& graph);
 // The Q / K / V projections of one Attention (Gemms of one input) -> one Gemm + Split
 // (merge_qkv_projections.cc); fuse_attention_operands then reads the parts in place.
 Expected<bool> merge_qkv_projections(Graph& graph);
-// SwiGLU(g, u) of two projections of one input (same N) -> one GEMM with the weights side by
-// side and aotc.SwiGLUPacked over its rows (opt/merge_qkv_projections.cc).
+// SwiGLU(g, u) of two projections of one input (same N), whose merged product is at most one wave
+// of 128 x 128 tiles on the target -> one GEMM with the weights side by side and
+// aotc.SwiGLUPacked over its rows (opt/merge_qkv_projections.cc).
 Expected<bool> merge_swiglu_projections(Graph& graph);
 // The same merge where an aotc.StridedAttention reads the projections' outputs in place: one Gemm,
 // the operand views moved to its columns (merge_qkv_projections.cc).

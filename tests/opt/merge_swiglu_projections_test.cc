@@ -72,6 +72,34 @@ TEST(MergeSwigluProjections, TransposedWeightsWithBiasesAndAlpha) {
   EXPECT_TRUE(testing_util::same_outputs(before, g, 5));
 }
 
+// The one-wave rule: 16 rows x 2 x 136 columns are 3 tiles of 128 x 128; on a target of 2 SMs the
+// two products keep their own GEMMs, on the H200's 132 they merge.
+TEST(MergeSwigluProjections, MoreThanOneWaveOfTilesKeepsTwoGemms) {
+  AOTC_REQUIRE_OPS("Gemm", "SwiGLU", "aotc.SwiGLUPacked");
+  const std::string text = R"(
+    input %h : float16[16x32]
+    const %wg : float16[32x136] = random(1)
+    const %wu : float16[32x136] = random(2)
+    %g : float16[?] = Gemm(%h, %wg)
+    %u : float16[?] = Gemm(%h, %wu)
+    %y : float16[?] = SwiGLU(%g, %u)
+    output %y
+  )";
+  AOTC_BUILD(small, text);
+  small.target.sm_count = 2;
+  auto changed = merge_swiglu_projections(small);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_FALSE(*changed);
+  EXPECT_EQ(op_list(small), "Gemm,Gemm,SwiGLU");
+  AOTC_BUILD(h200, text);
+  h200.target.sm_count = 132;
+  changed = merge_swiglu_projections(h200);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().message();
+  EXPECT_TRUE(*changed);
+  EXPECT_EQ(op_list(h200), "Gemm,aotc.SwiGLUPacked,Reshape");
+  EXPECT_EQ(h200.nodes[0].name.find("_gate_up") != std::string::npos, true) << h200.nodes[0].name;
+}
+
 TEST(MergeSwigluProjections, MustNotFire) {
   AOTC_REQUIRE_OPS("Gemm", "SwiGLU");
   const std::vector<std::pair<const char*, std::string>> cases = {
