@@ -9,14 +9,16 @@
 // statistics in float32 anyway (stash_type 1). Every intermediate must have exactly one reader and
 // not be a graph output; eps must be a scalar constant >= 0. The fused op computes the same
 // function with fewer roundings (the written-out form rounds after each op).
-// Why (H200, docs/perf_notes.md v67): TorchScript's LLaMA at batch 32 in fp16 ran each norm as 8
-// kernels (the Pow kept in float32 by the precision policy, with its Casts), ~90 us a norm, 2.1 of
-// its 4.1 ms; the dynamo export at opset 23 writes RMSNormalization and ran it as one 13 us kernel.
+// Why (H200, docs/perf_notes.md v67, profile events): TorchScript's LLaMA at batch 32 in fp16 ran
+// each norm as 8 kernels (the Pow kept in float32 by the precision policy, with its Casts), ~89.5
+// us a norm plus an 11.5 us float Cast of the residual: ~2.5 of 5.3 ms of step time; the dynamo
+// export at opset 23 writes RMSNormalization, one 13.4 us kernel.
 #include <algorithm>
 #include <cmath>
 #include <set>
 
 #include "ir/op_registry.h"
+#include "ir/ops/op_helpers.h"
 #include "ir/shape_inference.h"
 #include "opt/passes.h"
 #include "opt/pattern_match.h"
@@ -141,7 +143,7 @@ class RmsNormMatcher : public ChainMatcher {
       const Shape norm(xv.shape.begin() + m->axis, xv.shape.end());
       // More dims than the normalised shape (leading 1s, e.g. [1, N]): a constant is re-shaped.
       const bool fits = wv.shape.size() <= norm.size() || wv.is_constant();
-      if (w != hv && wv.shape_known && fits && wv.dtype == out_dtype && trailing_of(wv.shape, norm) &&
+      if (w != hv && wv.shape_known && fits && wv.dtype == out_dtype && trailing_broadcast(wv.shape, norm) &&
           g_.value(wn.outputs[0]).shape == xv.shape && g_.value(wn.outputs[0]).dtype == out_dtype) {
         m->nodes.insert(wm);
         m->scale = w;
@@ -185,16 +187,6 @@ class RmsNormMatcher : public ChainMatcher {
     *axis = axes[0];
     return true;
   }
-  // `s` read as element (j % numel) of the normalised shape: its trailing dims with leading 1s
-  // (what the RMSNormalization kernel takes, ir/ops/layer_norm.cc).
-  static bool trailing_of(const Shape& s, const Shape& norm) {
-    size_t lead = 0;
-    while (lead < s.size() && s[lead] == 1) ++lead;
-    const size_t rest = s.size() - lead;
-    if (rest > norm.size()) return false;
-    return std::equal(s.begin() + static_cast<std::ptrdiff_t>(lead), s.end(),
-                      norm.end() - static_cast<std::ptrdiff_t>(rest));
-  }
 };
 
 }  // namespace
@@ -217,11 +209,8 @@ Expected<bool> fuse_rms_norm(Graph& graph) {
       const size_t norm_rank = xv.shape.size() - static_cast<size_t>(m.axis);
       if (scale != kNoValue && graph.value(scale).shape.size() > norm_rank) {
         const Value& w = graph.value(scale);
-        Tensor t = *w.constant;
         const Shape trailing(w.shape.end() - static_cast<std::ptrdiff_t>(norm_rank), w.shape.end());
-        Tensor r(t.dtype(), trailing);
-        for (int64_t j = 0; j < t.numel(); ++j) r.set(j, t.get(j));
-        scale = graph.add_constant(graph.unique_name(last.name + "_rms_scale"), std::move(r));
+        scale = graph.add_constant(graph.unique_name(last.name + "_rms_scale"), w.constant->reshaped(trailing));
       }
       if (scale == kNoValue) {
         const Shape norm(xv.shape.begin() + m.axis, xv.shape.end());

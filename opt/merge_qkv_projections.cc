@@ -121,15 +121,15 @@ std::optional<Node> merged_projection(Graph& graph, const std::vector<int>& prod
   return merged;
 }
 
-// The graph's nodes with `first` replaced by `replacement` (then `extra`, if any) and the other
-// projections of `gs` dropped.
-void replace_projections(Graph& graph, const std::vector<int>& gs, Node replacement, std::optional<Node> extra) {
+// The graph's nodes with the first of `gs` replaced by `replacement` (then `extra`, in order) and
+// the other nodes of `gs` dropped.
+void replace_projections(Graph& graph, const std::vector<int>& gs, Node replacement, std::vector<Node> extra = {}) {
   const int first = *std::min_element(gs.begin(), gs.end());
   std::vector<Node> nodes;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     if (static_cast<int>(i) == first) {
       nodes.push_back(std::move(replacement));
-      if (extra) nodes.push_back(std::move(*extra));
+      for (Node& e : extra) nodes.push_back(std::move(e));
     } else if (std::find(gs.begin(), gs.end(), static_cast<int>(i)) == gs.end()) {
       nodes.push_back(std::move(graph.nodes[i]));
     }
@@ -201,7 +201,9 @@ Expected<bool> merge_qkv_projections(Graph& graph) {
       if (!infer_node(*merged, graph, registry).is_ok()) return false;
       AOTC_RETURN_IF_ERROR(infer_node(split, graph, registry));
       // Placed where the first projection was (all of them read the same input, defined by then).
-      replace_projections(graph, gs, std::move(*merged), std::move(split));
+      std::vector<Node> extra;
+      extra.push_back(std::move(split));
+      replace_projections(graph, gs, std::move(*merged), std::move(extra));
       return true;
   });
 }
@@ -256,7 +258,7 @@ Expected<bool> merge_strided_qkv_projections(Graph& graph) {
           !attention_runs_fused(rewritten, graph))
         return false;
       graph.nodes[ai] = std::move(rewritten);
-      replace_projections(graph, gs, std::move(*merged), std::nullopt);
+      replace_projections(graph, gs, std::move(*merged));
       return true;
   });
 }
@@ -311,24 +313,12 @@ Expected<bool> merge_swiglu_projections(Graph& graph) {
           graph.unique_name(out_name + "_shape"), Tensor::from_int64s({static_cast<int64_t>(out_shape.size())}, out_shape));
       Node unflatten{sw.name + "_unflatten", "Reshape", "", {rows, shape_value}, {sw.outputs[0]}, {}};
       AOTC_RETURN_IF_ERROR(infer_node(unflatten, graph, registry));
-      // The merged GEMM where the first projection was (both read one input, defined by then), the
-      // packed SwiGLU and its view where the SwiGLU was (after both projections).
-      const int first = std::min(gp, up), second = std::max(gp, up);
-      std::vector<Node> nodes;
-      nodes.reserve(graph.nodes.size() + 1);
-      for (size_t i = 0; i < graph.nodes.size(); ++i) {
-        if (static_cast<int>(i) == first) {
-          nodes.push_back(std::move(*merged));
-        } else if (static_cast<int>(i) == second) {
-          continue;
-        } else if (i == si) {
-          nodes.push_back(std::move(packed));
-          nodes.push_back(std::move(unflatten));
-        } else {
-          nodes.push_back(std::move(graph.nodes[i]));
-        }
-      }
-      graph.nodes = std::move(nodes);
+      // The merged GEMM, the packed SwiGLU and its view where the first projection was (both
+      // projections read one input, defined by then); the other projection and the SwiGLU go.
+      std::vector<Node> extra;
+      extra.push_back(std::move(packed));
+      extra.push_back(std::move(unflatten));
+      replace_projections(graph, {gp, up, static_cast<int>(si)}, std::move(*merged), std::move(extra));
       changed = again = true;
     }
   }

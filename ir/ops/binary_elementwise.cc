@@ -259,6 +259,10 @@ std::string int_pow_expr(const std::string& ct, DType te) {
          "if (e & 1ULL) r *= base; base *= base; } return (" + ct + ")r; }()";
 }
 
+// SwiGLU's reference value, Swish_alpha(g) * u = g / (1 + exp(-alpha g)) * u, in double (SwiGLU and
+// aotc.SwiGLUPacked).
+double swiglu_value(double g, double u, double alpha) { return g / (1.0 + std::exp(-alpha * g)) * u; }
+
 Status binary_reference(const Node& node, const std::vector<const Tensor*>& inputs,
                         std::vector<Tensor>& outputs) {
   const Tensor& a = *inputs[0];
@@ -270,7 +274,7 @@ Status binary_reference(const Node& node, const std::vector<const Tensor*>& inpu
     const double alpha = node.attr_float("alpha", 1.0f);
     for (int64_t i = 0; i < y.numel(); ++i) {
       const double x = a.get(i);
-      y.set(i, x / (1.0 + std::exp(-alpha * x)) * b.get(i));
+      y.set(i, swiglu_value(x, b.get(i), alpha));
     }
     return Status::ok();
   }
@@ -398,8 +402,7 @@ Status swiglu_packed_reference(const Node& node, const std::vector<const Tensor*
   const double alpha = node.attr_float("alpha", 1.0f);
   for (int64_t i = 0; i < y.numel(); ++i) {  // in double, rounded once to the output type
     const int64_t r = i / f, c = i % f;
-    const double g = x.get(r * 2 * f + c), u = x.get(r * 2 * f + f + c);
-    y.set(i, g / (1.0 + std::exp(-alpha * g)) * u);
+    y.set(i, swiglu_value(x.get(r * 2 * f + c), x.get(r * 2 * f + f + c), alpha));
   }
   return Status::ok();
 }

@@ -96,13 +96,11 @@ Status layer_norm_reference(const Node& node, const std::vector<const Tensor*>& 
   return Status::ok();
 }
 
-// Scale or bias of this shape is read as element (j % numel): exact when the shape is the
-// normalized shape's trailing dims with only leading 1s (numel 1 included).
-bool trailing_broadcast(const Shape& s, const Shape& norm) {
-  size_t lead = 0;
-  while (lead < s.size() && s[lead] == 1) ++lead;
-  Shape rest(s.begin() + static_cast<std::ptrdiff_t>(lead), s.end());
-  return rest.size() <= norm.size() && std::equal(rest.begin(), rest.end(), norm.end() - static_cast<std::ptrdiff_t>(rest.size()));
+// Rows the warp-per-row kernel takes: 16-bit, a multiple of 8 elements (16-byte vectors; arena,
+// weight and caller buffers are 256-byte aligned, docs/abi.md, so every such row is), at most 2048
+// (the row in one warp's registers), per-element scale (and bias) of `per_element` elements.
+bool warp_rows_fit(DType t, int64_t n, bool per_element) {
+  return (t == DType::kFloat16 || t == DType::kBFloat16) && n % 8 == 0 && n <= 2048 && per_element;
 }
 
 // The warp-per-row kernel (templates/norm_rows_warp.cu.in) over `rows` rows of `n` 16-bit
@@ -140,12 +138,9 @@ Expected<Lowering> layer_norm_lower(const Node& node, const Graph& graph) {
     if (v != kNoValue && !trailing_broadcast(graph.value(v).shape, norm))
       return node_error(node, "Scale/B of shape " + shape_str(graph.value(v).shape) +
                                   " broadcasts in the middle of the normalized shape; the GPU kernel takes trailing broadcasts only");
-  // 16-bit rows of up to 2048 elements (multiples of 8) with per-element scale/bias: one warp per
-  // row, held in registers, 16-byte accesses (templates/norm_rows_warp.cu.in). Arena, weight and
-  // caller buffers are 256-byte aligned (docs/abi.md), so every row of a multiple of 8 is too.
+  // Rows warp_rows_fit takes: one warp per row, held in registers, 16-byte accesses.
   const int64_t scale_n = graph.value(node.inputs[1]).numel(), bias_n = b == kNoValue ? n : graph.value(b).numel();
-  const bool low = x.dtype == DType::kFloat16 || x.dtype == DType::kBFloat16;
-  if (low && n % 8 == 0 && n <= 2048 && scale_n == n && bias_n == n) {
+  if (warp_rows_fit(x.dtype, n, scale_n == n && bias_n == n)) {
     l.steps.push_back(norm_rows_warp_step(node, x, rows, n, *axis, false,
                                           {node.inputs[0], node.inputs[1], b == kNoValue ? kNullArg : b, node.outputs[0],
                                            has_output(node, 1) ? node.outputs[1] : kNullArg,
@@ -234,8 +229,7 @@ Expected<Lowering> rms_norm_lower(const Node& node, const Graph& graph) {
   // 16-bit rows of up to 2048 elements (multiples of 8) with a per-element scale: LayerNorm's
   // warp-per-row kernel with the mean taken as 0 (a block per row and a shared-memory tree ran
   // LLaMA's 4096 x 768 fp16 norm at 0.94 TB/s, 13.4 us, on an H200: docs/perf_notes.md v67).
-  const bool low = x.dtype == DType::kFloat16 || x.dtype == DType::kBFloat16;
-  if (low && n % 8 == 0 && n <= 2048 && scale.numel() == n) {
+  if (warp_rows_fit(x.dtype, n, scale.numel() == n)) {
     l.steps.push_back(norm_rows_warp_step(node, x, rows, n, *axis, true,
                                           {node.inputs[0], node.inputs[1], kNullArg, node.outputs[0], kNullArg, kNullArg}));
     return l;

@@ -70,6 +70,13 @@ Expected<const Tensor*> expect_constant(const Node& node, const Graph& graph, si
   return v.constant.get();
 }
 
+bool trailing_broadcast(const Shape& s, const Shape& norm) {
+  size_t lead = 0;
+  while (lead < s.size() && s[lead] == 1) ++lead;
+  Shape rest(s.begin() + static_cast<std::ptrdiff_t>(lead), s.end());
+  return rest.size() <= norm.size() && std::equal(rest.begin(), rest.end(), norm.end() - static_cast<std::ptrdiff_t>(rest.size()));
+}
+
 Expected<int64_t> normalize_axis(const Node& node, int64_t axis, int64_t rank) {
   int64_t a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= rank)

@@ -31,6 +31,10 @@ Expected<const Tensor*> expect_constant(const Node& node, const Graph& graph, si
                                         const std::string& why);
 // Map a possibly negative axis into [0, rank); error if out of range.
 Expected<int64_t> normalize_axis(const Node& node, int64_t axis, int64_t rank);
+
+// A norm's scale or bias of shape `s` is read as element (j % numel) of the normalized shape
+// `norm`: exact when `s` is norm's trailing dims with only leading 1s (numel 1 included).
+bool trailing_broadcast(const Shape& s, const Shape& norm);
 // Sets output `index`'s dtype and shape and marks it known.
 void set_output(Graph& graph, const Node& node, size_t index, DType dtype, Shape shape);
 
